@@ -1,0 +1,1 @@
+"""Everything that fetches text from hosts: transports, the probe, pure parsers."""

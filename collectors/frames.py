@@ -1,0 +1,195 @@
+"""Split the probe's byte stream into frames and sections.
+
+Wire format (one frame per tick, see docs/PROBE.md)::
+
+    @@fabtop-frame <seq> <clock_ns> <uptime_s> <unix_s>
+    @@section <kind> <subject|-> <read_ns|-> <status> [detail...]
+    ...raw tool output; a content line starting with "@@" is sent with one extra "@"...
+    @@end <seq>
+
+The decoder is incremental, bounded and never raises on bad input: garbage
+outside a frame and truncated frames become warnings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_FRAME_BYTES = 16 * 1024 * 1024  # a frame larger than this is dropped, not buffered forever
+MAX_LINE_BYTES = 1024 * 1024
+
+
+@dataclass(slots=True)
+class Section:
+    """One section of a frame: the raw text a source printed, with its read time and status."""
+
+    kind: str
+    subject: str | None
+    read_ns: int | None
+    status: str
+    detail: str | None
+    text: str
+
+
+@dataclass(slots=True)
+class Frame:
+    """One tick of one host, still as raw text per section."""
+
+    seq: int
+    clock_ns: int
+    uptime_s: float
+    unix_s: float
+    sections: list[Section] = field(default_factory=list)
+
+    def find(self, kind: str, subject: str | None = None) -> Section | None:
+        """First section of ``kind`` (and ``subject`` when given)."""
+        for s in self.sections:
+            if s.kind == kind and (subject is None or s.subject == subject):
+                return s
+        return None
+
+    def all(self, kind: str) -> list[Section]:
+        """Every section of ``kind``."""
+        return [s for s in self.sections if s.kind == kind]
+
+
+def _int_or_none(tok: str) -> int | None:
+    try:
+        return int(tok)
+    except ValueError:
+        return None
+
+
+def escape_line(line: str) -> str:
+    """Escape one content line the way the probe does."""
+    return "@" + line if line.startswith("@@") else line
+
+
+def render_frame(frame: Frame) -> str:
+    """Serialize a frame to the wire format (used by simulated hosts and recordings)."""
+    out = [f"@@fabtop-frame {frame.seq} {frame.clock_ns} {frame.uptime_s:.2f} {frame.unix_s:.3f}"]
+    for s in frame.sections:
+        head = (
+            f"@@section {s.kind} {s.subject or '-'} "
+            f"{s.read_ns if s.read_ns is not None else '-'} {s.status}"
+        )
+        if s.detail:
+            head += " " + s.detail
+        out.append(head)
+        if s.text:
+            out.extend(escape_line(ln) for ln in s.text.split("\n"))
+    out.append(f"@@end {frame.seq}")
+    return "\n".join(out) + "\n"
+
+
+class FrameDecoder:
+    """Incremental decoder: ``feed(bytes)`` returns the frames completed so far."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._frame: Frame | None = None
+        self._section_head: list[str] | None = None
+        self._section_lines: list[str] = []
+        self._frame_bytes = 0
+        self._skipping_long_line = False
+        self.warnings: list[str] = []
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Consume bytes; return every frame that ended in them."""
+        self._buf += data
+        done: list[Frame] = []
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl < 0:
+                if len(self._buf) > MAX_LINE_BYTES:
+                    self._warn(f"line longer than {MAX_LINE_BYTES} bytes dropped")
+                    self._buf.clear()
+                    self._skipping_long_line = True
+                break
+            raw = bytes(self._buf[:nl])
+            del self._buf[: nl + 1]
+            if self._skipping_long_line:
+                self._skipping_long_line = False
+                continue
+            frame = self._line(raw.decode("utf-8", errors="replace").rstrip("\r"), len(raw) + 1)
+            if frame is not None:
+                done.append(frame)
+        return done
+
+    def take_warnings(self) -> list[str]:
+        """Return and clear the warnings gathered so far."""
+        w, self.warnings = self.warnings, []
+        return w
+
+    def _warn(self, msg: str) -> None:
+        if len(self.warnings) < 100:
+            self.warnings.append(msg)
+
+    def _close_section(self) -> None:
+        if self._frame is None or self._section_head is None:
+            return
+        h = self._section_head
+        kind = h[0] if h else "?"
+        subject = h[1] if len(h) > 1 and h[1] != "-" else None
+        read_ns = _int_or_none(h[2]) if len(h) > 2 else None
+        status = h[3] if len(h) > 3 else "ok"
+        detail = " ".join(h[4:]) or None
+        self._frame.sections.append(
+            Section(kind, subject, read_ns, status, detail, "\n".join(self._section_lines))
+        )
+        self._section_head = None
+        self._section_lines = []
+
+    def _line(self, line: str, nbytes: int) -> Frame | None:
+        if line.startswith("@@") and not line.startswith("@@@"):
+            tok = line[2:].split()
+            head = tok[0] if tok else ""
+            if head == "fabtop-frame":
+                if self._frame is not None:
+                    self._warn(f"frame {self._frame.seq} truncated (no @@end)")
+                self._start_frame(tok[1:])
+                return None
+            if self._frame is None:
+                self._warn(f"control line outside a frame ignored: {line[:80]!r}")
+                return None
+            if head == "section":
+                self._close_section()
+                self._section_head = tok[1:]
+                return None
+            if head == "end":
+                self._close_section()
+                frame, self._frame = self._frame, None
+                return frame
+            self._warn(f"unknown control line ignored: {line[:80]!r}")
+            return None
+        if self._frame is None:
+            if line.strip():
+                self._warn(f"text outside a frame ignored: {line[:80]!r}")
+            return None
+        self._frame_bytes += nbytes
+        if self._frame_bytes > MAX_FRAME_BYTES:
+            self._warn(f"frame {self._frame.seq} larger than {MAX_FRAME_BYTES} bytes dropped")
+            self._frame = None
+            self._section_head = None
+            self._section_lines = []
+            return None
+        if self._section_head is None:
+            self._warn("text before the first section ignored")
+            return None
+        self._section_lines.append(line[1:] if line.startswith("@@@") else line)
+        return None
+
+    def _start_frame(self, args: list[str]) -> None:
+        self._section_head = None
+        self._section_lines = []
+        self._frame_bytes = 0
+        try:
+            seq = int(args[0])
+            clock_ns = int(args[1])
+            uptime = float(args[2])
+            unix = float(args[3]) if len(args) > 3 else clock_ns / 1e9
+        except (IndexError, ValueError):
+            self._warn(f"bad frame header ignored: {' '.join(args)[:80]!r}")
+            self._frame = None
+            return
+        self._frame = Frame(seq, clock_ns, uptime, unix)

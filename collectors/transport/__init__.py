@@ -1,0 +1,1 @@
+"""Transports: move the probe's bytes; they know nothing of counters."""
