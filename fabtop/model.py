@@ -140,3 +140,25 @@ class HostSample:
     sections: list[SectionStatus] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cpu_throttle_count: int | None = None
+
+
+SEVERITIES = ("info", "warning", "critical")
+
+
+@dataclass(slots=True)
+class Finding:
+    """What a health rule concluded: one line for the screen, evidence and a next step."""
+
+    rule: str
+    severity: str  # one of SEVERITIES
+    subject: str  # "node3/enp65s0f0np0/prio3", "fabric", "node4/gpu1"
+    summary: str
+    evidence: dict[str, float | int | str | None] = field(default_factory=dict)
+    next_step: str = ""
+    host: str | None = None
+    since: float | None = None  # remote unix time the condition was first seen
+
+    @property
+    def rank(self) -> int:
+        """Sort key: critical first."""
+        return SEVERITIES.index(self.severity) if self.severity in SEVERITIES else 0

@@ -1,0 +1,60 @@
+"""Turn a frame's ``gpu_nvidia`` / ``gpu_amd`` section into GPU samples (see docs/PROBE.md)."""
+
+from __future__ import annotations
+
+from collectors.frames import Frame, Section
+from collectors.parsers.amd_smi import parse_amd_smi_metric_json, parse_rocm_smi_json
+from collectors.parsers.nvidia_smi import parse_query_csv
+from fabtop.model import GpuSample
+
+
+def _nvidia(section: Section) -> tuple[list[GpuSample], list[str]]:
+    lines = section.text.split("\n")
+    first = lines[0].strip() if lines else ""
+    if not first.startswith("#"):
+        return [], ["gpu_nvidia section has no '# <fields>' line"]
+    fields = [f.strip() for f in first[1:].split(",") if f.strip()]
+    if not fields:
+        return [], ["gpu_nvidia section names no query fields"]
+    result = parse_query_csv("\n".join(lines[1:]), fields)
+    return result.gpus, result.warnings
+
+
+def _amd(section: Section) -> tuple[list[GpuSample], list[str]]:
+    detail = section.detail or ""
+    if "rocm-smi" in detail:
+        r = parse_rocm_smi_json(section.text)
+    elif "amd-smi" in detail:
+        r = parse_amd_smi_metric_json(section.text)
+    # No detail: amd-smi prints a list (or {"gpu_data": ...}), rocm-smi {"card0": ...}.
+    elif '"card' in section.text:
+        r = parse_rocm_smi_json(section.text)
+    else:
+        r = parse_amd_smi_metric_json(section.text)
+    return r.gpus, r.warnings
+
+
+def gpus_from_frame(frame: Frame) -> tuple[list[GpuSample], int | None, list[str]]:
+    """GPUs of one frame, the time their section was read, and warnings.
+
+    A section that is not ``ok`` yields no GPUs: a stale reading shown as current would
+    hide exactly the hang the user needs to see.
+    """
+    gpus: list[GpuSample] = []
+    read_ns: int | None = None
+    warnings: list[str] = []
+    for kind, reader in (("gpu_nvidia", _nvidia), ("gpu_amd", _amd)):
+        section = frame.find(kind)
+        if section is None:
+            continue
+        if section.status != "ok":
+            detail = f" ({section.detail})" if section.detail else ""
+            warnings.append(f"{kind} section {section.status}{detail}: GPUs not shown")
+            continue
+        found, notes = reader(section)
+        warnings.extend(f"{kind}: {n}" for n in notes)
+        if found:
+            gpus.extend(found)
+            if read_ns is None:
+                read_ns = section.read_ns
+    return gpus, read_ns, warnings

@@ -1,0 +1,95 @@
+"""Parse ``ethtool -S`` (NIC statistics) and ``ethtool -i`` (driver info) text.
+
+Per-queue lines in bnxt_en's ``[N]: name: value`` layout are kept under the name
+``name[N]`` (for example ``[0]: rx_ucast_packets`` becomes ``rx_ucast_packets[0]``),
+so every queue's counter has a stable key and all queues of one counter sort together.
+Every other name is kept exactly as reported, dots and spaces included.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_QUEUE_RE = re.compile(r"^\[(\d+)\]:\s*(.+)$")
+_HEADER = "NIC statistics:"
+MAX_WARNINGS = 50  # a garbage capture must not turn into thousands of warning lines
+
+
+@dataclass(slots=True)
+class EthtoolStats:
+    """Counters of one ``ethtool -S`` run, raw names as reported (queue lines: ``name[N]``)."""
+
+    counters: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DriverInfo:
+    """``ethtool -i`` of one netdev; empty fields are None, ``fields`` keeps every line."""
+
+    driver: str | None = None
+    version: str | None = None
+    firmware_version: str | None = None
+    bus_info: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _warn(warnings: list[str], msg: str) -> None:
+    if len(warnings) < MAX_WARNINGS:
+        warnings.append(msg)
+    elif len(warnings) == MAX_WARNINGS:
+        warnings.append("further warnings suppressed")
+
+
+def _parse_uint(text: str) -> int | None:
+    # ethtool prints u64 in decimal; anything else (signs, floats, "N/A") is not a counter
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def parse_ethtool_stats(text: str) -> EthtoolStats:
+    """Parse ``ethtool -S <dev>`` output; duplicates keep the first value, bad lines warn."""
+    out = EthtoolStats()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or line == _HEADER:
+            continue
+        name, sep, value = line.rpartition(":")
+        name = name.strip()
+        value = value.strip()
+        if not sep or not name:
+            _warn(out.warnings, f"unparsed line: {line[:80]!r}")
+            continue
+        m = _QUEUE_RE.match(name)
+        if m:
+            name = f"{m.group(2).strip()}[{m.group(1)}]"
+        num = _parse_uint(value)
+        if num is None:
+            _warn(out.warnings, f"bad value for {name[:64]}: {value[:40]!r}")
+            continue
+        if name in out.counters:
+            _warn(out.warnings, f"duplicate counter {name[:64]} (kept the first value)")
+            continue
+        out.counters[name] = num
+    return out
+
+
+def parse_ethtool_info(text: str) -> DriverInfo:
+    """Parse ``ethtool -i <dev>`` output (``key: value`` lines)."""
+    out = DriverInfo()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            _warn(out.warnings, f"unparsed line: {line[:80]!r}")
+            continue
+        out.fields.setdefault(key.strip(), value.strip())
+    f = out.fields
+    out.driver = f.get("driver") or None
+    out.version = f.get("version") or None
+    out.firmware_version = f.get("firmware-version") or None
+    out.bus_info = f.get("bus-info") or None
+    return out

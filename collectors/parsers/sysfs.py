@@ -1,0 +1,317 @@
+"""Parse the probe's ``sysnet`` and ``sysib`` sections: ``<relpath> <value>`` lines.
+
+``relpath`` is relative to ``<sysfs>/class/net`` or ``<sysfs>/class/infiniband``; the value
+is the file's content without its trailing newline and may hold spaces or be empty (a
+file that could not be read). Counters that read ``N/A (no PMA)`` (iWARP and other
+devices without a performance-management agent) are left out: absent, never zero.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from fabtop.model import PcieLink
+
+MAX_WARNINGS = 50
+_NO_PMA = "N/A (no PMA)"
+_RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
+_GTS_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
+_TEMP_RE = re.compile(r"^device/hwmon/[^/]+/temp\d+_input$")
+
+
+@dataclass(slots=True)
+class NetdevRecord:
+    """One ``class/net`` entry as the probe dumped it."""
+
+    name: str
+    statistics: dict[str, int] = field(default_factory=dict)
+    mtu: int | None = None
+    operstate: str | None = None
+    speed_mbps: int | None = None  # -1 or unreadable (link down, virtual) -> None
+    carrier_changes: int | None = None
+    carrier_down_count: int | None = None
+    type: int | None = None  # ARPHRD_*: 1 Ethernet, 32 InfiniBand (IPoIB), 772 loopback
+    physical: bool = False  # a ``device`` entry exists
+    pcie: PcieLink | None = None
+    temperature_c: float | None = None  # hottest hwmon ``temp*_input`` of the device
+    ecn_np_enabled: tuple[int, ...] | None = None
+    ecn_rp_enabled: tuple[int, ...] | None = None
+    attrs: dict[str, str] = field(default_factory=dict)  # every other file, raw text
+
+
+@dataclass(slots=True)
+class RdmaPortRecord:
+    """One port of an RDMA device (``ports/<n>/...``)."""
+
+    port: int
+    state: str | None = None  # "4: ACTIVE" -> "ACTIVE"
+    phys_state: str | None = None  # "5: LinkUp" -> "LinkUp"
+    rate_gbps: float | None = None
+    link_layer: str | None = None  # "InfiniBand" | "Ethernet"
+    lid: int | None = None
+    sm_lid: int | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+    counters_ext: dict[str, int] = field(default_factory=dict)
+    hw_counters: dict[str, int] = field(default_factory=dict)
+    netdevs: list[str] = field(default_factory=list)  # from gid_attrs/ndevs/*, in order
+
+
+@dataclass(slots=True)
+class RdmaDeviceRecord:
+    """One ``class/infiniband`` device."""
+
+    name: str
+    fw_ver: str | None = None
+    hca_type: str | None = None
+    board_id: str | None = None
+    node_guid: str | None = None
+    ports: dict[int, RdmaPortRecord] = field(default_factory=dict)
+    netdevs: list[str] = field(default_factory=list)  # from device/net/<name>
+    pcie: PcieLink | None = None
+    temperature_c: float | None = None
+
+
+@dataclass(slots=True)
+class SysNet:
+    """Parsed ``sysnet`` section."""
+
+    netdevs: dict[str, NetdevRecord] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SysIb:
+    """Parsed ``sysib`` section."""
+
+    devices: dict[str, RdmaDeviceRecord] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _DeviceBits:
+    """PCIe link and hwmon temperatures found under a ``device/`` entry."""
+
+    speed: float | None = None
+    width: int | None = None
+    max_speed: float | None = None
+    max_width: int | None = None
+    temps: list[float] = field(default_factory=list)
+
+    def pcie(self) -> PcieLink | None:
+        if self.speed is None and self.width is None and self.max_speed is None:
+            return None
+        return PcieLink(self.speed, self.width, self.max_speed, self.max_width)
+
+    def temperature(self) -> float | None:
+        return max(self.temps) if self.temps else None
+
+
+def _warn(warnings: list[str], msg: str) -> None:
+    if len(warnings) < MAX_WARNINGS:
+        warnings.append(msg)
+    elif len(warnings) == MAX_WARNINGS:
+        warnings.append("further warnings suppressed")
+
+
+def _int(text: str) -> int | None:
+    t = text.strip()
+    try:
+        return int(t, 0) if t.lower().startswith("0x") else int(t)
+    except ValueError:
+        return None
+
+
+def _after_colon(text: str) -> str | None:
+    """``"4: ACTIVE"`` -> ``"ACTIVE"``; a value without a number prefix is kept whole."""
+    t = text.strip()
+    if not t:
+        return None
+    head, sep, tail = t.partition(":")
+    if sep and head.strip().isdigit():
+        return tail.strip() or None
+    return t
+
+
+def parse_ib_rate(text: str) -> float | None:
+    """``"25 Gb/sec (1X EDR)"`` -> 25.0."""
+    m = _RATE_RE.match(text)
+    return float(m.group(1)) if m else None
+
+
+def parse_pcie_speed(text: str) -> float | None:
+    """``"16.0 GT/s PCIe"`` or ``"8 GT/s"`` -> GT/s as float; ``"Unknown"`` -> None."""
+    m = _GTS_RE.match(text)
+    return float(m.group(1)) if m else None
+
+
+def _split_lines(text: str) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        if not line.strip():
+            continue
+        path, _, value = line.partition(" ")
+        pairs.append((path, value.strip()))
+    return pairs
+
+
+def _device_bit(bits: _DeviceBits, rel: str, value: str, warnings: list[str], where: str) -> bool:
+    """Take PCIe/hwmon files below ``device/``; True when ``rel`` was one of them."""
+    if rel == "device/current_link_speed":
+        bits.speed = parse_pcie_speed(value)
+    elif rel == "device/max_link_speed":
+        bits.max_speed = parse_pcie_speed(value)
+    elif rel == "device/current_link_width":
+        bits.width = _int(value) or None  # width 0 means the link is not trained
+    elif rel == "device/max_link_width":
+        bits.max_width = _int(value) or None
+    elif _TEMP_RE.match(rel):
+        milli = _int(value)
+        if milli is None:
+            if value:
+                _warn(warnings, f"{where}/{rel}: bad temperature {value[:40]!r}")
+        else:
+            bits.temps.append(milli / 1000.0)
+    else:
+        return False
+    return True
+
+
+def _enabled_prios(flags: dict[int, bool]) -> tuple[int, ...] | None:
+    return tuple(sorted(p for p, on in flags.items() if on)) if flags else None
+
+
+def parse_sysnet(text: str) -> SysNet:
+    """Parse a ``sysnet`` section into one record per netdev."""
+    out = SysNet()
+    bits: dict[str, _DeviceBits] = {}
+    ecn: dict[tuple[str, str], dict[int, bool]] = {}
+    for path, value in _split_lines(text):
+        name, slash, rel = path.partition("/")
+        if not slash or not name or not rel:
+            _warn(out.warnings, f"unparsed line: {path[:80]!r}")
+            continue
+        rec = out.netdevs.get(name)
+        if rec is None:
+            rec = out.netdevs[name] = NetdevRecord(name)
+            bits[name] = _DeviceBits()
+        if rel.startswith("statistics/"):
+            num = _int(value)
+            if num is None:
+                if value:
+                    _warn(out.warnings, f"{name}/{rel}: bad value {value[:40]!r}")
+            else:
+                rec.statistics[rel[len("statistics/") :]] = num
+        elif rel == "device" or rel.startswith("device/"):
+            rec.physical = True
+            _device_bit(bits[name], rel, value, out.warnings, name)
+        elif rel.startswith("ecn/roce_np/enable/") or rel.startswith("ecn/roce_rp/enable/"):
+            role = rel.split("/")[1]
+            prio = _int(rel.rsplit("/", 1)[1])
+            flag = _int(value)
+            if prio is not None and 0 <= prio <= 7 and flag is not None:
+                ecn.setdefault((name, role), {})[prio] = flag != 0
+        elif rel == "mtu":
+            rec.mtu = _int(value)
+        elif rel == "operstate":
+            rec.operstate = value or None
+        elif rel == "speed":
+            speed = _int(value)
+            rec.speed_mbps = speed if speed is not None and speed > 0 else None
+        elif rel == "carrier_changes":
+            rec.carrier_changes = _int(value)
+        elif rel == "carrier_down_count":
+            rec.carrier_down_count = _int(value)
+        elif rel == "type":
+            rec.type = _int(value)
+        else:
+            rec.attrs[rel] = value
+    for name, rec in out.netdevs.items():
+        rec.pcie = bits[name].pcie()
+        rec.temperature_c = bits[name].temperature()
+        rec.ecn_np_enabled = _enabled_prios(ecn.get((name, "roce_np"), {}))
+        rec.ecn_rp_enabled = _enabled_prios(ecn.get((name, "roce_rp"), {}))
+    return out
+
+
+_COUNTER_DIRS = ("counters", "counters_ext", "hw_counters")
+
+
+def _port_line(
+    port: RdmaPortRecord, rel: str, value: str, warnings: list[str], where: str
+) -> None:
+    group, _, leaf = rel.partition("/")
+    if group in _COUNTER_DIRS and leaf and "/" not in leaf:
+        num = _int(value)
+        if num is not None:
+            target = {"counters": port.counters, "counters_ext": port.counters_ext}.get(
+                group, port.hw_counters
+            )
+            target[leaf] = num
+        elif value and value != _NO_PMA:
+            _warn(warnings, f"{where}/{rel}: bad value {value[:40]!r}")
+    elif group == "gid_attrs" and leaf.startswith("ndevs/"):
+        if value and value not in port.netdevs:
+            port.netdevs.append(value)
+    elif rel == "state":
+        port.state = _after_colon(value)
+    elif rel == "phys_state":
+        port.phys_state = _after_colon(value)
+    elif rel == "rate":
+        port.rate_gbps = parse_ib_rate(value)
+    elif rel == "link_layer":
+        port.link_layer = value or None
+    elif rel == "lid":
+        port.lid = _int(value)
+    elif rel == "sm_lid":
+        port.sm_lid = _int(value)
+
+
+def parse_sysib(text: str) -> SysIb:
+    """Parse a ``sysib`` section into RDMA devices and their ports."""
+    out = SysIb()
+    bits: dict[str, _DeviceBits] = {}
+    for path, value in _split_lines(text):
+        name, slash, rel = path.partition("/")
+        if not slash or not name or not rel:
+            _warn(out.warnings, f"unparsed line: {path[:80]!r}")
+            continue
+        dev = out.devices.get(name)
+        if dev is None:
+            dev = out.devices[name] = RdmaDeviceRecord(name)
+            bits[name] = _DeviceBits()
+        if rel.startswith("ports/"):
+            parts = rel.split("/", 2)
+            num = _int(parts[1]) if len(parts) > 1 else None
+            if num is None or len(parts) < 3:
+                _warn(out.warnings, f"unparsed line: {path[:80]!r}")
+                continue
+            port = dev.ports.get(num)
+            if port is None:
+                port = dev.ports[num] = RdmaPortRecord(num)
+            _port_line(port, parts[2], value, out.warnings, f"{name}/ports/{num}")
+        elif rel.startswith("device/net/"):
+            ndev = rel[len("device/net/") :].split("/", 1)[0]
+            if ndev and ndev not in dev.netdevs:
+                dev.netdevs.append(ndev)
+        elif rel.startswith("device/"):
+            _device_bit(bits[name], rel, value, out.warnings, name)
+        elif rel in ("fw_ver", "hca_type", "board_id", "node_guid"):
+            setattr(dev, rel, value or None)
+    for name, dev in out.devices.items():
+        dev.pcie = bits[name].pcie()
+        dev.temperature_c = bits[name].temperature()
+    return out
+
+
+def parse_kv_dump(text: str) -> tuple[dict[str, str], list[str]]:
+    """Generic ``<relpath> <value>`` dump (e.g. ``cputhrottle``) into a dict."""
+    values: dict[str, str] = {}
+    warnings: list[str] = []
+    for path, value in _split_lines(text):
+        if not path:
+            _warn(warnings, "line without a path")
+            continue
+        values[path] = value
+    return values, warnings

@@ -1,0 +1,122 @@
+"""Headless commands: ``snapshot`` and ``doctor``. They share the dashboard's session and state."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+
+from fabtop import snapshot
+from fabtop.config import Config
+from fabtop.session import Session
+from fabtop.state import DOWN, FabricState, RuleHook
+
+
+def default_rules() -> RuleHook | None:
+    """The health rules, when the rules package is present."""
+    try:
+        from fabtop.rules import evaluate
+    except ImportError:
+        return None
+    return evaluate
+
+
+def _settled(state: FabricState, frames: int) -> bool:
+    return all(h.frames >= frames or (h.status == DOWN and h.error) for h in state.hosts.values())
+
+
+async def watch(config: Config, state: FabricState, seconds: float, frames: int,
+                timeout: float, demo: bool = False) -> None:
+    """Collect until every host gave ``frames`` frames (or failed) and ``seconds`` passed."""
+    transports = None
+    if demo:
+        from fabtop.demo import demo_transports
+
+        transports = demo_transports(config)
+    session = Session(config, state, transports=transports)
+    task = asyncio.create_task(session.run())
+    start = time.monotonic()
+    try:
+        while True:
+            waited = time.monotonic() - start
+            if waited >= timeout or task.done():
+                break
+            if waited >= seconds and _settled(state, frames):
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await session.stop()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    for h in state.hosts.values():
+        if h.frames < frames and not h.error:
+            h.error = f"{h.name} ({h.target}): no answer within {timeout:.0f} s"
+            h.status = DOWN
+
+
+async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
+    """Two frames ``interval`` apart from every host, written atomically; exit 1 if a host failed."""
+    state = FabricState(config.hosts, rules=default_rules())
+    await watch(config, state, seconds=0.0, frames=2, timeout=ns.timeout, demo=ns.demo)
+    doc = snapshot.build(state, config.interval)
+    text = snapshot.render(doc, ns.format)
+    if ns.output and ns.output != "-":
+        try:
+            snapshot.write_atomic(ns.output, text)
+        except snapshot.SnapshotError as e:
+            print(f"fabtop: {e}", file=sys.stderr)
+            return 2
+        print(f"fabtop: snapshot of {len(doc['hosts'])} host(s) written to {ns.output}",
+              file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    failed = [h for h in doc["hosts"] if not h["reachable"]]
+    for h in failed:
+        print(f"fabtop: {h['name']}: {h['error'] or h['status']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
+    """Watch for --window seconds, print findings; exit 0 healthy, 1 warnings, 2 critical."""
+    rules = default_rules()
+    state = FabricState(config.hosts, rules=rules)
+    await watch(config, state, seconds=ns.window, frames=2,
+                timeout=max(ns.window + 30.0, ns.window * 2), demo=ns.demo)
+    state.evaluate()
+    findings = state.findings
+    for h in state.hosts.values():
+        if h.status == DOWN or h.frames == 0:
+            from fabtop.model import Finding
+
+            findings.append(Finding("host_unreachable", "critical", h.name,
+                                    f"{h.name} did not answer: {h.error or h.status}",
+                                    next_step=f"ssh {h.target} true", host=h.name))
+    if ns.json:
+        print(json.dumps({"findings": [snapshot.finding_entry(f) for f in findings]}, indent=1))
+    else:
+        _print_findings(findings, state)
+    worst = max((f.rank for f in findings), default=0)
+    return {0: 0, 1: 1, 2: 2}[worst]
+
+
+def _print_findings(findings: list, state: FabricState) -> None:  # type: ignore[type-arg]
+    hosts = ", ".join(state.hosts)
+    if not findings:
+        print(f"fabtop doctor: no findings on {hosts}: the fabric looks healthy")
+        return
+    for sev in ("critical", "warning", "info"):
+        group = [f for f in findings if f.severity == sev]
+        if not group:
+            continue
+        print(f"{sev.upper()} ({len(group)})")
+        for f in group:
+            print(f"  {f.subject}: {f.summary}")
+            if f.evidence:
+                ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
+                print(f"      evidence: {ev}")
+            if f.next_step:
+                print(f"      next: {f.next_step}")

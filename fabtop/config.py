@@ -1,0 +1,281 @@
+"""Hosts and settings: hostlist expressions on the command line, or a TOML file (``-c``).
+
+Every error is one line that names the file, the host and the field, so a
+mistake in a 64-host config is found without reading a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import hostlist
+
+# Names fabtop puts on screen and in file names; SSH targets are checked separately.
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_IFACE_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
+_PATH_RE = re.compile(r"^/[A-Za-z0-9_./-]*$")
+# user@host:port, user@[v6]:port; host is a DNS name, IPv4 or bracketed IPv6.
+_TARGET_RE = re.compile(
+    r"^(?:(?P<user>[A-Za-z0-9_.-]{1,32})@)?"
+    r"(?P<host>[A-Za-z0-9_.-]{1,253}|\[[0-9A-Fa-f:.%A-Za-z]{2,64}\])"
+    r"(?::(?P<port>[0-9]{1,5}))?$"
+)
+
+DEFAULT_PATH = ("/usr/sbin", "/sbin", "/usr/bin", "/bin", "/opt/mellanox/bin", "/usr/local/bin")
+LOCAL = "local"
+
+
+class ConfigError(ValueError):
+    """A bad host argument, file or field; the message is one line naming where."""
+
+
+@dataclass(slots=True, frozen=True)
+class SshTarget:
+    """A parsed ``user@host:port`` target."""
+
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+    def __str__(self) -> str:
+        s = f"{self.user}@" if self.user else ""
+        s += self.host
+        if self.port:
+            s += f":{self.port}"
+        return s
+
+
+@dataclass(slots=True)
+class HostConfig:
+    """One monitored node."""
+
+    name: str
+    ssh: SshTarget | None = None  # None: this machine, through the local transport
+    path: tuple[str, ...] = DEFAULT_PATH
+    sysfs: str = "/sys"
+    interfaces: tuple[str, ...] | None = None
+    inference: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> str:
+        """What the user wrote to reach this host (``local`` for this machine)."""
+        return str(self.ssh) if self.ssh else LOCAL
+
+
+@dataclass(slots=True)
+class Config:
+    """Everything a fabtop command needs to know about the fabric it watches."""
+
+    hosts: list[HostConfig]
+    interval: float = 1.0
+    source: str = "command line"
+    thresholds: dict[str, float] = field(default_factory=dict)
+    known_hosts: str | None = None
+    ssh_config: str | None = None
+
+
+def parse_target(text: str, where: str) -> SshTarget:
+    """Parse ``[user@]host[:port]``; reject anything else (it ends up in an SSH call)."""
+    m = _TARGET_RE.match(text)
+    if not m:
+        raise ConfigError(f"{where}: bad SSH target {text!r} (want [user@]host[:port])")
+    port = m.group("port")
+    if port is not None and not 0 < int(port) < 65536:
+        raise ConfigError(f"{where}: bad SSH port {port!r} in {text!r}")
+    host = m.group("host")
+    if host.startswith("-"):
+        raise ConfigError(f"{where}: bad SSH host {host!r}")
+    return SshTarget(host=host, user=m.group("user"), port=int(port) if port else None)
+
+
+def expand(expr: str, where: str) -> list[str]:
+    """Expand a Slurm/pdsh hostlist expression (``node[01-04]``, ``a,b``)."""
+    try:
+        out: list[str] = hostlist.expand_hostlist(expr)
+    except hostlist.BadHostlist as e:
+        raise ConfigError(f"{where}: bad hostlist expression {expr!r}: {e}") from None
+    if not out:
+        raise ConfigError(f"{where}: hostlist expression {expr!r} names no host")
+    return out
+
+
+def hosts_from_args(args: Iterable[str]) -> list[HostConfig]:
+    """Hosts from positional arguments: ``node[01-04] admin@gpu[1-2]:2222 local``."""
+    hosts: list[HostConfig] = []
+    for arg in args:
+        # NAME=TARGET names a host explicitly (two sshd ports on one address, say).
+        label, sep, expr = arg.partition("=")
+        if not sep:
+            label, expr = "", arg
+        for item in expand(expr, "command line"):
+            if item == LOCAL:
+                hosts.append(HostConfig(name=label or _local_name()))
+                continue
+            target = parse_target(item, "command line")
+            name = label or target.host.strip("[]")
+            if not label and any(h.name == name for h in hosts) and target.port:
+                name = f"{name}_{target.port}"
+            hosts.append(HostConfig(name=_check_name(name, "command line"), ssh=target))
+    return _unique(hosts, "command line")
+
+
+def local_config(interval: float = 1.0) -> Config:
+    """Watch only this machine (what ``fabtop`` with no hosts does)."""
+    return Config(hosts=[HostConfig(name=_local_name())], interval=interval)
+
+
+def _local_name() -> str:
+    import socket
+
+    name = socket.gethostname().split(".")[0] or "localhost"
+    return name if _NAME_RE.match(name) else "localhost"
+
+
+def _check_name(name: str, where: str) -> str:
+    if not _NAME_RE.match(name):
+        raise ConfigError(f"{where}: bad host name {name!r} (letters, digits, '_', '.', '-')")
+    return name
+
+
+def _unique(hosts: list[HostConfig], where: str) -> list[HostConfig]:
+    seen: set[str] = set()
+    for h in hosts:
+        if h.name in seen:
+            raise ConfigError(f"{where}: host {h.name!r} is listed twice")
+        seen.add(h.name)
+    return hosts
+
+
+_HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference"}
+_TOP_KEYS = {"interval", "host", "defaults", "thresholds", "known_hosts", "ssh_config"}
+
+
+def load_config(path: str | Path, interval: float | None = None) -> Config:
+    """Read a TOML config; raise ConfigError with file, host and field on any problem."""
+    p = Path(path)
+    where = str(p)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{where}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: not valid TOML: {e}") from None
+    return config_from_dict(data, where, interval)
+
+
+def config_from_dict(
+    data: Mapping[str, Any], where: str, interval: float | None = None
+) -> Config:
+    """Build a Config from parsed TOML (separate so tests and --demo can reuse it)."""
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown setting {sorted(unknown)[0]!r}")
+    ival = data.get("interval", 1.0)
+    if not isinstance(ival, int | float) or isinstance(ival, bool) or not 0.1 <= ival <= 60:
+        raise ConfigError(f"{where}: field 'interval' must be a number of seconds in 0.1..60")
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{where}: [defaults] must be a table")
+    raw_hosts = data.get("host", [])
+    if not isinstance(raw_hosts, list) or not raw_hosts:
+        raise ConfigError(f"{where}: no [[host]] entries")
+    hosts: list[HostConfig] = []
+    for i, raw in enumerate(raw_hosts):
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}: host #{i + 1} must be a table")
+        hosts.extend(_hosts_from_table({**defaults, **raw}, f"{where}: host #{i + 1}"))
+    thresholds = data.get("thresholds", {})
+    if not isinstance(thresholds, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in thresholds.values()
+    ):
+        raise ConfigError(f"{where}: [thresholds] must map names to numbers")
+    known = data.get("known_hosts")
+    ssh_cfg = data.get("ssh_config")
+    for key, val in (("known_hosts", known), ("ssh_config", ssh_cfg)):
+        if val is not None and not isinstance(val, str):
+            raise ConfigError(f"{where}: field {key!r} must be a path string")
+    return Config(
+        hosts=_unique(hosts, where),
+        interval=float(interval if interval is not None else ival),
+        source=where,
+        thresholds={str(k): float(v) for k, v in thresholds.items()},
+        known_hosts=known,
+        ssh_config=ssh_cfg,
+    )
+
+
+def _hosts_from_table(raw: Mapping[str, Any], where: str) -> list[HostConfig]:
+    unknown = set(raw) - _HOST_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    name_expr = raw.get("name")
+    if not isinstance(name_expr, str) or not name_expr:
+        raise ConfigError(f"{where}: field 'name' is required (a host name or hostlist)")
+    out: list[HostConfig] = []
+    for name in expand(name_expr, where):
+        w = f"{where.split(': host #')[0]}: host {name!r}"
+        _check_name(name, w)
+        ssh = raw.get("ssh")
+        target: SshTarget | None = None
+        if ssh is not None:
+            if not isinstance(ssh, str):
+                raise ConfigError(f"{w}: field 'ssh' must be a string like admin@node1:22")
+            if ssh != LOCAL:
+                target = parse_target(ssh.replace("{name}", name), f"{w}: field 'ssh'")
+        path = _str_list(raw.get("path", list(DEFAULT_PATH)), w, "path")
+        for d in path:
+            if not _PATH_RE.match(d):
+                raise ConfigError(f"{w}: field 'path': bad directory {d!r}")
+        sysfs = raw.get("sysfs", "/sys")
+        if not isinstance(sysfs, str) or not _PATH_RE.match(sysfs):
+            raise ConfigError(f"{w}: field 'sysfs' must be an absolute path, got {sysfs!r}")
+        ifaces_raw = raw.get("interfaces")
+        ifaces: tuple[str, ...] | None = None
+        if ifaces_raw is not None:
+            ifaces = tuple(_str_list(ifaces_raw, w, "interfaces"))
+            for n in ifaces:
+                if not _IFACE_RE.match(n):
+                    raise ConfigError(f"{w}: field 'interfaces': bad interface name {n!r}")
+        urls = tuple(_str_list(raw.get("inference", []), w, "inference"))
+        for u in urls:
+            check_metrics_url(u, f"{w}: field 'inference'")
+        out.append(
+            HostConfig(
+                name=name, ssh=target, path=tuple(path), sysfs=sysfs,
+                interfaces=ifaces, inference=urls,
+            )
+        )
+    return out
+
+
+def _str_list(val: Any, where: str, key: str) -> list[str]:
+    if isinstance(val, str):
+        val = [val]
+    if not isinstance(val, list) or not all(isinstance(x, str) for x in val):
+        raise ConfigError(f"{where}: field {key!r} must be a string or a list of strings")
+    return list(val)
+
+
+def check_metrics_url(url: str, where: str) -> tuple[str, int, str]:
+    """Validate an inference /metrics URL; return (host, port, path) as seen from the node."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ConfigError(f"{where}: {url!r} is not an http://host:port/path URL")
+    try:
+        port = parts.port or 80
+    except ValueError:
+        raise ConfigError(f"{where}: bad port in {url!r}") from None
+    if not re.match(r"^[A-Za-z0-9_.:-]+$", parts.hostname):
+        raise ConfigError(f"{where}: bad host in {url!r}")
+    path = parts.path or "/metrics"
+    if not re.match(r"^/[A-Za-z0-9_./-]*$", path):
+        raise ConfigError(f"{where}: bad path in {url!r}")
+    return parts.hostname, port, path
