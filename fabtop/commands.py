@@ -15,13 +15,11 @@ from fabtop.session import Session
 from fabtop.state import DOWN, FabricState, RuleHook
 
 
-def default_rules() -> RuleHook | None:
-    """The health rules, when the rules package is present."""
-    try:
-        from fabtop.rules import evaluate
-    except ImportError:
-        return None
-    return evaluate
+def default_rules(config: Config | None = None) -> RuleHook:
+    """The health rules, with the config's ``[thresholds]`` over the defaults."""
+    from fabtop.rules import make_evaluator
+
+    return make_evaluator(config.thresholds if config else None)
 
 
 def _settled(state: FabricState, frames: int) -> bool:
@@ -59,8 +57,8 @@ async def watch(config: Config, state: FabricState, seconds: float, frames: int,
 
 
 async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
-    """Two frames ``interval`` apart from every host, written atomically; exit 1 if a host failed."""
-    state = FabricState(config.hosts, rules=default_rules())
+    """Two frames ``interval`` apart from every host, written atomically; 1 if a host failed."""
+    state = FabricState(config.hosts, rules=default_rules(config))
     await watch(config, state, seconds=0.0, frames=2, timeout=ns.timeout, demo=ns.demo)
     doc = snapshot.build(state, config.interval)
     text = snapshot.render(doc, ns.format)
@@ -82,8 +80,7 @@ async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
 
 async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     """Watch for --window seconds, print findings; exit 0 healthy, 1 warnings, 2 critical."""
-    rules = default_rules()
-    state = FabricState(config.hosts, rules=rules)
+    state = FabricState(config.hosts, rules=default_rules(config))
     await watch(config, state, seconds=ns.window, frames=2,
                 timeout=max(ns.window + 30.0, ns.window * 2), demo=ns.demo)
     state.evaluate()

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import hostlist
 
 # Names fabtop puts on screen and in file names; SSH targets are checked separately.
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _IFACE_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
 _PATH_RE = re.compile(r"^/[A-Za-z0-9_./-]*$")
 # user@host:port, user@[v6]:port; host is a DNS name, IPv4 or bracketed IPv6.
@@ -197,6 +197,11 @@ def config_from_dict(
         isinstance(v, int | float) and not isinstance(v, bool) for v in thresholds.values()
     ):
         raise ConfigError(f"{where}: [thresholds] must map names to numbers")
+    from fabtop.rules import unknown_thresholds
+
+    typos = unknown_thresholds(thresholds)
+    if typos:
+        raise ConfigError(f"{where}: [thresholds]: unknown threshold {typos[0]!r}")
     known = data.get("known_hosts")
     ssh_cfg = data.get("ssh_config")
     for key, val in (("known_hosts", known), ("ssh_config", ssh_cfg)):
@@ -213,10 +218,12 @@ def config_from_dict(
 
 
 def _hosts_from_table(raw: Mapping[str, Any], where: str) -> list[HostConfig]:
+    name_expr = raw.get("name")
     unknown = set(raw) - _HOST_KEYS
     if unknown:
+        if isinstance(name_expr, str) and name_expr:
+            where = f"{where.split(': host #')[0]}: host {name_expr!r}"
         raise ConfigError(f"{where}: unknown field {sorted(unknown)[0]!r}")
-    name_expr = raw.get("name")
     if not isinstance(name_expr, str) or not name_expr:
         raise ConfigError(f"{where}: field 'name' is required (a host name or hostlist)")
     out: list[HostConfig] = []

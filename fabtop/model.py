@@ -46,6 +46,7 @@ class LinkSample:
     rate_gbps: float | None = None
     mtu: int | None = None
     driver: str | None = None
+    driver_version: str | None = None
     firmware: str | None = None
     pcie: PcieLink | None = None
     temperature_c: float | None = None

@@ -10,9 +10,9 @@ new baseline and no rate, never a negative rate or a spike.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from collectors.parsers.prometheus_text import histogram_quantile
 from fabtop.model import HostSample, InferenceSample, LinkSample, RateValue
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
@@ -20,21 +20,20 @@ from fabtop.model import HostSample, InferenceSample, LinkSample, RateValue
 CLOCK_STEP_TOLERANCE_S = 0.25
 CLOCK_STEP_TOLERANCE_FRAC = 0.02
 
-SATURATED_32 = 2**32 - 1
-
-# Legacy 32-bit InfiniBand PortCounters (sysfs ports/N/counters) and the normalized
-# metric each feeds (DESIGN.md §3): when one is saturated, the metric is unknown too.
-_IB_SATURABLE: dict[str, str] = {
-    "port_rcv_data": "rx_bytes",
-    "port_xmit_data": "tx_bytes",
-    "port_rcv_packets": "rx_packets",
-    "port_xmit_packets": "tx_packets",
-    "port_xmit_wait": "xmit_wait",
-    "port_xmit_discards": "rx_discards",
-    "port_rcv_errors": "rx_discards",
-    "symbol_error": "rx_phy_errors",
-    "port_rcv_remote_physical_errors": "rx_phy_errors",
-    "link_downed": "link_down_events",
+# Legacy InfiniBand PMA counters (sysfs ports/N/counters; 4- to 32-bit, they stop at
+# their maximum) and the normalized metric each feeds (DESIGN.md §3), with the 64-bit
+# counters_ext name that the parser prefers when the port has it.
+_IB_SATURABLE: dict[str, tuple[str, str | None]] = {
+    "port_rcv_data": ("rx_bytes", "port_rcv_data_64"),
+    "port_xmit_data": ("tx_bytes", "port_xmit_data_64"),
+    "port_rcv_packets": ("rx_packets", "port_rcv_packets_64"),
+    "port_xmit_packets": ("tx_packets", "port_xmit_packets_64"),
+    "port_xmit_wait": ("xmit_wait", None),
+    "port_xmit_discards": ("rx_discards", None),
+    "port_rcv_errors": ("rx_discards", None),
+    "symbol_error": ("rx_phy_errors", None),
+    "port_rcv_remote_physical_errors": ("rx_phy_errors", None),
+    "link_downed": ("link_down_events", None),
 }
 
 # Histogram names as servers expose them (llm_metrics/LLM_METRICS_NOTES.md); matched
@@ -82,39 +81,30 @@ class HostRates:
 
 
 @dataclass(slots=True)
+class _InferenceBase:
+    # /metrics is polled on its own cadence and the last reading rides on later frames:
+    # rates span the frames at which two *different* readings arrived.
+    sample: InferenceSample
+    clock_ns: int
+    uptime_s: float
+    rates: dict[str, float | None]
+
+
+@dataclass(slots=True)
 class _Baseline:
     seq: int
     clock_ns: int
     uptime_s: float
     links: dict[str, LinkSample]
-    inference: dict[str, InferenceSample]
+    inference: dict[str, _InferenceBase]
 
 
-def histogram_quantile(
-    q: float, bounds: Sequence[float], cumulative: Sequence[float]
-) -> float | None:
-    """Prometheus-style quantile of a cumulative histogram; None when it holds no observations."""
-    if not bounds or len(bounds) != len(cumulative) or not 0.0 <= q <= 1.0:
-        return None
-    total = cumulative[-1]
-    if not total > 0:
-        return None
-    rank = q * total
-    prev_bound = 0.0
-    prev_count = 0.0
-    for i, (bound, count) in enumerate(zip(bounds, cumulative, strict=True)):
-        if count >= rank:
-            if math.isinf(bound):
-                # Like Prometheus: the answer lies above the largest finite bound.
-                return bounds[i - 1] if i > 0 else None
-            in_bucket = count - prev_count
-            if i == 0 and bound <= 0:
-                return bound
-            if in_bucket <= 0:
-                return bound
-            return prev_bound + (bound - prev_bound) * (rank - prev_count) / in_bucket
-        prev_bound, prev_count = bound, count
-    return bounds[-1] if not math.isinf(bounds[-1]) else None
+def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
+    """The remote-time delta to divide by, and whether the wall clock stepped."""
+    tolerance = CLOCK_STEP_TOLERANCE_S + CLOCK_STEP_TOLERANCE_FRAC * d_uptime_s
+    if abs(d_clock_s - d_uptime_s) > tolerance:
+        return d_uptime_s, True
+    return d_clock_s, False
 
 
 def _find_histogram(hists: dict[str, Histogram], suffixes: tuple[str, ...]) -> str | None:
@@ -160,11 +150,12 @@ def _counter_rate(cur: float | None, prev: float | None, inv_dt: float) -> float
 
 
 def _inference_rates(
-    cur: InferenceSample, prev: InferenceSample | None, inv_dt: float
+    cur: InferenceSample, prev: InferenceSample, dt: float
 ) -> dict[str, float | None]:
     out: dict[str, float | None] = dict.fromkeys(INFERENCE_RATE_NAMES)
-    if prev is None or cur.error is not None or prev.error is not None:
+    if not dt > 0 or cur.error is not None or prev.error is not None:
         return out
+    inv_dt = 1.0 / dt
     try:
         out["generated_tokens_per_s"] = _counter_rate(
             cur.generated_tokens_total, prev.generated_tokens_total, inv_dt
@@ -241,10 +232,13 @@ def _link_rates(cur: LinkSample, prev: LinkSample | None, inv_dt: float) -> Link
     if sat_raw:
         lr.saturated.extend(cur.saturated)
         for raw in cur.saturated:
-            norm = _IB_SATURABLE.get(raw)
-            if norm is not None and norm not in lr.saturated:
-                lr.saturated.append(norm)
-                rates.pop(norm + "_per_s", None)
+            norm, wide = _IB_SATURABLE.get(raw, ("", None))
+            if not norm or norm in lr.saturated:
+                continue
+            if wide is not None and any(wide in c for c in cur.counters.values()):
+                continue  # the metric is read from the 64-bit counter, which is fine
+            lr.saturated.append(norm)
+            rates.pop(norm + "_per_s", None)
 
     _derive(rates)
     return lr
@@ -294,17 +288,15 @@ class RateEngine:
         """Rates of ``sample`` against the previous frame of the same host."""
         prev = self._base.get(sample.host)
         if prev is None:
-            self._rebaseline(sample)
+            self._rebaseline(sample, {})
             return self._empty(sample, gap=False, restarted=False)
         if sample.seq == prev.seq:
             return HostRates(sample.host, None, False, {}, {})
         d_up = sample.uptime_s - prev.uptime_s
         if d_up < 0:
-            self._rebaseline(sample)
+            self._rebaseline(sample, {})
             return self._empty(sample, gap=True, restarted=True)
-        d_clock = (sample.clock_ns - prev.clock_ns) / 1e9
-        stepped = abs(d_clock - d_up) > CLOCK_STEP_TOLERANCE_S + CLOCK_STEP_TOLERANCE_FRAC * d_up
-        dt = d_up if stepped else d_clock
+        dt, stepped = remote_interval((sample.clock_ns - prev.clock_ns) / 1e9, d_up)
         if not dt > 0:
             return HostRates(sample.host, None, stepped, {}, {})
         inv_dt = 1.0 / dt
@@ -313,22 +305,33 @@ class RateEngine:
             lid: _link_rates(link, prev.links.get(lid), inv_dt)
             for lid, link in sample.links.items()
         }
-        inference = {
-            inf.url: _inference_rates(inf, prev.inference.get(inf.url), inv_dt)
-            for inf in sample.inference
-        }
-        self._rebaseline(sample)
+        inference = self._rebaseline(sample, prev.inference)
         return HostRates(sample.host, dt, stepped, links, inference)
 
-    def _rebaseline(self, sample: HostSample) -> None:
+    def _rebaseline(
+        self, sample: HostSample, prev: dict[str, _InferenceBase]
+    ) -> dict[str, dict[str, float | None]]:
+        """Make ``sample`` the new baseline; return its inference rates against ``prev``."""
+        bases: dict[str, _InferenceBase] = {}
+        rates: dict[str, dict[str, float | None]] = {}
+        for inf in sample.inference:
+            base = prev.get(inf.url)
+            if base is not None and inf is base.sample:
+                bases[inf.url] = base  # same reading as before: keep showing its rates
+            else:
+                r: dict[str, float | None] = dict.fromkeys(INFERENCE_RATE_NAMES)
+                if base is not None:
+                    dt, _ = remote_interval(
+                        (sample.clock_ns - base.clock_ns) / 1e9, sample.uptime_s - base.uptime_s
+                    )
+                    r = _inference_rates(inf, base.sample, dt)
+                bases[inf.url] = _InferenceBase(inf, sample.clock_ns, sample.uptime_s, r)
+            rates[inf.url] = bases[inf.url].rates
         # Samples are not mutated downstream, so keeping references costs no copy.
         self._base[sample.host] = _Baseline(
-            sample.seq,
-            sample.clock_ns,
-            sample.uptime_s,
-            sample.links,
-            {inf.url: inf for inf in sample.inference},
+            sample.seq, sample.clock_ns, sample.uptime_s, sample.links, bases
         )
+        return rates
 
     @staticmethod
     def _empty(sample: HostSample, *, gap: bool, restarted: bool) -> HostRates:

@@ -84,6 +84,9 @@ class Session:
     async def run(self) -> None:
         """Start one runner (and one /metrics poller) per host and wait until stopped."""
         script = probe_script()
+        # Rules run once per tick over the whole fabric, not once per host frame (O(n^2)).
+        self.state.evaluate_per_frame = False
+        self._tasks.append(asyncio.create_task(self._evaluate_loop(), name="rules"))
         for host in self.config.hosts:
             args = probe_args(
                 interval_ms=int(self.config.interval * 1000),
@@ -107,6 +110,28 @@ class Session:
             await asyncio.gather(*self._tasks)
         finally:
             await self.stop()
+
+    async def _evaluate_loop(self) -> None:
+        # Evaluate as soon as every live host has sent its frame of this tick, or half an
+        # interval after the first one, so a finding is at most half a tick late.
+        step = self.config.interval / 5
+        last_frames = {n: h.frames for n, h in self.state.hosts.items()}
+        first_new: float | None = None
+        while not self._stopping:
+            await asyncio.sleep(step)
+            hosts = self.state.hosts
+            fresh = [n for n, h in hosts.items() if h.frames != last_frames.get(n)]
+            if not fresh:
+                continue
+            now = time.monotonic()
+            first_new = first_new if first_new is not None else now
+            live = [n for n, h in hosts.items() if h.status == "up"]
+            if set(live) <= set(fresh) or now - first_new >= self.config.interval / 2:
+                last_frames = {n: h.frames for n, h in hosts.items()}
+                first_new = None
+                self.state.evaluate()
+                if self.on_change is not None:
+                    self.on_change()
 
     async def _poll_inference(self, host: HostConfig) -> None:
         # A poll starts only after the previous one finished, so slow servers never pile up.

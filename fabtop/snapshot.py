@@ -6,6 +6,7 @@ or read-only disk gives one clear error and leaves no partial file behind.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -59,6 +60,7 @@ def link_entry(link: LinkSample, rates: LinkRates | None) -> dict[str, Any]:
         "rate_gbps": link.rate_gbps,
         "mtu": link.mtu,
         "driver": link.driver,
+        "driver_version": link.driver_version,
         "firmware": link.firmware,
         "pcie": asdict(link.pcie) if link.pcie else None,
         "temperature_c": link.temperature_c,
@@ -234,10 +236,8 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise SnapshotError(f"{p}: cannot write snapshot: {e.strerror or e}") from None
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def render(doc: dict[str, Any], fmt: str) -> str:

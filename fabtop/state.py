@@ -13,11 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from collectors.assemble import assemble
-from collectors.frames import Frame
+from collectors.frames import Frame, Section
 from fabtop.config import HostConfig
 from fabtop.history import History
 from fabtop.model import Finding, HostSample, InferenceSample
 from fabtop.rates import HostRates, RateEngine
+
+# Sections the probe sends only on slow ticks (once a minute): the latest of each is
+# carried into the frames between, so driver, firmware and QoS never blink out.
+SLOW_KINDS = frozenset(
+    {"ethtool_i", "mlnx_qos", "dcb_pfc", "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow"}
+)
 
 # Host states, in the order a user should worry about them.
 UP, STALE, CONNECTING, DOWN = "up", "stale", "connecting", "down"
@@ -65,6 +71,8 @@ class FabricState:
         self.findings: list[Finding] = []
         self.generation = 0  # bumped on every change; views redraw only when it moved
         self.baseline: dict[str, HostSample] = {}  # the 'r' key's diff baseline
+        self.evaluate_per_frame = True  # a Session turns this off and evaluates once per tick
+        self._slow: dict[str, dict[tuple[str, str | None], Section]] = {}
         self._rules = rules
         self._clock = clock
 
@@ -73,7 +81,7 @@ class FabricState:
         hs = self.hosts.get(host)
         if hs is None:
             return None
-        sample = assemble(host, frame)
+        sample = assemble(host, self._with_slow_sections(host, frame))
         if hs.sample is not None and hs.sample.inference and not sample.inference:
             # /metrics is polled on its own cadence: keep the last reading on frames without it.
             sample.inference = hs.sample.inference
@@ -85,8 +93,24 @@ class FabricState:
         for w in sample.warnings:
             hs.warnings.append(w)
         self.history.record(frame.clock_ns / 1e9, sample, rates)
-        self.evaluate()
+        if self.evaluate_per_frame:
+            self.evaluate()
+        else:
+            self.generation += 1
         return sample
+
+    def _with_slow_sections(self, host: str, frame: Frame) -> Frame:
+        kept = self._slow.setdefault(host, {})
+        present = set()
+        for sec in frame.sections:
+            if sec.kind in SLOW_KINDS:
+                kept[(sec.kind, sec.subject)] = sec
+                present.add((sec.kind, sec.subject))
+        missing = [sec for key, sec in kept.items() if key not in present]
+        if not missing:
+            return frame
+        return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s,
+                     [*frame.sections, *missing])
 
     def apply_inference(self, host: str, readings: list[InferenceSample]) -> None:
         """Attach the latest /metrics readings; the next frame's rates use them."""

@@ -94,7 +94,7 @@ def parse_rocm_smi_json(text: str) -> AmdResult:
     result = AmdResult()
     data = _load(text, result, "rocm-smi")
     if not isinstance(data, dict):
-        if data is not None:
+        if not result.warnings:
             result.warnings.append("rocm-smi JSON is not an object")
         return result
     for key, card in data.items():

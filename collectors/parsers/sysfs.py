@@ -116,6 +116,8 @@ def _warn(warnings: list[str], msg: str) -> None:
 
 def _int(text: str) -> int | None:
     t = text.strip()
+    if t.isdigit() and t.isascii():
+        return int(t)
     try:
         return int(t, 0) if t.lower().startswith("0x") else int(t)
     except ValueError:
@@ -238,9 +240,7 @@ def parse_sysnet(text: str) -> SysNet:
 _COUNTER_DIRS = ("counters", "counters_ext", "hw_counters")
 
 
-def _port_line(
-    port: RdmaPortRecord, rel: str, value: str, warnings: list[str], where: str
-) -> None:
+def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], where: str) -> None:
     group, _, leaf = rel.partition("/")
     if group in _COUNTER_DIRS and leaf and "/" not in leaf:
         num = _int(value)

@@ -9,7 +9,9 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 STDERR_TAIL_BYTES = 4096
 MAX_HTTP_RESPONSE_BYTES = 16 * 1024 * 1024  # a /metrics page is far smaller; bound it anyway
 
-_HTTP_HOST_RE = re.compile(r"^(?:[A-Za-z0-9_.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]|[0-9A-Fa-f:.]{2,45})$")
+_HTTP_HOST_RE = re.compile(
+    r"^(?:[A-Za-z0-9_.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]|[0-9A-Fa-f:.]{2,45})$"
+)
 _HTTP_PATH_RE = re.compile(r"^/[\x21-\x7e]{0,2047}$")  # printable, no space, CR or LF
 
 
@@ -150,4 +152,3 @@ async def http_exchange(
     """Send the GET, read the whole response and parse it."""
     write(http_request(host, port, path))
     return parse_http_response(await read_http_response(read))
-

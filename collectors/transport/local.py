@@ -88,7 +88,9 @@ class LocalTransport(Transport):
             rc = await proc.wait()
             await asyncio.wait_for(err_task, _KILL_GRACE_S)
             if rc != 0:
-                why = f"probe exited with status {rc}" if rc > 0 else f"probe killed by signal {-rc}"
+                why = (
+                    f"probe exited with status {rc}" if rc > 0 else f"probe killed by signal {-rc}"
+                )
                 raise self.error(f"{why}: {tail.text() or 'no stderr'}")
         finally:
             err_task.cancel()

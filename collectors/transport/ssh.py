@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import shlex
 import time
@@ -87,13 +88,13 @@ class SshTransport(Transport):
         *,
         port: int | None = None,
         user: str | None = None,
-        known_hosts: str | Sequence[str] | None | Default = DEFAULT,
+        known_hosts: str | Sequence[str] | Default = DEFAULT,
         config_paths: Sequence[str] | Default = DEFAULT,
         connect_timeout: float = 10.0,
         keepalive_interval: float = 5.0,
         keepalive_count_max: int = 3,
         client_keys: Sequence[str] | None = None,
-        agent: str | None | Default = DEFAULT,
+        agent: str | Default | None = DEFAULT,
     ) -> None:
         self.name = name
         try:
@@ -129,8 +130,9 @@ class SshTransport(Transport):
             "connect_timeout": self._connect_timeout,
             "keepalive_interval": self._keepalive_interval,
             "keepalive_count_max": self._keepalive_count_max,
+            # Never None: that would make asyncssh accept any host key.
             "known_hosts": self._known_hosts
-            if self._known_hosts is None or isinstance(self._known_hosts, str | tuple)
+            if isinstance(self._known_hosts, str | tuple)
             else list(self._known_hosts),
         }
         if self.target.port is not None:
@@ -155,7 +157,9 @@ class SshTransport(Transport):
         except asyncssh.HostKeyNotVerifiable as exc:
             raise await self._host_key_error(exc) from None
         except asyncssh.PermissionDenied as exc:
-            raise self.error(f"authentication failed ({exc.reason or 'permission denied'})") from None
+            raise self.error(
+                f"authentication failed ({exc.reason or 'permission denied'})"
+            ) from None
         except asyncssh.DisconnectError as exc:
             raise self.error(f"disconnected during login: {exc.reason or exc}") from None
         except TimeoutError:
@@ -339,8 +343,11 @@ class SshTransport(Transport):
 
 
 def _os_cause(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno and exc.errno > 0:
+        # asyncio puts "Connect call failed (addr)" in strerror; errno says why.
+        return os.strerror(exc.errno).lower()
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror.lower() if exc.strerror[0].isupper() else exc.strerror
+        return exc.strerror.lower()
     return one_line(str(exc)) or type(exc).__name__
 
 

@@ -1,0 +1,156 @@
+"""Probe cost on the node: CPU seconds and forks per tick (prints figures, asserts nothing).
+
+Runs collectors/probe.sh locally (a) against this machine's /sys and (b) against a
+fixture tree with two mlx5 ports (ethtool -S answered by a shim printing a real capture).
+Each case runs twice, with N and 2N ticks, so that the start-up cost cancels out:
+per tick = (cost(2N) - cost(N)) / N. CPU is the children's utime+stime (getrusage);
+forks are the machine-wide `processes` counter of /proc/stat (other activity adds noise).
+
+    .venv/bin/python benchmarks/probe_cost.py [--ticks 20] [--interval-ms 100] [--shell dash]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from collectors.probe import ProbeArgs, local_command, probe_script  # noqa: E402
+
+FIXTURES = REPO.parent / "shared" / "fixtures"
+NETDEV_STATS = [
+    "rx_bytes",
+    "tx_bytes",
+    "rx_packets",
+    "tx_packets",
+    "rx_errors",
+    "tx_errors",
+    "rx_dropped",
+    "tx_dropped",
+    "multicast",
+    "collisions",
+    "rx_length_errors",
+    "rx_over_errors",
+    "rx_crc_errors",
+    "rx_frame_errors",
+    "rx_fifo_errors",
+    "rx_missed_errors",
+    "tx_aborted_errors",
+    "tx_carrier_errors",
+    "tx_fifo_errors",
+    "tx_heartbeat_errors",
+    "tx_window_errors",
+    "rx_compressed",
+    "tx_compressed",
+    "rx_nohandler",
+]
+
+
+def _forks() -> int:
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("processes "):
+            return int(line.split()[1])
+    return 0
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def build_mlx5_node(root: Path) -> tuple[Path, Path]:
+    """A sysfs tree with two mlx5 netdevs and their RDMA ports, and a shim bin dir."""
+    sysroot = root / "sys"
+    src = FIXTURES / "sysfs/prometheus_procfs/sys/class"
+    for i, netdev in enumerate(("eth2", "eth3")):
+        dst = sysroot / "class/net" / netdev
+        shutil.copytree(src / "net/eth0", dst, symlinks=True)
+        (dst / "device").unlink()
+        (dst / "device").mkdir()
+        for f in ("current_link_speed", "max_link_speed"):
+            (dst / "device" / f).write_text("16.0 GT/s PCIe\n")
+        for f in ("current_link_width", "max_link_width"):
+            (dst / "device" / f).write_text("16\n")
+        hw = dst / "device/hwmon/hwmon0"
+        hw.mkdir(parents=True)
+        (hw / "name").write_text("mlx5\n")
+        (hw / "temp1_input").write_text("55000\n")
+        (dst / "statistics").mkdir()
+        for n, name in enumerate(NETDEV_STATS):
+            (dst / "statistics" / name).write_text(f"{n * 1000}\n")
+        ib = sysroot / "class/infiniband" / f"mlx5_{i}"
+        shutil.copytree(src / "infiniband/mlx5_0", ib, symlinks=True)
+        (ib / "device/net").mkdir(parents=True)
+        (ib / "device/net" / netdev).mkdir()
+    bindir = root / "bin"
+    bindir.mkdir()
+    cap = FIXTURES / "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"
+    tool = bindir / "ethtool"
+    tool.write_text(f'#!/bin/sh\ncase $1 in -S) cat "{cap}" ;; *) exit 1 ;; esac\n')
+    tool.chmod(0o755)
+    return sysroot, bindir
+
+
+def run(args: ProbeArgs, shell: str, path_env: str) -> tuple[float, int, float, int]:
+    """Run the probe to completion; return (cpu_s, forks, wall_s, output bytes)."""
+    script = probe_script().encode()
+    cpu0, forks0, t0 = _children_cpu(), _forks(), time.monotonic()
+    proc = subprocess.run(
+        local_command(args, shell=shell),
+        input=script,
+        capture_output=True,
+        env={"PATH": path_env},
+        check=False,
+    )
+    return _children_cpu() - cpu0, _forks() - forks0, time.monotonic() - t0, len(proc.stdout)
+
+
+def measure(name: str, args: ProbeArgs, shell: str, path_env: str, ticks: int) -> None:
+    """Print the per-tick cost of one case."""
+    a = run(replace(args, max_frames=ticks), shell, path_env)
+    b = run(replace(args, max_frames=2 * ticks), shell, path_env)
+    cpu = (b[0] - a[0]) / ticks
+    forks = (b[1] - a[1]) / ticks
+    print(
+        f"{name:<34} cpu/tick {cpu * 1e3:7.2f} ms   forks/tick {forks:5.1f}   "
+        f"frame {b[3] / (2 * ticks) / 1024:6.1f} KiB   start-up cpu "
+        f"{(a[0] - cpu * ticks) * 1e3:6.1f} ms"
+    )
+
+
+def main() -> None:
+    """Entry point."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ticks", type=int, default=20)
+    ap.add_argument("--interval-ms", type=int, default=100)
+    ap.add_argument("--shell", default="dash" if shutil.which("dash") else "sh")
+    ns = ap.parse_args()
+    path_env = "/usr/bin:/bin"
+    print(f"probe cost, shell={ns.shell}, interval={ns.interval_ms} ms, {ns.ticks} ticks")
+    real = ProbeArgs(interval_ms=ns.interval_ms, gpu="off", slow_ticks=100000)
+    measure("real /sys, no tools", replace(real, path=()), ns.shell, path_env, ns.ticks)
+    measure("real /sys, ethtool from PATH", real, ns.shell, path_env, ns.ticks)
+    with tempfile.TemporaryDirectory() as tmp:
+        sysroot, bindir = build_mlx5_node(Path(tmp))
+        fx = ProbeArgs(
+            interval_ms=ns.interval_ms,
+            sysfs=str(sysroot),
+            path=(str(bindir),),
+            gpu="off",
+            slow_ticks=100000,
+        )
+        measure("fixture 2x mlx5, shim ethtool -S", fx, ns.shell, path_env, ns.ticks)
+        measure("fixture 2x mlx5, sysfs only", replace(fx, path=()), ns.shell, path_env, ns.ticks)
+
+
+if __name__ == "__main__":
+    main()

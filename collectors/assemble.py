@@ -1,0 +1,335 @@
+"""Turn one decoded probe frame into a :class:`fabtop.model.HostSample`.
+
+One :class:`LinkSample` per netdev and per RDMA port; an RDMA port is merged with the
+netdev behind it (``gid_attrs/ndevs/*``, or ``device/net/<name>`` on a one-port device).
+Raw counters are kept per source (``netdev``, ``ethtool``, ``ib_port``, ``ib_hw``);
+normalized metrics take, per metric, ethtool's port counters first, then the RDMA port's,
+then the netdev's.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import cast
+
+from collectors.frames import Frame, Section
+from collectors.normalize import (
+    normalize_ethtool,
+    normalize_ib,
+    normalize_netdev,
+    pfc_priorities_from_names,
+    saturated_ib_counters,
+)
+from collectors.parsers.ethtool import DriverInfo, parse_ethtool_info, parse_ethtool_stats
+from collectors.parsers.qos import parse_dcb_pfc, parse_mlnx_qos
+from collectors.parsers.sysfs import (
+    NetdevRecord,
+    RdmaDeviceRecord,
+    RdmaPortRecord,
+    parse_kv_dump,
+    parse_sysib,
+    parse_sysnet,
+)
+from fabtop.model import (
+    GpuSample,
+    HostSample,
+    LinkSample,
+    MetricValue,
+    QosConfig,
+    SectionStatus,
+)
+
+_TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
+_ARPHRD_INFINIBAND = 32  # include/uapi/linux/if_arp.h: IPoIB netdevs
+
+
+def assemble(host: str, frame: Frame) -> HostSample:
+    """Build the typed sample of one host from one frame; never raises on bad sections."""
+    sample = HostSample(host=host, seq=frame.seq, clock_ns=frame.clock_ns, uptime_s=frame.uptime_s)
+    warn = _Warner(host, sample.warnings)
+    for s in frame.sections:
+        sample.sections.append(SectionStatus(s.kind, s.subject, s.status, s.read_ns, s.detail))
+
+    netdevs = _sysnet(frame, warn)
+    devices = _sysib(frame, warn)
+    infos = _driver_infos(frame, warn)
+    ethtool = _ethtool_stats(frame, warn)
+
+    claimed: set[str] = set()
+    for dev in devices.values():
+        for port in dev.ports.values():
+            ndev = _netdev_of(dev, port)
+            if ndev in claimed:  # one netdev over two ports (bond): keep the ports apart
+                ndev = None
+            if ndev is not None:
+                claimed.add(ndev)
+            link = _rdma_link(dev, port, netdevs.get(ndev) if ndev else None, ndev)
+            sample.links[link.id] = link
+    for name, rec in netdevs.items():
+        if name not in claimed:
+            sample.links[name] = _netdev_link(rec)
+
+    for link in sample.links.values():
+        _finish(link, frame, infos, ethtool, netdevs, devices, warn)
+
+    sample.cpu_throttle_count = _cpu_throttle(frame, warn)
+    _probe_notes(frame, warn)
+    _gpus(frame, sample, warn)
+    return sample
+
+
+class _Warner:
+    """Prefixes every parser warning with host, section kind and subject."""
+
+    def __init__(self, host: str, sink: list[str]) -> None:
+        self.host = host
+        self.sink = sink
+
+    def add(self, kind: str, subject: str | None, messages: list[str]) -> None:
+        where = f"{kind} {subject}" if subject else kind
+        self.sink.extend(f"{self.host}: {where}: {m}" for m in messages)
+
+
+def _texts(frame: Frame, kind: str) -> list[Section]:
+    # A section that timed out or failed may still carry partial text worth reading.
+    return [s for s in frame.all(kind) if s.text.strip()]
+
+
+def _sysfs_text(frame: Frame, kind: str) -> tuple[str, str]:
+    # Slow-cadence files (PCIe, ECN enables, firmware, RoCE netdev mapping) come in
+    # <kind>_slow; the collector carries the latest one into the frames between.
+    secs = _texts(frame, kind) + _texts(frame, kind + "_slow")
+    return "\n".join(s.text for s in secs), kind
+
+
+def _sysnet(frame: Frame, warn: _Warner) -> dict[str, NetdevRecord]:
+    text, kind = _sysfs_text(frame, "sysnet")
+    if not text:
+        return {}
+    parsed = parse_sysnet(text)
+    warn.add(kind, None, parsed.warnings)
+    return dict(parsed.netdevs)
+
+
+def _sysib(frame: Frame, warn: _Warner) -> dict[str, RdmaDeviceRecord]:
+    text, kind = _sysfs_text(frame, "sysib")
+    if not text:
+        return {}
+    parsed = parse_sysib(text)
+    warn.add(kind, None, parsed.warnings)
+    return dict(parsed.devices)
+
+
+def _driver_infos(frame: Frame, warn: _Warner) -> dict[str, DriverInfo]:
+    out: dict[str, DriverInfo] = {}
+    for s in _texts(frame, "ethtool_i"):
+        if s.subject:
+            info = parse_ethtool_info(s.text)
+            warn.add(s.kind, s.subject, info.warnings)
+            out[s.subject] = info
+    return out
+
+
+def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for s in _texts(frame, "ethtool_S"):
+        if s.subject:
+            stats = parse_ethtool_stats(s.text)
+            warn.add(s.kind, s.subject, stats.warnings)
+            out[s.subject] = stats.counters
+    return out
+
+
+def _netdev_of(dev: RdmaDeviceRecord, port: RdmaPortRecord) -> str | None:
+    if port.netdevs:
+        return port.netdevs[0]
+    # device/net/* does not say which port a netdev belongs to: trust it on one-port devices.
+    if len(dev.ports) == 1 and len(dev.netdevs) == 1:
+        return dev.netdevs[0]
+    return None
+
+
+def _rdma_link(
+    dev: RdmaDeviceRecord, port: RdmaPortRecord, rec: NetdevRecord | None, ndev: str | None
+) -> LinkSample:
+    ib = port.link_layer == "InfiniBand" or (rec is not None and rec.type == _ARPHRD_INFINIBAND)
+    link = LinkSample(
+        id=ndev or f"{dev.name}/{port.port}",
+        netdev=ndev,
+        rdma_device=dev.name,
+        port=port.port,
+        link_layer=port.link_layer,
+        physical=True,
+        kind="ib" if ib else "roce",
+    )
+    link.state = _ib_state(port)
+    link.rate_gbps = port.rate_gbps
+    link.firmware = dev.fw_ver
+    link.pcie = dev.pcie
+    link.temperature_c = dev.temperature_c
+    ib_counters = {**port.counters, **port.counters_ext}
+    if ib_counters:
+        link.counters["ib_port"] = ib_counters
+    if port.hw_counters:
+        link.counters["ib_hw"] = dict(port.hw_counters)
+    link.saturated = saturated_ib_counters(port.counters)
+    if rec is not None:
+        _apply_netdev(link, rec)
+    return link
+
+
+def _netdev_link(rec: NetdevRecord) -> LinkSample:
+    link = LinkSample(id=rec.name, netdev=rec.name, physical=rec.physical)
+    link.kind = "netdev" if rec.physical else "virtual"
+    _apply_netdev(link, rec)
+    return link
+
+
+def _apply_netdev(link: LinkSample, rec: NetdevRecord) -> None:
+    """Netdev facts win over the RDMA port's where both know (state, speed, PCIe)."""
+    if rec.operstate:
+        link.state = rec.operstate.lower()
+    if rec.speed_mbps is not None:
+        link.rate_gbps = rec.speed_mbps / 1000.0
+    link.mtu = rec.mtu
+    link.pcie = rec.pcie or link.pcie
+    if rec.temperature_c is not None:
+        link.temperature_c = rec.temperature_c
+    if rec.statistics:
+        link.counters["netdev"] = dict(rec.statistics)
+
+
+def _ib_state(port: RdmaPortRecord) -> str | None:
+    state = port.state.lower() if port.state else None
+    # "DOWN" alone hides why; the physical state says polling (no peer) or disabled.
+    if state == "down" and port.phys_state:
+        return port.phys_state.lower()
+    return state
+
+
+def _finish(
+    link: LinkSample,
+    frame: Frame,
+    infos: dict[str, DriverInfo],
+    ethtool: dict[str, dict[str, int]],
+    netdevs: dict[str, NetdevRecord],
+    devices: dict[str, RdmaDeviceRecord],
+    warn: _Warner,
+) -> None:
+    ndev = link.netdev
+    info = infos.get(ndev) if ndev else None
+    if info is not None:
+        link.driver = info.driver
+        link.driver_version = info.version
+        link.firmware = info.firmware_version or link.firmware
+        if info.driver in _TB_DRIVERS:
+            link.kind = "tb"
+    rec = netdevs.get(ndev) if ndev else None
+    raw_ethtool = ethtool.get(ndev) if ndev else None
+    if raw_ethtool:
+        link.counters["ethtool"] = raw_ethtool
+
+    # Precedence: netdev < RDMA port < ethtool port counters, metric by metric.
+    metrics: dict[str, MetricValue] = {}
+    if rec is not None:
+        metrics.update(
+            normalize_netdev(rec.statistics, rec.carrier_changes, rec.carrier_down_count)
+        )
+    if link.rdma_device is not None and link.port is not None:
+        port = devices[link.rdma_device].ports[link.port]
+        metrics.update(normalize_ib({**port.counters, **port.counters_ext}, port.hw_counters))
+    if raw_ethtool:
+        metrics.update(normalize_ethtool(raw_ethtool, link.driver))
+    link.metrics = metrics
+
+    link.qos = _qos(frame, ndev, rec, raw_ethtool, warn)
+
+
+def _qos(
+    frame: Frame,
+    ndev: str | None,
+    rec: NetdevRecord | None,
+    raw_ethtool: dict[str, int] | None,
+    warn: _Warner,
+) -> QosConfig | None:
+    if ndev is None:
+        return None
+    cfg: QosConfig | None = None
+    mq = frame.find("mlnx_qos", ndev)
+    dcb = frame.find("dcb_pfc", ndev)
+    if mq is not None and mq.text.strip():
+        parsed = parse_mlnx_qos(mq.text)
+        warn.add(mq.kind, ndev, parsed.warnings)
+        cfg = parsed.config
+    elif dcb is not None and dcb.text.strip():
+        parsed_dcb = parse_dcb_pfc(dcb.text)
+        warn.add(dcb.kind, ndev, parsed_dcb.warnings)
+        cfg = parsed_dcb.config
+    if cfg is None or cfg.pfc_enabled is None:
+        inferred = pfc_priorities_from_names(raw_ethtool) if raw_ethtool else None
+        if inferred is not None:
+            if cfg is None:
+                cfg = QosConfig(source="ethtool")
+            cfg.pfc_enabled = inferred
+    ecn_np = rec.ecn_np_enabled if rec else None
+    ecn_rp = rec.ecn_rp_enabled if rec else None
+    if ecn_np is not None or ecn_rp is not None:
+        if cfg is None:
+            cfg = QosConfig(source="sysfs")
+        cfg.ecn_np_enabled = ecn_np
+        cfg.ecn_rp_enabled = ecn_rp
+    return cfg
+
+
+def _cpu_throttle(frame: Frame, warn: _Warner) -> int | None:
+    total: int | None = None
+    for s in _texts(frame, "cputhrottle"):
+        values, warnings = parse_kv_dump(s.text)
+        warn.add(s.kind, s.subject, warnings)
+        for path, value in values.items():
+            if value.isascii() and value.isdigit():
+                total = (total or 0) + int(value)
+            elif value:
+                warn.add(s.kind, s.subject, [f"{path}: bad value {value[:40]!r}"])
+    return total
+
+
+def _probe_notes(frame: Frame, warn: _Warner) -> None:
+    for s in _texts(frame, "probe"):
+        notes = [
+            ln.split(" ", 1)[1].strip()
+            for ln in s.text.splitlines()
+            if ln.startswith("warning ") and ln[8:].strip()
+        ]
+        warn.add(s.kind, None, notes)
+
+
+# --- GPU hook ------------------------------------------------------------------------
+# collectors.gpu_sections (written separately) turns gpu_nvidia/gpu_amd sections into
+# GpuSample records: gpus_from_frame(frame) -> (list[GpuSample], read_ns | None, warnings).
+# It is imported lazily so this module works before (and without) it.
+_GpuFn = Callable[[Frame], tuple[list[GpuSample], int | None, list[str]]]
+
+
+def _gpu_hook() -> _GpuFn | None:
+    try:
+        mod = importlib.import_module("collectors.gpu_sections")
+    except ImportError:
+        return None
+    fn = getattr(mod, "gpus_from_frame", None)
+    return cast(_GpuFn, fn) if callable(fn) else None
+
+
+def _gpus(frame: Frame, sample: HostSample, warn: _Warner) -> None:
+    fn = _gpu_hook()
+    if fn is None:
+        return
+    try:
+        gpus, read_ns, warnings = fn(frame)
+    except Exception as exc:  # a bug in the GPU parser must not lose the network sample
+        warn.add("gpu", None, [f"GPU sections not read: {type(exc).__name__}: {exc}"])
+        return
+    sample.gpus = list(gpus)
+    sample.gpu_read_ns = read_ns
+    warn.add("gpu", None, list(warnings))

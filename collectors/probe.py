@@ -1,0 +1,173 @@
+"""The probe script (package data) and its validated argument list.
+
+The script is sent on stdin to ``sh -s -- ARGS`` (over SSH or as a local subprocess);
+the arguments are ``key=value`` words checked here and checked again by the script.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.resources
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# Used when collectors.parsers.nvidia_smi (which owns the real lists) is not there.
+_DEFAULT_FIELDS: tuple[str, ...] = (
+    "index",
+    "uuid",
+    "name",
+    "temperature.gpu",
+    "utilization.gpu",
+    "utilization.memory",
+    "memory.used",
+    "memory.total",
+    "power.draw",
+)
+_DEFAULT_FALLBACK: tuple[str, ...] = (
+    "index",
+    "name",
+    "temperature.gpu",
+    "utilization.gpu",
+    "memory.used",
+    "memory.total",
+    "power.draw",
+)
+
+_SBIN: tuple[str, ...] = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+NAME_RE = re.compile(r"[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,63}")
+_DIR_RE = re.compile(r"/[A-Za-z0-9_./-]*")
+_FIELD_RE = re.compile(r"[A-Za-z0-9_.]{1,64}")
+_TIMEOUT_RE = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3})?")
+
+
+class ProbeArgError(ValueError):
+    """An argument the probe would refuse."""
+
+
+def _gpu_field_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    try:
+        mod = importlib.import_module("collectors.parsers.nvidia_smi")
+    except ImportError:
+        return _DEFAULT_FIELDS, _DEFAULT_FALLBACK
+    primary = tuple(getattr(mod, "QUERY_FIELDS", _DEFAULT_FIELDS))
+    fallback = tuple(getattr(mod, "FALLBACK_FIELDS", _DEFAULT_FALLBACK))
+    return primary, fallback
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeArgs:
+    """What the probe reads on one host, and how often."""
+
+    interval_ms: int = 1000
+    sysfs: str = "/sys"
+    path: tuple[str, ...] = _SBIN
+    interfaces: tuple[str, ...] = ()
+    slow_ticks: int | None = None  # None: 60 s worth of ticks
+    timeout_s: float = 2.0
+    gpu: str = "auto"
+    max_frames: int = 0
+    gpu_fields: tuple[str, ...] = field(default_factory=lambda: _gpu_field_lists()[0])
+    gpu_fallback: tuple[str, ...] = field(default_factory=lambda: _gpu_field_lists()[1])
+
+    @staticmethod
+    def path_default() -> tuple[str, ...]:
+        """Where ethtool, dcb and mlnx_qos usually live (not on a plain user's PATH)."""
+        return _SBIN
+
+
+def probe_script() -> str:
+    """The probe's source text, from the package data."""
+    return importlib.resources.files("collectors").joinpath("probe.sh").read_text("utf-8")
+
+
+def _check_dir(d: str, what: str) -> None:
+    if not _DIR_RE.fullmatch(d) or ".." in d.split("/"):
+        raise ProbeArgError(f"{what} must be an absolute path of [A-Za-z0-9_./-]: {d!r}")
+
+
+def _format_timeout(t: float) -> str:
+    text = f"{t:.3f}".rstrip("0").rstrip(".")
+    if not _TIMEOUT_RE.fullmatch(text) or not 0.1 <= t <= 600:
+        raise ProbeArgError(f"timeout_s must be within 0.1..600: {t!r}")
+    return text
+
+
+def _fields(fields: tuple[str, ...], what: str) -> str:
+    if not fields or not all(_FIELD_RE.fullmatch(f) for f in fields):
+        raise ProbeArgError(f"{what} must be names of [A-Za-z0-9_.]: {fields!r}")
+    joined = ",".join(fields)
+    if len(joined) > 1500:
+        raise ProbeArgError(f"{what} too long")
+    return joined
+
+
+def build_argv(args: ProbeArgs) -> list[str]:
+    """Validate ``args`` and return the script's argument words (``key=value``)."""
+    if isinstance(args.interval_ms, bool) or not 100 <= args.interval_ms <= 60000:
+        raise ProbeArgError(f"interval_ms must be within 100..60000: {args.interval_ms!r}")
+    _check_dir(args.sysfs, "sysfs")
+    for d in args.path:
+        _check_dir(d, "path entry")
+    for name in args.interfaces:
+        if not NAME_RE.fullmatch(name):
+            raise ProbeArgError(f"interface name refused: {name!r}")
+    if args.slow_ticks is not None and not 1 <= args.slow_ticks <= 100000:
+        raise ProbeArgError(f"slow_ticks must be within 1..100000: {args.slow_ticks!r}")
+    if args.gpu not in ("auto", "off"):
+        raise ProbeArgError(f"gpu must be auto or off: {args.gpu!r}")
+    if not 0 <= args.max_frames <= 999_999_999:
+        raise ProbeArgError(f"max_frames must be within 0..999999999: {args.max_frames!r}")
+    slow = args.slow_ticks or max(1, -(-60000 // args.interval_ms))
+    argv = [
+        f"interval_ms={args.interval_ms}",
+        f"sysfs={args.sysfs}",
+        f"path={':'.join(args.path)}",
+        f"slow_ticks={slow}",
+        f"timeout_s={_format_timeout(args.timeout_s)}",
+        f"gpu={args.gpu}",
+        f"max_frames={args.max_frames}",
+        f"gpu_fields={_fields(args.gpu_fields, 'gpu_fields')}",
+        f"gpu_fallback={_fields(args.gpu_fallback, 'gpu_fallback')}",
+    ]
+    if args.interfaces:
+        argv.append(f"ifaces={','.join(args.interfaces)}")
+    return argv
+
+
+def probe_args(
+    *,
+    interval_ms: int = 1000,
+    sysfs: str = "/sys",
+    path: Sequence[str] | None = None,
+    interfaces: Sequence[str] | None = None,
+    max_frames: int = 0,
+    gpu: str = "auto",
+    timeout_s: float = 2.0,
+    slow_ticks: int | None = None,
+) -> list[str]:
+    """Validated argument words; the host's ``path`` dirs come before the sbin defaults."""
+    dirs = list(dict.fromkeys([*(path or ()), *ProbeArgs.path_default()]))
+    return build_argv(
+        ProbeArgs(
+            interval_ms=interval_ms,
+            sysfs=sysfs,
+            path=tuple(dirs),
+            interfaces=tuple(interfaces or ()),
+            slow_ticks=slow_ticks,
+            timeout_s=timeout_s,
+            gpu=gpu,
+            max_frames=max_frames,
+        )
+    )
+
+
+def local_command(args: ProbeArgs, shell: str = "sh") -> list[str]:
+    """argv of a local run; the script goes to its stdin."""
+    return [shell, "-s", "--", *build_argv(args)]
+
+
+def remote_command(args: ProbeArgs) -> str:
+    """The command line for an SSH exec channel; the script goes to its stdin."""
+    return "sh -s -- " + " ".join(shlex.quote(a) for a in build_argv(args))

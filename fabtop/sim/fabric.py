@@ -1,0 +1,147 @@
+"""The simulated fabric: hosts, the traffic model that ties them together, and the clock.
+
+Time advances on a fixed grid (``GRID_S``); within a cell every counter grows at a
+constant rate, so the text at time ``t`` depends only on the seed, the configuration and
+``t``, never on how often it was read. Going back in time replays from 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fabtop.sim.episodes import (
+    DEMO_CYCLE,
+    DEMO_CYCLE_S,
+    Episode,
+    Mods,
+    active_episodes,
+    apply_episode,
+    episode_at,
+)
+from fabtop.sim.host import HostConfig, SimHost
+
+GRID_S = 0.5
+DEMO_EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed wall clock for the demo
+DEMO_METRICS_URL = "http://127.0.0.1:8000/metrics"
+
+
+class Fabric:
+    """A set of simulated hosts driven by one traffic model and a schedule of episodes."""
+
+    def __init__(
+        self,
+        hosts_config: Sequence[HostConfig],
+        episodes: Sequence[Episode] = (),
+        *,
+        cycle_s: float | None = None,
+        seed: int = 0,
+        base_epoch_s: float = DEMO_EPOCH_S,
+        interval_s: float = 1.0,
+        slow_every_s: float = 60.0,
+        healthy_port_gbps: float = 55.0,
+        healthy_tokens_per_s: float = 2400.0,
+    ) -> None:
+        names = [c.name for c in hosts_config]
+        if len(set(names)) != len(names):
+            raise ValueError("host names must be unique")
+        self.configs = tuple(hosts_config)
+        self.episodes = tuple(episodes)
+        self.cycle_s = cycle_s
+        self.seed = seed
+        self.base_epoch_s = base_epoch_s
+        self.interval_s = interval_s
+        self.slow_every_s = slow_every_s
+        self.healthy_port_gbps = healthy_port_gbps
+        self.healthy_tokens_per_s = healthy_tokens_per_s
+        self._reset()
+
+    def _reset(self) -> None:
+        # Hosts are reset in place: callers keep references to them across a replay.
+        if hasattr(self, "hosts"):
+            for h in self.hosts.values():
+                h.reset_state()
+        else:
+            self.hosts: dict[str, SimHost] = {
+                c.name: SimHost(c, self, i) for i, c in enumerate(self.configs)
+            }
+        self._names = list(self.hosts)
+        self._roce = [n for n, h in self.hosts.items() if h.cfg.roce_ports > 0]
+        self._k = 0
+        self.grid_t = 0.0
+        self.token_factor = 1.0
+        self._set_cell()
+
+    @classmethod
+    def single(
+        cls,
+        hosts_config: Sequence[HostConfig],
+        kind: str,
+        *,
+        target: str | None = None,
+        port: int | None = None,
+        start_s: float = 0.0,
+        duration_s: float = 1e9,
+        **kw: Any,
+    ) -> Fabric:
+        """A fabric that runs one episode (from ``start_s``, by default from t=0, forever)."""
+        ep = Episode(kind, start_s, duration_s, target, port)
+        return cls(hosts_config, (ep,), **kw)
+
+    @property
+    def t(self) -> float:
+        """Latest grid time reached."""
+        return self.grid_t
+
+    def _set_cell(self) -> None:
+        g, dt = self.grid_t, GRID_S
+        mods = Mods()
+        mods.ecn_off.update(n for n, h in self.hosts.items() if not h.cfg.ecn)
+        for ep, rel in active_episodes(self.episodes, self.cycle_s, g):
+            apply_episode(ep, rel, dt, self._names, self._roce, mods)
+        self.token_factor = mods.token_factor
+        for h in self.hosts.values():
+            h.step(g, dt, self._k, mods)
+
+    def at(self, t: float) -> Fabric:
+        """Bring the simulation to time ``t`` (seconds since the start)."""
+        if t < self.grid_t:
+            self._reset()
+        while self.grid_t + GRID_S <= t + 1e-9:
+            for h in self.hosts.values():
+                h.commit(GRID_S)
+            self._k += 1
+            self.grid_t = self._k * GRID_S
+            self._set_cell()
+        return self
+
+    def advance(self, dt: float) -> Fabric:
+        """Move the simulation forward by ``dt`` seconds from the latest grid time."""
+        return self.at(self.grid_t + dt)
+
+    def episode_at(self, t: float) -> str:
+        """Which episode runs at ``t`` (``healthy`` when none)."""
+        return episode_at(self.episodes, self.cycle_s, t)
+
+    def token_rate(self) -> float:
+        """The cluster's generated tokens per second in the current cell."""
+        return sum(h.server.rate for h in self.hosts.values() if h.server is not None)
+
+    def metrics_urls(self) -> dict[str, str]:
+        """Inference server URL per host that runs one."""
+        return {n: h.cfg.inference_url for n, h in self.hosts.items() if h.cfg.inference_url}
+
+
+def demo_hosts() -> list[HostConfig]:
+    """The built-in demo: 4 nodes, 2 RoCE rails each, an IB pair, a Thunderbolt pair."""
+    return [
+        HostConfig("node1", ib_port=True, gpu_profile="h100", inference_url=DEMO_METRICS_URL),
+        HostConfig("node2", ib_port=True, gpu_profile="h100"),
+        HostConfig("node3", tb_link=True, gpu_profile="rtx4080s"),
+        HostConfig("node4", tb_link=True, gpu_profile="rtx4080s"),
+    ]
+
+
+def demo_fabric(seed: int = 0, **kw: Any) -> Fabric:
+    """The ``--demo`` fabric, cycling through every episode (about 3 minutes per cycle)."""
+    return Fabric(demo_hosts(), DEMO_CYCLE, cycle_s=DEMO_CYCLE_S, seed=seed, **kw)

@@ -1,0 +1,410 @@
+"""A simulated host: its devices' state per grid cell, and the probe frame it would print."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from collectors.frames import Frame, Section, render_frame
+from fabtop.sim.episodes import Mods, PortMods
+from fabtop.sim.gpu import SimGpu
+from fabtop.sim.inference import VllmServer
+from fabtop.sim.nic import IbPort, Mlx5Port, PlainNetdev, PortTraffic
+
+if TYPE_CHECKING:
+    from fabtop.sim.fabric import Fabric
+
+try:  # the parser module owns the field list; fall back to the capture's header order
+    from collectors.parsers.nvidia_smi import QUERY_FIELDS as _GPU_FIELDS
+except ImportError:  # pragma: no cover - only while the parser is absent
+    _GPU_FIELDS = ("timestamp", "index", "name", "pci.bus_id", "uuid", "utilization.gpu",
+                   "memory.used", "memory.total", "power.draw", "temperature.gpu",
+                   "clocks.current.sm", "clocks_event_reasons.active")  # fmt: skip
+
+GPU_FIELDS: tuple[str, ...] = tuple(_GPU_FIELDS)
+ROCE_RATE = {100: "100 Gb/sec (4X EDR)", 200: "200 Gb/sec (4X HDR)", 50: "50 Gb/sec (2X HDR)",
+             25: "25 Gb/sec (1X EDR)"}  # fmt: skip
+
+
+@dataclass(slots=True)
+class HostConfig:
+    """One simulated host; every field can be overridden to build a single-fault fabric."""
+
+    name: str
+    roce_ports: int = 2
+    link_gbps: int = 100
+    mtu: int = 9000
+    pfc_prios: tuple[int, ...] = (3,)
+    rdma_prio: int = 3  # priority the RoCE traffic is classified to (DSCP 26 -> 3)
+    trust: str = "dscp"
+    ecn: bool = True  # DCQCN (roce_np / roce_rp enabled)
+    global_pause: bool = False
+    firmware: str = "22.39.2048"
+    pcie_width: int = 16
+    pcie_max_width: int = 16
+    pcie_gts: float = 16.0
+    pcie_max_gts: float = 16.0
+    nic_temp_c: float = 55.0
+    rdma_share: float = 0.97
+    ib_port: bool = False  # a ConnectX-6 HDR port mlx5_{roce_ports}, back to back
+    tb_link: bool = False  # thunderbolt0 (thunderbolt-net)
+    gpu_profile: str = "h100"
+    gpus: int = 2
+    inference_url: str | None = None
+    model: str = "meta-llama/Llama-3.1-70B-Instruct"
+    kernel: str = "6.8.0-45-generic"
+    uptime_s: float = 86400.0 * 12
+    reload_at: tuple[float, ...] = ()  # driver reloads: NIC counters restart from 0
+    silent_after: float | None = None  # the host stops answering from this time on
+
+    def netdev(self, i: int) -> str:
+        """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""
+        return f"enp65s0f{i}np{i}"
+
+    @property
+    def roce_mtu(self) -> int:
+        """Active RoCE MTU: the largest IB MTU that fits the netdev MTU and RoCE headers."""
+        for m in (4096, 2048, 1024, 512):
+            if self.mtu >= m + 100:
+                return m
+        return 256
+
+
+def _mix(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return x ^ (x >> 31)
+
+
+def noise(seed: int, *keys: int) -> float:
+    """Deterministic noise in [-1, 1) from integer keys (splitmix64)."""
+    h = seed
+    for k in keys:
+        h = _mix(h ^ (k & 0xFFFFFFFFFFFFFFFF))
+    return (h >> 11) / float(1 << 52) - 1.0
+
+
+class SimHost:
+    """One host of a :class:`Fabric`; ``frame(t)`` is the text its probe would print."""
+
+    def __init__(self, cfg: HostConfig, fabric: Fabric, index: int) -> None:
+        self.cfg = cfg
+        self.fabric = fabric
+        self.index = index
+        self.name = cfg.name
+        self._slow_sent = False
+        self.reset_state()
+
+    def reset_state(self) -> None:
+        """Every device back to its state at t=0 (the fabric replays from the start)."""
+        cfg, index, seed = self.cfg, self.index, self.fabric.seed
+        scale = 0.3 + 0.35 * (noise(seed, index, 1) + 1.0)
+        self.ports = [
+            Mlx5Port(cfg.pfc_prios, cfg.rdma_prio, cfg.roce_mtu, scale, cfg.global_pause)
+            for _ in range(cfg.roce_ports)
+        ]
+        self.port_up = [True] * cfg.roce_ports
+        self.carrier_changes = [2] * cfg.roce_ports
+        self.ib = IbPort(scale) if cfg.ib_port else None
+        self.tb = PlainNetdev(pkt=9000.0) if cfg.tb_link else None
+        self.mgmt = PlainNetdev(igb=True)
+        self.lo = PlainNetdev(pkt=4000.0)
+        self.gpus = [
+            SimGpu(i, cfg.gpu_profile, _uuid(seed, index, i), _gpu_bus(cfg.gpu_profile, i))
+            for i in range(cfg.gpus)
+        ]
+        self.server = VllmServer(cfg.inference_url, cfg.model, 0.0) if cfg.inference_url else None
+        self.ecn_live = cfg.ecn
+        self.nic_temp = [cfg.nic_temp_c] * cfg.roce_ports
+
+    # --- simulation ---------------------------------------------------------------------------
+
+    def restart_probe(self) -> None:
+        """A new probe session: its first frame carries the slow sections again."""
+        self._slow_sent = False
+
+    def answers(self, t: float) -> bool:
+        """False once the host has stopped answering."""
+        return self.cfg.silent_after is None or t < self.cfg.silent_after
+
+    def reload_driver(self) -> None:
+        """Driver reload: every NIC counter restarts from 0, netdevs come back fresh."""
+        for p in self.ports:
+            p.zero()
+        for d in (self.ib, self.tb, self.mgmt):
+            if d is not None:
+                d.zero()
+        self.carrier_changes = [1] * len(self.ports)
+
+    def step(self, g: float, dt: float, k: int, mods: Mods) -> None:
+        """Set every device's state and counter growth for the cell [g, g + dt)."""
+        cfg, seed, fab = self.cfg, self.fabric.seed, self.fabric
+        if any(g <= r < g + dt for r in cfg.reload_at):
+            self.reload_driver()
+        tf = mods.token_factor
+        self.ecn_live = cfg.ecn and cfg.name not in mods.ecn_off
+        line = cfg.link_gbps * 1e9 / 8
+        pcie = min(1.0, (cfg.pcie_width / cfg.pcie_max_width) * (cfg.pcie_gts / cfg.pcie_max_gts)
+                   * 1.6)  # fmt: skip
+        cap = line * 0.97 * pcie
+        for i, port in enumerate(self.ports):
+            pm = mods.ports.get((cfg.name, i)) or PortMods()
+            self.carrier_changes[i] += pm.carrier_changes
+            port.eth.bump("link_down_events_phy", pm.link_down_events)
+            port.eth.bump("tx_pause_storm_warning_events", pm.storm_warnings)
+            if pm.retransmits:
+                for name, n in (("local_ack_timeout_err", 3), ("roce_adp_retrans", 7),
+                                ("roce_adp_retrans_to", 1), ("out_of_sequence", 2),
+                                ("packet_seq_err", 1)):  # fmt: skip
+                    port.hw.bump(name, n * pm.retransmits)
+            up = not pm.down
+            self.port_up[i] = up
+            jitter = 1.0 + 0.06 * noise(seed, self.index, k, i)
+            base = fab.healthy_port_gbps * 1e9 / 8 * tf * jitter
+            tx = min(base * pm.tx_scale, cap * (1.0 - pm.rx_pause_frac))
+            rx = min(base * pm.rx_scale, cap)
+            share = cfg.rdma_share
+            ecn = self.ecn_live
+            port.apply(PortTraffic(
+                up=up,
+                rdma_tx=tx * share, rdma_rx=rx * share,
+                eth_tx=tx * (1.0 - share) + 40_000.0 * min(pm.tx_scale, 1.0),
+                eth_rx=rx * (1.0 - share) + 40_000.0 * min(pm.rx_scale, 1.0),
+                tx_pause_frac=pm.tx_pause_frac, rx_pause_frac=pm.rx_pause_frac,
+                ecn_marked_pps=pm.ecn_marked_pps if ecn else 0.0,
+                cnp_sent_pps=pm.cnp_sent_pps if ecn else 0.0,
+                cnp_handled_pps=pm.cnp_handled_pps if ecn else 0.0,
+            ))  # fmt: skip
+            self.nic_temp[i] = cfg.nic_temp_c + 3.0 * min(tf, 1.0) + 0.4 * noise(seed, k, i, 7)
+        if self.ib is not None:
+            ib = 200e9 / 8 * 0.35 * tf * (1.0 + 0.05 * noise(seed, self.index, k, 11))
+            self.ib.apply(True, ib, ib, 0.01 * tf)
+        if self.tb is not None:
+            tbr = 1.0e9 * tf * (1.0 + 0.1 * noise(seed, self.index, k, 12))
+            self.tb.apply(True, tbr, tbr)
+        self.mgmt.apply(True, 60_000.0, 150_000.0 * (1.0 + 0.2 * noise(seed, self.index, k, 13)))
+        self.lo.apply(True, 2.0e6, 2.0e6)
+        for gpu in self.gpus:
+            heat = mods.gpu_heat_c.get((cfg.name, gpu.index), 0.0)
+            gpu.step(min(tf, 1.0), heat, noise(seed, self.index, k, 20 + gpu.index), dt)
+        if self.server is not None:
+            tokens = fab.healthy_tokens_per_s * tf * (1.0 + 0.03 * noise(seed, k, 99))
+            self.server.step(tokens, fab.healthy_tokens_per_s, dt)
+
+    def commit(self, dt: float) -> None:
+        """Advance every counter to the end of the current cell."""
+        for p in self.ports:
+            p.commit(dt)
+        for d in (self.ib, self.tb, self.mgmt, self.lo):
+            if d is not None:
+                d.commit(dt)
+
+    # --- text ---------------------------------------------------------------------------------
+
+    def sysnet_lines(self, frac: float) -> list[tuple[str, str]]:
+        """``(relpath, value)`` for every file the probe reads under class/net."""
+        cfg = self.cfg
+        out: list[tuple[str, str]] = []
+        for i, port in enumerate(self.ports):
+            d = cfg.netdev(i)
+            up = self.port_up[i]
+            downs = self.carrier_changes[i] // 2
+            out += [
+                (f"{d}/address", f"0c:42:a1:{self.index:02x}:{i:02x}:5e"),
+                (f"{d}/operstate", "up" if up else "down"),
+                (f"{d}/carrier", "1" if up else "0"),
+                (f"{d}/carrier_changes", str(self.carrier_changes[i])),
+                (f"{d}/carrier_up_count", str(self.carrier_changes[i] - downs)),
+                (f"{d}/carrier_down_count", str(downs)),
+                (f"{d}/mtu", str(cfg.mtu)),
+            ]
+            if up:  # the driver reports no speed without carrier
+                out.append((f"{d}/speed", str(cfg.link_gbps * 1000)))
+            out += [
+                (f"{d}/device", "-"),
+                (f"{d}/device/current_link_speed", f"{cfg.pcie_gts:.1f} GT/s PCIe"),
+                (f"{d}/device/current_link_width", str(cfg.pcie_width)),
+                (f"{d}/device/max_link_speed", f"{cfg.pcie_max_gts:.1f} GT/s PCIe"),
+                (f"{d}/device/max_link_width", str(cfg.pcie_max_width)),
+                (f"{d}/device/hwmon/hwmon{3 + i}/name", "mlx5"),
+                (f"{d}/device/hwmon/hwmon{3 + i}/temp1_input", str(int(self.nic_temp[i]) * 1000)),
+            ]  # fmt: skip
+            en = "1" if self.ecn_live else "0"
+            for p in range(8):
+                out.append((f"{d}/ecn/roce_np/enable/{p}", en))
+            for p in range(8):
+                out.append((f"{d}/ecn/roce_rp/enable/{p}", en))
+            out.append((f"{d}/ecn/roce_np/cnp_802p_prio", "6"))
+            out += [(f"{d}/statistics/{n}", str(v)) for n, v in port.netdev.items(frac)]
+        if self.tb is not None:
+            d = "thunderbolt0"
+            out += [(f"{d}/address", f"02:9c:{self.index:02x}:00:00:01"), (f"{d}/operstate", "up"),
+                    (f"{d}/carrier", "1"), (f"{d}/carrier_changes", "2"), (f"{d}/mtu", "1500"),
+                    (f"{d}/device", "-")]  # fmt: skip
+            out += [(f"{d}/statistics/{n}", str(v)) for n, v in self.tb.netdev.items(frac)]
+        out += [("eno1/address", f"3c:ec:ef:{self.index:02x}:10:01"), ("eno1/operstate", "up"),
+                ("eno1/carrier", "1"), ("eno1/carrier_changes", "2"), ("eno1/mtu", "1500"),
+                ("eno1/speed", "1000"), ("eno1/device", "-"),
+                ("eno1/device/current_link_speed", "5.0 GT/s PCIe"),
+                ("eno1/device/current_link_width", "1")]  # fmt: skip
+        out += [(f"eno1/statistics/{n}", str(v)) for n, v in self.mgmt.netdev.items(frac)]
+        out += [("lo/address", "00:00:00:00:00:00"), ("lo/operstate", "unknown"),
+                ("lo/carrier", "1"), ("lo/carrier_changes", "0"), ("lo/mtu", "65536")]  # fmt: skip
+        out += [(f"lo/statistics/{n}", str(v)) for n, v in self.lo.netdev.items(frac)]
+        return out
+
+    def sysib_lines(self, frac: float) -> list[tuple[str, str]]:
+        """``(relpath, value)`` for every file the probe reads under class/infiniband."""
+        cfg = self.cfg
+        out: list[tuple[str, str]] = []
+        for i, port in enumerate(self.ports):
+            dev, nd, up = f"mlx5_{i}", cfg.netdev(i), self.port_up[i]
+            pp = f"{dev}/ports/1"
+            out += [
+                (f"{dev}/fw_ver", cfg.firmware),
+                (f"{dev}/hca_type", "MT4125"),
+                (f"{dev}/board_id", "MT_0000000359"),
+                (f"{dev}/node_guid", f"0c42:a103:00{self.index:02x}:{i:04x}"),
+                (f"{pp}/state", "4: ACTIVE" if up else "1: DOWN"),
+                (f"{pp}/phys_state", "5: LinkUp" if up else "3: Disabled"),
+                (f"{pp}/rate", ROCE_RATE.get(cfg.link_gbps, f"{cfg.link_gbps} Gb/sec (4X)")),
+                (f"{pp}/link_layer", "Ethernet"),
+            ]
+            out += [(f"{pp}/counters/{n}", str(v)) for n, v in port.ib.items(frac)]
+            out += [(f"{pp}/hw_counters/{n}", str(v)) for n, v in port.hw.items(frac)]
+            out += [(f"{pp}/gid_attrs/ndevs/0", nd), (f"{dev}/device/net/{nd}", "-")]
+        if self.ib is not None:
+            dev = f"mlx5_{cfg.roce_ports}"
+            pp = f"{dev}/ports/1"
+            out += [
+                (f"{dev}/fw_ver", "20.39.2048"),
+                (f"{dev}/hca_type", "MT4123"),
+                (f"{dev}/board_id", "MT_0000000223"),
+                (f"{dev}/node_guid", f"b83f:d203:00{self.index:02x}:0a00"),
+                (f"{pp}/state", "4: ACTIVE"),
+                (f"{pp}/phys_state", "5: LinkUp"),
+                (f"{pp}/rate", "200 Gb/sec (4X HDR)"),
+                (f"{pp}/link_layer", "InfiniBand"),
+            ]
+            out += [(f"{pp}/counters/{n}", str(v)) for n, v in self.ib.ib.items(frac)]
+            out += [(f"{pp}/hw_counters/{n}", str(v)) for n, v in self.ib.hw.items(frac)]
+        return out
+
+    def ethtool_s(self, netdev: str, frac: float) -> tuple[str, str | None, str]:
+        """``(status, detail, text)`` of ``ethtool -S netdev``."""
+        for i, port in enumerate(self.ports):
+            if netdev == self.cfg.netdev(i):
+                return "ok", None, port.eth.ethtool_text(frac)
+        if netdev == "eno1" and self.mgmt.eth is not None:
+            return "ok", None, self.mgmt.eth.ethtool_text(frac)
+        # thunderbolt-net registers no ethtool statistics: ethtool prints "no stats
+        # available" on stderr and exits 94; stdout stays empty.
+        return "error", "rc=94", ""
+
+    def ethtool_i(self, netdev: str) -> str:
+        """``ethtool -i netdev`` output."""
+        cfg = self.cfg
+        if netdev.startswith("enp65s0f"):
+            fn = netdev[len("enp65s0f")]
+            return _ethtool_i("mlx5_core", cfg.kernel, f"{cfg.firmware} (MT_0000000359)",
+                              f"0000:41:00.{fn}", eeprom="no", regdump="no")  # fmt: skip
+        if netdev == "eno1":  # firmware string from the igb capture
+            return _ethtool_i("igb", cfg.kernel, "1.67, 0x800010dd, 20.5.16", "0000:05:00.0")
+        return _ethtool_i("thunderbolt-net", cfg.kernel, "", "0-1.0", stats="no", test="no",
+                          eeprom="no", regdump="no", priv="no")  # fmt: skip
+
+    def mlnx_qos(self) -> str:
+        """``mlnx_qos -i <port>`` output, shaped like the capture in ../shared/fixtures/qos."""
+        cfg = self.cfg
+        lines = ["DCBX mode: OS controlled", f"Priority trust state: {cfg.trust}"]
+        if cfg.trust == "dscp":
+            lines.append("dscp2prio mapping:")
+            for p in range(8):
+                codes = ",".join(f"{d:02d}" for d in range(p * 8 + 7, p * 8 - 1, -1))
+                lines.append(f"        prio:{p} dscp:{codes},")
+        lines += ["Cable len: 7", "PFC configuration:",
+                  "        priority    0   1   2   3   4   5   6   7",
+                  "        enabled     " + "   ".join(
+                      "1" if p in cfg.pfc_prios else "0" for p in range(8)) + "   "]  # fmt: skip
+        tc_of = {0: 1, 1: 0}
+        for tc in range(8):
+            prio = next((p for p, t in tc_of.items() if t == tc), tc)
+            lines += [f"tc: {tc} ratelimit: unlimited, tsa: vendor", f"         priority:  {prio}"]
+        return "\n".join(lines)
+
+    def gpu_text(self, clock_s: float) -> str:
+        """The ``gpu_nvidia`` section: the field line, then one CSV row per GPU."""
+        rows = [g.csv_row(GPU_FIELDS, clock_s) for g in self.gpus]
+        return "\n".join(["# " + ",".join(GPU_FIELDS), *rows])
+
+    def netdevs(self) -> list[str]:
+        """Physical netdevs the probe runs ``ethtool`` on."""
+        names = [self.cfg.netdev(i) for i in range(self.cfg.roce_ports)]
+        if self.tb is not None:
+            names.append("thunderbolt0")
+        return [*names, "eno1"]
+
+    def frame(self, t: float) -> str:
+        """Wire text of this host's probe frame at simulation time ``t`` (see docs/PROBE.md)."""
+        fab = self.fabric
+        fab.at(t)
+        frac = t - fab.grid_t
+        interval = fab.interval_s
+        seq = round(t / interval)
+        clock_s = fab.base_epoch_s + t
+        clock_ns = round(clock_s * 1e9)
+        slow_every = max(1, round(fab.slow_every_s / interval)) if fab.slow_every_s else 1
+        slow = not self._slow_sent or seq % slow_every == 0
+        self._slow_sent = True
+        sections = [
+            Section("probe", None, clock_ns, "ok", None, f"interval_ms {int(interval * 1000)}"),
+            Section("sysnet", None, clock_ns, "ok", None,
+                    "\n".join(f"{p} {v}" for p, v in self.sysnet_lines(frac))),
+            Section("sysib", None, clock_ns, "ok", None,
+                    "\n".join(f"{p} {v}" for p, v in self.sysib_lines(frac))),
+        ]  # fmt: skip
+        for nd in self.netdevs():
+            status, detail, text = self.ethtool_s(nd, frac)
+            sections.append(Section("ethtool_S", nd, clock_ns, status, detail, text))
+        if slow:
+            for nd in self.netdevs():
+                sections.append(Section("ethtool_i", nd, clock_ns, "ok", None, self.ethtool_i(nd)))
+            for i in range(self.cfg.roce_ports):
+                sections.append(
+                    Section("mlnx_qos", self.cfg.netdev(i), clock_ns, "ok", None, self.mlnx_qos())
+                )
+        if self.gpus:
+            # A background reader: its latest line arrived a little before the tick.
+            read_ns = clock_ns - 120_000_000
+            sections.append(
+                Section("gpu_nvidia", None, read_ns, "ok", None, self.gpu_text(read_ns / 1e9))
+            )
+        uptime = self.cfg.uptime_s + t
+        return render_frame(Frame(seq, clock_ns, uptime, clock_s, sections))
+
+    def metrics_text(self) -> str:
+        """``/metrics`` of this host's inference server (empty when it runs none)."""
+        return self.server.metrics_text() if self.server is not None else ""
+
+
+def _ethtool_i(
+    driver: str, version: str, fw: str, bus: str, stats: str = "yes", test: str = "yes",
+    eeprom: str = "yes", regdump: str = "yes", priv: str = "yes",
+) -> str:  # fmt: skip
+    return "\n".join([
+        f"driver: {driver}", f"version: {version}", f"firmware-version: {fw}",
+        "expansion-rom-version: ", f"bus-info: {bus}", f"supports-statistics: {stats}",
+        f"supports-test: {test}", f"supports-eeprom-access: {eeprom}",
+        f"supports-register-dump: {regdump}", f"supports-priv-flags: {priv}",
+    ])  # fmt: skip
+
+
+def _uuid(seed: int, host: int, gpu: int) -> str:
+    h = f"{_mix(seed * 1000 + host * 16 + gpu):016x}{_mix(host * 7 + gpu + 1):016x}"
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _gpu_bus(profile: str, i: int) -> str:
+    bus = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)[i % 8] if profile == "h100" else 1 + i
+    return f"00000000:{bus:02X}:00.0"

@@ -1,0 +1,153 @@
+"""Write a simulated host to a directory so the REAL probe can read it (integration tests).
+
+Layout under ``root``::
+
+    sys/class/net/...          sysfs files, one value each (the probe's ``sysfs`` root: root/sys)
+    sys/class/infiniband/...
+    bin/ethtool                shims printing what the simulator last wrote; put bin/ first
+    bin/nvidia-smi             in the host's PATH
+    bin/mlnx_qos
+    state/...                  the shims' data, rewritten by :func:`update`
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from fabtop.sim.host import GPU_FIELDS, SimHost
+
+try:
+    from collectors.parsers.nvidia_smi import FALLBACK_FIELDS as _FALLBACK
+except ImportError:  # pragma: no cover - only while the parser is absent
+    _FALLBACK = ()
+
+_ETHTOOL = """#!/bin/sh
+# Simulated ethtool (fabtop.sim.tree): prints what the simulator last wrote.
+S={state}
+case "$1" in
+  -S) f="$S/ethtool_S/$2" ;;
+  -i) f="$S/ethtool_i/$2" ;;
+  *) echo "ethtool: this simulated shim knows -S and -i only" >&2; exit 1 ;;
+esac
+if [ ! -f "$f" ]; then echo "Cannot get driver information: No such device" >&2; exit 71; fi
+if [ -f "$f.rc" ]; then cat "$f" >&2; exit "$(cat "$f.rc")"; fi
+cat "$f"
+"""
+
+_MLNX_QOS = """#!/bin/sh
+# Simulated mlnx_qos (fabtop.sim.tree): 'mlnx_qos -i <netdev>' prints the simulator's file.
+S={state}
+[ "$1" = "-i" ] || {{ echo "Usage: mlnx_qos -i <interface>" >&2; exit 1; }}
+f="$S/mlnx_qos/$2"
+[ -f "$f" ] || {{ echo "Netlink error: no such device $2" >&2; exit 1; }}
+cat "$f"
+"""
+
+_NVIDIA_SMI = """#!/bin/sh
+# Simulated nvidia-smi (fabtop.sim.tree): --query-gpu=F1,F2 --format=csv,noheader,nounits
+# [-lms N | -l N]; each GPU's current values are in $S/gpu/<index>.tsv (field<TAB>value).
+S={state}
+q=""; loop=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --query-gpu=*) q="${{1#--query-gpu=}}" ;;
+    -lms) loop=$(awk -v ms="$2" 'BEGIN {{ printf "%.3f", ms / 1000 }}'); shift ;;
+    -lms=*) loop=$(awk -v ms="${{1#-lms=}}" 'BEGIN {{ printf "%.3f", ms / 1000 }}') ;;
+    -l) loop="$2"; shift ;;
+    -l=*) loop="${{1#-l=}}" ;;
+  esac
+  shift
+done
+[ -n "$q" ] || {{ echo "simulated nvidia-smi supports --query-gpu only" >&2; exit 2; }}
+once() {{
+  for f in "$S"/gpu/*.tsv; do
+    [ -f "$f" ] || continue
+    awk -F '\\t' -v q="$q" '
+      {{ v[$1] = $2 }}
+      END {{
+        n = split(q, want, ","); line = ""
+        for (i = 1; i <= n; i++) {{
+          if (!(want[i] in v)) {{
+            printf "Field \\"%s\\" is not a valid field to query.\\n", want[i] > "/dev/stderr"
+            exit 2
+          }}
+          line = line (i > 1 ? ", " : "") v[want[i]]
+        }}
+        print line
+      }}' "$f" || exit 2
+  done
+}}
+once || exit 2
+[ -n "$loop" ] || exit 0
+while sleep "$loop"; do once || exit 2; done
+"""
+
+
+def _put(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)  # a reader never sees a half-written file
+
+
+def _shim(path: Path, text: str) -> None:
+    _put(path, text)
+    path.chmod(0o755)
+
+
+def _gpu_fields() -> list[str]:
+    seen: dict[str, None] = {}
+    for f in (*GPU_FIELDS, *_FALLBACK):
+        seen[f] = None
+    return list(seen)
+
+
+def write(host: SimHost, root: Path, t: float | None = None) -> None:
+    """Create the sysfs tree, the shims and their data for ``host`` at time ``t``."""
+    root = Path(root)
+    state = root / "state"
+    for sub in ("ethtool_S", "ethtool_i", "mlnx_qos", "gpu"):
+        (state / sub).mkdir(parents=True, exist_ok=True)
+    q = shlex.quote(str(state))
+    _shim(root / "bin" / "ethtool", _ETHTOOL.format(state=q))
+    _shim(root / "bin" / "mlnx_qos", _MLNX_QOS.format(state=q))
+    _shim(root / "bin" / "nvidia-smi", _NVIDIA_SMI.format(state=q))
+    update(host, root, host.fabric.grid_t if t is None else t)
+
+
+def update(host: SimHost, root: Path, t: float) -> None:
+    """Rewrite every file for simulation time ``t`` (call once per tick)."""
+    root = Path(root)
+    fab = host.fabric
+    fab.at(t)
+    frac = t - fab.grid_t
+    for base, lines in (
+        (root / "sys" / "class" / "net", host.sysnet_lines(frac)),
+        (root / "sys" / "class" / "infiniband", host.sysib_lines(frac)),
+    ):
+        for rel, value in lines:
+            p = base / rel
+            if value == "-":  # an entry the probe only checks for (device, net/<ndev>)
+                p.mkdir(parents=True, exist_ok=True)
+            else:
+                _put(p, value + "\n")
+    state = root / "state"
+    for nd in host.netdevs():
+        status, detail, text = host.ethtool_s(nd, frac)
+        _put(state / "ethtool_S" / nd, text + "\n" if status == "ok" else "no stats available\n")
+        rc = state / "ethtool_S" / f"{nd}.rc"
+        if status != "ok" and detail and detail.startswith("rc="):
+            _put(rc, detail[3:] + "\n")
+        elif rc.exists():
+            rc.unlink()
+        _put(state / "ethtool_i" / nd, host.ethtool_i(nd) + "\n")
+    for i in range(host.cfg.roce_ports):
+        _put(state / "mlnx_qos" / host.cfg.netdev(i), host.mlnx_qos() + "\n")
+    clock_s = fab.base_epoch_s + t
+    fields = _gpu_fields()
+    for g in host.gpus:
+        values = g.values(tuple(fields), clock_s)
+        body = "".join(f"{f}\t{v}\n" for f, v in zip(fields, values, strict=True))
+        _put(state / "gpu" / f"{g.index}.tsv", body)

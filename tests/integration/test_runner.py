@@ -1,0 +1,217 @@
+"""HostRunner through real sshd: frames flow, hosts drop and come back, silence goes stale."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from collectors.frames import Frame
+from collectors.runner import HostRunner, HostStatus, collect_once
+from collectors.transport.base import Transport, TransportError
+from collectors.transport.local import LocalTransport
+from collectors.transport.ssh import SshTransport
+from tests.integration.sshd import Sshd, free_port
+
+# A stand-in probe in the real wire format: one frame per $1 seconds; $2 only tags the
+# process so a test can find (and freeze) the sshd session that serves it.
+FRAMES_SH = """\
+i=0
+while :; do
+  i=$((i+1))
+  echo "@@fabtop-frame $i $(date +%s%N) 1.00 $(date +%s)"
+  echo "@@section probe - - ok"
+  echo "interval_ms 100"
+  echo "tag $2"
+  echo "@@end $i"
+  sleep "$1"
+done
+"""
+
+FAST = (0.05, 0.1, 0.2)
+
+
+@dataclass
+class Recorder:
+    """Everything a runner reported, as a UI would receive it."""
+
+    frames: list[Frame] = field(default_factory=list)
+    statuses: list[HostStatus] = field(default_factory=list)
+
+    def on_frame(self, host: str, frame: Frame) -> None:
+        self.frames.append(frame)
+
+    def on_status(self, host: str, status: HostStatus) -> None:
+        self.statuses.append(status)
+
+    @property
+    def states(self) -> list[str]:
+        return [s.state for s in self.statuses]
+
+
+async def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def running(
+    transport: Transport, tag: str, rec: Recorder, **kw: float
+) -> AsyncIterator[HostRunner]:
+    runner = HostRunner(
+        transport.name,
+        transport,
+        FRAMES_SH,
+        ["0.1", tag],
+        rec.on_frame,
+        rec.on_status,
+        backoff=FAST,
+        interval=0.1,
+        **kw,
+    )
+    task = asyncio.create_task(runner.run())
+    try:
+        yield runner
+    finally:
+        runner.stop()
+        await asyncio.wait_for(task, 5)  # run() must end by itself after stop()
+
+
+@pytest.mark.sshd
+async def test_frames_arrive_and_status_is_up(sshd: Sshd) -> None:
+    rec = Recorder()
+    async with running(sshd.transport("gpu1"), "t1", rec) as runner:
+        await wait_until(lambda: len(rec.frames) >= 3, 5, "3 frames")
+        assert runner.status.state == "up"
+        assert runner.status.error is None
+        assert runner.status.last_frame_monotonic is not None
+    seqs = [f.seq for f in rec.frames]
+    assert seqs == list(range(1, len(seqs) + 1))
+    probe = rec.frames[0].find("probe")
+    assert probe is not None and "tag t1" in probe.text
+    assert rec.states[0] == "up"
+
+
+@pytest.mark.sshd
+async def test_killed_sshd_goes_down_then_recovers_by_itself(own_sshd: Sshd) -> None:
+    rec = Recorder()
+    async with running(own_sshd.transport("gpu2", keepalive_interval=0.5), "t2", rec) as runner:
+        await wait_until(lambda: len(rec.frames) >= 2, 5, "first frames")
+        own_sshd.stop()
+        await wait_until(lambda: runner.status.state == "down", 5, "down")
+        err = runner.status.error or ""
+        assert err.startswith(f"gpu2 ({own_sshd.target})")
+        # While sshd is gone each retry fails with a clear cause, and no frame arrives.
+        await wait_until(lambda: "refused" in (runner.status.error or ""), 5, "refused")
+        seen = len(rec.frames)
+        own_sshd.start()
+        await wait_until(lambda: runner.status.state == "up", 5, "up again")
+        await wait_until(lambda: len(rec.frames) >= seen + 2, 5, "frames after restart")
+    # A new session starts its probe from seq 1 again.
+    assert rec.frames[seen].seq == 1
+    assert runner.status.failures == 0
+
+
+@pytest.mark.sshd
+async def test_stopped_host_goes_stale_without_stalling_others(own_sshd: Sshd) -> None:
+    frozen, other = Recorder(), Recorder()
+    frozen_t = own_sshd.transport("gpu3", keepalive_interval=0.5, keepalive_count_max=2)
+    async with (
+        running(frozen_t, "frozen-host", frozen, stale_after=0.4) as runner,
+        running(own_sshd.transport("gpu4"), "other-host", other),
+    ):
+        await wait_until(lambda: runner.status.state == "up" and len(other.frames) > 0, 5, "up")
+        pid = own_sshd.session_pid("frozen-host")
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            await wait_until(lambda: runner.status.state == "stale", 2, "stale")
+            before = len(other.frames)
+            await asyncio.sleep(0.5)
+            # The other host keeps delivering at its 0.1 s interval meanwhile.
+            assert len(other.frames) >= before + 3
+            # No keepalive answer: the connection is given up on.
+            await wait_until(lambda: runner.status.state == "down", 5, "down")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        seen = len(frozen.frames)
+        await wait_until(lambda: len(frozen.frames) > seen, 5, "frames again")
+        await wait_until(lambda: runner.status.state == "up", 5, "up again")
+    assert frozen.states.index("stale") < frozen.states.index("down")
+    assert "not responding" in (frozen.statuses[frozen.states.index("down")].error or "")
+
+
+async def test_silent_local_probe_goes_stale_then_down_then_restarts() -> None:
+    # One frame, then silence: only the runner's watchdog can notice.
+    script = 'echo "@@fabtop-frame 1 1 1.00 1"; echo "@@end 1"; exec sleep 30\n'
+    rec = Recorder()
+    t = LocalTransport("node5")
+    runner = HostRunner(
+        "node5", t, script, [], rec.on_frame, rec.on_status,
+        backoff=FAST, stale_after=0.3, down_after=0.8,
+    )  # fmt: skip
+    task = asyncio.create_task(runner.run())
+    try:
+        await wait_until(lambda: rec.states.count("up") >= 2, 5, "second session up")
+    finally:
+        runner.stop()
+        await asyncio.wait_for(task, 5)
+    assert rec.states[:4] == ["up", "stale", "down", "up"]
+    down = rec.statuses[2]
+    assert down.error is not None and down.error.startswith("node5 (local): no frame for")
+
+
+async def test_stop_ends_run_during_backoff() -> None:
+    rec = Recorder()
+    t = SshTransport("gpu9", f"root@127.0.0.1:{free_port()}", config_paths=[], agent=None)
+    runner = HostRunner("gpu9", t, FRAMES_SH, [], rec.on_frame, rec.on_status, backoff=(30,))
+    task = asyncio.create_task(runner.run())
+    await wait_until(lambda: runner.status.state == "down", 5, "down")
+    assert "refused" in (runner.status.error or "")
+    start = time.monotonic()
+    runner.stop()
+    await asyncio.wait_for(task, 2)
+    assert time.monotonic() - start < 1
+
+
+async def test_a_failing_consumer_does_not_end_the_runner() -> None:
+    rec = Recorder()
+
+    def bad_on_frame(host: str, frame: Frame) -> None:
+        rec.frames.append(frame)
+        raise RuntimeError("consumer bug")
+
+    runner = HostRunner(
+        "node6", LocalTransport("node6"), FRAMES_SH, ["0.05", "x"], bad_on_frame, rec.on_status
+    )
+    task = asyncio.create_task(runner.run())
+    try:
+        await wait_until(lambda: len(rec.frames) >= 3, 5, "frames despite errors")
+    finally:
+        runner.stop()
+        await asyncio.wait_for(task, 5)
+    assert rec.states == ["up"]
+
+
+@pytest.mark.sshd
+async def test_collect_once_reads_n_frames(sshd: Sshd) -> None:
+    frames = await collect_once(sshd.transport("gpu1"), FRAMES_SH, ["0.05", "snap"], 3, 5)
+    assert [f.seq for f in frames] == [1, 2, 3]
+
+
+async def test_collect_once_reports_missing_frames() -> None:
+    with pytest.raises(TransportError, match=r"^node7 \(local\): 0 of 2 frames after 0.3 s"):
+        await collect_once(LocalTransport("node7"), "sleep 5\n", [], 2, 0.3)
+    with pytest.raises(TransportError, match="probe ended after 1 of 2 frames"):
+        await collect_once(
+            LocalTransport("node7"), 'echo "@@fabtop-frame 1 1 1 1"; echo "@@end 1"\n', [], 2, 5
+        )

@@ -1,0 +1,123 @@
+"""A small hand-fed fabric for the UI tests: deterministic, no wall clock, no transports.
+
+Samples go through the real rate engine and history (as FabricState.apply_frame does
+after assembling a frame), so the screens read exactly what they read live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabtop.config import HostConfig
+from fabtop.model import Finding, HostSample, LinkSample
+from fabtop.state import UP, FabricState
+
+T0 = 1_700_000_000.0  # remote unix time of the first frame
+
+
+@dataclass
+class FakeClock:
+    """The local monotonic clock, moved by hand."""
+
+    t: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _bytes(tick: int, gbps: float, wobble: float) -> int:
+    # cumulative: every tick adds gbps (+ a small repeating wobble) worth of bytes
+    return int(sum(gbps + wobble * (k % 5) for k in range(tick)) * 1e9 / 8)
+
+
+def _roce(lid: str, tick: int, gbps: float, pause_p3: int, loss: int, wobble: float
+          ) -> LinkSample:
+    rx = _bytes(tick, gbps, wobble)
+    tx = _bytes(tick, gbps * 0.8, wobble)
+    pause = tick * pause_p3
+    counters = {
+        "ethtool": {
+            "rx_bytes_phy": rx,
+            "tx_bytes_phy": tx,
+            "rx_prio3_pause": pause,
+            "tx_prio3_pause": pause // 2,
+            "rx_discards_phy": tick * loss,
+            "rx_pause_ctrl_phy": 0,
+        },
+        "ib_hw": {"np_ecn_marked_roce_packets": tick * 40, "np_cnp_sent": tick * 20},
+    }
+    metrics = {
+        "rx_bytes": rx,
+        "tx_bytes": tx,
+        "rdma_rx_bytes": int(rx * 0.9),
+        "rdma_tx_bytes": int(tx * 0.9),
+        "rx_pause": {3: pause},
+        "tx_pause": {3: pause // 2},
+        "rx_pause_us": {3: tick * pause_p3 * 8},
+        "rx_discards": tick * loss,
+        "ecn_marked": tick * 40,
+        "cnp_sent": tick * 20,
+    }
+    return LinkSample(
+        id=lid, netdev=lid, rdma_device="mlx5_0", port=1, link_layer="Ethernet",
+        state="up", rate_gbps=400.0, mtu=4200, driver="mlx5_core", firmware="28.39.1002",
+        temperature_c=61.0, physical=True, kind="roce", counters=counters,
+        metrics=metrics,  # type: ignore[arg-type]
+    )
+
+
+def _lo(tick: int) -> LinkSample:
+    return LinkSample(id="lo", netdev="lo", state="up", kind="virtual",
+                      counters={"netdev": {"rx_bytes": tick * 1000}},
+                      metrics={"rx_bytes": tick * 1000, "tx_bytes": tick * 1000})
+
+
+def sample(host: str, tick: int) -> HostSample:
+    """Host ``host`` at tick ``tick``: node3 has a pause storm on priority 3 and drops."""
+    storm = host == "node3"
+    links = {
+        "enp65s0f0np0": _roce("enp65s0f0np0", tick, 40.0 if storm else 120.0,
+                              90_000 if storm else 0, 12 if storm else 0, 10.0),
+        "enp65s0f1np1": _roce("enp65s0f1np1", tick, 30.0, 0, 0, 0.0),
+        "lo": _lo(tick),
+    }
+    return HostSample(host=host, seq=tick, clock_ns=int((T0 + tick) * 1e9),
+                      uptime_s=5000.0 + tick, links=links)
+
+
+def rules(state: FabricState) -> list[Finding]:
+    """One finding per host with pauses above 50 000/s (stands in for fabtop.rules)."""
+    out = []
+    for hs in state.hosts.values():
+        if hs.rates is None:
+            continue
+        for lid, lr in hs.rates.links.items():
+            p = lr.rates.get("rx_pause_per_s")
+            if isinstance(p, dict) and sum(p.values()) > 50_000:
+                out.append(Finding("pfc_storm", "critical", f"{hs.name}/{lid}/prio3",
+                                   "PFC pause storm: priority 3 paused 72% of the time"))
+    return out
+
+
+def feed(state: FabricState, host: str, s: HostSample, clock: FakeClock) -> None:
+    """What apply_frame does after assembling: rates, history, rules."""
+    hs = state.hosts[host]
+    rates = state.engine.update(s)
+    hs.sample, hs.rates = s, rates
+    hs.frames += 1
+    hs.last_frame_mono = clock()
+    hs.status, hs.error = UP, None
+    state.history.record(s.clock_ns / 1e9, s, rates)
+    state.evaluate()
+
+
+def fabric(hosts: int = 3, ticks: int = 30) -> tuple[FabricState, FakeClock]:
+    """``hosts`` hosts fed ``ticks`` one-second frames; the clock stands at the last one."""
+    clock = FakeClock()
+    names = [f"node{i + 1}" for i in range(hosts)]
+    state = FabricState([HostConfig(name=n) for n in names], rules=rules, clock=clock)
+    for tick in range(1, ticks + 1):
+        clock.t += 1.0
+        for n in names:
+            feed(state, n, sample(n, tick), clock)
+    return state, clock

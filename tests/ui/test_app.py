@@ -1,0 +1,341 @@
+"""Pilot tests: what a person does at the keyboard, and what they then see."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from fabtop.state import FabricState
+from tests.ui.fabric import FakeClock, fabric, feed, sample
+from tui.app import SCREEN_REGISTRY, FabtopApp
+from tui.context import ViewContext
+from tui.screens.help import HelpScreen
+from tui.screens.link_detail import LinkDetailScreen
+from tui.screens.overview import OverviewScreen
+from tui.widgets.host_table import HostTable
+from tui.widgets.link_table import LinkTable
+from tui.widgets.top_bar import TopBar
+
+
+def make(hosts: int = 3, ticks: int = 20) -> tuple[FabtopApp, FabricState, FakeClock]:
+    state, clock = fabric(hosts, ticks)
+    return FabtopApp(ViewContext(state, interval=1.0, clock=clock)), state, clock
+
+
+def tick(app: FabtopApp, state: FabricState, clock: FakeClock, hosts: list[str]) -> None:
+    """One more second: the given hosts send a frame, the screen refreshes."""
+    clock.t += 1.0
+    for h in hosts:
+        n = state.hosts[h].frames + 1
+        feed(state, h, sample(h, n), clock)
+    app.refresh_now()
+
+
+def links(app: FabtopApp) -> LinkTable:
+    return app.screen.query_one(LinkTable)
+
+
+def cell(table: HostTable | LinkTable, row: str, col: str) -> str:
+    return str(table.get_cell(row, col).plain)
+
+
+def top_line(app: FabtopApp) -> str:
+    return str(app.screen.query_one(TopBar).render())
+
+
+async def test_overview_lists_every_physical_link_and_hides_virtual_ones() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        keys = links(app).row_keys()
+        assert len(keys) == 6
+        assert not any(k.endswith("\x1flo") for k in keys)
+        await pilot.press("v")
+        assert "node1\x1flo" in links(app).row_keys()
+        await pilot.press("v")
+        assert len(links(app).row_keys()) == 6
+
+
+async def test_storm_link_shows_pauses_drops_and_a_critical_finding() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        t = links(app)
+        storm, calm = "node3\x1fenp65s0f0np0", "node1\x1fenp65s0f0np0"
+        assert cell(t, storm, "prx") == "90k"
+        assert cell(t, storm, "loss") == "12"
+        assert cell(t, calm, "prx") == "0"
+        assert cell(t, calm, "rx").endswith("160")  # 120 + 10 x (19 % 5) in the last second
+        assert "1 critical" in top_line(app)
+        findings = str(app.screen.query_one("#findings").render())
+        assert "node3/enp65s0f0np0/prio3" in findings and "PFC pause storm" in findings
+
+
+async def test_filter_narrows_hosts_and_links_and_esc_clears_it() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash")
+        assert app.screen.query_one("#filter", Input).has_focus
+        await pilot.press(*"node2")
+        assert {k.split("\x1f")[0] for k in links(app).row_keys()} == {"node2"}
+        assert app.screen.query_one(HostTable).row_keys() == ["node2"]
+        await pilot.press("enter")  # keeps the filter, back to the table
+        assert links(app).has_focus and len(links(app).row_keys()) == 2
+        await pilot.press("escape")
+        assert len(links(app).row_keys()) == 6
+
+
+async def test_sort_key_and_header_click_reorder_the_links() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("o")  # host -> rx
+        keys = links(app).row_keys()
+        assert links(app).sort_spec.key == "rx"
+        # node1/node2 port 0 carry 120+ Gb/s, node3's stormed port 40, the rest 30
+        assert keys[:2] == ["node1\x1fenp65s0f0np0", "node2\x1fenp65s0f0np0"]
+        # a click on the PauRx header sorts by rx pauses: the storm comes first
+        t = links(app)
+        x = 0
+        for c in t.ordered_columns:
+            if str(c.key.value) == "prx":
+                break
+            x += c.get_render_width(t)
+        await pilot.click(LinkTable, offset=(x + 2, 0))
+        await pilot.pause()
+        assert t.sort_spec.key == "prx"
+        assert t.row_keys()[0] == "node3\x1fenp65s0f0np0"
+
+
+async def test_ticks_update_cells_in_place_without_rebuilding() -> None:
+    app, state, clock = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        t = links(app)
+        t.move_cursor(row=3)
+        before_keys, cursor = t.row_keys(), t.cursor_row
+        rebuilds = t.rebuilds
+        old = cell(t, "node1\x1fenp65s0f0np0", "rx")
+        for _ in range(3):
+            tick(app, state, clock, ["node1", "node2", "node3"])
+            await pilot.pause()
+        assert t.rebuilds == rebuilds
+        assert t.row_keys() == before_keys and t.cursor_row == cursor
+        assert cell(t, "node1\x1fenp65s0f0np0", "rx") != old
+
+
+async def test_frozen_host_greys_out_and_comes_back_by_itself() -> None:
+    app, state, clock = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        hosts = app.screen.query_one(HostTable)
+        for _ in range(3):  # node2 goes silent; no status message arrives
+            tick(app, state, clock, ["node1", "node3"])
+        await pilot.pause()
+        assert "STALE" in cell(hosts, "node2", "status")
+        assert hosts.row_keys()[0] == "node2"  # worst first
+        row = links(app).get_cell("node2\x1fenp65s0f0np0", "host")
+        assert "grey" in str(row.style)
+        assert "1 stale" in top_line(app)
+        tick(app, state, clock, ["node1", "node2", "node3"])
+        await pilot.pause()
+        assert "up" in cell(hosts, "node2", "status")
+        assert "grey" not in str(links(app).get_cell("node2\x1fenp65s0f0np0", "host").style)
+
+
+async def test_down_host_shows_its_error_on_one_line() -> None:
+    app, state, _ = make()
+    state.apply_status("node3", "down", "node3 (admin@10.0.0.3): connection refused\nretry")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        hosts = app.screen.query_one(HostTable)
+        assert "DOWN" in cell(hosts, "node3", "status")
+        assert cell(hosts, "node3", "error") == "node3 (admin@10.0.0.3): connection refused retry"
+
+
+async def test_gap_shows_a_marker_never_a_spike() -> None:
+    app, state, clock = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        clock.t += 1
+        s = sample("node1", 2)  # counters went backwards: a driver reload
+        s.seq, s.clock_ns = 99, s.clock_ns + 90 * 10**9
+        s.uptime_s += 90
+        feed(state, "node1", s, clock)
+        app.refresh_now()
+        await pilot.pause()
+        rx = cell(links(app), "node1\x1fenp65s0f0np0", "rx")
+        assert "gap" in rx
+        assert cell(links(app), "node1\x1fenp65s0f0np0", "loss") == "—"
+
+
+async def test_snapshot_key_writes_valid_json_in_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("s")
+        await pilot.pause()
+        files = list(tmp_path.glob("fabtop-snapshot-*Z.json"))
+        assert len(files) == 1
+        doc = json.loads(files[0].read_text())
+        assert doc["schema"] == "fabtop.snapshot/1"
+        assert [h["name"] for h in doc["hosts"]] == ["node1", "node2", "node3"]
+        assert any(str(files[0]) in n.message for n in app._notifications)
+
+
+async def test_snapshot_failure_is_an_error_notification_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    os.rmdir(gone)  # the working directory vanished: nothing can be written there
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("s")
+        await pilot.pause()
+        errors = [n for n in app._notifications if n.severity == "error"]
+        assert errors and "snapshot failed" in errors[0].message
+        assert app.is_running
+
+
+async def test_pause_freezes_the_display_while_state_moves_on() -> None:
+    app, state, clock = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        assert "PAUSED" in top_line(app)
+        before = cell(links(app), "node1\x1fenp65s0f0np0", "rx")
+        frames = state.hosts["node1"].frames
+        tick(app, state, clock, ["node1", "node2", "node3"])
+        app.request_refresh()
+        await pilot.pause()
+        assert state.hosts["node1"].frames == frames + 1
+        assert cell(links(app), "node1\x1fenp65s0f0np0", "rx") == before
+        await pilot.press("p")
+        assert "PAUSED" not in top_line(app)
+        assert cell(links(app), "node1\x1fenp65s0f0np0", "rx") != before
+
+
+async def test_r_sets_a_baseline_and_the_table_counts_since_then() -> None:
+    app, state, clock = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        assert set(state.baseline) == {"node1", "node2", "node3"}
+        assert "ΔPauRx" in [str(c.label.plain) for c in links(app).ordered_columns]
+        assert cell(links(app), "node3\x1fenp65s0f0np0", "prx") == "0"
+        for _ in range(2):
+            tick(app, state, clock, ["node1", "node2", "node3"])
+        await pilot.pause()
+        assert cell(links(app), "node3\x1fenp65s0f0np0", "prx") == "180k"  # 2 s x 90k
+        await pilot.press("d")  # back to rates
+        assert cell(links(app), "node3\x1fenp65s0f0np0", "prx") == "90k"
+
+
+async def test_number_keys_switch_screens_or_say_not_built_yet() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        for key, (name, spec) in SCREEN_REGISTRY.items():
+            await pilot.press(key)
+            await pilot.pause()
+            if spec is None:
+                assert any(f"{name}): not built yet" in n.message for n in app._notifications)
+        await pilot.press("1")
+        assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_enter_opens_link_detail_spans_filter_and_esc_goes_back() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        t = links(app)
+        t.move_cursor(row=t.row_keys().index("node3\x1fenp65s0f0np0"))
+        await pilot.press("enter")
+        await pilot.pause()
+        scr = app.screen
+        assert isinstance(scr, LinkDetailScreen) and (scr.host, scr.lid) == ("node3",
+                                                                              "enp65s0f0np0")
+        raw = scr.query_one("#raw")
+        names = [k.split("\x1f")[1] for k in raw.row_keys()]  # type: ignore[attr-defined]
+        assert "rx_prio3_pause" in names and "np_cnp_sent" in names
+        assert "rx_pause_ctrl_phy" not in names  # never moved
+        for key, span in (("f", "15m"), ("h", "6h"), ("m", "1m")):
+            await pilot.press(key)
+            assert scr.span == span
+        await pilot.press("o")
+        # 40 Gb/s of rx bytes is the biggest mover, then the 90k pauses/s
+        assert [k.split("\x1f")[1] for k in raw.row_keys()[:3]] == [  # type: ignore[attr-defined]
+            "rx_bytes_phy", "tx_bytes_phy", "rx_prio3_pause"]
+        await pilot.press("slash", *"cnp")
+        assert [k.split("\x1f")[1] for k in raw.row_keys()] == ["np_cnp_sent"]  # type: ignore[attr-defined]
+        await pilot.press("escape")  # first Esc clears the filter
+        assert len(raw.row_keys()) > 1  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_help_lists_every_key_of_every_screen() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        assert isinstance(app.screen, HelpScreen)
+        shown = {k for _, rows in app.screen.sections for k, _ in rows}
+        text = " ".join(w for _, rows in app.screen.sections for _, w in rows)
+        for cls in (FabtopApp, OverviewScreen, LinkDetailScreen, HelpScreen):
+            for b in cls.BINDINGS:
+                if "screen(" in b.action:  # type: ignore[union-attr]
+                    continue
+                assert b.description in text  # type: ignore[union-attr]
+        assert {"?", "q", "s", "p", "r", "d", "/", "o", "v", "Enter", "Esc", "m", "f", "h",
+                "1-9"} <= shown
+        await pilot.press("escape")
+        assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_q_quits() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_80x24_keeps_the_essential_columns_without_horizontal_scrolling() -> None:
+    app, _, _ = make()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        t = links(app)
+        cols = set(t.column_keys)
+        assert {"host", "link", "state", "rx", "tx", "loss", "prx", "ptx"} <= cols
+        assert t.virtual_size.width <= t.size.width
+        assert "critical" in top_line(app) or "crit" in top_line(app)
+
+
+async def test_only_the_visible_screen_refreshes() -> None:
+    app, state, clock = make()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        overview = app.screen
+        assert isinstance(overview, OverviewScreen)
+        await pilot.press("enter")
+        await pilot.pause()
+        n = overview.refreshes
+        tick(app, state, clock, ["node1", "node2", "node3"])
+        await pilot.pause()
+        assert overview.refreshes == n
+        detail = app.screen
+        assert isinstance(detail, LinkDetailScreen) and detail.refreshes >= 2

@@ -1,0 +1,310 @@
+"""Tiered history: rollups keep mean and max, gaps stay gaps, memory stays bounded."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from collectors.normalize import normalize_ethtool
+from collectors.parsers.ethtool import parse_ethtool_stats
+from collectors.parsers.prometheus_text import parse_inference_metrics
+from fabtop.history import DEFAULT_TIERS, History, Series
+from fabtop.model import GpuSample, HostSample, InferenceSample, LinkSample
+from fabtop.rates import RateEngine
+
+SMALL = ((1.0, 10), (10.0, 5), (60.0, 3))
+MLX5 = "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"
+VLLM = "llm_metrics/vllm_metrics_datadog.txt"
+URL = "http://127.0.0.1:8000/metrics"
+T0 = 1_700_000_000.0  # a bucket boundary for 1, 10 and 60 s tiers
+
+
+def ramp(series: Series, n: int, start: float = 0.0) -> None:
+    for i in range(n):
+        series.append(start + i, float(i))
+
+
+def test_coarse_tiers_keep_the_mean_and_the_max_of_each_bucket() -> None:
+    s = Series(SMALL, keep_max=True)
+    ramp(s, 60)  # t = value = 0..59
+    t, v = s.points(35)  # past the raw ring (10 points): the 10 s tier
+    assert t == [20.0, 30.0, 40.0, 50.0]
+    assert v == [24.5, 34.5, 44.5, 54.5]
+    assert s.points(35, stat="max")[1] == [29.0, 39.0, 49.0, 59.0]
+    t, v = s.points(60)  # past the 10 s tier's 50 s: the 1 min tier
+    assert t == [0.0]
+    assert v == [29.5]
+    assert s.points(60, stat="max")[1] == [59.0]
+
+
+def test_short_span_reads_raw_points() -> None:
+    s = Series(SMALL)
+    ramp(s, 60)
+    assert s.points(5) == (
+        [54.0, 55.0, 56.0, 57.0, 58.0, 59.0],
+        [54.0, 55.0, 56.0, 57.0, 58.0, 59.0],
+    )
+    assert s.latest() == 59.0
+
+
+def test_series_without_max_answers_max_with_means() -> None:
+    s = Series(SMALL, keep_max=False)
+    ramp(s, 60)
+    assert s.points(35, stat="max") == s.points(35)
+
+
+def test_gaps_stay_gaps_in_every_tier() -> None:
+    s = Series(SMALL)
+    for i in range(30):
+        # 0..9 real values, 10..19 nothing known, 20..29 half known
+        if i < 10:
+            value: float | None = 1.0
+        elif i < 20:
+            value = None
+        else:
+            value = 4.0 if i % 2 else None
+        s.append(float(i), value)
+    t, v = s.points(30)  # 10 s tier
+    assert t == [0.0, 10.0, 20.0]
+    assert v == [1.0, None, 4.0]  # an empty bucket is a gap, a half-empty one the mean seen
+    assert s.points(9)[1] == [None, 4.0] * 5  # raw points keep their gaps
+    assert s.latest() == 4.0
+    s.append(30.0, None)
+    assert s.latest() is None
+
+
+def test_time_without_appends_is_a_gap_not_zero() -> None:
+    s = Series(SMALL)
+    ramp(s, 10)  # t 0..9: bucket 0
+    for i in range(10):  # host unreachable from 10 s to 35 s
+        s.append(35.0 + i, 7.0)
+    t, v = s.points(45)  # 10 s tier
+    assert t == [0.0, 10.0, 20.0, 30.0, 40.0]
+    assert v == [4.5, None, None, 7.0, 7.0]
+
+
+def test_silence_marks_a_hole_in_the_raw_points() -> None:
+    s = Series(SMALL)
+    ramp(s, 5)  # 1 s apart
+    s.append(30.0, 7.0)
+    t, v = s.points(30)
+    assert t == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 30.0]
+    assert v == [0.0, 1.0, 2.0, 3.0, 4.0, None, 7.0]
+    # a slower but steady cadence is not a hole
+    slow = Series(SMALL)
+    for i in range(5):
+        slow.append(5.0 * i, 1.0)
+    assert None not in slow.points(30)[1]
+
+
+def test_older_or_repeated_points_are_dropped() -> None:
+    s = Series(SMALL)
+    s.append(10.0, 1.0)
+    s.append(10.0, 2.0)
+    s.append(9.0, 3.0)
+    assert s.points(100) == ([10.0], [1.0])
+
+
+def test_ring_stays_bounded() -> None:
+    s = Series(SMALL, keep_max=True)
+    full = 60 * 3  # the coarsest tier's span
+    ramp(s, full)
+    size = s.nbytes
+    ramp(s, 10 * full, start=full)
+    assert s.nbytes == size
+    for span, most in ((9, 10), (45, 5), (10**6, 3)):
+        assert len(s.points(span)[0]) <= most
+
+
+def test_day_of_one_hertz_points_memory_and_tier_choice() -> None:
+    """24 h at 1 Hz with the default tiers: the per-series figure the memory benchmark scales."""
+    day = 86_400
+    sizes = {}
+    for keep_max in (False, True):
+        s = Series(DEFAULT_TIERS, keep_max=keep_max)
+        for i in range(day):
+            s.append(T0 + i, float(i % 97))
+        sizes[keep_max] = s.nbytes
+        now = T0 + day - 1
+        # what the arrays must hold: raw (time, value), then each coarse tier's
+        # buckets so far (means, and maxima when kept)
+        raw_cap = DEFAULT_TIERS[0][1]
+        slots = sum(min(cap, math.ceil(day / step)) for step, cap in DEFAULT_TIERS[1:])
+        floor = 8 * (2 * raw_cap + slots * (2 if keep_max else 1))
+        assert floor <= s.nbytes <= floor * 1.1 + 4096
+        t, _ = s.points(15 * 60)
+        assert t[-1] - t[-2] == 1.0 and t[0] >= now - 900
+        t, _ = s.points(6 * 3600)
+        assert t[-1] - t[-2] == 10.0 and t[0] <= now - 6 * 3600 + 10
+        t, _ = s.points(day)
+        assert t[-1] - t[-2] == 60.0 and len(t) == day // 60 + 1
+    assert sizes[False] < sizes[True] < 100_000
+
+
+def test_float32_coarse_tiers_halve_them() -> None:
+    full = Series(SMALL)
+    half = Series(SMALL, coarse_typecode="f")
+    ramp(full, 60 * 3 * 2)
+    ramp(half, 60 * 3 * 2)
+    assert half.nbytes < full.nbytes
+    assert half.points(35) == full.points(35)  # small integers survive float32 exactly
+
+
+def test_bad_tiers_are_refused() -> None:
+    with pytest.raises(ValueError):
+        History(tiers=())
+    with pytest.raises(ValueError):
+        Series(((0.0, 10),))
+
+
+# --- History.record ----------------------------------------------------------------
+
+
+def mlx5_link(counters: dict[str, int]) -> LinkSample:
+    return LinkSample(
+        id="eth2",
+        netdev="eth2",
+        driver="mlx5_core",
+        temperature_c=61.0,
+        counters={"ethtool": dict(counters)},
+        metrics=normalize_ethtool(counters, "mlx5_core"),
+    )
+
+
+def host_frame(
+    seq: int, clock_s: float, uptime_s: float, counters: dict[str, int], inf: InferenceSample
+) -> HostSample:
+    gpu = GpuSample(
+        index=1,
+        utilization_pct=97.0,
+        temperature_c=88.0,
+        power_w=650.0,
+        throttle_reasons=("SW Thermal Slowdown",),  # as nvidia-smi -q words it
+    )
+    return HostSample(
+        host="gpu1",
+        seq=seq,
+        clock_ns=round(clock_s * 1e9),
+        uptime_s=uptime_s,
+        links={"eth2": mlx5_link(counters)},
+        gpus=[gpu],
+        inference=[inf],
+    )
+
+
+@pytest.fixture
+def pfc_counters(fixtures_dir: Path) -> dict[str, int]:
+    counters = parse_ethtool_stats((fixtures_dir / MLX5).read_text()).counters
+    # per-priority pause names from mlx5 en_stats.c (present only where PFC is on)
+    return dict(counters, rx_prio3_pause=100, rx_prio3_pause_duration=0, link_down_events_phy=2)
+
+
+@pytest.fixture
+def vllm(fixtures_dir: Path) -> InferenceSample:
+    return parse_inference_metrics((fixtures_dir / VLLM).read_text(), URL)
+
+
+def feed(
+    hist: History,
+    eng: RateEngine,
+    seq: int,
+    clock_s: float,
+    uptime_s: float,
+    counters: dict[str, int],
+    inf: InferenceSample,
+) -> None:
+    sample = host_frame(seq, clock_s, uptime_s, counters, inf)
+    hist.record(sample.clock_ns / 1e9, sample, eng.update(sample))
+
+
+def step(counters: dict[str, int], **deltas: int) -> dict[str, int]:
+    return {k: v + deltas.get(k, 0) for k, v in counters.items()}
+
+
+def test_record_appends_the_standard_series(
+    pfc_counters: dict[str, int], vllm: InferenceSample
+) -> None:
+    hist, eng = History(SMALL), RateEngine()
+    feed(hist, eng, 1, T0, 100.0, pfc_counters, vllm)
+    nxt = step(pfc_counters, rx_bytes_phy=10**9, rx_prio3_pause=50, rx_prio3_pause_duration=250_000)
+    inf2 = InferenceSample(
+        url=URL,
+        generated_tokens_total=(vllm.generated_tokens_total or 0) + 400,
+        prompt_tokens_total=vllm.prompt_tokens_total,
+        histograms=vllm.histograms,
+    )
+    feed(hist, eng, 2, T0 + 1, 101.0, nxt, inf2)
+
+    def latest(*key: str) -> float | None:
+        s = hist.get(("gpu1", *key))
+        assert s is not None, key
+        return s.latest()
+
+    assert latest("eth2", "rx_bps") == 8e9
+    assert latest("eth2", "tx_bps") == 0.0
+    assert latest("eth2", "rx_pause_per_s", "") == 50.0
+    assert latest("eth2", "rx_pause_per_s", "3") == 50.0
+    assert latest("eth2", "rx_pause_time_ratio", "3") == 0.25
+    assert latest("eth2", "rx_pause_time_ratio", "") == 0.25
+    assert latest("eth2", "link_down_events") == 2.0  # cumulative, as is
+    assert latest("eth2", "temperature_c") == 61.0
+    assert latest("gpu1", "thermal_slowdown") == 1.0
+    assert latest("gpu1", "temperature_c") == 88.0
+    assert latest(URL, "generated_tokens_per_s") == 400.0
+    # nothing invented: no series for priorities or metrics this NIC never reported
+    assert hist.get(("gpu1", "eth2", "rx_pause_per_s", "0")) is None
+    assert hist.get(("gpu1", "eth2", "cnp_sent_per_s")) is None
+    assert hist.get(("gpu1", "gpu1", "sm_clock_mhz")) is None
+    assert all(k[0] == "gpu1" for k in list(hist.keys()))
+
+
+def test_reset_records_a_gap_then_recovers(
+    pfc_counters: dict[str, int], vllm: InferenceSample
+) -> None:
+    hist, eng = History(SMALL), RateEngine()
+    feed(hist, eng, 1, T0, 100.0, pfc_counters, vllm)
+    feed(hist, eng, 2, T0 + 1, 101.0, step(pfc_counters, rx_bytes_phy=1000), vllm)
+    reloaded = {k: 5 for k in pfc_counters}
+    feed(hist, eng, 3, T0 + 2, 102.0, reloaded, vllm)
+    feed(hist, eng, 4, T0 + 3, 103.0, step(reloaded, rx_bytes_phy=2000), vllm)
+    for key, after in (("rx_bps", 16000.0), ("rx_pause_per_s", 0.0)):
+        full = ("gpu1", "eth2", key) if key == "rx_bps" else ("gpu1", "eth2", key, "3")
+        s = hist.get(full)
+        assert s is not None
+        _, values = s.points(10)
+        assert values[-2] is None  # the reset tick: a gap, not a spike or a negative
+        assert values[-1] == after
+        assert all(v is None or v >= 0 for v in values)
+
+
+def test_history_time_follows_uptime_across_a_clock_step(
+    pfc_counters: dict[str, int], vllm: InferenceSample
+) -> None:
+    hist, eng = History(SMALL), RateEngine()
+    feed(hist, eng, 1, T0, 100.0, pfc_counters, vllm)
+    feed(hist, eng, 2, T0 + 1, 101.0, step(pfc_counters, rx_bytes_phy=8), vllm)
+    # NTP steps the clock back an hour: the chart keeps moving, one second per tick
+    feed(hist, eng, 3, T0 + 2 - 3600, 102.0, step(pfc_counters, rx_bytes_phy=16), vllm)
+    feed(hist, eng, 4, T0 + 3 - 3600, 103.0, step(pfc_counters, rx_bytes_phy=24), vllm)
+    s = hist.get(("gpu1", "eth2", "rx_bps"))
+    assert s is not None
+    times, values = s.points(10)
+    assert times == [T0 + 1, T0 + 2, T0 + 3]
+    assert values == [64.0, 64.0, 64.0]
+
+
+def test_history_nbytes_counts_every_series(
+    pfc_counters: dict[str, int], vllm: InferenceSample
+) -> None:
+    hist, eng = History(SMALL), RateEngine()
+    counters = pfc_counters
+    for i in range(400):
+        counters = step(counters, rx_bytes_phy=1000)
+        feed(hist, eng, i + 1, T0 + i, 100.0 + i, counters, vllm)
+    total = hist.nbytes
+    assert total >= sum(s.nbytes for k in list(hist.keys()) if (s := hist.get(k)) is not None)
+    hist.drop_host("gpu1")
+    assert list(hist.keys()) == []
+    assert hist.nbytes < total

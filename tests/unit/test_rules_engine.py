@@ -1,0 +1,81 @@
+"""The evaluator: thresholds from the config, one broken rule, memory semantics."""
+
+from __future__ import annotations
+
+from fabtop.model import Finding
+from fabtop.rules import DEFAULT_THRESHOLDS, RULES, Evaluator, unknown_thresholds
+from fabtop.rules import __doc__ as rules_doc
+from fabtop.rules.context import RuleContext, RuleMemory
+from tests.unit.rules_support import Fabric, by_rule
+
+
+def test_every_default_threshold_is_documented_in_the_table() -> None:
+    assert rules_doc is not None
+    for name in DEFAULT_THRESHOLDS:
+        assert f"| ``{name}`` |" in rules_doc
+
+
+def test_config_thresholds_override_defaults() -> None:
+    fab = Fabric(thresholds={"nic_temp_warn_c": 60.0})
+    fab.port("node1", temperature_c=65.0)
+    assert by_rule(fab.tick(), "nic_temperature")
+    fab2 = Fabric()
+    fab2.port("node1", temperature_c=65.0)
+    assert not by_rule(fab2.tick(), "nic_temperature")
+
+
+def test_longer_detection_time_from_config() -> None:
+    fab = Fabric(thresholds={"detect_s": 4.0})
+    p = fab.port("node3").traffic(40)
+    fab.run(2)
+    p.traffic(40, rdma_share=0.0)
+    assert not by_rule(fab.run(3), "rdma_fallback")
+    assert by_rule(fab.tick(), "rdma_fallback")
+
+
+def test_unknown_threshold_names_are_reported() -> None:
+    assert unknown_thresholds(["storm_pause_ratio", "storm_pause_ration"]) == ["storm_pause_ration"]
+
+
+def test_a_broken_rule_does_not_hide_the_others() -> None:
+    def broken(ctx: RuleContext) -> list[Finding]:
+        raise KeyError("boom")
+
+    fab = Fabric()
+    fab.evaluator = Evaluator(rules=(broken, *RULES))
+    fab.port("node1", mtu=1500)
+    found = fab.tick()
+    assert any(f.rule == "fabtop" and "broken" in f.summary for f in found)
+    assert by_rule(found, "roce_mtu_low")
+
+
+def test_findings_are_sorted_worst_first() -> None:
+    fab = Fabric()
+    fab.port("node1", mtu=1500, temperature_c=110.0)
+    sev = [f.severity for f in fab.tick()]
+    assert sev == sorted(sev, key=lambda s: ("critical", "warning", "info").index(s))
+    assert sev[0] == "critical"
+
+
+def test_same_frame_evaluated_twice_does_not_advance_time() -> None:
+    mem = RuleMemory()
+    f = Finding("r", "warning", "s", "x")
+    assert mem.debounce(f, ("r", "s"), 10.0, 1.0, 2.0, 4.0) is None
+    # The state re-evaluates on every host's frame: the same remote time again.
+    assert mem.debounce(f, ("r", "s"), 10.0, 1.0, 2.0, 4.0) is None
+    assert mem.debounce(f, ("r", "s"), 11.0, 1.0, 2.0, 4.0) is not None
+
+
+def test_memory_is_per_fabric() -> None:
+    ev = Evaluator()
+    a, b = Fabric(), Fabric()
+    a.evaluator = b.evaluator = ev
+    a.port("node1").traffic(40)
+    b.port("node1").traffic(40)
+    a.run(2)
+    b.run(2)
+    a.ports[("node1", "enp65s0f0np0")].traffic(40, rdma_share=0.0)
+    a.run(2)
+    b.run(2)
+    assert by_rule(a.findings, "rdma_fallback") and not by_rule(b.findings, "rdma_fallback")
+    assert ev.memory(a) is not ev.memory(b)

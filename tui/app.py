@@ -1,0 +1,249 @@
+"""The fabtop dashboard: wires a Session to the screens. Screens live in tui/screens/."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from fabtop.config import Config
+from fabtop.state import FabricState
+from tui.context import ViewContext
+from tui.messages import StateChanged
+from tui.screens.base import DataScreen
+from tui.screens.help import HelpScreen, HelpSection, binding_rows
+
+if TYPE_CHECKING:
+    from fabtop.session import Session
+
+# Number key -> (name, "module:Class" or None while not built). Adding a screen is one
+# line here; the class takes the ViewContext as its only argument.
+SCREEN_REGISTRY: dict[str, tuple[str, str | None]] = {
+    "1": ("overview", "tui.screens.overview:OverviewScreen"),
+    "2": ("PFC", None),
+    "3": ("GPUs", None),
+    "4": ("inference", None),
+    "5": ("timeline", None),
+}
+
+
+def load_screen_class(spec: str) -> type[DataScreen]:
+    """Import ``module:Class`` from the registry."""
+    module, _, cls = spec.partition(":")
+    found: type[DataScreen] = getattr(importlib.import_module(module), cls)
+    return found
+
+
+def snapshot_name(now: datetime | None = None) -> str:
+    """``fabtop-snapshot-<UTC time>.json``."""
+    t = now or datetime.now(UTC)
+    return f"fabtop-snapshot-{t.strftime('%Y%m%dT%H%M%SZ')}.json"
+
+
+class FabtopApp(App[int]):
+    """The dashboard. Reads FabricState only; the Session (if any) runs in a worker."""
+
+    CSS_PATH = "fabtop.tcss"
+    TITLE = "fabtop"
+    ENABLE_COMMAND_PALETTE = False
+
+    BINDINGS = [
+        Binding("question_mark", "help", "help", key_display="?"),
+        Binding("q", "quit", "quit"),
+        Binding("s", "snapshot", "snapshot"),
+        Binding("p", "pause", "pause"),
+        Binding("r", "baseline", "Δ baseline"),
+        Binding("d", "delta", "Δ / rates", show=False),
+        *(
+            Binding(k, f"screen('{k}')", name, show=k == "1")
+            for k, (name, _) in SCREEN_REGISTRY.items()
+        ),
+    ]
+
+    def __init__(self, ctx: ViewContext, session: Session | None = None) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.session = session
+        self._last_refresh = 0.0
+        self._refresh_timer: Any = None
+        for key, (_, spec) in SCREEN_REGISTRY.items():
+            if spec is not None:
+                self.add_mode(f"screen{key}", self._factory(spec))
+
+    def _factory(self, spec: str) -> Any:
+        def make() -> Screen[None]:
+            return load_screen_class(spec)(self.ctx)
+
+        return make
+
+    def on_mount(self) -> None:
+        self.switch_mode("screen1")
+        self.set_interval(self.ctx.interval, self._tick)
+        if self.session is not None:
+            session = self.session
+            if session.on_change is None:
+                session.on_change = self._state_changed
+            self.run_worker(session.run(), name="session", group="session", exclusive=True,
+                            exit_on_error=False)
+
+    async def on_unmount(self) -> None:
+        if self.session is not None:
+            await self.session.stop()
+
+    # refresh -------------------------------------------------------------------
+
+    def _state_changed(self) -> None:
+        # Called by the Session on the app's own loop for every frame and status change.
+        self.post_message(StateChanged())
+
+    def on_state_changed(self, _: StateChanged) -> None:
+        self.request_refresh()
+
+    def _tick(self) -> None:
+        # Ages grow without any new frame: a frozen host must grey out by itself.
+        self.request_refresh()
+
+    def request_refresh(self) -> None:
+        """Refresh the visible screen now, or once the current tick is over."""
+        if self.ctx.paused:
+            return
+        gap = max(0.05, 0.9 * self.ctx.interval)
+        wait = self._last_refresh + gap - time.monotonic()
+        if wait <= 0:
+            self.refresh_now()
+        elif self._refresh_timer is None:
+            self._refresh_timer = self.set_timer(wait, self._deferred)
+
+    def _deferred(self) -> None:
+        self._refresh_timer = None
+        if not self.ctx.paused:
+            self.refresh_now()
+
+    def refresh_now(self) -> None:
+        """Redraw the visible screen (background screens wait until they are shown)."""
+        if self.ctx.paused:
+            return
+        self._last_refresh = time.monotonic()
+        screen = self.screen
+        if isinstance(screen, DataScreen) and screen.is_mounted:
+            screen.refresh_view()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name == "session" and event.state == WorkerState.ERROR:
+            self.notify(f"collection stopped: {event.worker.error!r}", severity="error",
+                        timeout=30)
+
+    # actions -------------------------------------------------------------------
+
+    def help_sections(self) -> list[HelpSection]:
+        """Every key of every screen, from the BINDINGS themselves."""
+        from tui.screens.link_detail import LinkDetailScreen
+        from tui.screens.overview import OverviewScreen
+
+        screens = [
+            f"{k} {name}" + ("" if spec else " (not built yet)")
+            for k, (name, spec) in SCREEN_REGISTRY.items()
+        ]
+        return [
+            ("everywhere", [
+                *binding_rows(b for b in self.BINDINGS
+                              if isinstance(b, Binding) and "screen(" not in b.action),
+                ("1-9", "screens: " + ", ".join(screens)),
+            ]),
+            ("overview", binding_rows(OverviewScreen.BINDINGS)),
+            ("link detail", binding_rows(LinkDetailScreen.BINDINGS)),
+            ("help", binding_rows(HelpScreen.BINDINGS)),
+        ]
+
+    def action_help(self) -> None:
+        """Show every key."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_sections()))
+
+    def action_screen(self, key: str) -> None:
+        """Switch to screen ``key`` (1 overview, 2 PFC, ...)."""
+        name, spec = SCREEN_REGISTRY.get(key, (f"screen {key}", None))
+        if spec is None:
+            self.notify(f"{key} ({name}): not built yet", timeout=3)
+            return
+        if self.current_mode != f"screen{key}":
+            self.switch_mode(f"screen{key}")
+
+    def action_pause(self) -> None:
+        """Freeze the display; collection continues."""
+        self.ctx.paused = not self.ctx.paused
+        screen = self.screen
+        if isinstance(screen, DataScreen):
+            screen.show_flags()
+        if not self.ctx.paused:
+            self.refresh_now()
+
+    def action_baseline(self) -> None:
+        """Remember the counters now; the links table then shows counts since then."""
+        self.ctx.state.set_baseline()
+        self.ctx.baseline_at = self.ctx.now()
+        self.ctx.delta_mode = True
+        self.notify("baseline set: loss, pause, ECN and CNP columns count since now "
+                    "(d toggles rates)", timeout=4)
+        self.refresh_now()
+
+    def action_delta(self) -> None:
+        """Toggle the links table between rates and counts since the baseline."""
+        if not self.ctx.state.baseline:
+            self.notify("no baseline yet: press r first", timeout=3)
+            return
+        self.ctx.delta_mode = not self.ctx.delta_mode
+        self.refresh_now()
+
+    def action_snapshot(self) -> None:
+        """Write the current state to fabtop-snapshot-<UTC>.json in the current directory."""
+        from fabtop import snapshot
+
+        try:
+            path = Path.cwd() / snapshot_name()
+            doc = snapshot.build(self.ctx.state, self.ctx.interval)
+            snapshot.write_atomic(path, snapshot.render(doc, "json"))
+        except Exception as e:  # a full or read-only disk is a message, not a crash
+            self.notify(f"snapshot failed: {e}", severity="error", timeout=10)
+            return
+        self.notify(f"snapshot written to {path}", timeout=6)
+
+    async def action_quit(self) -> None:
+        """Stop collecting and leave."""
+        if self.session is not None:
+            await self.session.stop()
+        self.exit(0)
+
+
+def build_app(cfg: Config, demo: bool = False) -> FabtopApp:
+    """The app over a fresh FabricState and a Session for ``cfg``."""
+    from fabtop.commands import default_rules
+    from fabtop.session import Session
+
+    state = FabricState(cfg.hosts, rules=default_rules())
+    transports = None
+    if demo:
+        from fabtop.demo import demo_transports
+
+        transports = demo_transports(cfg)
+    session = Session(cfg, state, transports=transports)
+    return FabtopApp(ViewContext(state, interval=cfg.interval), session)
+
+
+def run_dashboard(cfg: Config, demo: bool = False, record: str | None = None) -> int:
+    """Run the dashboard until the user quits; return the exit code."""
+    if record is not None:
+        import sys
+
+        print("fabtop: --record is not built yet", file=sys.stderr)
+        return 2
+    app = build_app(cfg, demo)
+    rc = app.run()
+    return rc if isinstance(rc, int) else (app.return_code or 0)

@@ -1,0 +1,201 @@
+"""Link detail (Enter on a link): charts over time and every raw counter that moved."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.widgets import Footer, Input, Static
+
+from fabtop.history import SeriesKey
+from fabtop.rates import LinkRates
+from tui import format as fmt
+from tui.context import ViewContext
+from tui.screens.base import DataScreen
+from tui.views import summary
+from tui.widgets.charts import TimeChart
+from tui.widgets.keyed_table import Column, KeyedTable
+from tui.widgets.top_bar import TopBar
+
+SPANS = {"1m": 60.0, "15m": 900.0, "6h": 6 * 3600.0}
+
+
+def _rate_of(lr: LinkRates | None, key: str) -> float:
+    if lr is None:
+        return 0.0
+    source, _, name = key.partition("\x1f")
+    return lr.raw_rates.get(source, {}).get(name, 0.0)
+
+
+class LinkDetailScreen(DataScreen):
+    """One link: throughput, pauses per priority, ECN/CNP, errors, raw counters."""
+
+    BINDINGS = [
+        Binding("escape", "back", "back"),
+        Binding("m", "span('1m')", "1 min"),
+        Binding("f", "span('15m')", "15 min"),
+        Binding("h", "span('6h')", "6 h"),
+        Binding("slash", "filter", "filter", key_display="/"),
+        Binding("o", "sort", "order by rate/name"),
+    ]
+
+    def __init__(self, ctx: ViewContext, host: str, lid: str) -> None:
+        super().__init__(ctx, name="link_detail")
+        self.host, self.lid = host, lid
+        self.span = "1m"
+        self.filter_text = ""
+        self.by_rate = False
+        self._moved: set[tuple[str, str]] = set()
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="top")
+        yield Static(id="link-title")
+        with Grid(id="charts"):
+            yield TimeChart("throughput Gb/s", id="chart-bps")
+            yield TimeChart("pause frames/s", id="chart-pause")
+            yield TimeChart("ECN marks, CNPs /s", id="chart-ecn")
+            yield TimeChart("loss /s", id="chart-loss")
+        yield KeyedTable(id="raw")
+        yield Input(placeholder="filter counters (Enter keeps it, Esc clears)", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.query_one("#raw", KeyedTable).set_columns(
+            [Column("source", "Source", 8, False), Column("counter", "Counter", 40, False),
+             Column("rate", "per s", 9), Column("value", "value", 16)]
+        )
+        self.query_one("#raw", KeyedTable).focus()
+        self.refresh_view()
+
+    def refresh_view(self) -> None:
+        """Redraw the title, the charts and the raw counter table."""
+        super().refresh_view()
+        ctx = self.ctx
+        state = ctx.state
+        self.query_one(TopBar).show(summary(state, ctx.now(), ctx.interval), ctx.paused, None)
+        hs = state.hosts.get(self.host)
+        link = hs.sample.links.get(self.lid) if hs and hs.sample else None
+        lr = hs.rates.links.get(self.lid) if hs and hs.rates else None
+        self.query_one("#link-title", Static).update(self._title(link is not None))
+        self._charts()
+        rows: list[tuple[str, dict[str, Text]]] = []
+        if link is not None:
+            raw = lr.raw_rates if lr is not None else {}
+            for source, counters in sorted(link.counters.items()):
+                rates = raw.get(source, {})
+                for name, value in sorted(counters.items()):
+                    rate = rates.get(name)
+                    if rate:
+                        self._moved.add((source, name))
+                    if (source, name) not in self._moved:
+                        continue
+                    if self.filter_text and self.filter_text.lower() not in name.lower():
+                        continue
+                    style = "" if rate else "grey50"
+                    rows.append((f"{source}\x1f{name}", {
+                        "source": Text(source, style),
+                        "counter": Text(name, style or "bold"),
+                        "rate": Text(fmt.si(rate), style, justify="right"),
+                        "value": Text(f"{value:,}", style, justify="right"),
+                    }))
+        if self.by_rate:
+            rows.sort(key=lambda r: -_rate_of(lr, r[0]))
+        self.query_one("#raw", KeyedTable).sync(rows)
+
+    def _title(self, present: bool) -> Text:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(f" {self.host} ", "bold reverse")
+        t.append(f" {self.lid} ", "bold")
+        t.append(" span", "dim")
+        for name in SPANS:
+            t.append(f" {name} ", "bold reverse" if name == self.span else "dim")
+        hs = self.ctx.state.hosts.get(self.host)
+        link = hs.sample.links.get(self.lid) if hs and hs.sample else None
+        if link is None or not present:
+            t.append("  link not reported by the host", "red")
+        else:
+            kind = {"roce": "RoCE", "ib": "InfiniBand", "tb": "Thunderbolt"}.get(
+                link.kind, link.link_layer or link.kind)
+            bits = [kind, fmt.speed(link.rate_gbps),
+                    link.state or "", f"mtu {link.mtu}" if link.mtu else "",
+                    f"{link.rdma_device}/{link.port}" if link.rdma_device else "",
+                    link.driver or "", f"fw {link.firmware}" if link.firmware else ""]
+            t.append("  " + "  ".join(b for b in bits if b), "")
+        return t
+
+    def _key(self, *parts: str) -> SeriesKey:
+        return (self.host, self.lid, *parts)
+
+    def _charts(self) -> None:
+        h = self.ctx.state.history
+        span = SPANS[self.span]
+        stat: Literal["mean", "max"] = "max" if span > 900 else "mean"
+        ref = h.get(self._key("rx_bps")) or h.get(self._key("tx_bps"))
+        times, _ = ref.points(1.0) if ref is not None else ([], [])
+        now = times[-1] if times else None
+        self.query_one("#chart-bps", TimeChart).draw(
+            h, [("rx", self._key("rx_bps"), 1e-9), ("tx", self._key("tx_bps"), 1e-9)],
+            span, now)
+        pause: list[tuple[str, SeriesKey, float]] = []
+        for side in ("rx", "tx"):
+            for p in range(8):
+                key = self._key(f"{side}_pause_per_s", str(p))
+                s = h.get(key)
+                if s is not None:
+                    _, vals = s.points(span, now=now)
+                    if any(v for v in vals):
+                        pause.append((f"{side} p{p}", key, 1.0))
+        self.query_one("#chart-pause", TimeChart).draw(h, pause, span, now, stat)
+        self.query_one("#chart-ecn", TimeChart).draw(
+            h, [("ECN", self._key("ecn_marked_per_s"), 1.0),
+                ("CNP sent", self._key("cnp_sent_per_s"), 1.0),
+                ("CNP handled", self._key("cnp_handled_per_s"), 1.0)], span, now, stat)
+        self.query_one("#chart-loss", TimeChart).draw(
+            h, [("discards", self._key("rx_discards_per_s"), 1.0),
+                ("out of buffer", self._key("rx_out_of_buffer_per_s"), 1.0),
+                ("phy errors", self._key("rx_phy_errors_per_s"), 1.0)], span, now, stat)
+
+    def show_flags(self) -> None:
+        """Redraw the PAUSED marker."""
+        self.query_one(TopBar).show(None, self.ctx.paused, None)
+
+    def action_back(self) -> None:
+        """Back to the overview (or close the filter first)."""
+        box = self.query_one("#filter", Input)
+        if box.display or self.filter_text:
+            self.filter_text = ""
+            box.value = ""
+            box.display = False
+            self.query_one("#raw", KeyedTable).focus()
+            self.refresh_view()
+            return
+        self.dismiss()
+
+    def action_span(self, span: str) -> None:
+        """Show the last 1 min, 15 min or 6 h."""
+        if span in SPANS:
+            self.span = span
+            self.refresh_view()
+
+    def action_sort(self) -> None:
+        """Order the raw counters by rate (biggest movers first) or by name."""
+        self.by_rate = not self.by_rate
+        self.refresh_view()
+
+    def action_filter(self) -> None:
+        """Open the counter filter."""
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self.refresh_view()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.input.display = False
+        self.query_one("#raw", KeyedTable).focus()

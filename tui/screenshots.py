@@ -1,0 +1,89 @@
+"""Render every screen from the demo at a fixed seed and moment to SVG (``make screenshots``).
+
+    python tui/screenshots.py [OUTDIR]
+
+The simulation is stepped by hand to a moment inside the PFC storm episode, so the
+pictures show findings, pauses and a stuck receiver, and are the same on every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script from the repo root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from textual.pilot import Pilot
+
+from tui.app import FabtopApp
+from tui.context import ViewContext
+from tui.demo_feed import demo_state
+
+SEED = 0
+MOMENT_S = 60.0  # inside the PFC storm on node3 (demo cycle: storm from 45 s to 70 s)
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One picture: file name, terminal size and the keys that lead to the screen."""
+
+    name: str
+    size: tuple[int, int]
+    keys: tuple[str, ...] = ()
+    before: Callable[[FabtopApp, Pilot[int]], Awaitable[None]] | None = field(default=None)
+
+
+async def _to_storm_link(app: FabtopApp, pilot: Pilot[int]) -> None:
+    # Put the cursor on the stormed link so the detail screen shows the interesting port.
+    from tui.widgets.link_table import LinkTable
+
+    table = app.screen.query_one(LinkTable)
+    keys = table.row_keys()
+    target = "node3\x1fenp65s0f0np0"
+    if target in keys:
+        table.move_cursor(row=keys.index(target))
+    await pilot.pause()
+
+
+SHOTS: tuple[Shot, ...] = (
+    Shot("overview", (120, 36)),
+    Shot("overview_80x24", (80, 24)),
+    Shot("link_detail", (120, 36), ("enter",), _to_storm_link),
+    Shot("help", (120, 36), ("question_mark",)),
+)
+
+
+def make_app(moment_s: float = MOMENT_S, seed: int = SEED) -> FabtopApp:
+    """The dashboard over the demo state at ``moment_s`` (no session, frozen clock)."""
+    state, clock, _ = demo_state(moment_s, seed=seed)
+    return FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+
+
+async def render(shot: Shot, outdir: Path) -> Path:
+    """Write one SVG and return its path."""
+    app = make_app()
+    async with app.run_test(size=shot.size) as pilot:
+        await pilot.pause()
+        if shot.before is not None:
+            await shot.before(app, pilot)
+        for key in shot.keys:
+            await pilot.press(key)
+        await pilot.pause()
+        path = outdir / f"{shot.name}.svg"
+        path.write_text(app.export_screenshot(title=f"fabtop {shot.name}"), encoding="utf-8")
+    return path
+
+
+async def main(outdir: Path) -> None:
+    """Render every shot into ``outdir``."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    for shot in SHOTS:
+        print(await render(shot, outdir))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1] if len(sys.argv) > 1 else "screenshots")))

@@ -1,0 +1,254 @@
+"""What the screens show, computed from FabricState: plain rows, no widgets.
+
+Panels are functions over state: each screen turns these rows into cells, so the
+numbers can be tested without a terminal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from fabtop.model import SEVERITIES, LinkSample, MetricValue, RateValue
+from fabtop.rates import LinkRates
+from fabtop.state import CONNECTING, DOWN, STALE, UP, FabricState, HostState
+
+# The runner marks a host stale after 2.5 intervals; the screen does the same from the
+# age of the last frame, so a frozen host greys out even when no status message comes.
+STALE_AFTER_INTERVALS = 2.5
+
+LOSS_RATES = ("rx_discards_per_s", "rx_out_of_buffer_per_s", "rx_phy_errors_per_s")
+LOSS_METRICS = ("rx_discards", "rx_out_of_buffer", "rx_phy_errors")
+STATUS_ORDER = {DOWN: 0, STALE: 1, CONNECTING: 2, UP: 3}
+
+
+def total(v: RateValue | MetricValue | None) -> float | None:
+    """A per-priority value summed over priorities; a scalar as it is."""
+    if v is None:
+        return None
+    if isinstance(v, dict):
+        return float(sum(v.values())) if v else None
+    return float(v)
+
+
+def peak(v: RateValue | None) -> float | None:
+    """The largest per-priority value (a scalar as it is)."""
+    if v is None:
+        return None
+    if isinstance(v, dict):
+        return max(v.values()) if v else None
+    return v
+
+
+def _sum_present(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def effective_status(hs: HostState, now: float, interval: float) -> str:
+    """The host's status, downgraded to stale when its last frame is too old."""
+    a = hs.age_s(now)
+    if hs.status == UP and a is not None and a > STALE_AFTER_INTERVALS * interval:
+        return STALE
+    return hs.status
+
+
+@dataclass(slots=True)
+class HostRow:
+    """One line of the hosts table."""
+
+    name: str
+    target: str
+    status: str
+    age_s: float | None
+    rtt_s: float | None
+    links: int
+    gpus: int
+    tokens_per_s: float | None
+    error: str | None
+
+    @property
+    def live(self) -> bool:
+        """False when the host's numbers are old (stale, down, not yet connected)."""
+        return self.status == UP
+
+
+@dataclass(slots=True)
+class LinkRow:
+    """One line of the links table."""
+
+    host: str
+    lid: str
+    kind: str
+    link_layer: str | None
+    state: str | None
+    speed_gbps: float | None
+    rx_bps: float | None
+    tx_bps: float | None
+    line_ratio: float | None
+    rdma_share: float | None
+    loss_per_s: float | None
+    pause_rx_per_s: float | None
+    pause_tx_per_s: float | None
+    pause_time_ratio: float | None  # worst priority, either direction
+    ecn_per_s: float | None
+    cnp_per_s: float | None
+    temperature_c: float | None
+    gap: bool
+    live: bool
+    # counts since the 'r' baseline (None: no baseline, or the counter reset since)
+    d_loss: float | None = None
+    d_pause_rx: float | None = None
+    d_pause_tx: float | None = None
+    d_ecn: float | None = None
+    d_cnp: float | None = None
+
+    @property
+    def key(self) -> str:
+        """Row key: host and link id."""
+        return f"{self.host}\x1f{self.lid}"
+
+    def text(self) -> str:
+        """What the filter matches against."""
+        return f"{self.host} {self.lid} {self.kind} {self.link_layer or ''}".lower()
+
+
+def host_tokens(hs: HostState) -> float | None:
+    """Generated tokens per second over the host's inference servers."""
+    if hs.rates is None:
+        return None
+    return _sum_present([v.get("generated_tokens_per_s") for v in hs.rates.inference.values()])
+
+
+def host_rows(state: FabricState, now: float, interval: float) -> list[HostRow]:
+    """Every host, in config order."""
+    rows = []
+    for hs in state.hosts.values():
+        s = hs.sample
+        rows.append(
+            HostRow(
+                name=hs.name,
+                target=hs.target,
+                status=effective_status(hs, now, interval),
+                age_s=hs.age_s(now),
+                rtt_s=hs.rtt_s,
+                links=len(s.links) if s else 0,
+                gpus=len(s.gpus) if s else 0,
+                tokens_per_s=host_tokens(hs),
+                error=hs.error,
+            )
+        )
+    return rows
+
+
+def _delta(cur: LinkSample, base: LinkSample | None, names: tuple[str, ...]) -> float | None:
+    if base is None:
+        return None
+    out = 0.0
+    seen = False
+    for n in names:
+        c, b = total(cur.metrics.get(n)), total(base.metrics.get(n))
+        if c is None or b is None:
+            continue
+        if c < b:
+            return None  # reset since the baseline: no honest delta
+        out += c - b
+        seen = True
+    return out if seen else None
+
+
+def link_row(
+    hs: HostState, link: LinkSample, lr: LinkRates | None, live: bool, base: LinkSample | None
+) -> LinkRow:
+    """The row of one link from its sample, its rates and the baseline sample."""
+    r: dict[str, RateValue] = lr.rates if lr is not None else {}
+    rx, tx = r.get("rx_bps"), r.get("tx_bps")
+    rx_f = rx if isinstance(rx, float) else None
+    tx_f = tx if isinstance(tx, float) else None
+    line = None
+    if link.rate_gbps and (rx_f is not None or tx_f is not None):
+        line = max(rx_f or 0.0, tx_f or 0.0) / (link.rate_gbps * 1e9)
+    share = r.get("rdma_share")
+    ratios = [peak(r.get("rx_pause_time_ratio")), peak(r.get("tx_pause_time_ratio"))]
+    return LinkRow(
+        host=hs.name,
+        lid=link.id,
+        kind=link.kind,
+        link_layer=link.link_layer,
+        state=link.state,
+        speed_gbps=link.rate_gbps,
+        rx_bps=rx_f,
+        tx_bps=tx_f,
+        line_ratio=line,
+        rdma_share=share if isinstance(share, float) else None,
+        loss_per_s=_sum_present([total(r.get(n)) for n in LOSS_RATES]),
+        pause_rx_per_s=_sum_present(
+            [total(r.get("rx_pause_per_s")), total(r.get("rx_pause_global_per_s"))]
+        ),
+        pause_tx_per_s=_sum_present(
+            [total(r.get("tx_pause_per_s")), total(r.get("tx_pause_global_per_s"))]
+        ),
+        pause_time_ratio=max((x for x in ratios if x is not None), default=None),
+        ecn_per_s=total(r.get("ecn_marked_per_s")),
+        cnp_per_s=total(r.get("cnp_sent_per_s")),
+        temperature_c=link.temperature_c,
+        gap=bool(lr is not None and lr.gap),
+        live=live,
+        d_loss=_delta(link, base, LOSS_METRICS),
+        d_pause_rx=_delta(link, base, ("rx_pause", "rx_pause_global")),
+        d_pause_tx=_delta(link, base, ("tx_pause", "tx_pause_global")),
+        d_ecn=_delta(link, base, ("ecn_marked",)),
+        d_cnp=_delta(link, base, ("cnp_sent",)),
+    )
+
+
+def link_rows(
+    state: FabricState, now: float, interval: float, show_virtual: bool = False
+) -> list[LinkRow]:
+    """Every link of every host that has a sample (virtual netdevs only when asked)."""
+    rows = []
+    for hs in state.hosts.values():
+        s = hs.sample
+        if s is None:
+            continue
+        live = effective_status(hs, now, interval) == UP
+        base_sample = state.baseline.get(hs.name)
+        rates = hs.rates.links if hs.rates is not None else {}
+        for lid, link in s.links.items():
+            if not show_virtual and (link.kind == "virtual" or link.netdev == "lo"):
+                continue
+            base = base_sample.links.get(lid) if base_sample is not None else None
+            rows.append(link_row(hs, link, rates.get(lid), live, base))
+    return rows
+
+
+@dataclass(slots=True)
+class Summary:
+    """The top line: cluster token rate, host counts, findings by severity."""
+
+    tokens_per_s: float | None
+    hosts: dict[str, int]
+    findings: dict[str, int]
+    inference_servers: int
+
+
+def summary(state: FabricState, now: float, interval: float) -> Summary:
+    """Counts and the cluster token rate (sum over every inference server)."""
+    hosts: Counter[str] = Counter()
+    tokens: list[float | None] = []
+    servers = 0
+    for hs in state.hosts.values():
+        hosts[effective_status(hs, now, interval)] += 1
+        if hs.rates is not None:
+            for v in hs.rates.inference.values():
+                servers += 1
+                tokens.append(v.get("generated_tokens_per_s"))
+        elif hs.sample is not None:
+            servers += len(hs.sample.inference)
+    findings = Counter(f.severity for f in state.findings)
+    return Summary(
+        tokens_per_s=_sum_present(tokens),
+        hosts={s: hosts.get(s, 0) for s in (UP, STALE, CONNECTING, DOWN)},
+        findings={s: findings.get(s, 0) for s in reversed(SEVERITIES)},
+        inference_servers=servers,
+    )

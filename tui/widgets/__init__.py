@@ -1,0 +1,1 @@
+"""Reusable widgets: tables synced by key, the top line, the findings panel."""

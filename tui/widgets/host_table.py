@@ -1,0 +1,63 @@
+"""Hosts table: status with the age of the last frame, RTT, counts, the last error."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from tui import format as fmt
+from tui.views import STATUS_ORDER, HostRow
+from tui.widgets.keyed_table import Column, KeyedTable
+
+DIM = "grey50"
+STATUS_CELL = {
+    "up": ("● up", "green"),
+    "stale": ("▲ STALE", "bold black on yellow"),
+    "down": ("✖ DOWN", "bold white on red"),
+    "connecting": ("… connecting", "dim"),
+}
+
+
+def host_columns(width: int) -> list[Column]:
+    """Columns that fit ``width``; the error column takes what is left."""
+    cols = [Column("host", "Host", 12, False), Column("status", "Status", 12, False),
+            Column("age", "Age", 6), Column("rtt", "RTT", 6)]
+    if width >= 100:
+        cols += [Column("links", "Links", 5), Column("gpus", "GPUs", 4),
+                 Column("tokens", "Tok/s", 6)]
+    used = sum((c.width or 0) + 2 for c in cols) + 2
+    cols.append(Column("error", "Error", max(12, width - used - 2), False))
+    return cols
+
+
+def host_cells(r: HostRow) -> dict[str, Text]:
+    """The cells of one host row; rows of hosts that are not up are greyed out."""
+    base = "" if r.live else DIM
+    label, style = STATUS_CELL.get(r.status, (r.status, ""))
+    err = (r.error or "").replace("\n", " ")
+    return {
+        "host": Text(r.name, style=base or "bold"),
+        "status": Text(label, style=style),
+        "age": Text(fmt.age(r.age_s), style=base, justify="right"),
+        "rtt": Text(fmt.ms(r.rtt_s), style=base, justify="right"),
+        "links": Text(str(r.links) if r.links else fmt.DASH, style=base, justify="right"),
+        "gpus": Text(str(r.gpus) if r.gpus else fmt.DASH, style=base, justify="right"),
+        "tokens": Text(fmt.si(r.tokens_per_s), style=base, justify="right"),
+        "error": Text(err, style="red" if err else base, no_wrap=True, overflow="ellipsis"),
+    }
+
+
+def host_sort_key(r: HostRow) -> tuple[int, str]:
+    """Worst first (down, stale, connecting, up), then by name."""
+    return (STATUS_ORDER.get(r.status, 9), r.name)
+
+
+class HostTable(KeyedTable):
+    """The hosts table; the owner calls ``show`` with fresh rows."""
+
+    def show(self, rows: Sequence[HostRow], width: int) -> None:
+        """Sync the table to ``rows`` (sorted worst first)."""
+        self.set_columns(host_columns(width))
+        ordered = sorted(rows, key=host_sort_key)
+        self.sync([(r.name, host_cells(r)) for r in ordered])
