@@ -134,7 +134,10 @@ def _driver_infos(frame: Frame, warn: _Warner) -> dict[str, DriverInfo]:
 def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for s in _texts(frame, "ethtool_S"):
-        if s.subject:
+        if not s.subject:
+            continue
+        # A timed-out dump is partial but real; an error exit printed a message instead.
+        if s.status in ("ok", "timeout") or _tool_output(frame, s.kind, s.subject, warn):
             stats = parse_ethtool_stats(s.text)
             warn.add(s.kind, s.subject, stats.warnings)
             out[s.subject] = stats.counters
@@ -246,6 +249,18 @@ def _finish(
     link.qos = _qos(frame, ndev, rec, raw_ethtool, warn)
 
 
+def _tool_output(frame: Frame, kind: str, subject: str, warn: _Warner) -> Section | None:
+    # A tool that failed printed its error message, not its table: report it in one
+    # line instead of feeding the message to the parser word by word.
+    sec = frame.find(kind, subject)
+    if sec is None or sec.status == "ok":
+        return sec
+    first = sec.text.strip().splitlines()[0][:160] if sec.text.strip() else ""
+    detail = f" ({sec.detail})" if sec.detail else ""
+    warn.add(kind, subject, [f"{sec.status}{detail}" + (f": {first}" if first else "")])
+    return None
+
+
 def _qos(
     frame: Frame,
     ndev: str | None,
@@ -256,8 +271,8 @@ def _qos(
     if ndev is None:
         return None
     cfg: QosConfig | None = None
-    mq = frame.find("mlnx_qos", ndev)
-    dcb = frame.find("dcb_pfc", ndev)
+    mq = _tool_output(frame, "mlnx_qos", ndev, warn)
+    dcb = _tool_output(frame, "dcb_pfc", ndev, warn)
     if mq is not None and mq.text.strip():
         parsed = parse_mlnx_qos(mq.text)
         warn.add(mq.kind, ndev, parsed.warnings)

@@ -91,7 +91,8 @@ class FabricState:
         hs.last_frame_mono = self._clock()
         hs.status, hs.error = UP, None
         for w in sample.warnings:
-            hs.warnings.append(w)
+            if w not in hs.warnings:  # the same tool error every tick is one line, not fifty
+                hs.warnings.append(w)
         self.history.record(frame.clock_ns / 1e9, sample, rates)
         if self.evaluate_per_frame:
             self.evaluate()

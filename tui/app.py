@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,11 +28,21 @@ if TYPE_CHECKING:
 # line here; the class takes the ViewContext as its only argument.
 SCREEN_REGISTRY: dict[str, tuple[str, str | None]] = {
     "1": ("overview", "tui.screens.overview:OverviewScreen"),
-    "2": ("PFC", None),
-    "3": ("GPUs", None),
-    "4": ("inference", None),
-    "5": ("timeline", None),
+    "2": ("PFC", "tui.screens.pfc:PfcScreen"),
+    "3": ("GPUs", "tui.screens.gpus:GpuScreen"),
+    "4": ("inference", "tui.screens.inference:InferenceScreen"),
+    "5": ("timeline", "tui.screens.timeline:TimelineScreen"),
 }
+
+
+def screen_available(spec: str | None) -> bool:
+    """Whether a registry entry's module is installed (screens land one by one)."""
+    if spec is None:
+        return False
+    try:
+        return importlib.util.find_spec(spec.partition(":")[0]) is not None
+    except ImportError:
+        return False
 
 
 def load_screen_class(spec: str) -> type[DataScreen]:
@@ -74,7 +85,7 @@ class FabtopApp(App[int]):
         self._last_refresh = 0.0
         self._refresh_timer: Any = None
         for key, (_, spec) in SCREEN_REGISTRY.items():
-            if spec is not None:
+            if spec is not None and screen_available(spec):
                 self.add_mode(f"screen{key}", self._factory(spec))
 
     def _factory(self, spec: str) -> Any:
@@ -148,7 +159,7 @@ class FabtopApp(App[int]):
         from tui.screens.overview import OverviewScreen
 
         screens = [
-            f"{k} {name}" + ("" if spec else " (not built yet)")
+            f"{k} {name}" + ("" if screen_available(spec) else " (not built yet)")
             for k, (name, spec) in SCREEN_REGISTRY.items()
         ]
         return [
@@ -170,7 +181,7 @@ class FabtopApp(App[int]):
     def action_screen(self, key: str) -> None:
         """Switch to screen ``key`` (1 overview, 2 PFC, ...)."""
         name, spec = SCREEN_REGISTRY.get(key, (f"screen {key}", None))
-        if spec is None:
+        if not screen_available(spec):
             self.notify(f"{key} ({name}): not built yet", timeout=3)
             return
         if self.current_mode != f"screen{key}":
