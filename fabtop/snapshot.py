@@ -197,13 +197,14 @@ def to_prom(doc: dict[str, Any]) -> str:
     """Prometheus text exposition of the normalized metrics (node_exporter textfile style)."""
     groups: dict[str, tuple[str, list[str]]] = {}  # metric -> (type, sample lines)
 
-    def emit(name: str, labels: dict[str, str], value: float, kind: str = "counter") -> None:
-        metric = "fabtop_link_" + "".join(c if c.isalnum() else "_" for c in name)
+    def emit(name: str, labels: dict[str, str], value: float, kind: str = "counter",
+             prefix: str = "fabtop_link_") -> None:
+        metric = prefix + "".join(c if c.isalnum() else "_" for c in name)
         lab = ",".join(f'{k}="{_prom_label(v)}"' for k, v in labels.items())
         groups.setdefault(metric, (kind, []))[1].append(f"{metric}{{{lab}}} {value}")
 
     for h in doc["hosts"]:
-        emit("up", {"host": h["name"]}, 1.0 if h["reachable"] else 0.0, "gauge")
+        emit("up", {"host": h["name"]}, 1.0 if h["reachable"] else 0.0, "gauge", "fabtop_host_")
         for link in h["links"]:
             base = {"host": h["name"], "link": link["id"]}
             for name, val in link["metrics"].items():
