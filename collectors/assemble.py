@@ -9,9 +9,10 @@ then the netdev's.
 
 from __future__ import annotations
 
+import copy
 import importlib
 from collections.abc import Callable
-from typing import cast
+from typing import TypeVar, cast
 
 from collectors.frames import Frame, Section
 from collectors.normalize import (
@@ -79,6 +80,25 @@ def assemble(host: str, frame: Frame) -> HostSample:
     return sample
 
 
+_T = TypeVar("_T")
+_MEMO: dict[tuple[Callable[[str], object], str], object] = {}
+_MEMO_MAX = 1024
+
+
+def _memo(parse: Callable[[str], _T], text: str) -> _T:
+    """Parse slow-cadence output once: the collector re-sends the same text every tick.
+
+    Callers treat the result as read-only (parsers are pure, so sharing is safe).
+    """
+    key = (parse, text)
+    hit = _MEMO.get(key)
+    if hit is None:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        hit = _MEMO[key] = parse(text)
+    return hit  # type: ignore[return-value]
+
+
 class _Warner:
     """Prefixes every parser warning with host, section kind and subject."""
 
@@ -125,7 +145,7 @@ def _driver_infos(frame: Frame, warn: _Warner) -> dict[str, DriverInfo]:
     out: dict[str, DriverInfo] = {}
     for s in _texts(frame, "ethtool_i"):
         if s.subject:
-            info = parse_ethtool_info(s.text)
+            info = _memo(parse_ethtool_info, s.text)
             warn.add(s.kind, s.subject, info.warnings)
             out[s.subject] = info
     return out
@@ -274,13 +294,13 @@ def _qos(
     mq = _tool_output(frame, "mlnx_qos", ndev, warn)
     dcb = _tool_output(frame, "dcb_pfc", ndev, warn)
     if mq is not None and mq.text.strip():
-        parsed = parse_mlnx_qos(mq.text)
+        parsed = _memo(parse_mlnx_qos, mq.text)
         warn.add(mq.kind, ndev, parsed.warnings)
-        cfg = parsed.config
+        cfg = copy.copy(parsed.config)  # the parse is shared (memoized); this link's is not
     elif dcb is not None and dcb.text.strip():
-        parsed_dcb = parse_dcb_pfc(dcb.text)
+        parsed_dcb = _memo(parse_dcb_pfc, dcb.text)
         warn.add(dcb.kind, ndev, parsed_dcb.warnings)
-        cfg = parsed_dcb.config
+        cfg = copy.copy(parsed_dcb.config)
     if cfg is None or cfg.pfc_enabled is None:
         inferred = pfc_priorities_from_names(raw_ethtool) if raw_ethtool else None
         if inferred is not None:
