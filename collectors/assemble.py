@@ -23,7 +23,13 @@ from collectors.normalize import (
     saturated_ib_counters,
 )
 from collectors.parsers.ethtool import DriverInfo, parse_ethtool_info, parse_ethtool_stats
-from collectors.parsers.qos import parse_dcb_pfc, parse_mlnx_qos
+from collectors.parsers.qos import (
+    parse_dcb_app,
+    parse_dcb_apptrust,
+    parse_dcb_ets,
+    parse_dcb_pfc,
+    parse_mlnx_qos,
+)
 from collectors.parsers.sysfs import (
     NetdevRecord,
     RdmaDeviceRecord,
@@ -301,6 +307,7 @@ def _qos(
         parsed_dcb = _memo(parse_dcb_pfc, dcb.text)
         warn.add(dcb.kind, ndev, parsed_dcb.warnings)
         cfg = copy.copy(parsed_dcb.config)
+    cfg = _dcb_extras(frame, ndev, cfg, warn)
     if cfg is None or cfg.pfc_enabled is None:
         inferred = pfc_priorities_from_names(raw_ethtool) if raw_ethtool else None
         if inferred is not None:
@@ -314,6 +321,34 @@ def _qos(
             cfg = QosConfig(source="sysfs")
         cfg.ecn_np_enabled = ecn_np
         cfg.ecn_rp_enabled = ecn_rp
+    return cfg
+
+
+def _dcb_extras(
+    frame: Frame, ndev: str, cfg: QosConfig | None, warn: _Warner
+) -> QosConfig | None:
+    # iproute2 dcb fills what mlnx_qos did not report (hosts without mlnx-tools).
+    # Buffers (dcb buffer) are parsed, but QosConfig has no field for them yet.
+    trust_sec = _tool_output(frame, "dcb_apptrust", ndev, warn)
+    app_sec = _tool_output(frame, "dcb_app", ndev, warn)
+    ets_sec = _tool_output(frame, "dcb_ets", ndev, warn)
+    found = [s for s in (trust_sec, app_sec, ets_sec) if s is not None and s.text.strip()]
+    if not found:
+        return cfg
+    if cfg is None:
+        cfg = QosConfig(source="dcb")
+    if trust_sec is not None and trust_sec.text.strip() and cfg.trust is None:
+        parsed_trust = parse_dcb_apptrust(trust_sec.text)
+        warn.add(trust_sec.kind, ndev, parsed_trust.warnings)
+        cfg.trust = parsed_trust.trust
+    if app_sec is not None and app_sec.text.strip() and cfg.dscp2prio is None:
+        parsed_app = parse_dcb_app(app_sec.text)
+        warn.add(app_sec.kind, ndev, parsed_app.warnings)
+        cfg.dscp2prio = parsed_app.dscp2prio or None
+    if ets_sec is not None and ets_sec.text.strip() and cfg.ets is None:
+        parsed_ets = parse_dcb_ets(ets_sec.text)
+        warn.add(ets_sec.kind, ndev, parsed_ets.warnings)
+        cfg.ets = parsed_ets.ets or None
     return cfg
 
 

@@ -522,6 +522,10 @@ function tick(ns, up, slow,   l, a, lag, ms, i, t) {
 		if (has("ethtool")) job("ethtool_i", E[i], "ethtool -i " E[i])
 		if (has("mlnx_qos")) job("mlnx_qos", E[i], "mlnx_qos -i " E[i])
 		if (has("dcb")) job("dcb_pfc", E[i], "dcb pfc show dev " E[i])
+		if (has("dcb")) job("dcb_apptrust", E[i], "dcb apptrust show dev " E[i])
+		if (has("dcb")) job("dcb_app", E[i], "dcb app show dev " E[i])
+		if (has("dcb")) job("dcb_ets", E[i], "dcb ets show dev " E[i])
+		if (has("dcb")) job("dcb_buffer", E[i], "dcb buffer show dev " E[i])
 	}
 	if (slow && (GKIND == "amd-smi" || GKIND == "rocm-smi")) {
 		JT = GKIND

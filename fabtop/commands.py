@@ -81,8 +81,9 @@ async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
 async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     """Watch for --window seconds, print findings; exit 0 healthy, 1 warnings, 2 critical."""
     state = FabricState(config.hosts, rules=default_rules(config))
-    await watch(config, state, seconds=ns.window, frames=2,
-                timeout=max(ns.window + 30.0, ns.window * 2), demo=ns.demo)
+    window = max(ns.window, min_window(config))
+    await watch(config, state, seconds=window, frames=2,
+                timeout=max(window + 30.0, window * 2), demo=ns.demo)
     state.evaluate()
     findings = state.findings
     for h in state.hosts.values():
@@ -100,6 +101,20 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     return {0: 0, 1: 1, 2: 2}[worst]
 
 
+def min_window(config: Config) -> float:
+    """The shortest useful doctor window: a rule needs ``detect_s`` of rates, plus two frames."""
+    from fabtop.rules import DEFAULT_THRESHOLDS
+
+    detect = config.thresholds.get("detect_s", DEFAULT_THRESHOLDS["detect_s"])
+    return detect + 2 * config.interval
+
+
+def _summary(subject: str, summary: str) -> str:
+    # Rules start summaries with the port they are about; the subject already says it.
+    head, sep, rest = summary.partition(": ")
+    return rest if sep and subject.startswith(head.split(" prio ")[0]) else summary
+
+
 def _print_findings(findings: list, state: FabricState) -> None:  # type: ignore[type-arg]
     hosts = ", ".join(state.hosts)
     if not findings:
@@ -111,7 +126,7 @@ def _print_findings(findings: list, state: FabricState) -> None:  # type: ignore
             continue
         print(f"{sev.upper()} ({len(group)})")
         for f in group:
-            print(f"  {f.subject}: {f.summary}")
+            print(f"  {f.subject}: {_summary(f.subject, f.summary)}")
             if f.evidence:
                 ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
                 print(f"      evidence: {ev}")

@@ -1,14 +1,19 @@
 """Bounded tiered history: a ring of raw points plus coarser rings of bucket means (and maxima).
 
 Memory is bounded whatever the run length (DESIGN.md §4): each tier is a ring of
-``array('d')`` that grows up to its capacity and then overwrites its oldest slot.
+``array`` that grows up to its capacity and then overwrites its oldest slot. Raw points
+keep float64 (timestamps need it); coarse buckets default to float32, which halves them
+and is far finer than any chart can show.
 A gap (``None``) is stored as NaN and a bucket that saw no value is NaN too,
 never 0, so charts show the hole instead of a fake drop.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import os
+import resource
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
@@ -28,6 +33,7 @@ GAP_FACTOR = 3.0
 
 SeriesKey = tuple[str, ...]
 FloatTypecode = Literal["d", "f"]
+DEFAULT_COARSE_TYPECODE: FloatTypecode = "f"
 
 # Series whose coarse buckets also keep the maximum: short spikes (a pause storm, a
 # burst of drops, a TTFT outlier) vanish in a 1-minute mean.
@@ -224,7 +230,7 @@ class Series:
         self,
         tiers: Sequence[tuple[float, int]] = DEFAULT_TIERS,
         keep_max: bool = True,
-        coarse_typecode: FloatTypecode = "d",
+        coarse_typecode: FloatTypecode = DEFAULT_COARSE_TYPECODE,
     ) -> None:
         if not tiers or any(cap < 1 or not step > 0 for step, cap in tiers):
             raise ValueError(f"bad tiers {tiers!r}: need (step > 0, capacity >= 1) pairs")
@@ -259,6 +265,29 @@ class Series:
         if not r.times:
             return None
         return _none(r.values[(r.start + len(r.values) - 1) % r.capacity])
+
+    def last(self, n: int, span_s: float | None = None) -> list[float | None]:
+        """The newest ``n`` raw values, oldest first, without copying the ring.
+
+        With ``span_s``, only points at most ``span_s`` older than the newest one count,
+        as ``points(span_s)`` would select them (sparklines read this every tick).
+        """
+        r = self._raw
+        size = len(r.values)
+        if n <= 0 or not size:
+            return []
+        times, values, cap = r.times, r.values, r.capacity
+        end = r.start + size - 1  # index of the newest point, before wrapping
+        lo = None if span_s is None else times[end % cap] - span_s
+        out: list[float | None] = []
+        for k in range(min(n, size)):
+            i = (end - k) % cap
+            if lo is not None and times[i] < lo:
+                break
+            v = values[i]
+            out.append(None if v != v else v)
+        out.reverse()
+        return out
 
     def points(
         self, span_s: float, now: float | None = None, stat: Literal["mean", "max"] = "mean"
@@ -309,12 +338,13 @@ class History:
         self,
         tiers: Sequence[tuple[float, int]] = DEFAULT_TIERS,
         keep_max: Callable[[SeriesKey], bool] = keeps_max,
-        coarse_typecode: FloatTypecode = "d",
+        coarse_typecode: FloatTypecode = DEFAULT_COARSE_TYPECODE,
     ) -> None:
         Series(tiers)  # validates the tiers
         self.tiers = tuple(tiers)
         self._keep_max = keep_max
-        # "f" halves the coarse tiers (7 significant digits is plenty for a chart)
+        # "f" halves the coarse tiers (7 significant digits is plenty for a chart);
+        # "d" keeps them exact
         self._typecode = coarse_typecode
         self._series: dict[SeriesKey, Series] = {}
         self._offset: dict[str, float] = {}
@@ -418,3 +448,57 @@ class History:
             put((host, lid, name, ""), t, total)
             for p, pkey in enumerate(_PRIO_KEYS):
                 put((host, lid, name, pkey), t, per.get(p))
+
+
+# The series History.record creates for one mlx5 RoCE port with one lossless priority
+# (priority 3, as in the captures and the demo): link suffixes of the series keys.
+ROCE_LINK_SERIES: tuple[tuple[str, ...], ...] = (
+    ("link_down_events",),
+    ("temperature_c",),
+    *((name,) for name, _ in _LINK_RATES),
+    *((name, p) for name, _ in _LINK_PRIO_RATES for p in ("", "3")),
+)
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def estimate_24h(
+    links: int,
+    hours: float = 24.0,
+    link_series: Sequence[tuple[str, ...]] = ROCE_LINK_SERIES,
+    tiers: Sequence[tuple[float, int]] = DEFAULT_TIERS,
+    coarse_typecode: FloatTypecode = DEFAULT_COARSE_TYPECODE,
+) -> tuple[int, int]:
+    """History bytes and RSS growth for ``links`` RoCE links after ``hours`` at 1 Hz.
+
+    One series of each kind is filled point by point (1 Hz for the raw ring's span, one
+    point per finest coarse bucket before, which fills the tiers alike), then copied for
+    every link, so the figure costs seconds, not a day of appends.
+    """
+    span = hours * 3600.0
+    t0 = 1_700_000_000.0
+    raw_span = tiers[0][0] * tiers[0][1]
+    coarse_step = tiers[1][0] if len(tiers) > 1 else tiers[0][0]
+    templates: dict[bool, Series] = {}
+    for keep in (False, True):
+        s = Series(tiers, keep, coarse_typecode)
+        t = 0.0
+        while t < span:
+            s.append(t0 + t, float(int(t) % 97))
+            t += coarse_step if t < span - raw_span else tiers[0][0]
+        templates[keep] = s
+    rss0 = _rss_bytes()
+    hist = History(tiers, coarse_typecode=coarse_typecode)
+    for i in range(links):
+        host, lid = f"host{i // 2}", f"eth{i % 2}"
+        for suffix in link_series:
+            key = (host, lid, *suffix)
+            hist._series[key] = copy.deepcopy(templates[hist._keep_max(key)])
+    rss = _rss_bytes() - rss0
+    return hist.nbytes, rss

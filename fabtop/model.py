@@ -113,6 +113,10 @@ class InferenceSample:
         default_factory=dict
     )
     error: str | None = None
+    # Local monotonic seconds at which the server produced this reading (mid-request).
+    # /metrics is polled apart from the frames, so rates divide by the time between two
+    # readings, not between the frames that happened to carry them.
+    read_s: float | None = None
 
 
 @dataclass(slots=True)

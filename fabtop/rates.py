@@ -321,9 +321,13 @@ class RateEngine:
             else:
                 r: dict[str, float | None] = dict.fromkeys(INFERENCE_RATE_NAMES)
                 if base is not None:
-                    dt, _ = remote_interval(
-                        (sample.clock_ns - base.clock_ns) / 1e9, sample.uptime_s - base.uptime_s
-                    )
+                    if inf.read_s is not None and base.sample.read_s is not None:
+                        dt = inf.read_s - base.sample.read_s
+                    else:
+                        dt, _ = remote_interval(
+                            (sample.clock_ns - base.clock_ns) / 1e9,
+                            sample.uptime_s - base.uptime_s,
+                        )
                     r = _inference_rates(inf, base.sample, dt)
                 bases[inf.url] = _InferenceBase(inf, sample.clock_ns, sample.uptime_s, r)
             rates[inf.url] = bases[inf.url].rates

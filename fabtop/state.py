@@ -21,9 +21,10 @@ from fabtop.rates import HostRates, RateEngine
 
 # Sections the probe sends only on slow ticks (once a minute): the latest of each is
 # carried into the frames between, so driver, firmware and QoS never blink out.
-SLOW_KINDS = frozenset(
-    {"ethtool_i", "mlnx_qos", "dcb_pfc", "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow"}
-)
+SLOW_KINDS = frozenset({
+    "ethtool_i", "mlnx_qos", "dcb_pfc", "dcb_apptrust", "dcb_app", "dcb_ets", "dcb_buffer",
+    "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow",
+})  # fmt: skip
 
 # Host states, in the order a user should worry about them.
 UP, STALE, CONNECTING, DOWN = "up", "stale", "connecting", "down"
@@ -75,6 +76,15 @@ class FabricState:
         self._slow: dict[str, dict[tuple[str, str | None], Section]] = {}
         self._rules = rules
         self._clock = clock
+
+    def add_host(self, host: HostConfig, target: str | None = None) -> HostState:
+        """Start tracking a host found while running (a Prometheus source's new instance)."""
+        hs = self.hosts.get(host.name)
+        if hs is None:
+            hs = self.hosts[host.name] = HostState(host.name, target or host.target)
+            self.configs[host.name] = host
+            self.generation += 1
+        return hs
 
     def apply_frame(self, host: str, frame: Frame) -> HostSample | None:
         """Run one frame through assemble -> rates -> history -> rules."""

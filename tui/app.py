@@ -22,6 +22,8 @@ from tui.screens.base import DataScreen
 from tui.screens.help import HelpScreen, HelpSection, binding_rows
 
 if TYPE_CHECKING:
+    from fabtop.record import Recorder
+    from fabtop.replay import Replay
     from fabtop.session import Session
 
 # Number key -> (name, "module:Class" or None while not built). Adding a screen is one
@@ -78,10 +80,18 @@ class FabtopApp(App[int]):
         ),
     ]
 
-    def __init__(self, ctx: ViewContext, session: Session | None = None) -> None:
+    def __init__(
+        self, ctx: ViewContext, session: Session | None = None,
+        replay: Replay | None = None, recorder: Recorder | None = None,
+    ) -> None:
         super().__init__()
         self.ctx = ctx
         self.session = session
+        self.replay = replay
+        self.recorder = recorder
+        self.replay_speed = 1.0
+        self.replay_paused = False
+        self.replay_step_s = 0.1
         self._last_refresh = 0.0
         self._refresh_timer: Any = None
         for key, (_, spec) in SCREEN_REGISTRY.items():
@@ -103,10 +113,78 @@ class FabtopApp(App[int]):
                 session.on_change = self._state_changed
             self.run_worker(session.run(), name="session", group="session", exclusive=True,
                             exit_on_error=False)
+        if self.recorder is not None:
+            self.recorder.on_error = self._record_failed
+            self.recorder.on_limit = lambda msg: self.notify(msg, timeout=10)
+        if self.replay is not None:
+            self.replay.on_reset = self._replay_reset
+            self.set_interval(self.replay_step_s, self._replay_step)
+            self.call_after_refresh(self._show_replay_bar)
 
     async def on_unmount(self) -> None:
         if self.session is not None:
             await self.session.stop()
+        if self.recorder is not None:
+            self.recorder.close()
+
+    # recording and replay --------------------------------------------------------
+
+    def _record_failed(self, message: str) -> None:
+        # A full disk stops the recording, never the dashboard.
+        self.notify(message, severity="error", timeout=30)
+
+    def _replay_reset(self, state: FabricState) -> None:
+        # Seeking backwards re-feeds a fresh state from the start; screens read ctx.state.
+        self.ctx.state = state
+
+    def _show_replay_bar(self) -> None:
+        from tui.widgets.replay_bar import ReplayBar
+
+        rp = self.replay
+        screen = self.screen
+        if rp is None or not isinstance(screen, DataScreen):
+            return
+        bars = screen.query(ReplayBar)
+        bar = bars.first() if bars else None
+        if bar is None:
+            bar = ReplayBar(rp.path.name)
+            screen.mount(bar)
+        bar.show(rp.cursor, rp.duration, self.replay_speed, self.replay_paused)
+
+    def _replay_step(self) -> None:
+        rp = self.replay
+        if rp is None:
+            return
+        step = self.replay_step_s * self.replay_speed
+        if not self.replay_paused and not rp.at_end and rp.advance_to(rp.cursor + step):
+            self.request_refresh()
+        self._show_replay_bar()
+
+    def replay_seek(self, delta_s: float) -> None:
+        """Jump the replay cursor by ``delta_s`` seconds (backwards re-feeds from the start)."""
+        if self.replay is None:
+            return
+        self.replay.seek(self.replay.cursor + delta_s)
+        self.refresh_now()
+        self._show_replay_bar()
+
+    def action_replay_pause(self) -> None:
+        """Pause or resume the replay."""
+        self.replay_paused = not self.replay_paused
+        self._show_replay_bar()
+
+    def action_replay_seek(self, delta_s: float) -> None:
+        """Seek the replay by ``delta_s`` seconds."""
+        self.replay_seek(delta_s)
+
+    def action_replay_speed(self, faster: int) -> None:
+        """Step the replay speed through 0.5x .. 16x."""
+        from fabtop.replay import SPEEDS
+
+        i = min(range(len(SPEEDS)), key=lambda k: abs(SPEEDS[k] - self.replay_speed))
+        i = max(0, min(len(SPEEDS) - 1, i + (1 if faster else -1)))
+        self.replay_speed = SPEEDS[i]
+        self._show_replay_bar()
 
     # refresh -------------------------------------------------------------------
 
@@ -170,6 +248,14 @@ class FabtopApp(App[int]):
             ]),
             ("overview", binding_rows(OverviewScreen.BINDINGS)),
             ("link detail", binding_rows(LinkDetailScreen.BINDINGS)),
+            *(
+                # Only the screen's own keys: Screen's inherited tab/shift+tab are not news.
+                (name, binding_rows(cls.__dict__["BINDINGS"]))
+                for key, (name, spec) in SCREEN_REGISTRY.items()
+                if key != "1" and spec is not None and screen_available(spec)
+                for cls in [load_screen_class(spec)]
+                if cls.__dict__.get("BINDINGS")
+            ),
             ("help", binding_rows(HelpScreen.BINDINGS)),
         ]
 
@@ -233,28 +319,79 @@ class FabtopApp(App[int]):
         self.exit(0)
 
 
-def build_app(cfg: Config, demo: bool = False) -> FabtopApp:
-    """The app over a fresh FabricState and a Session for ``cfg``."""
+REPLAY_BINDINGS = [
+    Binding("space", "replay_pause", "play/pause"),
+    Binding("comma", "replay_seek(-10)", "-10 s", key_display=","),
+    Binding("full_stop", "replay_seek(10)", "+10 s", key_display="."),
+    Binding("less_than_sign", "replay_seek(-60)", "-60 s", show=False, key_display="<"),
+    Binding("greater_than_sign", "replay_seek(60)", "+60 s", show=False, key_display=">"),
+    Binding("minus", "replay_speed(0)", "slower", show=False, key_display="-"),
+    Binding("plus", "replay_speed(1)", "faster", show=False, key_display="+"),
+]
+
+
+class ReplayApp(FabtopApp):
+    """The dashboard fed from a recording: the same screens, plus the replay keys and bar."""
+
+    BINDINGS = [*FabtopApp.BINDINGS, *REPLAY_BINDINGS]
+
+
+def build_app(
+    cfg: Config, demo: bool = False, record: str | None = None, source: Any = None
+) -> FabtopApp:
+    """The app over a fresh FabricState and a Session (or ``source``) for ``cfg``.
+
+    ``record``: also write every frame to that file (raises RecordError if it cannot
+    be created; a later write error is a notification and collection goes on).
+    """
     from fabtop.commands import default_rules
     from fabtop.session import Session
 
-    state = FabricState(cfg.hosts, rules=default_rules())
+    state = FabricState(cfg.hosts, rules=default_rules(cfg))
+    recorder = None
+    if record is not None:
+        from fabtop.record import Recorder
+
+        recorder = Recorder(Path(record), cfg).open()
+    if source is not None:
+        source.state = state
+        return FabtopApp(ViewContext(state, interval=cfg.interval), source, recorder=recorder)
     transports = None
     if demo:
         from fabtop.demo import demo_transports
 
         transports = demo_transports(cfg)
-    session = Session(cfg, state, transports=transports)
-    return FabtopApp(ViewContext(state, interval=cfg.interval), session)
+    session = Session(cfg, state, transports=transports, events=recorder)
+    return FabtopApp(ViewContext(state, interval=cfg.interval), session, recorder=recorder)
 
 
-def run_dashboard(cfg: Config, demo: bool = False, record: str | None = None) -> int:
+def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
+    """The dashboard over a recording (no session: the replay drives the state)."""
+    ctx = ViewContext(replay.state, interval=replay.config.interval, clock=replay.now)
+    app = ReplayApp(ctx, replay=replay)
+    app.replay_speed = min(16.0, max(0.5, speed))
+    return app
+
+
+def run_dashboard(
+    cfg: Config, demo: bool = False, record: str | None = None, source: Any = None
+) -> int:
     """Run the dashboard until the user quits; return the exit code."""
-    if record is not None:
+    from fabtop.record import RecordError
+
+    try:
+        app = build_app(cfg, demo, record, source)
+    except RecordError as e:
         import sys
 
-        print("fabtop: --record is not built yet", file=sys.stderr)
-        return 2
-    app = build_app(cfg, demo)
+        print(f"fabtop: {e}", file=sys.stderr)
+        return 1
+    rc = app.run()
+    return rc if isinstance(rc, int) else (app.return_code or 0)
+
+
+def run_replay(replay: Replay, speed: float = 1.0) -> int:
+    """Replay a recording in the dashboard until the user quits."""
+    app = build_replay_app(replay, speed)
     rc = app.run()
     return rc if isinstance(rc, int) else (app.return_code or 0)

@@ -49,11 +49,30 @@ async def _to_storm_link(app: FabtopApp, pilot: Pilot[int]) -> None:
     await pilot.pause()
 
 
+GPU_THERMAL_S = 122.0  # node4 GPU 1 held in thermal slowdown (gpu_thermal runs 100-130 s)
+
+
+def _at_moment(moment_s: float) -> Callable[[FabtopApp, Pilot[int]], Awaitable[None]]:
+    # The app starts at MOMENT_S; these shots need another moment of the demo cycle, with
+    # all of it in the history (the timeline shows the storm and the thermal episode).
+    async def before(app: FabtopApp, pilot: Pilot[int]) -> None:
+        state, clock, _ = demo_state(moment_s, seed=SEED, history_s=moment_s)
+        app.ctx.state, app.ctx.clock = state, clock
+        await pilot.pause()
+
+    return before
+
+
 SHOTS: tuple[Shot, ...] = (
     Shot("overview", (120, 36)),
     Shot("overview_80x24", (80, 24)),
     Shot("link_detail", (120, 36), ("enter",), _to_storm_link),
     Shot("help", (120, 36), ("question_mark",)),
+    Shot("pfc", (120, 36), ("2",)),
+    Shot("pfc_80x24", (80, 24), ("2",)),
+    Shot("gpus", (160, 36), ("3",), _at_moment(GPU_THERMAL_S)),
+    Shot("inference", (140, 36), ("4",)),
+    Shot("timeline", (140, 44), ("5",), _at_moment(GPU_THERMAL_S)),
 )
 
 

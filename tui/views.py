@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from fabtop.diff import counts_since
 from fabtop.model import SEVERITIES, LinkSample, MetricValue, RateValue
 from fabtop.rates import LinkRates
 from fabtop.state import CONNECTING, DOWN, STALE, UP, FabricState, HostState
@@ -141,22 +142,6 @@ def host_rows(state: FabricState, now: float, interval: float) -> list[HostRow]:
     return rows
 
 
-def _delta(cur: LinkSample, base: LinkSample | None, names: tuple[str, ...]) -> float | None:
-    if base is None:
-        return None
-    out = 0.0
-    seen = False
-    for n in names:
-        c, b = total(cur.metrics.get(n)), total(base.metrics.get(n))
-        if c is None or b is None:
-            continue
-        if c < b:
-            return None  # reset since the baseline: no honest delta
-        out += c - b
-        seen = True
-    return out if seen else None
-
-
 def link_row(
     hs: HostState, link: LinkSample, lr: LinkRates | None, live: bool, base: LinkSample | None
 ) -> LinkRow:
@@ -194,11 +179,11 @@ def link_row(
         temperature_c=link.temperature_c,
         gap=bool(lr is not None and lr.gap),
         live=live,
-        d_loss=_delta(link, base, LOSS_METRICS),
-        d_pause_rx=_delta(link, base, ("rx_pause", "rx_pause_global")),
-        d_pause_tx=_delta(link, base, ("tx_pause", "tx_pause_global")),
-        d_ecn=_delta(link, base, ("ecn_marked",)),
-        d_cnp=_delta(link, base, ("cnp_sent",)),
+        d_loss=counts_since(link, base, LOSS_METRICS),
+        d_pause_rx=counts_since(link, base, ("rx_pause", "rx_pause_global")),
+        d_pause_tx=counts_since(link, base, ("tx_pause", "tx_pause_global")),
+        d_ecn=counts_since(link, base, ("ecn_marked",)),
+        d_cnp=counts_since(link, base, ("cnp_sent",)),
     )
 
 

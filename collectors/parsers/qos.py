@@ -169,3 +169,196 @@ def parse_dcb_pfc(text: str) -> DcbPfc:
     if enabled:
         out.config.pfc_enabled = tuple(sorted(p for p, on in enabled.items() if on))
     return out
+
+
+# --- iproute2 dcb: apptrust, app, ets, buffer -------------------------------------------
+# No capture from real hardware exists for these four; the formats come from iproute2's
+# man pages (dcb-app(8), dcb-ets(8), dcb-buffer(8)) and the commit message that added
+# ``dcb apptrust`` ("order: ethtype stream-port pcp"), and the tests say so.
+
+
+@dataclass(slots=True)
+class DcbApptrust:
+    """``dcb apptrust show dev <dev>``: the selectors the port trusts, in order."""
+
+    order: tuple[str, ...] | None = None
+    trust: str | None = None  # "dscp" or "pcp": whichever of the two comes first
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_dcb_apptrust(text: str) -> DcbApptrust:
+    """Parse ``order: dscp pcp`` (older iproute2 printed ``trust-order:``)."""
+    out = DcbApptrust()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        head, sep, rest = line.partition(":")
+        if sep and head.strip() in ("order", "trust-order"):
+            out.order = tuple(rest.split())
+            out.trust = next((s for s in out.order if s in ("dscp", "pcp")), None)
+        else:
+            _warn(out.warnings, f"unexpected line {line[:60]!r}")
+    return out
+
+
+# Names ``dcb app`` prints for DSCP values (from /etc/iproute2/rt_dsfield) unless -N.
+_DSCP_NAME_RE = re.compile(r"^(?:CS([0-7])|AF([1-4])([1-3])|EF)$")
+
+
+def dscp_value(tok: str) -> int | None:
+    """A DSCP number or its rt_dsfield name (CS3 = 24, AF41 = 34, EF = 46); None otherwise."""
+    if tok.isascii() and tok.isdigit():
+        v = int(tok)
+        return v if 0 <= v <= 63 else None
+    m = _DSCP_NAME_RE.match(tok.upper())
+    if m is None:
+        return None
+    if m.group(1) is not None:
+        return int(m.group(1)) * 8
+    if m.group(2) is not None:
+        return int(m.group(2)) * 8 + int(m.group(3)) * 2
+    return 46
+
+
+@dataclass(slots=True)
+class DcbApp:
+    """``dcb app show dev <dev>``: the application priority table (DSCP rules kept)."""
+
+    dscp2prio: dict[int, int] = field(default_factory=dict)
+    default_prio: tuple[int, ...] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+_APP_KEYS = ("default-prio", "ethtype-prio", "stream-port-prio", "dgram-port-prio",
+             "port-prio", "dscp-prio", "pcp-prio")  # fmt: skip
+
+
+def parse_dcb_app(text: str) -> DcbApp:
+    """Parse ``dscp-prio 0:0 CS3:3 ...`` and friends; one DSCP listed twice keeps the last."""
+    out = DcbApp()
+    key: str | None = None
+    defaults: list[int] = []
+    for tok in text.split():
+        if tok in _APP_KEYS:
+            key = tok
+            continue
+        if key == "default-prio":
+            if tok.isascii() and tok.isdigit() and int(tok) <= 7:
+                defaults.append(int(tok))
+            else:
+                _warn(out.warnings, f"bad default-prio {tok[:40]!r}")
+            continue
+        if key == "dscp-prio":
+            name, sep, prio = tok.rpartition(":")
+            d = dscp_value(name) if sep else None
+            if d is None or not (prio.isascii() and prio.isdigit()) or int(prio) > 7:
+                _warn(out.warnings, f"bad dscp-prio entry {tok[:40]!r}")
+                continue
+            out.dscp2prio[d] = int(prio)
+            continue
+        if key is None:
+            _warn(out.warnings, f"unexpected token {tok[:40]!r}")
+    if defaults:
+        out.default_prio = tuple(defaults)
+    return out
+
+
+@dataclass(slots=True)
+class DcbEts:
+    """``dcb ets show dev <dev>``: ETS keyed like mlnx_qos's (``tc3.tsa``, ``tc3.priorities``)."""
+
+    ets: dict[str, str] = field(default_factory=dict)
+    willing: bool | None = None
+    ets_cap: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+_ETS_MAPS = ("prio-tc", "tc-tsa", "tc-bw", "pg-bw", "reco-prio-tc", "reco-tc-tsa", "reco-tc-bw")
+
+
+def parse_dcb_ets(text: str) -> DcbEts:
+    """Parse ``prio-tc 0:0 ...``, ``tc-tsa 0:ets ...``, ``tc-bw 0:33 ...`` (+ willing, ets-cap)."""
+    out = DcbEts()
+    toks = text.split()
+    i = 0
+    prios_of: dict[int, list[int]] = {}
+    while i < len(toks):
+        tok = toks[i]
+        i += 1
+        if tok in ("willing", "ets-cap", "cbs"):
+            value = toks[i] if i < len(toks) else ""
+            i += 1
+            if tok == "willing":
+                out.willing = {"on": True, "off": False}.get(value)
+            elif tok == "ets-cap" and value.isascii() and value.isdigit():
+                out.ets_cap = int(value)
+            continue
+        if tok not in _ETS_MAPS:
+            _warn(out.warnings, f"unexpected token {tok[:40]!r}")
+            continue
+        while i < len(toks) and (m := _PRIO_PAIR_RE.match(toks[i])):
+            i += 1
+            k, v = int(m.group(1)), m.group(2)
+            if tok == "prio-tc":
+                if v.isascii() and v.isdigit():
+                    prios_of.setdefault(int(v), []).append(k)
+            elif tok == "tc-tsa":
+                out.ets[f"tc{k}.tsa"] = v
+            elif tok == "tc-bw":
+                out.ets[f"tc{k}.bw"] = v
+    for tc, prios in sorted(prios_of.items()):
+        out.ets[f"tc{tc}.priorities"] = ",".join(map(str, prios))
+    return out
+
+
+_SIZE_RE = re.compile(r"^(\d+)([KMG]?)b$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def _size_bytes(text: str) -> int | None:
+    # iproute2 prints sizes with print_size(): 10Kb = 10 KiB, 1Mb = 1 MiB (bytes, not bits).
+    m = _SIZE_RE.match(text)
+    if m is None:
+        return int(text) if text.isascii() and text.isdigit() else None
+    return int(m.group(1)) * _SIZE_MULT[m.group(2).upper()]
+
+
+@dataclass(slots=True)
+class DcbBuffer:
+    """``dcb buffer show dev <dev>``: which buffer each priority uses, and the sizes."""
+
+    prio_buffer: dict[int, int] = field(default_factory=dict)
+    buffer_size: dict[int, int] = field(default_factory=dict)  # bytes
+    total_size: int | None = None  # bytes
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_dcb_buffer(text: str) -> DcbBuffer:
+    """Parse ``prio-buffer 0:0 ...``, ``buffer-size 0:10Kb ...``, ``total-size 1222Kb``."""
+    out = DcbBuffer()
+    toks = text.split()
+    i = 0
+    while i < len(toks):
+        tok = toks[i]
+        i += 1
+        if tok == "total-size":
+            out.total_size = _size_bytes(toks[i]) if i < len(toks) else None
+            i += 1
+            continue
+        if tok not in ("prio-buffer", "buffer-size"):
+            _warn(out.warnings, f"unexpected token {tok[:40]!r}")
+            continue
+        while i < len(toks) and (m := _PRIO_PAIR_RE.match(toks[i])):
+            i += 1
+            k = int(m.group(1))
+            if tok == "prio-buffer":
+                if m.group(2).isascii() and m.group(2).isdigit():
+                    out.prio_buffer[k] = int(m.group(2))
+            else:
+                size = _size_bytes(m.group(2))
+                if size is None:
+                    _warn(out.warnings, f"bad buffer size {m.group(2)[:40]!r}")
+                else:
+                    out.buffer_size[k] = size
+    return out

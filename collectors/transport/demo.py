@@ -64,21 +64,43 @@ class DemoTransport(Transport):
         self.host.restart_probe()
 
     async def stream(self, script: str, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
-        """One frame per tick, as the probe would print it."""
-        del script, args  # the simulation stands in for the probe
+        """One frame per tick, as the probe would print it.
+
+        ``interval_ms=`` and ``ifaces=`` are honoured as the probe would: a second
+        stream on the same host (focus mode) runs at its own interval over its own
+        netdevs, with its own tick bookkeeping, beside the first.
+        """
+        del script  # the simulation stands in for the probe
         if not self._connected:
             raise self.error("not connected")
-        iv = self.clock.fabric.interval_s
+        opts = dict(a.partition("=")[::2] for a in args)
+        fab = self.clock.fabric
+        iv = fab.interval_s
+        only: list[str] | None = None
+        if "interval_ms" in opts and opts["interval_ms"].isdigit():
+            iv = int(opts["interval_ms"]) / 1000
+        if opts.get("ifaces"):
+            only = opts["ifaces"].split(",")
+        own = iv != fab.interval_s or only is not None
+        last = self._last_tick if not own else -1.0
         while self._connected:
-            nxt = max(self._last_tick + iv, self.clock.tick() + iv)
+            tick = math.floor(self.clock.now() / iv + 1e-9) * iv
+            nxt = max(last + iv, tick + iv)
             wait = (nxt - self.clock.now()) / self.clock.speed
             if wait > 0:
                 await asyncio.sleep(wait)
-            t = max(nxt, self.clock.tick())
-            self._last_tick = t
+            tick = math.floor(self.clock.now() / iv + 1e-9) * iv
+            # Never behind the shared simulation: going back would replay it from 0.
+            t = max(nxt, tick, fab.grid_t)
+            last = t
+            if not own:
+                self._last_tick = t
             if not self.host.answers(t):
                 continue  # silent: the connection stays open and nothing arrives
-            yield self.host.frame(t).encode()
+            if own:
+                yield self.host.frame(t, interval=iv, only=only).encode()
+            else:
+                yield self.host.frame(t).encode()
 
     async def run(self, argv: Sequence[str], timeout: float) -> tuple[int, bytes, bytes]:
         """Commands are not simulated: exit status 127, as for a missing tool."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -345,18 +346,29 @@ class SimHost:
             names.append("thunderbolt0")
         return [*names, "eno1"]
 
-    def frame(self, t: float) -> str:
-        """Wire text of this host's probe frame at simulation time ``t`` (see docs/PROBE.md)."""
+    def frame(
+        self, t: float, interval: float | None = None, only: Sequence[str] | None = None
+    ) -> str:
+        """Wire text of this host's probe frame at simulation time ``t`` (see docs/PROBE.md).
+
+        ``interval`` and ``only`` stand in for a second probe run with its own
+        ``interval_ms`` and ``ifaces=`` (focus mode): its frames carry only those netdevs'
+        ``ethtool -S`` and no slow or GPU sections. Counters grow linearly inside a grid
+        cell, so any ``t`` at or after the latest grid time reads exact values.
+        """
         fab = self.fabric
         fab.at(t)
         frac = t - fab.grid_t
-        interval = fab.interval_s
+        interval = interval or fab.interval_s
         seq = round(t / interval)
         clock_s = fab.base_epoch_s + t
         clock_ns = round(clock_s * 1e9)
         slow_every = max(1, round(fab.slow_every_s / interval)) if fab.slow_every_s else 1
-        slow = not self._slow_sent or seq % slow_every == 0
-        self._slow_sent = True
+        if only is None:
+            slow = not self._slow_sent or seq % slow_every == 0
+            self._slow_sent = True
+        else:
+            slow = False
         sections = [
             Section("probe", None, clock_ns, "ok", None, f"interval_ms {int(interval * 1000)}"),
             Section("sysnet", None, clock_ns, "ok", None,
@@ -365,6 +377,8 @@ class SimHost:
                     "\n".join(f"{p} {v}" for p, v in self.sysib_lines(frac))),
         ]  # fmt: skip
         for nd in self.netdevs():
+            if only is not None and nd not in only:
+                continue
             status, detail, text = self.ethtool_s(nd, frac)
             sections.append(Section("ethtool_S", nd, clock_ns, status, detail, text))
         if slow:
@@ -374,7 +388,7 @@ class SimHost:
                 sections.append(
                     Section("mlnx_qos", self.cfg.netdev(i), clock_ns, "ok", None, self.mlnx_qos())
                 )
-        if self.gpus:
+        if self.gpus and only is None:
             # A background reader: its latest line arrived a little before the tick.
             read_ns = clock_ns - 120_000_000
             sections.append(

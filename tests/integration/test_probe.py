@@ -506,3 +506,36 @@ def test_probe_args_keyword_form_keeps_host_dirs_first() -> None:
     assert "ifaces=eth2" in words and "slow_ticks=120" in words
     with pytest.raises(ProbeArgError):
         probe_args(interfaces=["eth2 eth3"])
+
+
+def test_dcb_qos_objects_are_read_on_slow_ticks(
+    node: Path, fixtures_dir: Path, run_probe: list[Probe]
+) -> None:
+    # A shim dcb answering with the real PFC capture and, for apptrust/app/ets/buffer
+    # (no capture exists), the examples of iproute2's man pages and commit message.
+    pfc = fixtures_dir / "qos/dcb_pfc_show_mlxsw_spectrum_commitmsg_iproute2.txt"
+    _write_tool(node / "bin", "dcb", f"""case "$1 $2" in
+"pfc show") cat "{pfc}" ;;
+"apptrust show") echo "order: dscp pcp" ;;
+"app show") echo "dscp-prio 0:0 CS3:3 CS6:6" ;;
+"ets show") printf 'prio-tc 0:0 1:0 2:0 3:3 4:0 5:0 6:0 7:0\\ntc-tsa 0:ets 3:ets\\n' ;;
+"buffer show") printf 'prio-buffer 0:0 3:3\\nbuffer-size 0:10Kb 3:1Mb\\ntotal-size 1222Kb\\n' ;;
+*) exit 1 ;;
+esac
+""")
+    probe = _start(run_probe, _shell_argv("dash", _args(node)), node)
+    first, second = probe.frames(2)
+    for kind, word in (("dcb_pfc", "pg-pfc"), ("dcb_apptrust", "order:"),
+                       ("dcb_app", "dscp-prio"), ("dcb_ets", "prio-tc"),
+                       ("dcb_buffer", "total-size")):  # fmt: skip
+        sec = first.find(kind, "eth0")
+        assert sec is not None and sec.status == "ok" and word in sec.text, kind
+        assert second.find(kind) is None, kind  # slow cadence
+
+    from collectors.assemble import assemble
+
+    link = assemble("node", first).links
+    qos = next(lk.qos for lk in link.values() if lk.netdev == "eth0")
+    assert qos is not None
+    # mlnx_qos (also on this node) wins; dcb fills nothing it already said
+    assert qos.source == "mlnx_qos" and qos.trust == "dscp"

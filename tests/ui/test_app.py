@@ -339,3 +339,23 @@ async def test_only_the_visible_screen_refreshes() -> None:
         assert overview.refreshes == n
         detail = app.screen
         assert isinstance(detail, LinkDetailScreen) and detail.refreshes >= 2
+
+
+async def test_rows_scrolled_into_view_show_the_latest_tick() -> None:
+    # Off-screen rows skip the per-tick cell work; scrolling to them must catch them up.
+    app, state, clock = make(hosts=12)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        t = links(app)
+        last = t.row_keys()[-1]
+        assert t.row_count > t.size.height  # the last link starts off-screen
+        host = last.split("\x1f")[0]
+        assert "grey" not in str(t.get_cell(last, "host").style)
+        for _ in range(3):  # the last link's host goes silent
+            tick(app, state, clock, [h for h in state.hosts if h != host])
+        await pilot.pause()
+        t.move_cursor(row=t.row_count - 1)  # scrolls the last link into view
+        await pilot.pause()
+        assert t.row_keys()[-1] == last
+        assert "grey" in str(t.get_cell(last, "host").style)
+        assert "grey" in str(t.get_cell(last, "state").style)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.text import Text
-
 from tui import format as fmt
 from tui.views import STATUS_ORDER, HostRow
-from tui.widgets.keyed_table import Column, KeyedTable
+from tui.widgets.keyed_table import Column, KeyedTable, Spec
 
 DIM = "grey50"
 STATUS_CELL = {
@@ -31,20 +29,20 @@ def host_columns(width: int) -> list[Column]:
     return cols
 
 
-def host_cells(r: HostRow) -> dict[str, Text]:
+def host_cells(r: HostRow) -> dict[str, Spec]:
     """The cells of one host row; rows of hosts that are not up are greyed out."""
     base = "" if r.live else DIM
     label, style = STATUS_CELL.get(r.status, (r.status, ""))
     err = (r.error or "").replace("\n", " ")
     return {
-        "host": Text(r.name, style=base or "bold"),
-        "status": Text(label, style=style),
-        "age": Text(fmt.age(r.age_s), style=base, justify="right"),
-        "rtt": Text(fmt.ms(r.rtt_s), style=base, justify="right"),
-        "links": Text(str(r.links) if r.links else fmt.DASH, style=base, justify="right"),
-        "gpus": Text(str(r.gpus) if r.gpus else fmt.DASH, style=base, justify="right"),
-        "tokens": Text(fmt.si(r.tokens_per_s), style=base, justify="right"),
-        "error": Text(err, style="red" if err else base, no_wrap=True, overflow="ellipsis"),
+        "host": Spec(r.name, base or "bold"),
+        "status": Spec(label, style),
+        "age": Spec(fmt.age(r.age_s), base, "right"),
+        "rtt": Spec(fmt.ms(r.rtt_s), base, "right"),
+        "links": Spec(str(r.links) if r.links else fmt.DASH, base, "right"),
+        "gpus": Spec(str(r.gpus) if r.gpus else fmt.DASH, base, "right"),
+        "tokens": Spec(fmt.si(r.tokens_per_s), base, "right"),
+        "error": Spec(err, "red" if err else base, None, True, "ellipsis"),
     }
 
 

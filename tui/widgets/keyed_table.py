@@ -1,18 +1,24 @@
 """A DataTable that is synced by row key: cells update in place, rows come and go by set.
 
 Rebuilding a table every tick loses the cursor and scroll position and costs a full
-re-layout; here a tick touches only the cells whose text changed.
+re-layout; here a tick touches only the cells whose text changed. Cells may be given
+as ``Spec`` tuples, which are compared before any ``Text`` is built, and rendered cells
+are cached per cell, so a refresh re-renders only what changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+from rich.console import JustifyMethod, OverflowMethod
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
+from textual.cache import LRUCache
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 
 @dataclass(slots=True, frozen=True)
@@ -28,6 +34,42 @@ class Column:
 Cell = Text
 
 
+class Spec(NamedTuple):
+    """A cell as plain data: text (or (text, style) parts), style and layout; cheap to compare."""
+
+    body: str | tuple[tuple[str, str], ...]
+    style: str = ""
+    justify: JustifyMethod | None = None
+    no_wrap: bool | None = None
+    overflow: OverflowMethod | None = None
+
+    def text(self) -> Text:
+        """The ``Text`` this spec describes."""
+        body = self.body
+        if isinstance(body, str):
+            return Text(body, self.style, justify=self.justify, no_wrap=self.no_wrap,
+                        overflow=self.overflow)
+        t = Text(style=self.style, justify=self.justify, no_wrap=self.no_wrap,
+                 overflow=self.overflow)
+        for part, style in body:
+            t.append(part, style)
+        return t
+
+
+CellInput = Text | Spec
+
+
+def _sig(cell: CellInput) -> object:
+    """What decides whether a cell must be redrawn."""
+    if isinstance(cell, Spec):
+        return cell
+    return (cell.plain, str(cell.style), tuple(cell.spans), cell.justify, cell.overflow)
+
+
+def _text(cell: CellInput) -> Text:
+    return cell.text() if isinstance(cell, Spec) else cell
+
+
 class KeyedTable(DataTable[Cell]):
     """Rows keyed by a string; ``sync`` applies a full desired state with minimal changes."""
 
@@ -40,9 +82,15 @@ class KeyedTable(DataTable[Cell]):
             id=id, classes=classes, cursor_type="row", zebra_stripes=False, cell_padding=1
         )
         self._columns: tuple[Column, ...] = ()
-        self._cells: dict[str, dict[str, tuple[str, str]]] = {}
+        self._cells: dict[str, dict[str, object]] = {}
         self._order: list[str] = []
         self.rebuilds = 0  # column-set changes; a test checks ticks do not rebuild
+        # Rendered cells that outlive DataTable's own cache: that one is keyed by a
+        # table-wide update counter, so one update_cell re-renders every visible cell.
+        # Entries hold the cell object they were made from; a replaced cell misses.
+        self._cell_lines: LRUCache[tuple[object, ...], tuple[object, list[list[Segment]]]] = (
+            LRUCache(10000)
+        )
 
     def set_columns(self, columns: Sequence[Column]) -> None:
         """Replace the column set (only when it changed: a resize across a width class)."""
@@ -63,25 +111,36 @@ class KeyedTable(DataTable[Cell]):
         """Keys of the shown columns, in order."""
         return tuple(c.key for c in self._columns)
 
-    def sync(self, rows: Sequence[tuple[str, dict[str, Cell]]]) -> None:
+    def sync(self, rows: Sequence[tuple[str, Mapping[str, CellInput]]]) -> None:
         """Make the table show exactly ``rows`` (key, cells by column key), in that order."""
         wanted = {k for k, _ in rows}
+        cache = self._cells
+        changed = False
         with self.app.batch_update():
-            for gone in [k for k in self._cells if k not in wanted]:
+            for gone in [k for k in cache if k not in wanted]:
                 self.remove_row(gone)
-                del self._cells[gone]
+                del cache[gone]
             keys = self.column_keys
             for key, cells in rows:
-                old = self._cells.get(key)
-                sig = {c: (cells[c].plain, str(cells[c].style)) for c in keys}
+                old = cache.get(key)
+                sig = {c: _sig(cells[c]) for c in keys}
                 if old is None:
-                    self.add_row(*(cells[c] for c in keys), key=key)
-                    self._cells[key] = sig
+                    self.add_row(*(_text(cells[c]) for c in keys), key=key)
+                    cache[key] = sig
                     continue
+                if old == sig:
+                    continue
+                # update_cell bumps the table-wide update counter and schedules a repaint
+                # per call; write the changed cells and do both once.
+                data = self._data[RowKey(key)]
                 for c in keys:
                     if old[c] != sig[c]:
-                        self.update_cell(key, c, cells[c])
-                self._cells[key] = sig
+                        data[ColumnKey(c)] = _text(cells[c])
+                        changed = True
+                cache[key] = sig
+            if changed:
+                self._update_count += 1
+                self.refresh()
             order = [k for k, _ in rows]
             if order != self._order:
                 rank = {k: i for i, k in enumerate(order)}
@@ -93,6 +152,35 @@ class KeyedTable(DataTable[Cell]):
                     by_cell[id(self.get_cell(k, first))] = rank[k]
                 self.sort(first, key=_ranker(by_cell))
                 self._order = order
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._cell_lines.clear()
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        column_key = self._column_locations.get_key(column_index)
+        row_key = self._row_locations.get_key(row_index) if row_index >= 0 else None
+        if column_index < 0 or column_key is None or (row_index >= 0 and row_key is None):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        # the header's cell is the column's label
+        cell: object = (self.columns[column_key].label if row_key is None
+                        else self._data[row_key][column_key])
+        key = (row_key, column_key, row_index, column_index, base_style, width, cursor, hover,
+               self._show_hover_cursor, self._pseudo_class_state, self.show_cursor)
+        hit = self._cell_lines.get(key)
+        if hit is not None and hit[0] is cell:
+            return hit[1]
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        self._cell_lines[key] = (cell, lines)
+        return lines
 
     def row_keys(self) -> list[str]:
         """Row keys in display order."""

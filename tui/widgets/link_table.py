@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-
-from rich.text import Text
 
 from fabtop.history import History
 from tui import format as fmt
 from tui.views import LinkRow
-from tui.widgets.keyed_table import Column, KeyedTable
+from tui.widgets.keyed_table import Column, KeyedTable, Spec
 
 DIM = "grey50"
 SPARK_W = 5
+VIEW_MARGIN = 8  # rows beyond the visible ones whose cells are kept current
 # A pause-time ratio above this is a storm in the making (the rules decide the finding).
 STORM_RATIO = 0.5
 
@@ -76,49 +75,50 @@ def link_columns(width: int, delta: bool) -> list[Column]:
     return cols
 
 
+_KIND_LABEL = {"roce": "RoCE", "ib": "IB", "tb": "TB", "virtual": "virt", "netdev": "eth"}
+
+
 def _kind(r: LinkRow) -> str:
-    return {"roce": "RoCE", "ib": "IB", "tb": "TB", "virtual": "virt",
-            "netdev": "eth"}.get(r.kind, r.kind[:4])
+    return _KIND_LABEL.get(r.kind) or r.kind[:4]
 
 
-def _state(r: LinkRow) -> Text:
+def _state(r: LinkRow) -> Spec:
     s = r.state or fmt.DASH
     if s in ("up", "active"):
-        return Text("up", "green" if r.live else DIM)
+        return Spec("up", "green" if r.live else DIM)
     if s in ("down", "disabled"):
-        return Text(s[:4].upper(), "bold red")
-    return Text(s[:4], "yellow")
+        return Spec(s[:4].upper(), "bold red")
+    return Spec(s[:4], "yellow")
 
 
-def _bad(v: float | None, style: str, base: str) -> Text:
-    return Text(fmt.si(v), style=style if v and base != DIM else base, justify="right")
+def _bad(v: float | None, style: str, base: str) -> Spec:
+    return Spec(fmt.si(v), style if v and base != DIM else base, "right")
 
 
 def link_cells(r: LinkRow, spark: Callable[[LinkRow, str], str] | None, delta: bool,
-               link_w: int = 13) -> dict[str, Text]:
+               link_w: int = 13) -> dict[str, Spec]:
     """The cells of one link row."""
     base = "" if r.live else DIM
-    cells: dict[str, Text] = {
-        "host": Text(r.host, base or "bold", no_wrap=True, overflow="ellipsis"),
-        "link": Text(fmt.middle(r.lid, link_w), base, no_wrap=True),
-        "type": Text(f"{_kind(r):<4} {fmt.speed(r.speed_gbps):>4}", base),
+    cells: dict[str, Spec] = {
+        "host": Spec(r.host, base or "bold", None, True, "ellipsis"),
+        "link": Spec(fmt.middle(r.lid, link_w), base, None, True),
+        "type": Spec(f"{_kind(r):<4} {fmt.speed(r.speed_gbps):>4}", base),
         "state": _state(r),
     }
     for side, bps in (("rx", r.rx_bps), ("tx", r.tx_bps)):
-        t = Text(justify="right", no_wrap=True)
+        parts: list[tuple[str, str]] = []
         if spark is not None:
-            t.append(spark(r, side), "cyan" if not base else DIM)
-            t.append(" ")
+            parts.append((spark(r, side), "cyan" if not base else DIM))
+            parts.append((" ", ""))
         if r.gap:
-            t.append(" gap ", "bold magenta" if not base else DIM)
+            parts.append((" gap ", "bold magenta" if not base else DIM))
         else:
-            t.append(fmt.gbps(bps).rjust(5), base or "bold")
-        cells[side] = t
+            parts.append((fmt.gbps(bps).rjust(5), base or "bold"))
+        cells[side] = Spec(tuple(parts), "", "right", True)
     line = r.line_ratio
-    cells["line"] = Text(fmt.pct(line), justify="right",
-                         style=base or ("bold" if line is not None and line >= 0.8 else ""))
-    share = r.rdma_share
-    cells["rdma"] = Text(fmt.pct(share), justify="right", style=base)
+    cells["line"] = Spec(fmt.pct(line), base or ("bold" if line is not None and line >= 0.8
+                                                  else ""), "right")
+    cells["rdma"] = Spec(fmt.pct(r.rdma_share), base, "right")
     storm = r.pause_time_ratio is not None and r.pause_time_ratio >= STORM_RATIO
     pause_style = "bold white on red" if storm else "yellow"
     if delta:
@@ -136,7 +136,7 @@ def link_cells(r: LinkRow, spark: Callable[[LinkRow, str], str] | None, delta: b
     temp = r.temperature_c
     tstyle = base or ("bold red" if temp and temp >= 90 else "yellow" if temp and temp >= 80
                       else "")
-    cells["temp"] = Text(fmt.celsius(temp), tstyle, justify="right")
+    cells["temp"] = Spec(fmt.celsius(temp), tstyle, "right")
     return cells
 
 
@@ -146,6 +146,10 @@ class LinkTable(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.sort_spec: SortSpec = SORTS[0]
+        # The arguments of the last ``show``: scrolling re-shows with them, so rows that
+        # come into view get the cells a tick would have given them.
+        self._shown: tuple[Sequence[LinkRow], int, History | None, float, bool] | None = None
+        self._window = (0, 0)
 
     def cycle_sort(self) -> SortSpec:
         """Next sort column (the 'o' key)."""
@@ -173,7 +177,7 @@ class LinkTable(KeyedTable):
                 s = history.get((r.host, r.lid, f"{side}_bps"))
                 if s is None:
                     return " " * SPARK_W
-                _, vals = s.points(span)
+                vals = s.last(SPARK_W, span)
                 # Scale to line rate, so a steady link is a steady mid-height line and
                 # an idle one lies flat; without a known speed, leave headroom over the peak.
                 if r.speed_gbps:
@@ -188,4 +192,31 @@ class LinkTable(KeyedTable):
             ordered = sorted(rows, key=SORTS[0].value)  # type: ignore[arg-type]
             ordered.sort(key=spec.value, reverse=True)  # type: ignore[arg-type]
         link_w = next((c.width or 13) for c in cols if c.key == "link")
-        self.sync([(r.key, link_cells(r, spark, delta, link_w)) for r in ordered])
+        self._shown = (rows, width, history, interval, delta)
+        # Cells (sparklines above all) cost per row: only rows on screen, or about to be,
+        # are recomputed; a row scrolled away keeps its last cells until it comes back.
+        lo, hi = self._visible_rows()
+        self._window = (lo, hi)
+        known = self._cells
+        out: list[tuple[str, Mapping[str, Spec | object]]] = []
+        for i, r in enumerate(ordered):
+            key = r.key
+            old = known.get(key)
+            if old is None or lo <= i < hi:
+                out.append((key, link_cells(r, spark, delta, link_w)))
+            else:
+                out.append((key, old))
+        self.sync(out)  # type: ignore[arg-type]
+
+    def _visible_rows(self) -> tuple[int, int]:
+        """Row positions on screen, with a margin for a keypress or two of scrolling."""
+        top = int(self.scroll_y)
+        height = max(self.size.height, 1)
+        return max(0, top - VIEW_MARGIN), top + height + VIEW_MARGIN
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        lo, hi = self._window
+        top = int(new_value)
+        if self._shown is not None and (top < lo or top + self.size.height > hi):
+            self.show(*self._shown)

@@ -1,0 +1,70 @@
+"""Recording size per host-hour and replay speed, on the demo fabric.
+
+    .venv/bin/python benchmarks/record_replay.py [--sim-seconds 300]
+
+Records the demo (4 simulated hosts, mlx5 RoCE ports, GPUs, inference servers) with the
+simulation sped up, then replays the file through the live path (FabricState.apply_frame,
+rates, rules) as fast as it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fabtop.commands import default_rules
+from fabtop.demo import demo_config
+from fabtop.record import FRAME, Recorder, RecordingReader, demo_transports_at
+from fabtop.replay import Replay
+from fabtop.session import Session
+from fabtop.state import FabricState
+
+SPEED = 25.0
+
+
+async def record(path: Path, sim_seconds: float) -> Recorder:
+    cfg = demo_config(1.0)
+    state = FabricState(cfg.hosts, rules=default_rules(cfg))
+    rec = Recorder(path, cfg).open()
+    session = Session(cfg, state, transports=demo_transports_at(cfg, SPEED), events=rec)
+    task = asyncio.create_task(session.run())
+    await asyncio.sleep(sim_seconds / SPEED)
+    await session.stop()
+    task.cancel()
+    rec.close()
+    return rec
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sim-seconds", type=float, default=300.0)
+    ns = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "bench.fabrec"
+        asyncio.run(record(path, ns.sim_seconds))
+        size = path.stat().st_size
+        frames = sum(1 for r in RecordingReader(path).records() if r.kind == FRAME)
+        raw = sum(len(r.body) for r in RecordingReader(path).records() if r.kind == FRAME)
+        per_frame = size / max(frames, 1)
+        print(f"recorded {frames} frames ({raw / 1e6:.1f} MB of probe text) "
+              f"into {size / 1e6:.2f} MB: {raw / max(size, 1):.1f}x compression")
+        print(f"size per host-hour at 1 Hz: {per_frame * 3600 / 1e6:.1f} MB "
+              f"({per_frame / 1e3:.2f} kB per frame)")
+        t0 = time.perf_counter()
+        rp = Replay(path)
+        rp.advance_to(rp.duration)
+        dt = time.perf_counter() - t0
+        sim_s = frames / max(len(rp.frames_per_host), 1)
+        print(f"replay through the live path: {frames / dt:.0f} frames/s, "
+              f"{sim_s / dt:.0f}x real time for {len(rp.frames_per_host)} hosts at 1 Hz "
+              f"({dt:.2f} s for {sim_s:.0f} host-seconds each)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Inference /metrics through a real sshd: the token rate shown matches the server's."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from fabtop.config import Config, HostConfig, SshTarget
+from fabtop.session import Session
+from fabtop.state import FabricState
+from tests.integration.sshd import Sshd
+
+pytestmark = pytest.mark.sshd
+
+GEN_RATE = 1500.0
+PROMPT_RATE = 400.0
+_T0 = time.monotonic()
+
+
+class _Vllm(BaseHTTPRequestHandler):
+    """A vLLM-shaped /metrics whose counters grow with wall time at a known rate."""
+
+    def do_GET(self) -> None:
+        if self.path != "/metrics":
+            self.send_response(404)
+            self.end_headers()
+            return
+        t = time.monotonic() - _T0
+        body = (
+            "# HELP vllm:generation_tokens_total Number of generation tokens processed.\n"
+            "# TYPE vllm:generation_tokens_total counter\n"
+            f'vllm:generation_tokens_total{{model_name="m"}} {GEN_RATE * t:.3f}\n'
+            "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n"
+            "# TYPE vllm:prompt_tokens_total counter\n"
+            f'vllm:prompt_tokens_total{{model_name="m"}} {PROMPT_RATE * t:.3f}\n'
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+            "# TYPE vllm:num_requests_running gauge\n"
+            'vllm:num_requests_running{model_name="m"} 7.0\n'
+            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            'vllm:num_requests_waiting{model_name="m"} 2.0\n'
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def vllm_port() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Vllm)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+async def _run(sshd: Sshd, host: HostConfig, seconds: float, **kw: object) -> FabricState:
+    cfg = Config(hosts=[host], interval=0.5)
+    state = FabricState(cfg.hosts)
+    session = Session(cfg, state, transports={host.name: sshd.transport(name=host.name)},
+                      **kw)  # type: ignore[arg-type]
+    task = asyncio.create_task(session.run())
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        await session.stop()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return state
+
+
+def _target(sshd: Sshd) -> SshTarget:
+    return SshTarget(sshd.host, sshd.user, sshd.port)
+
+
+def _readings(state: FabricState, name: str) -> dict[str, dict[str, float | None]]:
+    hs = state.hosts[name]
+    assert hs.rates is not None and hs.sample is not None, hs.error
+    return hs.rates.inference
+
+
+async def test_configured_url_token_rate_through_sshd(sshd: Sshd, vllm_port: int) -> None:
+    url = f"http://127.0.0.1:{vllm_port}/metrics"
+    host = HostConfig("gpu1", ssh=_target(sshd), inference=(url,))
+    state = await _run(sshd, host, 3.5, discover_inference=False)
+    rates = _readings(state, "gpu1")[url]
+    gen, prompt = rates["generated_tokens_per_s"], rates["prompt_tokens_per_s"]
+    assert gen is not None and abs(gen - GEN_RATE) / GEN_RATE < 0.02, gen
+    assert prompt is not None and abs(prompt - PROMPT_RATE) / PROMPT_RATE < 0.02, prompt
+    inf = state.hosts["gpu1"].sample.inference[0]  # type: ignore[union-attr]
+    assert (inf.server, inf.model, inf.requests_running, inf.requests_waiting) == (
+        "vllm", "m", 7.0, 2.0)
+    # every rate the history kept agrees, not only the last one
+    series = state.history.get(("gpu1", url, "generated_tokens_per_s"))
+    assert series is not None
+    _, values = series.points(60.0)
+    shown = [v for v in values if v is not None]
+    assert len(shown) >= 3
+    assert all(abs(v - GEN_RATE) / GEN_RATE < 0.02 for v in shown), shown
+
+
+async def test_discovery_finds_the_server_without_config(sshd: Sshd, vllm_port: int) -> None:
+    from tests.integration.sshd import free_port
+
+    closed = free_port()
+    host = HostConfig("gpu2", ssh=_target(sshd))
+    state = await _run(sshd, host, 3.5, discovery_ports=(closed, vllm_port))
+    url = f"http://127.0.0.1:{vllm_port}/metrics"
+    rates = _readings(state, "gpu2")
+    assert list(rates) == [url]  # the closed port is not shown as a server
+    gen = rates[url]["generated_tokens_per_s"]
+    assert gen is not None and abs(gen - GEN_RATE) / GEN_RATE < 0.02, gen

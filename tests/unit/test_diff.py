@@ -1,0 +1,67 @@
+"""Counter deltas: resets and missing counters, significance order, snapshot and 'r' parity."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fabtop.diff import (
+    DiffError,
+    counts_since,
+    diff_docs,
+    elapsed_s,
+    load_point,
+    metric_delta,
+    render_text,
+)
+from fabtop.model import LinkSample
+
+
+def _doc(clock_s: float, metrics: dict[str, object]) -> dict[str, object]:
+    return {"schema": "fabtop.snapshot/1", "hosts": [
+        {"name": "n1", "clock_ns": int(clock_s * 1e9),
+         "links": [{"id": "mlx5_0/1", "metrics": metrics}]}]}
+
+
+def test_reset_and_missing_counters_have_no_delta() -> None:
+    assert metric_delta(150, 100) == 50
+    assert metric_delta(10, 100) is None  # went backwards: reset, not -90
+    assert metric_delta(None, 100) is None and metric_delta(5, None) is None
+    assert metric_delta({"3": 12, "4": 1}, {"3": 2, "4": 5}) == {3: 10.0}
+
+
+def test_errors_come_before_pauses_before_bytes() -> None:
+    a = _doc(100.0, {"rx_bytes": 0, "rx_phy_errors": 5, "rx_pause": {"3": 0}, "rx_discards": 1})
+    b = _doc(110.0, {"rx_bytes": 10**12, "rx_phy_errors": 6, "rx_pause": {"3": 5000},
+                     "rx_discards": 1})
+    rows = diff_docs(a, b)
+    assert [(r.metric, r.priority) for r in rows] == [
+        ("rx_phy_errors", None), ("rx_pause", 3), ("rx_bytes", None)]
+    assert rows[1].rate_per_s == pytest.approx(500.0)
+    assert elapsed_s(a, b) == pytest.approx(10.0)
+    text = render_text(rows, 10.0)
+    assert "rx_phy_errors" in text.splitlines()[2] and "1.00T" in text
+
+
+def test_dashboard_baseline_and_diff_agree() -> None:
+    base = LinkSample(id="l", metrics={"rx_pause": {3: 10}, "rx_pause_global": 1})
+    cur = LinkSample(id="l", metrics={"rx_pause": {3: 25}, "rx_pause_global": 3})
+    assert counts_since(cur, base, ("rx_pause", "rx_pause_global")) == 17.0
+    rows = diff_docs(_doc(0, {"rx_pause": {"3": 10}, "rx_pause_global": 1}),
+                     _doc(1, {"rx_pause": {"3": 25}, "rx_pause_global": 3}))
+    assert sum(r.delta for r in rows) == 17.0
+    cur.metrics["rx_pause_global"] = 0
+    assert counts_since(cur, base, ("rx_pause", "rx_pause_global")) is None
+
+
+def test_load_point_errors_name_the_input(tmp_path: Path) -> None:
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps({"schema": "other"}))
+    with pytest.raises(DiffError, match=r"x\.json: not a fabtop\.snapshot/1"):
+        load_point(str(p))
+    with pytest.raises(DiffError, match="needs a time"):
+        load_point(str(tmp_path / "run.fabrec"))
+    with pytest.raises(DiffError, match="not a number"):
+        load_point(str(tmp_path / "run.fabrec") + "@soon")

@@ -1,0 +1,238 @@
+"""What the PFC screen shows, as plain data: pause matrix rows, who pauses whom, QoS side by side.
+
+No widgets here: the screen and its tests read the same rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from fabtop.model import Finding, LinkSample, QosConfig, RateValue
+from fabtop.state import FabricState
+
+PRIOS = tuple(range(8))
+SEP = "\x1f"
+
+# Findings about lossless traffic, ECN and the config they depend on.
+PFC_RULES = frozenset({
+    "pfc_storm", "pfc_pressure", "pfc_stall", "pfc_disabled_prio", "pfc_mismatch",
+    "trust_mismatch", "lossless_drops", "roce_out_of_sequence", "congestion_without_ecn",
+    "mtu_mismatch", "roce_mtu_low", "firmware_mismatch",
+})  # fmt: skip
+
+# "Hard" pausing for who-pauses-whom without a finding: the pfc_pressure threshold
+# (a quarter of the time) or, without duration counters, pfc_storm's frame rate.
+PAIR_MIN_RATIO = 0.25
+PAIR_MIN_PER_S = 500.0
+
+
+def _prio_map(v: RateValue | None) -> dict[int, float]:
+    return dict(v) if isinstance(v, dict) else {}
+
+
+@dataclass(slots=True)
+class PauseRow:
+    """One port in one direction: pause frames/s and pause time ratio per priority."""
+
+    host: str
+    link_id: str
+    label: str  # host/netdev
+    direction: str  # "rx" (being paused) | "tx" (sending pauses)
+    per_s: dict[int, float] = field(default_factory=dict)
+    ratio: dict[int, float] = field(default_factory=dict)
+    pfc: tuple[int, ...] | None = None
+
+    @property
+    def key(self) -> str:
+        """Stable row key."""
+        return SEP.join((self.host, self.link_id, self.direction))
+
+    def level(self, prio: int) -> float:
+        """How hard this priority pauses, 0..1 (frames/s scaled when no duration counter)."""
+        if prio in self.ratio:
+            return self.ratio[prio]
+        return min(1.0, self.per_s.get(prio, 0.0) / 1e4)
+
+
+def _label(host: str, link: LinkSample) -> str:
+    return f"{host}/{link.netdev or link.id}"
+
+
+def pause_rows(state: FabricState) -> list[PauseRow]:
+    """Every port that reports per-priority pause counters, rx then tx, in host order."""
+    out: list[PauseRow] = []
+    for host, hs in state.hosts.items():
+        if hs.sample is None:
+            continue
+        for lid, link in hs.sample.links.items():
+            lr = hs.rates.links.get(lid) if hs.rates is not None else None
+            fresh = lr is not None and not lr.gap
+            rates = lr.rates if lr is not None and fresh else {}
+            has_prio = any(
+                isinstance(v, dict) for k, v in link.metrics.items() if "pause" in k
+            )
+            if not has_prio:
+                continue
+            for d in ("rx", "tx"):
+                out.append(PauseRow(
+                    host, lid, _label(host, link), d,
+                    _prio_map(rates.get(f"{d}_pause_per_s")),
+                    _prio_map(rates.get(f"{d}_pause_time_ratio")),
+                    link.qos.pfc_enabled if link.qos else None,
+                ))  # fmt: skip
+    # The hardest-pausing ports on top, so a storm is on screen even at 80x24; the
+    # rest keep host order (sorted() is stable).
+    # A port sending pauses (a congested or stuck receiver) outranks the ones it pauses.
+    heat: dict[tuple[str, str], list[float]] = {}
+    for r in out:
+        h = heat.setdefault((r.host, r.link_id), [0.0, 0.0])
+        i = 0 if r.direction == "tx" else 1
+        h[i] = max(h[i], *(r.level(p) for p in PRIOS))
+    return sorted(out, key=lambda r: [-round(v, 1) for v in heat[(r.host, r.link_id)]])
+
+
+@dataclass(slots=True)
+class PausePair:
+    """A port sending pauses on ``prio`` (the congested receiver) and the ports it pauses."""
+
+    prio: int
+    sender: str  # host/netdev that sends the pauses: the stuck or congested receiver
+    sender_level: float  # its tx pause time ratio (or scaled frames/s)
+    paused: tuple[str, ...]  # ports receiving pauses on the same priority right now
+    storm: bool  # backed by an active pfc_storm finding
+
+
+def _hard(row: PauseRow, prio: int) -> bool:
+    if prio in row.ratio:
+        return row.ratio[prio] >= PAIR_MIN_RATIO
+    return row.per_s.get(prio, 0.0) >= PAIR_MIN_PER_S
+
+
+def pause_pairs(rows: Sequence[PauseRow], findings: Iterable[Finding]) -> list[PausePair]:
+    """Who pauses whom: pfc_storm evidence first, then what the live rates show."""
+    out: list[PausePair] = []
+    seen: set[tuple[int, str]] = set()
+    for f in findings:
+        if f.rule != "pfc_storm":
+            continue
+        stuck = f.evidence.get("stuck_receiver")
+        prio_txt = f.subject.rsplit("/", 1)[-1]
+        if not isinstance(stuck, str) or not prio_txt.startswith("prio"):
+            continue
+        prio = int(prio_txt[4:]) if prio_txt[4:].isdigit() else -1
+        if (prio, stuck) in seen:
+            continue
+        seen.add((prio, stuck))
+        peers = f.evidence.get("paused_peers")
+        paused = tuple(p.strip() for p in peers.split(",")) if isinstance(peers, str) else ()
+        level = f.evidence.get("tx_pause_time_ratio")
+        out.append(PausePair(prio, stuck, float(level) if isinstance(level, float | int)
+                             else 1.0, paused, True))  # fmt: skip
+    for prio in PRIOS:
+        senders = [r for r in rows if r.direction == "tx" and _hard(r, prio)]
+        receivers = [r.label for r in rows if r.direction == "rx" and _hard(r, prio)]
+        for s in sorted(senders, key=lambda r: -r.level(prio)):
+            if (prio, s.label) in seen:
+                continue
+            seen.add((prio, s.label))
+            paused = tuple(x for x in receivers if x != s.label)
+            out.append(PausePair(prio, s.label, s.level(prio), paused, False))
+    return out
+
+
+QOS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("trust", "trust"),
+    ("pfc", "PFC prio"),
+    ("ecn_np", "ECN np"),
+    ("ecn_rp", "ECN rp"),
+    ("dscp", "DSCP→prio"),
+    ("mtu", "MTU"),
+    ("fw", "firmware"),
+    ("driver", "driver"),
+)
+
+
+def prio_list(prios: tuple[int, ...] | None) -> str:
+    """``3`` / ``0-7`` / ``none`` / ``-`` (not reported)."""
+    if prios is None:
+        return "-"
+    if not prios:
+        return "none"
+    if list(prios) == list(range(prios[0], prios[-1] + 1)) and len(prios) > 2:
+        return f"{prios[0]}-{prios[-1]}"
+    return ",".join(map(str, prios))
+
+
+def _dscp(q: QosConfig | None) -> str:
+    # The lossless priority's DSCP codes are what a mismatch would break; show their count
+    # per priority compactly: "26→3" style would not fit, so the priorities that own codes.
+    if q is None or not q.dscp2prio:
+        return "-"
+    by_prio: dict[int, list[int]] = {}
+    for d, p in q.dscp2prio.items():
+        by_prio.setdefault(p, []).append(d)
+    if all(sorted(ds) == list(range(p * 8, p * 8 + 8)) for p, ds in by_prio.items()):
+        return "dscp/8"  # the default: DSCP d goes to priority d >> 3
+    return ";".join(f"{p}:{min(ds)}-{max(ds)}" if len(ds) > 1 else f"{p}:{ds[0]}"
+                    for p, ds in sorted(by_prio.items()))  # fmt: skip
+
+
+def _firmware(fw: str | None) -> str:
+    return fw.split(" ")[0] if fw else "-"
+
+
+@dataclass(slots=True)
+class QosRow:
+    """One RDMA port's lossless config; ``odd`` names cells that differ from its peers."""
+
+    key: str
+    label: str
+    kind: str
+    cells: dict[str, str]
+    odd: set[str] = field(default_factory=set)
+
+
+def qos_rows(state: FabricState) -> list[QosRow]:
+    """The QoS config of every RDMA port side by side, mismatches against the majority marked."""
+    rows: list[QosRow] = []
+    for host, hs in state.hosts.items():
+        if hs.sample is None:
+            continue
+        for lid, link in hs.sample.links.items():
+            if link.kind not in ("roce", "ib") and link.qos is None:
+                continue
+            q = link.qos
+            driver = link.driver or "-"
+            if link.driver_version:
+                driver += f" {link.driver_version}"
+            rows.append(QosRow(SEP.join((host, lid)), _label(host, link), link.kind, {
+                "trust": (q.trust if q and q.trust else "-"),
+                "pfc": prio_list(q.pfc_enabled if q else None),
+                "ecn_np": prio_list(q.ecn_np_enabled if q else None),
+                "ecn_rp": prio_list(q.ecn_rp_enabled if q else None),
+                "dscp": _dscp(q),
+                "mtu": str(link.mtu) if link.mtu is not None else "-",
+                "fw": _firmware(link.firmware),
+                "driver": driver,
+            }))  # fmt: skip
+    # Compare like with like: an IB HCA's firmware line is not a RoCE NIC's.
+    for kind in {r.kind for r in rows}:
+        group = [r for r in rows if r.kind == kind]
+        if len(group) < 2:
+            continue
+        for col, _ in QOS_COLUMNS:
+            counts = Counter(r.cells[col] for r in group if r.cells[col] != "-")
+            if len(counts) < 2:
+                continue
+            majority = counts.most_common(1)[0][0]
+            for r in group:
+                if r.cells[col] not in ("-", majority):
+                    r.odd.add(col)
+    return sorted(rows, key=lambda r: not r.odd)  # mismatches first, else host order
+
+
+def pfc_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings the PFC screen lists, worst first (as the state keeps them)."""
+    return [f for f in findings if f.rule in PFC_RULES]

@@ -1,0 +1,93 @@
+"""Inference servers table: one row per server, token rates and latencies, cluster total."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from fabtop.state import FabricState
+from tui import format as fmt
+from tui.widgets.keyed_table import Column, KeyedTable
+
+COLUMNS = (
+    Column("host", "Host", 10, False),
+    Column("url", "URL", 26, False),
+    Column("server", "Server", 8, False),
+    Column("model", "Model", 20, False),
+    Column("gen", "gen tok/s", 9),
+    Column("prompt", "prompt tok/s", 12),
+    Column("run", "run", 5),
+    Column("wait", "wait", 5),
+    Column("ttft50", "TTFT p50", 8),
+    Column("ttft99", "TTFT p99", 8),
+    Column("itl50", "ITL p50", 8),
+    Column("itl99", "ITL p99", 8),
+    Column("error", "Error", 24, False),
+)
+TOTAL_KEY = "\x1fcluster"
+
+
+def _count(v: float | None) -> str:
+    return fmt.DASH if v is None else f"{v:.0f}"
+
+
+def inference_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
+    """A row per server, then the cluster total of the token rates."""
+    rows: list[tuple[str, dict[str, Text]]] = []
+    totals: dict[str, float | None] = {"gen": None, "prompt": None, "run": None, "wait": None}
+
+    def add(k: str, v: float | None) -> None:
+        if v is not None:
+            totals[k] = (totals[k] or 0.0) + v
+
+    for name, hs in state.hosts.items():
+        s = hs.sample
+        if s is None:
+            continue
+        rates = hs.rates.inference if hs.rates is not None else {}
+        for inf in s.inference:
+            r = rates.get(inf.url) or {}
+            gen, prompt = r.get("generated_tokens_per_s"), r.get("prompt_tokens_per_s")
+            add("gen", gen)
+            add("prompt", prompt)
+            add("run", inf.requests_running)
+            add("wait", inf.requests_waiting)
+            waiting = inf.requests_waiting
+            rows.append((f"{name}\x1f{inf.url}", {
+                "host": Text(name),
+                "url": Text(inf.url, "dim"),
+                "server": Text(inf.server or fmt.DASH),
+                "model": Text(inf.model or fmt.DASH),
+                "gen": Text(fmt.si(gen), "bold", justify="right"),
+                "prompt": Text(fmt.si(prompt), justify="right"),
+                "run": Text(_count(inf.requests_running), justify="right"),
+                "wait": Text(_count(waiting), "yellow" if waiting else "", justify="right"),
+                "ttft50": Text(fmt.ms(r.get("ttft_p50_s")), justify="right"),
+                "ttft99": Text(fmt.ms(r.get("ttft_p99_s")), justify="right"),
+                "itl50": Text(fmt.ms(r.get("itl_p50_s")), justify="right"),
+                "itl99": Text(fmt.ms(r.get("itl_p99_s")), justify="right"),
+                "error": Text(inf.error or "", "bold red"),
+            }))
+    if rows:
+        rows.append((TOTAL_KEY, {
+            "host": Text("cluster", "bold"),
+            "url": Text(f"{len(rows)} server{'s' if len(rows) != 1 else ''}", "dim"),
+            "gen": Text(fmt.si(totals["gen"]), "bold", justify="right"),
+            "prompt": Text(fmt.si(totals["prompt"]), "bold", justify="right"),
+            "run": Text(_count(totals["run"]), justify="right"),
+            "wait": Text(_count(totals["wait"]), justify="right"),
+        }))
+    return rows
+
+
+class InferenceTable(KeyedTable):
+    """Every inference server of every host."""
+
+    def on_mount(self) -> None:
+        self.set_columns(COLUMNS)
+
+    def show(self, state: FabricState) -> None:
+        """Sync with the state."""
+        if not self.column_keys:
+            self.set_columns(COLUMNS)
+        self.sync([(k, {c.key: cells.get(c.key) or Text('') for c in COLUMNS})
+                   for k, cells in inference_rows(state)])

@@ -1,0 +1,153 @@
+"""GPU table: one row per host and GPU, throttle reasons spelled out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.text import Text
+
+from fabtop.model import GpuSample, HostSample
+from fabtop.state import FabricState
+from tui import format as fmt
+from tui.widgets.keyed_table import Column, KeyedTable
+
+# Parser names (nvidia_smi REASON_BITS; amd_smi "throttled") in the words nvidia-smi -q uses.
+REASON_TEXT: dict[str, str] = {
+    "gpu_idle": "idle",
+    "applications_clocks_setting": "applications clocks setting",
+    "sw_power_cap": "SW power cap",
+    "hw_slowdown": "HW slowdown",
+    "sync_boost": "sync boost",
+    "sw_thermal_slowdown": "SW thermal slowdown",
+    "hw_thermal_slowdown": "HW thermal slowdown",
+    "hw_power_brake_slowdown": "HW power brake slowdown",
+    "display_clock_setting": "display clock setting",
+    "throttled": "throttled (reason not reported)",
+}
+GPU_SECTIONS = ("gpu_nvidia", "gpu_amd")
+
+COLUMNS = (
+    Column("host", "Host", 8, False),
+    Column("gpu", "GPU", 3, False),
+    Column("name", "Name", 20, False),
+    Column("util", "Util", 4),
+    Column("mem", "Mem used/total", 14),
+    Column("power", "W/limit", 8),
+    Column("clocks", "SM/mem MHz", 10),
+    Column("temp", "Temp/mem", 8),
+    Column("throttle", "Clocks limited by", 40, False),
+    Column("fan", "Fan", 4),
+    Column("pcie", "PCIe", 6),
+    Column("pcie_io", "PCIe rx/tx", 11),
+    Column("bus", "Bus", 12, False),
+)
+
+
+def spell_reasons(reasons: Iterable[str]) -> str:
+    """Throttle reasons as words ("HW thermal slowdown, SW power cap")."""
+    return ", ".join(REASON_TEXT.get(r, r.replace("_", " ")) for r in reasons)
+
+
+def is_thermal(g: GpuSample) -> bool:
+    """The GPU's clocks are held down for heat."""
+    return any("thermal" in r for r in g.throttle_reasons)
+
+
+def gpu_section_problem(sample: HostSample) -> str | None:
+    """Why the host's GPU data is not current (nvidia-smi hung or failed), or None."""
+    for sec in sample.sections:
+        if sec.kind in GPU_SECTIONS and sec.status != "ok" and sec.status != "missing":
+            detail = f": {sec.detail}" if sec.detail else ""
+            return f"GPU data {sec.status}{detail}"
+    return None
+
+
+def short_bus(bus_id: str | None) -> str:
+    """nvidia-smi's 8-digit PCI domain in the usual 4-digit form (0000:18:00.0)."""
+    if bus_id is None:
+        return fmt.DASH
+    domain, sep, rest = bus_id.partition(":")
+    if sep and len(domain) == 8 and domain.startswith("0000"):
+        return f"{domain[4:]}:{rest}".lower()
+    return bus_id.lower()
+
+
+def _num(v: float | None, digits: int = 0) -> str:
+    return fmt.DASH if v is None else f"{v:.{digits}f}"
+
+
+def _pair(a: float | None, b: float | None, digits: int = 0) -> str:
+    if a is None and b is None:
+        return fmt.DASH
+    return f"{_num(a, digits)}/{_num(b, digits)}"
+
+
+def _mem(g: GpuSample) -> str:
+    if g.memory_used_mib is None and g.memory_total_mib is None:
+        return fmt.DASH
+    gib = [None if v is None else v / 1024 for v in (g.memory_used_mib, g.memory_total_mib)]
+    return f"{_num(gib[0], 1)}/{_num(gib[1], 0)} GiB"
+
+
+def gpu_cells(g: GpuSample) -> dict[str, Text]:
+    """One GPU's row; colour only where something is wrong."""
+    thermal = is_thermal(g)
+    reasons = spell_reasons(g.throttle_reasons)
+    r_style = "bold red" if thermal else ("yellow" if reasons else "")
+    t_style = "bold red" if thermal else ""
+    pcie = f"G{g.pcie_gen}x{g.pcie_width}" if g.pcie_gen or g.pcie_width else fmt.DASH
+    io = fmt.DASH
+    if g.pcie_rx_kbps is not None or g.pcie_tx_kbps is not None:
+        io = "/".join(fmt.si(None if v is None else v * 1e3) + "B" if v is not None else fmt.DASH
+                      for v in (g.pcie_rx_kbps, g.pcie_tx_kbps))
+    temp = fmt.celsius(g.temperature_c)
+    if g.memory_temperature_c is not None:
+        temp += f"/{fmt.celsius(g.memory_temperature_c)}"
+    util = fmt.DASH if g.utilization_pct is None else f"{g.utilization_pct:.0f}%"
+    fan = fmt.DASH if g.fan_pct is None else f"{g.fan_pct:.0f}%"
+    return {
+        "gpu": Text(str(g.index)),
+        "name": Text(g.name or fmt.DASH),
+        "bus": Text(short_bus(g.bus_id), "dim"),
+        "util": Text(util, justify="right"),
+        "mem": Text(_mem(g), justify="right"),
+        "power": Text(_pair(g.power_w, g.power_limit_w), justify="right"),
+        "clocks": Text(_pair(g.sm_clock_mhz, g.mem_clock_mhz), t_style, justify="right"),
+        "temp": Text(temp, t_style, justify="right"),
+        "fan": Text(fan, justify="right"),
+        "pcie": Text(pcie, justify="right"),
+        "pcie_io": Text(io, justify="right"),
+        "throttle": Text(reasons or "none", r_style or "dim"),
+    }
+
+
+def gpu_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
+    """Rows of every host's GPUs; a host whose GPU reading failed gets one row saying so."""
+    rows: list[tuple[str, dict[str, Text]]] = []
+    for name, hs in state.hosts.items():
+        s = hs.sample
+        if s is None:
+            continue
+        problem = gpu_section_problem(s)
+        if problem is not None:
+            rows.append((f"{name}\x1fstale", {
+                "host": Text(name, "bold"), "name": Text(problem, "bold yellow")}))
+        for g in s.gpus:
+            cells = gpu_cells(g)
+            cells["host"] = Text(name)
+            rows.append((f"{name}\x1f{g.index}", cells))
+    return rows
+
+
+class GpuTable(KeyedTable):
+    """Every GPU of every host."""
+
+    def on_mount(self) -> None:
+        self.set_columns(COLUMNS)
+
+    def show(self, state: FabricState) -> None:
+        """Sync with the state."""
+        if not self.column_keys:
+            self.set_columns(COLUMNS)
+        self.sync([(k, {c.key: cells.get(c.key) or Text('') for c in COLUMNS})
+                   for k, cells in gpu_rows(state)])

@@ -1,0 +1,90 @@
+"""Thermal panel: GPU and NIC temperatures, module high-temperature events, CPU throttling."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.widgets import Static
+
+from fabtop.model import HostSample
+from fabtop.state import FabricState
+from tui import format as fmt
+from tui.widgets.gpu_table import gpu_section_problem, is_thermal
+
+
+@dataclass(slots=True)
+class ThrottleRate:
+    """Increase per second of each host's CPU thermal throttle count, frame to frame."""
+
+    last: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # count, clock, seq
+    rate: dict[str, float | None] = field(default_factory=dict)
+
+    def update(self, s: HostSample) -> float | None:
+        """The latest rate for ``s``'s host (None until two frames carried a count)."""
+        n = s.cpu_throttle_count
+        if n is None:
+            self.rate[s.host] = None
+            return None
+        prev = self.last.get(s.host)
+        if prev is not None and prev[2] != s.seq:
+            dt = (s.clock_ns - prev[1]) / 1e9
+            d = n - prev[0]
+            self.rate[s.host] = d / dt if dt > 0 and d >= 0 else None
+        if prev is None or prev[2] != s.seq:
+            self.last[s.host] = (n, s.clock_ns, s.seq)
+        return self.rate.get(s.host)
+
+
+def host_thermal_line(s: HostSample, cpu_rate: float | None) -> Text:
+    """One host's temperatures and throttling as one line."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(f"{s.host:<10}", "bold")
+    problem = gpu_section_problem(s)
+    if problem is not None:
+        t.append(f" {problem} ", "bold yellow")
+    for g in s.gpus:
+        style = "bold red" if is_thermal(g) else ""
+        t.append(f" gpu{g.index} {fmt.celsius(g.temperature_c)}", style)
+        if g.memory_temperature_c is not None:
+            t.append(f"/{fmt.celsius(g.memory_temperature_c)}", style)
+        if is_thermal(g):
+            t.append(" SLOWDOWN", "bold red")
+    nics = [(lid, ln) for lid, ln in sorted(s.links.items()) if ln.temperature_c is not None]
+    if nics:
+        t.append("  NIC", "dim")
+        for lid, ln in nics:
+            t.append(f" {ln.netdev or lid} {fmt.celsius(ln.temperature_c)}")
+    events = 0
+    for ln in s.links.values():
+        v = ln.metrics.get("module_high_temp_events")
+        events += v if isinstance(v, int) else 0
+    has_events = any("module_high_temp_events" in ln.metrics for ln in s.links.values())
+    if has_events:
+        t.append("  module high-temp events ", "dim")
+        t.append(str(events), "bold red" if events else "")
+    if s.cpu_throttle_count is not None:
+        t.append("  CPU throttled ", "dim")
+        t.append(f"{s.cpu_throttle_count:,}")
+        if cpu_rate is not None:
+            t.append(f" (+{fmt.si(cpu_rate)}/s)", "bold red" if cpu_rate > 0 else "dim")
+    return t
+
+
+class ThermalPanel(Static):
+    """One line per host: what is hot and what is being slowed down by heat."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.throttle = ThrottleRate()
+
+    def show(self, state: FabricState) -> None:
+        """Redraw from the state."""
+        out = Text("thermal", "bold")
+        for hs in state.hosts.values():
+            s = hs.sample
+            if s is None:
+                continue
+            out.append("\n")
+            out.append_text(host_thermal_line(s, self.throttle.update(s)))
+        self.update(out)

@@ -1,0 +1,95 @@
+"""The PFC matrix: one row per port and direction, one column per priority 0-7."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from tui import format as fmt
+from tui.pfc_views import PRIOS, PauseRow
+from tui.widgets.keyed_table import Cell, Column, KeyedTable
+
+MODES = ("time", "frames")  # pause time % of the interval, pause frames per second
+STORM = 0.99  # the pfc_storm rule's default pause ratio
+PRESSURE = 0.25  # the pfc_pressure rule's default
+
+
+def pause_pct(ratio: float | None) -> str:
+    """Pause time as a percentage in 4 characters; 99.x keeps its decimal (storm or not)."""
+    if ratio is None:
+        return fmt.DASH
+    p = ratio * 100
+    if p <= 0:
+        return "0"
+    if p < 1:
+        return "<1"
+    if 99.5 <= p < 100:
+        return f"{p:.1f}"
+    return f"{min(p, 100):.0f}"
+
+
+def cell(row: PauseRow, prio: int, mode: str) -> Cell:
+    """One priority's cell: text in the mode, colour by how hard it pauses."""
+    if mode == "time" and prio in row.ratio:
+        text = pause_pct(row.ratio[prio])
+    elif prio in row.per_s:
+        text = fmt.si(row.per_s[prio])
+    else:
+        return Text(fmt.DASH, "dim", justify="right")
+    level = row.level(prio)
+    moving = row.per_s.get(prio, 0.0) > 0 or row.ratio.get(prio, 0.0) > 0
+    if level >= STORM:
+        style = "bold white on red"
+    elif level >= PRESSURE:
+        style = "bold yellow"
+    elif row.pfc is not None and prio not in row.pfc and moving:
+        style = "bold magenta"  # pauses on a priority without PFC
+    elif not moving:
+        style = "dim"
+    else:
+        style = ""
+    return Text(text, style, justify="right")
+
+
+class PauseMatrix(KeyedTable):
+    """rx (being paused) and tx (sending pauses) per port, per priority."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.mode = MODES[0]
+
+    def column_set(self, width: int) -> list[Column]:
+        """Port, direction and the 8 priorities; the port column takes what is left."""
+        unit = "%" if self.mode == "time" else "/s"
+        port_w = max(12, min(28, width - 4 - 8 * 6 - 4))
+        return [
+            Column("port", "port", port_w, numeric=False),
+            Column("dir", "", 2, numeric=False),
+            *(Column(f"p{p}", f"p{p}{unit}" if p == 0 else f"p{p}", 4) for p in PRIOS),
+        ]
+
+    def show(self, rows: Sequence[PauseRow], width: int) -> None:
+        """Sync with ``rows``; the port name is written on its rx line only."""
+        cols = self.column_set(width)
+        self.set_columns(cols)
+        port_w = cols[0].width or 20
+        out: list[tuple[str, dict[str, Cell]]] = []
+        hot_ports = {(r.host, r.link_id) for r in rows
+                     if max((r.level(p) for p in PRIOS), default=0.0) >= PRESSURE}  # fmt: skip
+        for r in rows:
+            label = fmt.middle(r.label, port_w) if r.direction == "rx" else ""
+            hot = (r.host, r.link_id) in hot_ports
+            cells: dict[str, Cell] = {
+                "port": Text(label, "bold" if hot else ""),
+                "dir": Text(r.direction, "dim"),
+            }
+            for p in PRIOS:
+                cells[f"p{p}"] = cell(r, p, self.mode)
+            out.append((r.key, cells))
+        self.sync(out)
+
+    def cycle_mode(self) -> str:
+        """Switch between pause time % and pause frames/s."""
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        return self.mode
