@@ -59,7 +59,10 @@ async def watch(config: Config, state: FabricState, seconds: float, frames: int,
 async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
     """Two frames ``interval`` apart from every host, written atomically; 1 if a host failed."""
     state = FabricState(config.hosts, rules=default_rules(config))
-    await watch(config, state, seconds=0.0, frames=2, timeout=ns.timeout, demo=ns.demo)
+    # A token rate needs two /metrics readings, and readings ride on frames after the
+    # first: hosts with an inference server get one more frame.
+    frames = 3 if any(h.inference for h in config.hosts) else 2
+    await watch(config, state, seconds=0.0, frames=frames, timeout=ns.timeout, demo=ns.demo)
     doc = snapshot.build(state, config.interval)
     text = snapshot.render(doc, ns.format)
     if ns.output and ns.output != "-":

@@ -185,8 +185,8 @@ class Recorder:
 
     def metrics(self, host: str, readings: list[MetricsReading]) -> None:
         """Keep one /metrics poll of a host, bodies raw."""
-        rows = [{"url": r.url, "status": r.status, "body": r.body, "error": r.error}
-                for r in readings]
+        rows = [{"url": r.url, "status": r.status, "body": r.body, "error": r.error,
+                 "read_s": r.read_s} for r in readings]
         self._put(METRICS, {"t": self._t(), "host": host, "readings": rows})
 
     def evaluated(self) -> None:
@@ -357,6 +357,7 @@ def metrics_readings(record: Record) -> list[MetricsReading]:
             status=int(status) if isinstance(status, int) else None,
             body=r.get("body") if isinstance(r.get("body"), str) else None,
             error=r.get("error") if isinstance(r.get("error"), str) else None,
+            read_s=float(r["read_s"]) if isinstance(r.get("read_s"), int | float) else None,
         ))
     return out
 

@@ -7,6 +7,7 @@ HostConfig into a transport and a probe command line.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import contextlib
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ class MetricsReading:
     status: int | None = None  # HTTP status; None when the fetch itself failed
     body: str | None = None
     error: str | None = None  # the one-line error when there was no response
+    read_s: float | None = None  # local monotonic time the server read its counters (midpoint)
 
 
 class EventTap(Protocol):
@@ -59,10 +61,13 @@ class EventTap(Protocol):
 def inference_sample(reading: MetricsReading, where: str) -> InferenceSample:
     """Turn one raw /metrics fetch into an InferenceSample (live and replay share this)."""
     if reading.error is not None or reading.status is None:
-        return InferenceSample(url=reading.url, error=reading.error or f"{where}: no response")
-    if reading.status != 200:
-        return InferenceSample(url=reading.url, error=f"{where}: HTTP {reading.status}")
-    return parse_inference_metrics(reading.body or "", reading.url)
+        sample = InferenceSample(url=reading.url, error=reading.error or f"{where}: no response")
+    elif reading.status != 200:
+        sample = InferenceSample(url=reading.url, error=f"{where}: HTTP {reading.status}")
+    else:
+        sample = parse_inference_metrics(reading.body or "", reading.url)
+    sample.read_s = reading.read_s
+    return sample
 
 
 def make_transport(host: HostConfig, config: Config) -> Transport:
@@ -226,10 +231,8 @@ class Session:
                     if self.events is not None:
                         self.events.metrics(host.name, raw)
                     readings = []
-                    for r, read_s in timed:
-                        sample = inference_sample(r, f"{host.name}: {r.url}")
-                        sample.read_s = read_s
-                        readings.append(sample)
+                    for r, _ in timed:
+                        readings.append(inference_sample(r, f"{host.name}: {r.url}"))
                     self.state.apply_inference(host.name, readings)
                 delay = self.config.interval - (time.monotonic() - started)
                 if probing is not None:  # pick up a discovered server as soon as it answers
@@ -246,7 +249,8 @@ class Session:
         # midpoint is what rates divide by (see InferenceSample.read_s).
         sent = time.monotonic()
         reading = await self._fetch_raw(transport, host, url)
-        return reading, (sent + time.monotonic()) / 2
+        read_s = (sent + time.monotonic()) / 2
+        return dataclasses.replace(reading, read_s=read_s), read_s
 
     async def _fetch_metrics(
         self, transport: Transport, host: HostConfig, url: str

@@ -48,9 +48,6 @@ def test_demo_snapshot_gpus_and_servers(doc: dict[str, Any]) -> None:
         assert isinstance(inf[k], (int, float)) and inf[k] >= 0, (k, inf)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "snapshot stops after 2 frames; a token rate needs two /metrics readings riding two "
-    "frames after the first one, so it is null until snapshot_command waits for 3 frames"))
 def test_demo_snapshot_has_a_token_rate(doc: dict[str, Any]) -> None:
     inf = next(i for h in doc["hosts"] for i in h["inference"])
     for k in ("generated_tokens_per_s", "prompt_tokens_per_s"):
