@@ -26,6 +26,7 @@ from collectors.parsers.ethtool import DriverInfo, parse_ethtool_info, parse_eth
 from collectors.parsers.qos import (
     parse_dcb_app,
     parse_dcb_apptrust,
+    parse_dcb_buffer,
     parse_dcb_ets,
     parse_dcb_pfc,
     parse_mlnx_qos,
@@ -328,11 +329,12 @@ def _dcb_extras(
     frame: Frame, ndev: str, cfg: QosConfig | None, warn: _Warner
 ) -> QosConfig | None:
     # iproute2 dcb fills what mlnx_qos did not report (hosts without mlnx-tools).
-    # Buffers (dcb buffer) are parsed, but QosConfig has no field for them yet.
     trust_sec = _tool_output(frame, "dcb_apptrust", ndev, warn)
     app_sec = _tool_output(frame, "dcb_app", ndev, warn)
     ets_sec = _tool_output(frame, "dcb_ets", ndev, warn)
-    found = [s for s in (trust_sec, app_sec, ets_sec) if s is not None and s.text.strip()]
+    buf_sec = _tool_output(frame, "dcb_buffer", ndev, warn)
+    found = [s for s in (trust_sec, app_sec, ets_sec, buf_sec)
+             if s is not None and s.text.strip()]
     if not found:
         return cfg
     if cfg is None:
@@ -349,6 +351,11 @@ def _dcb_extras(
         parsed_ets = parse_dcb_ets(ets_sec.text)
         warn.add(ets_sec.kind, ndev, parsed_ets.warnings)
         cfg.ets = parsed_ets.ets or None
+    if buf_sec is not None and buf_sec.text.strip() and cfg.prio_buffer is None:
+        parsed_buf = _memo(parse_dcb_buffer, buf_sec.text)
+        warn.add(buf_sec.kind, ndev, parsed_buf.warnings)
+        cfg.prio_buffer = dict(parsed_buf.prio_buffer) or None
+        cfg.buffer_size = dict(parsed_buf.buffer_size) or None
     return cfg
 
 

@@ -69,6 +69,8 @@ class QosConfig:
     ecn_np_enabled: tuple[int, ...] | None = None
     ecn_rp_enabled: tuple[int, ...] | None = None
     ets: dict[str, str] | None = None
+    prio_buffer: dict[int, int] | None = None  # priority -> receive buffer (dcb buffer)
+    buffer_size: dict[int, int] | None = None  # buffer -> bytes
 
 
 @dataclass(slots=True)

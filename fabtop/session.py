@@ -7,8 +7,8 @@ HostConfig into a transport and a probe command line.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -102,6 +102,23 @@ def test_dcb_pfc_section_used_without_mlnx_qos(fixtures_dir: Path, roce_frame: F
     assert qos is not None and (qos.source, qos.pfc_enabled) == ("dcb", (1, 7))
 
 
+def test_dcb_buffer_and_failed_dcb_tools(fixtures_dir: Path, roce_frame: Frame) -> None:
+    # dcb-buffer(8) example text (no real capture exists); a dcb that failed is one warning.
+    buf = ("prio-buffer 0:0 1:0 2:0 3:1 4:0 5:0 6:0 7:0\n"
+           "buffer-size 0:10Kb 1:1Mb 2:0b 3:0b 4:0b 5:0b 6:0b 7:0b\n")
+    failed = Section("dcb_ets", "eth0", 1, "error", "rc=1",
+                     "Attribute read: Operation not supported")
+    frame = _frame(*roce_frame.sections, _sec("dcb_buffer", "eth0", buf), failed)
+    sample = assemble("gpu1", frame)
+    qos = sample.links["eth0"].qos
+    assert qos is not None and qos.prio_buffer is not None and qos.buffer_size is not None
+    assert qos.prio_buffer[3] == 1 and qos.buffer_size[1] == 1024 * 1024
+    assert qos.ets is None
+    assert [w for w in sample.warnings if "dcb_ets" in w] == [
+        "gpu1: dcb_ets eth0: error (rc=1): Attribute read: Operation not supported"
+    ]
+
+
 def test_ib_ports_without_netdev(fixtures_dir: Path) -> None:
     root = fixtures_dir / "sysfs/prometheus_node_exporter/sys/class/infiniband"
     sample = assemble("ib1", _frame(_sec("sysib", None, sysfs_dump(root))))
