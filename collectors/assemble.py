@@ -160,11 +160,16 @@ def _driver_infos(frame: Frame, warn: _Warner) -> dict[str, DriverInfo]:
 
 def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
-    for s in _texts(frame, "ethtool_S"):
+    for s in frame.all("ethtool_S"):  # an empty timed-out section still needs saying
         if not s.subject:
             continue
-        # A timed-out dump is partial but real; an error exit printed a message instead.
-        if s.status in ("ok", "timeout") or _tool_output(frame, s.kind, s.subject, warn):
+        # A timed-out dump is partial but real (parsed, and said); an error exit printed a
+        # message instead of counters (said, not parsed).
+        if s.status == "error" and (not s.text.strip() or "no stats available" in s.text):
+            continue  # a driver without ethtool stats (thunderbolt-net, veth): nothing to say
+        if s.status != "ok":
+            _tool_output(frame, s.kind, s.subject, warn)
+        if s.status in ("ok", "timeout"):
             stats = parse_ethtool_stats(s.text)
             warn.add(s.kind, s.subject, stats.warnings)
             out[s.subject] = stats.counters

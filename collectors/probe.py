@@ -144,10 +144,16 @@ def probe_args(
     interfaces: Sequence[str] | None = None,
     max_frames: int = 0,
     gpu: str = "auto",
-    timeout_s: float = 2.0,
+    timeout_s: float | None = None,
     slow_ticks: int | None = None,
 ) -> list[str]:
-    """Validated argument words; the host's ``path`` dirs come before the sbin defaults."""
+    """Validated argument words; the host's ``path`` dirs come before the sbin defaults.
+
+    A hung tool is killed after ``timeout_s``: by default 80 % of the interval (at most
+    2 s), so a frame with a hung tool still ships within its own tick.
+    """
+    if timeout_s is None:
+        timeout_s = round(min(2.0, max(0.1, 0.8 * interval_ms / 1000)), 2)
     dirs = list(dict.fromkeys([*(path or ()), *ProbeArgs.path_default()]))
     return build_argv(
         ProbeArgs(

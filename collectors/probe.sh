@@ -23,7 +23,7 @@
 # - the optional GPU reader: one persistent `nvidia-smi ... -lms`, lines prefixed `G `
 #   by a `while read` loop (each writer writes whole short lines: pipe writes stay atomic);
 # - the awk reads every listed sysfs file with getline/close (no fork per file) and runs
-#   the tools of a tick in one `sh -c` batch, each under `timeout`.
+#   the tools of a tick all at once, each in its own pipe under `timeout`.
 # When stdout closes (channel gone) awk dies on SIGPIPE; the ticker notices its next
 # write failing (at most 1 s later) and stops the GPU reader, which stops nvidia-smi.
 
@@ -432,30 +432,30 @@ function job(kind, subj, cmd) {
 	JK[nj] = kind; JS[nj] = subj; JC[nj] = cmd
 }
 function has(t) { return index(HAVE, " " t " ") > 0 }
-function run_jobs(   i, sh, l, cur, n, rc, st, det, k, c) {
+# Every tool of a tick runs at once, each in its own pipe under `timeout`, so one hung
+# tool costs the frame one timeout, not one per interface. Each shell prints an empty
+# line first: reading it starts them all before the first one is drained.
+function run_jobs(   i, l, n, c, k, rc, st, det) {
 	if (nj == 0) return
-	sh = "exec </dev/null 2>&1"
-	for (i = 1; i <= nj; i++)
-		sh = sh "; printf \"%s\\n\" \"" NONCE " b " i "\"; " TKC JC[i] "; printf \"%s\\n\" \"" NONCE " e $?\""
-	cur = 0
-	for (i = 1; i <= nj; i++) { JN[i] = 0; JR[i] = "" }
-	while ((sh | getline l) > 0) {
-		c = index(l, NONCE " ")
-		if (c > 1) {
-			# output without a final newline: our marker is glued to its last line
-			if (cur && JN[cur] < 100000) { n = ++JN[cur]; JL[cur, n] = substr(l, 1, c - 1) }
-			l = substr(l, c)
-			c = 1
-		}
-		if (c == 1) {
-			split(l, k, " ")
-			if (k[2] == "b") cur = k[3] + 0
-			else if (k[2] == "e" && cur) { JR[cur] = k[3]; cur = 0 }
-			continue
-		}
-		if (cur && JN[cur] < 100000) { n = ++JN[cur]; JL[cur, n] = l }
+	for (i = 1; i <= nj; i++) {
+		JN[i] = 0; JR[i] = ""
+		JP[i] = "exec </dev/null 2>&1; echo; " TKC JC[i] "; printf \"%s\\n\" \"" NONCE " e $?\""
+		JP[i] | getline l
 	}
-	close(sh)
+	for (i = 1; i <= nj; i++) {
+		while ((JP[i] | getline l) > 0) {
+			c = index(l, NONCE " e ")
+			if (c > 0) {
+				# output without a final newline: our marker is glued to its last line
+				if (c > 1 && JN[i] < 100000) { n = ++JN[i]; JL[i, n] = substr(l, 1, c - 1) }
+				split(substr(l, c), k, " ")
+				JR[i] = k[3]
+				continue
+			}
+			if (JN[i] < 100000) { n = ++JN[i]; JL[i, n] = l }
+		}
+		close(JP[i])
+	}
 	for (i = 1; i <= nj; i++) {
 		rc = JR[i]; det = ""
 		if (rc == "") { st = "error"; det = "no exit status" }

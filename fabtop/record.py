@@ -396,7 +396,8 @@ async def record_command(
     max_mb: float | None = None, duration: float | None = None,
     log: Callable[[str], None] | None = None,
 ) -> int:
-    """Record until --duration, --max-size, SIGINT/SIGTERM; 0 on a clean close, 1 on error."""
+    """Record until --duration, --max-size, SIGINT/SIGTERM; 0 on a clean close, 2 if the file
+    could not be written (as ``snapshot``)."""
     import asyncio
     import signal
     import sys
@@ -419,7 +420,7 @@ async def record_command(
         rec.open()
     except RecordError as e:
         say(f"fabtop: {e}")
-        return 1
+        return 2
     state = FabricState(config.hosts, rules=default_rules(config))
     transports = demo_transports_at(config, demo_speed) if demo else None
     session = Session(config, state, transports=transports, events=rec)
@@ -442,7 +443,7 @@ async def record_command(
         rec.close("stopped")
     if rec.error is not None:
         say(f"fabtop: {rec.error}")
-        return 1
+        return 2
     why = ended[0].split(": recording stopped: ")[-1] if ended else rec.stopped or "stopped"
     say(f"fabtop: {rec.frames} frame(s), {rec.bytes_written / 1e6:.2f} MB written to {path} "
         f"({why})")

@@ -148,7 +148,9 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
                 "gpus": gpus,
                 "inference": inference,
                 "sections": [asdict(x) for x in s.sections] if s else [],
-                "warnings": list(s.warnings) if s else [],
+                # The host's recent distinct warnings, not only this frame's: the probe
+                # says some things (a refused interface name) once, on its first frame.
+                "warnings": list(hs.warnings),
             }
         )
     return {

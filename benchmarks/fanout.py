@@ -1,0 +1,47 @@
+"""Fan-out: 64 hosts at 1 Hz over a real sshd on loopback (prints, never asserts).
+
+One OpenSSH sshd on 127.0.0.1 serves every host (its own name, its own small sysfs
+tree); a Session collects them all. Prints the sample age a 10 Hz viewer sees (p50/p99)
+and the collector's CPU share. Needs /usr/sbin/sshd.
+
+    .venv/bin/python benchmarks/fanout.py [--hosts 64] [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.integration.sshd import Sshd  # noqa: E402
+from tests.testbed.fleet import fanout, fleet_config  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--hosts", type=int, default=64)
+    p.add_argument("--seconds", type=float, default=20.0)
+    ns = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        sshd = Sshd(Path(tmp) / "sshd")
+        try:
+            sshd.start()
+        except (RuntimeError, OSError) as e:
+            print(f"fanout: no sshd ({e}); skipped")
+            return
+        try:
+            cfg = fleet_config(sshd, Path(tmp), ns.hosts)
+            r = asyncio.run(fanout(cfg, warmup_s=3.0, measure_s=ns.seconds))
+        finally:
+            sshd.stop()
+    print(r.summary())
+    print(f"  fanout_age_p99_s {r.pct(0.99):.3f}, fanout_cpu_share {r.cpu_share:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Memory for 24 h of history of 128 links, simulated fast (prints, never asserts).
+
+64 simulated hosts x 2 RoCE ports are recorded into one History with synthetic
+timestamps: a few real (sample, rates) pairs per host are replayed, so only time moves.
+Fast: the coarse tiers only need one point per bucket, so the first 18 h are fed at one
+point a minute, the next hours at one per 10 s (the 10-s tier's 6 h), and the last
+20 minutes at 1 Hz (the raw ring); every tier ends as full as after a real 1 Hz day.
+Reports History.nbytes and the process RSS delta. Target: <= 150 MB.
+
+    .venv/bin/python benchmarks/history_memory.py [--hours 24] [--hosts 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from collectors.assemble import assemble  # noqa: E402
+from collectors.frames import FrameDecoder  # noqa: E402
+from fabtop.history import History  # noqa: E402
+from fabtop.rates import RateEngine  # noqa: E402
+from fabtop.sim import Fabric  # noqa: E402
+from fabtop.sim import HostConfig as SimHostConfig  # noqa: E402
+
+
+def rss_mb() -> float:
+    """Resident set size of this process (MB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--hours", type=float, default=24.0)
+    p.add_argument("--hosts", type=int, default=64)
+    ns = p.parse_args()
+    fab = Fabric([SimHostConfig(f"n{i}", gpus=0) for i in range(ns.hosts)])
+    pairs = {}
+    eng = RateEngine()
+    for name, host in fab.hosts.items():
+        dec = FrameDecoder()
+        got = []
+        for k in range(4):
+            (f,) = dec.feed(host.frame(2.0 + k, 1.0).encode())
+            s = assemble(name, f)
+            got.append((s, eng.update(s)))
+        keep = {lid for lid, ln in got[0][0].links.items() if ln.kind == "roce"}
+        pairs[name] = [
+            (dataclasses.replace(s, links={k: v for k, v in s.links.items() if k in keep}),
+             dataclasses.replace(r, links={k: v for k, v in r.links.items() if k in keep}))
+            for s, r in got[1:]
+        ]
+    roce = sum(1 for v in pairs.values() for ln in v[0][0].links.values() if ln.kind == "roce")
+    rss0 = rss_mb()
+    hist = History()
+    end = ns.hours * 3600
+    times = [float(x) for x in range(0, int(max(0.0, end - 6 * 3600)), 60)]
+    times += [float(x) for x in range(int(times[-1] + 60 if times else 0), int(end - 1200), 10)]
+    times += [float(x) for x in range(int(times[-1] + 10 if times else 0), int(end))]
+    t0 = time.perf_counter()
+    base = 1.7e9
+    for k, dt in enumerate(times):
+        t = base + dt
+        for plist in pairs.values():
+            s, r = plist[k % len(plist)]
+            hist.record(t, s, r)
+    wall = time.perf_counter() - t0
+    mb = hist.nbytes / 1e6
+    print(f"history for {ns.hours:g} h at 1 Hz: {ns.hosts} hosts, {roce} RoCE ports "
+          f"({len(times)} fed ticks), {len(list(hist.keys()))} series; recorded in {wall:.1f} s")
+    print(f"  history_nbytes_mb {mb:.1f}, rss_delta_mb {rss_mb() - rss0:.1f} "
+          f"(target <= 150 MB: {'met' if max(mb, rss_mb() - rss0) <= 150 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

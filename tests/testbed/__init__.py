@@ -1,0 +1,1 @@
+"""Multi-host test beds: network namespaces with a real sshd each (see docs/TESTBED.md)."""

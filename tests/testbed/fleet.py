@@ -1,0 +1,116 @@
+"""Many hosts over one real sshd on loopback: the fan-out test and benchmark share this."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fabtop.config import Config, HostConfig, SshTarget
+from fabtop.session import Session
+from fabtop.state import FabricState
+from tests.integration.sshd import Sshd
+
+
+def small_tree(root: Path, i: int) -> Path:
+    """A cheap node: two netdevs with moving-looking counters, an ethtool that prints nothing."""
+    for n, dev in enumerate(("eth0", "eth1")):
+        d = root / "sys" / "class" / "net" / dev
+        (d / "statistics").mkdir(parents=True, exist_ok=True)
+        for k, name in enumerate(("rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
+                                  "rx_dropped", "rx_errors")):
+            (d / "statistics" / name).write_text(f"{(i + 1) * 1000 + n * 100 + k}\n")
+        (d / "operstate").write_text("up\n")
+        (d / "mtu").write_text("9000\n")
+        (d / "speed").write_text("100000\n")
+    b = root / "bin"
+    b.mkdir(parents=True, exist_ok=True)
+    (b / "ethtool").write_text("#!/bin/sh\nexit 0\n")
+    (b / "ethtool").chmod(0o755)
+    return root
+
+
+def fleet_config(sshd: Sshd, base: Path, n: int, interval: float = 1.0) -> Config:
+    """``n`` hosts named n1..nN, all on one sshd, each with its own small tree."""
+    ssh_cfg = base / "ssh_config"
+    ssh_cfg.write_text(f"Host *\n  IdentityFile {sshd.client_key_path}\n  IdentitiesOnly yes\n")
+    hosts = []
+    for i in range(1, n + 1):
+        root = small_tree(base / f"n{i}", i)
+        hosts.append(HostConfig(
+            name=f"n{i}", ssh=SshTarget(host=sshd.host, user=sshd.user, port=sshd.port),
+            sysfs=str(root / "sys"), path=(str(root / "bin"),)))
+    return Config(hosts=hosts, interval=interval, known_hosts=str(sshd.known_hosts_path),
+                  ssh_config=str(ssh_cfg))
+
+
+@dataclass(slots=True)
+class FanoutResult:
+    """What the fan-out run measured."""
+
+    hosts: int
+    up: int
+    ages: list[float]  # sample ages seen by a 10 Hz viewer after warm-up (s)
+    cpu_s: float  # this process's CPU time during the measurement
+    wall_s: float
+    frames: int
+
+    def pct(self, q: float) -> float:
+        """Quantile ``q`` of the sample ages."""
+        a = sorted(self.ages)
+        return a[min(len(a) - 1, int(q * len(a)))] if a else float("inf")
+
+    @property
+    def cpu_share(self) -> float:
+        """Collector CPU as a share of one core."""
+        return self.cpu_s / self.wall_s
+
+    def summary(self) -> str:
+        """One line of figures."""
+        return (f"{self.hosts} hosts at 1 Hz over real sshd: {self.up} up, sample age "
+                f"p50 {self.pct(0.5):.2f} s p99 {self.pct(0.99):.2f} s max {max(self.ages):.2f} s; "
+                f"collector CPU {100 * self.cpu_share:.1f} % of one core "
+                f"({1000 * self.cpu_s / max(1, self.frames):.2f} ms per host-frame)")
+
+
+async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutResult:
+    """Run a Session on ``config``; sample every host's age at 10 Hz after warm-up."""
+    from fabtop.commands import default_rules
+
+    state = FabricState(config.hosts, rules=default_rules(config))
+    session = Session(config, state)
+    task = asyncio.create_task(session.run())
+    try:
+        deadline = time.monotonic() + warmup_s + 30
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            if all(h.frames >= 2 for h in state.hosts.values()):
+                break
+        await asyncio.sleep(warmup_s)
+        frames0 = sum(h.frames for h in state.hosts.values())
+        cpu0, t0 = _cpu(), time.monotonic()
+        ages: list[float] = []
+        while time.monotonic() - t0 < measure_s:
+            now = time.monotonic()
+            ages.extend(h.age_s(now) or float("inf") for h in state.hosts.values())
+            await asyncio.sleep(0.1)
+        cpu, wall = _cpu() - cpu0, time.monotonic() - t0
+        frames = sum(h.frames for h in state.hosts.values()) - frames0
+        up = sum(h.status == "up" for h in state.hosts.values())
+    finally:
+        await session.stop()
+        task.cancel()
+    return FanoutResult(len(config.hosts), up, ages, cpu, wall, frames)
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_count() -> int:
+    """CPUs this process may use."""
+    return len(os.sched_getaffinity(0))
