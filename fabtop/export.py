@@ -23,11 +23,17 @@ from fabtop.state import UP, FabricState
 
 # Every normalized link counter, exported as fabtop_link_<name>_total.
 LINK_COUNTERS: tuple[str, ...] = tuple(n for _, names in CATEGORIES for n in names)
+# Prometheus wants base units in names: pause durations are exported in seconds.
+COUNTER_UNITS: dict[str, tuple[str, float]] = {
+    "rx_pause_us": ("rx_pause_seconds", 1e-6),
+    "tx_pause_us": ("tx_pause_seconds", 1e-6),
+}
 
 # Derived per-link gauges: rate name -> (metric, help).
 LINK_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("rx_bps", "fabtop_link_rx_bits_per_second", "Receive rate over the last interval"),
-    ("tx_bps", "fabtop_link_tx_bits_per_second", "Transmit rate over the last interval"),
+    ("rx_bytes_per_s", "fabtop_link_rx_bytes_per_second", "Receive rate over the last interval"),
+    ("tx_bytes_per_s", "fabtop_link_tx_bytes_per_second",
+     "Transmit rate over the last interval"),
     ("rx_pause_time_ratio", "fabtop_link_rx_pause_time_ratio",
      "Share of the last interval the port was paused by its peer"),
     ("tx_pause_time_ratio", "fabtop_link_tx_pause_time_ratio",
@@ -61,13 +67,14 @@ class FabricCollector(Collector):
         frames = CounterMetricFamily("fabtop_host_frames", "Frames received from the host",
                                      labels=["host"])
         counters = {
-            n: CounterMetricFamily(f"fabtop_link_{n}", f"Normalized link counter {n} (DESIGN §3)",
+            n: CounterMetricFamily(f"fabtop_link_{COUNTER_UNITS.get(n, (n, 1.0))[0]}",
+                                   f"Normalized link counter {n} (DESIGN §3)",
                                    labels=["host", "link", "priority"])
             for n in LINK_COUNTERS
         }
         link_up = GaugeMetricFamily("fabtop_link_up", "1 when the link state is up",
                                     labels=["host", "link"])
-        speed = GaugeMetricFamily("fabtop_link_speed_bits_per_second", "Link speed",
+        speed = GaugeMetricFamily("fabtop_link_speed_bytes_per_second", "Link speed",
                                   labels=["host", "link"])
         temp = GaugeMetricFamily("fabtop_link_temperature_celsius", "NIC/module temperature",
                                  labels=["host", "link"])
@@ -92,13 +99,13 @@ class FabricCollector(Collector):
             for lid, link in s.links.items():
                 link_up.add_metric([name, lid], 1.0 if link.state == "up" else 0.0)
                 if link.rate_gbps is not None:
-                    speed.add_metric([name, lid], link.rate_gbps * 1e9)
+                    speed.add_metric([name, lid], link.rate_gbps * 1e9 / 8)
                 if link.temperature_c is not None:
                     temp.add_metric([name, lid], link.temperature_c)
                 for n, v in link.metrics.items():
                     cfam = counters.get(n)
                     if cfam is not None:
-                        _add(cfam, [name, lid], v)
+                        _add(cfam, [name, lid], v, COUNTER_UNITS.get(n, (n, 1.0))[1])
                 lr = rates.get(lid)
                 if lr is not None:
                     for r, gfam in gauges.items():
@@ -137,13 +144,13 @@ class FabricCollector(Collector):
         yield from (tokens, tokens_total, running, waiting, finding)
 
 
-def _add(fam: Any, labels: list[str], v: Any) -> None:
+def _add(fam: Any, labels: list[str], v: Any, scale: float = 1.0) -> None:
     # A per-priority value gets one series per priority; a plain one has priority="".
     if isinstance(v, dict):
         for p, x in sorted(v.items()):
-            fam.add_metric([*labels, str(p)], float(x))
+            fam.add_metric([*labels, str(p)], float(x) * scale)
     elif isinstance(v, int | float):
-        fam.add_metric([*labels, ""], float(v))
+        fam.add_metric([*labels, ""], float(v) * scale)
 
 
 def registry_for(state: FabricState) -> CollectorRegistry:

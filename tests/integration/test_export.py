@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from fabtop.export import registry_for, serve
 from fabtop.promsource import PrometheusSource, ethtool_stat_name
 from fabtop.state import FabricState
+from tests.conftest import skip_or_fail
 from tui.demo_feed import demo_state
 
 ALLOWED_LABELS = {"host", "link", "priority", "gpu", "url", "rule", "severity", "subject"}
@@ -56,8 +57,7 @@ async def test_scrape_parses_and_carries_the_fabric() -> None:
 async def test_promtool_accepts_the_exposition(tmp_path: object) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
-        pytest.skip("promtool not installed (Debian package 'prometheus'); "
-                    "the parser test covers the format")
+        skip_or_fail("promtool not installed (apt-get install prometheus)")
     state, _, _ = demo_state(until_s=20.0)
     text = await _scrape(state)
     run = subprocess.run([promtool, "check", "metrics"], input=text.encode(), capture_output=True)

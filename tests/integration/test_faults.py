@@ -260,8 +260,6 @@ def test_full_disk_under_a_snapshot_is_a_clear_error_and_no_partial_file(
 
 
 def test_full_disk_under_a_recording(bed: Testbed, tmp_path: Path) -> None:
-    if not (REPO / "fabtop" / "record.py").exists():
-        pytest.skip("fabtop/record.py is not there yet: `fabtop record` cannot be tested")
     with _full_tmpfs(tmp_path / "full") as full:
         out = full / "rec.fabrec"
         r = fabtop("record", "-c", str(bed.toml_path), "-o", str(out), "--duration", "2")

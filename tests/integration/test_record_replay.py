@@ -22,6 +22,7 @@ from fabtop.record import FRAME, Recorder, RecordingReader, demo_transports_at
 from fabtop.replay import Replay, replay_findings
 from fabtop.session import MetricsReading, Session
 from fabtop.state import FabricState
+from tests.conftest import skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]
 SPEED = 30.0  # 60 simulated seconds in about 2 s
@@ -182,7 +183,7 @@ def _snapshot(out: Path) -> dict[str, object]:
 def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
     iperf = shutil.which("iperf3")
     if iperf is None:
-        pytest.skip("iperf3 is not installed")
+        skip_or_fail("iperf3 is not installed (apt-get install iperf3)")
     port = "15201"
     server = subprocess.Popen([iperf, "-s", "-1", "-B", "127.0.0.1", "-p", port],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
