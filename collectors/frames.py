@@ -97,21 +97,37 @@ class FrameDecoder:
     def feed(self, data: bytes) -> list[Frame]:
         """Consume bytes; return every frame that ended in them."""
         self._buf += data
+        end = self._buf.rfind(b"\n")
+        if end < 0:
+            if len(self._buf) > MAX_LINE_BYTES:
+                self._warn(f"line longer than {MAX_LINE_BYTES} bytes dropped")
+                self._buf.clear()
+                self._skipping_long_line = True
+            return []
+        # Decode all complete lines at once: a newline byte is never inside a UTF-8
+        # sequence, so a bad byte spoils only its own line, as it would line by line.
+        text = self._buf[:end].decode("utf-8", errors="replace")
+        del self._buf[: end + 1]
+        lines = text.split("\n")
+        if self._skipping_long_line:
+            self._skipping_long_line = False
+            lines = lines[1:]
         done: list[Frame] = []
-        while True:
-            nl = self._buf.find(b"\n")
-            if nl < 0:
-                if len(self._buf) > MAX_LINE_BYTES:
-                    self._warn(f"line longer than {MAX_LINE_BYTES} bytes dropped")
-                    self._buf.clear()
-                    self._skipping_long_line = True
-                break
-            raw = bytes(self._buf[:nl])
-            del self._buf[: nl + 1]
-            if self._skipping_long_line:
-                self._skipping_long_line = False
+        append = self._section_lines.append
+        for line in lines:
+            if line.endswith("\r"):
+                line = line[:-1]
+            # Fast path: a plain content line inside a section (nearly every line).
+            if (
+                self._section_head is not None
+                and not line.startswith("@@")
+                and self._frame_bytes <= MAX_FRAME_BYTES
+            ):
+                self._frame_bytes += len(line) + 1
+                append(line)
                 continue
-            frame = self._line(raw.decode("utf-8", errors="replace").rstrip("\r"), len(raw) + 1)
+            frame = self._line(line, len(line) + 1)
+            append = self._section_lines.append  # _line may start a new list
             if frame is not None:
                 done.append(frame)
         return done

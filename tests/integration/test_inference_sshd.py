@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from fabtop.config import Config, HostConfig, SshTarget
 from fabtop.session import Session
 from fabtop.state import FabricState
+from tests.integration.httpd import serve
 from tests.integration.sshd import Sshd
 
 pytestmark = pytest.mark.sshd
@@ -57,12 +57,8 @@ class _Vllm(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def vllm_port() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Vllm)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield int(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+    with serve(_Vllm) as port:
+        yield port
 
 
 async def _run(sshd: Sshd, host: HostConfig, seconds: float, **kw: object) -> FabricState:

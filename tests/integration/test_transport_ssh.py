@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import asyncssh
@@ -15,6 +14,7 @@ import pytest
 
 from collectors.transport.base import HostKeyError, TransportError
 from collectors.transport.ssh import SshTransport, Target, parse_target
+from tests.integration.httpd import serve
 from tests.integration.sshd import Sshd, free_port
 
 pytestmark = pytest.mark.sshd
@@ -38,12 +38,8 @@ class _Metrics(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def http_port() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield int(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+    with serve(_Metrics) as port:
+        yield port
 
 
 async def test_run_quotes_arguments(sshd: Sshd) -> None:

@@ -1,0 +1,91 @@
+"""The frame decoder: what the probe's stream becomes, however SSH chunks it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors import frames
+from collectors.frames import Frame, FrameDecoder, Section, render_frame
+
+
+def _frame(seq: int, *sections: Section) -> Frame:
+    return Frame(seq, 1_700_000_000_000_000_000 + seq * 10**9, 100.0 + seq, 1.7e9 + seq,
+                 list(sections))
+
+
+TRICKY = Section(
+    "ethtool_S", "eth0", 5, "ok", None,
+    "NIC statistics:\n     rx_bytes_phy: 1\n@@end 1\n@@@already\n@@fabtop-frame 9 9 9 9\n",
+)
+
+
+def test_render_then_decode_keeps_every_content_line() -> None:
+    f = _frame(1, TRICKY, Section("probe", None, None, "ok", None, "interval_ms 1000"),
+               Section("dcb_pfc", "eth0", 7, "error", "rc=1", "Attribute read: nope"))
+    (back,) = FrameDecoder().feed(render_frame(f).encode())
+    assert (back.seq, back.clock_ns, back.uptime_s) == (1, f.clock_ns, 101.0)
+    eth = back.find("ethtool_S", "eth0")
+    assert eth is not None and eth.text == TRICKY.text.rstrip("\n") + "\n"
+    err = back.find("dcb_pfc")
+    assert err is not None and (err.status, err.detail, err.read_ns) == ("error", "rc=1", 7)
+    probe = back.find("probe")
+    assert probe is not None and probe.subject is None and probe.read_ns is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=40))
+def test_any_chunking_gives_the_same_frames(cuts: list[int]) -> None:
+    data = b"".join(render_frame(_frame(i, TRICKY)).encode() for i in range(1, 4))
+    whole = FrameDecoder().feed(data)
+    d = FrameDecoder()
+    got: list[Frame] = []
+    prev = 0
+    for c in sorted({min(c, len(data)) for c in cuts} | {len(data)}):
+        got += d.feed(data[prev:c])
+        prev = c
+    assert [(f.seq, [(s.kind, s.text) for s in f.sections]) for f in got] == [
+        (f.seq, [(s.kind, s.text) for s in f.sections]) for f in whole
+    ]
+    assert [f.seq for f in whole] == [1, 2, 3]
+
+
+def test_garbage_truncation_and_bad_bytes_are_warnings_not_errors() -> None:
+    d = FrameDecoder()
+    good = render_frame(_frame(2, Section("sysnet", None, 1, "ok", None, "eth0/mtu 9000")))
+    stream = (
+        b"Welcome to node1!\r\n"  # a chatty login banner before the probe starts
+        + b"@@fabtop-frame 1 1 1 1\n@@section sysnet - 1 ok\neth0/mtu 1500\n"  # no @@end
+        + good.encode()
+        + b"@@fabtop-frame 3 x y z\n"  # a bad header
+        + b"@@section ethtool_S eth0 1 ok\nrx_\xff\xfe: 5\r\n@@end 3\n"
+    )
+    out = d.feed(stream)
+    assert [f.seq for f in out] == [2]
+    sec = out[0].find("sysnet")
+    assert sec is not None and sec.text == "eth0/mtu 9000"
+    warnings = d.take_warnings()
+    assert any("outside a frame" in w and "Welcome" in w for w in warnings)
+    assert any("frame 1 truncated" in w for w in warnings)
+    assert any("bad frame header" in w for w in warnings)
+    assert d.take_warnings() == []
+    # Bad bytes spoil only their own line: the next frame still decodes.
+    (f4,) = d.feed(b"@@fabtop-frame 4 4 4 4\n@@section x - 1 ok\nr\xffx: 1\r\n@@end 4\n")
+    sec4 = f4.find("x")
+    assert sec4 is not None and sec4.text == "r\ufffdx: 1"
+
+
+def test_oversized_frame_and_endless_line_are_dropped_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(frames, "MAX_FRAME_BYTES", 1000)
+    monkeypatch.setattr(frames, "MAX_LINE_BYTES", 500)
+    d = FrameDecoder()
+    head = b"@@fabtop-frame 1 1 1 1\n@@section s - 1 ok\n" + b"x" * 100 + b"\n"
+    assert d.feed(head + (b"y" * 100 + b"\n") * 20 + b"@@end 1\n") == []
+    assert any("larger than 1000 bytes dropped" in w for w in d.take_warnings())
+    assert d.feed(b"z" * 600) == []  # no newline yet, and already too long
+    assert any("longer than 500 bytes" in w for w in d.take_warnings())
+    (ok,) = d.feed(b"zzz\n" + render_frame(_frame(2)).encode())
+    assert ok.seq == 2
