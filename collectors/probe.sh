@@ -473,6 +473,8 @@ function gpu_section(   k, i, l, c, st, fresh, newest) {
 	for (i = 1; i <= ng; i++) if (GT[GO[i]] > newest) newest = GT[GO[i]]
 	st = (newest >= 0 && tn - newest < 3) ? "ok" : "stale"
 	section("gpu_nvidia", "-", (ng ? GN[newest] : "-"), st, (ng ? "" : "no line yet"))
+	# GN gains one entry per tick with GPU lines; only ticks still in GT can be asked for.
+	for (k in GN) if (k + 0 < newest) delete GN[k]
 	o(esc("# " GFIELDS))
 	for (i = 1; i <= ng; i++) {
 		k = GO[i]

@@ -178,8 +178,8 @@ async def serve(registry: CollectorRegistry, host: str, port: int) -> asyncio.Se
             writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
                          f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
                          + body)
-            await writer.drain()
-        except (TimeoutError, ConnectionError):
+            await asyncio.wait_for(writer.drain(), 10)  # a client that never reads
+        except (TimeoutError, ConnectionError, ValueError):  # ValueError: a 64 KiB+ line
             pass
         finally:
             writer.close()

@@ -27,6 +27,10 @@ NAN = math.nan
 
 # (step in seconds, number of slots): 1 s for 15 min, 10 s for 6 h, 1 min for 3 days.
 DEFAULT_TIERS: tuple[tuple[float, int], ...] = ((1.0, 900), (10.0, 2160), (60.0, 4320))
+# A link, GPU or server not reported for this long loses its history (the finest tier's
+# span: 15 min at the defaults); checked once a minute per host.
+FORGET_AFTER_S = 900.0
+PRUNE_EVERY_S = 60.0
 
 # A pause this many times longer than the previous interval is a hole in the raw ring.
 GAP_FACTOR = 3.0
@@ -332,7 +336,9 @@ class Series:
 class History:
     """All series of all hosts, keyed by tuples such as ``("gpu1", "eth2", "rx_bps")``."""
 
-    __slots__ = ("_keep_max", "_last_t", "_offset", "_series", "_typecode", "tiers")
+    __slots__ = (
+        "_keep_max", "_last_t", "_offset", "_pruned", "_seen", "_series", "_typecode", "tiers",
+    )
 
     def __init__(
         self,
@@ -349,6 +355,8 @@ class History:
         self._series: dict[SeriesKey, Series] = {}
         self._offset: dict[str, float] = {}
         self._last_t: dict[str, float] = {}
+        self._seen: dict[tuple[str, str], float] = {}  # (host, link/gpu/url) -> last time
+        self._pruned: dict[str, float] = {}
 
     def series(self, key: SeriesKey) -> Series:
         """The series for ``key``, created on first use."""
@@ -372,6 +380,9 @@ class History:
             del self._series[key]
         self._offset.pop(host, None)
         self._last_t.pop(host, None)
+        self._pruned.pop(host, None)
+        for key in [k for k in self._seen if k[0] == host]:
+            del self._seen[key]
 
     @property
     def nbytes(self) -> int:
@@ -424,6 +435,24 @@ class History:
         for url, values in rates.inference.items():
             for name in _INFERENCE_FIELDS:
                 put((host, url, name), t, values.get(name))
+        seen = self._seen
+        for subject in (*sample.links, *(f"gpu{g.index}" for g in sample.gpus), *rates.inference):
+            seen[(host, subject)] = t
+        if t - self._pruned.get(host, t - PRUNE_EVERY_S) >= PRUNE_EVERY_S:
+            self._prune(host, t)
+
+    def _prune(self, host: str, t: float) -> None:
+        # Interfaces come and go (veth pairs of containers): forget the series of a subject
+        # gone longer than the finest tier spans, so memory stays bounded on such nodes.
+        self._pruned[host] = t
+        gone = {subj for (h, subj), last in self._seen.items()
+                if h == host and t - last > FORGET_AFTER_S}
+        if not gone:
+            return
+        for key in [k for k in self._series if k[0] == host and k[1] in gone]:
+            del self._series[key]
+        for subj in gone:
+            del self._seen[(host, subj)]
 
     def _record_link_rates(
         self, host: str, lid: str, t: float, r: dict[str, RateValue], gap: bool

@@ -229,6 +229,10 @@ def write_atomic(path: str | Path, text: str) -> None:
     tmp: str | None = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
+        # mkstemp makes the file 0600; a snapshot gets the mode a plain write would give.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -114,6 +114,9 @@ class SshTransport(Transport):
         self._lost: Exception | None = None
         self._rtt: float | None = None
         self._pinger: asyncio.Task[None] | None = None
+        # The main stream and a focus stream share this transport and may (re)connect at
+        # the same moment: one of them opens the connection, the other reuses it.
+        self._connecting = asyncio.Lock()
 
     def describe(self) -> str:
         """``name (user@host:port)``."""
@@ -147,8 +150,15 @@ class SshTransport(Transport):
 
     async def connect(self) -> None:
         """Open the connection; raise HostKeyError / TransportError with a one-line cause."""
+        async with self._connecting:
+            await self._connect()
+
+    async def _connect(self) -> None:
         if self._conn is not None and not self._conn.is_closed():
             return
+        if self._pinger is not None:
+            self._pinger.cancel()
+            self._pinger = None
         self._lost = None
         try:
             self._conn = await asyncssh.connect(

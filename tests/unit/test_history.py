@@ -330,3 +330,31 @@ def test_a_day_of_128_roce_links_fits_the_memory_target() -> None:
     assert nbytes <= 150e6
     wide, _ = estimate_24h(4, coarse_typecode="d")
     assert wide / 4 > nbytes / 128  # float64 coarse tiers would cost more per link
+
+
+def test_series_of_vanished_links_are_forgotten_bounded() -> None:
+    # Container nodes create and delete veth pairs all day: their history must not pile up.
+    from fabtop.history import FORGET_AFTER_S, History
+    from fabtop.model import HostSample, LinkSample
+    from fabtop.rates import RateEngine
+
+    hist, engine = History(), RateEngine()
+    t0 = 1_700_000_000.0
+
+    def tick(i: int, links: tuple[str, ...]) -> None:
+        s = HostSample("n1", i + 1, int((t0 + i) * 1e9), 1000.0 + i, links={
+            lid: LinkSample(lid, netdev=lid, metrics={"rx_bytes": 1000 * i, "tx_bytes": 0})
+            for lid in links
+        })
+        hist.record(t0 + i, s, engine.update(s))
+
+    for i in range(10):
+        tick(i, ("eth0", "veth1"))
+    assert hist.get(("n1", "veth1", "rx_bps")) is not None
+    for i in range(10, 10 + int(FORGET_AFTER_S) + 120):
+        tick(i, ("eth0",))
+    assert hist.get(("n1", "veth1", "rx_bps")) is None
+    subjects = {k[1] for k in list(hist.keys())}
+    assert "veth1" not in subjects and "eth0" in subjects
+    eth0 = hist.get(("n1", "eth0", "rx_bps"))
+    assert eth0 is not None and eth0.latest() == 8000.0

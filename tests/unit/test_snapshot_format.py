@@ -63,3 +63,15 @@ def test_write_atomic_replaces_whole_file(tmp_path: Path) -> None:
     assert p.read_text() == "new\n" and [x.name for x in tmp_path.iterdir()] == ["s.json"]
     with pytest.raises(snapshot.SnapshotError, match="No such file"):
         snapshot.write_atomic(tmp_path / "missing" / "s.json", "x")
+
+
+def test_write_atomic_gives_the_usual_file_mode(tmp_path: Path) -> None:
+    import os
+
+    old = os.umask(0o022)
+    try:
+        p = tmp_path / "s.json"
+        snapshot.write_atomic(p, "{}\n")
+        assert p.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+    finally:
+        os.umask(old)
