@@ -285,6 +285,9 @@ class FabtopApp(App[int]):
     def action_baseline(self) -> None:
         """Remember the counters now; the links table then shows counts since then."""
         self.ctx.state.set_baseline()
+        if not self.ctx.state.baseline:  # before the first frame there is nothing to keep
+            self.notify("no data yet: no baseline set", timeout=3)
+            return
         self.ctx.baseline_at = self.ctx.now()
         self.ctx.delta_mode = True
         self.notify("baseline set: loss, pause, ECN and CNP columns count since now "

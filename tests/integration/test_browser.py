@@ -29,7 +29,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_textual_serve_runs_the_demo_dashboard() -> None:
+async def test_textual_serve_runs_the_demo_dashboard(tmp_path: Path) -> None:
     try:
         import aiohttp
         import textual_serve  # noqa: F401
@@ -38,8 +38,11 @@ async def test_textual_serve_runs_the_demo_dashboard() -> None:
     port = _free_port()
     command = f"{sys.executable} -m fabtop.cli --demo"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, command, str(port)], cwd=REPO,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The server's stderr goes to a file so that a failure below can say why.
+    log = tmp_path / "serve.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen([sys.executable, "-c", SERVER, command, str(port)], cwd=REPO,
+                                env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         async with aiohttp.ClientSession() as http:
             page = ""
@@ -67,7 +70,8 @@ async def test_textual_serve_runs_the_demo_dashboard() -> None:
                         seen += msg.data.encode()
                     else:
                         break
-                assert b"node1" in seen, "the demo dashboard should draw its hosts in the browser"
+                why = log.read_text(errors="replace")[-2000:]
+                assert b"node1" in seen, f"no hosts drawn in the browser; server said:\n{why}"
     finally:
         proc.terminate()
         try:

@@ -426,7 +426,7 @@ def test_gpu_rows_and_a_hanging_nvidia_smi_goes_stale(
 def test_real_sys_lo_counter(tmp_path: Path, run_probe: list[Probe]) -> None:
     lo = Path("/sys/class/net/lo/statistics/rx_bytes")
     if not lo.exists():
-        pytest.skip("no /sys/class/net/lo on this machine")
+        skip_or_fail("no /sys/class/net/lo on this machine")
     args = ProbeArgs(interval_ms=100, max_frames=1, gpu="off", interfaces=("lo",), path=())
     probe = _start(run_probe, local_command(args, shell="dash"), tmp_path)
     (frame,) = probe.frames(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -163,7 +164,7 @@ def test_sigint_closes_the_file_cleanly(tmp_path: Path) -> None:
 
 def test_full_disk_is_one_clear_line(tmp_path: Path) -> None:
     if not Path("/dev/full").exists():
-        pytest.skip("no /dev/full on this system")
+        skip_or_fail("no /dev/full on this system")
     proc = _run_cli("record", "--demo", "-o", "/dev/full", "--duration", "2")
     _, err = proc.communicate(timeout=15)
     lines = err.decode().strip().splitlines()
@@ -180,6 +181,21 @@ def _snapshot(out: Path) -> dict[str, object]:
     return doc
 
 
+def _wait_listening(port: int, timeout: float) -> None:
+    """Wait until something listens on TCP `port`, read from /proc so no client is spent."""
+    want = f":{port:04X}"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(OSError), open(table) as fh:
+                rows = [line.split() for line in fh]
+                # Column 1 is local addr:port in hex, column 3 the state; 0A is LISTEN.
+                if any(len(r) > 3 and r[1].endswith(want) and r[3] == "0A" for r in rows):
+                    return
+        time.sleep(0.02)
+    pytest.fail(f"nothing listening on port {port} after {timeout} s")
+
+
 def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
     iperf = shutil.which("iperf3")
     if iperf is None:
@@ -188,7 +204,7 @@ def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
     server = subprocess.Popen([iperf, "-s", "-1", "-B", "127.0.0.1", "-p", port],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)
+        _wait_listening(int(port), 5.0)
         a = _snapshot(tmp_path / "a.json")
         run = subprocess.run([iperf, "-c", "127.0.0.1", "-p", port, "-n", "200M", "--json"],
                              check=True, capture_output=True, timeout=30)

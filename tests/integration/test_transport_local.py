@@ -14,6 +14,7 @@ import pytest
 
 from collectors.transport.base import TransportError
 from collectors.transport.local import LocalTransport, read_netlink_stats
+from tests.conftest import skip_or_fail
 
 
 async def test_stream_uses_path_prefix_and_arrives_before_exit(tmp_path: Path) -> None:
@@ -83,7 +84,7 @@ async def test_http_get(http_port: int) -> None:
 def test_netlink_stats_match_sysfs_for_lo() -> None:
     sysfs = Path("/sys/class/net/lo/statistics")
     if not sysfs.is_dir():
-        pytest.skip("no /sys/class/net/lo")
+        skip_or_fail("no /sys/class/net/lo (network namespace without loopback?)")
     # Put some traffic on lo so the counters are not all zero.
     with (
         socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx,

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
+from fabtop.config import HostConfig
 from fabtop.state import FabricState
 from tests.ui.fabric import FakeClock, fabric, feed, sample
-from tui.app import SCREEN_REGISTRY, FabtopApp, screen_available
+from tui.app import SCREEN_REGISTRY, FabtopApp, load_screen_class, screen_available
 from tui.context import ViewContext
 from tui.screens.help import HelpScreen
 from tui.screens.link_detail import LinkDetailScreen
@@ -242,6 +243,19 @@ async def test_r_sets_a_baseline_and_the_table_counts_since_then() -> None:
         assert cell(links(app), "node3\x1fenp65s0f0np0", "prx") == "90k"
 
 
+async def test_r_before_the_first_frame_says_so_and_d_stays_on_rates() -> None:
+    clock = FakeClock()
+    state = FabricState([HostConfig(name="node1")], clock=clock)
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        assert not app.ctx.delta_mode
+        assert any("no data yet" in str(n.message) for n in app._notifications)
+        assert "ΔPauRx" not in [str(c.label.plain) for c in links(app).ordered_columns]
+
+
 async def test_number_keys_switch_screens_or_say_not_built_yet() -> None:
     app, _, _ = make()
     async with app.run_test(size=(120, 36)) as pilot:
@@ -291,11 +305,12 @@ async def test_help_lists_every_key_of_every_screen() -> None:
         await pilot.pause()
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert isinstance(app.screen, HelpScreen)
         shown = {k for _, rows in app.screen.sections for k, _ in rows}
         text = " ".join(w for _, rows in app.screen.sections for _, w in rows)
-        for cls in (FabtopApp, OverviewScreen, LinkDetailScreen, HelpScreen):
-            for b in cls.BINDINGS:
+        others = [load_screen_class(spec) for _, spec in SCREEN_REGISTRY.values()
+                  if spec is not None and screen_available(spec)]
+        for cls in (FabtopApp, OverviewScreen, LinkDetailScreen, HelpScreen, *others):
+            for b in cls.__dict__.get("BINDINGS", []):  # its own, not Screen's tab/shift+tab
                 if "screen(" in b.action:  # type: ignore[union-attr]
                     continue
                 assert b.description in text  # type: ignore[union-attr]

@@ -13,7 +13,7 @@ from fabtop.state import FabricState
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.demo_feed import demo_state
-from tui.pfc_views import SEP
+from tui.pfc_views import SEP, pfc_findings
 from tui.screens.pfc import PfcScreen
 from tui.screenshots import make_app
 from tui.widgets.pfc_config import ODD, QosTable
@@ -46,6 +46,12 @@ async def test_storm_names_the_stuck_receiver_at_80x24() -> None:
         assert "pfc_storm" not in text(app, PfcFindings)  # rule names stay out of the text
         assert f"{STUCK}/prio3" in text(app, PfcFindings)
         assert "next: on node3: ethtool -S enp65s0f0np0" in text(app, PfcFindings)
+        # 80x24 has room for the worst one only; the others are counted, never dropped
+        found = pfc_findings(app.ctx.state.findings)
+        shown = text(app, PfcFindings)
+        assert len(found) > 1
+        headlines = [ln for ln in shown.splitlines() if not ln.startswith((" " * 6, "…"))]
+        assert len(headlines) + int(shown.rsplit("… ", 1)[-1].split()[0]) == len(found)
         # every panel is on screen at 80x24
         for w in (PauseMatrix, PairsPanel, QosTable, PfcFindings):
             region = app.screen.query_one(w).region

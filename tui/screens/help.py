@@ -47,7 +47,7 @@ def help_table(sections: Sequence[HelpSection]) -> Table:
 
 
 class HelpScreen(Screen[None]):
-    """The key reference; any of Esc, ? or q closes it."""
+    """The key reference; Esc or ? closes it (q still quits fabtop)."""
 
     BINDINGS = [
         Binding("escape", "close", "close"),

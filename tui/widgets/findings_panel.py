@@ -26,6 +26,16 @@ def one_line(f: Finding) -> str:
     return text
 
 
+def append_finding(t: Text, f: Finding) -> None:
+    """Append one finding's line: badge, subject, summary."""
+    label, style = BADGE.get(f.severity, (f" {f.severity[:4]} ", ""))
+    t.append(label, style)
+    t.append(" ")
+    t.append(f.subject, "bold")
+    t.append("  ")
+    t.append(one_line(f))
+
+
 def findings_text(findings: Sequence[Finding], limit: int) -> Text:
     """Up to ``limit`` lines, worst first, and a count of the rest."""
     if not findings:
@@ -35,12 +45,7 @@ def findings_text(findings: Sequence[Finding], limit: int) -> Text:
     for i, f in enumerate(shown):
         if i:
             t.append("\n")
-        label, style = BADGE.get(f.severity, (f" {f.severity[:4]} ", ""))
-        t.append(label, style)
-        t.append(" ")
-        t.append(f.subject, "bold")
-        t.append("  ")
-        t.append(one_line(f))
+        append_finding(t, f)
     if len(shown) < len(findings):
         t.append(f"\n… {len(findings) - len(shown)} more", "dim")
     return t

@@ -6,7 +6,7 @@ from rich.text import Text
 
 from fabtop.state import FabricState
 from tui import format as fmt
-from tui.widgets.keyed_table import Column, KeyedTable
+from tui.widgets.keyed_table import Column, FixedTable
 
 COLUMNS = (
     Column("host", "Host", 10, False),
@@ -79,15 +79,11 @@ def inference_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
     return rows
 
 
-class InferenceTable(KeyedTable):
+class InferenceTable(FixedTable):
     """Every inference server of every host."""
 
-    def on_mount(self) -> None:
-        self.set_columns(COLUMNS)
+    COLUMNS = COLUMNS
 
     def show(self, state: FabricState) -> None:
         """Sync with the state."""
-        if not self.column_keys:
-            self.set_columns(COLUMNS)
-        self.sync([(k, {c.key: cells.get(c.key) or Text('') for c in COLUMNS})
-                   for k, cells in inference_rows(state)])
+        self.show_rows(inference_rows(state))

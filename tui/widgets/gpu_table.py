@@ -9,7 +9,7 @@ from rich.text import Text
 from fabtop.model import GpuSample, HostSample
 from fabtop.state import FabricState
 from tui import format as fmt
-from tui.widgets.keyed_table import Column, KeyedTable
+from tui.widgets.keyed_table import Column, FixedTable
 
 # Parser names (nvidia_smi REASON_BITS; amd_smi "throttled") in the words nvidia-smi -q uses.
 REASON_TEXT: dict[str, str] = {
@@ -29,7 +29,7 @@ GPU_SECTIONS = ("gpu_nvidia", "gpu_amd")
 COLUMNS = (
     Column("host", "Host", 8, False),
     Column("gpu", "GPU", 3, False),
-    Column("name", "Name", 20, False),
+    Column("name", "Name", 23, False),  # "NVIDIA GeForce RTX 4090" whole: 4080 is not 4090
     Column("util", "Util", 4),
     Column("mem", "Mem used/total", 14),
     Column("power", "W/limit", 8),
@@ -139,15 +139,11 @@ def gpu_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
     return rows
 
 
-class GpuTable(KeyedTable):
+class GpuTable(FixedTable):
     """Every GPU of every host."""
 
-    def on_mount(self) -> None:
-        self.set_columns(COLUMNS)
+    COLUMNS = COLUMNS
 
     def show(self, state: FabricState) -> None:
         """Sync with the state."""
-        if not self.column_keys:
-            self.set_columns(COLUMNS)
-        self.sync([(k, {c.key: cells.get(c.key) or Text('') for c in COLUMNS})
-                   for k, cells in gpu_rows(state)])
+        self.show_rows(gpu_rows(state))

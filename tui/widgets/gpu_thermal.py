@@ -80,7 +80,9 @@ class ThermalPanel(Static):
 
     def show(self, state: FabricState) -> None:
         """Redraw from the state."""
-        out = Text("thermal", "bold")
+        # One line per host, cut at the edge: a wrapped tail would read as another host.
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append("thermal", "bold")
         for hs in state.hosts.values():
             s = hs.sample
             if s is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from rich.console import JustifyMethod, OverflowMethod
 from rich.segment import Segment
@@ -199,6 +199,22 @@ class KeyedTable(DataTable[Cell]):
     def column_at(self, key: ColumnKey) -> str:
         """Our column key for a DataTable column key."""
         return str(key.value)
+
+
+class FixedTable(KeyedTable):
+    """A KeyedTable with one column set; rows may leave cells out, which show blank."""
+
+    COLUMNS: ClassVar[tuple[Column, ...]] = ()
+
+    def on_mount(self) -> None:
+        self.set_columns(self.COLUMNS)
+
+    def show_rows(self, rows: Sequence[tuple[str, Mapping[str, CellInput]]]) -> None:
+        """Sync with ``rows``, filling the cells a row does not have."""
+        if not self.column_keys:
+            self.set_columns(self.COLUMNS)
+        self.sync([(k, {c.key: cells.get(c.key) or Text("") for c in self.COLUMNS})
+                   for k, cells in rows])
 
 
 def _ranker(by_cell: dict[int, int]) -> Callable[[Any], int]:

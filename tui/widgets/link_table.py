@@ -55,7 +55,8 @@ def link_columns(width: int, delta: bool) -> list[Column]:
     wide = width >= 116
     num_w = 5 + (1 + SPARK_W) if wide else 6
     cols = [Column("host", "Host", 8, False),
-            Column("link", "Link", 13 if wide else 10, False)]
+            # 100 columns have room for a whole "enp65s0f0np0" beside CNP
+            Column("link", "Link", 13 if width >= 100 else 10, False)]
     if wide:
         cols.append(Column("type", "Type", 9, False))
     cols += [Column("state", "St", 4, False),

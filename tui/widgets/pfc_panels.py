@@ -11,7 +11,7 @@ from fabtop.focus import FocusPoint, FocusSession
 from fabtop.model import Finding
 from tui import format as fmt
 from tui.pfc_views import PRIOS, PausePair
-from tui.widgets.findings_panel import BADGE, one_line
+from tui.widgets.findings_panel import append_finding
 from tui.widgets.pfc_matrix import pause_pct
 
 
@@ -41,19 +41,15 @@ def findings_detail(findings: Sequence[Finding], limit: int) -> Text:
     if not findings:
         return Text("✓ no PFC or ECN findings", "green")
     t = Text(no_wrap=True, overflow="ellipsis")
-    lines = 0
+    lines = shown = 0
     for f in findings:
         if lines + 1 > limit:
             break
         if lines:
             t.append("\n")
-        label, style = BADGE.get(f.severity, (f" {f.severity[:4]} ", ""))
-        t.append(label, style)
-        t.append(" ")
-        t.append(f.subject, "bold")
-        t.append("  ")
-        t.append(one_line(f))
+        append_finding(t, f)
         lines += 1
+        shown += 1
         ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items() if v is not None)
         if ev and lines < limit:
             t.append("\n      evidence: " + ev, "dim")
@@ -61,6 +57,8 @@ def findings_detail(findings: Sequence[Finding], limit: int) -> Text:
         if f.next_step and lines < limit:
             t.append("\n      next: " + f.next_step, "cyan")
             lines += 1
+    if shown < len(findings):  # as the overview does: never drop a finding silently
+        t.append(f"\n… {len(findings) - shown} more", "dim")
     return t
 
 
@@ -114,8 +112,13 @@ class PairsPanel(Static):
     }
     """
 
+    _shown: list[PausePair] | None = None
+
     def show(self, pairs: Sequence[PausePair]) -> None:
-        """Redraw."""
+        """Redraw when the pairs changed."""
+        if list(pairs) == self._shown:
+            return
+        self._shown = list(pairs)
         self.update(pairs_text(pairs))
 
 
