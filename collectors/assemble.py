@@ -10,11 +10,11 @@ then the netdev's.
 from __future__ import annotations
 
 import copy
-import importlib
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from collectors.frames import Frame, Section
+from collectors.gpu_sections import gpus_from_frame
 from collectors.normalize import (
     normalize_ethtool,
     normalize_ib,
@@ -40,7 +40,6 @@ from collectors.parsers.sysfs import (
     parse_sysnet,
 )
 from fabtop.model import (
-    GpuSample,
     HostSample,
     LinkSample,
     MetricValue,
@@ -387,28 +386,9 @@ def _probe_notes(frame: Frame, warn: _Warner) -> None:
         warn.add(s.kind, None, notes)
 
 
-# --- GPU hook ------------------------------------------------------------------------
-# collectors.gpu_sections (written separately) turns gpu_nvidia/gpu_amd sections into
-# GpuSample records: gpus_from_frame(frame) -> (list[GpuSample], read_ns | None, warnings).
-# It is imported lazily so this module works before (and without) it.
-_GpuFn = Callable[[Frame], tuple[list[GpuSample], int | None, list[str]]]
-
-
-def _gpu_hook() -> _GpuFn | None:
-    try:
-        mod = importlib.import_module("collectors.gpu_sections")
-    except ImportError:
-        return None
-    fn = getattr(mod, "gpus_from_frame", None)
-    return cast(_GpuFn, fn) if callable(fn) else None
-
-
 def _gpus(frame: Frame, sample: HostSample, warn: _Warner) -> None:
-    fn = _gpu_hook()
-    if fn is None:
-        return
     try:
-        gpus, read_ns, warnings = fn(frame)
+        gpus, read_ns, warnings = gpus_from_frame(frame)
     except Exception as exc:  # a bug in the GPU parser must not lose the network sample
         warn.add("gpu", None, [f"GPU sections not read: {type(exc).__name__}: {exc}"])
         return
