@@ -11,6 +11,7 @@ import time
 
 from fabtop import snapshot
 from fabtop.config import Config
+from fabtop.model import Finding
 from fabtop.session import Session
 from fabtop.state import DOWN, FabricState, RuleHook
 
@@ -91,8 +92,6 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     findings = state.findings
     for h in state.hosts.values():
         if h.status == DOWN or h.frames == 0:
-            from fabtop.model import Finding
-
             findings.append(Finding("host_unreachable", "critical", h.name,
                                     f"{h.name} did not answer: {h.error or h.status}",
                                     next_step=f"ssh {h.target} true", host=h.name))
@@ -118,7 +117,7 @@ def _summary(subject: str, summary: str) -> str:
     return rest if sep and subject.startswith(head.split(" prio ")[0]) else summary
 
 
-def _print_findings(findings: list, state: FabricState) -> None:  # type: ignore[type-arg]
+def _print_findings(findings: list[Finding], state: FabricState) -> None:
     hosts = ", ".join(state.hosts)
     if not findings:
         print(f"fabtop doctor: no findings on {hosts}: the fabric looks healthy")

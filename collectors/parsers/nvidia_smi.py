@@ -21,7 +21,8 @@ from fabtop.model import GpuSample
 # names (as the header rows print them); FALLBACK_FIELDS is what the probe retries with
 # when nvidia-smi refuses a field: only names present in pre-535 drivers' help text, with
 # the throttle state carried by the one bitmask field.
-QUERY_FIELDS: tuple[str, ...] = (
+# Fields both lists share, in the order every driver prints them.
+_BASE_FIELDS: tuple[str, ...] = (
     "timestamp",
     "index",
     "name",
@@ -31,6 +32,10 @@ QUERY_FIELDS: tuple[str, ...] = (
     "memory.used",
     "memory.total",
     "power.draw",
+)
+
+QUERY_FIELDS: tuple[str, ...] = (
+    *_BASE_FIELDS,
     "enforced.power.limit",
     "temperature.gpu",
     "temperature.memory",
@@ -48,15 +53,7 @@ QUERY_FIELDS: tuple[str, ...] = (
 )
 
 FALLBACK_FIELDS: tuple[str, ...] = (
-    "timestamp",
-    "index",
-    "name",
-    "pci.bus_id",
-    "uuid",
-    "utilization.gpu",
-    "memory.used",
-    "memory.total",
-    "power.draw",
+    *_BASE_FIELDS,
     "power.limit",
     "temperature.gpu",
     "clocks.sm",
