@@ -92,6 +92,9 @@ class NsSshd(Sshd):
             return
         import socket
 
+        # sshd running as root wants its privilege-separation directory; a fresh machine
+        # where the openssh-server package was installed but never started has none.
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", self.netns, str(SSHD), "-D", "-e", "-f",
