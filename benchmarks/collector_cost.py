@@ -19,13 +19,13 @@ sys.path.insert(0, str(REPO))
 
 from collectors.assemble import assemble  # noqa: E402
 from collectors.frames import FrameDecoder  # noqa: E402
-from fabtop.commands import default_rules  # noqa: E402
 from fabtop.config import HostConfig  # noqa: E402
-from fabtop.history import History  # noqa: E402
-from fabtop.rates import RateEngine  # noqa: E402
+from fabtop.core.history import History  # noqa: E402
+from fabtop.core.rates import RateEngine  # noqa: E402
+from fabtop.core.rules import make_evaluator  # noqa: E402
+from fabtop.core.state import FabricState  # noqa: E402
 from fabtop.sim import Fabric  # noqa: E402
 from fabtop.sim import HostConfig as SimHostConfig  # noqa: E402
-from fabtop.state import FabricState  # noqa: E402
 
 
 def frames(ticks: int) -> list[bytes]:
@@ -57,7 +57,7 @@ def main() -> None:
         hist.record(f.clock_ns / 1e9, s, r)
     t_hist = time.perf_counter() - t0
     # The whole path as the dashboard runs it, rules evaluated once per tick.
-    state = FabricState([HostConfig("n1")], rules=default_rules())
+    state = FabricState([HostConfig("n1")], rules=make_evaluator())
     state.evaluate_per_frame = False  # as a Session runs it: rules once per tick
     dec2 = FrameDecoder()
     t0 = time.perf_counter()

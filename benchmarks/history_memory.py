@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from collectors.assemble import assemble  # noqa: E402
 from collectors.frames import FrameDecoder  # noqa: E402
-from fabtop.history import History  # noqa: E402
-from fabtop.rates import RateEngine  # noqa: E402
+from fabtop.core.history import History  # noqa: E402
+from fabtop.core.rates import RateEngine  # noqa: E402
 from fabtop.sim import Fabric  # noqa: E402
 from fabtop.sim import HostConfig as SimHostConfig  # noqa: E402
 

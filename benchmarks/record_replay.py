@@ -18,21 +18,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fabtop.commands import default_rules
-from fabtop.demo import demo_config
-from fabtop.record import FRAME, Recorder, RecordingReader, demo_transports_at
-from fabtop.replay import Replay
-from fabtop.session import Session
-from fabtop.state import FabricState
+from fabtop.run.compose import fabric_state, open_session
+from fabtop.run.demo import demo_config
+from fabtop.run.record import FRAME, Recorder, RecordingReader
+from fabtop.run.replay import Replay
 
 SPEED = 25.0
 
 
 async def record(path: Path, sim_seconds: float) -> Recorder:
     cfg = demo_config(1.0)
-    state = FabricState(cfg.hosts, rules=default_rules(cfg))
+    state = fabric_state(cfg)
     rec = Recorder(path, cfg).open()
-    session = Session(cfg, state, transports=demo_transports_at(cfg, SPEED), events=rec)
+    session = open_session(cfg, state=state, demo_speed=SPEED, events=rec)
     task = asyncio.create_task(session.run())
     await asyncio.sleep(sim_seconds / SPEED)
     await session.stop()

@@ -20,9 +20,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fabtop.commands import default_rules  # noqa: E402
-from fabtop.session import Session  # noqa: E402
-from fabtop.state import FabricState  # noqa: E402
+from fabtop.config import load_config  # noqa: E402
+from fabtop.run.compose import open_session  # noqa: E402
+from fabtop.run.demo import demo_config  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -35,18 +35,9 @@ def rss_mb() -> float:
 
 async def soak(minutes: float, config_path: str | None, interval: float) -> None:
     """Collect for ``minutes``, printing RSS every minute."""
-    transports = None
-    if config_path:
-        from fabtop.config import load_config
-
-        config = load_config(config_path, interval)
-    else:
-        from fabtop.demo import demo_config, demo_transports
-
-        config = demo_config(interval)
-        transports = demo_transports(config)
-    state = FabricState(config.hosts, rules=default_rules(config))
-    session = Session(config, state, transports=transports)
+    config = load_config(config_path, interval) if config_path else demo_config(interval)
+    session = open_session(config)
+    state = session.state
     task = asyncio.create_task(session.run())
     start = time.monotonic()
     points: list[tuple[float, float]] = []

@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.frames import FrameDecoder
 from fabtop.config import HostConfig as Target
-from fabtop.model import Finding
-from fabtop.rules import DEFAULT_THRESHOLDS, Evaluator
+from fabtop.core.findings import Finding
+from fabtop.core.rules import DEFAULT_THRESHOLDS, Evaluator
+from fabtop.core.state import FabricState
 from fabtop.sim import Fabric, demo_hosts
-from fabtop.state import FabricState
 
 SUBJECT = "node3/enp65s0f0np0/prio3"
 
@@ -67,13 +67,13 @@ def focus_trial(offset: float, speed: float = 8.0) -> float | None:
     """
     import asyncio
 
-    from collectors.transport.demo import demo_transports
-    from fabtop.focus import FocusSession
+    from fabtop.run.focus import FocusSession
+    from fabtop.sim.transport import sim_transports
 
     hosts = demo_hosts()
     start = 3.0 + offset
     fab = Fabric.single(hosts, "pfc_storm", start_s=start)
-    transports = demo_transports(fab, speed=speed)
+    transports = sim_transports(fab, speed=speed)
     epoch = fab.base_epoch_s
     need = DEFAULT_THRESHOLDS["detect_s"]
     ratio = DEFAULT_THRESHOLDS["storm_pause_ratio"]

@@ -21,13 +21,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fabtop.history import estimate_24h
+from fabtop.core.history import estimate_24h
+from fabtop.run.demo import demo_state, feed_until
 from fabtop.sim.episodes import DEMO_CYCLE, DEMO_CYCLE_S
 from fabtop.sim.fabric import Fabric
 from fabtop.sim.host import HostConfig
 from tui.app import FabtopApp
 from tui.context import ViewContext
-from tui.demo_feed import demo_state, feed_until
 from tui.screens.overview import OverviewScreen
 
 HOSTS = 64

@@ -39,13 +39,7 @@ from collectors.parsers.sysfs import (
     parse_sysib,
     parse_sysnet,
 )
-from fabtop.model import (
-    HostSample,
-    LinkSample,
-    MetricValue,
-    QosConfig,
-    SectionStatus,
-)
+from collectors.samples import HostSample, LinkSample, MetricValue, QosConfig, SectionStatus
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
 _ARPHRD_INFINIBAND = 32  # include/uapi/linux/if_arp.h: IPoIB netdevs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collectors.frames import Frame, Section
 from collectors.parsers.amd_smi import parse_amd_smi_metric_json, parse_rocm_smi_json
 from collectors.parsers.nvidia_smi import parse_query_csv
-from fabtop.model import GpuSample
+from collectors.samples import GpuSample
 
 
 def _nvidia(section: Section) -> tuple[list[GpuSample], list[str]]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from fabtop.model import MetricValue
+from collectors.samples import MetricValue
 
 PRIORITIES = range(8)
 

@@ -197,7 +197,7 @@ def config_from_dict(
         isinstance(v, int | float) and not isinstance(v, bool) for v in thresholds.values()
     ):
         raise ConfigError(f"{where}: [thresholds] must map names to numbers")
-    from fabtop.rules import unknown_thresholds
+    from fabtop.core.thresholds import unknown_thresholds
 
     typos = unknown_thresholds(thresholds)
     if typos:

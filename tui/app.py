@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
@@ -15,43 +14,33 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from fabtop.config import Config
-from fabtop.state import FabricState
+from fabtop.core.state import FabricState
+from fabtop.run import snapshot
+from fabtop.run.compose import fabric_state, open_session
+from fabtop.run.record import Recorder, RecordError
+from fabtop.run.replay import SPEEDS, Replay
+from fabtop.run.session import Session
 from tui.context import ViewContext
 from tui.messages import StateChanged
 from tui.screens.base import DataScreen
+from tui.screens.gpus import GpuScreen
 from tui.screens.help import HelpScreen, HelpSection, binding_rows
+from tui.screens.inference import InferenceScreen
+from tui.screens.link_detail import LinkDetailScreen
+from tui.screens.overview import OverviewScreen
+from tui.screens.pfc import PfcScreen
+from tui.screens.timeline import TimelineScreen
+from tui.widgets.replay_bar import ReplayBar
 
-if TYPE_CHECKING:
-    from fabtop.record import Recorder
-    from fabtop.replay import Replay
-    from fabtop.session import Session
-
-# Number key -> (name, "module:Class" or None while not built). Adding a screen is one
-# line here; the class takes the ViewContext as its only argument.
-SCREEN_REGISTRY: dict[str, tuple[str, str | None]] = {
-    "1": ("overview", "tui.screens.overview:OverviewScreen"),
-    "2": ("PFC", "tui.screens.pfc:PfcScreen"),
-    "3": ("GPUs", "tui.screens.gpus:GpuScreen"),
-    "4": ("inference", "tui.screens.inference:InferenceScreen"),
-    "5": ("timeline", "tui.screens.timeline:TimelineScreen"),
+# Number key -> (name, screen class). Adding a screen is one line here; the class takes
+# the ViewContext as its only argument.
+SCREEN_REGISTRY: dict[str, tuple[str, type[DataScreen]]] = {
+    "1": ("overview", OverviewScreen),
+    "2": ("PFC", PfcScreen),
+    "3": ("GPUs", GpuScreen),
+    "4": ("inference", InferenceScreen),
+    "5": ("timeline", TimelineScreen),
 }
-
-
-def screen_available(spec: str | None) -> bool:
-    """Whether a registry entry's module is installed (screens land one by one)."""
-    if spec is None:
-        return False
-    try:
-        return importlib.util.find_spec(spec.partition(":")[0]) is not None
-    except ImportError:
-        return False
-
-
-def load_screen_class(spec: str) -> type[DataScreen]:
-    """Import ``module:Class`` from the registry."""
-    module, _, cls = spec.partition(":")
-    found: type[DataScreen] = getattr(importlib.import_module(module), cls)
-    return found
 
 
 def snapshot_name(now: datetime | None = None) -> str:
@@ -94,13 +83,12 @@ class FabtopApp(App[int]):
         self.replay_step_s = 0.1
         self._last_refresh = 0.0
         self._refresh_timer: Any = None
-        for key, (_, spec) in SCREEN_REGISTRY.items():
-            if spec is not None and screen_available(spec):
-                self.add_mode(f"screen{key}", self._factory(spec))
+        for key, (_, cls) in SCREEN_REGISTRY.items():
+            self.add_mode(f"screen{key}", self._factory(cls))
 
-    def _factory(self, spec: str) -> Any:
+    def _factory(self, cls: type[DataScreen]) -> Any:
         def make() -> Screen[None]:
-            return load_screen_class(spec)(self.ctx)
+            return cls(self.ctx)
 
         return make
 
@@ -138,8 +126,6 @@ class FabtopApp(App[int]):
         self.ctx.state = state
 
     def _show_replay_bar(self) -> None:
-        from tui.widgets.replay_bar import ReplayBar
-
         rp = self.replay
         screen = self.screen
         if rp is None or not isinstance(screen, DataScreen):
@@ -179,8 +165,6 @@ class FabtopApp(App[int]):
 
     def action_replay_speed(self, faster: int) -> None:
         """Step the replay speed through 0.5x .. 16x."""
-        from fabtop.replay import SPEEDS
-
         i = min(range(len(SPEEDS)), key=lambda k: abs(SPEEDS[k] - self.replay_speed))
         i = max(0, min(len(SPEEDS) - 1, i + (1 if faster else -1)))
         self.replay_speed = SPEEDS[i]
@@ -233,28 +217,21 @@ class FabtopApp(App[int]):
 
     def help_sections(self) -> list[HelpSection]:
         """Every key of every screen, from the BINDINGS themselves."""
-        from tui.screens.link_detail import LinkDetailScreen
-        from tui.screens.overview import OverviewScreen
-
-        screens = [
-            f"{k} {name}" + ("" if screen_available(spec) else " (not built yet)")
-            for k, (name, spec) in SCREEN_REGISTRY.items()
-        ]
+        screens = [f"{k} {name}" for k, (name, _) in SCREEN_REGISTRY.items()]
+        keys = f"{min(SCREEN_REGISTRY)}-{max(SCREEN_REGISTRY)}"
         return [
             ("everywhere", [
                 *binding_rows(b for b in self.BINDINGS
                               if isinstance(b, Binding) and "screen(" not in b.action),
-                ("1-9", "screens: " + ", ".join(screens)),
+                (keys, "screens: " + ", ".join(screens)),
             ]),
             ("overview", binding_rows(OverviewScreen.BINDINGS)),
             ("link detail", binding_rows(LinkDetailScreen.BINDINGS)),
             *(
                 # Only the screen's own keys: Screen's inherited tab/shift+tab are not news.
                 (name, binding_rows(cls.__dict__["BINDINGS"]))
-                for key, (name, spec) in SCREEN_REGISTRY.items()
-                if key != "1" and spec is not None and screen_available(spec)
-                for cls in [load_screen_class(spec)]
-                if cls.__dict__.get("BINDINGS")
+                for key, (name, cls) in SCREEN_REGISTRY.items()
+                if key != "1" and cls.__dict__.get("BINDINGS")
             ),
             ("help", binding_rows(HelpScreen.BINDINGS)),
         ]
@@ -266,11 +243,7 @@ class FabtopApp(App[int]):
 
     def action_screen(self, key: str) -> None:
         """Switch to screen ``key`` (1 overview, 2 PFC, ...)."""
-        name, spec = SCREEN_REGISTRY.get(key, (f"screen {key}", None))
-        if not screen_available(spec):
-            self.notify(f"{key} ({name}): not built yet", timeout=3)
-            return
-        if self.current_mode != f"screen{key}":
+        if key in SCREEN_REGISTRY and self.current_mode != f"screen{key}":
             self.switch_mode(f"screen{key}")
 
     def action_pause(self) -> None:
@@ -304,8 +277,6 @@ class FabtopApp(App[int]):
 
     def action_snapshot(self) -> None:
         """Write the current state to fabtop-snapshot-<UTC>.json in the current directory."""
-        from fabtop import snapshot
-
         try:
             path = Path.cwd() / snapshot_name()
             doc = snapshot.build(self.ctx.state, self.ctx.interval)
@@ -339,32 +310,20 @@ class ReplayApp(FabtopApp):
     BINDINGS = [*FabtopApp.BINDINGS, *REPLAY_BINDINGS]
 
 
-def build_app(
-    cfg: Config, demo: bool = False, record: str | None = None, source: Any = None
-) -> FabtopApp:
+def build_app(cfg: Config, record: str | None = None, source: Any = None) -> FabtopApp:
     """The app over a fresh FabricState and a Session (or ``source``) for ``cfg``.
 
     ``record``: also write every frame to that file (raises RecordError if it cannot
     be created; a later write error is a notification and collection goes on).
     """
-    from fabtop.commands import default_rules
-    from fabtop.session import Session
-
-    state = FabricState(cfg.hosts, rules=default_rules(cfg))
+    state = fabric_state(cfg)
     recorder = None
     if record is not None:
-        from fabtop.record import Recorder
-
         recorder = Recorder(Path(record), cfg).open()
     if source is not None:
         source.state = state
         return FabtopApp(ViewContext(state, interval=cfg.interval), source, recorder=recorder)
-    transports = None
-    if demo:
-        from fabtop.demo import demo_transports
-
-        transports = demo_transports(cfg)
-    session = Session(cfg, state, transports=transports, events=recorder)
+    session = open_session(cfg, state=state, events=recorder)
     return FabtopApp(ViewContext(state, interval=cfg.interval), session, recorder=recorder)
 
 
@@ -376,17 +335,11 @@ def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
     return app
 
 
-def run_dashboard(
-    cfg: Config, demo: bool = False, record: str | None = None, source: Any = None
-) -> int:
+def run_dashboard(cfg: Config, record: str | None = None, source: Any = None) -> int:
     """Run the dashboard until the user quits; return the exit code."""
-    from fabtop.record import RecordError
-
     try:
-        app = build_app(cfg, demo, record, source)
+        app = build_app(cfg, record, source)
     except RecordError as e:
-        import sys
-
         print(f"fabtop: {e}", file=sys.stderr)
         return 1
     rc = app.run()

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fabtop.state import FabricState
+from fabtop.core.state import FabricState
 
 
 @dataclass(slots=True)

@@ -9,8 +9,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fabtop.model import Finding, LinkSample, QosConfig, RateValue
-from fabtop.state import FabricState
+from collectors.samples import LinkSample, QosConfig, RateValue
+from fabtop.core.findings import Finding
+from fabtop.core.state import FabricState
 
 PRIOS = tuple(range(8))
 SEP = "\x1f"

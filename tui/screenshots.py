@@ -19,9 +19,9 @@ if __package__ in (None, ""):  # run as a script from the repo root
 
 from textual.pilot import Pilot
 
+from fabtop.run.demo import demo_state
 from tui.app import FabtopApp
 from tui.context import ViewContext
-from tui.demo_feed import demo_state
 
 SEED = 0
 MOMENT_S = 60.0  # inside the PFC storm on node3 (demo cycle: storm from 45 s to 70 s)

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from fabtop.diff import counts_since
-from fabtop.model import SEVERITIES, LinkSample, MetricValue, RateValue
-from fabtop.rates import LinkRates
-from fabtop.state import CONNECTING, DOWN, STALE, UP, FabricState, HostState
+from collectors.samples import LinkSample, MetricValue, RateValue
+from fabtop.commands.diff import counts_since
+from fabtop.core.findings import SEVERITIES
+from fabtop.core.rates import LinkRates
+from fabtop.core.state import CONNECTING, DOWN, STALE, UP, FabricState, HostState
 
 # The runner marks a host stale after 2.5 intervals; the screen does the same from the
 # age of the last frame, so a frozen host greys out even when no status message comes.

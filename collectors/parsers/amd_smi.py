@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabtop.model import GpuSample
+from collectors.samples import GpuSample
 
 _NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
 # PCIe transfer rate per lane (GT/s) -> generation, as rocm-smi prints "16.0GT/s x16".

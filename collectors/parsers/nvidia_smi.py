@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from fabtop.model import GpuSample
+from collectors.samples import GpuSample
 
 # Driver >= 535 names the clock limiters "clocks_event_reasons"; every driver in the
 # captures (590, 595, 610) still accepts "clocks_throttle_reasons.*" as an alias (see

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from fabtop.model import InferenceSample
+from collectors.samples import InferenceSample
 
 
 @dataclass(slots=True)

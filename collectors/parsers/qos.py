@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fabtop.model import QosConfig
+from collectors.samples import QosConfig
 
 MAX_WARNINGS = 50
 _TRUST_RE = re.compile(r"^Priority trust (?:state|mode)\s*:\s*(\S+)", re.IGNORECASE)

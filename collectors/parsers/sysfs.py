@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fabtop.model import PcieLink
+from collectors.samples import PcieLink
 
 MAX_WARNINGS = 50
 _NO_PMA = "N/A (no PMA)"

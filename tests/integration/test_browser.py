@@ -36,7 +36,7 @@ async def test_textual_serve_runs_the_demo_dashboard(tmp_path: Path) -> None:
     except ImportError:
         skip_or_fail("textual-serve is not installed (pip install -e '.[test]')")
     port = _free_port()
-    command = f"{sys.executable} -m fabtop.cli --demo"
+    command = f"{sys.executable} -m fabtop --demo"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     # The server's stderr goes to a file so that a failure below can say why.
     log = tmp_path / "serve.log"

@@ -19,7 +19,7 @@ SEVERITY_ORDER = ("critical", "warning", "info")
 
 def start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fabtop.cli", "doctor", *args],
+        [sys.executable, "-m", "fabtop", "doctor", *args],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -74,8 +74,8 @@ def test_pfc_storm_exits_2_grouped_worst_first(runs: dict[str, tuple[int, str, s
 
 
 def test_json_is_the_snapshot_findings_format(runs: dict[str, tuple[int, str, str]]) -> None:
-    from fabtop.model import Finding
-    from fabtop.snapshot import finding_entry
+    from fabtop.core.findings import Finding
+    from fabtop.run.snapshot import finding_entry
 
     rc, out, _ = runs["storm_json"]
     assert rc == 2

@@ -14,11 +14,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fabtop.export import registry_for, serve
-from fabtop.promsource import PrometheusSource, ethtool_stat_name
-from fabtop.state import FabricState
+from fabtop.core.state import FabricState
+from fabtop.run.demo import demo_state
+from fabtop.run.export import registry_for, serve
+from fabtop.run.promsource import PrometheusSource, ethtool_stat_name
 from tests.conftest import skip_or_fail
-from tui.demo_feed import demo_state
 
 ALLOWED_LABELS = {"host", "link", "priority", "gpu", "url", "rule", "severity", "subject"}
 

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +40,7 @@ def bed() -> Iterator[Testbed]:
 
 def fabtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The installed CLI, as a user runs it."""
-    cmd = FABTOP if Path(FABTOP[0]).exists() else ["python3", "-m", "fabtop.cli"]
+    cmd = FABTOP if Path(FABTOP[0]).exists() else [sys.executable, "-m", "fabtop"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout,
                           cwd=REPO)
 

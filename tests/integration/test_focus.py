@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from collectors.transport.demo import demo_transports
 from collectors.transport.local import LocalTransport
 from fabtop.config import Config, HostConfig
-from fabtop.focus import FocusSession
-from fabtop.session import Session
+from fabtop.core.state import FabricState
+from fabtop.run.focus import FocusSession
+from fabtop.run.session import Session
 from fabtop.sim import Fabric, demo_hosts
-from fabtop.state import FabricState
+from fabtop.sim.transport import sim_transports
 
 
 async def _wait_points(fs: FocusSession, n: int, timeout: float) -> None:
@@ -38,7 +38,7 @@ async def test_focus_beside_the_main_stream_in_the_demo_shows_the_storm() -> Non
     fab = Fabric.single(hosts, "pfc_storm", start_s=0.0)
     cfg = Config(hosts=[HostConfig(name=h.name) for h in hosts], interval=1.0)
     state = FabricState(cfg.hosts)
-    session = Session(cfg, state, transports=dict(demo_transports(fab, speed=4.0)))
+    session = Session(cfg, state, transports=dict(sim_transports(fab, speed=4.0)))
     run = asyncio.create_task(session.run())
     try:
         fs = session.focus("node3", "enp65s0f0np0")

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from fabtop.config import Config, HostConfig, SshTarget
-from fabtop.session import Session
-from fabtop.state import FabricState
+from fabtop.core.state import FabricState
+from fabtop.run.session import Session
 from tests.integration.httpd import serve
 from tests.integration.sshd import Sshd
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from collectors.frames import Frame
-from fabtop.commands import default_rules
-from fabtop.demo import demo_config
-from fabtop.model import Finding
-from fabtop.record import FRAME, Recorder, RecordingReader, demo_transports_at
-from fabtop.replay import Replay, replay_findings
-from fabtop.session import MetricsReading, Session
-from fabtop.state import FabricState
+from fabtop.core.findings import Finding
+from fabtop.core.state import FabricState
+from fabtop.run.compose import fabric_state, open_session
+from fabtop.run.demo import demo_config
+from fabtop.run.record import FRAME, Recorder, RecordingReader
+from fabtop.run.replay import Replay, replay_findings
+from fabtop.run.session import MetricsReading
 from tests.conftest import skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,10 +52,10 @@ class LiveTap:
 
 async def _record_demo(path: Path, sim_seconds: float) -> LiveTap:
     cfg = demo_config(1.0)
-    state = FabricState(cfg.hosts, rules=default_rules(cfg))
+    state = fabric_state(cfg)
     rec = Recorder(path, cfg).open()
     tap = LiveTap(rec, state)
-    session = Session(cfg, state, transports=demo_transports_at(cfg, SPEED), events=tap)
+    session = open_session(cfg, state=state, demo_speed=SPEED, events=tap)
     task = asyncio.create_task(session.run())
     await asyncio.sleep(sim_seconds / SPEED)
     await session.stop()
@@ -108,7 +108,7 @@ async def test_seeking_back_rebuilds_without_a_rate_spike(tmp_path: Path) -> Non
 
 def _run_cli(*args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "fabtop.cli", *args], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-m", "fabtop", *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -174,7 +174,7 @@ def test_full_disk_is_one_clear_line(tmp_path: Path) -> None:
 
 def _snapshot(out: Path) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    subprocess.run([sys.executable, "-m", "fabtop.cli", "snapshot", "-o", str(out),
+    subprocess.run([sys.executable, "-m", "fabtop", "snapshot", "-o", str(out),
                     "--interval", "0.2"], cwd=REPO, env=env, check=False, capture_output=True,
                    timeout=30)
     doc: dict[str, object] = json.loads(out.read_text())
@@ -217,7 +217,7 @@ def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
         server.wait(5)
     assert a["schema"] == b["schema"] == "fabtop.snapshot/1"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-m", "fabtop.cli", "diff", str(tmp_path / "a.json"),
+    out = subprocess.run([sys.executable, "-m", "fabtop", "diff", str(tmp_path / "a.json"),
                           str(tmp_path / "b.json"), "--json"], cwd=REPO, env=env,
                          capture_output=True, timeout=30, check=True)
     rows = json.loads(out.stdout)["deltas"]

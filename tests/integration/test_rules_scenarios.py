@@ -15,11 +15,11 @@ import pytest
 from collectors.frames import FrameDecoder
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from fabtop.config import HostConfig as Target
-from fabtop.model import Finding
-from fabtop.rules import Evaluator
+from fabtop.core.findings import Finding
+from fabtop.core.rules import Evaluator
+from fabtop.core.state import FabricState
 from fabtop.sim import Fabric, demo_hosts
 from fabtop.sim.host import HostConfig
-from fabtop.state import FabricState
 
 START = 5.0  # episodes start here; the frame at START + 1 is the first to show them
 

@@ -19,7 +19,7 @@ GPU_NUMERIC = ("utilization_pct", "memory_used_mib", "memory_total_mib", "power_
 def doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("snap") / "snap.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "fabtop.cli", "snapshot", "--demo", "-o", str(out)],
+        [sys.executable, "-m", "fabtop", "snapshot", "--demo", "-o", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 0, proc.stderr

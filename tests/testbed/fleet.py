@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabtop.config import Config, HostConfig, SshTarget
-from fabtop.session import Session
-from fabtop.state import FabricState
+from fabtop.run.compose import open_session
 from tests.integration.sshd import Sshd
 
 
@@ -78,10 +77,8 @@ class FanoutResult:
 
 async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutResult:
     """Run a Session on ``config``; sample every host's age at 10 Hz after warm-up."""
-    from fabtop.commands import default_rules
-
-    state = FabricState(config.hosts, rules=default_rules(config))
-    session = Session(config, state)
+    session = open_session(config)
+    state = session.state
     task = asyncio.create_task(session.run())
     try:
         deadline = time.monotonic() + warmup_s + 30

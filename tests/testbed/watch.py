@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.samples import RateValue
 from fabtop.config import Config
-from fabtop.model import RateValue
-from fabtop.session import Session
-from fabtop.state import FabricState, RuleHook
+from fabtop.core.state import FabricState, RuleHook
+from fabtop.run.session import Session
 
 
 @dataclass(slots=True)

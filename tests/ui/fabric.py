@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from collectors.samples import HostSample, LinkSample
 from fabtop.config import HostConfig
-from fabtop.model import Finding, HostSample, LinkSample
-from fabtop.state import UP, FabricState
+from fabtop.core.findings import Finding
+from fabtop.core.state import FabricState
 
 T0 = 1_700_000_000.0  # remote unix time of the first frame
 
@@ -86,7 +87,7 @@ def sample(host: str, tick: int) -> HostSample:
 
 
 def rules(state: FabricState) -> list[Finding]:
-    """One finding per host with pauses above 50 000/s (stands in for fabtop.rules)."""
+    """One finding per host with pauses above 50 000/s (stands in for fabtop.core.rules)."""
     out = []
     for hs in state.hosts.values():
         if hs.rates is None:
@@ -100,15 +101,9 @@ def rules(state: FabricState) -> list[Finding]:
 
 
 def feed(state: FabricState, host: str, s: HostSample, clock: FakeClock) -> None:
-    """What apply_frame does after assembling: rates, history, rules."""
-    hs = state.hosts[host]
-    rates = state.engine.update(s)
-    hs.sample, hs.rates = s, rates
-    hs.frames += 1
-    hs.last_frame_mono = clock()
-    hs.status, hs.error = UP, None
-    state.history.record(s.clock_ns / 1e9, s, rates)
-    state.evaluate()
+    """What apply_frame does after assembling: the pipeline's rates and history, the rules."""
+    del clock  # the state's own clock (the same FakeClock) stamps the arrival
+    state.apply_sample(host, s)
 
 
 def fabric(hosts: int = 3, ticks: int = 30) -> tuple[FabricState, FakeClock]:

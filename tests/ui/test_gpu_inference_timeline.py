@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from fabtop.run.demo import demo_state
 from tui.app import FabtopApp
 from tui.context import ViewContext
-from tui.demo_feed import demo_state
 from tui.screens.gpus import GpuScreen
 from tui.screens.inference import InferenceScreen
 from tui.screens.timeline import TimelineScreen

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from collectors.transport.demo import demo_transports
 from fabtop.config import Config, HostConfig
-from fabtop.session import Session
+from fabtop.core.state import FabricState
+from fabtop.run.demo import demo_state
+from fabtop.run.session import Session
 from fabtop.sim import Fabric, demo_hosts
-from fabtop.state import FabricState
+from fabtop.sim.transport import sim_transports
 from tui.app import FabtopApp
 from tui.context import ViewContext
-from tui.demo_feed import demo_state
 from tui.pfc_views import SEP, pfc_findings
 from tui.screens.pfc import PfcScreen
 from tui.screenshots import make_app
@@ -78,7 +78,7 @@ async def test_ticks_update_cells_in_place() -> None:
         await pilot.pause()
         matrix = app.screen.query_one(PauseMatrix)
         before = matrix.rebuilds
-        from tui.demo_feed import feed_until
+        from fabtop.run.demo import feed_until
 
         feed_until(fab, state, clock, 41.0, 62.0)  # into the storm
         app.refresh_now()
@@ -108,7 +108,7 @@ async def test_focus_samples_the_selected_port_four_times_a_second() -> None:
     fab = Fabric.single(hosts, "pfc_storm", start_s=0.0)
     cfg = Config(hosts=[HostConfig(name=h.name) for h in hosts], interval=1.0)
     state = FabricState(cfg.hosts)
-    session = Session(cfg, state, transports=dict(demo_transports(fab, speed=2.0)))
+    session = Session(cfg, state, transports=dict(sim_transports(fab, speed=2.0)))
     app = FabtopApp(ViewContext(state, interval=1.0), session)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("2")

@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fabtop.commands import default_rules
-from fabtop.demo import demo_config
-from fabtop.record import Recorder, demo_transports_at
-from fabtop.replay import Replay
-from fabtop.session import Session
-from fabtop.state import FabricState
+from fabtop.run.compose import open_session
+from fabtop.run.demo import demo_config
+from fabtop.run.record import Recorder
+from fabtop.run.replay import Replay
 from tui.app import build_replay_app
 from tui.widgets.replay_bar import ReplayBar
 
@@ -21,9 +19,9 @@ from tui.widgets.replay_bar import ReplayBar
 async def recording(tmp_path: Path) -> Path:
     path = tmp_path / "demo.fabrec"
     cfg = demo_config(1.0)
-    state = FabricState(cfg.hosts, rules=default_rules(cfg))
+
     rec = Recorder(path, cfg).open()
-    session = Session(cfg, state, transports=demo_transports_at(cfg, 40.0), events=rec)
+    session = open_session(cfg, demo_speed=40.0, events=rec)
     task = asyncio.create_task(session.run())
     await asyncio.sleep(1.0)  # about 40 simulated seconds
     await session.stop()
@@ -61,11 +59,11 @@ async def test_replay_keys_move_the_cursor_and_the_screen_follows(recording: Pat
 
 
 async def test_dashboard_records_with_record_option(tmp_path: Path) -> None:
-    from fabtop.record import FRAME, RecordingReader
+    from fabtop.run.record import FRAME, RecordingReader
     from tui.app import build_app
 
     path = tmp_path / "dash.fabrec"
-    app = build_app(demo_config(0.2), demo=True, record=str(path))
+    app = build_app(demo_config(0.2), record=str(path))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.2)
     reader = RecordingReader(path)

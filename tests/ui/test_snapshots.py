@@ -1,6 +1,6 @@
 """SVG snapshots of every screen: the demo at a fixed seed, inside the PFC storm.
 
-The state is fed by hand from the simulation (tui.demo_feed) on a frozen clock, so the
+The state is fed by hand from the simulation (fabtop.run.demo) on a frozen clock, so the
 pictures hold no wall-clock time. Regenerate after a deliberate change with
 ``pytest tests/ui/test_snapshots.py --snapshot-update`` and look at the result.
 """

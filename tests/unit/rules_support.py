@@ -1,7 +1,7 @@
 """A hand-fed fabric for the rule tests: ports whose counters grow at the rates a test sets.
 
-Samples go through the real rate engine and history, as ``FabricState.apply_frame`` does
-after assembling a frame, so the rules read exactly what they read live.
+Samples go through the core's Pipeline (rates and history), as ``FabricState.apply_frame``
+does after assembling a frame, so the rules read exactly what they read live.
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from fabtop.history import History
-from fabtop.model import (
-    Finding,
+from collectors.samples import (
     GpuSample,
     HostSample,
     InferenceSample,
@@ -21,8 +19,10 @@ from fabtop.model import (
     PcieLink,
     QosConfig,
 )
-from fabtop.rates import HostRates, RateEngine
-from fabtop.rules import Evaluator
+from fabtop.core.findings import Finding
+from fabtop.core.pipeline import Pipeline
+from fabtop.core.rates import HostRates
+from fabtop.core.rules import Evaluator
 
 T0 = 1_700_000_000.0
 GBPS = 1e9 / 8  # bytes per second in one Gb/s
@@ -30,7 +30,7 @@ GBPS = 1e9 / 8  # bytes per second in one Gb/s
 
 @dataclass
 class Host:
-    """What the rules read of a host (the shape of fabtop.state.HostState)."""
+    """What the rules read of a host (the shape of fabtop.core.state.HostState)."""
 
     name: str
     status: str = "up"
@@ -43,8 +43,8 @@ class Fabric:
 
     def __init__(self, thresholds: Mapping[str, float] | None = None) -> None:
         self.hosts: dict[str, Host] = {}
-        self.history = History()
-        self.engine = RateEngine()
+        self.pipeline = Pipeline()
+        self.history = self.pipeline.history
         self.evaluator = Evaluator(thresholds)
         self.ports: dict[tuple[str, str], Port] = {}
         self.gpus: dict[str, list[GpuSample]] = {}
@@ -77,9 +77,8 @@ class Fabric:
                 gpus=copy.deepcopy(self.gpus.get(name, [])),
                 inference=copy.deepcopy(self.inference.get(name, [])),
             )
-            h.rates = self.engine.update(sample)
+            h.rates = self.pipeline.apply_sample(sample)
             h.sample = sample
-            self.history.record(self.t, sample, h.rates)
         self.findings = self.evaluator(self)
         return self.findings
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fabtop.diff import (
+from collectors.samples import LinkSample
+from fabtop.commands.diff import (
     DiffError,
     counts_since,
     diff_docs,
@@ -16,7 +17,6 @@ from fabtop.diff import (
     metric_delta,
     render_text,
 )
-from fabtop.model import LinkSample
 
 
 def _doc(clock_s: float, metrics: dict[str, object]) -> dict[str, object]:

@@ -10,9 +10,9 @@ import pytest
 from collectors.normalize import normalize_ethtool
 from collectors.parsers.ethtool import parse_ethtool_stats
 from collectors.parsers.prometheus_text import parse_inference_metrics
-from fabtop.history import DEFAULT_TIERS, History, Series, estimate_24h
-from fabtop.model import GpuSample, HostSample, InferenceSample, LinkSample
-from fabtop.rates import RateEngine
+from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample
+from fabtop.core.history import DEFAULT_TIERS, History, Series, estimate_24h
+from fabtop.core.rates import RateEngine
 
 SMALL = ((1.0, 10), (10.0, 5), (60.0, 3))
 MLX5 = "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"
@@ -334,9 +334,9 @@ def test_a_day_of_128_roce_links_fits_the_memory_target() -> None:
 
 def test_series_of_vanished_links_are_forgotten_bounded() -> None:
     # Container nodes create and delete veth pairs all day: their history must not pile up.
-    from fabtop.history import FORGET_AFTER_S, History
-    from fabtop.model import HostSample, LinkSample
-    from fabtop.rates import RateEngine
+    from collectors.samples import HostSample, LinkSample
+    from fabtop.core.history import FORGET_AFTER_S, History
+    from fabtop.core.rates import RateEngine
 
     hist, engine = History(), RateEngine()
     t0 = 1_700_000_000.0

@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 
 from collectors.transport.base import Transport
-from fabtop.inference_discovery import (
+from fabtop.run.discovery import (
     DEFAULT_PORTS,
     Discovery,
     candidate_urls,

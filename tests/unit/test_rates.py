@@ -11,8 +11,8 @@ import pytest
 from collectors.normalize import normalize_ethtool, normalize_ib, saturated_ib_counters
 from collectors.parsers.ethtool import parse_ethtool_stats
 from collectors.parsers.prometheus_text import parse_inference_metrics
-from fabtop.model import HostSample, InferenceSample, LinkSample
-from fabtop.rates import HostRates, RateEngine
+from collectors.samples import HostSample, InferenceSample, LinkSample
+from fabtop.core.rates import HostRates, RateEngine
 
 MLX5 = "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"
 MLX4_IB = "sysfs/prometheus_node_exporter/sys/class/infiniband/mlx4_0/ports/1/counters"

@@ -9,8 +9,8 @@ from typing import BinaryIO
 
 from collectors.frames import FrameDecoder, render_frame
 from fabtop.config import Config, HostConfig
-from fabtop.record import FRAME, METRICS, STATUS, Recorder, RecordingReader, decode_frame
-from fabtop.session import MetricsReading
+from fabtop.run.record import FRAME, METRICS, STATUS, Recorder, RecordingReader, decode_frame
+from fabtop.run.session import MetricsReading
 
 FRAME_TEXT = (
     "@@fabtop-frame 7 1700000000000000000 1234.50 1700000000.000\n"

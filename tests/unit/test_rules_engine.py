@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fabtop.model import Finding
-from fabtop.rules import DEFAULT_THRESHOLDS, RULES, Evaluator, unknown_thresholds
-from fabtop.rules import __doc__ as rules_doc
-from fabtop.rules.context import RuleContext, RuleMemory
+from fabtop.core.findings import Finding
+from fabtop.core.rules import DEFAULT_THRESHOLDS, RULES, Evaluator, unknown_thresholds
+from fabtop.core.thresholds import __doc__ as rules_doc
+from fabtop.core.rules.context import RuleContext, RuleMemory
 from tests.unit.rules_support import Fabric, by_rule
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabtop.model import GpuSample
+from collectors.samples import GpuSample
 from tests.unit.rules_support import Fabric, by_rule
 
 

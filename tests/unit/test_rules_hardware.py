@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabtop.model import PcieLink
+from collectors.samples import PcieLink
 from tests.unit.rules_support import Fabric, by_rule
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabtop.model import InferenceSample
+from collectors.samples import InferenceSample
 from tests.unit.rules_support import Fabric, by_rule
 
 URL = "http://127.0.0.1:8000/metrics"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabtop.model import QosConfig
+from collectors.samples import QosConfig
 from tests.unit.rules_support import GBPS, Fabric, by_rule, serious
 
 LINE = 100 * GBPS

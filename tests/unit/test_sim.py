@@ -16,13 +16,13 @@ from collectors.frames import Frame, FrameDecoder
 from collectors.gpu_sections import gpus_from_frame
 from collectors.parsers.ethtool import parse_ethtool_stats
 from collectors.parsers.sysfs import NetdevRecord, parse_sysib, parse_sysnet
-from collectors.transport.demo import DemoTransport, SimClock, demo_transports
 from fabtop.sim import Fabric, HostConfig, demo_fabric, demo_hosts, tree
 from fabtop.sim.episodes import FLAP_DOWN_AT_S, FLAP_DOWN_FOR_S
 from fabtop.sim.nic import (
     IB_HW_CONG_COUNTERS,
     MLX5_DRIVER_SOURCE_NAMES,
 )
+from fabtop.sim.transport import DemoTransport, SimClock, sim_transports
 
 MLX5_CAPTURE = "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"
 IGB_CAPTURE = "ethtool/ethtool_S_igb_1g_go-ethtool-metrics.txt"
@@ -368,7 +368,7 @@ def _ib_counter(frame: Frame, dev: str, name: str) -> int:
 
 async def test_demo_transport_streams_frames_and_serves_metrics() -> None:
     fab = Fabric(demo_hosts(), interval_s=0.5)
-    transports = demo_transports(fab, speed=20.0)
+    transports = sim_transports(fab, speed=20.0)
     t = transports["node1"]
     await t.connect()
     dec = FrameDecoder()

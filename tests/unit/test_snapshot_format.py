@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fabtop import snapshot
 from fabtop.config import HostConfig
+from fabtop.core.state import FabricState
+from fabtop.run import snapshot
 from fabtop.sim import demo_fabric
-from fabtop.state import FabricState
 
 
 @pytest.fixture(scope="module")

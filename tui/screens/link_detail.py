@@ -10,8 +10,8 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.widgets import Footer, Input, Static
 
-from fabtop.history import SeriesKey
-from fabtop.rates import LinkRates
+from fabtop.core.history import SeriesKey
+from fabtop.core.rates import LinkRates
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.screens.base import DataScreen

@@ -19,8 +19,8 @@ from tui.widgets.pfc_panels import FocusPanel, PairsPanel, PfcFindings
 from tui.widgets.top_bar import TopBar
 
 if TYPE_CHECKING:
-    from fabtop.focus import FocusSession
-    from fabtop.session import Session
+    from fabtop.run.focus import FocusSession
+    from fabtop.run.session import Session
 
 FOCUS_REDRAW_S = 0.25
 

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Static
 
-from fabtop.model import Finding
+from fabtop.core.findings import Finding
 from tui.context import ViewContext
 from tui.screens.base import DataScreen
 from tui.views import summary

@@ -7,7 +7,7 @@ from typing import Literal
 
 from textual_plotext import PlotextPlot
 
-from fabtop.history import History
+from fabtop.core.history import History
 from tui import format as fmt
 
 COLORS = ("cyan", "magenta", "yellow", "green", "red", "blue", "orange", "white")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from fabtop.model import Finding
+from fabtop.core.findings import Finding
 
 BADGE = {
     "critical": (" CRIT ", "bold white on red"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from fabtop.state import FabricState
+from fabtop.core.state import FabricState
 from tui import format as fmt
 from tui.widgets.keyed_table import Column, FixedTable
 

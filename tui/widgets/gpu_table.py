@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from rich.text import Text
 
-from fabtop.model import GpuSample, HostSample
-from fabtop.state import FabricState
+from collectors.samples import GpuSample, HostSample
+from fabtop.core.state import FabricState
 from tui import format as fmt
 from tui.widgets.keyed_table import Column, FixedTable
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from rich.text import Text
 from textual.widgets import Static
 
-from fabtop.model import HostSample
-from fabtop.state import FabricState
+from collectors.samples import HostSample
+from fabtop.core.state import FabricState
 from tui import format as fmt
 from tui.widgets.gpu_table import gpu_section_problem, is_thermal
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from fabtop.history import History
+from fabtop.core.history import History
 from tui import format as fmt
 from tui.views import LinkRow
 from tui.widgets.keyed_table import Column, KeyedTable, Spec

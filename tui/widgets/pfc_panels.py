@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from fabtop.focus import FocusPoint, FocusSession
-from fabtop.model import Finding
+from fabtop.core.findings import Finding
+from fabtop.run.focus import FocusPoint, FocusSession
 from tui import format as fmt
 from tui.pfc_views import PRIOS, PausePair
 from tui.widgets.findings_panel import append_finding

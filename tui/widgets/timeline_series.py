@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from fabtop.history import History, SeriesKey
+from fabtop.core.history import History, SeriesKey
 
 Combine = Literal["sum", "max"]
 

@@ -1,0 +1,149 @@
+"""Typed samples: what one probe frame says about one host.
+
+Everything here holds raw cumulative counters stamped with the remote clock.
+Rates are computed only by :mod:`fabtop.core.rates`. Missing is ``None``, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+# A normalized metric is either one cumulative value or one per priority (0-7).
+MetricValue: TypeAlias = int | dict[int, int]
+RateValue: TypeAlias = float | dict[int, float]
+
+
+@dataclass(slots=True)
+class PcieLink:
+    """Current and maximum PCIe link of a NIC (sysfs ``current_link_*``/``max_link_*``)."""
+
+    speed_gts: float | None = None
+    width: int | None = None
+    max_speed_gts: float | None = None
+    max_width: int | None = None
+
+    @property
+    def degraded(self) -> bool:
+        """True when the link trained below what both ends can do."""
+        if self.width and self.max_width and self.width < self.max_width:
+            return True
+        return bool(
+            self.speed_gts and self.max_speed_gts and self.speed_gts < self.max_speed_gts
+        )
+
+
+@dataclass(slots=True)
+class LinkSample:
+    """One link at one instant: a netdev, an RDMA port, or both when one sits on the other."""
+
+    id: str
+    netdev: str | None = None
+    rdma_device: str | None = None
+    port: int | None = None
+    link_layer: str | None = None  # "Ethernet", "InfiniBand", or None for plain netdevs
+    state: str | None = None  # normalized: "up", "down", "init", "polling", "disabled", ...
+    rate_gbps: float | None = None
+    mtu: int | None = None
+    driver: str | None = None
+    driver_version: str | None = None
+    firmware: str | None = None
+    pcie: PcieLink | None = None
+    temperature_c: float | None = None
+    physical: bool = False  # has a ``device`` entry in sysfs, or is an RDMA port
+    kind: str = "netdev"  # netdev | roce | ib | tb (thunderbolt-net) | virtual
+    counters: dict[str, dict[str, int]] = field(default_factory=dict)  # source -> raw -> value
+    metrics: dict[str, MetricValue] = field(default_factory=dict)  # normalized cumulative
+    saturated: list[str] = field(default_factory=list)  # raw names stuck at 2^32-1
+    qos: QosConfig | None = None
+
+
+@dataclass(slots=True)
+class QosConfig:
+    """Lossless-traffic configuration of one port, from whichever tool the host has."""
+
+    source: str = ""  # "mlnx_qos", "dcb", "sysfs", "ethtool" (inferred from counter names)
+    trust: str | None = None  # "pcp" | "dscp"
+    pfc_enabled: tuple[int, ...] | None = None
+    dscp2prio: dict[int, int] | None = None
+    ecn_np_enabled: tuple[int, ...] | None = None
+    ecn_rp_enabled: tuple[int, ...] | None = None
+    ets: dict[str, str] | None = None
+    prio_buffer: dict[int, int] | None = None  # priority -> receive buffer (dcb buffer)
+    buffer_size: dict[int, int] | None = None  # buffer -> bytes
+
+
+@dataclass(slots=True)
+class GpuSample:
+    """One GPU at one instant."""
+
+    index: int
+    name: str | None = None
+    bus_id: str | None = None
+    uuid: str | None = None
+    vendor: str = "nvidia"
+    utilization_pct: float | None = None
+    memory_used_mib: float | None = None
+    memory_total_mib: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    temperature_c: float | None = None
+    memory_temperature_c: float | None = None
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    fan_pct: float | None = None
+    pcie_rx_kbps: float | None = None
+    pcie_tx_kbps: float | None = None
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    throttle_reasons: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class InferenceSample:
+    """One inference server's /metrics at one instant (cumulative counters kept raw)."""
+
+    url: str
+    server: str | None = None  # vllm | llamacpp | sglang | tgi
+    model: str | None = None
+    generated_tokens_total: float | None = None
+    prompt_tokens_total: float | None = None
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    # histogram name -> (upper bounds, cumulative bucket counts, count, sum)
+    histograms: dict[str, tuple[tuple[float, ...], tuple[float, ...], float, float]] = field(
+        default_factory=dict
+    )
+    error: str | None = None
+    # Local monotonic seconds at which the server produced this reading (mid-request).
+    # /metrics is polled apart from the frames, so rates divide by the time between two
+    # readings, not between the frames that happened to carry them.
+    read_s: float | None = None
+
+
+@dataclass(slots=True)
+class SectionStatus:
+    """How one probe section fared: ``ok``, ``missing`` (tool absent), ``timeout``, ``error``."""
+
+    kind: str
+    subject: str | None
+    status: str
+    read_ns: int | None = None
+    detail: str | None = None
+
+
+@dataclass(slots=True)
+class HostSample:
+    """Everything one frame says about one host, stamped with the remote clock."""
+
+    host: str
+    seq: int
+    clock_ns: int  # remote wall clock (date +%s%N) at the frame's start
+    uptime_s: float  # remote /proc/uptime: never steps, catches wall-clock jumps
+    links: dict[str, LinkSample] = field(default_factory=dict)
+    gpus: list[GpuSample] = field(default_factory=list)
+    gpu_read_ns: int | None = None
+    inference: list[InferenceSample] = field(default_factory=list)
+    sections: list[SectionStatus] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cpu_throttle_count: int | None = None

@@ -1,0 +1,1 @@
+"""The commands: the CLI entry and one module per headless subcommand."""

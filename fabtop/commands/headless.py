@@ -1,0 +1,123 @@
+"""Headless commands: ``snapshot`` and ``doctor``, over the composition root's session and state."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+
+from fabtop.config import Config
+from fabtop.core.findings import Finding
+from fabtop.core.state import DOWN, FabricState
+from fabtop.core.thresholds import effective
+from fabtop.run import snapshot
+from fabtop.run.compose import fabric_state, open_session
+
+
+def _settled(state: FabricState, frames: int) -> bool:
+    return all(h.frames >= frames or (h.status == DOWN and h.error) for h in state.hosts.values())
+
+
+async def watch(config: Config, state: FabricState, seconds: float, frames: int,
+                timeout: float) -> None:
+    """Collect until every host gave ``frames`` frames (or failed) and ``seconds`` passed."""
+    session = open_session(config, state=state)
+    task = asyncio.create_task(session.run())
+    start = time.monotonic()
+    try:
+        while True:
+            waited = time.monotonic() - start
+            if waited >= timeout or task.done():
+                break
+            if waited >= seconds and _settled(state, frames):
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await session.stop()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    for h in state.hosts.values():
+        if h.frames < frames and not h.error:
+            h.error = f"{h.name} ({h.target}): no answer within {timeout:.0f} s"
+            h.status = DOWN
+
+
+async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
+    """Two frames ``interval`` apart from every host, written atomically; 1 if a host failed."""
+    state = fabric_state(config)
+    # A token rate needs two /metrics readings, and readings ride on frames after the
+    # first: hosts with an inference server get one more frame.
+    frames = 3 if any(h.inference for h in config.hosts) else 2
+    await watch(config, state, seconds=0.0, frames=frames, timeout=ns.timeout)
+    doc = snapshot.build(state, config.interval)
+    text = snapshot.render(doc, ns.format)
+    if ns.output and ns.output != "-":
+        try:
+            snapshot.write_atomic(ns.output, text)
+        except snapshot.SnapshotError as e:
+            print(f"fabtop: {e}", file=sys.stderr)
+            return 2
+        print(f"fabtop: snapshot of {len(doc['hosts'])} host(s) written to {ns.output}",
+              file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    failed = [h for h in doc["hosts"] if not h["reachable"]]
+    for h in failed:
+        print(f"fabtop: {h['name']}: {h['error'] or h['status']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
+    """Watch for --window seconds, print findings; exit 0 healthy, 1 warnings, 2 critical."""
+    state = fabric_state(config)
+    window = max(ns.window, min_window(config))
+    await watch(config, state, seconds=window, frames=2,
+                timeout=max(window + 30.0, window * 2))
+    state.evaluate()
+    findings = state.findings
+    for h in state.hosts.values():
+        if h.status == DOWN or h.frames == 0:
+            findings.append(Finding("host_unreachable", "critical", h.name,
+                                    f"{h.name} did not answer: {h.error or h.status}",
+                                    next_step=f"ssh {h.target} true", host=h.name))
+    if ns.json:
+        print(json.dumps({"findings": [snapshot.finding_entry(f) for f in findings]}, indent=1))
+    else:
+        _print_findings(findings, state)
+    worst = max((f.rank for f in findings), default=0)
+    return {0: 0, 1: 1, 2: 2}[worst]
+
+
+def min_window(config: Config) -> float:
+    """The shortest useful doctor window: a rule needs ``detect_s`` of rates, plus two frames."""
+    detect = effective(config.thresholds)["detect_s"]
+    return detect + 2 * config.interval
+
+
+def _summary(subject: str, summary: str) -> str:
+    # Rules start summaries with the port they are about; the subject already says it.
+    head, sep, rest = summary.partition(": ")
+    return rest if sep and subject.startswith(head.split(" prio ")[0]) else summary
+
+
+def _print_findings(findings: list[Finding], state: FabricState) -> None:
+    hosts = ", ".join(state.hosts)
+    if not findings:
+        print(f"fabtop doctor: no findings on {hosts}: the fabric looks healthy")
+        return
+    for sev in ("critical", "warning", "info"):
+        group = [f for f in findings if f.severity == sev]
+        if not group:
+            continue
+        print(f"{sev.upper()} ({len(group)})")
+        for f in group:
+            print(f"  {f.subject}: {_summary(f.subject, f.summary)}")
+            if f.evidence:
+                ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
+                print(f"      evidence: {ev}")
+            if f.next_step:
+                print(f"      next: {f.next_step}")

@@ -1,0 +1,62 @@
+"""``fabtop record``: collect into a recording until --duration, --max-size or a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from fabtop.config import Config
+from fabtop.run.compose import open_session
+from fabtop.run.record import Recorder, RecordError
+
+
+async def record_command(
+    config: Config, path: str, *, demo_speed: float = 1.0,
+    max_mb: float | None = None, duration: float | None = None,
+    log: Callable[[str], None] | None = None,
+) -> int:
+    """Record until --duration, --max-size, SIGINT/SIGTERM; 0 on a clean close, 2 if the file
+    could not be written (as ``snapshot``)."""
+    say = log or (lambda m: print(m, file=sys.stderr))
+    stop = asyncio.Event()
+    ended: list[str] = []
+
+    def halt(msg: str) -> None:
+        ended.append(msg)
+        stop.set()
+
+    rec = Recorder(Path(path), config, on_error=halt, on_limit=halt,
+                   max_bytes=int(max_mb * 1e6) if max_mb else None, max_seconds=duration)
+    try:
+        rec.open()
+    except RecordError as e:
+        say(f"fabtop: {e}")
+        return 2
+    session = open_session(config, demo_speed=demo_speed, events=rec)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(session.run())
+    say(f"fabtop: recording {len(config.hosts)} host(s) to {path} (Ctrl-C stops)")
+    try:
+        waiter = asyncio.create_task(stop.wait())
+        timeout = duration + 0.5 if duration else None
+        await asyncio.wait({waiter, task}, timeout=timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await session.stop()
+        task.cancel()
+        rec.close("stopped")
+    if rec.error is not None:
+        say(f"fabtop: {rec.error}")
+        return 2
+    why = ended[0].split(": recording stopped: ")[-1] if ended else rec.stopped or "stopped"
+    say(f"fabtop: {rec.frames} frame(s), {rec.bytes_written / 1e6:.2f} MB written to {path} "
+        f"({why})")
+    return 0

@@ -1,0 +1,344 @@
+"""Rate engine: per-second rates from two consecutive frames of one host (DESIGN.md §4).
+
+Rates divide counter deltas by the *remote* time between frames (``clock_ns``),
+never by when the bytes arrived, so SSH jitter does not show up as throughput
+jitter. ``/proc/uptime`` never steps, so when the wall clock disagrees with it the
+uptime delta is used instead. A counter that goes backwards is a reset: it gets a
+new baseline and no rate, never a negative rate or a spike.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from collectors.parsers.prometheus_text import histogram_quantile
+from collectors.samples import HostSample, InferenceSample, LinkSample, RateValue
+
+# Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
+# slewing; anything beyond this is a step (NTP, manual date) and must not become a spike.
+CLOCK_STEP_TOLERANCE_S = 0.25
+CLOCK_STEP_TOLERANCE_FRAC = 0.02
+
+# Legacy InfiniBand PMA counters (sysfs ports/N/counters; 4- to 32-bit, they stop at
+# their maximum) and the normalized metric each feeds (DESIGN.md §3), with the 64-bit
+# counters_ext name that the parser prefers when the port has it.
+_IB_SATURABLE: dict[str, tuple[str, str | None]] = {
+    "port_rcv_data": ("rx_bytes", "port_rcv_data_64"),
+    "port_xmit_data": ("tx_bytes", "port_xmit_data_64"),
+    "port_rcv_packets": ("rx_packets", "port_rcv_packets_64"),
+    "port_xmit_packets": ("tx_packets", "port_xmit_packets_64"),
+    "port_xmit_wait": ("xmit_wait", None),
+    "port_xmit_discards": ("rx_discards", None),
+    "port_rcv_errors": ("rx_discards", None),
+    "symbol_error": ("rx_phy_errors", None),
+    "port_rcv_remote_physical_errors": ("rx_phy_errors", None),
+    "link_downed": ("link_down_events", None),
+}
+
+# Histogram names as servers expose them (llm_metrics/LLM_METRICS_NOTES.md); matched
+# by suffix so a parser may keep or strip the "vllm:"/"sglang:" prefix.
+TTFT_HISTOGRAMS: tuple[str, ...] = ("time_to_first_token_seconds",)
+ITL_HISTOGRAMS: tuple[str, ...] = (
+    "inter_token_latency_seconds",
+    "time_per_output_token_seconds",  # vLLM before V1
+    "tgi_request_mean_time_per_token_duration",
+)
+
+INFERENCE_RATE_NAMES: tuple[str, ...] = (
+    "generated_tokens_per_s",
+    "prompt_tokens_per_s",
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "itl_p50_s",
+    "itl_p99_s",
+)
+
+Histogram = tuple[tuple[float, ...], tuple[float, ...], float, float]
+
+
+@dataclass(slots=True)
+class LinkRates:
+    """Per-second rates of one link for one tick."""
+
+    rates: dict[str, RateValue]  # normalized name + "_per_s", plus derived (rx_bps, ...)
+    raw_rates: dict[str, dict[str, float]]  # source -> raw counter name -> per second
+    gap: bool = False  # a normalized counter reset / the host restarted: show a gap
+    reset: list[str] = field(default_factory=list)  # raw names, then normalized names
+    saturated: list[str] = field(default_factory=list)  # raw names, then normalized names
+
+
+@dataclass(slots=True)
+class HostRates:
+    """Everything the rate engine derived from one frame of one host."""
+
+    host: str
+    interval_s: float | None  # remote-time delta used; None when no rates this tick
+    clock_stepped: bool
+    links: dict[str, LinkRates]
+    inference: dict[str, dict[str, float | None]]
+    restarted: bool = False  # remote uptime went backwards: everything rebaselined
+
+
+@dataclass(slots=True)
+class _InferenceBase:
+    # /metrics is polled on its own cadence and the last reading rides on later frames:
+    # rates span the frames at which two *different* readings arrived.
+    sample: InferenceSample
+    clock_ns: int
+    uptime_s: float
+    rates: dict[str, float | None]
+
+
+@dataclass(slots=True)
+class _Baseline:
+    seq: int
+    clock_ns: int
+    uptime_s: float
+    links: dict[str, LinkSample]
+    inference: dict[str, _InferenceBase]
+
+
+def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
+    """The remote-time delta to divide by, and whether the wall clock stepped."""
+    tolerance = CLOCK_STEP_TOLERANCE_S + CLOCK_STEP_TOLERANCE_FRAC * d_uptime_s
+    if abs(d_clock_s - d_uptime_s) > tolerance:
+        return d_uptime_s, True
+    return d_clock_s, False
+
+
+def _find_histogram(hists: dict[str, Histogram], suffixes: tuple[str, ...]) -> str | None:
+    for suffix in suffixes:
+        for name in hists:
+            if name.endswith(suffix):
+                return name
+    return None
+
+
+def _histogram_delta(cur: Histogram, prev: Histogram) -> tuple[tuple[float, ...], list[float]]:
+    """Bucket deltas as a cumulative histogram, +Inf bucket included; raises ValueError on reset."""
+    bounds, counts, count, _ = cur
+    pbounds, pcounts, pcount, _ = prev
+    if bounds != pbounds or len(counts) != len(pcounts):
+        raise ValueError("bucket layout changed")
+    deltas = [c - p for c, p in zip(counts, pcounts, strict=True)]
+    if any(d < 0 for d in deltas) or count < pcount:
+        raise ValueError("histogram went backwards")
+    if not bounds or not math.isinf(bounds[-1]):
+        bounds = (*bounds, math.inf)
+        deltas.append(count - pcount)
+    return bounds, deltas
+
+
+def _quantiles(
+    cur: InferenceSample, prev: InferenceSample, suffixes: tuple[str, ...]
+) -> tuple[float | None, float | None]:
+    name = _find_histogram(cur.histograms, suffixes)
+    if name is None or name not in prev.histograms:
+        return None, None
+    bounds, deltas = _histogram_delta(cur.histograms[name], prev.histograms[name])
+    return histogram_quantile(0.5, bounds, deltas), histogram_quantile(0.99, bounds, deltas)
+
+
+def _counter_rate(cur: float | None, prev: float | None, inv_dt: float) -> float | None:
+    if cur is None or prev is None:
+        return None
+    d = cur - prev
+    if d < 0:
+        raise ValueError("counter went backwards")
+    return d * inv_dt
+
+
+def _inference_rates(
+    cur: InferenceSample, prev: InferenceSample, dt: float
+) -> dict[str, float | None]:
+    out: dict[str, float | None] = dict.fromkeys(INFERENCE_RATE_NAMES)
+    if not dt > 0 or cur.error is not None or prev.error is not None:
+        return out
+    inv_dt = 1.0 / dt
+    try:
+        out["generated_tokens_per_s"] = _counter_rate(
+            cur.generated_tokens_total, prev.generated_tokens_total, inv_dt
+        )
+        out["prompt_tokens_per_s"] = _counter_rate(
+            cur.prompt_tokens_total, prev.prompt_tokens_total, inv_dt
+        )
+        out["ttft_p50_s"], out["ttft_p99_s"] = _quantiles(cur, prev, TTFT_HISTOGRAMS)
+        out["itl_p50_s"], out["itl_p99_s"] = _quantiles(cur, prev, ITL_HISTOGRAMS)
+    except ValueError:
+        # The server restarted (or changed its buckets): nothing is comparable this tick.
+        return dict.fromkeys(INFERENCE_RATE_NAMES)
+    return out
+
+
+def _link_rates(cur: LinkSample, prev: LinkSample | None, inv_dt: float) -> LinkRates:
+    lr = LinkRates(rates={}, raw_rates={})
+    if prev is None:
+        return lr
+    reset = lr.reset
+    sat_raw = set(cur.saturated)
+
+    raw_rates = lr.raw_rates
+    for source, counters in cur.counters.items():
+        pcounters = prev.counters.get(source)
+        if pcounters is None:
+            continue
+        out: dict[str, float] = {}
+        for name, value in counters.items():
+            pvalue = pcounters.get(name)
+            if pvalue is None:
+                continue
+            d = value - pvalue
+            if d < 0:
+                reset.append(name)
+            else:
+                out[name] = d * inv_dt
+        if sat_raw:
+            for name in sat_raw:
+                out.pop(name, None)
+        raw_rates[source] = out
+
+    # Raw-only resets drop that rate but do not cut the charts: some drivers list
+    # gauges among their statistics, and those go down all the time.
+    rates = lr.rates
+    for name, metric in cur.metrics.items():
+        pmetric = prev.metrics.get(name)
+        if pmetric is None:
+            continue
+        if isinstance(metric, int):
+            if isinstance(pmetric, int):
+                d = metric - pmetric
+                if d < 0:
+                    reset.append(name)
+                    lr.gap = True
+                else:
+                    rates[name + "_per_s"] = d * inv_dt
+        elif isinstance(pmetric, dict):
+            per: dict[int, float] = {}
+            for prio, v in metric.items():
+                pv = pmetric.get(prio)
+                if pv is None:
+                    continue
+                d = v - pv
+                if d < 0:
+                    if name not in reset:
+                        reset.append(name)
+                    lr.gap = True
+                else:
+                    per[prio] = d * inv_dt
+            if per:
+                rates[name + "_per_s"] = per
+
+    if sat_raw:
+        lr.saturated.extend(cur.saturated)
+        for raw in cur.saturated:
+            norm, wide = _IB_SATURABLE.get(raw, ("", None))
+            if not norm or norm in lr.saturated:
+                continue
+            if wide is not None and any(wide in c for c in cur.counters.values()):
+                continue  # the metric is read from the 64-bit counter, which is fine
+            lr.saturated.append(norm)
+            rates.pop(norm + "_per_s", None)
+
+    _derive(rates)
+    return lr
+
+
+def _derive(rates: dict[str, RateValue]) -> None:
+    for side in ("rx", "tx"):
+        b = rates.get(side + "_bytes_per_s")
+        if isinstance(b, float):
+            rates[side + "_bps"] = b * 8.0
+        us = rates.get(side + "_pause_us_per_s")
+        if isinstance(us, dict):
+            # Pause duration counters are in microseconds (mlx5 en_stats.c).
+            rates[side + "_pause_time_ratio"] = {
+                p: min(1.0, max(0.0, v / 1e6)) for p, v in us.items()
+            }
+        elif isinstance(us, float):
+            rates[side + "_pause_time_ratio"] = min(1.0, max(0.0, us / 1e6))
+    rdma_rx = rates.get("rdma_rx_bytes_per_s")
+    rdma_tx = rates.get("rdma_tx_bytes_per_s")
+    rx = rates.get("rx_bytes_per_s")
+    tx = rates.get("tx_bytes_per_s")
+    if (
+        isinstance(rdma_rx, float)
+        and isinstance(rdma_tx, float)
+        and isinstance(rx, float)
+        and isinstance(tx, float)
+        and rx + tx > 0
+    ):
+        # vport and phy counters frame bytes differently: keep the share a share.
+        rates["rdma_share"] = min(1.0, max(0.0, (rdma_rx + rdma_tx) / (rx + tx)))
+
+
+class RateEngine:
+    """Per-host baselines; ``update`` turns each new frame into rates against the last one."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self) -> None:
+        self._base: dict[str, _Baseline] = {}
+
+    def forget(self, host: str) -> None:
+        """Drop the baselines of ``host`` (removed, or the user asked for a fresh start)."""
+        self._base.pop(host, None)
+
+    def update(self, sample: HostSample) -> HostRates:
+        """Rates of ``sample`` against the previous frame of the same host."""
+        prev = self._base.get(sample.host)
+        if prev is None:
+            self._rebaseline(sample, {})
+            return self._empty(sample, gap=False, restarted=False)
+        if sample.seq == prev.seq:
+            return HostRates(sample.host, None, False, {}, {})
+        d_up = sample.uptime_s - prev.uptime_s
+        if d_up < 0:
+            self._rebaseline(sample, {})
+            return self._empty(sample, gap=True, restarted=True)
+        dt, stepped = remote_interval((sample.clock_ns - prev.clock_ns) / 1e9, d_up)
+        if not dt > 0:
+            return HostRates(sample.host, None, stepped, {}, {})
+        inv_dt = 1.0 / dt
+
+        links = {
+            lid: _link_rates(link, prev.links.get(lid), inv_dt)
+            for lid, link in sample.links.items()
+        }
+        inference = self._rebaseline(sample, prev.inference)
+        return HostRates(sample.host, dt, stepped, links, inference)
+
+    def _rebaseline(
+        self, sample: HostSample, prev: dict[str, _InferenceBase]
+    ) -> dict[str, dict[str, float | None]]:
+        """Make ``sample`` the new baseline; return its inference rates against ``prev``."""
+        bases: dict[str, _InferenceBase] = {}
+        rates: dict[str, dict[str, float | None]] = {}
+        for inf in sample.inference:
+            base = prev.get(inf.url)
+            if base is not None and inf is base.sample:
+                bases[inf.url] = base  # same reading as before: keep showing its rates
+            else:
+                r: dict[str, float | None] = dict.fromkeys(INFERENCE_RATE_NAMES)
+                if base is not None:
+                    if inf.read_s is not None and base.sample.read_s is not None:
+                        dt = inf.read_s - base.sample.read_s
+                    else:
+                        dt, _ = remote_interval(
+                            (sample.clock_ns - base.clock_ns) / 1e9,
+                            sample.uptime_s - base.uptime_s,
+                        )
+                    r = _inference_rates(inf, base.sample, dt)
+                bases[inf.url] = _InferenceBase(inf, sample.clock_ns, sample.uptime_s, r)
+            rates[inf.url] = bases[inf.url].rates
+        # Samples are not mutated downstream, so keeping references costs no copy.
+        self._base[sample.host] = _Baseline(
+            sample.seq, sample.clock_ns, sample.uptime_s, sample.links, bases
+        )
+        return rates
+
+    @staticmethod
+    def _empty(sample: HostSample, *, gap: bool, restarted: bool) -> HostRates:
+        links = {lid: LinkRates(rates={}, raw_rates={}, gap=gap) for lid in sample.links}
+        inference = {inf.url: dict.fromkeys(INFERENCE_RATE_NAMES) for inf in sample.inference}
+        return HostRates(sample.host, None, False, links, inference, restarted)

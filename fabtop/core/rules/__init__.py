@@ -1,0 +1,124 @@
+"""Health rules (DESIGN.md section 7): small functions over the fabric state that return findings.
+
+Every rule is ``rule(ctx: RuleContext) -> list[Finding]``: pure given the context and
+its :class:`~fabtop.core.rules.context.RuleMemory` (when a condition was first seen, how long
+it held, how long it has been quiet). :func:`evaluate` runs them all after every frame.
+
+Conditions measured on rates are reported once they held for ``detect_s`` and keep being
+reported until they have been quiet for ``restore_s`` (``event_hold_s`` for one-shot
+counter events), in the spirit of SONiC's PFC watchdog. At 1 Hz every rule fires within
+two ticks of its condition appearing. fabtop never changes anything on a host: a
+finding's ``next_step`` is text for the operator.
+
+The thresholds and why each has its value: :mod:`fabtop.core.thresholds`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from weakref import WeakKeyDictionary
+
+from fabtop.core.findings import Finding
+from fabtop.core.rules import config, ecn, gpu, hardware, inference, pfc, traffic
+from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time
+from fabtop.core.thresholds import DEFAULT_THRESHOLDS, unknown_thresholds
+
+Rule = Callable[[RuleContext], list[Finding]]
+
+# Order matters only where a rule reads earlier findings (ctx.findings): the ECN rule
+# skips ports in a PFC storm, out-of-sequence right after a link flap is left to the
+# flap, and the inference rule pairs a token-rate drop with a fabric finding.
+RULES: tuple[Rule, ...] = (
+    pfc.pfc_storm,
+    pfc.pfc_pressure,
+    pfc.pfc_stall_events,
+    pfc.pause_on_disabled_prio,
+    pfc.pfc_config_mismatch,
+    ecn.congestion_without_ecn,
+    config.mtu_mismatch,
+    config.roce_mtu_low,
+    config.firmware_mismatch,
+    hardware.pcie_degraded,
+    hardware.nic_temperature,
+    hardware.link_flap,
+    hardware.module_high_temp,
+    pfc.lossless_drops,
+    traffic.rdma_fallback,
+    gpu.gpu_thermal_slowdown,
+    gpu.gpu_hot,
+    inference.token_drop_with_fabric_event,
+)
+
+# Tracks not updated for this long belong to hosts that went away.
+_FORGET_AFTER_S = 3600.0
+
+
+class Evaluator:
+    """Runs every rule over a state, with thresholds fixed and one memory per state."""
+
+    __slots__ = ("_memory", "rules", "thresholds")
+
+    def __init__(
+        self,
+        thresholds: Mapping[str, float] | None = None,
+        rules: tuple[Rule, ...] = RULES,
+    ) -> None:
+        self.thresholds: dict[str, float] = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+        self.rules = rules
+        self._memory: WeakKeyDictionary[StateView, RuleMemory] = WeakKeyDictionary()
+
+    def memory(self, state: StateView) -> RuleMemory:
+        """The rule memory of ``state``, created on first use; it goes when the state goes."""
+        mem = self._memory.get(state)
+        if mem is None:
+            mem = self._memory[state] = RuleMemory()
+        return mem
+
+    def __call__(self, state: StateView) -> list[Finding]:
+        """All findings for the current state, worst first."""
+        times = [host_time(h.sample) for h in state.hosts.values() if h.sample is not None]
+        if not times:
+            return []
+        now = max(times)
+        memory = self.memory(state)
+        ctx = RuleContext(state, self.thresholds, now, memory)
+        for rule in self.rules:
+            try:
+                ctx.findings.extend(rule(ctx))
+            except Exception as e:  # one broken rule must not hide the others' findings
+                ctx.findings.append(
+                    Finding(
+                        rule="fabtop",
+                        severity="warning",
+                        subject="fabtop",
+                        summary=f"health rule {rule.__name__} failed: {e!r}",
+                    )
+                )
+        memory.forget_before(now - _FORGET_AFTER_S)
+        return sorted(ctx.findings, key=lambda f: (-f.rank, f.subject, f.rule))
+
+
+_DEFAULT = Evaluator()
+
+
+def evaluate(state: StateView) -> list[Finding]:
+    """Run every rule with the default thresholds (``Evaluator(config.thresholds)`` for others)."""
+    return _DEFAULT(state)
+
+
+def make_evaluator(thresholds: Mapping[str, float] | None = None) -> Evaluator:
+    """An evaluator with the config's ``[thresholds]`` over the defaults."""
+    return Evaluator(thresholds)
+
+
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "RULES",
+    "Evaluator",
+    "Rule",
+    "RuleContext",
+    "RuleMemory",
+    "evaluate",
+    "make_evaluator",
+    "unknown_thresholds",
+]

@@ -1,0 +1,163 @@
+"""Configuration rules: MTU across the fabric, RoCE MTU, firmware drift across hosts."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from fabtop.core.findings import Finding
+from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, iter_links
+
+# Links that carry the GPU fabric; management NICs (kind "netdev") may rightly differ.
+_FABRIC_KINDS = {"roce": "RoCE", "tb": "Thunderbolt"}
+# mlx5 firmware-version reads "28.39.1002 (MT_0000000838)": the PSID names the board.
+_PSID_RE = re.compile(r"\(([^)]+)\)")
+
+
+def _fabric_kind(lt: LinkTick) -> str | None:
+    if is_rdma_ethernet(lt.link):
+        return "roce"
+    return lt.link.kind if lt.link.kind in _FABRIC_KINDS else None
+
+
+def _odd_ones(values: dict[str, int | str]) -> tuple[int | str, list[str]] | None:
+    counts = Counter(values.values())
+    if len(counts) < 2:
+        return None
+    majority = counts.most_common(1)[0][0]
+    return majority, sorted(k for k, v in values.items() if v != majority)
+
+
+def _grouped(values: dict[str, int | str]) -> str:
+    by: dict[str, list[str]] = {}
+    for label, v in sorted(values.items()):
+        by.setdefault(str(v), []).append(label)
+    return "; ".join(f"{v}: {', '.join(labels)}" for v, labels in by.items())
+
+
+def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
+    """Different netdev MTUs on the fabric links of different hosts."""
+    groups: dict[str, dict[str, int | str]] = {}
+    names: dict[str, str] = {}
+    for lt in iter_links(ctx.state):
+        kind = _fabric_kind(lt)
+        if kind is None or lt.link.mtu is None or (not lt.link.physical and kind != "roce"):
+            continue
+        groups.setdefault(kind, {})[lt.label] = lt.link.mtu
+        names[lt.label] = lt.name
+    out: list[Finding] = []
+    for kind, pretty in _FABRIC_KINDS.items():
+        values = groups.get(kind, {})
+        odd = _odd_ones(values)
+        found = None
+        if odd is not None:
+            majority, labels = odd
+            shown = ", ".join(f"{label} ({values[label]})" for label in labels[:4])
+            found = Finding(
+                rule="mtu_mismatch",
+                severity="warning",
+                subject="fabric",
+                summary=(
+                    f"MTU differs across {pretty} links: most use {majority}, but {shown}"
+                    + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+                ),
+                evidence={"values": _grouped(values), "majority": majority},
+                next_step=(
+                    f"on {labels[0].split('/')[0]}: ip link show dev {names[labels[0]]}; "
+                    f"to align: ip link set dev {names[labels[0]]} mtu {majority} "
+                    "(and the switch ports), fabtop changes nothing itself"
+                ),
+            )
+        f = ctx.memory.mark(found, ("mtu_mismatch", f"fabric/{kind}"), ctx.now)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
+    """A RoCE port whose netdev MTU is too small for RoCE MTU 4096."""
+    out: list[Finding] = []
+    need = ctx.th("roce_min_mtu")
+    for lt in iter_links(ctx.state):
+        key = ("roce_mtu_low", lt.subject)
+        found = None
+        mtu = lt.link.mtu
+        if is_rdma_ethernet(lt.link) and mtu is not None and mtu < need:
+            found = Finding(
+                rule="roce_mtu_low",
+                severity="warning",
+                subject=lt.subject,
+                summary=(
+                    f"{lt.label}: MTU {mtu} is below {need:.0f}, so RoCE runs with a path MTU "
+                    "of 2048 or less instead of 4096 (more packets, lower throughput)"
+                ),
+                evidence={"mtu": mtu, "roce_min_mtu": need},
+                next_step=(
+                    f"ibv_devinfo -d {lt.link.rdma_device or '<dev>'} | grep active_mtu; "
+                    f"ip link set dev {lt.name} mtu 9000 on every host and the switch ports"
+                ),
+                host=lt.host,
+            )
+        f = ctx.memory.mark(found, key, lt.t)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def _firmware_group(lt: LinkTick) -> tuple[str, str] | None:
+    """(group the firmware must agree within, version) for one link."""
+    link = lt.link
+    fw = link.firmware
+    if not fw or not (link.physical or link.rdma_device):
+        return None
+    m = _PSID_RE.search(fw)
+    board = m.group(1) if m else ""
+    version = _PSID_RE.sub("", fw).strip()
+    mlx5 = link.driver == "mlx5_core" or (link.rdma_device or "").startswith("mlx5")
+    if mlx5 and not board:
+        # mlx5 firmware majors name the device family (16 ConnectX-5, 20 ConnectX-6,
+        # 22 ConnectX-6 Dx, 28 ConnectX-7): different families run different firmware.
+        board = "family " + version.split(".", 1)[0]
+    driver = link.driver or ("mlx5" if mlx5 else "")
+    parts = [p for p in (link.kind, driver, board) if p]
+    return " ".join(parts), version
+
+
+def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
+    """Different NIC firmware across hosts for the same kind of NIC."""
+    groups: dict[str, dict[str, set[str]]] = {}
+    names: dict[tuple[str, str], str] = {}
+    for lt in iter_links(ctx.state):
+        gv = _firmware_group(lt)
+        if gv is None:
+            continue
+        group, version = gv
+        # Per host: two ports of one NIC share the firmware anyway.
+        groups.setdefault(group, {}).setdefault(lt.host, set()).add(version)
+        names.setdefault((group, lt.host), lt.name)
+    out: list[Finding] = []
+    for group in sorted(groups):
+        values: dict[str, int | str] = {h: "+".join(sorted(v)) for h, v in groups[group].items()}
+        odd = _odd_ones(values)
+        found = None
+        if odd is not None:
+            majority, hosts = odd
+            shown = ", ".join(f"{h} ({values[h]})" for h in hosts[:4])
+            found = Finding(
+                rule="firmware_mismatch",
+                severity="warning",
+                subject="fabric",
+                summary=(
+                    f"NIC firmware differs across hosts ({group}): most run {majority}, "
+                    f"but {shown}" + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+                ),
+                evidence={"values": _grouped(values), "majority": majority, "group": group},
+                next_step=(
+                    f"on {hosts[0]}: ethtool -i {names[(group, hosts[0])]}; align firmware "
+                    "(mlxfwmanager --query) so all hosts behave the same under congestion"
+                ),
+            )
+        f = ctx.memory.mark(found, ("firmware_mismatch", f"fabric/{group}"), ctx.now)
+        if f is not None:
+            out.append(f)
+    return out

@@ -1,0 +1,304 @@
+"""What every health rule receives: the fabric, the thresholds, the remote time and a small memory.
+
+Rules are pure functions of ``(ctx, ctx.memory)``: everything they remember across
+ticks (when a condition was first seen, how long it held, how long it has been quiet)
+lives in :class:`RuleMemory`, keyed by rule and subject, never in module globals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from collectors.samples import HostSample, LinkSample, RateValue
+from fabtop.core.findings import Finding
+from fabtop.core.history import History
+from fabtop.core.rates import HostRates, LinkRates
+
+# Floating-point slack when comparing accumulated intervals against a detection time:
+# two 1.0 s intervals measured on a remote clock add up to 1.9999 as often as to 2.0001.
+_SLACK_S = 0.05
+
+
+class HostView(Protocol):
+    """The parts of a host's state the rules read (``fabtop.core.state.HostState`` has them)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def sample(self) -> HostSample | None: ...
+    @property
+    def rates(self) -> HostRates | None: ...
+
+
+class StateView(Protocol):
+    """The parts of the fabric state the rules read (``fabtop.core.state.FabricState`` has them)."""
+
+    @property
+    def hosts(self) -> Mapping[str, HostView]: ...
+    @property
+    def history(self) -> History: ...
+
+
+@dataclass(slots=True)
+class Track:
+    """One condition of one subject across ticks."""
+
+    since: float  # remote unix time the condition started (start of its first interval)
+    last_t: float  # remote time of the frame that last updated this track
+    held_s: float = 0.0  # time the condition has held without a break
+    quiet_s: float = 0.0  # time since it last held (only while active)
+    active: bool = False  # detection time reached; reported until restored
+    level_sum: float = 0.0  # sum of level * dt while held, for "99.8 % of the last 2 s"
+    level_dt: float = 0.0
+    last: Finding | None = None  # the finding as last seen while the condition held
+
+    @property
+    def level(self) -> float | None:
+        """Mean level over the time the condition held (None when no level was given)."""
+        return self.level_sum / self.level_dt if self.level_dt > 0 else None
+
+
+@dataclass(slots=True)
+class RuleMemory:
+    """Per-fabric memory of the rules: condition tracks keyed by (rule, subject)."""
+
+    tracks: dict[tuple[str, str], Track] = field(default_factory=dict)
+
+    def debounce(
+        self,
+        found: Finding | None,
+        key: tuple[str, str],
+        t: float,
+        dt: float,
+        detect_s: float,
+        restore_s: float,
+        level: float | None = None,
+    ) -> Finding | None:
+        """Report ``found`` once it held ``detect_s``; keep reporting until quiet for ``restore_s``.
+
+        ``found`` is this tick's candidate (None: the condition does not hold now), ``t``
+        the remote time of the host's frame and ``dt`` the interval the rates cover. A
+        frame already seen (the state re-evaluates on every host's frame) changes nothing.
+        """
+        tr = self.tracks.get(key)
+        if tr is not None and t <= tr.last_t:
+            return self._report(tr, restore_s)
+        if found is not None:
+            if tr is None:
+                tr = self.tracks[key] = Track(since=t - dt, last_t=t)
+            tr.last_t = t
+            tr.held_s += dt
+            tr.quiet_s = 0.0
+            if level is not None:
+                tr.level_sum += level * dt
+                tr.level_dt += dt
+            found.since = tr.since
+            tr.last = found
+            if not tr.active and tr.held_s >= detect_s - _SLACK_S:
+                tr.active = True
+            return found if tr.active else None
+        if tr is None:
+            return None
+        if not tr.active:
+            # Broken before it was confirmed: the next occurrence starts over.
+            del self.tracks[key]
+            return None
+        tr.last_t = t
+        tr.quiet_s += dt
+        if tr.quiet_s >= restore_s - _SLACK_S:
+            del self.tracks[key]
+            return None
+        return self._report(tr, restore_s)
+
+    def mark(self, found: Finding | None, key: tuple[str, str], t: float) -> Finding | None:
+        """For state (not rate) conditions: report at once, clear at once, remember ``since``."""
+        if found is None:
+            self.tracks.pop(key, None)
+            return None
+        tr = self.tracks.get(key)
+        if tr is None:
+            tr = self.tracks[key] = Track(since=t, last_t=t, active=True)
+        tr.last_t = max(tr.last_t, t)
+        tr.last = found
+        found.since = tr.since
+        return found
+
+    @staticmethod
+    def _report(tr: Track, restore_s: float) -> Finding | None:
+        if not tr.active or tr.last is None:
+            return None
+        if tr.quiet_s <= 0:
+            return tr.last
+        left = max(0.0, restore_s - tr.quiet_s)
+        return replace(
+            tr.last,
+            summary=f"{tr.last.summary} [not seen for {tr.quiet_s:.0f} s; clears in {left:.0f} s]",
+            evidence={**tr.last.evidence, "quiet_s": round(tr.quiet_s, 2)},
+        )
+
+    def preview(
+        self, key: tuple[str, str], t: float, dt: float, level: float
+    ) -> tuple[float, float]:
+        """(held seconds, mean level) the track would show if the condition holds this tick.
+
+        Lets a rule write "paused 99.8 % of the last 2 s" in the finding it is building.
+        """
+        tr = self.tracks.get(key)
+        if tr is None:
+            return dt, level
+        if t <= tr.last_t:
+            return tr.held_s, tr.level if tr.level is not None else level
+        ldt = tr.level_dt + dt
+        mean = (tr.level_sum + level * dt) / ldt if ldt > 0 else level
+        return tr.held_s + dt, mean
+
+    def total(self, key: tuple[str, str], t: float, amount: float) -> float:
+        """Running sum of ``amount`` over the active episode of ``key``, this tick included."""
+        tr = self.tracks.get(key)
+        if tr is None:
+            return amount
+        if t <= tr.last_t:
+            return tr.level_sum
+        return tr.level_sum + amount
+
+    def forget_before(self, t: float) -> None:
+        """Drop tracks not updated since ``t`` (their host went away)."""
+        for key in [k for k, tr in self.tracks.items() if tr.last_t < t]:
+            del self.tracks[key]
+
+
+@dataclass(slots=True)
+class RuleContext:
+    """Everything a rule may read: state, thresholds, remote time and the rule memory."""
+
+    state: StateView
+    thresholds: Mapping[str, float]
+    now: float  # newest remote unix time among the hosts' frames
+    memory: RuleMemory
+    findings: list[Finding] = field(default_factory=list)  # earlier rules' findings this pass
+
+    def th(self, name: str) -> float:
+        """One threshold (defaults merged with the config's ``[thresholds]``)."""
+        return self.thresholds[name]
+
+
+@dataclass(slots=True)
+class LinkTick:
+    """One link of one host at one frame, with the rates against the previous frame."""
+
+    host: str
+    link: LinkSample
+    rates: LinkRates | None
+    t: float  # remote unix time of the frame
+    dt: float | None  # seconds the rates cover; None when there are no rates this tick
+
+    @property
+    def name(self) -> str:
+        """What the operator types in commands: the netdev, else the RDMA device/port."""
+        if self.link.netdev:
+            return self.link.netdev
+        if self.link.rdma_device:
+            port = f"/{self.link.port}" if self.link.port is not None else ""
+            return f"{self.link.rdma_device}{port}"
+        return self.link.id
+
+    @property
+    def subject(self) -> str:
+        """``host/link`` as findings name it."""
+        return f"{self.host}/{self.link.id}"
+
+    def prio_subject(self, prio: int) -> str:
+        """``host/link/prioN``."""
+        return f"{self.host}/{self.link.id}/prio{prio}"
+
+    @property
+    def label(self) -> str:
+        """``host/netdev`` for summaries."""
+        return f"{self.host}/{self.name}"
+
+    def rate(self, name: str) -> float | None:
+        """A scalar rate (a per-priority one summed), None when not measured this tick."""
+        if self.rates is None or self.rates.gap:
+            return None
+        v = self.rates.rates.get(name)
+        if isinstance(v, dict):
+            return sum(v.values()) if v else None
+        return v
+
+    def prio_rates(self, name: str) -> dict[int, float]:
+        """A per-priority rate as ``{prio: value}`` (empty when absent or not per priority)."""
+        if self.rates is None or self.rates.gap:
+            return {}
+        v: RateValue | None = self.rates.rates.get(name)
+        return v if isinstance(v, dict) else {}
+
+    def prio_rate(self, name: str, prio: int) -> float | None:
+        """One priority of a per-priority rate."""
+        return self.prio_rates(name).get(prio)
+
+    @property
+    def line_rate_bytes(self) -> float | None:
+        """Line rate in bytes per second, when the link reports its speed."""
+        g = self.link.rate_gbps
+        return g * 1e9 / 8.0 if g else None
+
+
+def host_time(sample: HostSample) -> float:
+    """Remote unix time of a frame in seconds."""
+    return sample.clock_ns / 1e9
+
+
+def iter_links(state: StateView) -> Iterator[LinkTick]:
+    """Every link of every host that has a sample, with its rates."""
+    for hs in state.hosts.values():
+        s = hs.sample
+        if s is None:
+            continue
+        r = hs.rates
+        dt = r.interval_s if r is not None else None
+        t = host_time(s)
+        for lid, link in s.links.items():
+            lr = r.links.get(lid) if r is not None else None
+            yield LinkTick(hs.name, link, lr, t, dt)
+
+
+def is_rdma_ethernet(link: LinkSample) -> bool:
+    """RoCE: an Ethernet port with an RDMA device on it."""
+    if link.kind == "roce":
+        return True
+    return bool(link.rdma_device) and (link.link_layer or "").lower() == "ethernet"
+
+
+def lossless_prios(link: LinkSample) -> tuple[int, ...] | None:
+    """Priorities with PFC enabled on this port (None: unknown).
+
+    From the QoS tool when the host has one; else from mlx5's counter names, which
+    exist only for PFC-enabled priorities (en_stats.c, DESIGN.md section 3).
+    """
+    if link.qos is not None and link.qos.pfc_enabled is not None:
+        return link.qos.pfc_enabled
+    if link.driver == "mlx5_core":
+        pauses = link.metrics.get("rx_pause")
+        if isinstance(pauses, dict):
+            return tuple(sorted(pauses))
+    return None
+
+
+def fmt_rate(bytes_per_s: float | None) -> str:
+    """Bytes per second as bits per second, for summaries."""
+    if bytes_per_s is None:
+        return "?"
+    bps = bytes_per_s * 8.0
+    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:.1f} {unit}"
+    return f"{bps:.0f} b/s"
+
+
+def r3(v: float | None) -> float | None:
+    """Round evidence to something readable."""
+    return None if v is None else round(v, 3)

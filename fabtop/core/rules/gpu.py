@@ -1,0 +1,98 @@
+"""GPU rules: sustained thermal slowdown, hot GPU or HBM."""
+
+from __future__ import annotations
+
+from collectors.samples import GpuSample
+from fabtop.core.findings import Finding
+from fabtop.core.rules.context import RuleContext, host_time
+
+# nvidia_smi parser names (NVML clock event reason bits 0x20 / 0x40).
+_SW_THERMAL = "sw_thermal_slowdown"
+_HW_THERMAL = "hw_thermal_slowdown"
+
+
+def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
+    """(host, gpu, remote time, seconds since the host's previous frame) for every GPU."""
+    out: list[tuple[str, GpuSample, float, float]] = []
+    for hs in ctx.state.hosts.values():
+        s = hs.sample
+        if s is None:
+            continue
+        t = s.gpu_read_ns / 1e9 if s.gpu_read_ns else host_time(s)
+        dt = hs.rates.interval_s if hs.rates is not None and hs.rates.interval_s else 0.0
+        out.extend((hs.name, g, t, dt) for g in s.gpus)
+    return out
+
+
+def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
+    """A GPU whose clocks are held down for thermal reasons, sustained for the detection time."""
+    out: list[Finding] = []
+    for host, g, t, dt in _gpus(ctx):
+        subject = f"{host}/gpu{g.index}"
+        key = ("gpu_thermal_slowdown", subject)
+        reasons = [r for r in g.throttle_reasons if "thermal" in r.lower()]
+        found = None
+        if reasons:
+            hw = any(r.lower() == _HW_THERMAL for r in reasons)
+            held, _ = ctx.memory.preview(key, t, dt, 1.0)
+            clock = f" at {g.sm_clock_mhz:.0f} MHz" if g.sm_clock_mhz is not None else ""
+            temp = f", {g.temperature_c:.0f} °C" if g.temperature_c is not None else ""
+            found = Finding(
+                rule="gpu_thermal_slowdown",
+                severity="critical" if hw else "warning",
+                subject=subject,
+                summary=(
+                    f"{host} GPU {g.index}: {'hardware' if hw else 'software'} thermal slowdown "
+                    f"for {held:.0f} s{clock}{temp}: it is slowing the whole job"
+                ),
+                evidence={
+                    "throttle_reasons": ",".join(g.throttle_reasons),
+                    "temperature_c": g.temperature_c,
+                    "memory_temperature_c": g.memory_temperature_c,
+                    "sm_clock_mhz": g.sm_clock_mhz,
+                    "power_w": g.power_w,
+                },
+                next_step=(
+                    f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE -i {g.index}; "
+                    "check fans, inlet temperature and the server's airflow"
+                ),
+                host=host,
+            )
+        f = ctx.memory.debounce(found, key, t, dt, ctx.th("detect_s"), ctx.th("restore_s"))
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def gpu_hot(ctx: RuleContext) -> list[Finding]:
+    """GPU core or memory temperature at or above its warning threshold."""
+    out: list[Finding] = []
+    warn, mem_warn = ctx.th("gpu_temp_warn_c"), ctx.th("gpu_mem_temp_warn_c")
+    for host, g, t, dt in _gpus(ctx):
+        subject = f"{host}/gpu{g.index}"
+        key = ("gpu_hot", subject)
+        hot = []
+        if g.temperature_c is not None and g.temperature_c >= warn:
+            hot.append(f"core {g.temperature_c:.0f} °C (warning at {warn:.0f})")
+        if g.memory_temperature_c is not None and g.memory_temperature_c >= mem_warn:
+            hot.append(f"memory {g.memory_temperature_c:.0f} °C (warning at {mem_warn:.0f})")
+        found = None
+        if hot:
+            found = Finding(
+                rule="gpu_hot",
+                severity="warning",
+                subject=subject,
+                summary=f"{host} GPU {g.index} is hot: {', '.join(hot)}",
+                evidence={
+                    "temperature_c": g.temperature_c,
+                    "memory_temperature_c": g.memory_temperature_c,
+                    "fan_pct": g.fan_pct,
+                    "power_w": g.power_w,
+                },
+                next_step=f"nvidia-smi -q -d TEMPERATURE -i {g.index}; check fans and airflow",
+                host=host,
+            )
+        f = ctx.memory.debounce(found, key, t, dt, ctx.th("detect_s"), ctx.th("restore_s"))
+        if f is not None:
+            out.append(f)
+    return out

@@ -1,0 +1,67 @@
+"""The health rules' thresholds: one place for each value, its default and why.
+
+The rules fire at these values and the views colour by them: both read the effective
+mapping (defaults with the config's ``[thresholds]`` over them) from the fabric state.
+
+Thresholds (override any of them in the config file's ``[thresholds]`` table):
+
+| name | default | why |
+|---|---|---|
+| ``detect_s`` | 2 | a condition must hold two 1 s intervals: one odd sample never fires, and every rule still fires within 2 ticks |
+| ``restore_s`` | 4 | twice the detection time, so a flickering condition stays one finding instead of a string of them |
+| ``event_hold_s`` | 120 | link flaps and NIC watchdog events last milliseconds; keep them on screen long enough for someone to see |
+| ``storm_pause_ratio`` | 0.99 | pfcwd-style: paused for 99% of an interval means the queue did not drain at all; healthy lossless traffic, even under incast, pauses a few % to a few tens of % |
+| ``storm_flat_fraction`` | 0.02 | "flat" traffic: the stormed priority moved under 2% of line rate (a port paused 99% of the time can move at most about 1%) |
+| ``storm_flat_bytes_per_s`` | 1e6 | the same "flat" when the link does not report its speed: 1 MB/s is noise on any RDMA link |
+| ``storm_min_pause_per_s`` | 500 | for NICs that count pause frames but not their duration: a port held paused is re-paused hundreds (10 Gb/s) to thousands (100 Gb/s) of times a second |
+| ``pressure_pause_ratio`` | 0.25 | info only: a priority paused a quarter of the time while traffic flows is congestion (incast) worth seeing, not a fault |
+| ``lossless_drops_per_s`` | 0 | any drop on a PFC-enabled priority, or out-of-sequence on RoCE with PFC, means PFC is not protecting the flow |
+| ``ecn_pause_per_s`` | 100 | sustained pauses at this rate are congestion DCQCN should be marking; a few isolated pauses without marks are normal |
+| ``roce_min_mtu`` | 4200 | RoCE MTU 4096 needs the 4096-byte payload plus RoCE headers inside the netdev MTU; below that RoCE falls to 2048 |
+| ``nic_temp_warn_c`` | 95 | about 10 °C below where ConnectX-class NICs report their critical temperature |
+| ``nic_temp_crit_c`` | 105 | NICs start protecting themselves (throttle, port shutdown) around here |
+| ``rdma_share_min`` | 0.05 | NCCL/RCCL over IB/RoCE puts nearly all bytes on RDMA; under 5% of a busy port means the job runs over TCP sockets |
+| ``rdma_min_traffic_bps`` | 1e9 | below 1 Gb/s the port is idle enough that ssh, metrics and storage legitimately dominate |
+| ``gpu_temp_warn_c`` | 85 | data-center GPUs (A100/H100) list a maximum operating temperature of about 87-90 °C, where slowdown starts |
+| ``gpu_mem_temp_warn_c`` | 95 | HBM's maximum operating temperature as nvidia-smi -q reports it on A100/H100 |
+| ``token_drop_fraction`` | 0.5 | token rate at half its recent level or less: far beyond normal request-mix swings |
+| ``token_min_per_s`` | 10 | a server producing fewer tokens than this is idle; its "drops" mean nothing |
+| ``token_baseline_s`` | 60 | the recent level is the median token rate of the last minute |
+"""  # noqa: E501 (a markdown table the README copies)
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "detect_s": 2.0,
+    "restore_s": 4.0,
+    "event_hold_s": 120.0,
+    "storm_pause_ratio": 0.99,
+    "storm_flat_fraction": 0.02,
+    "storm_flat_bytes_per_s": 1e6,
+    "storm_min_pause_per_s": 500.0,
+    "pressure_pause_ratio": 0.25,
+    "lossless_drops_per_s": 0.0,
+    "ecn_pause_per_s": 100.0,
+    "roce_min_mtu": 4200.0,
+    "nic_temp_warn_c": 95.0,
+    "nic_temp_crit_c": 105.0,
+    "rdma_share_min": 0.05,
+    "rdma_min_traffic_bps": 1e9,
+    "gpu_temp_warn_c": 85.0,
+    "gpu_mem_temp_warn_c": 95.0,
+    "token_drop_fraction": 0.5,
+    "token_min_per_s": 10.0,
+    "token_baseline_s": 60.0,
+}
+
+
+def effective(overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The defaults with ``overrides`` (a config's ``[thresholds]``) over them."""
+    return {**DEFAULT_THRESHOLDS, **(overrides or {})}
+
+
+def unknown_thresholds(names: Iterable[str]) -> list[str]:
+    """Names in a ``[thresholds]`` table that no rule reads (typos), sorted."""
+    return sorted(n for n in names if n not in DEFAULT_THRESHOLDS)

@@ -1,0 +1,1 @@
+"""The running machinery: sessions over transports, focus, discovery, recordings, export."""

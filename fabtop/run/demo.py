@@ -1,0 +1,139 @@
+"""The ``--demo`` fabric: its Config, its transports, and its frames fed by hand.
+
+The one place the simulation (:mod:`fabtop.sim`) is wired to the rest: the composition
+root asks here for the demo's transports; screenshots, snapshot tests and benchmarks ask
+for a state fed synchronously. Everything downstream of the transport runs the live
+code path; only the bytes come from the simulation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from collectors.frames import FrameDecoder
+from collectors.parsers.prometheus_text import parse_inference_metrics
+from collectors.transport.base import Transport
+from fabtop.config import Config, ConfigError, HostConfig
+from fabtop.core.rules import make_evaluator
+from fabtop.core.state import FabricState
+from fabtop.sim.episodes import DEFAULT_TARGET
+from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts
+from fabtop.sim.transport import sim_transports
+
+EPISODE_KINDS: tuple[str, ...] = ("healthy", *DEFAULT_TARGET)
+
+
+# ``--demo-scenario NAME`` (for tests and demos): one fault on the demo fabric from t=0
+# instead of the demo's cycle. Episodes are the simulation's; misconfigurations change
+# node3's host config.
+MISCONFIGS: dict[str, dict[str, Any]] = {
+    "pfc_mismatch": {"pfc_prios": (3, 4)},
+    "trust_mismatch": {"trust": "pcp"},
+    "mtu_mismatch": {"mtu": 4200},
+    "firmware_mismatch": {"firmware": "22.36.1010"},
+    "pcie_degraded": {"pcie_width": 8},
+    "no_ecn_config": {"ecn": False},
+}
+SCENARIOS: tuple[str, ...] = (*EPISODE_KINDS, *MISCONFIGS)
+
+
+def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
+    """The demo hosts (with their inference servers) at ``interval`` seconds."""
+    if scenario is not None and scenario not in SCENARIOS:
+        raise ConfigError(
+            f"command line: unknown --demo-scenario {scenario!r} (one of {', '.join(SCENARIOS)})"
+        )
+    fab = demo_fabric()
+    hosts = [
+        HostConfig(name=n, inference=(h.cfg.inference_url,) if h.cfg.inference_url else ())
+        for n, h in fab.hosts.items()
+    ]
+    source = "demo" if scenario is None else f"demo:{scenario}"
+    return Config(hosts=hosts, interval=interval, source=source)
+
+
+def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fabric:
+    """The demo fabric with one fault from t=0 (``healthy``: none at all)."""
+    hosts = demo_hosts()
+    if scenario in MISCONFIGS:
+        hosts[2] = dataclasses.replace(hosts[2], **MISCONFIGS[scenario])
+        return Fabric(hosts, seed=seed, interval_s=interval_s)
+    if scenario == "healthy":
+        return Fabric(hosts, seed=seed, interval_s=interval_s)
+    return Fabric.single(hosts, scenario, seed=seed, interval_s=interval_s)
+
+
+def demo_fabric_for(config: Config, seed: int = 0) -> Fabric:
+    """The simulated fabric a demo config names (``demo:SCENARIO`` picks one fault)."""
+    _, _, scenario = config.source.partition("demo:")
+    if scenario:
+        return scenario_fabric(scenario, seed=seed, interval_s=config.interval)
+    return demo_fabric(seed=seed, interval_s=config.interval)
+
+
+def demo_transports(config: Config, seed: int = 0, speed: float = 1.0) -> dict[str, Transport]:
+    """One simulated transport per host of ``config``, all on one simulation clock.
+
+    ``speed`` runs the simulation that many times real time (recording tests and benchmarks).
+    """
+    sims = sim_transports(demo_fabric_for(config, seed), speed=speed)
+    return {h.name: sims[h.name] for h in config.hosts if h.name in sims}
+
+
+# Fed by hand: screenshots, snapshot tests and the benchmarks need the same picture every
+# run, so the simulation is stepped without a wall clock or transports, and its frames go
+# through the live path (frame decoder, FabricState.apply_frame).
+
+
+@dataclass
+class ManualClock:
+    """A monotonic clock that only moves when told to."""
+
+    t: float = 10_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def feed_until(
+    fabric: Fabric, state: FabricState, clock: ManualClock, start_s: float, until_s: float,
+    interval: float = 1.0, silent: Sequence[str] = (),
+) -> None:
+    """Apply one frame per host per ``interval`` from ``start_s`` to ``until_s`` inclusive.
+
+    Hosts named in ``silent`` send nothing (their last frame grows old).
+    """
+    decoders = {name: FrameDecoder() for name in fabric.hosts}
+    n = round((until_s - start_s) / interval)
+    for i in range(n + 1):
+        t = start_s + i * interval
+        clock.t += interval
+        for name, host in fabric.hosts.items():
+            if name in silent or name not in state.hosts or not host.answers(t):
+                continue
+            text = host.frame(t)
+            url = host.cfg.inference_url
+            for frame in decoders[name].feed(text.encode()):
+                state.apply_frame(name, frame)
+            if url:
+                state.apply_inference(name, [parse_inference_metrics(host.metrics_text(), url)])
+
+
+def demo_state(
+    until_s: float = 60.0, seed: int = 0, fabric: Fabric | None = None,
+    history_s: float = 90.0, interval: float = 1.0,
+) -> tuple[FabricState, ManualClock, Fabric]:
+    """A FabricState holding the demo's last ``history_s`` seconds up to ``until_s``."""
+    fab = fabric if fabric is not None else demo_fabric(seed=seed)
+    clock = ManualClock()
+    hosts = [
+        HostConfig(name=n, inference=(h.cfg.inference_url,) if h.cfg.inference_url else ())
+        for n, h in fab.hosts.items()
+    ]
+    state = FabricState(hosts, rules=make_evaluator(), clock=clock)
+    start = max(0.0, until_s - history_s)
+    feed_until(fab, state, clock, start, until_s, interval)
+    return state, clock, fab

@@ -1,0 +1,142 @@
+"""Find inference servers on a node's loopback without configuration.
+
+Each host is asked, through its own transport (direct-tcpip over SSH: no port opened),
+for ``/metrics`` on the ports the common servers listen on by default. A port that
+answers 200 with text :func:`parse_inference_metrics` recognizes is polled from then on
+like a configured URL. Decisions are pure (:class:`Discovery`); :func:`probe_ports` is
+the only I/O, and it is bounded by one short timeout for all ports together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from collectors.parsers.prometheus_text import parse_inference_metrics
+from collectors.samples import InferenceSample
+from collectors.transport.base import Transport
+
+# Default ports: vLLM 8000 (``vllm serve --port``), SGLang 30000 (``--port``), llama.cpp
+# server 8080 (``--port``; /metrics needs ``--metrics``), TGI 3000 (launcher ``--port``;
+# 8080 in its container image, same as llama.cpp), and 8001, where a second server on
+# the same node usually lands.
+DEFAULT_PORTS: tuple[int, ...] = (8000, 8001, 8080, 3000, 30000)
+LOOPBACK = "127.0.0.1"
+METRICS_PATH = "/metrics"
+REDISCOVER_S = 60.0
+# A closed port is refused at once (locally or as a direct-tcpip open failure); this
+# only bounds a port that accepts and never answers.
+PROBE_TIMEOUT_S = 2.0
+
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0"})
+
+
+def loopback_url(port: int) -> str:
+    """The discovery URL of ``port`` on the node's loopback."""
+    return f"http://{LOOPBACK}:{port}{METRICS_PATH}"
+
+
+def _loopback_port(url: str) -> int | None:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port or 80
+    except ValueError:
+        return None
+    return port if host in _LOOPBACK_NAMES else None
+
+
+def candidate_urls(configured: Iterable[str], ports: Iterable[int] = DEFAULT_PORTS) -> list[str]:
+    """Loopback URLs to try: every default port that no configured loopback URL already covers."""
+    taken = {p for p in (_loopback_port(u) for u in configured) if p is not None}
+    seen: set[int] = set()
+    out: list[str] = []
+    for port in ports:
+        if port not in taken and port not in seen:
+            seen.add(port)
+            out.append(loopback_url(port))
+    return out
+
+
+def recognize(url: str, status: int, body: bytes) -> InferenceSample | None:
+    """The reading when ``url`` answered like an inference server, else None."""
+    if status != 200:
+        return None
+    sample = parse_inference_metrics(body.decode("utf-8", errors="replace"), url)
+    return sample if sample.server is not None else None
+
+
+@dataclass(slots=True)
+class Discovery:
+    """Which URLs of one host to poll: the configured ones plus what the ports answered."""
+
+    configured: tuple[str, ...] = ()
+    ports: tuple[int, ...] = DEFAULT_PORTS
+    interval_s: float = REDISCOVER_S
+    found: dict[str, str] = field(default_factory=dict)  # url -> server kind
+    last_run: float | None = None
+    enabled: bool = True
+
+    def due(self, now: float, connected: bool) -> bool:
+        """Whether to probe the ports now: at connect, then every ``interval_s``."""
+        if not self.enabled or not connected:
+            return False
+        return self.last_run is None or now - self.last_run >= self.interval_s
+
+    def reconnected(self) -> None:
+        """The host came back (maybe rebooted): probe again at once."""
+        self.last_run = None
+
+    def candidates(self) -> list[str]:
+        """URLs to probe this round (configured loopback ports are never probed twice)."""
+        return candidate_urls(self.configured, self.ports)
+
+    def update(self, now: float, answers: dict[str, InferenceSample | bool | None]) -> list[str]:
+        """Take one round's answers; return URLs newly found.
+
+        ``answers`` maps URL to the recognized reading, ``None`` when the port answered
+        but is no inference server, or ``False`` when it did not answer at all. A server
+        found once stays (its errors are shown) until its port answers as something else.
+        """
+        self.last_run = now
+        new: list[str] = []
+        for url, answer in answers.items():
+            if isinstance(answer, InferenceSample):
+                if url not in self.found:
+                    new.append(url)
+                self.found[url] = answer.server or "?"
+            elif answer is None:
+                self.found.pop(url, None)
+        return new
+
+    def urls(self) -> list[str]:
+        """Configured URLs first, then discovered ones, in port order."""
+        extra = [u for u in self.candidates() if u in self.found]
+        return [*self.configured, *extra]
+
+
+async def probe_url(
+    transport: Transport, url: str, timeout: float = PROBE_TIMEOUT_S
+) -> InferenceSample | bool | None:
+    """One port's answer: the reading, None (answered, not a server) or False (no answer)."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or LOOPBACK, parts.port or 80
+    try:
+        status, body = await asyncio.wait_for(
+            transport.http_get(host, port, parts.path or METRICS_PATH, timeout=timeout),
+            timeout=timeout + 0.5,
+        )
+    except Exception:  # refused, timed out, not connected: nothing listens there
+        return False
+    return recognize(url, status, body)
+
+
+async def probe_ports(
+    transport: Transport, urls: Iterable[str], timeout: float = PROBE_TIMEOUT_S
+) -> dict[str, InferenceSample | bool | None]:
+    """Probe every URL at once; the whole round takes at most about ``timeout``."""
+    todo = list(urls)
+    answers = await asyncio.gather(*(probe_url(transport, u, timeout) for u in todo))
+    return dict(zip(todo, answers, strict=True))

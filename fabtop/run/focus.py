@@ -1,0 +1,173 @@
+"""Focus mode: one port's pause counters sampled fast (250 ms) beside the normal stream.
+
+A second probe runs on the same host's transport (another SSH channel, another local
+process, another simulated stream) with ``ifaces=<netdev>`` and no GPU reads. Its frames
+feed their own Pipeline (rate engine and short history), never the main FabricState:
+interleaving 250 ms frames with the 1 s ones would confuse the main rate baselines and charts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass
+
+from collectors.frames import Frame
+from collectors.probe import probe_args, probe_script
+from collectors.runner import HostRunner, HostStatus
+from collectors.samples import RateValue
+from collectors.transport.base import Transport
+from fabtop.core.history import History
+from fabtop.core.pipeline import Pipeline
+
+FOCUS_INTERVAL_MS = 250
+# What the PFC screen shows of the focused port; every rate of the link is kept anyway.
+FOCUS_RATES = (
+    "rx_pause_per_s",
+    "tx_pause_per_s",
+    "rx_pause_time_ratio",
+    "tx_pause_time_ratio",
+)
+# Short tiers: focus is for watching the next minute, not for keeping history.
+FOCUS_TIERS: tuple[tuple[float, int], ...] = ((FOCUS_INTERVAL_MS / 1000, 480),)
+
+
+@dataclass(slots=True)
+class FocusPoint:
+    """One fast sample of the focused port: remote time and its per-second rates."""
+
+    t: float  # remote unix seconds of the frame
+    dt: float | None  # remote seconds since the previous frame
+    rates: dict[str, RateValue]
+
+
+@dataclass(slots=True)
+class FocusStatus:
+    """What the focus stream is doing, for the screen's title line."""
+
+    state: str = "connecting"
+    error: str | None = None
+    frames: int = 0
+
+
+class _Borrowed(Transport):
+    """The host's transport, shared: streams run on it, but closing it is not ours to do."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    async def connect(self) -> None:
+        """Open the shared connection if the main stream has not (a no-op when open)."""
+        await self.inner.connect()
+
+    def stream(self, script: str, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
+        """A stream of its own on the shared connection; aclose() ends only this one."""
+        return self.inner.stream(script, args)
+
+    async def run(self, argv: Sequence[str], timeout: float) -> tuple[int, bytes, bytes]:
+        """Delegated."""
+        return await self.inner.run(argv, timeout)
+
+    async def http_get(self, host: str, port: int, path: str, timeout: float) -> tuple[int, bytes]:
+        """Delegated."""
+        return await self.inner.http_get(host, port, path, timeout)
+
+    async def close(self) -> None:
+        """Nothing: the main runner owns the connection."""
+
+    @property
+    def rtt_s(self) -> float | None:
+        """The shared connection's round trip."""
+        return self.inner.rtt_s
+
+    def describe(self) -> str:
+        """The host's name with ``focus`` added."""
+        return f"{self.inner.describe()} focus"
+
+
+class FocusSession:
+    """A fast probe on one port of one host; ``points`` holds its recent samples."""
+
+    def __init__(
+        self,
+        host: str,
+        netdev: str,
+        transport: Transport,
+        *,
+        interval_ms: int = FOCUS_INTERVAL_MS,
+        sysfs: str = "/sys",
+        path: Sequence[str] = (),
+        on_update: Callable[[], None] | None = None,
+        keep: int = 240,
+    ) -> None:
+        self.host = host
+        self.netdev = netdev
+        self.interval_s = interval_ms / 1000
+        self.on_update = on_update
+        self.points: deque[FocusPoint] = deque(maxlen=keep)
+        self.status = FocusStatus()
+        self.pipeline = Pipeline(History(tiers=FOCUS_TIERS))
+        args = probe_args(
+            interval_ms=interval_ms, sysfs=sysfs, path=list(path), interfaces=[netdev],
+            gpu="off",
+        )
+        self.runner = HostRunner(
+            host, _Borrowed(transport), probe_script(), args,
+            on_frame=self._on_frame, on_status=self._on_status, interval=self.interval_s,
+        )  # fmt: skip
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def history(self) -> History:
+        """The focus stream's own history (series keyed like the main one)."""
+        return self.pipeline.history
+
+    def start(self) -> asyncio.Task[None]:
+        """Start streaming in a task of the running loop."""
+        if self._task is None:
+            self._task = asyncio.create_task(self.run(), name=f"focus:{self.host}/{self.netdev}")
+        return self._task
+
+    async def run(self) -> None:
+        """Stream until stop(); reconnects like any runner."""
+        await self.runner.run()
+
+    def stop(self) -> None:
+        """End the focus stream (the host's main stream keeps running)."""
+        self.runner.stop()
+        self.status = FocusStatus("stopped", None, self.status.frames)
+
+    async def aclose(self) -> None:
+        """stop() and wait until the stream is closed."""
+        self.stop()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 5.0)
+
+    def latest(self) -> FocusPoint | None:
+        """The newest sample with rates, or None before the second frame."""
+        return self.points[-1] if self.points else None
+
+    def _on_frame(self, host: str, frame: Frame) -> None:
+        sample, rates = self.pipeline.apply_frame(host, frame)
+        t = frame.clock_ns / 1e9
+        self.status = FocusStatus("up", None, self.status.frames + 1)
+        link = next(
+            (lr for lid, lr in rates.links.items()
+             if lid == self.netdev or sample.links[lid].netdev == self.netdev),
+            None,
+        )  # fmt: skip
+        if link is not None and rates.interval_s is not None and not link.gap:
+            self.points.append(FocusPoint(t, rates.interval_s, dict(link.rates)))
+        if self.on_update is not None:
+            self.on_update()
+
+    def _on_status(self, host: str, status: HostStatus) -> None:
+        del host
+        if self.status.state != "stopped":
+            self.status = FocusStatus(status.state, status.error, self.status.frames)
+        if self.on_update is not None:
+            self.on_update()

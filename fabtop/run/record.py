@@ -1,0 +1,382 @@
+"""Recordings (``.fabrec``, schema ``fabtop.rec/1``): the raw inputs of a run, crash-safe.
+
+A recording keeps what moved the FabricState, in the order it moved it: every probe
+frame as wire text (``collectors.frames.render_frame``), every raw ``/metrics`` body,
+every host status change and every point where the live session ran the rules.
+Replay feeds these back through the live code path, so its findings are the live ones.
+
+Layout: the 8-byte magic ``FABREC1\\n``, then records::
+
+    kind (1 byte, ASCII) | length (u32 BE) | crc32 of the stored bytes (u32 BE) | stored bytes
+
+The stored bytes of all records are one zlib stream, sync-flushed at the end of every
+record: each record is readable as soon as it is written, and later frames still
+compress against earlier ones (a frame repeats most counter names of the previous
+one). A SIGKILL leaves at worst one torn record at the end; the reader stops there,
+cleanly, and says so. A record's payload is one JSON line, ``\\n``, then an optional
+body (the frame's wire text).
+
+Kinds: ``H`` header (schema, config, start time), ``F`` frame, ``S`` status, ``M``
+metrics poll, ``E`` rules evaluated, ``Z`` clean end. Every record but ``H`` has ``t``:
+seconds since the recording started, on the recorder's monotonic clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from collectors.frames import Frame, FrameDecoder, render_frame
+from fabtop import __version__
+from fabtop.config import Config, HostConfig, SshTarget
+from fabtop.run.session import MetricsReading
+
+SCHEMA = "fabtop.rec/1"
+MAGIC = b"FABREC1\n"
+_HEAD = struct.Struct(">cII")
+MAX_RECORD_BYTES = 64 * 1024 * 1024  # a length beyond this is corruption, not a frame
+
+HEADER, FRAME, STATUS, METRICS, EVALUATED, END = "H", "F", "S", "M", "E", "Z"
+
+
+class RecordError(OSError):
+    """The recording could not be written or read; one line naming the file and the cause."""
+
+
+@dataclass(slots=True)
+class Record:
+    """One decoded record: its kind, its JSON head and its body (frame wire text)."""
+
+    kind: str
+    head: dict[str, Any]
+    body: str = ""
+
+    @property
+    def t(self) -> float:
+        """Seconds since the recording started (0 for the header)."""
+        v = self.head.get("t", 0.0)
+        return float(v) if isinstance(v, int | float) else 0.0
+
+    @property
+    def host(self) -> str:
+        """The host the record is about ('' for fabric-wide records)."""
+        return str(self.head.get("host", ""))
+
+
+def config_entry(config: Config) -> dict[str, Any]:
+    """The config a recording ran with, as JSON (hosts, interval, thresholds)."""
+    return {
+        "source": config.source,
+        "interval": config.interval,
+        "thresholds": dict(config.thresholds),
+        "hosts": [
+            {
+                "name": h.name,
+                "target": h.target,
+                "sysfs": h.sysfs,
+                "path": list(h.path),
+                "interfaces": list(h.interfaces) if h.interfaces is not None else None,
+                "inference": list(h.inference),
+            }
+            for h in config.hosts
+        ],
+    }
+
+
+def config_from_entry(entry: dict[str, Any]) -> Config:
+    """Rebuild the recorded Config (targets are kept for display; nothing is contacted)."""
+    hosts = []
+    for h in entry.get("hosts", []):
+        target = str(h.get("target") or "local")
+        ssh = None if target == "local" else SshTarget(host=target)
+        ifaces = h.get("interfaces")
+        hosts.append(
+            HostConfig(
+                name=str(h["name"]), ssh=ssh, sysfs=str(h.get("sysfs", "/sys")),
+                path=tuple(h.get("path") or ()),
+                interfaces=tuple(ifaces) if ifaces is not None else None,
+                inference=tuple(h.get("inference") or ()),
+            )
+        )
+    return Config(
+        hosts=hosts,
+        interval=float(entry.get("interval", 1.0)),
+        source=str(entry.get("source", "recording")),
+        thresholds={str(k): float(v) for k, v in (entry.get("thresholds") or {}).items()},
+    )
+
+
+@dataclass(slots=True)
+class Recorder:
+    """Appends records to a ``.fabrec`` file; an EventTap for a Session.
+
+    A write error (full disk) stops the recording, never the caller: ``error`` holds
+    one line naming the file, ``on_error`` is told once, later events are dropped.
+    """
+
+    path: Path
+    config: Config
+    max_bytes: int | None = None
+    max_seconds: float | None = None
+    on_error: Callable[[str], None] | None = None
+    on_limit: Callable[[str], None] | None = None
+    clock: Callable[[], float] = time.monotonic
+    opener: Callable[[Path], BinaryIO] | None = None
+    error: str | None = None
+    stopped: str | None = None  # why recording ended (limit reached, closed, error)
+    frames: int = 0
+    bytes_written: int = 0
+    _file: BinaryIO | None = None
+    _z: Any = None
+    _t0: float = 0.0
+    _hosts_seen: set[str] = field(default_factory=set)
+
+    def open(self) -> Recorder:
+        """Create the file and write the header; raises RecordError when that fails."""
+        self._t0 = self.clock()
+        self._z = zlib.compressobj(6)
+        try:
+            self._file = self.opener(self.path) if self.opener else open(self.path, "wb")  # noqa: SIM115
+            self._write_raw(MAGIC)
+        except OSError as e:
+            self._fail(e)
+            raise RecordError(self.error) from None
+        header = {
+            "schema": SCHEMA,
+            "fabtop": __version__,
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "started_unix": time.time(),
+            "config": config_entry(self.config),
+        }
+        self._put(HEADER, header)
+        if self.error is not None:
+            raise RecordError(self.error)
+        return self
+
+    @property
+    def active(self) -> bool:
+        """Still writing (not closed, failed or past a limit)."""
+        return self._file is not None and self.stopped is None
+
+    def elapsed(self) -> float:
+        """Seconds since the recording started."""
+        return self.clock() - self._t0
+
+    # EventTap ------------------------------------------------------------------
+
+    def frame(self, host: str, frame: Frame) -> None:
+        """Keep one probe frame as its wire text."""
+        if self._put(FRAME, {"t": self._t(), "host": host}, render_frame(frame)):
+            self.frames += 1
+
+    def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
+        """Keep a host's connection state change (host loss is part of the evidence)."""
+        self._put(STATUS, {"t": self._t(), "host": host, "state": state, "error": error,
+                           "rtt_s": rtt_s})
+
+    def metrics(self, host: str, readings: list[MetricsReading]) -> None:
+        """Keep one /metrics poll of a host, bodies raw."""
+        rows = [{"url": r.url, "status": r.status, "body": r.body, "error": r.error,
+                 "read_s": r.read_s} for r in readings]
+        self._put(METRICS, {"t": self._t(), "host": host, "readings": rows})
+
+    def evaluated(self) -> None:
+        """Mark where the live session ran the rules, so replay runs them at the same point."""
+        self._put(EVALUATED, {"t": self._t()})
+
+    # ---------------------------------------------------------------------------
+
+    def close(self, reason: str = "closed") -> None:
+        """Write the end record and close the file (idempotent)."""
+        if self._file is None:
+            return
+        if self.stopped is None:
+            self._put(END, {"t": self._t(), "frames": self.frames, "reason": reason})
+            self.stopped = reason
+        f, self._file = self._file, None
+        try:
+            f.flush()
+            os.fsync(f.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        try:
+            f.close()
+        except OSError as e:
+            if self.error is None:
+                self._fail(e)
+
+    def _t(self) -> float:
+        return round(self.clock() - self._t0, 6)
+
+    def _put(self, kind: str, head: dict[str, Any], body: str = "") -> bool:
+        if self._file is None or self.stopped is not None:
+            return False
+        if kind not in (HEADER, END) and self._over_limit():
+            return False
+        payload = json.dumps(head, separators=(",", ":")).encode() + b"\n" + body.encode()
+        stored = self._z.compress(payload) + self._z.flush(zlib.Z_SYNC_FLUSH)
+        try:
+            self._write_raw(_HEAD.pack(kind.encode(), len(stored), zlib.crc32(stored)) + stored)
+        except OSError as e:
+            self._fail(e)
+            return False
+        return True
+
+    def _over_limit(self) -> bool:
+        why = None
+        if self.max_bytes is not None and self.bytes_written >= self.max_bytes:
+            why = f"size limit of {self.max_bytes / 1e6:g} MB reached"
+        elif self.max_seconds is not None and self.elapsed() >= self.max_seconds:
+            why = f"time limit of {self.max_seconds:g} s reached"
+        if why is None:
+            return False
+        self._put(END, {"t": self._t(), "frames": self.frames, "reason": why})
+        self.stopped = why
+        if self.on_limit is not None:
+            self.on_limit(f"{self.path}: recording stopped: {why}")
+        return True
+
+    def _write_raw(self, data: bytes) -> None:
+        assert self._file is not None
+        self._file.write(data)
+        # Flushed per record: a SIGKILL then loses nothing the kernel was given.
+        self._file.flush()
+        self.bytes_written += len(data)
+
+    def _fail(self, e: OSError) -> None:
+        self.error = f"{self.path}: recording stopped: {e.strerror or e}"
+        self.stopped = "error"
+        f, self._file = self._file, None
+        if f is not None:
+            with contextlib.suppress(OSError):
+                f.close()
+        if self.on_error is not None:
+            self.on_error(self.error)
+
+
+@dataclass(slots=True)
+class RecordingReader:
+    """Reads a ``.fabrec`` file record by record; stops cleanly at a torn or corrupt tail."""
+
+    path: Path
+    header: dict[str, Any] = field(default_factory=dict)
+    torn: str | None = None  # why reading stopped before a clean end record, if it did
+    clean_end: bool = False
+
+    def records(self) -> Iterator[Record]:
+        """Every record after the header, in file order (raises RecordError if not a recording)."""
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115
+        except OSError as e:
+            raise RecordError(f"{self.path}: cannot read recording: {e.strerror or e}") from None
+        with f:
+            if f.read(len(MAGIC)) != MAGIC:
+                raise RecordError(f"{self.path}: not a fabtop recording (bad magic)")
+            z = zlib.decompressobj()
+            index = 0
+            self.torn, self.clean_end = None, False
+            while True:
+                head = f.read(_HEAD.size)
+                if not head:
+                    if not self.clean_end:
+                        self.torn = f"{self.path}: recording ends without an end record " \
+                                    f"after {index} records (the recorder was killed)"
+                    return
+                if len(head) < _HEAD.size:
+                    self.torn = f"{self.path}: torn record header after {index} records"
+                    return
+                kind_b, length, crc = _HEAD.unpack(head)
+                if length > MAX_RECORD_BYTES:
+                    self.torn = f"{self.path}: record {index} has an impossible length"
+                    return
+                stored = f.read(length)
+                if len(stored) < length or zlib.crc32(stored) != crc:
+                    self.torn = f"{self.path}: record {index} is torn or corrupt; " \
+                                f"read up to the record before it"
+                    return
+                try:
+                    rec = _decode(kind_b.decode("ascii"), z.decompress(stored))
+                except (zlib.error, ValueError, UnicodeDecodeError) as e:
+                    self.torn = f"{self.path}: record {index} cannot be decoded: {e}"
+                    return
+                index += 1
+                if rec.kind == HEADER:
+                    if rec.head.get("schema") != SCHEMA:
+                        raise RecordError(
+                            f"{self.path}: schema {rec.head.get('schema')!r} is not {SCHEMA}"
+                        )
+                    self.header = rec.head
+                    continue
+                if rec.kind == END:
+                    self.clean_end = True
+                yield rec
+
+    def read_header(self) -> dict[str, Any]:
+        """The header record (schema, config, start time)."""
+        for _ in self.records():
+            break
+        if not self.header:
+            raise RecordError(f"{self.path}: recording has no readable header")
+        return self.header
+
+    def config(self) -> Config:
+        """The config the recording ran with."""
+        return config_from_entry(self.read_header().get("config", {}))
+
+
+def _decode(kind: str, payload: bytes) -> Record:
+    line, _, body = payload.partition(b"\n")
+    head = json.loads(line)
+    if not isinstance(head, dict):
+        raise ValueError("record head is not an object")
+    return Record(kind, head, body.decode("utf-8", errors="replace"))
+
+
+def decode_frame(record: Record) -> Frame | None:
+    """The probe frame a frame record holds (None when its text does not decode)."""
+    frames = FrameDecoder().feed(record.body.encode())
+    return frames[0] if frames else None
+
+
+def metrics_readings(record: Record) -> list[MetricsReading]:
+    """The raw /metrics fetches of a metrics record."""
+    out = []
+    for r in record.head.get("readings", []):
+        status = r.get("status")
+        out.append(MetricsReading(
+            url=str(r.get("url", "")),
+            status=int(status) if isinstance(status, int) else None,
+            body=r.get("body") if isinstance(r.get("body"), str) else None,
+            error=r.get("error") if isinstance(r.get("error"), str) else None,
+            read_s=float(r["read_s"]) if isinstance(r.get("read_s"), int | float) else None,
+        ))
+    return out
+
+
+def summary(path: Path) -> dict[str, Any]:
+    """Hosts, frames per host, duration and how the file ended (for ``fabtop replay --info``)."""
+    reader = RecordingReader(path)
+    frames: dict[str, int] = {}
+    last_t = 0.0
+    for rec in reader.records():
+        last_t = max(last_t, rec.t)
+        if rec.kind == FRAME:
+            frames[rec.host] = frames.get(rec.host, 0) + 1
+    return {
+        "path": str(path),
+        "bytes": path.stat().st_size,
+        "duration_s": last_t,
+        "frames": frames,
+        "clean_end": reader.clean_end,
+        "torn": reader.torn,
+        "header": reader.header,
+    }

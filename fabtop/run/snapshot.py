@@ -1,0 +1,259 @@
+"""The snapshot file, schema ``fabtop.snapshot/1`` (DESIGN §5), and its CSV/Prometheus forms.
+
+Written atomically: a temp file in the target's directory, fsync, rename. A full
+or read-only disk gives one clear error and leaves no partial file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from collectors.samples import GpuSample, LinkSample
+from fabtop.core.findings import Finding
+from fabtop.core.rates import LinkRates
+from fabtop.core.state import UP, FabricState
+
+SCHEMA = "fabtop.snapshot/1"
+
+
+class SnapshotError(OSError):
+    """The snapshot could not be written; the message names the file and the cause."""
+
+
+def _prio_keys(v: Any) -> Any:
+    # JSON object keys are strings; priorities stay readable as "0".."7".
+    if isinstance(v, dict):
+        return {str(k): _prio_keys(x) for k, x in sorted(v.items())}
+    return v
+
+
+def _finite(v: Any) -> Any:
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    return v
+
+
+def link_entry(link: LinkSample, rates: LinkRates | None) -> dict[str, Any]:
+    """One link in snapshot form."""
+    rate_map: dict[str, Any] = {}
+    if rates is not None:
+        rate_map = {k: _finite(_prio_keys(v)) for k, v in sorted(rates.rates.items())}
+    return {
+        "id": link.id,
+        "netdev": link.netdev,
+        "rdma_device": link.rdma_device,
+        "port": link.port,
+        "kind": link.kind,
+        "physical": link.physical,
+        "link_layer": link.link_layer,
+        "state": link.state,
+        "rate_gbps": link.rate_gbps,
+        "mtu": link.mtu,
+        "driver": link.driver,
+        "driver_version": link.driver_version,
+        "firmware": link.firmware,
+        "pcie": asdict(link.pcie) if link.pcie else None,
+        "temperature_c": link.temperature_c,
+        "qos": _qos(link),
+        "saturated": list(link.saturated),
+        "counters": {src: dict(sorted(c.items())) for src, c in sorted(link.counters.items())},
+        "metrics": {k: _prio_keys(v) for k, v in sorted(link.metrics.items())},
+        "rates": rate_map,
+        "gap": bool(rates.gap) if rates else False,
+    }
+
+
+def _qos(link: LinkSample) -> dict[str, Any] | None:
+    if link.qos is None:
+        return None
+    q = asdict(link.qos)
+    if q.get("dscp2prio"):
+        q["dscp2prio"] = {str(k): v for k, v in q["dscp2prio"].items()}
+    return q
+
+
+def gpu_entry(g: GpuSample) -> dict[str, Any]:
+    """One GPU in snapshot form (numeric fields stay numbers or null)."""
+    d = asdict(g)
+    d["throttle_reasons"] = list(g.throttle_reasons)
+    return d
+
+
+def finding_entry(f: Finding) -> dict[str, Any]:
+    """One finding in snapshot form (also the format of ``doctor --json``)."""
+    return {
+        "rule": f.rule,
+        "severity": f.severity,
+        "subject": f.subject,
+        "summary": f.summary,
+        "evidence": f.evidence,
+        "next_step": f.next_step,
+        "host": f.host,
+        "since": f.since,
+    }
+
+
+def build(state: FabricState, interval_s: float) -> dict[str, Any]:
+    """The snapshot document for the current state."""
+    hosts: list[dict[str, Any]] = []
+    for name, hs in state.hosts.items():
+        s, r = hs.sample, hs.rates
+        links = []
+        gpus: list[dict[str, Any]] = []
+        inference: list[dict[str, Any]] = []
+        if s is not None:
+            for lid, link in s.links.items():
+                links.append(link_entry(link, r.links.get(lid) if r else None))
+            gpus = [gpu_entry(g) for g in s.gpus]
+            for inf in s.inference:
+                rr = (r.inference.get(inf.url) if r else None) or {}
+                inference.append(
+                    {
+                        "url": inf.url,
+                        "server": inf.server,
+                        "model": inf.model,
+                        "generated_tokens_per_s": rr.get("generated_tokens_per_s"),
+                        "prompt_tokens_per_s": rr.get("prompt_tokens_per_s"),
+                        "requests_running": inf.requests_running,
+                        "requests_waiting": inf.requests_waiting,
+                        "ttft_p50_s": rr.get("ttft_p50_s"),
+                        "ttft_p99_s": rr.get("ttft_p99_s"),
+                        "itl_p50_s": rr.get("itl_p50_s"),
+                        "itl_p99_s": rr.get("itl_p99_s"),
+                        "generated_tokens_total": inf.generated_tokens_total,
+                        "prompt_tokens_total": inf.prompt_tokens_total,
+                        "error": inf.error,
+                    }
+                )
+        hosts.append(
+            {
+                "name": name,
+                "target": hs.target,
+                "reachable": hs.status == UP and s is not None,
+                "error": hs.error,
+                "status": hs.status,
+                "clock_ns": s.clock_ns if s else None,
+                "interval_s": r.interval_s if r else None,
+                "links": links,
+                "gpus": gpus,
+                "inference": inference,
+                "sections": [asdict(x) for x in s.sections] if s else [],
+                # The host's recent distinct warnings, not only this frame's: the probe
+                # says some things (a refused interface name) once, on its first frame.
+                "warnings": list(hs.warnings),
+            }
+        )
+    return {
+        "schema": SCHEMA,
+        "taken_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "interval_s": interval_s,
+        "hosts": hosts,
+        "findings": [finding_entry(f) for f in state.findings],
+    }
+
+
+def to_json(doc: dict[str, Any]) -> str:
+    """Stable, diff-friendly JSON."""
+    return json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+
+def to_csv(doc: dict[str, Any]) -> str:
+    """One row per host/link/metric (per priority where it has them)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["host", "link", "kind", "name", "priority", "value", "rate_per_s"])
+    for h in doc["hosts"]:
+        for link in h["links"]:
+            for kind, table in (("metric", link["metrics"]), ("counter", None)):
+                if table is None:
+                    continue
+                for name, val in table.items():
+                    rate = link["rates"].get(name + "_per_s")
+                    if isinstance(val, dict):
+                        for p, v in val.items():
+                            rp = rate.get(p) if isinstance(rate, dict) else None
+                            w.writerow([h["name"], link["id"], kind, name, p, v, rp])
+                    else:
+                        w.writerow([h["name"], link["id"], kind, name, "", val, rate])
+            for src, counters in link["counters"].items():
+                for name, val in counters.items():
+                    w.writerow([h["name"], link["id"], f"raw:{src}", name, "", val, ""])
+    return out.getvalue()
+
+
+def _prom_label(v: str) -> str:
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def to_prom(doc: dict[str, Any]) -> str:
+    """Prometheus text exposition of the normalized metrics (node_exporter textfile style)."""
+    groups: dict[str, tuple[str, list[str]]] = {}  # metric -> (type, sample lines)
+
+    def emit(name: str, labels: dict[str, str], value: float, kind: str = "counter",
+             prefix: str = "fabtop_link_") -> None:
+        metric = prefix + "".join(c if c.isalnum() else "_" for c in name)
+        lab = ",".join(f'{k}="{_prom_label(v)}"' for k, v in labels.items())
+        groups.setdefault(metric, (kind, []))[1].append(f"{metric}{{{lab}}} {value}")
+
+    for h in doc["hosts"]:
+        emit("up", {"host": h["name"]}, 1.0 if h["reachable"] else 0.0, "gauge", "fabtop_host_")
+        for link in h["links"]:
+            base = {"host": h["name"], "link": link["id"]}
+            for name, val in link["metrics"].items():
+                if isinstance(val, dict):
+                    for p, v in val.items():
+                        emit(name + "_total", {**base, "priority": p}, float(v))
+                elif isinstance(val, int | float):
+                    emit(name + "_total", base, float(val))
+    out: list[str] = []
+    for metric, (kind, samples) in groups.items():
+        out.append(f"# TYPE {metric} {kind}")
+        out.extend(samples)
+    return "\n".join(out) + "\n"
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` via temp file + fsync + rename; raise SnapshotError on failure."""
+    p = Path(path)
+    directory = p.parent if str(p.parent) else Path(".")
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
+        # mkstemp makes the file 0600; a snapshot gets the mode a plain write would give.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+        tmp = None
+    except OSError as e:
+        raise SnapshotError(f"{p}: cannot write snapshot: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def render(doc: dict[str, Any], fmt: str) -> str:
+    """The document in ``json``, ``csv`` or ``prom`` form."""
+    if fmt == "json":
+        return to_json(doc)
+    if fmt == "csv":
+        return to_csv(doc)
+    if fmt == "prom":
+        return to_prom(doc)
+    raise ValueError(f"unknown format {fmt!r} (json, csv, prom)")

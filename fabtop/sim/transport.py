@@ -1,0 +1,133 @@
+"""The demo transport: a simulated host (fabtop.sim) behind the same interface as ssh/local.
+
+Frames come from the simulation at the fabric's interval, stamped with the simulation
+clock, so everything downstream runs the live code path unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import AsyncGenerator, Callable, Sequence
+from urllib.parse import urlsplit
+
+from collectors.transport.base import Transport
+from fabtop.sim.fabric import Fabric
+from fabtop.sim.host import SimHost
+
+
+class SimClock:
+    """Simulation seconds since the fabric started, shared by every host of one fabric."""
+
+    def __init__(
+        self, fabric: Fabric, speed: float = 1.0, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.fabric = fabric
+        self.speed = speed
+        self._monotonic = monotonic
+        self._t0 = monotonic()
+
+    def now(self) -> float:
+        """Current simulation time."""
+        return (self._monotonic() - self._t0) * self.speed
+
+    def tick(self) -> float:
+        """Latest tick (a multiple of the interval) at or before now.
+
+        Every host renders at ticks chosen this way, never at an earlier one, so the
+        shared simulation only moves forward.
+        """
+        iv = self.fabric.interval_s
+        return math.floor(self.now() / iv + 1e-9) * iv
+
+
+class DemoTransport(Transport):
+    """One simulated host; ``stream`` ignores the probe script and yields simulated frames."""
+
+    def __init__(self, host: SimHost, clock: SimClock) -> None:
+        self.name = host.name
+        self.host = host
+        self.clock = clock
+        self._connected = False
+        self._last_tick = -1.0
+
+    def describe(self) -> str:
+        """Short form used in messages."""
+        return f"{self.name} (demo)"
+
+    async def connect(self) -> None:
+        """Fails once the simulated host has stopped answering."""
+        if not self.host.answers(self.clock.now()):
+            raise self.error("no route to host (simulated host stopped answering)")
+        self._connected = True
+        self.host.restart_probe()
+
+    async def stream(self, script: str, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
+        """One frame per tick, as the probe would print it.
+
+        ``interval_ms=`` and ``ifaces=`` are honoured as the probe would: a second
+        stream on the same host (focus mode) runs at its own interval over its own
+        netdevs, with its own tick bookkeeping, beside the first.
+        """
+        del script  # the simulation stands in for the probe
+        if not self._connected:
+            raise self.error("not connected")
+        opts = dict(a.partition("=")[::2] for a in args)
+        fab = self.clock.fabric
+        iv = fab.interval_s
+        only: list[str] | None = None
+        if "interval_ms" in opts and opts["interval_ms"].isdigit():
+            iv = int(opts["interval_ms"]) / 1000
+        if opts.get("ifaces"):
+            only = opts["ifaces"].split(",")
+        own = iv != fab.interval_s or only is not None
+        last = self._last_tick if not own else -1.0
+        while self._connected:
+            tick = math.floor(self.clock.now() / iv + 1e-9) * iv
+            nxt = max(last + iv, tick + iv)
+            wait = (nxt - self.clock.now()) / self.clock.speed
+            if wait > 0:
+                await asyncio.sleep(wait)
+            tick = math.floor(self.clock.now() / iv + 1e-9) * iv
+            # Never behind the shared simulation: going back would replay it from 0.
+            t = max(nxt, tick, fab.grid_t)
+            last = t
+            if not own:
+                self._last_tick = t
+            if not self.host.answers(t):
+                continue  # silent: the connection stays open and nothing arrives
+            if own:
+                yield self.host.frame(t, interval=iv, only=only).encode()
+            else:
+                yield self.host.frame(t).encode()
+
+    async def run(self, argv: Sequence[str], timeout: float) -> tuple[int, bytes, bytes]:
+        """Commands are not simulated: exit status 127, as for a missing tool."""
+        cmd = argv[0] if argv else ""
+        return 127, b"", f"sh: {cmd}: not found (simulated host)\n".encode()
+
+    async def http_get(self, host: str, port: int, path: str, timeout: float) -> tuple[int, bytes]:
+        """The simulated inference server's ``/metrics``; anything else is refused."""
+        if not self.host.answers(self.clock.now()):
+            await asyncio.sleep(timeout)
+            raise self.error(f"timeout fetching http://{host}:{port}{path}")
+        url = self.host.cfg.inference_url
+        if url:
+            u = urlsplit(url)
+            if (u.hostname, u.port or 80) == (host, port) and (u.path or "/") == path:
+                self.clock.fabric.at(max(self.clock.tick(), self.clock.fabric.grid_t))
+                return 200, self.host.metrics_text().encode()
+            if (u.hostname, u.port or 80) == (host, port):
+                return 404, b"Not Found\n"
+        raise self.error(f"connection refused: {host}:{port}")
+
+    async def close(self) -> None:
+        """Stop streaming."""
+        self._connected = False
+
+
+def sim_transports(fabric: Fabric, speed: float = 1.0) -> dict[str, DemoTransport]:
+    """A transport per host of ``fabric``, all on one simulation clock."""
+    clock = SimClock(fabric, speed)
+    return {name: DemoTransport(h, clock) for name, h in fabric.hosts.items()}
