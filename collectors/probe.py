@@ -6,34 +6,13 @@ the arguments are ``key=value`` words checked here and checked again by the scri
 
 from __future__ import annotations
 
-import importlib
 import importlib.resources
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-# Used when collectors.parsers.nvidia_smi (which owns the real lists) is not there.
-_DEFAULT_FIELDS: tuple[str, ...] = (
-    "index",
-    "uuid",
-    "name",
-    "temperature.gpu",
-    "utilization.gpu",
-    "utilization.memory",
-    "memory.used",
-    "memory.total",
-    "power.draw",
-)
-_DEFAULT_FALLBACK: tuple[str, ...] = (
-    "index",
-    "name",
-    "temperature.gpu",
-    "utilization.gpu",
-    "memory.used",
-    "memory.total",
-    "power.draw",
-)
+from collectors.parsers.nvidia_smi import FALLBACK_FIELDS, QUERY_FIELDS
 
 _SBIN: tuple[str, ...] = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 NAME_RE = re.compile(r"[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,63}")
@@ -44,16 +23,6 @@ _TIMEOUT_RE = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3})?")
 
 class ProbeArgError(ValueError):
     """An argument the probe would refuse."""
-
-
-def _gpu_field_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    try:
-        mod = importlib.import_module("collectors.parsers.nvidia_smi")
-    except ImportError:
-        return _DEFAULT_FIELDS, _DEFAULT_FALLBACK
-    primary = tuple(getattr(mod, "QUERY_FIELDS", _DEFAULT_FIELDS))
-    fallback = tuple(getattr(mod, "FALLBACK_FIELDS", _DEFAULT_FALLBACK))
-    return primary, fallback
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +37,8 @@ class ProbeArgs:
     timeout_s: float = 2.0
     gpu: str = "auto"
     max_frames: int = 0
-    gpu_fields: tuple[str, ...] = field(default_factory=lambda: _gpu_field_lists()[0])
-    gpu_fallback: tuple[str, ...] = field(default_factory=lambda: _gpu_field_lists()[1])
+    gpu_fields: tuple[str, ...] = QUERY_FIELDS
+    gpu_fallback: tuple[str, ...] = FALLBACK_FIELDS
 
     @staticmethod
     def path_default() -> tuple[str, ...]:

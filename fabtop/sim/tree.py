@@ -16,12 +16,10 @@ import os
 import shlex
 from pathlib import Path
 
-from fabtop.sim.host import GPU_FIELDS, SimHost
-
-try:
-    from collectors.parsers.nvidia_smi import FALLBACK_FIELDS as _FALLBACK
-except ImportError:  # pragma: no cover - only while the parser is absent
-    _FALLBACK = ()
+from collectors.parsers.nvidia_smi import FALLBACK_FIELDS
+from fabtop.sim import host_text
+from fabtop.sim.host import SimHost
+from fabtop.sim.host_text import GPU_FIELDS
 
 _ETHTOOL = """#!/bin/sh
 # Simulated ethtool (fabtop.sim.tree): prints what the simulator last wrote.
@@ -99,7 +97,7 @@ def _shim(path: Path, text: str) -> None:
 
 def _gpu_fields() -> list[str]:
     seen: dict[str, None] = {}
-    for f in (*GPU_FIELDS, *_FALLBACK):
+    for f in (*GPU_FIELDS, *FALLBACK_FIELDS):
         seen[f] = None
     return list(seen)
 
@@ -124,8 +122,8 @@ def update(host: SimHost, root: Path, t: float) -> None:
     fab.at(t)
     frac = t - fab.grid_t
     for base, lines in (
-        (root / "sys" / "class" / "net", host.sysnet_lines(frac)),
-        (root / "sys" / "class" / "infiniband", host.sysib_lines(frac)),
+        (root / "sys" / "class" / "net", host_text.sysnet_lines(host, frac)),
+        (root / "sys" / "class" / "infiniband", host_text.sysib_lines(host, frac)),
     ):
         for rel, value in lines:
             p = base / rel
@@ -135,16 +133,16 @@ def update(host: SimHost, root: Path, t: float) -> None:
                 _put(p, value + "\n")
     state = root / "state"
     for nd in host.netdevs():
-        status, detail, text = host.ethtool_s(nd, frac)
+        status, detail, text = host_text.ethtool_s(host, nd, frac)
         _put(state / "ethtool_S" / nd, text + "\n" if status == "ok" else "no stats available\n")
         rc = state / "ethtool_S" / f"{nd}.rc"
         if status != "ok" and detail and detail.startswith("rc="):
             _put(rc, detail[3:] + "\n")
         elif rc.exists():
             rc.unlink()
-        _put(state / "ethtool_i" / nd, host.ethtool_i(nd) + "\n")
+        _put(state / "ethtool_i" / nd, host_text.ethtool_i(host.cfg, nd) + "\n")
     for i in range(host.cfg.roce_ports):
-        _put(state / "mlnx_qos" / host.cfg.netdev(i), host.mlnx_qos() + "\n")
+        _put(state / "mlnx_qos" / host.cfg.netdev(i), host_text.mlnx_qos(host.cfg) + "\n")
     clock_s = fab.base_epoch_s + t
     fields = _gpu_fields()
     for g in host.gpus:

@@ -124,6 +124,28 @@ def steady_mean(ticks: list[Tick], link: str, key: str, t0: float, t1: float) ->
     return num / den
 
 
+def counted(ticks: list[Tick], link: str, key: str, after: Tick, upto: Tick) -> float:
+    """What a shown per-second rate adds up to from frame ``after`` to frame ``upto``.
+
+    The sum of rate x dt over the frames after ``after`` up to ``upto`` inclusive: the
+    counter's change between those two frames as fabtop's own rates tell it. Every frame
+    in between must carry the rate over its whole interval since the previous frame, or
+    an interval would be lost from the sum (AssertionError).
+    """
+    i = next(k for k, t in enumerate(ticks) if t is after)
+    j = next(k for k, t in enumerate(ticks) if t is upto)
+    total, prev = 0.0, after
+    for t in ticks[i + 1 : j + 1]:
+        v = t.rates.get(link, {}).get(key)
+        if t.dt is None or not isinstance(v, float) or t.gap.get(link):
+            raise AssertionError(f"{t.host} {link}: no {key} at {t.clock_s:.2f}")
+        if abs(t.clock_s - prev.clock_s - t.dt) > 1e-3:
+            raise AssertionError(f"{t.host}: a frame is missing before {t.clock_s:.2f}")
+        total += v * t.dt
+        prev = t
+    return total
+
+
 def max_gap(ticks: list[Tick], start: float, end: float) -> float:
     """Longest wait between consecutive frames applied in [start, end] (monotonic)."""
     times = [start, *(t.mono for t in ticks if start <= t.mono <= end), end]

@@ -17,11 +17,8 @@ from collectors.gpu_sections import gpus_from_frame
 from collectors.parsers.ethtool import parse_ethtool_stats
 from collectors.parsers.sysfs import NetdevRecord, parse_sysib, parse_sysnet
 from fabtop.sim import Fabric, HostConfig, demo_fabric, demo_hosts, tree
+from fabtop.sim.counter_names import IB_HW_CONG_COUNTERS, MLX5_DRIVER_SOURCE_NAMES
 from fabtop.sim.episodes import FLAP_DOWN_AT_S, FLAP_DOWN_FOR_S
-from fabtop.sim.nic import (
-    IB_HW_CONG_COUNTERS,
-    MLX5_DRIVER_SOURCE_NAMES,
-)
 from fabtop.sim.transport import DemoTransport, SimClock, sim_transports
 
 MLX5_CAPTURE = "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"

@@ -1,4 +1,4 @@
-"""Review findings on the core: each test fails without its fix."""
+"""SshTransport without a server: connecting (asyncssh.connect faked)."""
 
 from __future__ import annotations
 

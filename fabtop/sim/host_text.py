@@ -1,0 +1,172 @@
+"""What a simulated host's files and tools print: sysfs values, ethtool, mlnx_qos, nvidia-smi.
+
+Each function reads a :class:`~fabtop.sim.host.SimHost` at ``frac`` seconds into the
+current grid cell and returns text shaped like the real tool's (captures in
+``../shared/fixtures``), for the probe frame and for the on-disk tree alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from collectors.parsers.nvidia_smi import QUERY_FIELDS
+
+if TYPE_CHECKING:
+    from fabtop.sim.host import HostConfig, SimHost
+
+# The parser module owns the field list: the simulated nvidia-smi answers that query.
+GPU_FIELDS: tuple[str, ...] = QUERY_FIELDS
+ROCE_RATE = {100: "100 Gb/sec (4X EDR)", 200: "200 Gb/sec (4X HDR)", 50: "50 Gb/sec (2X HDR)",
+             25: "25 Gb/sec (1X EDR)"}  # fmt: skip
+
+
+def sysnet_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
+    """``(relpath, value)`` for every file the probe reads under class/net."""
+    cfg = host.cfg
+    out: list[tuple[str, str]] = []
+    for i, port in enumerate(host.ports):
+        d = cfg.netdev(i)
+        up = host.port_up[i]
+        downs = host.carrier_changes[i] // 2
+        out += [
+            (f"{d}/address", f"0c:42:a1:{host.index:02x}:{i:02x}:5e"),
+            (f"{d}/operstate", "up" if up else "down"),
+            (f"{d}/carrier", "1" if up else "0"),
+            (f"{d}/carrier_changes", str(host.carrier_changes[i])),
+            (f"{d}/carrier_up_count", str(host.carrier_changes[i] - downs)),
+            (f"{d}/carrier_down_count", str(downs)),
+            (f"{d}/mtu", str(cfg.mtu)),
+        ]
+        if up:  # the driver reports no speed without carrier
+            out.append((f"{d}/speed", str(cfg.link_gbps * 1000)))
+        out += [
+            (f"{d}/device", "-"),
+            (f"{d}/device/current_link_speed", f"{cfg.pcie_gts:.1f} GT/s PCIe"),
+            (f"{d}/device/current_link_width", str(cfg.pcie_width)),
+            (f"{d}/device/max_link_speed", f"{cfg.pcie_max_gts:.1f} GT/s PCIe"),
+            (f"{d}/device/max_link_width", str(cfg.pcie_max_width)),
+            (f"{d}/device/hwmon/hwmon{3 + i}/name", "mlx5"),
+            (f"{d}/device/hwmon/hwmon{3 + i}/temp1_input", str(int(host.nic_temp[i]) * 1000)),
+        ]  # fmt: skip
+        en = "1" if host.ecn_live else "0"
+        for p in range(8):
+            out.append((f"{d}/ecn/roce_np/enable/{p}", en))
+        for p in range(8):
+            out.append((f"{d}/ecn/roce_rp/enable/{p}", en))
+        out.append((f"{d}/ecn/roce_np/cnp_802p_prio", "6"))
+        out += [(f"{d}/statistics/{n}", str(v)) for n, v in port.netdev.items(frac)]
+    if host.tb is not None:
+        d = "thunderbolt0"
+        out += [(f"{d}/address", f"02:9c:{host.index:02x}:00:00:01"), (f"{d}/operstate", "up"),
+                (f"{d}/carrier", "1"), (f"{d}/carrier_changes", "2"), (f"{d}/mtu", "1500"),
+                (f"{d}/device", "-")]  # fmt: skip
+        out += [(f"{d}/statistics/{n}", str(v)) for n, v in host.tb.netdev.items(frac)]
+    out += [("eno1/address", f"3c:ec:ef:{host.index:02x}:10:01"), ("eno1/operstate", "up"),
+            ("eno1/carrier", "1"), ("eno1/carrier_changes", "2"), ("eno1/mtu", "1500"),
+            ("eno1/speed", "1000"), ("eno1/device", "-"),
+            ("eno1/device/current_link_speed", "5.0 GT/s PCIe"),
+            ("eno1/device/current_link_width", "1")]  # fmt: skip
+    out += [(f"eno1/statistics/{n}", str(v)) for n, v in host.mgmt.netdev.items(frac)]
+    out += [("lo/address", "00:00:00:00:00:00"), ("lo/operstate", "unknown"),
+            ("lo/carrier", "1"), ("lo/carrier_changes", "0"), ("lo/mtu", "65536")]  # fmt: skip
+    out += [(f"lo/statistics/{n}", str(v)) for n, v in host.lo.netdev.items(frac)]
+    return out
+
+
+def sysib_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
+    """``(relpath, value)`` for every file the probe reads under class/infiniband."""
+    cfg = host.cfg
+    out: list[tuple[str, str]] = []
+    for i, port in enumerate(host.ports):
+        dev, nd, up = f"mlx5_{i}", cfg.netdev(i), host.port_up[i]
+        pp = f"{dev}/ports/1"
+        out += [
+            (f"{dev}/fw_ver", cfg.firmware),
+            (f"{dev}/hca_type", "MT4125"),
+            (f"{dev}/board_id", "MT_0000000359"),
+            (f"{dev}/node_guid", f"0c42:a103:00{host.index:02x}:{i:04x}"),
+            (f"{pp}/state", "4: ACTIVE" if up else "1: DOWN"),
+            (f"{pp}/phys_state", "5: LinkUp" if up else "3: Disabled"),
+            (f"{pp}/rate", ROCE_RATE.get(cfg.link_gbps, f"{cfg.link_gbps} Gb/sec (4X)")),
+            (f"{pp}/link_layer", "Ethernet"),
+        ]
+        out += [(f"{pp}/counters/{n}", str(v)) for n, v in port.ib.items(frac)]
+        out += [(f"{pp}/hw_counters/{n}", str(v)) for n, v in port.hw.items(frac)]
+        out += [(f"{pp}/gid_attrs/ndevs/0", nd), (f"{dev}/device/net/{nd}", "-")]
+    if host.ib is not None:
+        dev = f"mlx5_{cfg.roce_ports}"
+        pp = f"{dev}/ports/1"
+        out += [
+            (f"{dev}/fw_ver", "20.39.2048"),
+            (f"{dev}/hca_type", "MT4123"),
+            (f"{dev}/board_id", "MT_0000000223"),
+            (f"{dev}/node_guid", f"b83f:d203:00{host.index:02x}:0a00"),
+            (f"{pp}/state", "4: ACTIVE"),
+            (f"{pp}/phys_state", "5: LinkUp"),
+            (f"{pp}/rate", "200 Gb/sec (4X HDR)"),
+            (f"{pp}/link_layer", "InfiniBand"),
+        ]
+        out += [(f"{pp}/counters/{n}", str(v)) for n, v in host.ib.ib.items(frac)]
+        out += [(f"{pp}/hw_counters/{n}", str(v)) for n, v in host.ib.hw.items(frac)]
+    return out
+
+
+def ethtool_s(host: SimHost, netdev: str, frac: float) -> tuple[str, str | None, str]:
+    """``(status, detail, text)`` of ``ethtool -S netdev``."""
+    for i, port in enumerate(host.ports):
+        if netdev == host.cfg.netdev(i):
+            return "ok", None, port.eth.ethtool_text(frac)
+    if netdev == "eno1" and host.mgmt.eth is not None:
+        return "ok", None, host.mgmt.eth.ethtool_text(frac)
+    # thunderbolt-net registers no ethtool statistics: ethtool prints "no stats
+    # available" on stderr and exits 94; stdout stays empty.
+    return "error", "rc=94", ""
+
+
+def ethtool_i(cfg: HostConfig, netdev: str) -> str:
+    """``ethtool -i netdev`` output."""
+    if netdev.startswith("enp65s0f"):
+        fn = netdev[len("enp65s0f")]
+        return _ethtool_i("mlx5_core", cfg.kernel, f"{cfg.firmware} (MT_0000000359)",
+                          f"0000:41:00.{fn}", eeprom="no", regdump="no")  # fmt: skip
+    if netdev == "eno1":  # firmware string from the igb capture
+        return _ethtool_i("igb", cfg.kernel, "1.67, 0x800010dd, 20.5.16", "0000:05:00.0")
+    return _ethtool_i("thunderbolt-net", cfg.kernel, "", "0-1.0", stats="no", test="no",
+                      eeprom="no", regdump="no", priv="no")  # fmt: skip
+
+
+def mlnx_qos(cfg: HostConfig) -> str:
+    """``mlnx_qos -i <port>`` output, shaped like the capture in ../shared/fixtures/qos."""
+    lines = ["DCBX mode: OS controlled", f"Priority trust state: {cfg.trust}"]
+    if cfg.trust == "dscp":
+        lines.append("dscp2prio mapping:")
+        for p in range(8):
+            codes = ",".join(f"{d:02d}" for d in range(p * 8 + 7, p * 8 - 1, -1))
+            lines.append(f"        prio:{p} dscp:{codes},")
+    lines += ["Cable len: 7", "PFC configuration:",
+              "        priority    0   1   2   3   4   5   6   7",
+              "        enabled     " + "   ".join(
+                  "1" if p in cfg.pfc_prios else "0" for p in range(8)) + "   "]  # fmt: skip
+    tc_of = {0: 1, 1: 0}
+    for tc in range(8):
+        prio = next((p for p, t in tc_of.items() if t == tc), tc)
+        lines += [f"tc: {tc} ratelimit: unlimited, tsa: vendor", f"         priority:  {prio}"]
+    return "\n".join(lines)
+
+
+def gpu_text(host: SimHost, clock_s: float) -> str:
+    """The ``gpu_nvidia`` section: the field line, then one CSV row per GPU."""
+    rows = [g.csv_row(GPU_FIELDS, clock_s) for g in host.gpus]
+    return "\n".join(["# " + ",".join(GPU_FIELDS), *rows])
+
+
+def _ethtool_i(
+    driver: str, version: str, fw: str, bus: str, stats: str = "yes", test: str = "yes",
+    eeprom: str = "yes", regdump: str = "yes", priv: str = "yes",
+) -> str:  # fmt: skip
+    return "\n".join([
+        f"driver: {driver}", f"version: {version}", f"firmware-version: {fw}",
+        "expansion-rom-version: ", f"bus-info: {bus}", f"supports-statistics: {stats}",
+        f"supports-test: {test}", f"supports-eeprom-access: {eeprom}",
+        f"supports-register-dump: {regdump}", f"supports-priv-flags: {priv}",
+    ])  # fmt: skip
