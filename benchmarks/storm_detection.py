@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.frames import FrameDecoder
+from collectors.vocabulary import Derived
 from fabtop.config import HostConfig as Target
 from fabtop.core.findings import Finding
 from fabtop.core.rules import DEFAULT_THRESHOLDS, Evaluator
@@ -90,7 +91,7 @@ def focus_trial(offset: float, speed: float = 8.0) -> float | None:
                     pts = list(fs.points)
                     held = 0.0
                     for p in reversed(pts):
-                        v = p.rates.get("tx_pause_time_ratio")
+                        v = p.rates.get(Derived.TX_PAUSE_TIME_RATIO)
                         if not (isinstance(v, dict) and v.get(3, 0.0) >= ratio):
                             break
                         held += p.dt or 0.0

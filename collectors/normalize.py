@@ -1,5 +1,9 @@
 """Map raw counters to fabtop's normalized vocabulary (DESIGN.md §3), one table per source.
 
+The tables are keyed by :class:`collectors.vocabulary.Metric` members; every string in
+them is a raw name exactly as the driver reports it, some of which (netdev's
+``rx_bytes``) happen to spell a normalized name.
+
 Each normalized metric lists its sources in order of preference; the first source with
 at least one of its raw names present wins, and the raw names of one source are summed
 (``rx_crc_errors_phy`` + ``rx_symbol_err_phy``). A name holding ``{p}`` is read for the
@@ -24,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from collectors.samples import MetricValue
+from collectors.vocabulary import Metric
 
 PRIORITIES = range(8)
 
@@ -56,124 +61,124 @@ _BNXT = ("bnxt_en",)
 
 # mlx5 names: drivers/net/ethernet/mellanox/mlx5/core/en_stats.c (pport_802_3, 2863, per_prio,
 # per_prio_pfc, pfc_stall, per_tc_prio, per_tc_congest_prio, pme_error, vport groups).
-ETHTOOL_MAP: Mapping[str, tuple[Src, ...]] = {
-    "rx_bytes": (
+ETHTOOL_MAP: Mapping[Metric, tuple[Src, ...]] = {
+    Metric.RX_BYTES: (
         _s("rx_bytes_phy"),
         _s("port.rx_bytes"),  # i40e
         _s("rx_bytes.nic"),  # ice
         _s("rx_bytes", drivers=_BNXT),  # bnxt_en: the un-bracketed one is the port's
     ),
-    "tx_bytes": (
+    Metric.TX_BYTES: (
         _s("tx_bytes_phy"),
         _s("port.tx_bytes"),
         _s("tx_bytes.nic"),
         _s("tx_bytes", drivers=_BNXT),
     ),
-    "rx_packets": (
+    Metric.RX_PACKETS: (
         _s("rx_packets_phy"),
         _s("port.rx_unicast", "port.rx_multicast", "port.rx_broadcast"),
         _s("rx_unicast.nic", "rx_multicast.nic", "rx_broadcast.nic"),
     ),
-    "tx_packets": (
+    Metric.TX_PACKETS: (
         _s("tx_packets_phy"),
         _s("port.tx_unicast", "port.tx_multicast", "port.tx_broadcast"),
         _s("tx_unicast.nic", "tx_multicast.nic", "tx_broadcast.nic"),
     ),
-    "rdma_rx_bytes": (_s("rx_vport_rdma_unicast_bytes"),),  # en_stats.c vport group
-    "rdma_tx_bytes": (_s("tx_vport_rdma_unicast_bytes"),),
-    "rx_pause": (
+    Metric.RDMA_RX_BYTES: (_s("rx_vport_rdma_unicast_bytes"),),  # en_stats.c vport group
+    Metric.RDMA_TX_BYTES: (_s("tx_vport_rdma_unicast_bytes"),),
+    Metric.RX_PAUSE: (
         _s("rx_prio{p}_pause"),  # en_stats.c; only PFC-enabled priorities
         _s("port.rx_priority_{p}_xoff_rx"),  # i40e (newer)
         _s("port.rx_priority_{p}_xoff"),  # i40e (older)
         _s("rx_priority_{p}_xoff.nic"),  # ice
         _s("rx_pfc_ena_frames_pri{p}"),  # bnxt_en
     ),
-    "tx_pause": (
+    Metric.TX_PAUSE: (
         _s("tx_prio{p}_pause"),
         _s("port.tx_priority_{p}_xoff_tx"),
         _s("port.tx_priority_{p}_xoff"),
         _s("tx_priority_{p}_xoff.nic"),
         _s("tx_pfc_ena_frames_pri{p}"),
     ),
-    "rx_pause_us": (_s("rx_prio{p}_pause_duration"),),  # en_stats.c, microseconds
-    "tx_pause_us": (_s("tx_prio{p}_pause_duration"),),
-    "rx_pause_global": (
+    Metric.RX_PAUSE_US: (_s("rx_prio{p}_pause_duration"),),  # en_stats.c, microseconds
+    Metric.TX_PAUSE_US: (_s("tx_prio{p}_pause_duration"),),
+    Metric.RX_PAUSE_GLOBAL: (
         _s("rx_pause_ctrl_phy"),  # en_stats.c pport_802_3
         _s("port.link_xoff_rx"),
         _s("link_xoff_rx.nic"),
         _s("rx_pause_frames", drivers=_BNXT),
         _s("rx_flow_control_xoff"),  # igb
     ),
-    "tx_pause_global": (
+    Metric.TX_PAUSE_GLOBAL: (
         _s("tx_pause_ctrl_phy"),
         _s("port.link_xoff_tx"),
         _s("link_xoff_tx.nic"),
         _s("tx_pause_frames", drivers=_BNXT),
         _s("tx_flow_control_xoff"),
     ),
-    "rx_discards": (
+    Metric.RX_DISCARDS: (
         _s("rx_discards_phy"),
         _s("port.rx_dropped"),
         _s("rx_dropped.nic"),
     ),
-    "rx_discards_prio": (_s("rx_prio{p}_discards"),),
-    "rx_out_of_buffer": (_s("rx_out_of_buffer"),),
-    "rx_phy_errors": (
+    Metric.RX_DISCARDS_PRIO: (_s("rx_prio{p}_discards"),),
+    Metric.RX_OUT_OF_BUFFER: (_s("rx_out_of_buffer"),),
+    Metric.RX_PHY_ERRORS: (
         _s("rx_crc_errors_phy", "rx_symbol_err_phy"),  # en_stats.c pport_802_3
         _s("port.rx_crc_errors"),
         _s("rx_crc_errors.nic"),
         _s("rx_fcs_err_frames", drivers=_BNXT),
     ),
-    "link_down_events": (_s("link_down_events_phy"),),  # en_stats.c phy group
+    Metric.LINK_DOWN_EVENTS: (_s("link_down_events_phy"),),  # en_stats.c phy group
     # en_stats.c pport_per_tc_congest_prio_stats_desc: "rx_prio%d_marked" (ecn_marked_tc)
-    "ecn_marked": (_s("rx_prio{p}_marked", rollup=True),),
-    "ecn_marked_prio": (_s("rx_prio{p}_marked"),),
-    "rx_buf_discard": (_s("rx_prio{p}_buf_discard"),),  # en_stats.c per_tc_prio
-    "rx_cong_discard": (_s("rx_prio{p}_cong_discard"),),  # en_stats.c per_tc_congest_prio
-    "module_high_temp_events": (_s("module_high_temp"),),  # en_stats.c pme_error
-    "tx_pause_storm_warning_events": (_s("tx_pause_storm_warning_events"),),  # pfc_stall
-    "tx_pause_storm_error_events": (_s("tx_pause_storm_error_events"),),
-    "rx_bytes_prio": (_s("rx_prio{p}_bytes"),),
-    "tx_bytes_prio": (_s("tx_prio{p}_bytes"),),
+    Metric.ECN_MARKED: (_s("rx_prio{p}_marked", rollup=True),),
+    Metric.ECN_MARKED_PRIO: (_s("rx_prio{p}_marked"),),
+    Metric.RX_BUF_DISCARD: (_s("rx_prio{p}_buf_discard"),),  # en_stats.c per_tc_prio
+    Metric.RX_CONG_DISCARD: (_s("rx_prio{p}_cong_discard"),),  # en_stats.c per_tc_congest_prio
+    Metric.MODULE_HIGH_TEMP_EVENTS: (_s("module_high_temp"),),  # en_stats.c pme_error
+    Metric.TX_PAUSE_STORM_WARNING_EVENTS: (_s("tx_pause_storm_warning_events"),),  # pfc_stall
+    Metric.TX_PAUSE_STORM_ERROR_EVENTS: (_s("tx_pause_storm_error_events"),),
+    Metric.RX_BYTES_PRIO: (_s("rx_prio{p}_bytes"),),
+    Metric.TX_BYTES_PRIO: (_s("tx_prio{p}_bytes"),),
 }
 
 # InfiniBand port counters (counters/ and counters_ext/ merged). port_*_data count
 # 4-octet words (IBA PortCounters; drivers/infiniband/core/sysfs.c); *_64 are the
 # extended 64-bit set and are preferred when present.
-IB_PORT_MAP: Mapping[str, tuple[Src, ...]] = {
-    "rx_bytes": (_s("port_rcv_data_64", scale=4), _s("port_rcv_data", scale=4)),
-    "tx_bytes": (_s("port_xmit_data_64", scale=4), _s("port_xmit_data", scale=4)),
-    "rx_packets": (_s("port_rcv_packets_64"), _s("port_rcv_packets")),
-    "tx_packets": (_s("port_xmit_packets_64"), _s("port_xmit_packets")),
-    "xmit_wait": (_s("port_xmit_wait"),),
-    "rx_discards": (_s("port_xmit_discards", "port_rcv_errors"),),  # as DESIGN.md §3
-    "rx_phy_errors": (_s("symbol_error", "port_rcv_remote_physical_errors"),),
-    "link_down_events": (_s("link_downed"),),
+IB_PORT_MAP: Mapping[Metric, tuple[Src, ...]] = {
+    Metric.RX_BYTES: (_s("port_rcv_data_64", scale=4), _s("port_rcv_data", scale=4)),
+    Metric.TX_BYTES: (_s("port_xmit_data_64", scale=4), _s("port_xmit_data", scale=4)),
+    Metric.RX_PACKETS: (_s("port_rcv_packets_64"), _s("port_rcv_packets")),
+    Metric.TX_PACKETS: (_s("port_xmit_packets_64"), _s("port_xmit_packets")),
+    Metric.XMIT_WAIT: (_s("port_xmit_wait"),),
+    Metric.RX_DISCARDS: (_s("port_xmit_discards", "port_rcv_errors"),),  # as DESIGN.md §3
+    Metric.RX_PHY_ERRORS: (_s("symbol_error", "port_rcv_remote_physical_errors"),),
+    Metric.LINK_DOWN_EVENTS: (_s("link_downed"),),
 }
 
 # RDMA hw_counters/ (mlx5: drivers/infiniband/hw/mlx5/counters.c; capture in
 # ../shared/fixtures/sysfs/prometheus_procfs for out_of_buffer .. roce_adp_retrans).
-IB_HW_MAP: Mapping[str, tuple[Src, ...]] = {
-    "rx_out_of_buffer": (_s("out_of_buffer"),),
-    "ecn_marked": (_s("np_ecn_marked_roce_packets"),),
-    "cnp_sent": (_s("np_cnp_sent"),),
-    "cnp_handled": (_s("rp_cnp_handled"),),
-    "out_of_sequence": (_s("out_of_sequence"),),
-    "packet_seq_err": (_s("packet_seq_err"),),
-    "local_ack_timeout_err": (_s("local_ack_timeout_err"),),
-    "retransmits": (_s("roce_adp_retrans"),),
+IB_HW_MAP: Mapping[Metric, tuple[Src, ...]] = {
+    Metric.RX_OUT_OF_BUFFER: (_s("out_of_buffer"),),
+    Metric.ECN_MARKED: (_s("np_ecn_marked_roce_packets"),),
+    Metric.CNP_SENT: (_s("np_cnp_sent"),),
+    Metric.CNP_HANDLED: (_s("rp_cnp_handled"),),
+    Metric.OUT_OF_SEQUENCE: (_s("out_of_sequence"),),
+    Metric.PACKET_SEQ_ERR: (_s("packet_seq_err"),),
+    Metric.LOCAL_ACK_TIMEOUT_ERR: (_s("local_ack_timeout_err"),),
+    Metric.RETRANSMITS: (_s("roce_adp_retrans"),),
 }
 
 # /sys/class/net/<dev>/statistics/* plus carrier counters.
-NETDEV_MAP: Mapping[str, tuple[Src, ...]] = {
-    "rx_bytes": (_s("rx_bytes"),),
-    "tx_bytes": (_s("tx_bytes"),),
-    "rx_packets": (_s("rx_packets"),),
-    "tx_packets": (_s("tx_packets"),),
-    "rx_discards": (_s("rx_dropped"),),
-    "rx_phy_errors": (_s("rx_errors"),),
+NETDEV_MAP: Mapping[Metric, tuple[Src, ...]] = {
+    Metric.RX_BYTES: (_s("rx_bytes"),),
+    Metric.TX_BYTES: (_s("tx_bytes"),),
+    Metric.RX_PACKETS: (_s("rx_packets"),),
+    Metric.TX_PACKETS: (_s("tx_packets"),),
+    Metric.RX_DISCARDS: (_s("rx_dropped"),),
+    Metric.RX_PHY_ERRORS: (_s("rx_errors"),),
     # carrier_down_count counts downs only; carrier_changes counts downs and ups
-    "link_down_events": (_s("carrier_down_count"), _s("carrier_changes")),
+    Metric.LINK_DOWN_EVENTS: (_s("carrier_down_count"), _s("carrier_changes")),
 }
 
 # Width in bits of each legacy PMA counter (drivers/infiniband/core/sysfs.c PORT_PMA_ATTR):
@@ -214,7 +219,7 @@ def _read(src: Src, counters: Mapping[str, int]) -> MetricValue | None:
 
 
 def apply_map(
-    table: Mapping[str, tuple[Src, ...]], counters: Mapping[str, int], driver: str | None = None
+    table: Mapping[Metric, tuple[Src, ...]], counters: Mapping[str, int], driver: str | None = None
 ) -> dict[str, MetricValue]:
     """Evaluate one mapping table over one source's raw counters."""
     out: dict[str, MetricValue] = {}

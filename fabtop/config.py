@@ -7,6 +7,7 @@ mistake in a 64-host config is found without reading a traceback.
 from __future__ import annotations
 
 import re
+import socket
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import hostlist
+
+from fabtop.core.thresholds import unknown_thresholds
 
 # Names fabtop puts on screen and in file names; SSH targets are checked separately.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -131,8 +134,6 @@ def local_config(interval: float = 1.0) -> Config:
 
 
 def _local_name() -> str:
-    import socket
-
     name = socket.gethostname().split(".")[0] or "localhost"
     return name if _NAME_RE.match(name) else "localhost"
 
@@ -197,8 +198,6 @@ def config_from_dict(
         isinstance(v, int | float) and not isinstance(v, bool) for v in thresholds.values()
     ):
         raise ConfigError(f"{where}: [thresholds] must map names to numbers")
-    from fabtop.core.thresholds import unknown_thresholds
-
     typos = unknown_thresholds(thresholds)
     if typos:
         raise ConfigError(f"{where}: [thresholds]: unknown threshold {typos[0]!r}")

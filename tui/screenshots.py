@@ -22,6 +22,7 @@ from textual.pilot import Pilot
 from fabtop.run.demo import demo_state
 from tui.app import FabtopApp
 from tui.context import ViewContext
+from tui.widgets.link_table import LinkTable
 
 SEED = 0
 MOMENT_S = 60.0  # inside the PFC storm on node3 (demo cycle: storm from 45 s to 70 s)
@@ -39,8 +40,6 @@ class Shot:
 
 async def _to_storm_link(app: FabtopApp, pilot: Pilot[int]) -> None:
     # Put the cursor on the stormed link so the detail screen shows the interesting port.
-    from tui.widgets.link_table import LinkTable
-
     table = app.screen.query_one(LinkTable)
     keys = table.row_keys()
     target = "node3\x1fenp65s0f0np0"

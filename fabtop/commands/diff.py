@@ -1,83 +1,30 @@
-"""Counter deltas between two points in time: ``fabtop diff A B`` and the dashboard's ``r``.
+"""``fabtop diff A B``: counter deltas between two points, most significant first.
 
-One delta rule for both: a counter missing at either end has no delta (None, never 0),
-and a counter that went backwards was reset in between, so it has no honest delta
-either. ``A``/``B`` are snapshot files (``fabtop.snapshot/1``) or recording points
-(``run.fabrec@T``, the replayed state ``T`` seconds into the recording).
+``A``/``B`` are snapshot files (``fabtop.snapshot/1``) or recording points
+(``run.fabrec@T``, the replayed state ``T`` seconds into the recording). The delta rule
+itself (missing or reset: no delta) is :mod:`fabtop.core.deltas`, shared with the
+dashboard's ``r`` baseline.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors.samples import LinkSample
-from collectors.vocabulary import by_category
+from collectors.vocabulary import Metric, by_category
+from fabtop.core.deltas import link_deltas
 
-CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = by_category()
-_RANK = {name: i for i, (_, names) in enumerate(CATEGORIES) for name in names}
-_CATEGORY = {name: cat for cat, names in CATEGORIES for name in names}
+CATEGORIES: tuple[tuple[str, tuple[Metric, ...]], ...] = by_category()
+# Keyed by plain names: the metric names come back from snapshot JSON as strings.
+_RANK: dict[str, int] = {m: i for i, (_, members) in enumerate(CATEGORIES) for m in members}
+_CATEGORY: dict[str, str] = {m: cat for cat, members in CATEGORIES for m in members}
 
 
 class DiffError(ValueError):
     """A diff input could not be read; one line naming it."""
-
-
-def value_delta(cur: int | float | None, base: int | float | None) -> float | None:
-    """``cur - base``, or None when either is missing or the counter was reset in between."""
-    if cur is None or base is None or cur < base:
-        return None
-    return float(cur - base)
-
-
-def metric_delta(cur: Any, base: Any) -> float | dict[int, float] | None:
-    """Delta of one normalized metric: a number, or per priority (priorities in both ends)."""
-    if isinstance(cur, Mapping) and isinstance(base, Mapping):
-        b = {int(k): v for k, v in base.items()}
-        out = {}
-        for k, v in cur.items():
-            d = value_delta(v, b.get(int(k)))
-            if d is not None:
-                out[int(k)] = d
-        return out or None
-    if isinstance(cur, int | float) and isinstance(base, int | float):
-        return value_delta(cur, base)
-    return None
-
-
-def _total(v: Any) -> float | None:
-    if isinstance(v, Mapping):
-        return float(sum(v.values())) if v else None
-    return float(v) if isinstance(v, int | float) else None
-
-
-def counts_since(cur: LinkSample, base: LinkSample | None, names: Iterable[str]) -> float | None:
-    """Sum of the deltas of ``names`` since ``base`` (the 'r' baseline); None on a reset."""
-    if base is None:
-        return None
-    out, seen = 0.0, False
-    for n in names:
-        c, b = _total(cur.metrics.get(n)), _total(base.metrics.get(n))
-        if c is None or b is None:
-            continue
-        if c < b:
-            return None  # reset since the baseline: no honest delta
-        out += c - b
-        seen = True
-    return out if seen else None
-
-
-def link_deltas(cur: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
-    """Every normalized metric's delta between two metric maps (missing or reset left out)."""
-    out = {}
-    for name, v in cur.items():
-        d = metric_delta(v, base.get(name))
-        if d is not None:
-            out[name] = d
-    return out
 
 
 @dataclass(slots=True)

@@ -98,12 +98,6 @@ def min_window(config: Config) -> float:
     return detect + 2 * config.interval
 
 
-def _summary(subject: str, summary: str) -> str:
-    # Rules start summaries with the port they are about; the subject already says it.
-    head, sep, rest = summary.partition(": ")
-    return rest if sep and subject.startswith(head.split(" prio ")[0]) else summary
-
-
 def _print_findings(findings: list[Finding], state: FabricState) -> None:
     hosts = ", ".join(state.hosts)
     if not findings:
@@ -115,9 +109,10 @@ def _print_findings(findings: list[Finding], state: FabricState) -> None:
             continue
         print(f"{sev.upper()} ({len(group)})")
         for f in group:
-            print(f"  {f.subject}: {_summary(f.subject, f.summary)}")
+            # the subject already names the port the summary starts with
+            print(f"  {f.subject}: {f.headline}")
             if f.evidence:
-                ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
+                ev = ", ".join(f"{k}={v}" for k, v in f.shown_evidence().items())
                 print(f"      evidence: {ev}")
             if f.next_step:
                 print(f"      next: {f.next_step}")

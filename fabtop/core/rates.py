@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from collectors.parsers.prometheus_text import histogram_quantile
 from collectors.samples import HostSample, InferenceSample, LinkSample, RateValue
+from collectors.vocabulary import Derived, InferenceRate, Metric
+from fabtop.core.quantile import histogram_quantile
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
 # slewing; anything beyond this is a step (NTP, manual date) and must not become a spike.
@@ -23,18 +24,28 @@ CLOCK_STEP_TOLERANCE_FRAC = 0.02
 # Legacy InfiniBand PMA counters (sysfs ports/N/counters; 4- to 32-bit, they stop at
 # their maximum) and the normalized metric each feeds (DESIGN.md §3), with the 64-bit
 # counters_ext name that the parser prefers when the port has it.
-_IB_SATURABLE: dict[str, tuple[str, str | None]] = {
-    "port_rcv_data": ("rx_bytes", "port_rcv_data_64"),
-    "port_xmit_data": ("tx_bytes", "port_xmit_data_64"),
-    "port_rcv_packets": ("rx_packets", "port_rcv_packets_64"),
-    "port_xmit_packets": ("tx_packets", "port_xmit_packets_64"),
-    "port_xmit_wait": ("xmit_wait", None),
-    "port_xmit_discards": ("rx_discards", None),
-    "port_rcv_errors": ("rx_discards", None),
-    "symbol_error": ("rx_phy_errors", None),
-    "port_rcv_remote_physical_errors": ("rx_phy_errors", None),
-    "link_downed": ("link_down_events", None),
+_IB_SATURABLE: dict[str, tuple[Metric, str | None]] = {
+    "port_rcv_data": (Metric.RX_BYTES, "port_rcv_data_64"),
+    "port_xmit_data": (Metric.TX_BYTES, "port_xmit_data_64"),
+    "port_rcv_packets": (Metric.RX_PACKETS, "port_rcv_packets_64"),
+    "port_xmit_packets": (Metric.TX_PACKETS, "port_xmit_packets_64"),
+    "port_xmit_wait": (Metric.XMIT_WAIT, None),
+    "port_xmit_discards": (Metric.RX_DISCARDS, None),
+    "port_rcv_errors": (Metric.RX_DISCARDS, None),
+    "symbol_error": (Metric.RX_PHY_ERRORS, None),
+    "port_rcv_remote_physical_errors": (Metric.RX_PHY_ERRORS, None),
+    "link_downed": (Metric.LINK_DOWN_EVENTS, None),
 }
+
+# The rate name of every counter, built once: the per-tick loop only looks it up.
+_RATE_NAME: dict[str, str] = {m: m.per_s for m in Metric}
+# Per direction: byte rate -> bits/s, pause-duration rate -> share of the interval paused.
+_SIDES: tuple[tuple[str, Derived, str, Derived], ...] = (
+    (Metric.RX_BYTES.per_s, Derived.RX_BPS, Metric.RX_PAUSE_US.per_s, Derived.RX_PAUSE_TIME_RATIO),
+    (Metric.TX_BYTES.per_s, Derived.TX_BPS, Metric.TX_PAUSE_US.per_s, Derived.TX_PAUSE_TIME_RATIO),
+)
+_RDMA_BYTES = (Metric.RDMA_RX_BYTES.per_s, Metric.RDMA_TX_BYTES.per_s)
+_PORT_BYTES = (Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s)
 
 # Histogram names as servers expose them (llm_metrics/LLM_METRICS_NOTES.md); matched
 # by suffix so a parser may keep or strip the "vllm:"/"sglang:" prefix.
@@ -45,14 +56,7 @@ ITL_HISTOGRAMS: tuple[str, ...] = (
     "tgi_request_mean_time_per_token_duration",
 )
 
-INFERENCE_RATE_NAMES: tuple[str, ...] = (
-    "generated_tokens_per_s",
-    "prompt_tokens_per_s",
-    "ttft_p50_s",
-    "ttft_p99_s",
-    "itl_p50_s",
-    "itl_p99_s",
-)
+INFERENCE_RATE_NAMES: tuple[str, ...] = tuple(InferenceRate)
 
 Histogram = tuple[tuple[float, ...], tuple[float, ...], float, float]
 
@@ -78,6 +82,7 @@ class HostRates:
     links: dict[str, LinkRates]
     inference: dict[str, dict[str, float | None]]
     restarted: bool = False  # remote uptime went backwards: everything rebaselined
+    cpu_throttle_per_s: float | None = None  # the host's CPU thermal throttle events
 
 
 @dataclass(slots=True)
@@ -97,6 +102,7 @@ class _Baseline:
     uptime_s: float
     links: dict[str, LinkSample]
     inference: dict[str, _InferenceBase]
+    cpu_throttle: int | None
 
 
 def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
@@ -157,14 +163,16 @@ def _inference_rates(
         return out
     inv_dt = 1.0 / dt
     try:
-        out["generated_tokens_per_s"] = _counter_rate(
+        out[InferenceRate.GENERATED_TOKENS_PER_S] = _counter_rate(
             cur.generated_tokens_total, prev.generated_tokens_total, inv_dt
         )
-        out["prompt_tokens_per_s"] = _counter_rate(
+        out[InferenceRate.PROMPT_TOKENS_PER_S] = _counter_rate(
             cur.prompt_tokens_total, prev.prompt_tokens_total, inv_dt
         )
-        out["ttft_p50_s"], out["ttft_p99_s"] = _quantiles(cur, prev, TTFT_HISTOGRAMS)
-        out["itl_p50_s"], out["itl_p99_s"] = _quantiles(cur, prev, ITL_HISTOGRAMS)
+        ttft = _quantiles(cur, prev, TTFT_HISTOGRAMS)
+        out[InferenceRate.TTFT_P50_S], out[InferenceRate.TTFT_P99_S] = ttft
+        itl = _quantiles(cur, prev, ITL_HISTOGRAMS)
+        out[InferenceRate.ITL_P50_S], out[InferenceRate.ITL_P99_S] = itl
     except ValueError:
         # The server restarted (or changed its buckets): nothing is comparable this tick.
         return dict.fromkeys(INFERENCE_RATE_NAMES)
@@ -203,7 +211,8 @@ def _link_rates(cur: LinkSample, prev: LinkSample | None, inv_dt: float) -> Link
     rates = lr.rates
     for name, metric in cur.metrics.items():
         pmetric = prev.metrics.get(name)
-        if pmetric is None:
+        rname = _RATE_NAME.get(name)
+        if pmetric is None or rname is None:  # outside the vocabulary: nothing could name it
             continue
         if isinstance(metric, int):
             if isinstance(pmetric, int):
@@ -212,7 +221,7 @@ def _link_rates(cur: LinkSample, prev: LinkSample | None, inv_dt: float) -> Link
                     reset.append(name)
                     lr.gap = True
                 else:
-                    rates[name + "_per_s"] = d * inv_dt
+                    rates[rname] = d * inv_dt
         elif isinstance(pmetric, dict):
             per: dict[int, float] = {}
             for prio, v in metric.items():
@@ -227,40 +236,37 @@ def _link_rates(cur: LinkSample, prev: LinkSample | None, inv_dt: float) -> Link
                 else:
                     per[prio] = d * inv_dt
             if per:
-                rates[name + "_per_s"] = per
+                rates[rname] = per
 
     if sat_raw:
         lr.saturated.extend(cur.saturated)
         for raw in cur.saturated:
-            norm, wide = _IB_SATURABLE.get(raw, ("", None))
-            if not norm or norm in lr.saturated:
+            entry = _IB_SATURABLE.get(raw)
+            if entry is None or entry[0] in lr.saturated:
                 continue
+            norm, wide = entry
             if wide is not None and any(wide in c for c in cur.counters.values()):
                 continue  # the metric is read from the 64-bit counter, which is fine
             lr.saturated.append(norm)
-            rates.pop(norm + "_per_s", None)
+            rates.pop(norm.per_s, None)
 
     _derive(rates)
     return lr
 
 
 def _derive(rates: dict[str, RateValue]) -> None:
-    for side in ("rx", "tx"):
-        b = rates.get(side + "_bytes_per_s")
+    for bytes_rate, bps, pause_rate, ratio in _SIDES:
+        b = rates.get(bytes_rate)
         if isinstance(b, float):
-            rates[side + "_bps"] = b * 8.0
-        us = rates.get(side + "_pause_us_per_s")
+            rates[bps] = b * 8.0
+        us = rates.get(pause_rate)
         if isinstance(us, dict):
             # Pause duration counters are in microseconds (mlx5 en_stats.c).
-            rates[side + "_pause_time_ratio"] = {
-                p: min(1.0, max(0.0, v / 1e6)) for p, v in us.items()
-            }
+            rates[ratio] = {p: min(1.0, max(0.0, v / 1e6)) for p, v in us.items()}
         elif isinstance(us, float):
-            rates[side + "_pause_time_ratio"] = min(1.0, max(0.0, us / 1e6))
-    rdma_rx = rates.get("rdma_rx_bytes_per_s")
-    rdma_tx = rates.get("rdma_tx_bytes_per_s")
-    rx = rates.get("rx_bytes_per_s")
-    tx = rates.get("tx_bytes_per_s")
+            rates[ratio] = min(1.0, max(0.0, us / 1e6))
+    rdma_rx, rdma_tx = (rates.get(n) for n in _RDMA_BYTES)
+    rx, tx = (rates.get(n) for n in _PORT_BYTES)
     if (
         isinstance(rdma_rx, float)
         and isinstance(rdma_tx, float)
@@ -269,7 +275,7 @@ def _derive(rates: dict[str, RateValue]) -> None:
         and rx + tx > 0
     ):
         # vport and phy counters frame bytes differently: keep the share a share.
-        rates["rdma_share"] = min(1.0, max(0.0, (rdma_rx + rdma_tx) / (rx + tx)))
+        rates[Derived.RDMA_SHARE] = min(1.0, max(0.0, (rdma_rx + rdma_tx) / (rx + tx)))
 
 
 class RateEngine:
@@ -279,10 +285,6 @@ class RateEngine:
 
     def __init__(self) -> None:
         self._base: dict[str, _Baseline] = {}
-
-    def forget(self, host: str) -> None:
-        """Drop the baselines of ``host`` (removed, or the user asked for a fresh start)."""
-        self._base.pop(host, None)
 
     def update(self, sample: HostSample) -> HostRates:
         """Rates of ``sample`` against the previous frame of the same host."""
@@ -305,8 +307,12 @@ class RateEngine:
             lid: _link_rates(link, prev.links.get(lid), inv_dt)
             for lid, link in sample.links.items()
         }
+        cpu: float | None = None
+        n, pn = sample.cpu_throttle_count, prev.cpu_throttle
+        if n is not None and pn is not None and n >= pn:  # lower: the count was reset
+            cpu = (n - pn) * inv_dt
         inference = self._rebaseline(sample, prev.inference)
-        return HostRates(sample.host, dt, stepped, links, inference)
+        return HostRates(sample.host, dt, stepped, links, inference, cpu_throttle_per_s=cpu)
 
     def _rebaseline(
         self, sample: HostSample, prev: dict[str, _InferenceBase]
@@ -333,7 +339,8 @@ class RateEngine:
             rates[inf.url] = bases[inf.url].rates
         # Samples are not mutated downstream, so keeping references costs no copy.
         self._base[sample.host] = _Baseline(
-            sample.seq, sample.clock_ns, sample.uptime_s, sample.links, bases
+            sample.seq, sample.clock_ns, sample.uptime_s, sample.links, bases,
+            sample.cpu_throttle_count,
         )
         return rates
 

@@ -2,6 +2,8 @@
 
 The rules fire at these values and the views colour by them: both read the effective
 mapping (defaults with the config's ``[thresholds]`` over them) from the fabric state.
+A few are the views' alone (``pause_hot_ratio``, ``line_busy_ratio``): they mark what is
+worth a look before any rule has a finding to give.
 
 Thresholds (override any of them in the config file's ``[thresholds]`` table):
 
@@ -15,6 +17,7 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``storm_flat_bytes_per_s`` | 1e6 | the same "flat" when the link does not report its speed: 1 MB/s is noise on any RDMA link |
 | ``storm_min_pause_per_s`` | 500 | for NICs that count pause frames but not their duration: a port held paused is re-paused hundreds (10 Gb/s) to thousands (100 Gb/s) of times a second |
 | ``pressure_pause_ratio`` | 0.25 | info only: a priority paused a quarter of the time while traffic flows is congestion (incast) worth seeing, not a fault |
+| ``pause_hot_ratio`` | 0.5 | the links table turns a port's pause counts red from here: paused half the time is a storm in the making, twice the pressure level and far beyond healthy incast, before ``storm_pause_ratio`` names it |
 | ``lossless_drops_per_s`` | 0 | any drop on a PFC-enabled priority, or out-of-sequence on RoCE with PFC, means PFC is not protecting the flow |
 | ``ecn_pause_per_s`` | 100 | sustained pauses at this rate are congestion DCQCN should be marking; a few isolated pauses without marks are normal |
 | ``roce_min_mtu`` | 4200 | RoCE MTU 4096 needs the 4096-byte payload plus RoCE headers inside the netdev MTU; below that RoCE falls to 2048 |
@@ -22,6 +25,7 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``nic_temp_crit_c`` | 105 | NICs start protecting themselves (throttle, port shutdown) around here |
 | ``rdma_share_min`` | 0.05 | NCCL/RCCL over IB/RoCE puts nearly all bytes on RDMA; under 5% of a busy port means the job runs over TCP sockets |
 | ``rdma_min_traffic_bps`` | 1e9 | below 1 Gb/s the port is idle enough that ssh, metrics and storage legitimately dominate |
+| ``line_busy_ratio`` | 0.8 | the links table draws a port's share of line rate bold from here: past 80% a port is close to saturation, where incast starts to pause |
 | ``gpu_temp_warn_c`` | 85 | data-center GPUs (A100/H100) list a maximum operating temperature of about 87-90 °C, where slowdown starts |
 | ``gpu_mem_temp_warn_c`` | 95 | HBM's maximum operating temperature as nvidia-smi -q reports it on A100/H100 |
 | ``token_drop_fraction`` | 0.5 | token rate at half its recent level or less: far beyond normal request-mix swings |
@@ -42,6 +46,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "storm_flat_bytes_per_s": 1e6,
     "storm_min_pause_per_s": 500.0,
     "pressure_pause_ratio": 0.25,
+    "pause_hot_ratio": 0.5,
     "lossless_drops_per_s": 0.0,
     "ecn_pause_per_s": 100.0,
     "roce_min_mtu": 4200.0,
@@ -49,6 +54,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "nic_temp_crit_c": 105.0,
     "rdma_share_min": 0.05,
     "rdma_min_traffic_bps": 1e9,
+    "line_busy_ratio": 0.8,
     "gpu_temp_warn_c": 85.0,
     "gpu_mem_temp_warn_c": 95.0,
     "token_drop_fraction": 0.5,

@@ -18,27 +18,32 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from collectors.vocabulary import BASE_UNITS, MICROSECONDS, Derived, InferenceRate
 from collectors.vocabulary import Metric as VocabMetric
 from fabtop.core.state import UP, FabricState
 
 # Every normalized link counter, exported as fabtop_link_<name>_total.
-LINK_COUNTERS: tuple[str, ...] = tuple(VocabMetric)
-# Prometheus wants base units in names: pause durations are exported in seconds.
+LINK_COUNTERS: tuple[VocabMetric, ...] = tuple(VocabMetric)
+# A normalized name ends in its unit (rx_pause_us); Prometheus wants the base unit in the
+# name instead (rx_pause_seconds) and the value scaled to it.
+_UNIT_SUFFIX: dict[str, str] = {MICROSECONDS: "_us"}
 COUNTER_UNITS: dict[str, tuple[str, float]] = {
-    "rx_pause_us": ("rx_pause_seconds", 1e-6),
-    "tx_pause_us": ("tx_pause_seconds", 1e-6),
+    m: (f"{m.removesuffix(_UNIT_SUFFIX[m.unit])}_{BASE_UNITS[m.unit][0]}", BASE_UNITS[m.unit][1])
+    for m in LINK_COUNTERS
+    if m.unit in BASE_UNITS
 }
 
-# Derived per-link gauges: rate name -> (metric, help).
+
+def _per_second(m: VocabMetric) -> tuple[str, str, str]:
+    return m.per_s, f"fabtop_link_{m}_per_second", f"{m.help}, per second over the last interval"
+
+
+# Per-link gauges of the rate engine: rate name -> (metric, help).
 LINK_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("rx_bytes_per_s", "fabtop_link_rx_bytes_per_second", "Receive rate over the last interval"),
-    ("tx_bytes_per_s", "fabtop_link_tx_bytes_per_second",
-     "Transmit rate over the last interval"),
-    ("rx_pause_time_ratio", "fabtop_link_rx_pause_time_ratio",
-     "Share of the last interval the port was paused by its peer"),
-    ("tx_pause_time_ratio", "fabtop_link_tx_pause_time_ratio",
-     "Share of the last interval the port paused its peer"),
-    ("rdma_share", "fabtop_link_rdma_share", "RDMA share of the bytes over the last interval"),
+    _per_second(VocabMetric.RX_BYTES),
+    _per_second(VocabMetric.TX_BYTES),
+    *((d, f"fabtop_link_{d}", d.help)
+      for d in (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO, Derived.RDMA_SHARE)),
 )
 
 # GpuSample field -> (metric, help, scale to base units).
@@ -66,11 +71,11 @@ class FabricCollector(Collector):
         up = GaugeMetricFamily("fabtop_host_up", "1 when the host's frames arrive", labels=["host"])
         frames = CounterMetricFamily("fabtop_host_frames", "Frames received from the host",
                                      labels=["host"])
-        counters = {
-            n: CounterMetricFamily(f"fabtop_link_{COUNTER_UNITS.get(n, (n, 1.0))[0]}",
-                                   f"Normalized link counter {n} (DESIGN §3)",
+        counters: dict[str, CounterMetricFamily] = {
+            m: CounterMetricFamily(f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}",
+                                   f"{m.help} (normalized {m}, DESIGN §3)",
                                    labels=["host", "link", "priority"])
-            for n in LINK_COUNTERS
+            for m in LINK_COUNTERS
         }
         link_up = GaugeMetricFamily("fabtop_link_up", "1 when the link state is up",
                                     labels=["host", "link"])
@@ -120,7 +125,7 @@ class FabricCollector(Collector):
             inf_rates = hs.rates.inference if hs.rates is not None else {}
             for inf in s.inference:
                 lab = [name, inf.url]
-                rate = (inf_rates.get(inf.url) or {}).get("generated_tokens_per_s")
+                rate = (inf_rates.get(inf.url) or {}).get(InferenceRate.GENERATED_TOKENS_PER_S)
                 if rate is not None:
                     tokens.add_metric(lab, rate)
                 if inf.generated_tokens_total is not None:

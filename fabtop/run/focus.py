@@ -23,13 +23,6 @@ from fabtop.core.history import History
 from fabtop.core.pipeline import Pipeline
 
 FOCUS_INTERVAL_MS = 250
-# What the PFC screen shows of the focused port; every rate of the link is kept anyway.
-FOCUS_RATES = (
-    "rx_pause_per_s",
-    "tx_pause_per_s",
-    "rx_pause_time_ratio",
-    "tx_pause_time_ratio",
-)
 # Short tiers: focus is for watching the next minute, not for keeping history.
 FOCUS_TIERS: tuple[tuple[float, int], ...] = ((FOCUS_INTERVAL_MS / 1000, 480),)
 

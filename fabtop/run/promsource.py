@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.frames import Frame, Section
-from fabtop.config import Config, HostConfig
+from fabtop.config import Config, ConfigError, HostConfig
 from fabtop.core.state import FabricState
 
 # node_infiniband_<name> -> sysfs counter file under ports/<n>/counters (infiniband_linux.go).
@@ -194,8 +194,6 @@ class PrometheusSource:
     def __init__(self, url: str, interval: float = 5.0,
                  fetch: Callable[[str, str, float], list[dict[str, Any]]] = fetch_query) -> None:
         if not url.startswith(("http://", "https://")):
-            from fabtop.config import ConfigError
-
             raise ConfigError(f"--from-prometheus {url!r}: want an http(s):// URL")
         self.url = url
         self.interval = interval

@@ -12,7 +12,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from collectors.frames import Frame
 from collectors.parsers.prometheus_text import parse_inference_metrics
@@ -21,12 +21,11 @@ from collectors.runner import HostRunner, HostStatus
 from collectors.samples import InferenceSample
 from collectors.transport.base import Transport
 from collectors.transport.local import LocalTransport
+from collectors.transport.ssh import SshTransport
 from fabtop.config import Config, HostConfig, check_metrics_url
 from fabtop.core.state import UP, FabricState
 from fabtop.run.discovery import DEFAULT_PORTS, PROBE_TIMEOUT_S, Discovery, probe_ports
-
-if TYPE_CHECKING:
-    from fabtop.run.focus import FocusSession
+from fabtop.run.focus import FocusSession
 
 FrameTap = Callable[[str, Frame], None]
 
@@ -74,8 +73,6 @@ def make_transport(host: HostConfig, config: Config) -> Transport:
     """The transport a host's config asks for (local subprocess or SSH)."""
     if host.ssh is None:
         return LocalTransport(name=host.name, env_path_prefix=list(host.path))
-    from collectors.transport.ssh import SshTransport
-
     kwargs: dict[str, object] = {}
     if config.known_hosts:
         kwargs["known_hosts"] = config.known_hosts
@@ -288,8 +285,6 @@ class Session:
         self, host: str, netdev: str, on_update: Callable[[], None] | None = None
     ) -> FocusSession:
         """Sample ``host``'s ``netdev`` every 250 ms on a second stream (replaces any focus)."""
-        from fabtop.run.focus import FocusSession
-
         self.unfocus()
         cfg = next((h for h in self.config.hosts if h.name == host), None)
         if cfg is None:

@@ -12,17 +12,27 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from collectors.samples import GpuSample, LinkSample
+from collectors.samples import GpuSample, InferenceSample, LinkSample
+from collectors.vocabulary import InferenceRate, Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rates import LinkRates
 from fabtop.core.state import UP, FabricState
 
 SCHEMA = "fabtop.snapshot/1"
+# A metric's rate column in the CSV: the documents carry plain names, not members.
+_RATE_OF: dict[str, str] = {m: m.per_s for m in Metric}
+# An inference entry's rates, in the order the schema has always listed them.
+_TOKEN_RATES = (InferenceRate.GENERATED_TOKENS_PER_S, InferenceRate.PROMPT_TOKENS_PER_S)
+_LATENCIES = (
+    InferenceRate.TTFT_P50_S, InferenceRate.TTFT_P99_S, InferenceRate.ITL_P50_S,
+    InferenceRate.ITL_P99_S,
+)
 
 
 class SnapshotError(OSError):
@@ -91,16 +101,39 @@ def gpu_entry(g: GpuSample) -> dict[str, Any]:
 
 
 def finding_entry(f: Finding) -> dict[str, Any]:
-    """One finding in snapshot form (also the format of ``doctor --json``)."""
+    """One finding in snapshot form (also the format of ``doctor --json``).
+
+    ``evidence`` keeps its flat text-and-numbers form (ports by ``host/netdev``);
+    ``port`` and ``priority`` say what the finding is about as data.
+    """
+    port = f.port
     return {
         "rule": f.rule,
         "severity": f.severity,
         "subject": f.subject,
         "summary": f.summary,
-        "evidence": f.evidence,
+        "evidence": _finite(f.shown_evidence()),
         "next_step": f.next_step,
         "host": f.host,
         "since": f.since,
+        "port": {"host": port.host, "link": port.link, "name": port.name} if port else None,
+        "priority": f.priority,
+    }
+
+
+def inference_entry(inf: InferenceSample, rates: Mapping[str, float | None]) -> dict[str, Any]:
+    """One inference server in snapshot form: its readings and the rates derived from them."""
+    return {
+        "url": inf.url,
+        "server": inf.server,
+        "model": inf.model,
+        **{n: rates.get(n) for n in _TOKEN_RATES},
+        "requests_running": inf.requests_running,
+        "requests_waiting": inf.requests_waiting,
+        **{n: rates.get(n) for n in _LATENCIES},
+        "generated_tokens_total": inf.generated_tokens_total,
+        "prompt_tokens_total": inf.prompt_tokens_total,
+        "error": inf.error,
     }
 
 
@@ -118,24 +151,7 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
             gpus = [gpu_entry(g) for g in s.gpus]
             for inf in s.inference:
                 rr = (r.inference.get(inf.url) if r else None) or {}
-                inference.append(
-                    {
-                        "url": inf.url,
-                        "server": inf.server,
-                        "model": inf.model,
-                        "generated_tokens_per_s": rr.get("generated_tokens_per_s"),
-                        "prompt_tokens_per_s": rr.get("prompt_tokens_per_s"),
-                        "requests_running": inf.requests_running,
-                        "requests_waiting": inf.requests_waiting,
-                        "ttft_p50_s": rr.get("ttft_p50_s"),
-                        "ttft_p99_s": rr.get("ttft_p99_s"),
-                        "itl_p50_s": rr.get("itl_p50_s"),
-                        "itl_p99_s": rr.get("itl_p99_s"),
-                        "generated_tokens_total": inf.generated_tokens_total,
-                        "prompt_tokens_total": inf.prompt_tokens_total,
-                        "error": inf.error,
-                    }
-                )
+                inference.append(inference_entry(inf, rr))
         hosts.append(
             {
                 "name": name,
@@ -179,7 +195,7 @@ def to_csv(doc: dict[str, Any]) -> str:
                 if table is None:
                     continue
                 for name, val in table.items():
-                    rate = link["rates"].get(name + "_per_s")
+                    rate = link["rates"].get(_RATE_OF.get(name))
                     if isinstance(val, dict):
                         for p, v in val.items():
                             rp = rate.get(p) if isinstance(rate, dict) else None

@@ -15,7 +15,7 @@ import pytest
 from collectors.frames import FrameDecoder
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from fabtop.config import HostConfig as Target
-from fabtop.core.findings import Finding
+from fabtop.core.findings import PAUSED_PEERS, STUCK_RECEIVER, Finding
 from fabtop.core.rules import Evaluator
 from fabtop.core.state import FabricState
 from fabtop.sim import Fabric, demo_hosts
@@ -97,11 +97,10 @@ def test_pfc_storm_names_the_stuck_receiver_within_two_ticks() -> None:
     assert first is not None and first <= START + 2
     storm = next(f for f in run.state.findings if f.subject == subject)
     assert storm.severity == "critical"
-    assert storm.evidence["stuck_receiver"] == "node3/enp65s0f0np0"
-    peers = str(storm.evidence["paused_peers"])
-    assert {"node1/enp65s0f0np0", "node2/enp65s0f0np0", "node4/enp65s0f0np0"} <= set(
-        peers.split(", ")
-    )
+    stuck = storm.ref(STUCK_RECEIVER)
+    assert stuck is not None and stuck.label == "node3/enp65s0f0np0"
+    peers = {p.label for p in storm.refs(PAUSED_PEERS)}
+    assert {"node1/enp65s0f0np0", "node2/enp65s0f0np0", "node4/enp65s0f0np0"} <= peers
     # The paused senders are the storm's victims, not a second "no ECN" problem.
     assert not [f for f in run.state.findings if f.rule == "congestion_without_ecn"]
     # node1's inference server stalls with it and is shown with the storm.
@@ -152,7 +151,7 @@ def test_gpu_thermal_slowdown_is_reported() -> None:
         ({"firmware": "22.36.1010"}, "firmware_mismatch", "fabric"),
         ({"pcie_width": 8}, "pcie_degraded", "node3/enp65s0f0np0"),
         ({"nic_temp_c": 100.0}, "nic_temperature", "node3/enp65s0f0np0"),
-        ({"rdma_share": 0.01}, "rdma_fallback", "node3/enp65s0f0np0"),
+        (dict(rdma_share=0.01), "rdma_fallback", "node3/enp65s0f0np0"),
     ],
 )
 def test_misconfiguration_is_found(override: dict[str, Any], rule: str, subject: str) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from collectors.samples import HostSample, LinkSample
 from fabtop.config import HostConfig
-from fabtop.core.findings import Finding
+from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 
 T0 = 1_700_000_000.0  # remote unix time of the first frame
@@ -31,17 +31,23 @@ def _bytes(tick: int, gbps: float, wobble: float) -> int:
     return int(sum(gbps + wobble * (k % 5) for k in range(tick)) * 1e9 / 8)
 
 
-def _roce(lid: str, tick: int, gbps: float, pause_p3: int, loss: int, wobble: float
-          ) -> LinkSample:
-    rx = _bytes(tick, gbps, wobble)
-    tx = _bytes(tick, gbps * 0.8, wobble)
-    pause = tick * pause_p3
+def _roce(lid: str, tick: int, rx_gbps: float, tx_gbps: float, wobble: float, *,
+          pause_p3: int = 0, paused_us_p3: int = 0, loss: int = 0) -> LinkSample:
+    """A RoCE port: rx wobbling by ``wobble``, a steady tx, ``pause_p3`` pause frames/s
+    received on priority 3, paused ``paused_us_p3`` microseconds of every second (mlx5's
+    pause duration counter), ``loss`` drops/s.
+    """
+    rx = _bytes(tick, rx_gbps, wobble)
+    tx = _bytes(tick, tx_gbps, 0.0)
+    pause, paused_us = tick * pause_p3, tick * paused_us_p3
     counters = {
         "ethtool": {
             "rx_bytes_phy": rx,
             "tx_bytes_phy": tx,
             "rx_prio3_pause": pause,
-            "tx_prio3_pause": pause // 2,
+            "tx_prio3_pause": 0,
+            "rx_prio3_pause_duration": paused_us,
+            "tx_prio3_pause_duration": 0,
             "rx_discards_phy": tick * loss,
             "rx_pause_ctrl_phy": 0,
         },
@@ -53,8 +59,9 @@ def _roce(lid: str, tick: int, gbps: float, pause_p3: int, loss: int, wobble: fl
         "rdma_rx_bytes": int(rx * 0.9),
         "rdma_tx_bytes": int(tx * 0.9),
         "rx_pause": {3: pause},
-        "tx_pause": {3: pause // 2},
-        "rx_pause_us": {3: tick * pause_p3 * 8},
+        "tx_pause": {3: 0},
+        "rx_pause_us": {3: paused_us},
+        "tx_pause_us": {3: 0},
         "rx_discards": tick * loss,
         "ecn_marked": tick * 40,
         "cnp_sent": tick * 20,
@@ -74,34 +81,28 @@ def _lo(tick: int) -> LinkSample:
 
 
 def sample(host: str, tick: int) -> HostSample:
-    """Host ``host`` at tick ``tick``: node3 has a pause storm on priority 3 and drops."""
-    storm = host == "node3"
+    """Host ``host`` at tick ``tick``: node3's first port is in a PFC storm on priority 3.
+
+    The switch pauses it 99.5 % of the time (90k pause frames/s) so its tx is flat
+    (0.2 Gb/s, under the rules' 2 % of line rate) while rx still arrives, and it drops.
+    """
+    if host == "node3":
+        port0 = _roce("enp65s0f0np0", tick, 40.0, 0.2, 10.0,
+                      pause_p3=90_000, paused_us_p3=995_000, loss=12)
+    else:
+        port0 = _roce("enp65s0f0np0", tick, 120.0, 96.0, 10.0)
     links = {
-        "enp65s0f0np0": _roce("enp65s0f0np0", tick, 40.0 if storm else 120.0,
-                              90_000 if storm else 0, 12 if storm else 0, 10.0),
-        "enp65s0f1np1": _roce("enp65s0f1np1", tick, 30.0, 0, 0, 0.0),
+        "enp65s0f0np0": port0,
+        "enp65s0f1np1": _roce("enp65s0f1np1", tick, 30.0, 24.0, 0.0),
         "lo": _lo(tick),
     }
     return HostSample(host=host, seq=tick, clock_ns=int((T0 + tick) * 1e9),
                       uptime_s=5000.0 + tick, links=links)
 
 
-def rules(state: FabricState) -> list[Finding]:
-    """One finding per host with pauses above 50 000/s (stands in for fabtop.core.rules)."""
-    out = []
-    for hs in state.hosts.values():
-        if hs.rates is None:
-            continue
-        for lid, lr in hs.rates.links.items():
-            p = lr.rates.get("rx_pause_per_s")
-            if isinstance(p, dict) and sum(p.values()) > 50_000:
-                out.append(Finding("pfc_storm", "critical", f"{hs.name}/{lid}/prio3",
-                                   "PFC pause storm: priority 3 paused 72% of the time"))
-    return out
-
-
 def feed(state: FabricState, host: str, s: HostSample, clock: FakeClock) -> None:
-    """What apply_frame does after assembling: the pipeline's rates and history, the rules."""
+    """What apply_frame does after assembling: the pipeline's rates and history, the rules
+    (the real ones, ``fabtop.core.rules``)."""
     del clock  # the state's own clock (the same FakeClock) stamps the arrival
     state.apply_sample(host, s)
 
@@ -110,7 +111,8 @@ def fabric(hosts: int = 3, ticks: int = 30) -> tuple[FabricState, FakeClock]:
     """``hosts`` hosts fed ``ticks`` one-second frames; the clock stands at the last one."""
     clock = FakeClock()
     names = [f"node{i + 1}" for i in range(hosts)]
-    state = FabricState([HostConfig(name=n) for n in names], rules=rules, clock=clock)
+    state = FabricState([HostConfig(name=n) for n in names], rules=make_evaluator(),
+                        clock=clock)
     for tick in range(1, ticks + 1):
         clock.t += 1.0
         for n in names:

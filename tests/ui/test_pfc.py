@@ -13,7 +13,7 @@ from fabtop.sim import Fabric, demo_hosts
 from fabtop.sim.transport import sim_transports
 from tui.app import FabtopApp
 from tui.context import ViewContext
-from tui.pfc_views import SEP, pfc_findings
+from tui.rows.pfc import SEP, pfc_findings
 from tui.screens.pfc import PfcScreen
 from tui.screenshots import make_app
 from tui.widgets.pfc_config import ODD, QosTable

@@ -8,15 +8,8 @@ from pathlib import Path
 import pytest
 
 from collectors.samples import LinkSample
-from fabtop.commands.diff import (
-    DiffError,
-    counts_since,
-    diff_docs,
-    elapsed_s,
-    load_point,
-    metric_delta,
-    render_text,
-)
+from fabtop.commands.diff import DiffError, diff_docs, elapsed_s, load_point, render_text
+from fabtop.core.deltas import counts_since, metric_delta
 
 
 def _doc(clock_s: float, metrics: dict[str, object]) -> dict[str, object]:

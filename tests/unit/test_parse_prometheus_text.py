@@ -1,4 +1,4 @@
-"""Inference-server /metrics parsing and histogram quantiles."""
+"""Inference-server /metrics parsing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from collectors.parsers.prometheus_text import (
-    histogram_quantile,
     parse_inference_metrics,
     parse_prometheus_text,
 )
@@ -159,17 +158,3 @@ def test_unknown_server_and_garbage() -> None:
     assert parse_inference_metrics("up 1\n", URL).error is not None
     s = parse_inference_metrics("\x00{{{ not prometheus", URL)
     assert s.server is None and s.error is not None
-
-
-def test_histogram_quantile_matches_prometheus_interpolation() -> None:
-    bounds = (0.1, 0.5, 1.0, math.inf)
-    # 10 observations: 2 <= 0.1, 6 in (0.1, 0.5], 2 in (0.5, 1.0]
-    counts = (2.0, 8.0, 10.0, 10.0)
-    assert histogram_quantile(0.5, bounds, counts) == pytest.approx(0.1 + 0.4 * (5 - 2) / 6)
-    assert histogram_quantile(0.1, bounds, counts) == pytest.approx(0.05)
-    assert histogram_quantile(0.99, bounds, counts) == pytest.approx(0.5 + 0.5 * (9.9 - 8) / 2)
-    # rank in the +Inf bucket: the highest finite bound
-    assert histogram_quantile(0.99, bounds, (2.0, 8.0, 8.0, 10.0)) == 1.0
-    assert histogram_quantile(0.5, bounds, (0.0, 0.0, 0.0, 0.0)) is None
-    assert histogram_quantile(0.5, (0.1, 0.5), (1.0, 2.0)) is None  # no +Inf bucket
-    assert histogram_quantile(1.5, bounds, counts) is None

@@ -269,13 +269,18 @@ def test_reboot_rebaselines_everything(mlx5: dict[str, int]) -> None:
     assert r.links["eth2"].rates["rx_bytes_per_s"] == 100.0
 
 
-def test_forget_drops_the_baseline(mlx5: dict[str, int]) -> None:
+def test_cpu_throttle_rate_divides_by_remote_time_and_skips_resets() -> None:
     eng = RateEngine()
-    eng.update(frame(1, 100.0, 10.0, [eth_link(mlx5)]))
-    eng.forget("gpu1")
-    r = eng.update(frame(2, 101.0, 11.0, [eth_link(bump(mlx5, rx_bytes_phy=5))]))
-    assert r.interval_s is None
-    assert r.links["eth2"].rates == {}
+
+    def tick(seq: int, clock_s: float, count: int | None) -> float | None:
+        s = dataclasses.replace(frame(seq, clock_s, clock_s - 100.0), cpu_throttle_count=count)
+        return eng.update(s).cpu_throttle_per_s
+
+    assert tick(1, 100.0, 10) is None  # no baseline yet
+    assert tick(2, 102.0, 30) == 10.0
+    assert tick(3, 103.0, 5) is None  # counter went backwards: no rate, new baseline
+    assert tick(4, 104.0, 7) == 2.0
+    assert tick(5, 105.0, None) is None  # the host stopped reporting it
 
 
 # --- inference servers -------------------------------------------------------------

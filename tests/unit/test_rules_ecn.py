@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collectors.vocabulary import Metric
+from fabtop.core.findings import PAUSED_PEERS
 from tests.unit.rules_support import Fabric, by_rule
 
 
@@ -29,7 +31,10 @@ def test_fires_on_the_port_that_sends_pauses_within_two_ticks() -> None:
     f = found[0]
     assert f.severity == "warning"
     assert "no ECN marks or CNPs" in f.summary and "1200 pauses/s" in f.summary
-    assert f.evidence["paused_peers"] == "node1/enp65s0f0np0, node3/enp65s0f0np0"
+    assert [p.key for p in f.refs(PAUSED_PEERS)] == [
+        ("node1", "enp65s0f0np0"), ("node3", "enp65s0f0np0")
+    ]
+    assert f.shown_evidence()[PAUSED_PEERS] == "node1/enp65s0f0np0, node3/enp65s0f0np0"
     assert "ecn/roce_np" in f.next_step
 
 
@@ -62,7 +67,7 @@ def test_senders_alone_are_reported_when_no_receiver_is_watched() -> None:
 def test_unknown_when_the_port_has_no_ecn_counters() -> None:
     fab = Fabric()
     p = fab.port("node1").traffic(45)
-    for name in ("ecn_marked", "cnp_sent", "cnp_handled"):
+    for name in (Metric.ECN_MARKED, Metric.CNP_SENT, Metric.CNP_HANDLED):
         del p.rates[name], p.metrics[name]
     fab.run(2)
     p.set(tx_pause={3: 2000.0}, tx_pause_us={3: 300_000.0})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fabtop.core.findings import Finding
 from fabtop.core.rules import DEFAULT_THRESHOLDS, RULES, Evaluator, unknown_thresholds
-from fabtop.core.thresholds import __doc__ as rules_doc
 from fabtop.core.rules.context import RuleContext, RuleMemory
+from fabtop.core.thresholds import __doc__ as rules_doc
 from tests.unit.rules_support import Fabric, by_rule
 
 

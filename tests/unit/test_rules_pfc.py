@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collectors.samples import QosConfig
+from collectors.vocabulary import Metric
+from fabtop.core.findings import PAUSED_PEERS, STUCK_RECEIVER, PortRef
 from tests.unit.rules_support import GBPS, Fabric, by_rule, serious
 
 LINE = 100 * GBPS
@@ -48,11 +50,19 @@ def test_storm_fires_within_two_ticks_and_names_the_stuck_receiver() -> None:
     }
     root = storms["node3/enp65s0f0np0/prio3"]
     assert root.severity == "critical"
-    assert root.evidence["stuck_receiver"] == "node3/enp65s0f0np0"
-    assert root.evidence["paused_peers"] == "node1/enp65s0f0np0, node2/enp65s0f0np0"
+    # what it is about, and who pauses whom, as data
+    node = {h: PortRef(h, "enp65s0f0np0", "enp65s0f0np0") for h in ("node1", "node2", "node3")}
+    assert (root.port, root.priority) == (node["node3"], 3)
+    assert root.ref(STUCK_RECEIVER) == node["node3"]
+    assert root.refs(PAUSED_PEERS) == (node["node1"], node["node2"])
+    # and as text for people (doctor, snapshot), the same as before it was typed
+    shown = root.shown_evidence()
+    assert shown[STUCK_RECEIVER] == "node3/enp65s0f0np0"
+    assert shown[PAUSED_PEERS] == "node1/enp65s0f0np0, node2/enp65s0f0np0"
     assert "stuck receiver" in root.summary and "99.6%" in root.summary
     victim = storms["node1/enp65s0f0np0/prio3"]
-    assert victim.evidence["stuck_receiver"] == "node3/enp65s0f0np0"
+    assert victim.ref(STUCK_RECEIVER) == node["node3"]
+    assert victim.refs(PAUSED_PEERS) == (node["node1"],)
     assert "node3/enp65s0f0np0" in victim.summary
     assert "prio3_pause" in victim.next_step
     # since: the start of the first stormy interval, not when it was confirmed
@@ -146,6 +156,8 @@ def test_pauses_on_a_priority_where_pfc_is_off() -> None:
     found = by_rule(fab.tick(), "pfc_disabled_prio")
     assert [f.subject for f in found] == ["node2/enp65s0f0np0/prio5"]
     assert "PFC on: 3" in found[0].summary
+    assert found[0].priority == 5 and found[0].evidence["pfc_enabled"] == (3,)
+    assert found[0].shown_evidence()["pfc_enabled"] == "3"
     p.set(rx_pause={5: 0.0})
     fab.run(4)
     assert not by_rule(fab.findings, "pfc_disabled_prio")
@@ -184,7 +196,7 @@ def test_drops_on_the_lossless_priority() -> None:
     p.set(rx_discards_prio={3: 40.0, 0: 500.0})  # prio 0 is lossy: its drops are normal
     found = by_rule(fab.tick(), "lossless_drops")
     assert [f.subject for f in found] == ["node1/enp65s0f0np0/prio3"]
-    assert found[0].evidence["rx_discards_prio_per_s"] == 40.0
+    assert found[0].number(Metric.RX_DISCARDS_PRIO.per_s) == 40.0
 
 
 def test_out_of_sequence_on_roce_with_pfc() -> None:

@@ -6,8 +6,8 @@ from textual.app import ComposeResult
 from textual.widgets import Footer
 
 from tui.context import ViewContext
+from tui.rows.links import summary
 from tui.screens.base import DataScreen
-from tui.views import summary
 from tui.widgets.gpu_inference_table import InferenceTable
 from tui.widgets.top_bar import TopBar
 

@@ -10,17 +10,32 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.widgets import Footer, Input, Static
 
+from collectors.vocabulary import Derived, Metric
 from fabtop.core.history import SeriesKey
 from fabtop.core.rates import LinkRates
 from tui import format as fmt
 from tui.context import ViewContext
+from tui.rows.links import summary
 from tui.screens.base import DataScreen
-from tui.views import summary
 from tui.widgets.charts import TimeChart
 from tui.widgets.keyed_table import Column, KeyedTable
 from tui.widgets.top_bar import TopBar
 
 SPANS = {"1m": 60.0, "15m": 900.0, "6h": 6 * 3600.0}
+# The charts' lines: (label, the link's history series, scale to the chart's unit).
+Line = tuple[str, str, float]
+THROUGHPUT: tuple[Line, ...] = (("rx", Derived.RX_BPS, 1e-9), ("tx", Derived.TX_BPS, 1e-9))
+PAUSES: tuple[tuple[str, str], ...] = (("rx", Metric.RX_PAUSE.per_s), ("tx", Metric.TX_PAUSE.per_s))
+CONGESTION: tuple[Line, ...] = (
+    ("ECN", Metric.ECN_MARKED.per_s, 1.0),
+    ("CNP sent", Metric.CNP_SENT.per_s, 1.0),
+    ("CNP handled", Metric.CNP_HANDLED.per_s, 1.0),
+)
+LOSS: tuple[Line, ...] = (
+    ("discards", Metric.RX_DISCARDS.per_s, 1.0),
+    ("out of buffer", Metric.RX_OUT_OF_BUFFER.per_s, 1.0),
+    ("phy errors", Metric.RX_PHY_ERRORS.per_s, 1.0),
+)
 
 
 def _rate_of(lr: LinkRates | None, key: str) -> float:
@@ -130,34 +145,29 @@ class LinkDetailScreen(DataScreen):
     def _key(self, *parts: str) -> SeriesKey:
         return (self.host, self.lid, *parts)
 
+    def _lines(self, lines: tuple[Line, ...]) -> list[tuple[str, SeriesKey, float]]:
+        return [(label, self._key(name), scale) for label, name, scale in lines]
+
     def _charts(self) -> None:
         h = self.ctx.state.history
         span = SPANS[self.span]
         stat: Literal["mean", "max"] = "max" if span > 900 else "mean"
-        ref = h.get(self._key("rx_bps")) or h.get(self._key("tx_bps"))
+        ref = h.get(self._key(Derived.RX_BPS)) or h.get(self._key(Derived.TX_BPS))
         times, _ = ref.points(1.0) if ref is not None else ([], [])
         now = times[-1] if times else None
-        self.query_one("#chart-bps", TimeChart).draw(
-            h, [("rx", self._key("rx_bps"), 1e-9), ("tx", self._key("tx_bps"), 1e-9)],
-            span, now)
+        self.query_one("#chart-bps", TimeChart).draw(h, self._lines(THROUGHPUT), span, now)
         pause: list[tuple[str, SeriesKey, float]] = []
-        for side in ("rx", "tx"):
+        for side, name in PAUSES:
             for p in range(8):
-                key = self._key(f"{side}_pause_per_s", str(p))
+                key = self._key(name, str(p))
                 s = h.get(key)
                 if s is not None:
                     _, vals = s.points(span, now=now)
                     if any(v for v in vals):
                         pause.append((f"{side} p{p}", key, 1.0))
         self.query_one("#chart-pause", TimeChart).draw(h, pause, span, now, stat)
-        self.query_one("#chart-ecn", TimeChart).draw(
-            h, [("ECN", self._key("ecn_marked_per_s"), 1.0),
-                ("CNP sent", self._key("cnp_sent_per_s"), 1.0),
-                ("CNP handled", self._key("cnp_handled_per_s"), 1.0)], span, now, stat)
-        self.query_one("#chart-loss", TimeChart).draw(
-            h, [("discards", self._key("rx_discards_per_s"), 1.0),
-                ("out of buffer", self._key("rx_out_of_buffer_per_s"), 1.0),
-                ("phy errors", self._key("rx_phy_errors_per_s"), 1.0)], span, now, stat)
+        self.query_one("#chart-ecn", TimeChart).draw(h, self._lines(CONGESTION), span, now, stat)
+        self.query_one("#chart-loss", TimeChart).draw(h, self._lines(LOSS), span, now, stat)
 
     def show_flags(self) -> None:
         """Redraw the PAUSED marker."""

@@ -8,8 +8,8 @@ from textual.widgets import DataTable, Footer, Input
 
 from tui import format as fmt
 from tui.context import ViewContext
+from tui.rows.links import host_rows, link_rows, summary
 from tui.screens.base import DataScreen
-from tui.views import host_rows, link_rows, summary
 from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import LinkTable
@@ -71,7 +71,8 @@ class OverviewScreen(DataScreen):
             links = [r for r in links if needle in r.text()]
         self.query_one(TopBar).show(summary(state, now, ival), ctx.paused, delta_marker(ctx))
         self.query_one(HostTable).show(hosts, width)
-        self.query_one(LinkTable).show(links, width, state.history, ival, ctx.delta_mode)
+        self.query_one(LinkTable).show(links, width, state.history, ival, ctx.delta_mode,
+                                       state.thresholds)
         self.query_one(FindingsPanel).show(state.findings)
         self._titles()
 

@@ -9,10 +9,10 @@ from textual.binding import Binding
 from textual.widgets import Footer
 
 from tui.context import ViewContext
-from tui.pfc_views import SEP, pause_pairs, pause_rows, pfc_findings, qos_rows
+from tui.rows.links import summary
+from tui.rows.pfc import SEP, pause_pairs, pause_rows, pfc_findings, qos_rows
 from tui.screens.base import DataScreen
 from tui.screens.overview import delta_marker
-from tui.views import summary
 from tui.widgets.pfc_config import QosTable
 from tui.widgets.pfc_matrix import PauseMatrix
 from tui.widgets.pfc_panels import FocusPanel, PairsPanel, PfcFindings
@@ -68,18 +68,19 @@ class PfcScreen(DataScreen):
         height = self.size.height or 40
         rows = pause_rows(state)
         findings = pfc_findings(state.findings)
+        th = state.thresholds
         small = height < 32
         self.query_one(TopBar).show(summary(state, ctx.now(), ctx.interval), ctx.paused,
                                     delta_marker(ctx))  # fmt: skip
-        self.query_one(PauseMatrix).show(rows, width)
-        self.query_one(PairsPanel).show(pause_pairs(rows, findings))
+        self.query_one(PauseMatrix).show(rows, width, th)
+        self.query_one(PairsPanel).show(pause_pairs(rows, findings, th))
         qos = self.query_one(QosTable)
         qos.styles.max_height = 5 if small else 10
         qos.show(qos_rows(state), width)
         panel = self.query_one(PfcFindings)
         panel.limit = 3 if small else 6
         panel.show(findings)
-        self.query_one(FocusPanel).show(self.focus_session, width)
+        self.query_one(FocusPanel).show(self.focus_session, width, th)
         matrix = self.query_one(PauseMatrix)
         self.sub_title = "pause " + ("time %" if matrix.mode == "time" else "frames/s")
 
@@ -89,7 +90,11 @@ class PfcScreen(DataScreen):
 
     def _focus_tick(self) -> None:
         if self.focus_session is not None and not self.ctx.paused:
-            self.query_one(FocusPanel).show(self.focus_session, self.size.width or 120)
+            self._show_focus()
+
+    def _show_focus(self) -> None:
+        panel = self.query_one(FocusPanel)
+        panel.show(self.focus_session, self.size.width or 120, self.ctx.state.thresholds)
 
     # actions -----------------------------------------------------------------
 
@@ -124,7 +129,7 @@ class PfcScreen(DataScreen):
         if self.focus_session is not None:
             port = f"{self.focus_session.host}/{self.focus_session.netdev}"
             self._stop_focus()
-            self.query_one(FocusPanel).show(None, 0)
+            self.query_one(FocusPanel).show(None, 0, self.ctx.state.thresholds)
             self.notify(f"focus on {port} stopped", timeout=2)
             return
         session: Session | None = getattr(self.app, "session", None)
@@ -141,7 +146,7 @@ class PfcScreen(DataScreen):
         except Exception as e:  # a refused argument or unknown host is a message
             self.notify(f"focus failed: {e}", severity="error", timeout=6)
             return
-        self.query_one(FocusPanel).show(self.focus_session, self.size.width or 120)
+        self._show_focus()
         self.notify(f"focus on {chosen[0]}/{chosen[1]}: sampling every 250 ms", timeout=3)
 
     def _stop_focus(self) -> None:

@@ -12,8 +12,8 @@ from textual.widgets import Footer, Static
 
 from fabtop.core.findings import Finding
 from tui.context import ViewContext
+from tui.rows.links import summary
 from tui.screens.base import DataScreen
-from tui.views import summary
 from tui.widgets.timeline_chart import SEVERITY_COLOR, Marker, TimelinePanel
 from tui.widgets.timeline_series import TRACKS, first_time, track_series
 from tui.widgets.top_bar import TopBar

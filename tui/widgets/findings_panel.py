@@ -18,12 +18,7 @@ BADGE = {
 
 def one_line(f: Finding) -> str:
     """The summary on one line, without the subject it usually starts with."""
-    text = " ".join(f.summary.split())
-    head, sep, rest = text.partition(": ")
-    host = f.subject.split("/", 1)[0]
-    if sep and rest and head.startswith(host) and " " not in head.replace(" prio ", "/"):
-        return rest
-    return text
+    return " ".join(f.headline.split())
 
 
 def append_finding(t: Text, f: Finding) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from collectors.vocabulary import InferenceRate
 from fabtop.core.state import FabricState
 from tui import format as fmt
 from tui.widgets.keyed_table import Column, FixedTable
@@ -22,6 +23,13 @@ COLUMNS = (
     Column("itl50", "ITL p50", 8),
     Column("itl99", "ITL p99", 8),
     Column("error", "Error", 24, False),
+)
+# Latency columns and the rate each shows.
+LATENCIES: tuple[tuple[str, str], ...] = (
+    ("ttft50", InferenceRate.TTFT_P50_S),
+    ("ttft99", InferenceRate.TTFT_P99_S),
+    ("itl50", InferenceRate.ITL_P50_S),
+    ("itl99", InferenceRate.ITL_P99_S),
 )
 TOTAL_KEY = "\x1fcluster"
 
@@ -46,7 +54,8 @@ def inference_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
         rates = hs.rates.inference if hs.rates is not None else {}
         for inf in s.inference:
             r = rates.get(inf.url) or {}
-            gen, prompt = r.get("generated_tokens_per_s"), r.get("prompt_tokens_per_s")
+            gen = r.get(InferenceRate.GENERATED_TOKENS_PER_S)
+            prompt = r.get(InferenceRate.PROMPT_TOKENS_PER_S)
             add("gen", gen)
             add("prompt", prompt)
             add("run", inf.requests_running)
@@ -61,10 +70,7 @@ def inference_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
                 "prompt": Text(fmt.si(prompt), justify="right"),
                 "run": Text(_count(inf.requests_running), justify="right"),
                 "wait": Text(_count(waiting), "yellow" if waiting else "", justify="right"),
-                "ttft50": Text(fmt.ms(r.get("ttft_p50_s")), justify="right"),
-                "ttft99": Text(fmt.ms(r.get("ttft_p99_s")), justify="right"),
-                "itl50": Text(fmt.ms(r.get("itl_p50_s")), justify="right"),
-                "itl99": Text(fmt.ms(r.get("itl_p99_s")), justify="right"),
+                **{col: Text(fmt.ms(r.get(rate)), justify="right") for col, rate in LATENCIES},
                 "error": Text(inf.error or "", "bold red"),
             }))
     if rows:

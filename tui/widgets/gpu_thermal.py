@@ -2,38 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from rich.text import Text
 from textual.widgets import Static
 
 from collectors.samples import HostSample
+from collectors.vocabulary import Metric
 from fabtop.core.state import FabricState
 from tui import format as fmt
 from tui.widgets.gpu_table import gpu_section_problem, is_thermal
 
-
-@dataclass(slots=True)
-class ThrottleRate:
-    """Increase per second of each host's CPU thermal throttle count, frame to frame."""
-
-    last: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # count, clock, seq
-    rate: dict[str, float | None] = field(default_factory=dict)
-
-    def update(self, s: HostSample) -> float | None:
-        """The latest rate for ``s``'s host (None until two frames carried a count)."""
-        n = s.cpu_throttle_count
-        if n is None:
-            self.rate[s.host] = None
-            return None
-        prev = self.last.get(s.host)
-        if prev is not None and prev[2] != s.seq:
-            dt = (s.clock_ns - prev[1]) / 1e9
-            d = n - prev[0]
-            self.rate[s.host] = d / dt if dt > 0 and d >= 0 else None
-        if prev is None or prev[2] != s.seq:
-            self.last[s.host] = (n, s.clock_ns, s.seq)
-        return self.rate.get(s.host)
+MODULE_EVENTS = Metric.MODULE_HIGH_TEMP_EVENTS
 
 
 def host_thermal_line(s: HostSample, cpu_rate: float | None) -> Text:
@@ -57,9 +35,9 @@ def host_thermal_line(s: HostSample, cpu_rate: float | None) -> Text:
             t.append(f" {ln.netdev or lid} {fmt.celsius(ln.temperature_c)}")
     events = 0
     for ln in s.links.values():
-        v = ln.metrics.get("module_high_temp_events")
+        v = ln.metrics.get(MODULE_EVENTS)
         events += v if isinstance(v, int) else 0
-    has_events = any("module_high_temp_events" in ln.metrics for ln in s.links.values())
+    has_events = any(MODULE_EVENTS in ln.metrics for ln in s.links.values())
     if has_events:
         t.append("  module high-temp events ", "dim")
         t.append(str(events), "bold red" if events else "")
@@ -74,10 +52,6 @@ def host_thermal_line(s: HostSample, cpu_rate: float | None) -> Text:
 class ThermalPanel(Static):
     """One line per host: what is hot and what is being slowed down by heat."""
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.throttle = ThrottleRate()
-
     def show(self, state: FabricState) -> None:
         """Redraw from the state."""
         # One line per host, cut at the edge: a wrapped tail would read as another host.
@@ -88,5 +62,6 @@ class ThermalPanel(Static):
             if s is None:
                 continue
             out.append("\n")
-            out.append_text(host_thermal_line(s, self.throttle.update(s)))
+            rate = hs.rates.cpu_throttle_per_s if hs.rates is not None else None
+            out.append_text(host_thermal_line(s, rate))
         self.update(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tui import format as fmt
-from tui.views import STATUS_ORDER, HostRow
+from tui.rows.links import STATUS_ORDER, HostRow
 from tui.widgets.keyed_table import Column, KeyedTable, Spec
 
 DIM = "grey50"

@@ -1,20 +1,26 @@
-"""Links table: throughput with sparklines, line-rate share, RDMA share, loss, pauses, ECN."""
+"""Links table: throughput with sparklines, line-rate share, RDMA share, loss, pauses, ECN.
+
+Colours that mark a threshold read it from the state's thresholds (the ones the rules
+run with): pause counts red from ``pause_hot_ratio``, line share bold from
+``line_busy_ratio``, temperature yellow and red at the NIC rule's warning and critical.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from collectors.vocabulary import Derived
 from fabtop.core.history import History
 from tui import format as fmt
-from tui.views import LinkRow
+from tui.rows.links import LinkRow
 from tui.widgets.keyed_table import Column, KeyedTable, Spec
 
 DIM = "grey50"
 SPARK_W = 5
 VIEW_MARGIN = 8  # rows beyond the visible ones whose cells are kept current
-# A pause-time ratio above this is a storm in the making (the rules decide the finding).
-STORM_RATIO = 0.5
+HOT_PAUSE_STYLE = "bold white on red"
+BPS = {"rx": Derived.RX_BPS, "tx": Derived.TX_BPS}  # the sparklines' series
 
 
 @dataclass(slots=True, frozen=True)
@@ -97,8 +103,8 @@ def _bad(v: float | None, style: str, base: str) -> Spec:
 
 
 def link_cells(r: LinkRow, spark: Callable[[LinkRow, str], str] | None, delta: bool,
-               link_w: int = 13) -> dict[str, Spec]:
-    """The cells of one link row."""
+               thresholds: Mapping[str, float], link_w: int = 13) -> dict[str, Spec]:
+    """The cells of one link row, coloured at ``thresholds`` (the state's)."""
     base = "" if r.live else DIM
     cells: dict[str, Spec] = {
         "host": Spec(r.host, base or "bold", None, True, "ellipsis"),
@@ -117,11 +123,11 @@ def link_cells(r: LinkRow, spark: Callable[[LinkRow, str], str] | None, delta: b
             parts.append((fmt.gbps(bps).rjust(5), base or "bold"))
         cells[side] = Spec(tuple(parts), "", "right", True)
     line = r.line_ratio
-    cells["line"] = Spec(fmt.pct(line), base or ("bold" if line is not None and line >= 0.8
-                                                  else ""), "right")
+    busy = line is not None and line >= thresholds["line_busy_ratio"]
+    cells["line"] = Spec(fmt.pct(line), base or ("bold" if busy else ""), "right")
     cells["rdma"] = Spec(fmt.pct(r.rdma_share), base, "right")
-    storm = r.pause_time_ratio is not None and r.pause_time_ratio >= STORM_RATIO
-    pause_style = "bold white on red" if storm else "yellow"
+    hot = r.pause_time_ratio is not None and r.pause_time_ratio >= thresholds["pause_hot_ratio"]
+    pause_style = HOT_PAUSE_STYLE if hot else "yellow"
     if delta:
         vals = (r.d_loss, r.d_pause_rx, r.d_pause_tx, r.d_ecn, r.d_cnp)
     else:
@@ -135,7 +141,8 @@ def link_cells(r: LinkRow, spark: Callable[[LinkRow, str], str] | None, delta: b
     cells["ecn"] = _bad(ecn, "cyan", base)
     cells["cnp"] = _bad(cnp, "cyan", base)
     temp = r.temperature_c
-    tstyle = base or ("bold red" if temp and temp >= 90 else "yellow" if temp and temp >= 80
+    warn, crit = thresholds["nic_temp_warn_c"], thresholds["nic_temp_crit_c"]
+    tstyle = base or ("bold red" if temp and temp >= crit else "yellow" if temp and temp >= warn
                       else "")
     cells["temp"] = Spec(fmt.celsius(temp), tstyle, "right")
     return cells
@@ -149,7 +156,9 @@ class LinkTable(KeyedTable):
         self.sort_spec: SortSpec = SORTS[0]
         # The arguments of the last ``show``: scrolling re-shows with them, so rows that
         # come into view get the cells a tick would have given them.
-        self._shown: tuple[Sequence[LinkRow], int, History | None, float, bool] | None = None
+        self._shown: tuple[
+            Sequence[LinkRow], int, History | None, float, bool, Mapping[str, float]
+        ] | None = None
         self._window = (0, 0)
 
     def cycle_sort(self) -> SortSpec:
@@ -166,8 +175,8 @@ class LinkTable(KeyedTable):
         return spec
 
     def show(self, rows: Sequence[LinkRow], width: int, history: History | None,
-             interval: float, delta: bool) -> None:
-        """Sync the table to ``rows``."""
+             interval: float, delta: bool, thresholds: Mapping[str, float]) -> None:
+        """Sync the table to ``rows``, coloured at ``thresholds`` (the state's)."""
         cols = link_columns(width, delta)
         self.set_columns(cols)
         spark = None
@@ -175,7 +184,7 @@ class LinkTable(KeyedTable):
             span = SPARK_W * interval + interval / 2
 
             def spark(r: LinkRow, side: str) -> str:
-                s = history.get((r.host, r.lid, f"{side}_bps"))
+                s = history.get((r.host, r.lid, BPS[side]))
                 if s is None:
                     return " " * SPARK_W
                 vals = s.last(SPARK_W, span)
@@ -193,7 +202,7 @@ class LinkTable(KeyedTable):
             ordered = sorted(rows, key=SORTS[0].value)  # type: ignore[arg-type]
             ordered.sort(key=spec.value, reverse=True)  # type: ignore[arg-type]
         link_w = next((c.width or 13) for c in cols if c.key == "link")
-        self._shown = (rows, width, history, interval, delta)
+        self._shown = (rows, width, history, interval, delta, thresholds)
         # Cells (sparklines above all) cost per row: only rows on screen, or about to be,
         # are recomputed; a row scrolled away keeps its last cells until it comes back.
         lo, hi = self._visible_rows()
@@ -204,7 +213,7 @@ class LinkTable(KeyedTable):
             key = r.key
             old = known.get(key)
             if old is None or lo <= i < hi:
-                out.append((key, link_cells(r, spark, delta, link_w)))
+                out.append((key, link_cells(r, spark, delta, thresholds, link_w)))
             else:
                 out.append((key, old))
         self.sync(out)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from tui import format as fmt
-from tui.pfc_views import QOS_COLUMNS, QosRow
+from tui.rows.pfc import QOS_COLUMNS, QosRow
 from tui.widgets.keyed_table import Cell, Column, KeyedTable
 
 ODD = "bold black on yellow"

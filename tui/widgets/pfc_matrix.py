@@ -1,18 +1,23 @@
-"""The PFC matrix: one row per port and direction, one column per priority 0-7."""
+"""The PFC matrix: one row per port and direction, one column per priority 0-7.
+
+A cell is red where the pfc_storm rule's pause ratio is reached and yellow from the
+pfc_pressure rule's, at the thresholds the rules run with (the state's).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
+from fabtop.core.rules.pauses import PRIOS
 from tui import format as fmt
-from tui.pfc_views import PRIOS, PauseRow
+from tui.rows.pfc import PauseRow
 from tui.widgets.keyed_table import Cell, Column, KeyedTable
 
 MODES = ("time", "frames")  # pause time % of the interval, pause frames per second
-STORM = 0.99  # the pfc_storm rule's default pause ratio
-PRESSURE = 0.25  # the pfc_pressure rule's default
+STORM_STYLE = "bold white on red"
+PRESSURE_STYLE = "bold yellow"
 
 
 def pause_pct(ratio: float | None) -> str:
@@ -29,7 +34,7 @@ def pause_pct(ratio: float | None) -> str:
     return f"{min(p, 100):.0f}"
 
 
-def cell(row: PauseRow, prio: int, mode: str) -> Cell:
+def cell(row: PauseRow, prio: int, mode: str, thresholds: Mapping[str, float]) -> Cell:
     """One priority's cell: text in the mode, colour by how hard it pauses."""
     if mode == "time" and prio in row.ratio:
         text = pause_pct(row.ratio[prio])
@@ -39,10 +44,10 @@ def cell(row: PauseRow, prio: int, mode: str) -> Cell:
         return Text(fmt.DASH, "dim", justify="right")
     level = row.level(prio)
     moving = row.per_s.get(prio, 0.0) > 0 or row.ratio.get(prio, 0.0) > 0
-    if level >= STORM:
-        style = "bold white on red"
-    elif level >= PRESSURE:
-        style = "bold yellow"
+    if level >= thresholds["storm_pause_ratio"]:
+        style = STORM_STYLE
+    elif level >= thresholds["pressure_pause_ratio"]:
+        style = PRESSURE_STYLE
     elif row.pfc is not None and prio not in row.pfc and moving:
         style = "bold magenta"  # pauses on a priority without PFC
     elif not moving:
@@ -69,14 +74,17 @@ class PauseMatrix(KeyedTable):
             *(Column(f"p{p}", f"p{p}{unit}" if p == 0 else f"p{p}", 4) for p in PRIOS),
         ]
 
-    def show(self, rows: Sequence[PauseRow], width: int) -> None:
+    def show(
+        self, rows: Sequence[PauseRow], width: int, thresholds: Mapping[str, float]
+    ) -> None:
         """Sync with ``rows``; the port name is written on its rx line only."""
         cols = self.column_set(width)
         self.set_columns(cols)
         port_w = cols[0].width or 20
         out: list[tuple[str, dict[str, Cell]]] = []
+        pressure = thresholds["pressure_pause_ratio"]
         hot_ports = {(r.host, r.link_id) for r in rows
-                     if max((r.level(p) for p in PRIOS), default=0.0) >= PRESSURE}  # fmt: skip
+                     if max((r.level(p) for p in PRIOS), default=0.0) >= pressure}  # fmt: skip
         for r in rows:
             label = fmt.middle(r.label, port_w) if r.direction == "rx" else ""
             hot = (r.host, r.link_id) in hot_ports
@@ -85,7 +93,7 @@ class PauseMatrix(KeyedTable):
                 "dir": Text(r.direction, "dim"),
             }
             for p in PRIOS:
-                cells[f"p{p}"] = cell(r, p, self.mode)
+                cells[f"p{p}"] = cell(r, p, self.mode, thresholds)
             out.append((r.key, cells))
         self.sync(out)
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 from textual.widgets import Static
 
 from fabtop.core.findings import Finding
+from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
 from fabtop.run.focus import FocusPoint, FocusSession
 from tui import format as fmt
-from tui.pfc_views import PRIOS, PausePair
+from tui.rows.pfc import PausePair
 from tui.widgets.findings_panel import append_finding
-from tui.widgets.pfc_matrix import pause_pct
+from tui.widgets.pfc_matrix import STORM_STYLE, pause_pct
 
 
 def pairs_text(pairs: Sequence[PausePair], limit: int = 3) -> Text:
@@ -24,11 +25,11 @@ def pairs_text(pairs: Sequence[PausePair], limit: int = 3) -> Text:
         if i:
             t.append("\n")
         t.append("STUCK RECEIVER " if p.storm else "pausing ", "bold red" if p.storm else "yellow")
-        t.append(p.sender, "bold")
+        t.append(p.sender.label, "bold")
         t.append(" ")
         t.append(f"prio {p.prio} tx pause {pause_pct(p.sender_level)}%")
         if p.paused:
-            t.append(" → pauses " + ", ".join(p.paused))
+            t.append(" → pauses " + ", ".join(x.label for x in p.paused))
         else:
             t.append(" → paused peer beyond the switch")
     if len(pairs) > limit:
@@ -50,7 +51,7 @@ def findings_detail(findings: Sequence[Finding], limit: int) -> Text:
         append_finding(t, f)
         lines += 1
         shown += 1
-        ev = ", ".join(f"{k}={v}" for k, v in f.evidence.items() if v is not None)
+        ev = ", ".join(f"{k}={v}" for k, v in f.shown_evidence().items() if v is not None)
         if ev and lines < limit:
             t.append("\n      evidence: " + ev, "dim")
             lines += 1
@@ -62,7 +63,7 @@ def findings_detail(findings: Sequence[Finding], limit: int) -> Text:
     return t
 
 
-def focus_text(fs: FocusSession, width: int) -> Text:
+def focus_text(fs: FocusSession, width: int, thresholds: Mapping[str, float]) -> Text:
     """The focused port at 4 Hz: tx/rx pause time per priority now, and a tx sparkline."""
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(f"FOCUS {fs.host}/{fs.netdev} every {fs.interval_s * 1000:.0f} ms", "bold")
@@ -72,9 +73,10 @@ def focus_text(fs: FocusSession, width: int) -> Text:
         t.append(f"  ({state}{': ' + fs.status.error if fs.status.error else ''})", "dim")
         return t
     t.append(f"  {state}, {fs.status.frames} frames  (f: stop)", "dim")
+    storm = thresholds["storm_pause_ratio"]
     for d in ("tx", "rx"):
-        ratio = last.rates.get(f"{d}_pause_time_ratio")
-        per_s = last.rates.get(f"{d}_pause_per_s")
+        ratio = last.rates.get(PAUSE_RATIO[d])
+        per_s = last.rates.get(PAUSE_PER_S[d])
         rmap = ratio if isinstance(ratio, dict) else {}
         fmap = per_s if isinstance(per_s, dict) else {}
         t.append(f"\n{d} ")
@@ -85,8 +87,8 @@ def focus_text(fs: FocusSession, width: int) -> Text:
                 v = fmt.si(fmap[p]) + "/s"
             else:
                 v = fmt.DASH
-            hot = rmap.get(p, 0.0) >= 0.99
-            t.append(f"p{p} {v:>5} ", "bold white on red" if hot else "")
+            hot = rmap.get(p, 0.0) >= storm
+            t.append(f"p{p} {v:>5} ", STORM_STYLE if hot else "")
         # The hottest priority's recent history, newest on the right.
         hist = [_level(pt, d) for pt in fs.points]
         spark_w = max(0, width - 4 - 8 * 10 - 2)
@@ -96,7 +98,7 @@ def focus_text(fs: FocusSession, width: int) -> Text:
 
 
 def _level(pt: FocusPoint, d: str) -> float | None:
-    v = pt.rates.get(f"{d}_pause_time_ratio")
+    v = pt.rates.get(PAUSE_RATIO[d])
     if isinstance(v, dict) and v:
         return max(v.values())
     return None
@@ -157,8 +159,10 @@ class FocusPanel(Static):
     }
     """
 
-    def show(self, fs: FocusSession | None, width: int) -> None:
+    def show(
+        self, fs: FocusSession | None, width: int, thresholds: Mapping[str, float]
+    ) -> None:
         """Redraw from the focus session, or hide."""
         self.display = fs is not None
         if fs is not None:
-            self.update(focus_text(fs, width))
+            self.update(focus_text(fs, width, thresholds))

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from collectors.vocabulary import Derived, InferenceRate, Metric
 from fabtop.core.history import History, SeriesKey
 
 Combine = Literal["sum", "max"]
@@ -39,12 +40,13 @@ def _gpu_slowdown(k: SeriesKey) -> bool:
 
 
 TRACKS: tuple[Track, ...] = (
-    Track("tokens", "cluster tokens/s", _leaf("generated_tokens_per_s"), "sum"),
-    Track("pause", "pause time, worst link", _prio_all("rx_pause_time_ratio",
-                                                       "tx_pause_time_ratio"), "max", 100.0, "%"),
-    Track("ecn", "ECN marks + CNPs /s", _leaf("ecn_marked_per_s", "cnp_sent_per_s"), "sum"),
+    Track("tokens", "cluster tokens/s", _leaf(InferenceRate.GENERATED_TOKENS_PER_S), "sum"),
+    Track("pause", "pause time, worst link",
+          _prio_all(Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO), "max", 100.0, "%"),
+    Track("ecn", "ECN marks + CNPs /s",
+          _leaf(Metric.ECN_MARKED.per_s, Metric.CNP_SENT.per_s), "sum"),
     Track("drops", "drops /s (discards, out of buffer)",
-          _leaf("rx_discards_per_s", "rx_out_of_buffer_per_s"), "sum"),
+          _leaf(Metric.RX_DISCARDS.per_s, Metric.RX_OUT_OF_BUFFER.per_s), "sum"),
     Track("gpu", "GPUs in thermal slowdown", _gpu_slowdown, "sum"),
 )
 

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui import format as fmt
-from tui.views import Summary
+from tui.rows.links import Summary
 
 SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow",
                   "info": "cyan"}

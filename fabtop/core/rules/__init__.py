@@ -19,7 +19,17 @@ from collections.abc import Callable, Mapping
 from weakref import WeakKeyDictionary
 
 from fabtop.core.findings import Finding
-from fabtop.core.rules import config, ecn, gpu, hardware, inference, pfc, traffic
+from fabtop.core.rules import (
+    config,
+    ecn,
+    gpu,
+    hardware,
+    inference,
+    lossless,
+    pfc_config,
+    pfc_storm,
+    traffic,
+)
 from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, unknown_thresholds
 
@@ -29,11 +39,11 @@ Rule = Callable[[RuleContext], list[Finding]]
 # skips ports in a PFC storm, out-of-sequence right after a link flap is left to the
 # flap, and the inference rule pairs a token-rate drop with a fabric finding.
 RULES: tuple[Rule, ...] = (
-    pfc.pfc_storm,
-    pfc.pfc_pressure,
-    pfc.pfc_stall_events,
-    pfc.pause_on_disabled_prio,
-    pfc.pfc_config_mismatch,
+    pfc_storm.pfc_storm,
+    pfc_storm.pfc_pressure,
+    pfc_storm.pfc_stall_events,
+    pfc_config.pause_on_disabled_prio,
+    pfc_config.pfc_config_mismatch,
     ecn.congestion_without_ecn,
     config.mtu_mismatch,
     config.roce_mtu_low,
@@ -42,7 +52,7 @@ RULES: tuple[Rule, ...] = (
     hardware.nic_temperature,
     hardware.link_flap,
     hardware.module_high_temp,
-    pfc.lossless_drops,
+    lossless.lossless_drops,
     traffic.rdma_fallback,
     gpu.gpu_thermal_slowdown,
     gpu.gpu_hot,

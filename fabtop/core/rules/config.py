@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from fabtop.core.findings import Finding
+from fabtop.core.findings import Finding, PortRef
 from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, iter_links
 
 # Links that carry the GPU fabric; management NICs (kind "netdev") may rightly differ.
@@ -38,13 +38,13 @@ def _grouped(values: dict[str, int | str]) -> str:
 def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different netdev MTUs on the fabric links of different hosts."""
     groups: dict[str, dict[str, int | str]] = {}
-    names: dict[str, str] = {}
+    ports: dict[str, PortRef] = {}
     for lt in iter_links(ctx.state):
         kind = _fabric_kind(lt)
         if kind is None or lt.link.mtu is None or (not lt.link.physical and kind != "roce"):
             continue
         groups.setdefault(kind, {})[lt.label] = lt.link.mtu
-        names[lt.label] = lt.name
+        ports[lt.label] = lt.ref
     out: list[Finding] = []
     for kind, pretty in _FABRIC_KINDS.items():
         values = groups.get(kind, {})
@@ -52,6 +52,7 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
         found = None
         if odd is not None:
             majority, labels = odd
+            first = ports[labels[0]]
             shown = ", ".join(f"{label} ({values[label]})" for label in labels[:4])
             found = Finding(
                 rule="mtu_mismatch",
@@ -63,8 +64,8 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
                 ),
                 evidence={"values": _grouped(values), "majority": majority},
                 next_step=(
-                    f"on {labels[0].split('/')[0]}: ip link show dev {names[labels[0]]}; "
-                    f"to align: ip link set dev {names[labels[0]]} mtu {majority} "
+                    f"on {first.host}: ip link show dev {first.name}; "
+                    f"to align: ip link set dev {first.name} mtu {majority} "
                     "(and the switch ports), fabtop changes nothing itself"
                 ),
             )
@@ -97,6 +98,7 @@ def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
                     f"ip link set dev {lt.name} mtu 9000 on every host and the switch ports"
                 ),
                 host=lt.host,
+                port=lt.ref,
             )
         f = ctx.memory.mark(found, key, lt.t)
         if f is not None:

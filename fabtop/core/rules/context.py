@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from collectors.samples import HostSample, LinkSample, RateValue
-from fabtop.core.findings import Finding
+from collectors.vocabulary import Metric
+from fabtop.core.findings import Finding, PortRef, port_ref
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates, LinkRates
 
@@ -197,14 +198,14 @@ class LinkTick:
     dt: float | None  # seconds the rates cover; None when there are no rates this tick
 
     @property
+    def ref(self) -> PortRef:
+        """This port as findings name it in their data."""
+        return port_ref(self.host, self.link)
+
+    @property
     def name(self) -> str:
         """What the operator types in commands: the netdev, else the RDMA device/port."""
-        if self.link.netdev:
-            return self.link.netdev
-        if self.link.rdma_device:
-            port = f"/{self.link.port}" if self.link.port is not None else ""
-            return f"{self.link.rdma_device}{port}"
-        return self.link.id
+        return self.ref.name
 
     @property
     def subject(self) -> str:
@@ -218,7 +219,7 @@ class LinkTick:
     @property
     def label(self) -> str:
         """``host/netdev`` for summaries."""
-        return f"{self.host}/{self.name}"
+        return self.ref.label
 
     def rate(self, name: str) -> float | None:
         """A scalar rate (a per-priority one summed), None when not measured this tick."""
@@ -282,7 +283,7 @@ def lossless_prios(link: LinkSample) -> tuple[int, ...] | None:
     if link.qos is not None and link.qos.pfc_enabled is not None:
         return link.qos.pfc_enabled
     if link.driver == "mlx5_core":
-        pauses = link.metrics.get("rx_pause")
+        pauses = link.metrics.get(Metric.RX_PAUSE)
         if isinstance(pauses, dict):
             return tuple(sorted(pauses))
     return None

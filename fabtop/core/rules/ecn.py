@@ -8,43 +8,30 @@ when no congestion point was found, and otherwise listed as its paused peers.
 
 from __future__ import annotations
 
-from fabtop.core.findings import Finding
-from fabtop.core.rules.context import (
-    LinkTick,
-    RuleContext,
-    fmt_rate,
-    is_rdma_ethernet,
-    iter_links,
-    r3,
-)
+from collectors.vocabulary import Metric
+from fabtop.core.findings import PAUSED_PEERS, Finding
+from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, iter_links, r3
+from fabtop.core.rules.pauses import BYTES_PER_S, PAUSE_PER_S, flat_limit
 
-_ECN_RATES = ("ecn_marked_per_s", "cnp_sent_per_s", "cnp_handled_per_s")
+_ECN_RATES = tuple(m.per_s for m in (Metric.ECN_MARKED, Metric.CNP_SENT, Metric.CNP_HANDLED))
 
 
 def _moving(ctx: RuleContext, lt: LinkTick) -> bool:
     """Traffic flows (a stuck port in a storm has congestion of another kind)."""
-    rx, tx = lt.rate("rx_bytes_per_s"), lt.rate("tx_bytes_per_s")
+    rx, tx = lt.rate(BYTES_PER_S["rx"]), lt.rate(BYTES_PER_S["tx"])
     if rx is None and tx is None:
         return True
-    line = lt.line_rate_bytes
-    limit = ctx.th("storm_flat_fraction") * line if line else ctx.th("storm_flat_bytes_per_s")
-    return (rx or 0.0) + (tx or 0.0) > limit
-
-
-def _prios(v: tuple[int, ...] | None) -> str | None:
-    if v is None:
-        return None
-    return ",".join(map(str, v)) or "none"
+    return (rx or 0.0) + (tx or 0.0) > flat_limit(lt, ctx.thresholds)
 
 
 def _sends(f: Finding, need: float) -> bool:
-    v = f.evidence.get("tx_pause_per_s")
-    return isinstance(v, int | float) and v >= need
+    v = f.number(PAUSE_PER_S["tx"])
+    return v is not None and v >= need
 
 
 def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
     """Pauses keep coming while ECN marks and CNPs stay at zero."""
-    stormy = {f.subject.rsplit("/", 1)[0] for f in ctx.findings if f.rule == "pfc_storm"}
+    stormy = {f.port.key for f in ctx.findings if f.rule == "pfc_storm" and f.port is not None}
     need = ctx.th("ecn_pause_per_s")
     points: list[Finding] = []
     victims: list[Finding] = []
@@ -53,15 +40,15 @@ def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
             continue
         key = ("congestion_without_ecn", lt.subject)
         ecn = {n: lt.rate(n) for n in _ECN_RATES}
-        rx = lt.rate("rx_pause_per_s") or 0.0
-        tx = lt.rate("tx_pause_per_s") or 0.0
+        rx = lt.rate(PAUSE_PER_S["rx"]) or 0.0
+        tx = lt.rate(PAUSE_PER_S["tx"]) or 0.0
         found = None
         # Without any ECN/CNP counter we cannot tell "zero" from "not counted".
         if (
             any(v is not None for v in ecn.values())
             and all(not v for v in ecn.values())
             and max(rx, tx) >= need
-            and lt.subject not in stormy
+            and lt.ref.key not in stormy
             and _moving(ctx, lt)
         ):
             held, _ = ctx.memory.preview(key, lt.t, lt.dt, rx + tx)
@@ -76,13 +63,13 @@ def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
                     "with no ECN marks or CNPs (DCQCN/ECN looks off)"
                 ),
                 evidence={
-                    "rx_pause_per_s": r3(rx),
-                    "tx_pause_per_s": r3(tx),
+                    PAUSE_PER_S["rx"]: r3(rx),
+                    PAUSE_PER_S["tx"]: r3(tx),
                     **{k: r3(v) for k, v in ecn.items()},
-                    "tx": fmt_rate(lt.rate("tx_bytes_per_s")),
-                    "rx": fmt_rate(lt.rate("rx_bytes_per_s")),
-                    "ecn_np_enabled": _prios(qos.ecn_np_enabled if qos else None),
-                    "ecn_rp_enabled": _prios(qos.ecn_rp_enabled if qos else None),
+                    BYTES_PER_S["tx"]: r3(lt.rate(BYTES_PER_S["tx"])),
+                    BYTES_PER_S["rx"]: r3(lt.rate(BYTES_PER_S["rx"])),
+                    "ecn_np_enabled": qos.ecn_np_enabled if qos else None,
+                    "ecn_rp_enabled": qos.ecn_rp_enabled if qos else None,
                 },
                 next_step=(
                     f"on {lt.host}: grep . /sys/class/net/{lt.name}/ecn/roce_np/enable/* "
@@ -91,6 +78,7 @@ def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
                     "and ECN marking on the switch queue of the lossless priority"
                 ),
                 host=lt.host,
+                port=lt.ref,
             )
         f = ctx.memory.debounce(found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"))
         if f is None:
@@ -98,7 +86,7 @@ def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
         (points if _sends(f, need) else victims).append(f)
     if not points:
         return victims
-    peers = ", ".join(v.subject for v in victims)
+    peers = tuple(v.port for v in victims if v.port is not None)
     for f in points:
-        f.evidence["paused_peers"] = peers or None
+        f.evidence[PAUSED_PEERS] = peers or None
     return points

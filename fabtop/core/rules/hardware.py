@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, iter_links, r3
 
@@ -37,6 +38,7 @@ def pcie_degraded(ctx: RuleContext) -> list[Finding]:
                     "grep -E 'LnkCap|LnkSta'; reseat the card or check the slot/riser and BIOS"
                 ),
                 host=lt.host,
+                port=lt.ref,
             )
         f = ctx.memory.mark(found, key, lt.t)
         if f is not None:
@@ -68,6 +70,7 @@ def nic_temperature(ctx: RuleContext) -> list[Finding]:
                     "fans and the airflow over the NIC and its transceiver"
                 ),
                 host=lt.host,
+                port=lt.ref,
             )
         f = ctx.memory.debounce(found, key, lt.t, lt.dt or 0.0, 0.0, ctx.th("restore_s"))
         if f is not None:
@@ -83,7 +86,7 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
         if lt.dt is None:
             continue
         key = ("link_flap", lt.subject)
-        per_s = lt.rate("link_down_events_per_s") or 0.0
+        per_s = lt.rate(Metric.LINK_DOWN_EVENTS.per_s) or 0.0
         found = None
         if per_s > 0:
             found = Finding(
@@ -96,6 +99,7 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
                     "check the cable/transceiver (ethtool -m) and the switch port's log"
                 ),
                 host=lt.host,
+                port=lt.ref,
             )
         f = ctx.memory.debounce(found, key, lt.t, lt.dt, 0.0, hold, per_s)
         tr = ctx.memory.tracks.get(key)
@@ -116,7 +120,9 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
                     f"shown for {hold:.0f} s after the last one"
                 ),
                 evidence={
-                    "link_down_events": _int_metric(lt.link.metrics.get("link_down_events")),
+                    Metric.LINK_DOWN_EVENTS: _int_metric(
+                        lt.link.metrics.get(Metric.LINK_DOWN_EVENTS)
+                    ),
                     "down_events_seen": round(events),
                     "state": lt.link.state,
                 },
@@ -132,7 +138,7 @@ def module_high_temp(ctx: RuleContext) -> list[Finding]:
         if lt.dt is None:
             continue
         key = ("module_high_temp", lt.subject)
-        per_s = lt.rate("module_high_temp_events_per_s") or 0.0
+        per_s = lt.rate(Metric.MODULE_HIGH_TEMP_EVENTS.per_s) or 0.0
         found = None
         if per_s > 0:
             found = Finding(
@@ -141,13 +147,14 @@ def module_high_temp(ctx: RuleContext) -> list[Finding]:
                 subject=lt.subject,
                 summary=f"{lt.label}: the transceiver reported high temperature events",
                 evidence={
-                    "module_high_temp_events": _int_metric(
-                        lt.link.metrics.get("module_high_temp_events")
+                    Metric.MODULE_HIGH_TEMP_EVENTS: _int_metric(
+                        lt.link.metrics.get(Metric.MODULE_HIGH_TEMP_EVENTS)
                     ),
                     "per_s": r3(per_s),
                 },
                 next_step=f"ethtool -m {lt.name} (module temperature and thresholds); airflow",
                 host=lt.host,
+                port=lt.ref,
             )
         f = ctx.memory.debounce(found, key, lt.t, lt.dt, 0.0, ctx.th("event_hold_s"), per_s)
         if f is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from statistics import median
 
+from collectors.vocabulary import InferenceRate
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, host_time
 
@@ -32,7 +33,7 @@ FABRIC_RULES = frozenset(
 
 def _baseline(ctx: RuleContext, host: str, url: str, t: float, dt: float) -> float | None:
     """Median token rate before the detection window (None without enough history)."""
-    series = ctx.state.history.get((host, url, "generated_tokens_per_s"))
+    series = ctx.state.history.get((host, url, InferenceRate.GENERATED_TOKENS_PER_S))
     if series is None:
         return None
     times, values = series.points(ctx.th("token_baseline_s"), now=t)
@@ -58,7 +59,7 @@ def token_drop_with_fabric_event(ctx: RuleContext) -> list[Finding]:
         t, dt = host_time(s), r.interval_s
         for url, values in r.inference.items():
             key = ("token_drop", f"{hs.name}/{url}")
-            rate = values.get("generated_tokens_per_s")
+            rate = values.get(InferenceRate.GENERATED_TOKENS_PER_S)
             found = None
             base = _baseline(ctx, hs.name, url, t, dt) if rate is not None else None
             if (
@@ -77,7 +78,7 @@ def token_drop_with_fabric_event(ctx: RuleContext) -> list[Finding]:
                         f"({base:.0f} -> {rate:.0f} tok/s)"
                     ),
                     evidence={
-                        "generated_tokens_per_s": round(rate, 1),
+                        InferenceRate.GENERATED_TOKENS_PER_S: round(rate, 1),
                         "baseline_tokens_per_s": round(base, 1),
                     },
                     host=hs.name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collectors.vocabulary import Derived, Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, fmt_rate, iter_links, r3
 
@@ -13,8 +14,8 @@ def rdma_fallback(ctx: RuleContext) -> list[Finding]:
         if lt.dt is None:
             continue
         key = ("rdma_fallback", lt.subject)
-        share = lt.rate("rdma_share")
-        rx, tx = lt.rate("rx_bytes_per_s"), lt.rate("tx_bytes_per_s")
+        share = lt.rate(Derived.RDMA_SHARE)
+        rx, tx = lt.rate(Metric.RX_BYTES.per_s), lt.rate(Metric.TX_BYTES.per_s)
         found = None
         if share is not None and rx is not None and tx is not None:
             busy = (rx + tx) * 8.0 >= ctx.th("rdma_min_traffic_bps")
@@ -28,11 +29,13 @@ def rdma_fallback(ctx: RuleContext) -> list[Finding]:
                         "is RDMA: the collective library (NCCL/RCCL) likely fell back to TCP"
                     ),
                     evidence={
-                        "rdma_share": r3(share),
-                        "rx_bytes_per_s": r3(rx),
-                        "tx_bytes_per_s": r3(tx),
-                        "rdma_rx_bytes_per_s": r3(lt.rate("rdma_rx_bytes_per_s")),
-                        "rdma_tx_bytes_per_s": r3(lt.rate("rdma_tx_bytes_per_s")),
+                        Derived.RDMA_SHARE: r3(share),
+                        Metric.RX_BYTES.per_s: r3(rx),
+                        Metric.TX_BYTES.per_s: r3(tx),
+                        **{
+                            m.per_s: r3(lt.rate(m.per_s))
+                            for m in (Metric.RDMA_RX_BYTES, Metric.RDMA_TX_BYTES)
+                        },
                     },
                     next_step=(
                         "rerun with NCCL_DEBUG=INFO and look for 'NET/Socket' instead of "
@@ -40,6 +43,7 @@ def rdma_fallback(ctx: RuleContext) -> list[Finding]:
                         f"{lt.link.rdma_device or '<dev>'} (port ACTIVE, GID present)"
                     ),
                     host=lt.host,
+                    port=lt.ref,
                 )
         f = ctx.memory.debounce(found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"))
         if f is not None:

@@ -1,19 +1,21 @@
 """What the PFC screen shows, as plain data: pause matrix rows, who pauses whom, QoS side by side.
 
-No widgets here: the screen and its tests read the same rows.
+No widgets here: the screen and its tests read the same rows. How hard a port pauses
+is the core's reading (:mod:`fabtop.core.rules.pauses`), at the state's thresholds.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collectors.samples import LinkSample, QosConfig, RateValue
-from fabtop.core.findings import Finding
+from collectors.samples import QosConfig, RateValue
+from collectors.vocabulary import Derived
+from fabtop.core.findings import PAUSED_PEERS, STUCK_RECEIVER, Finding, PortRef, port_ref
+from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS, SIDES, hard_pause, pause_level
 from fabtop.core.state import FabricState
 
-PRIOS = tuple(range(8))
 SEP = "\x1f"
 
 # Findings about lossless traffic, ECN and the config they depend on.
@@ -22,11 +24,6 @@ PFC_RULES = frozenset({
     "trust_mismatch", "lossless_drops", "roce_out_of_sequence", "congestion_without_ecn",
     "mtu_mismatch", "roce_mtu_low", "firmware_mismatch",
 })  # fmt: skip
-
-# "Hard" pausing for who-pauses-whom without a finding: the pfc_pressure threshold
-# (a quarter of the time) or, without duration counters, pfc_storm's frame rate.
-PAIR_MIN_RATIO = 0.25
-PAIR_MIN_PER_S = 500.0
 
 
 def _prio_map(v: RateValue | None) -> dict[int, float]:
@@ -37,28 +34,39 @@ def _prio_map(v: RateValue | None) -> dict[int, float]:
 class PauseRow:
     """One port in one direction: pause frames/s and pause time ratio per priority."""
 
-    host: str
-    link_id: str
-    label: str  # host/netdev
+    port: PortRef
     direction: str  # "rx" (being paused) | "tx" (sending pauses)
     per_s: dict[int, float] = field(default_factory=dict)
     ratio: dict[int, float] = field(default_factory=dict)
     pfc: tuple[int, ...] | None = None
 
     @property
+    def host(self) -> str:
+        """The host the port is on."""
+        return self.port.host
+
+    @property
+    def link_id(self) -> str:
+        """The port's link id."""
+        return self.port.link
+
+    @property
+    def label(self) -> str:
+        """``host/netdev``."""
+        return self.port.label
+
+    @property
     def key(self) -> str:
         """Stable row key."""
-        return SEP.join((self.host, self.link_id, self.direction))
+        return SEP.join((self.port.host, self.port.link, self.direction))
 
     def level(self, prio: int) -> float:
         """How hard this priority pauses, 0..1 (frames/s scaled when no duration counter)."""
-        if prio in self.ratio:
-            return self.ratio[prio]
-        return min(1.0, self.per_s.get(prio, 0.0) / 1e4)
+        return pause_level(self.ratio.get(prio), self.per_s.get(prio))
 
-
-def _label(host: str, link: LinkSample) -> str:
-    return f"{host}/{link.netdev or link.id}"
+    def hard(self, prio: int, thresholds: Mapping[str, float]) -> bool:
+        """Pausing hard on ``prio``, as the storm rule counts who pauses whom."""
+        return hard_pause(self.ratio.get(prio), self.per_s.get(prio), thresholds)
 
 
 def pause_rows(state: FabricState) -> list[PauseRow]:
@@ -76,11 +84,12 @@ def pause_rows(state: FabricState) -> list[PauseRow]:
             )
             if not has_prio:
                 continue
-            for d in ("rx", "tx"):
+            ref = port_ref(host, link)
+            for d in SIDES:
                 out.append(PauseRow(
-                    host, lid, _label(host, link), d,
-                    _prio_map(rates.get(f"{d}_pause_per_s")),
-                    _prio_map(rates.get(f"{d}_pause_time_ratio")),
+                    ref, d,
+                    _prio_map(rates.get(PAUSE_PER_S[d])),
+                    _prio_map(rates.get(PAUSE_RATIO[d])),
                     link.qos.pfc_enabled if link.qos else None,
                 ))  # fmt: skip
     # The hardest-pausing ports on top, so a storm is on screen even at 80x24; the
@@ -88,10 +97,10 @@ def pause_rows(state: FabricState) -> list[PauseRow]:
     # A port sending pauses (a congested or stuck receiver) outranks the ones it pauses.
     heat: dict[tuple[str, str], list[float]] = {}
     for r in out:
-        h = heat.setdefault((r.host, r.link_id), [0.0, 0.0])
+        h = heat.setdefault(r.port.key, [0.0, 0.0])
         i = 0 if r.direction == "tx" else 1
         h[i] = max(h[i], *(r.level(p) for p in PRIOS))
-    return sorted(out, key=lambda r: [-round(v, 1) for v in heat[(r.host, r.link_id)]])
+    return sorted(out, key=lambda r: [-round(v, 1) for v in heat[r.port.key]])
 
 
 @dataclass(slots=True)
@@ -99,47 +108,37 @@ class PausePair:
     """A port sending pauses on ``prio`` (the congested receiver) and the ports it pauses."""
 
     prio: int
-    sender: str  # host/netdev that sends the pauses: the stuck or congested receiver
+    sender: PortRef  # sends the pauses: the stuck or congested receiver
     sender_level: float  # its tx pause time ratio (or scaled frames/s)
-    paused: tuple[str, ...]  # ports receiving pauses on the same priority right now
+    paused: tuple[PortRef, ...]  # ports receiving pauses on the same priority right now
     storm: bool  # backed by an active pfc_storm finding
 
 
-def _hard(row: PauseRow, prio: int) -> bool:
-    if prio in row.ratio:
-        return row.ratio[prio] >= PAIR_MIN_RATIO
-    return row.per_s.get(prio, 0.0) >= PAIR_MIN_PER_S
-
-
-def pause_pairs(rows: Sequence[PauseRow], findings: Iterable[Finding]) -> list[PausePair]:
+def pause_pairs(
+    rows: Sequence[PauseRow], findings: Iterable[Finding], thresholds: Mapping[str, float]
+) -> list[PausePair]:
     """Who pauses whom: pfc_storm evidence first, then what the live rates show."""
     out: list[PausePair] = []
-    seen: set[tuple[int, str]] = set()
+    seen: set[tuple[int, tuple[str, str]]] = set()
     for f in findings:
-        if f.rule != "pfc_storm":
+        stuck = f.ref(STUCK_RECEIVER)
+        if f.rule != "pfc_storm" or f.priority is None or stuck is None:
             continue
-        stuck = f.evidence.get("stuck_receiver")
-        prio_txt = f.subject.rsplit("/", 1)[-1]
-        if not isinstance(stuck, str) or not prio_txt.startswith("prio"):
+        if (f.priority, stuck.key) in seen:
             continue
-        prio = int(prio_txt[4:]) if prio_txt[4:].isdigit() else -1
-        if (prio, stuck) in seen:
-            continue
-        seen.add((prio, stuck))
-        peers = f.evidence.get("paused_peers")
-        paused = tuple(p.strip() for p in peers.split(",")) if isinstance(peers, str) else ()
-        level = f.evidence.get("tx_pause_time_ratio")
-        out.append(PausePair(prio, stuck, float(level) if isinstance(level, float | int)
-                             else 1.0, paused, True))  # fmt: skip
+        seen.add((f.priority, stuck.key))
+        level = f.number(Derived.TX_PAUSE_TIME_RATIO)
+        out.append(PausePair(f.priority, stuck, level if level is not None else 1.0,
+                             f.refs(PAUSED_PEERS), True))  # fmt: skip
     for prio in PRIOS:
-        senders = [r for r in rows if r.direction == "tx" and _hard(r, prio)]
-        receivers = [r.label for r in rows if r.direction == "rx" and _hard(r, prio)]
+        senders = [r for r in rows if r.direction == "tx" and r.hard(prio, thresholds)]
+        receivers = [r.port for r in rows if r.direction == "rx" and r.hard(prio, thresholds)]
         for s in sorted(senders, key=lambda r: -r.level(prio)):
-            if (prio, s.label) in seen:
+            if (prio, s.port.key) in seen:
                 continue
-            seen.add((prio, s.label))
-            paused = tuple(x for x in receivers if x != s.label)
-            out.append(PausePair(prio, s.label, s.level(prio), paused, False))
+            seen.add((prio, s.port.key))
+            paused = tuple(x for x in receivers if x != s.port)
+            out.append(PausePair(prio, s.port, s.level(prio), paused, False))
     return out
 
 
@@ -208,7 +207,7 @@ def qos_rows(state: FabricState) -> list[QosRow]:
             driver = link.driver or "-"
             if link.driver_version:
                 driver += f" {link.driver_version}"
-            rows.append(QosRow(SEP.join((host, lid)), _label(host, link), link.kind, {
+            rows.append(QosRow(SEP.join((host, lid)), port_ref(host, link).label, link.kind, {
                 "trust": (q.trust if q and q.trust else "-"),
                 "pfc": prio_list(q.pfc_enabled if q else None),
                 "ecn_np": prio_list(q.ecn_np_enabled if q else None),

@@ -1,7 +1,8 @@
-"""What the screens show, computed from FabricState: plain rows, no widgets.
+"""Rows of the hosts and links tables and the top line, computed from FabricState.
 
 Panels are functions over state: each screen turns these rows into cells, so the
-numbers can be tested without a terminal.
+numbers can be tested without a terminal. Every rate and counter a column reads is
+named here, once, through :mod:`collectors.vocabulary`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from collectors.samples import LinkSample, MetricValue, RateValue
-from fabtop.commands.diff import counts_since
+from collectors.vocabulary import Derived, InferenceRate, Metric
+from fabtop.core.deltas import counts_since
 from fabtop.core.findings import SEVERITIES
 from fabtop.core.rates import LinkRates
 from fabtop.core.state import CONNECTING, DOWN, STALE, UP, FabricState, HostState
@@ -19,8 +21,14 @@ from fabtop.core.state import CONNECTING, DOWN, STALE, UP, FabricState, HostStat
 # age of the last frame, so a frozen host greys out even when no status message comes.
 STALE_AFTER_INTERVALS = 2.5
 
-LOSS_RATES = ("rx_discards_per_s", "rx_out_of_buffer_per_s", "rx_phy_errors_per_s")
-LOSS_METRICS = ("rx_discards", "rx_out_of_buffer", "rx_phy_errors")
+# The counters each column adds up: their rates, and their counts since the 'r' baseline.
+LOSS_METRICS = (Metric.RX_DISCARDS, Metric.RX_OUT_OF_BUFFER, Metric.RX_PHY_ERRORS)
+PAUSE_RX_METRICS = (Metric.RX_PAUSE, Metric.RX_PAUSE_GLOBAL)
+PAUSE_TX_METRICS = (Metric.TX_PAUSE, Metric.TX_PAUSE_GLOBAL)
+ECN_METRICS = (Metric.ECN_MARKED,)
+CNP_METRICS = (Metric.CNP_SENT,)
+PAUSE_RATIOS = (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO)
+TOKENS_RATE = InferenceRate.GENERATED_TOKENS_PER_S
 STATUS_ORDER = {DOWN: 0, STALE: 1, CONNECTING: 2, UP: 3}
 
 
@@ -45,6 +53,11 @@ def peak(v: RateValue | None) -> float | None:
 def _sum_present(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) if present else None
+
+
+def _rate_sum(rates: dict[str, RateValue], metrics: tuple[Metric, ...]) -> float | None:
+    """The rates of ``metrics``, each summed over priorities, then added up."""
+    return _sum_present([total(rates.get(m.per_s)) for m in metrics])
 
 
 def effective_status(hs: HostState, now: float, interval: float) -> str:
@@ -119,7 +132,7 @@ def host_tokens(hs: HostState) -> float | None:
     """Generated tokens per second over the host's inference servers."""
     if hs.rates is None:
         return None
-    return _sum_present([v.get("generated_tokens_per_s") for v in hs.rates.inference.values()])
+    return _sum_present([v.get(TOKENS_RATE) for v in hs.rates.inference.values()])
 
 
 def host_rows(state: FabricState, now: float, interval: float) -> list[HostRow]:
@@ -148,14 +161,14 @@ def link_row(
 ) -> LinkRow:
     """The row of one link from its sample, its rates and the baseline sample."""
     r: dict[str, RateValue] = lr.rates if lr is not None else {}
-    rx, tx = r.get("rx_bps"), r.get("tx_bps")
+    rx, tx = r.get(Derived.RX_BPS), r.get(Derived.TX_BPS)
     rx_f = rx if isinstance(rx, float) else None
     tx_f = tx if isinstance(tx, float) else None
     line = None
     if link.rate_gbps and (rx_f is not None or tx_f is not None):
         line = max(rx_f or 0.0, tx_f or 0.0) / (link.rate_gbps * 1e9)
-    share = r.get("rdma_share")
-    ratios = [peak(r.get("rx_pause_time_ratio")), peak(r.get("tx_pause_time_ratio"))]
+    share = r.get(Derived.RDMA_SHARE)
+    ratios = [peak(r.get(n)) for n in PAUSE_RATIOS]
     return LinkRow(
         host=hs.name,
         lid=link.id,
@@ -167,24 +180,20 @@ def link_row(
         tx_bps=tx_f,
         line_ratio=line,
         rdma_share=share if isinstance(share, float) else None,
-        loss_per_s=_sum_present([total(r.get(n)) for n in LOSS_RATES]),
-        pause_rx_per_s=_sum_present(
-            [total(r.get("rx_pause_per_s")), total(r.get("rx_pause_global_per_s"))]
-        ),
-        pause_tx_per_s=_sum_present(
-            [total(r.get("tx_pause_per_s")), total(r.get("tx_pause_global_per_s"))]
-        ),
+        loss_per_s=_rate_sum(r, LOSS_METRICS),
+        pause_rx_per_s=_rate_sum(r, PAUSE_RX_METRICS),
+        pause_tx_per_s=_rate_sum(r, PAUSE_TX_METRICS),
         pause_time_ratio=max((x for x in ratios if x is not None), default=None),
-        ecn_per_s=total(r.get("ecn_marked_per_s")),
-        cnp_per_s=total(r.get("cnp_sent_per_s")),
+        ecn_per_s=_rate_sum(r, ECN_METRICS),
+        cnp_per_s=_rate_sum(r, CNP_METRICS),
         temperature_c=link.temperature_c,
         gap=bool(lr is not None and lr.gap),
         live=live,
         d_loss=counts_since(link, base, LOSS_METRICS),
-        d_pause_rx=counts_since(link, base, ("rx_pause", "rx_pause_global")),
-        d_pause_tx=counts_since(link, base, ("tx_pause", "tx_pause_global")),
-        d_ecn=counts_since(link, base, ("ecn_marked",)),
-        d_cnp=counts_since(link, base, ("cnp_sent",)),
+        d_pause_rx=counts_since(link, base, PAUSE_RX_METRICS),
+        d_pause_tx=counts_since(link, base, PAUSE_TX_METRICS),
+        d_ecn=counts_since(link, base, ECN_METRICS),
+        d_cnp=counts_since(link, base, CNP_METRICS),
     )
 
 
@@ -228,7 +237,7 @@ def summary(state: FabricState, now: float, interval: float) -> Summary:
         if hs.rates is not None:
             for v in hs.rates.inference.values():
                 servers += 1
-                tokens.append(v.get("generated_tokens_per_s"))
+                tokens.append(v.get(TOKENS_RATE))
         elif hs.sample is not None:
             servers += len(hs.sample.inference)
     findings = Counter(f.severity for f in state.findings)

@@ -1,0 +1,257 @@
+"""PFC storm rules: pause storms (who pauses whom), heavy but moving pausing, the NIC's watchdog.
+
+A PFC storm is detected in the spirit of SONiC's PFC watchdog (pfcwd): a priority
+that stays paused for (nearly) the whole interval while its queue does not move,
+held for a detection time and cleared after a quiet restoration time.
+"""
+
+from __future__ import annotations
+
+from collectors.vocabulary import Metric
+from fabtop.core.findings import PAUSED_PEERS, STUCK_RECEIVER, Evidence, Finding, PortRef
+from fabtop.core.rules.context import LinkTick, RuleContext, iter_links, r3
+from fabtop.core.rules.pauses import (
+    BYTES_PER_S,
+    BYTES_PRIO,
+    OTHER_SIDE,
+    PAUSE_PER_S,
+    PAUSE_RATIO,
+    PRIOS,
+    PauseEnd,
+    flat_limit,
+    pausers,
+)
+
+
+def _flat_bytes(lt: LinkTick, direction: str, prio: int) -> tuple[float | None, str]:
+    """Bytes/s moving in ``direction`` on ``prio`` (the whole port when not per priority)."""
+    v = lt.prio_rate(BYTES_PRIO[direction].per_s, prio)
+    if v is not None:
+        return v, f"{BYTES_PRIO[direction]}{prio}_per_s"
+    return lt.rate(BYTES_PER_S[direction]), BYTES_PER_S[direction]
+
+
+def _is_flat(ctx: RuleContext, lt: LinkTick, moved: float | None) -> bool:
+    if moved is None:
+        return True  # no byte counters: the pause ratio alone has to decide
+    return moved <= flat_limit(lt, ctx.thresholds)
+
+
+def _others(ends: list[PauseEnd], skip: PortRef) -> list[PortRef]:
+    return [e.port for e in ends if e.port != skip]
+
+
+def pfc_storm(ctx: RuleContext) -> list[Finding]:
+    """A priority paused for nearly the whole interval while its traffic does not move."""
+    ticks = list(iter_links(ctx.state))
+    senders = pausers(ticks, "tx", ctx.thresholds)  # sending pauses: receivers that cannot drain
+    receivers = pausers(ticks, "rx", ctx.thresholds)  # being paused
+    min_ratio = ctx.th("storm_pause_ratio")
+    min_per_s = ctx.th("storm_min_pause_per_s")
+    out: list[Finding] = []
+    for lt in ticks:
+        if lt.dt is None or lt.rates is None:
+            continue
+        for p in PRIOS:
+            key = ("pfc_storm", lt.prio_subject(p))
+            found: Finding | None = None
+            level = 0.0
+            # The tx side first: a port that sends the pauses is the stuck receiver.
+            for side in ("tx", "rx"):
+                ratio = lt.prio_rate(PAUSE_RATIO[side], p)
+                per_s = lt.prio_rate(PAUSE_PER_S[side], p)
+                if ratio is not None:
+                    stormy = ratio >= min_ratio
+                else:
+                    stormy = per_s is not None and per_s >= min_per_s
+                if not stormy:
+                    continue
+                moved, moved_name = _flat_bytes(lt, OTHER_SIDE[side], p)
+                if not _is_flat(ctx, lt, moved):
+                    continue
+                level = ratio if ratio is not None else 1.0
+                held, mean = ctx.memory.preview(key, lt.t, lt.dt, level)
+                found = _storm_finding(
+                    lt,
+                    p,
+                    side,
+                    ratio,
+                    per_s,
+                    moved,
+                    moved_name,
+                    held,
+                    mean,
+                    senders.get(p, []),
+                    receivers.get(p, []),
+                )
+                break
+            f = ctx.memory.debounce(
+                found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"), level
+            )
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def _storm_finding(
+    lt: LinkTick,
+    p: int,
+    side: str,
+    ratio: float | None,
+    per_s: float | None,
+    moved: float | None,
+    moved_name: str,
+    held: float,
+    mean: float,
+    senders: list[PauseEnd],
+    receivers: list[PauseEnd],
+) -> Finding:
+    how = (
+        f"paused {mean * 100:.1f}% of the last {held:.0f} s"
+        if ratio is not None
+        else (f"{per_s:.0f} pause frames/s for {held:.0f} s")
+    )
+    me = lt.ref
+    evidence: dict[str, Evidence] = {
+        PAUSE_RATIO[side]: r3(ratio),
+        PAUSE_PER_S[side]: r3(per_s),
+        moved_name: r3(moved),
+        "held_s": round(held, 2),
+    }
+    if side == "tx":
+        peers = _others(receivers, me)
+        evidence[STUCK_RECEIVER] = me
+        evidence[PAUSED_PEERS] = tuple(peers) or None
+        verb = how.replace("paused", "sent pauses", 1) if ratio is not None else how
+        summary = (
+            f"{lt.label} prio {p}: PFC storm: {verb} while its rx is flat "
+            f"(this host is the stuck receiver"
+            + (f"; it pauses {', '.join(x.label for x in peers[:3])}" if peers else "")
+            + ")"
+        )
+        next_step = (
+            f"on {lt.host}: ethtool -S {lt.name} | grep -E 'prio{p}_(pause|discard|bytes)'; "
+            f"mlnx_qos -i {lt.name}; find why it does not drain (hung consumer, PCIe, rx buffer) "
+            "and check the switch's PFC watchdog on the port facing it"
+        )
+    else:
+        stuck = _others(senders, me)
+        evidence[STUCK_RECEIVER] = stuck[0] if stuck else None
+        evidence[PAUSED_PEERS] = (me,)
+        who = f"stuck receiver: {stuck[0].label}" if stuck else "stuck receiver beyond the switch"
+        summary = f"{lt.label} prio {p}: PFC storm: {how} while tx is flat ({who})"
+        next_step = (
+            f"ethtool -S {lt.name} | grep prio{p}_pause; "
+            + (f"look at {stuck[0].label} (it sends the pauses); " if stuck else "")
+            + "check the switch's PFC watchdog / the receiver on the far end"
+        )
+    return Finding(
+        rule="pfc_storm",
+        severity="critical",
+        subject=lt.prio_subject(p),
+        summary=summary,
+        evidence=evidence,
+        next_step=next_step,
+        host=lt.host,
+        port=me,
+        priority=p,
+    )
+
+
+def pfc_pressure(ctx: RuleContext) -> list[Finding]:
+    """Heavy but moving PFC pausing (incast): information, not a fault."""
+    out: list[Finding] = []
+    lo, hi = ctx.th("pressure_pause_ratio"), ctx.th("storm_pause_ratio")
+    for lt in iter_links(ctx.state):
+        if lt.dt is None or lt.rates is None:
+            continue
+        for p in PRIOS:
+            key = ("pfc_pressure", lt.prio_subject(p))
+            found = None
+            worst = 0.0
+            for side in ("tx", "rx"):
+                ratio = lt.prio_rate(PAUSE_RATIO[side], p)
+                moved, _ = _flat_bytes(lt, OTHER_SIDE[side], p)
+                # Paused and not moving is a (beginning) storm or its victim, not pressure.
+                if ratio is not None and moved is not None and not _is_flat(ctx, lt, moved):
+                    worst = max(worst, ratio)
+            if lo <= worst < hi:
+                held, mean = ctx.memory.preview(key, lt.t, lt.dt, worst)
+                found = Finding(
+                    rule="pfc_pressure",
+                    severity="info",
+                    subject=lt.prio_subject(p),
+                    summary=(
+                        f"{lt.label} prio {p}: paused {mean * 100:.0f}% of the last {held:.0f} s "
+                        "while traffic still flows (congestion, e.g. incast)"
+                    ),
+                    evidence={
+                        PAUSE_RATIO["rx"]: r3(lt.prio_rate(PAUSE_RATIO["rx"], p)),
+                        PAUSE_RATIO["tx"]: r3(lt.prio_rate(PAUSE_RATIO["tx"], p)),
+                        BYTES_PER_S["tx"]: r3(lt.rate(BYTES_PER_S["tx"])),
+                        BYTES_PER_S["rx"]: r3(lt.rate(BYTES_PER_S["rx"])),
+                        Metric.ECN_MARKED.per_s: r3(lt.rate(Metric.ECN_MARKED.per_s)),
+                    },
+                    next_step="watch that ECN marks/CNPs rise with it (DCQCN working)",
+                    host=lt.host,
+                    port=lt.ref,
+                    priority=p,
+                )
+            f = ctx.memory.debounce(
+                found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"), worst
+            )
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
+    """mlx5's own stall watchdog fired (tx_pause_storm_warning/error_events rising)."""
+    out: list[Finding] = []
+    warn_m, err_m = Metric.TX_PAUSE_STORM_WARNING_EVENTS, Metric.TX_PAUSE_STORM_ERROR_EVENTS
+    for lt in iter_links(ctx.state):
+        if lt.dt is None:
+            continue
+        warn = lt.rate(warn_m.per_s) or 0.0
+        err = lt.rate(err_m.per_s) or 0.0
+        key = ("pfc_stall", lt.subject)
+        found = None
+        if warn > 0 or err > 0:
+            total = ctx.memory.total(key, lt.t, (warn + err) * lt.dt)
+            critical = err > 0
+            what = (
+                "the NIC's stall watchdog hit its critical mark: it stopped sending pauses "
+                "(flow control off on this port)"
+                if critical
+                else "the NIC's stall watchdog saw it sending pauses past its warning mark "
+                "(its receive side is stalled)"
+            )
+            found = Finding(
+                rule="pfc_stall",
+                severity="critical" if critical else "warning",
+                subject=lt.subject,
+                summary=f"{lt.label}: {what} ({total:.0f} event(s))",
+                evidence={
+                    warn_m: _metric(lt, warn_m),
+                    err_m: _metric(lt, err_m),
+                    "warning_events_per_s": r3(warn),
+                    "error_events_per_s": r3(err),
+                },
+                next_step=(
+                    f"ethtool -S {lt.name} | grep -E 'pause_storm|prio._pause'; "
+                    f"ethtool --show-pause {lt.name}; this host is not draining its receive "
+                    "queue: look for a hung consumer, PCIe or host memory pressure (pfc_storm "
+                    "findings name who it pauses)"
+                ),
+                host=lt.host,
+                port=lt.ref,
+            )
+        f = ctx.memory.debounce(found, key, lt.t, lt.dt, 0.0, ctx.th("event_hold_s"), (warn + err))
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def _metric(lt: LinkTick, name: Metric) -> int | None:
+    v = lt.link.metrics.get(name)
+    return v if isinstance(v, int) else None

@@ -1,0 +1,1 @@
+"""Row models: plain rows the screens turn into cells."""
