@@ -19,7 +19,7 @@ from fabtop.core.findings import Finding
 from fabtop.core.history import History
 from fabtop.core.pipeline import Pipeline
 from fabtop.core.rates import HostRates
-from fabtop.core.thresholds import DEFAULT_THRESHOLDS
+from fabtop.core.thresholds import effective
 
 # Host states, in the order a user should worry about them.
 UP, STALE, CONNECTING, DOWN = "up", "stale", "connecting", "down"
@@ -74,9 +74,9 @@ class FabricState:
         self.pipeline = Pipeline(history)
         # The thresholds the rules fire at are the ones the views colour by.
         rule_thresholds = getattr(rules, "thresholds", None)
-        self.thresholds: Mapping[str, float] = {
-            **DEFAULT_THRESHOLDS, **(rule_thresholds or {}), **(thresholds or {})
-        }
+        self.thresholds: Mapping[str, float] = effective(
+            {**(rule_thresholds or {}), **(thresholds or {})}
+        )
         self.findings: list[Finding] = []
         self.baseline: dict[str, HostSample] = {}  # the 'r' key's diff baseline
         self.evaluate_per_frame = True  # a Session turns this off and evaluates once per tick

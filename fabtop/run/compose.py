@@ -19,11 +19,10 @@ from fabtop.run.session import EventTap, Session
 
 
 def fabric_state(
-    config: Config, *, rules: bool = True, clock: Callable[[], float] = time.monotonic
+    config: Config, *, clock: Callable[[], float] = time.monotonic
 ) -> FabricState:
     """A fresh state for ``config``'s hosts, with the rules at the config's thresholds."""
-    evaluator = make_evaluator(config.thresholds) if rules else None
-    return FabricState(config.hosts, rules=evaluator, clock=clock,
+    return FabricState(config.hosts, rules=make_evaluator(config.thresholds), clock=clock,
                        thresholds=config.thresholds)
 
 

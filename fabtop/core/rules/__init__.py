@@ -31,7 +31,7 @@ from fabtop.core.rules import (
     traffic,
 )
 from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time
-from fabtop.core.thresholds import DEFAULT_THRESHOLDS, unknown_thresholds
+from fabtop.core.thresholds import DEFAULT_THRESHOLDS, effective, unknown_thresholds
 
 Rule = Callable[[RuleContext], list[Finding]]
 
@@ -73,7 +73,7 @@ class Evaluator:
         thresholds: Mapping[str, float] | None = None,
         rules: tuple[Rule, ...] = RULES,
     ) -> None:
-        self.thresholds: dict[str, float] = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+        self.thresholds: dict[str, float] = effective(thresholds)
         self.rules = rules
         self._memory: WeakKeyDictionary[StateView, RuleMemory] = WeakKeyDictionary()
 
