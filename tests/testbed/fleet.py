@@ -92,7 +92,7 @@ async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutRes
         ages: list[float] = []
         while time.monotonic() - t0 < measure_s:
             now = time.monotonic()
-            ages.extend(h.age_s(now) or float("inf") for h in state.hosts.values())
+            ages.extend(_age_or_inf(h.age_s(now)) for h in state.hosts.values())
             await asyncio.sleep(0.1)
         cpu, wall = _cpu() - cpu0, time.monotonic() - t0
         frames = sum(h.frames for h in state.hosts.values()) - frames0
@@ -101,6 +101,11 @@ async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutRes
         await session.stop()
         task.cancel()
     return FanoutResult(len(config.hosts), up, ages, cpu, wall, frames)
+
+
+def _age_or_inf(age: float | None) -> float:
+    # An age of exactly 0.0 is a fresh sample (a coarse clock gives it), not a missing one.
+    return float("inf") if age is None else age
 
 
 def _cpu() -> float:
