@@ -49,8 +49,19 @@ def probe_cpu(root: Path, ticks: int) -> float:
                      path=(str(root / "bin"), "/usr/sbin", "/usr/bin", "/bin"),
                      max_frames=ticks, gpu="off", slow_ticks=100000)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(local_command(args), input=probe_script().encode(), capture_output=True,
-                   check=True)
+    # As the transports run it: its own session, stdin open until it has finished (the
+    # probe ends its process group when stdin reaches EOF).
+    proc = subprocess.Popen(local_command(args), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(probe_script().encode())
+    proc.stdin.flush()
+    proc.stdout.read()
+    if proc.wait() != 0:
+        raise RuntimeError(f"probe exited {proc.returncode}")
+    proc.stdin.close()
+    time.sleep(1.2)  # the group's end (TERM, 1 s grace, KILL) is part of its cost
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 

@@ -101,17 +101,28 @@ def build_mlx5_node(root: Path) -> tuple[Path, Path]:
 
 
 def run(args: ProbeArgs, shell: str, path_env: str) -> tuple[float, int, float, int]:
-    """Run the probe to completion; return (cpu_s, forks, wall_s, output bytes)."""
-    script = probe_script().encode()
+    """Run the probe to completion; return (cpu_s, forks, wall_s, output bytes).
+
+    As the transports run it: a new session, and stdin left open after the script (its
+    EOF would end the probe at once).
+    """
     cpu0, forks0, t0 = _children_cpu(), _forks(), time.monotonic()
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         local_command(args, shell=shell),
-        input=script,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         env={"PATH": path_env},
-        check=False,
+        start_new_session=True,
     )
-    return _children_cpu() - cpu0, _forks() - forks0, time.monotonic() - t0, len(proc.stdout)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(probe_script().encode())
+    proc.stdin.flush()
+    out = proc.stdout.read()
+    proc.wait()
+    proc.stdin.close()
+    time.sleep(1.2)  # the probe's group end (TERM, 1 s grace, KILL) is part of its cost
+    return _children_cpu() - cpu0, _forks() - forks0, time.monotonic() - t0, len(out)
 
 
 def measure(name: str, args: ProbeArgs, shell: str, path_env: str, ticks: int) -> None:

@@ -9,13 +9,21 @@ Wire format (one frame per tick, see docs/PROBE.md)::
 
 The decoder is incremental, bounded and never raises on bad input: garbage
 outside a frame and truncated frames become warnings.
+
+A section's status is one of SECTION_STATUSES. ``truncated`` means the probe kept the
+section's first bytes only (its byte cap, or the frame's, said in the detail, followed
+by the status it would have had): what is there is real and is parsed. The decoder
+keeps any status token as it came; consumers decide what an unknown one means.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from collectors.numbers import parse_float, parse_uint
+
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # a frame larger than this is dropped, not buffered forever
+SECTION_STATUSES = ("ok", "missing", "timeout", "error", "stale", "truncated")
 MAX_LINE_BYTES = 1024 * 1024
 
 
@@ -51,13 +59,6 @@ class Frame:
     def all(self, kind: str) -> list[Section]:
         """Every section of ``kind``."""
         return [s for s in self.sections if s.kind == kind]
-
-
-def _int_or_none(tok: str) -> int | None:
-    try:
-        return int(tok)
-    except ValueError:
-        return None
 
 
 def escape_line(line: str) -> str:
@@ -147,7 +148,7 @@ class FrameDecoder:
         h = self._section_head
         kind = h[0] if h else "?"
         subject = h[1] if len(h) > 1 and h[1] != "-" else None
-        read_ns = _int_or_none(h[2]) if len(h) > 2 else None
+        read_ns = parse_uint(h[2]) if len(h) > 2 else None
         status = h[3] if len(h) > 3 else "ok"
         detail = " ".join(h[4:]) or None
         self._frame.sections.append(
@@ -200,10 +201,13 @@ class FrameDecoder:
         self._section_lines = []
         self._frame_bytes = 0
         try:
-            seq = int(args[0])
-            clock_ns = int(args[1])
-            uptime = float(args[2])
-            unix = float(args[3]) if len(args) > 3 else clock_ns / 1e9
+            seq, clock_ns = parse_uint(args[0]), parse_uint(args[1])
+            uptime = parse_float(args[2])
+            unix = parse_float(args[3]) if len(args) > 3 else None
+            if seq is None or clock_ns is None or uptime is None or uptime < 0:
+                raise ValueError(args)
+            if unix is None:
+                unix = clock_ns / 1e9
         except (IndexError, ValueError):
             self._warn(f"bad frame header ignored: {' '.join(args)[:80]!r}")
             self._frame = None

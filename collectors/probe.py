@@ -1,7 +1,9 @@
 """The probe script (package data) and its validated argument list.
 
-The script is sent on stdin to ``sh -s -- ARGS`` (over SSH or as a local subprocess);
-the arguments are ``key=value`` words checked here and checked again by the script.
+The script is sent on stdin to ``exec sh -s -- ARGS`` (over SSH or as a local subprocess)
+and stdin stays open after it: the probe ends everything it started when stdin reaches
+EOF (docs/PROBE.md, "Lifetime"). The arguments are ``key=value`` words checked here and
+checked again by the script.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from collectors.frames import MAX_FRAME_BYTES
 from collectors.parsers.nvidia_smi import FALLBACK_FIELDS, QUERY_FIELDS
 
 _SBIN: tuple[str, ...] = ("/usr/local/sbin", "/usr/sbin", "/sbin")
@@ -19,6 +22,15 @@ NAME_RE = re.compile(r"[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,63}")
 _DIR_RE = re.compile(r"/[A-Za-z0-9_./-]*")
 _FIELD_RE = re.compile(r"[A-Za-z0-9_.]{1,64}")
 _TIMEOUT_RE = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3})?")
+
+# Content bytes the probe keeps per section: 100k ethtool -S counters (about 4.5 MB) fit,
+# one tool printing without end does not fill the frame. Past it the section says
+# `truncated` and the rest of the frame ships.
+SECTION_BYTES = 8 * 1024 * 1024
+# Content bytes per frame: the decoder drops a frame over MAX_FRAME_BYTES; the probe
+# section and the headers need some room of their own.
+FRAME_BYTES = MAX_FRAME_BYTES - 1024 * 1024
+_FRAME_BYTES_MAX = MAX_FRAME_BYTES - 64 * 1024  # the script refuses more
 
 
 class ProbeArgError(ValueError):
@@ -39,6 +51,8 @@ class ProbeArgs:
     max_frames: int = 0
     gpu_fields: tuple[str, ...] = QUERY_FIELDS
     gpu_fallback: tuple[str, ...] = FALLBACK_FIELDS
+    section_bytes: int = SECTION_BYTES
+    frame_bytes: int = FRAME_BYTES
 
     @staticmethod
     def path_default() -> tuple[str, ...]:
@@ -88,6 +102,15 @@ def build_argv(args: ProbeArgs) -> list[str]:
         raise ProbeArgError(f"gpu must be auto or off: {args.gpu!r}")
     if not 0 <= args.max_frames <= 999_999_999:
         raise ProbeArgError(f"max_frames must be within 0..999999999: {args.max_frames!r}")
+    if not 65536 <= args.frame_bytes <= _FRAME_BYTES_MAX:
+        raise ProbeArgError(
+            f"frame_bytes must be within 65536..{_FRAME_BYTES_MAX}: {args.frame_bytes!r}"
+        )
+    if not 4096 <= args.section_bytes <= args.frame_bytes:
+        raise ProbeArgError(
+            f"section_bytes must be within 4096..frame_bytes ({args.frame_bytes}): "
+            f"{args.section_bytes!r}"
+        )
     slow = args.slow_ticks or max(1, -(-60000 // args.interval_ms))
     argv = [
         f"interval_ms={args.interval_ms}",
@@ -99,6 +122,8 @@ def build_argv(args: ProbeArgs) -> list[str]:
         f"max_frames={args.max_frames}",
         f"gpu_fields={_fields(args.gpu_fields, 'gpu_fields')}",
         f"gpu_fallback={_fields(args.gpu_fallback, 'gpu_fallback')}",
+        f"section_bytes={args.section_bytes}",
+        f"frame_bytes={args.frame_bytes}",
     ]
     if args.interfaces:
         argv.append(f"ifaces={','.join(args.interfaces)}")
@@ -139,10 +164,15 @@ def probe_args(
 
 
 def local_command(args: ProbeArgs, shell: str = "sh") -> list[str]:
-    """argv of a local run; the script goes to its stdin."""
+    """argv of a local run (start it in a new session); the script goes to its stdin."""
     return [shell, "-s", "--", *build_argv(args)]
 
 
 def remote_command(args: ProbeArgs) -> str:
-    """The command line for an SSH exec channel; the script goes to its stdin."""
-    return "sh -s -- " + " ".join(shlex.quote(a) for a in build_argv(args))
+    """The command line for an SSH exec channel; the script goes to its stdin.
+
+    The user's login shell runs it (bash, dash, zsh, tcsh, fish): one short line of
+    words every one of them reads alike. ``exec`` keeps the pid sshd made a session
+    leader, so the probe leads its process group.
+    """
+    return "exec sh -s -- " + " ".join(shlex.quote(a) for a in build_argv(args))

@@ -1,6 +1,15 @@
-# fabtop probe: POSIX sh, sent on stdin to `sh -s -- ARGS`; prints one frame per tick
+# fabtop probe: POSIX sh, sent on stdin to `exec sh -s -- ARGS`; prints one frame per tick
 # on stdout in the wire format of docs/PROBE.md. Nothing is installed or written on the
 # node: no temp files, no FIFOs. Runs under dash, busybox sh and bash.
+#
+# Lifetime: stdin stays open after the script for as long as the connection lives. A
+# watcher reads it to EOF, then ends the probe's whole process group (TERM, then KILL
+# after 1 s): the channel closing or fabtop going away ends everything the probe started,
+# persistent ones (nvidia-smi -lms, the GPU supervisor, sysfs readers, sleeps, tools)
+# included, even when the probe is blocked and never writes. The probe's own end
+# (max_frames, a failed write) ends the group the same way. When the probe is not its
+# process group's leader (started by another program without a new session), killing
+# the group would kill the caller: it then ends only what it knows (see fab_end).
 #
 # Arguments (key=value, any order; every value is checked against a strict pattern and
 # the probe refuses to start on anything else):
@@ -14,6 +23,8 @@
 #   gpu_fields=F,G    nvidia-smi --query-gpu fields, [A-Za-z0-9_.,]
 #   gpu_fallback=F,G  fields retried once when the first list is refused (old driver)
 #   max_frames=N      stop after N frames, 0 = forever (default 0)
+#   section_bytes=N   content bytes kept per section, 4096..frame_bytes (default 8 MiB)
+#   frame_bytes=N     content bytes kept per frame, 65536..16711680 (default 15 MiB)
 #
 # Structure (fork cost matters: every fork per tick is paid on every node):
 #   producers | awk
@@ -22,10 +33,14 @@
 #   with sh globs and sends them (`R` then `N|S|n|s|C|E|W` lines);
 # - the optional GPU reader: one persistent `nvidia-smi ... -lms`, lines prefixed `G `
 #   by a `while read` loop (each writer writes whole short lines: pipe writes stay atomic);
-# - the awk reads every listed sysfs file with getline/close (no fork per file) and runs
-#   the tools of a tick all at once, each in its own pipe under `timeout`.
+# - sysfs readers: persistent sh loops (builtins only, no fork per tick or per file)
+#   started by the awk, one per ~60 KB of file list, that read their files when told and
+#   write one `V` line per file into the awk's own input (see FAB_AWK: a read stuck in the
+#   kernel stops a reader, never the awk);
+# - the awk runs the tools of a tick all at once, each in its own pipe under `timeout`,
+#   and writes the frame when its readers are done or their deadline passed.
 # When stdout closes (channel gone) awk dies on SIGPIPE; the ticker notices its next
-# write failing (at most 1 s later) and stops the GPU reader, which stops nvidia-smi.
+# write failing (at most 1 s later) and leaves; the probe then ends its process group.
 
 export LC_ALL=C
 NL='
@@ -55,7 +70,7 @@ fab_okdirs() {
 }
 
 fab_args() {
-	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0
+	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0 SCAP=8388608 FCAP=15728640
 	GF=index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw
 	GFB=index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw
 	for a in "$@"; do
@@ -96,10 +111,18 @@ fab_args() {
 			case $v in '' | *[!0-9]*) fab_die "bad max_frames" ;; esac
 			[ "${#v}" -le 9 ] || fab_die "bad max_frames"
 			MAXF=$v ;;
+		section_bytes=* | frame_bytes=*)
+			case $v in '' | *[!0-9]* | 0*) fab_die "bad ${a%%=*}" ;; esac
+			[ "${#v}" -le 8 ] || fab_die "bad ${a%%=*}"
+			case $a in section_bytes=*) SCAP=$v ;; *) FCAP=$v ;; esac ;;
 		*) fab_die "unknown argument" ;;
 		esac
 	done
 	[ -n "$GF" ] || fab_die "bad gpu_fields"
+	# 16711680 = 16 MiB - 64 KiB: frames.py drops a frame over 16 MiB, the probe section
+	# and the headers need the rest.
+	[ "$FCAP" -ge 65536 ] && [ "$FCAP" -le 16711680 ] || fab_die "bad frame_bytes"
+	[ "$SCAP" -ge 4096 ] && [ "$SCAP" -le "$FCAP" ] || fab_die "bad section_bytes"
 	[ -n "$SLOW" ] || SLOW=$(((60000 + IV - 1) / IV))
 }
 
@@ -107,9 +130,10 @@ fab_em() {
 	printf '%s\n' "$1" 2>/dev/null || fab_gone
 }
 
-# Our output pipe is gone: stop the GPU reader (it stops nvidia-smi) and leave.
+# Our output pipe is gone (the awk ended): leave; fab_main then ends the process group.
+# Without the group (PGOK=0) stop the GPU reader ourselves (it stops nvidia-smi).
 fab_gone() {
-	[ -n "$GP" ] && kill "$GP" 2>/dev/null
+	[ "$PGOK" = 1 ] || { [ -n "$GP" ] && kill "$GP" 2>/dev/null; }
 	exit 0
 }
 
@@ -125,12 +149,36 @@ fab_exists() {
 	[ -e "$1" ] || [ -h "$1" ]
 }
 
-# Every file of a glob, validated, sent as "<code> <kind> <rel>" (rel = $3/<file>).
+# A file to read: regular files only (a FIFO blocks already in open; a device is no
+# attribute); [ -f ] follows symlinks, as the read will.
+fab_regular() {
+	[ -f "$1" ]
+}
+
+# An entry where a file to read should be that is something else (a FIFO, a device):
+# never read, said once.
+fab_odd() {
+	case "$NL$SEEN$NL" in *"$NL-odd $1$NL"*) return 0 ;; esac
+	SEEN="$SEEN$NL-odd $1"
+	fab_em "W not a regular file, not read: $1"
+}
+
+# One file to read: "<code> <kind> <rel>" when it is a regular file ($4 is its path).
+fab_one() {
+	if fab_regular "$4"; then fab_em "$1 $2 $3"; elif fab_exists "$4"; then fab_odd "$3"; fi
+}
+
+# Every file of a glob, validated, sent as "<code> <kind> <rel>" (rel = $3/<file>);
+# code n/s are markers (never read): any entry counts; the others must be regular files.
 fab_files() {
 	for _f in "$4"/*; do
 		fab_exists "$_f" || continue
 		_b=${_f##*/}
-		if fab_okname "$_b" 128; then fab_em "$1 $2 $3/$_b"; else fab_refuse file "$3/$_b"; fi
+		fab_okname "$_b" 128 || { fab_refuse file "$3/$_b"; continue; }
+		case $1 in
+		n | s) fab_em "$1 $2 $3/$_b" ;;
+		*) fab_one "$1" "$2" "$3/$_b" "$_f" ;;
+		esac
 	done
 }
 
@@ -145,20 +193,20 @@ fab_scan() {
 		fi
 		fab_files N sysnet "$n/statistics" "$d/statistics"
 		for f in mtu operstate speed carrier_changes carrier_up_count carrier_down_count; do
-			fab_exists "$d/$f" && fab_em "N sysnet $n/$f"
+			fab_one N sysnet "$n/$f" "$d/$f"
 		done
 		if fab_exists "$d/device"; then
 			fab_em "n sysnet $n/device"
 			for f in current_link_speed current_link_width max_link_speed max_link_width; do
-				fab_exists "$d/device/$f" && fab_em "S sysnet $n/device/$f"
+				fab_one S sysnet "$n/device/$f" "$d/device/$f"
 			done
 			for h in "$d"/device/hwmon/hwmon*; do
-				fab_exists "$h/name" || continue
+				fab_regular "$h/name" || continue
 				hb=${h##*/}
 				fab_okname "$hb" 64 || continue
 				fab_em "S sysnet $n/device/hwmon/$hb/name"
 				for t in "$h"/temp*_input; do
-					fab_exists "$t" || continue
+					fab_regular "$t" || continue
 					tb=${t##*/}
 					fab_okname "$tb" 64 && fab_em "N sysnet $n/device/hwmon/$hb/$tb"
 				done
@@ -175,14 +223,14 @@ fab_scan() {
 		n=${d##*/}
 		fab_okname "$n" 64 || { fab_refuse rdma "$n"; continue; }
 		for f in fw_ver hca_type board_id node_guid; do
-			fab_exists "$d/$f" && fab_em "S sysib $n/$f"
+			fab_one S sysib "$n/$f" "$d/$f"
 		done
 		for p in "$d"/ports/*; do
 			fab_exists "$p" || continue
 			pn=${p##*/}
 			fab_okname "$pn" 16 || { fab_refuse port "$n/$pn"; continue; }
 			for f in state phys_state rate link_layer lid sm_lid; do
-				fab_exists "$p/$f" && fab_em "N sysib $n/ports/$pn/$f"
+				fab_one N sysib "$n/ports/$pn/$f" "$p/$f"
 			done
 			for c in counters counters_ext hw_counters; do
 				fab_files N sysib "$n/ports/$pn/$c" "$p/$c"
@@ -197,7 +245,7 @@ fab_scan() {
 		cb=${cb##*/}
 		fab_okname "$cb" 16 || continue
 		for f in core_throttle_count package_throttle_count; do
-			fab_exists "$c/$f" && fab_em "C cputhrottle devices/system/cpu/$cb/thermal_throttle/$f"
+			fab_one C cputhrottle "devices/system/cpu/$cb/thermal_throttle/$f" "$c/$f"
 		done
 	done
 }
@@ -232,9 +280,12 @@ fab_ticker() {
 		if [ "$rem" -le 0 ] || [ "$rem" -gt "$IV" ]; then dl=$((NOW + ivns)); rem=$IV; fi
 		# Sleep in slices of at most 1 s and write a keepalive after each: a closed
 		# channel is noticed within a second even at a 60 s interval.
+		# The keepalive carries the uptime: the awk's read deadlines need a clock.
 		while [ "$rem" -gt 1000 ]; do
 			sleep 1 2>/dev/null
-			fab_em K
+			up=0
+			read -r up _ </proc/uptime 2>/dev/null
+			fab_em "K $up"
 			rem=$((rem - 1000))
 		done
 		fab_sleep_ms "$rem"
@@ -297,8 +348,49 @@ fab_producers() {
 	fab_ticker
 }
 
+# PGOK=1 when this shell leads its process group (sshd runs the command in a new
+# session and `exec sh` keeps that; LocalTransport uses a new session too): only then
+# is `kill 0` ours alone.
+fab_pgok() {
+	PGOK=0
+	if read -r _s </proc/$$/stat 2>/dev/null; then
+		_s=${_s##*") "}
+	else
+		_s=". . $(ps -o pgid= -p $$ 2>/dev/null)"
+	fi
+	set -- $_s
+	[ "$3" = "$$" ] && PGOK=1
+}
+
+# End every process of the probe. With the group: TERM it (the caller ignores TERM),
+# KILL what is left after 1 s (the caller too: a caller that wants to exit with a status
+# runs this in the background). Without it: the awk (its sysfs readers end with it, its
+# tools by their timeouts, and the ticker's next failed write stops the GPU reader) and
+# the watcher.
+fab_end() {
+	trap '' TERM
+	if [ "$PGOK" = 1 ]; then
+		kill -TERM 0 2>/dev/null
+		sleep 1 2>/dev/null
+		kill -KILL 0 2>/dev/null
+	else
+		kill "$AP" "$WP" 2>/dev/null
+	fi
+}
+
+# Reads the connection's stdin to EOF (fabtop sends nothing after the script), then
+# ends everything: a blocked probe never writes, so a failed write cannot tell it that
+# the channel or fabtop went away; this does, within a second of the EOF.
+fab_watch() {
+	while IFS= read -r _l; do :; done
+	fab_end
+}
+
 fab_main() {
+	# fd 3 keeps the connection's stdin for the watcher; nothing else reads it.
+	exec 3<&0 </dev/null
 	fab_args "$@"
+	fab_pgok
 	[ -n "$XPATH" ] && PATH=$XPATH:$PATH
 	export PATH
 	NSOK=0 FRAC=0
@@ -329,8 +421,22 @@ fab_main() {
 	fi
 	AWKI=
 	case $(awk -W version 2>&1 </dev/null) in *mawk*) AWKI="-W interactive" ;; esac
-	fab_producers | awk $AWKI -v IV="$IV" -v SYS="$SYS" -v TK="$TK" -v TO="$TO" -v HAVE="$HAVE" \
-		-v GKIND="$GKIND" -v GF="$GF" -v MAXF="$MAXF" -v SLOW="$SLOW" "$FAB_AWK"
+	fab_producers 3<&- | awk $AWKI -v IV="$IV" -v SYS="$SYS" -v TK="$TK" -v TO="$TO" \
+		-v HAVE="$HAVE" -v GKIND="$GKIND" -v GF="$GF" -v MAXF="$MAXF" -v SLOW="$SLOW" \
+		-v SCAP="$SCAP" -v FCAP="$FCAP" "$FAB_AWK" 3<&- &
+	AP=$!
+	fab_watch <&3 3<&- >/dev/null 2>&1 &
+	WP=$!
+	exec 3<&-
+	wait "$AP"
+	rc=$?
+	trap '' TERM
+	if [ "$PGOK" = 1 ]; then
+		(fab_end) </dev/null >/dev/null 2>&1 &
+	else
+		fab_end
+	fi
+	exit "$rc"
 }
 
 FAB_AWK='
@@ -371,13 +477,39 @@ function addns(ns, ms,   hi, lo, c) {
 function section(kind, subj, rns, st, det) {
 	o(sprintf("@@section %s %s %s %s%s", kind, subj, rns, st, (det == "" ? "" : " " det)))
 }
-# One grep per tick reads every listed file: mawk aborts on a read error (EINVAL from
-# `speed` on a down link, EIO from a PMA counter), grep -s skips the file and goes on.
-function read_files(slow,   i, cmd, l, n, ch, p, rel) {
-	split("", VAL)
+# Byte caps: a section is built in SL and written by sl_emit. The line that would take
+# it past SCAP bytes, or the frame past FCAP (frames.py drops a frame over 16 MiB), is
+# dropped with every line after it, and the section says `truncated` with the cap in
+# its detail (the status it would have had follows): the rest of the frame ships.
+function sl_reset() { SLN = 0; SLB = 0; SLT = "" }
+function sl_add(l,   n) {
+	if (SLT != "") return 0
+	l = esc(l)
+	n = length(l) + 1
+	if (SLB + n > SCAP) { SLT = "section cap " SCAP " bytes"; return 0 }
+	if (FB + SLB + n > FCAP) { SLT = "frame cap " FCAP " bytes"; return 0 }
+	SL[++SLN] = l
+	SLB += n
+	return 1
+}
+function sl_emit(kind, subj, rns, st, det,   i) {
+	if (SLT != "") {
+		det = SLT (st == "ok" ? "" : "; " st (det == "" ? "" : " " det))
+		st = "truncated"
+	}
+	section(kind, subj, rns, st, det)
+	for (i = 1; i <= SLN; i++) o(SL[i])
+	FB += SLB
+	split("", SL)
+	sl_reset()
+}
+# Fallback when no reader can run (see rd_cmd): one grep per tick reads every listed
+# file, without a time bound. mawk aborts on a read error (EINVAL from `speed` on a down
+# link, EIO from a PMA counter), grep -s skips the file and goes on.
+function read_files(slow,   i, ch, n) {
 	n = 0; ch = ""
 	for (i = 1; i <= nf; i++) {
-		if (FM[i] == "n" || FM[i] == "s" || (FM[i] == "S" && !slow)) continue
+		if (FM[i] == "n" || FM[i] == "s" || (FM[i] == "S" && !slow) || (FP[i] in SKIP)) continue
 		ch = ch " " FP[i]; n++
 		if (length(ch) > 100000) { grep_chunk(ch); ch = ""; n = 0 }
 	}
@@ -393,52 +525,187 @@ function grep_chunk(list,   cmd, l, c, p) {
 		c = index(l, ":")
 		if (c < 2) continue
 		p = substr(l, 1, c - 1)
-		if (!(p in VAL)) VAL[p] = substr(l, c + 1)
+		if (!(p in VAL) && c < length(l)) VAL[p] = substr(l, c + 1)
 	}
 	close(cmd)
+}
+# Sysfs readers. A read that blocks (a FIFO, a wedged driver attribute; mlx5 hw_counters
+# go to firmware) must cost one value, never the frame, and a read stuck in the kernel
+# ignores signals: so no read happens in this awk, which never waits on a reader. Each
+# reader is a persistent sh loop (builtins only: no fork per tick or per file) for about
+# 60 KB of the file list (one sh -c word may hold 128 KB). It is started with print|cmd,
+# and the popen shell forks it into the background and exits, so neither close() nor our
+# exit ever waits for it. It writes into our own input, the pipe from the ticker, which
+# it opens as /proc/<awk pid>/fd/0 (Linux): one line per file read, "V <rid> <i>
+# <value>" (value empty when unreadable, whole lines of at most 2 KiB so pipe writes
+# stay atomic beside the ticker and GPU lines), then "D <rid>". Each tick we write
+# "<slow>" to every idle reader and write the frame once every one said D, or when TO
+# seconds have passed (the ticker and keepalive lines carry the clock). A reader that
+# has run TO seconds and said nothing for a whole ticker period is stuck in the file
+# after its last line: that file is skipped from then on and said in a warning, the
+# reader abandoned and the readers rebuilt. We never write to a reader that may be gone
+# (a write to a pipe without reader would kill us): only to one that just said D, or a
+# new one, which turns into a sink when it cannot open our input.
+function rd_cmd(rid, fast, slow) {
+	return "exec 2>/dev/null 3<&0; { if [ -w /proc/$PPID/fd/0 ] && command exec >/proc/$PPID/fd/0 && cd " SYS "; then" \
+		" r() { for f; do i=$((i + 1)); v=; IFS= read -r v <\"$f\"; [ ${#v} -le 2048 ] || v=; printf \"V " rid " %s %s\\n\" \"$i\" \"$v\"; done; };" \
+		" echo \"V " rid " 0\"; while read -r s; do i=0; r" fast "; [ \"$s\" = 1 ] && r" slow "; echo \"D " rid "\"; done;" \
+		" else while read -r s; do :; done; fi; } <&3 3<&- &"
+}
+function rd_add(p, slow) {
+	if ((p in SKIP) || p !~ /^[A-Za-z0-9_.:@\/-]+$/) return
+	if (NCH == 0 || length(CF[NCH]) + length(CS[NCH]) > 60000) {
+		NCH++; CF[NCH] = ""; CS[NCH] = ""; CNF[NCH] = 0; CNSL[NCH] = 0; CR[NCH] = 0
+	}
+	if (slow) { CES[NCH, ++CNSL[NCH]] = p; CS[NCH] = CS[NCH] " " p }
+	else { CEF[NCH, ++CNF[NCH]] = p; CF[NCH] = CF[NCH] " " p }
+}
+function rd_drop(   c, r) {
+	for (c = 1; c <= NCH; c++) {
+		r = CR[c]
+		if (r) { close(RCM[r]); RST[r] = 0 }
+	}
+	NCH = 0
+	split("", CF); split("", CS); split("", CEF); split("", CES); split("", CNF); split("", CNSL); split("", CR)
+}
+function rd_build(   i) {
+	rd_drop()
+	RDIRTY = 0
+	for (i = 1; i <= nf; i++) if (FM[i] == "N" || FM[i] == "S") rd_add(FP[i], FM[i] == "S")
+	for (i = 1; i <= nc; i++) rd_add(CP[i], 1)
+}
+# The file reader r is in, or was in when it stopped: the one after its last line.
+function rd_file(r,   c, i) {
+	c = RCH[r]; i = RL[r] + 1
+	if (i <= CNF[c]) return CEF[c, i]
+	if (RSL[r] && i - CNF[c] <= CNSL[c]) return CES[c, i - CNF[c]]
+	return ""
+}
+function rd_go(slow,   c, r) {
+	PW = 0
+	if (RDIRTY) rd_build()
+	for (c = 1; c <= NCH; c++) {
+		r = CR[c]
+		if (r == 0) {
+			r = CR[c] = ++NRD
+			RCM[r] = rd_cmd(r, CF[c], CS[c]); RCH[r] = c; RST[r] = 1; RH[r] = 0
+		}
+		if (RST[r] != 1) continue  # still busy with an earlier tick: its values are missing
+		printf "%d\n", slow | RCM[r]
+		fflush(RCM[r])
+		RST[r] = 2; RTK[r] = seq; RG[r] = LUP; RM[r] = 0; RL[r] = 0; RSL[r] = slow
+		PW++
+	}
+}
+function rd_line(l,   r, i, v, h) {
+	r = $2 + 0; i = $3 + 0
+	if (!(r in RST) || RST[r] != 2) return
+	RM[r] = 1
+	if (i == 0) { RH[r] = 1; return }
+	RL[r] = i
+	if (!PEND || RTK[r] != seq) return  # a late line of a frame already written
+	h = length($1 " " $2 " " $3 " ")
+	if (length(l) <= h) return
+	VAL[rd_file_at(r, i)] = substr(l, h + 1)
+}
+function rd_file_at(r, i,   c) {
+	c = RCH[r]
+	return (i <= CNF[c]) ? CEF[c, i] : CES[c, i - CNF[c]]
+}
+function rd_done(r) {
+	if (!(r in RST) || RST[r] != 2) return
+	RST[r] = 1
+	if (PEND && RTK[r] == seq && --PW <= 0) finalize()
+}
+function rd_check(   c, r, p) {
+	for (c = 1; c <= NCH; c++) {
+		r = CR[c]
+		if (r == 0 || RST[r] != 2) continue
+		if (!RM[r] && LUP - RG[r] >= TO) {
+			if (!RH[r]) { rd_fallback("no sysfs reader could write to /proc/<awk pid>/fd/0"); return }
+			p = rd_file(r)
+			RST[r] = 3
+			RDIRTY = 1
+			if (p != "") {
+				SKIP[p] = 1
+				SKIPS = SKIPS " " p
+				warn("sysfs read blocked for " TO "s, skipped from now on: " clean(p))
+			}
+			if (PEND && RTK[r] == seq) PW--
+		}
+		RM[r] = 0
+	}
+}
+function rd_fallback(why) {
+	GREP = 1
+	warn("sysfs reads run without a time bound: " why)
+	rd_drop()
+	if (PEND) { split("", VAL); read_files(FSLOW); PW = 0 }
+}
+# A ticker (T) or keepalive (K) line: the clock for the read deadlines.
+function clock(up) {
+	if (up > 0) LUP = up
+	else LUP += (IV < 1000 ? IV : 1000) / 1000
+	rd_check()
+	if (PEND && (PW <= 0 || LUP - FUP >= TO)) finalize()
 }
 # Slow-cadence files go to their own section (<kind>_slow) so the collector can keep the
 # latest one between slow ticks without guessing which lines of a tick are missing.
 function sysfs_section(kind, slow,   i) {
-	section(kind, "-", CNS, "ok", "")
+	sl_reset()
 	for (i = 1; i <= nf; i++) {
 		if (FK[i] != kind) continue
-		if (FM[i] == "n") { o(esc(FR[i] " -")); continue }
+		if (FM[i] == "n") { if (!sl_add(FR[i] " -")) break; continue }
 		if (FM[i] == "s" || FM[i] == "S") continue
-		if (FP[i] in VAL) o(esc(FR[i] " " VAL[FP[i]]))
+		if ((FP[i] in VAL) && !sl_add(FR[i] " " VAL[FP[i]])) break
 	}
+	sl_emit(kind, "-", CNS, "ok", "")
 	if (!slow) return
-	section(kind "_slow", "-", CNS, "ok", "")
+	sl_reset()
 	for (i = 1; i <= nf; i++) {
 		if (FK[i] != kind) continue
-		if (FM[i] == "s") { o(esc(FR[i] " -")); continue }
-		if (FM[i] == "S" && (FP[i] in VAL)) o(esc(FR[i] " " VAL[FP[i]]))
+		if (FM[i] == "s") { if (!sl_add(FR[i] " -")) break; continue }
+		if (FM[i] == "S" && (FP[i] in VAL) && !sl_add(FR[i] " " VAL[FP[i]])) break
 	}
+	sl_emit(kind "_slow", "-", CNS, "ok", "")
 }
 function cpu_section(   i, k, b, sum, ord, no) {
-	section("cputhrottle", "-", CNS, "ok", "")
 	no = 0
 	for (i = 1; i <= nc; i++) {
 		if (!(CP[i] in VAL)) continue
-		b = CR[i]; sub(/.*\//, "", b)
+		b = CR_[i]; sub(/.*\//, "", b)
 		if (!(b in sum)) { sum[b] = 0; ord[++no] = b }
 		sum[b] += VAL[CP[i]]
 	}
+	sl_reset()
 	for (k = 1; k <= no; k++)
-		o(sprintf("devices/system/cpu/cpu*/thermal_throttle/%s %.0f", ord[k], sum[ord[k]]))
+		sl_add(sprintf("devices/system/cpu/cpu*/thermal_throttle/%s %.0f", ord[k], sum[ord[k]]))
+	sl_emit("cputhrottle", "-", CNS, "ok", "")
 }
 function job(kind, subj, cmd) {
 	nj++
 	JK[nj] = kind; JS[nj] = subj; JC[nj] = cmd
 }
 function has(t) { return index(HAVE, " " t " ") > 0 }
+# A line of job i, kept while the section (SCAP) and the whole tick (FCAP, summed over
+# jobs) have room: lines past either cap are dropped as they arrive, so memory stays
+# bounded however much a tool prints within its timeout.
+function keep(i, l,   n) {
+	if (JT[i] != "") return
+	if (length(l) > 65536) l = substr(l, 1, 65536)  # what esc() would send
+	n = length(l) + 1
+	if (JB[i] + n > SCAP || JN[i] >= 200000) { JT[i] = "section cap " SCAP " bytes"; return }
+	if (TB + n > FCAP) { JT[i] = "frame cap " FCAP " bytes"; return }
+	JL[i, ++JN[i]] = l
+	JB[i] += n
+	TB += n
+}
 # Every tool of a tick runs at once, each in its own pipe under `timeout`, so one hung
 # tool costs the frame one timeout, not one per interface. Each shell prints an empty
 # line first: reading it starts them all before the first one is drained.
-function run_jobs(   i, l, n, c, k, rc, st, det) {
-	if (nj == 0) return
+function run_jobs(   i, l, c, k) {
 	for (i = 1; i <= nj; i++) {
-		JN[i] = 0; JR[i] = ""
+		JN[i] = 0; JR[i] = ""; JB[i] = 0; JT[i] = ""
 		JP[i] = "exec </dev/null 2>&1; echo; " TKC JC[i] "; printf \"%s\\n\" \"" NONCE " e $?\""
 		JP[i] | getline l
 	}
@@ -447,41 +714,47 @@ function run_jobs(   i, l, n, c, k, rc, st, det) {
 			c = index(l, NONCE " e ")
 			if (c > 0) {
 				# output without a final newline: our marker is glued to its last line
-				if (c > 1 && JN[i] < 100000) { n = ++JN[i]; JL[i, n] = substr(l, 1, c - 1) }
+				if (c > 1) keep(i, substr(l, 1, c - 1))
 				split(substr(l, c), k, " ")
 				JR[i] = k[3]
 				continue
 			}
-			if (JN[i] < 100000) { n = ++JN[i]; JL[i, n] = l }
+			keep(i, l)
 		}
 		close(JP[i])
 	}
+}
+function emit_jobs(   i, n, rc, st, det) {
 	for (i = 1; i <= nj; i++) {
 		rc = JR[i]; det = ""
 		if (rc == "") { st = "error"; det = "no exit status" }
 		else if (rc == 0) st = "ok"
 		else if (TK != "" && (rc == 124 || rc == 137 || rc == 143)) { st = "timeout"; det = "after " TO "s" }
 		else { st = "error"; det = "rc=" rc }
-		if (JK[i] == "gpu_amd") det = (det == "" ? "" : det " ") "tool=" JT
-		section(JK[i], JS[i], CNS, st, det)
-		for (n = 1; n <= JN[i]; n++) { o(esc(JL[i, n])); delete JL[i, n] }
+		if (JK[i] == "gpu_amd") det = (det == "" ? "" : det " ") "tool=" JT_
+		sl_reset()
+		for (n = 1; n <= JN[i]; n++) { if (!sl_add(JL[i, n])) break }
+		if (SLT == "") SLT = JT[i]
+		sl_emit(JK[i], JS[i], CNS, st, det)
+		for (n = 1; n <= JN[i]; n++) delete JL[i, n]
 	}
 	nj = 0
 }
-function gpu_section(   k, i, l, c, st, fresh, newest) {
+function gpu_section(   k, i, st, newest) {
 	newest = -1
 	for (i = 1; i <= ng; i++) if (GT[GO[i]] > newest) newest = GT[GO[i]]
 	st = (newest >= 0 && tn - newest < 3) ? "ok" : "stale"
-	section("gpu_nvidia", "-", (ng ? GN[newest] : "-"), st, (ng ? "" : "no line yet"))
 	# GN gains one entry per tick with GPU lines; only ticks still in GT can be asked for.
 	for (k in GN) if (k + 0 < newest) delete GN[k]
-	o(esc("# " GFIELDS))
+	sl_reset()
+	sl_add("# " GFIELDS)
 	for (i = 1; i <= ng; i++) {
 		k = GO[i]
 		if (st == "ok" && tn - GT[k] >= 3) continue
 		if (st == "stale" && GT[k] != newest) continue
-		o(esc(GL[k]))
+		if (!sl_add(GL[k])) break
 	}
+	sl_emit("gpu_nvidia", "-", (ng ? GN[newest] : "-"), st, (ng ? "" : "no line yet"))
 }
 function gpu_fields(f,   a, n, i) {
 	GFIELDS = f; GKEY = 0
@@ -500,10 +773,12 @@ function gpu_line(l,   k, a, n) {
 	if (!(k in GL)) { if (ng >= 64) return; GO[++ng] = k }
 	GL[k] = l; GT[k] = tn; GN[tn] = LNS
 }
-function tick(ns, up, slow,   l, a, lag, ms, i, t) {
+function tick(ns, up, slow,   a, lag, ms, i) {
 	tn++
 	LNS = ns
 	if (PSLOW) slow = 1
+	# The previous frame still waits for its sysfs reads: this tick is dropped like a late one.
+	if (PEND) { PSLOW = slow; skipped++; return }
 	lag = 0
 	if (rd("/proc/uptime")) { split(RV, a, " "); lag = a[1] - up }
 	# The ticker does not wait for us: a tick we reach a whole interval late has a newer
@@ -513,11 +788,12 @@ function tick(ns, up, slow,   l, a, lag, ms, i, t) {
 	CNS = ns
 	if (lag >= 0.02 && up > 0) { ms = int(lag * 1000); CNS = addns(ns, ms); up = a[1] }
 	seq++
+	FB = 0; TB = 0; FSLOW = slow; FUP = LUP
 	o(sprintf("@@fabtop-frame %d %s %s %s.%s", seq, CNS, up, substr(CNS, 1, length(CNS) - 9), substr(CNS, length(CNS) - 8, 3)))
-	read_files(slow)
-	sysfs_section("sysnet", slow)
-	sysfs_section("sysib", slow)
-	if (slow && nc) cpu_section()
+	split("", VAL)
+	PW = 0
+	if (GREP) read_files(slow)
+	else rd_go(slow)
 	for (i = 1; i <= ne; i++) {
 		if (has("ethtool")) job("ethtool_S", E[i], "ethtool -S " E[i])
 		if (!slow) continue
@@ -530,21 +806,35 @@ function tick(ns, up, slow,   l, a, lag, ms, i, t) {
 		if (has("dcb")) job("dcb_buffer", E[i], "dcb buffer show dev " E[i])
 	}
 	if (slow && (GKIND == "amd-smi" || GKIND == "rocm-smi")) {
-		JT = GKIND
+		JT_ = GKIND
 		if (GKIND == "amd-smi") job("gpu_amd", "-", "amd-smi metric --json")
 		else job("gpu_amd", "-", "rocm-smi --showuse --showtemp --showpower --showmeminfo vram --json")
 	}
 	run_jobs()
-	if (slow) {
+	PEND = 1
+	if (PW <= 0) finalize()
+}
+# Writes the frame begun by tick(): its sysfs values are in, or their deadline passed.
+function finalize(   i, n, p) {
+	PEND = 0
+	if (PW > 0) warn("sysfs reads not done after " TO "s: values missing from this frame")
+	PW = 0
+	sysfs_section("sysnet", FSLOW)
+	sysfs_section("sysib", FSLOW)
+	if (FSLOW && nc) cpu_section()
+	emit_jobs()
+	if (FSLOW) {
 		if (!has("ethtool")) { section("ethtool_S", "-", CNS, "missing", "ethtool"); section("ethtool_i", "-", CNS, "missing", "ethtool") }
 		if (!has("mlnx_qos")) section("mlnx_qos", "-", CNS, "missing", "mlnx_qos")
 		if (!has("dcb")) section("dcb_pfc", "-", CNS, "missing", "dcb")
 		if (GKIND == "none") section("gpu_nvidia", "-", CNS, "missing", "no nvidia-smi, amd-smi or rocm-smi")
+		n = split(SKIPS, p, " ")
+		for (i = 1; i <= n; i++) warn("sysfs file skipped (its read blocked): " clean(p[i]))
 	}
 	if (GKIND == "nvidia") gpu_section()
 	section("probe", "-", CNS, "ok", "")
 	o("interval_ms " IV)
-	o("slow " (slow ? 1 : 0))
+	o("slow " (FSLOW ? 1 : 0))
 	if (skipped) { o("skipped_ticks " skipped); skipped = 0 }
 	for (i = 1; i <= nw; i++) o(esc("warning " W[i]))
 	nw = 0
@@ -561,29 +851,34 @@ BEGIN {
 	TKC = (TK == "" ? "" : TK " " TO " ")
 	if (TK == "") warn("no timeout command: tools run without a time limit")
 	gpu_fields(GF)
-	MAXF += 0; IV += 0
+	MAXF += 0; IV += 0; TO += 0; SCAP += 0; FCAP += 0
 }
-$1 == "T" { tick($2, $3, $4 + 0); next }
+$1 == "V" { rd_line($0); next }
+$1 == "D" { rd_done($2 + 0); next }
+$1 == "T" { clock($3 + 0); tick($2, $3, $4 + 0); next }
 $1 == "G" { gpu_line(substr($0, 3)); next }
 $1 == "g" {
 	if ($2 == "start") { if ($3 != GFIELDS && $3 != "") gpu_fields($3) }
 	else if ($2 == "exit") warn("nvidia-smi exited rc=" clean($3))
 	next
 }
-$1 == "R" { nf = 0; ne = 0; nc = 0; next }
+$1 == "R" { if (PEND) finalize(); nf = 0; ne = 0; nc = 0; RDIRTY = 1; next }
 $1 == "N" || $1 == "S" || $1 == "n" || $1 == "s" {
 	if (NF != 3 || $3 ~ /\.\./) next
 	nf++; FM[nf] = $1; FK[nf] = $2; FR[nf] = $3
 	FP[nf] = "class/" ($2 == "sysib" ? "infiniband" : "net") "/" $3
 	next
 }
-$1 == "C" { if (NF == 3 && $3 !~ /\.\./) { nc++; CR[nc] = $3; CP[nc] = $3 }; next }
+$1 == "C" { if (NF == 3 && $3 !~ /\.\./) { nc++; CR_[nc] = $3; CP[nc] = $3 }; next }
 $1 == "E" { if (NF == 2 && okname($2)) E[++ne] = $2; else warn("refused netdev name: " clean($2)); next }
 $1 == "W" { warn(clean(substr($0, 3))); next }
 # Keepalive between the ticks of a long interval: an empty line (ignored by the decoder)
 # makes a closed channel fail our write within a second.
-$1 == "K" { print "\n"; fflush(); next }
+$1 == "K" { clock($2 + 0); print "\n"; fflush(); next }
 '
 
-fab_main "$@" </dev/null
-exit
+# The script arrives on stdin, and stdin stays open after it (the watcher's EOF ends the
+# probe). The shell reads a script line by line as it runs it, so everything runs from
+# this one last line: once the shell executes it, nothing of the script is left unread
+# for the watcher, and `exit` on the same line means the shell never reads stdin again.
+fab_main "$@"; exit

@@ -7,7 +7,13 @@ import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
 STDERR_TAIL_BYTES = 4096
-MAX_HTTP_RESPONSE_BYTES = 16 * 1024 * 1024  # a /metrics page is far smaller; bound it anyway
+# A /metrics body over this is refused, never buffered: a real page is far smaller
+# (vLLM's is tens of KB), and parsing costs about 0.28 s per MB of CPU wherever it runs.
+HTTP_MAX_BODY = 8 * 1024 * 1024
+HTTP_MAX_HEAD = 64 * 1024
+# The response bound before the body cap; recordings made then may hold bodies this big
+# (fabtop/run/record.py sizes its payload bound on it).
+MAX_HTTP_RESPONSE_BYTES = 16 * 1024 * 1024
 
 _HTTP_HOST_RE = re.compile(
     r"^(?:[A-Za-z0-9_.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]|[0-9A-Fa-f:.]{2,45})$"
@@ -36,6 +42,8 @@ class Transport(abc.ABC):
     def stream(self, script: str, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
         """Run ``sh -s -- args`` with ``script`` on stdin; yield stdout chunks until it exits.
 
+        stdin stays open after the script until the stream ends: the probe ends every
+        process it started when stdin reaches EOF (so a script must exit by itself).
         An async generator, so a consumer that stops early can ``aclose()`` it and the
         remote or local process is ended at once.
         """
@@ -45,8 +53,13 @@ class Transport(abc.ABC):
         """Run one command; return (exit status, stdout, stderr)."""
 
     @abc.abstractmethod
-    async def http_get(self, host: str, port: int, path: str, timeout: float) -> tuple[int, bytes]:
-        """HTTP/1.0 GET ``http://host:port/path`` as seen from the node; return (status, body)."""
+    async def http_get(
+        self, host: str, port: int, path: str, timeout: float, *, max_bytes: int = HTTP_MAX_BODY
+    ) -> tuple[int, bytes]:
+        """HTTP/1.0 GET ``http://host:port/path`` as seen from the node; return (status, body).
+
+        A body larger than ``max_bytes`` is a TransportError naming the size, never buffered.
+        """
 
     @abc.abstractmethod
     async def close(self) -> None:
@@ -116,16 +129,53 @@ def http_request(host: str, port: int, path: str) -> bytes:
     ).encode("ascii")
 
 
-async def read_http_response(read: Callable[[int], Awaitable[bytes]]) -> bytes:
-    """Read a response to EOF (HTTP/1.0: the server closes), bounded."""
+async def read_http_response(
+    read: Callable[[int], Awaitable[bytes]], max_body: int = HTTP_MAX_BODY
+) -> bytes:
+    """Read a response to EOF (HTTP/1.0: the server closes), at most ``max_body`` of body.
+
+    Raises ValueError naming the size as soon as the header announces a larger body or
+    more arrives: nothing beyond the cap is kept.
+    """
     buf = bytearray()
+    head_end = -1
     while True:
         chunk = await read(65536)
         if not chunk:
             return bytes(buf)
         buf += chunk
-        if len(buf) > MAX_HTTP_RESPONSE_BYTES:
-            raise ValueError(f"HTTP response larger than {MAX_HTTP_RESPONSE_BYTES} bytes")
+        if head_end < 0:
+            head_end = _head_end(buf)
+            if head_end < 0:
+                if len(buf) > HTTP_MAX_HEAD:
+                    raise ValueError(f"HTTP header larger than {HTTP_MAX_HEAD} bytes")
+                continue
+            announced = _content_length(bytes(buf[:head_end]))
+            if announced is not None and announced > max_body:
+                raise ValueError(
+                    f"HTTP body of {announced} bytes (Content-Length) is over the "
+                    f"{max_body}-byte limit"
+                )
+        if len(buf) - head_end > max_body:
+            raise ValueError(f"HTTP body larger than the {max_body}-byte limit")
+
+
+def _head_end(buf: bytearray) -> int:
+    """Offset of the body (after the blank line), or -1 while the header is incomplete."""
+    for sep in (b"\r\n\r\n", b"\n\n"):
+        i = buf.find(sep)
+        if i >= 0:
+            return i + len(sep)
+    return -1
+
+
+def _content_length(head: bytes) -> int | None:
+    for line in head.split(b"\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep and name.strip().lower() == b"content-length":
+            v = value.strip()
+            return int(v) if v.isdigit() and len(v) <= 20 else None
+    return None
 
 
 def parse_http_response(data: bytes) -> tuple[int, bytes]:
@@ -148,7 +198,8 @@ async def http_exchange(
     host: str,
     port: int,
     path: str,
+    max_body: int = HTTP_MAX_BODY,
 ) -> tuple[int, bytes]:
-    """Send the GET, read the whole response and parse it."""
+    """Send the GET, read the whole response (body at most ``max_body``) and parse it."""
     write(http_request(host, port, path))
-    return parse_http_response(await read_http_response(read))
+    return parse_http_response(await read_http_response(read, max_body))

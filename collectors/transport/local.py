@@ -9,6 +9,7 @@ import signal
 from collections.abc import AsyncGenerator, Sequence
 
 from collectors.transport.base import (
+    HTTP_MAX_BODY,
     TailBuffer,
     Transport,
     TransportError,
@@ -73,7 +74,11 @@ class LocalTransport(Transport):
         self._procs.discard(proc)
 
     async def stream(self, script: str, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
-        """Run ``sh -s -- args`` with ``script`` on stdin; yield stdout chunks until it exits."""
+        """Run ``sh -s -- args`` with ``script`` on stdin; yield stdout chunks until it exits.
+
+        stdin stays open after the script: the probe ends everything it started when it
+        reaches EOF, so closing it (here, or by fabtop going away) is its end of life.
+        """
         proc = await self._spawn(["sh", "-s", "--", *args], stdin=True)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         tail = TailBuffer()
@@ -82,7 +87,6 @@ class LocalTransport(Transport):
             proc.stdin.write(script.encode())
             with contextlib.suppress(ConnectionError):
                 await proc.stdin.drain()
-            proc.stdin.close()
             while chunk := await proc.stdout.read(65536):
                 yield chunk
             rc = await proc.wait()
@@ -94,6 +98,7 @@ class LocalTransport(Transport):
                 raise self.error(f"{why}: {tail.text() or 'no stderr'}")
         finally:
             err_task.cancel()
+            proc.stdin.close()
             await self._kill(proc)
 
     async def run(self, argv: Sequence[str], timeout: float) -> tuple[int, bytes, bytes]:
@@ -110,13 +115,15 @@ class LocalTransport(Transport):
         rc = proc.returncode if proc.returncode is not None else -1
         return rc, out, err
 
-    async def http_get(self, host: str, port: int, path: str, timeout: float) -> tuple[int, bytes]:
-        """HTTP/1.0 GET over a plain TCP connection."""
+    async def http_get(
+        self, host: str, port: int, path: str, timeout: float, *, max_bytes: int = HTTP_MAX_BODY
+    ) -> tuple[int, bytes]:
+        """HTTP/1.0 GET over a plain TCP connection; a body over ``max_bytes`` is an error."""
         writer: asyncio.StreamWriter | None = None
         try:
             async with asyncio.timeout(timeout):
                 reader, writer = await asyncio.open_connection(host, port)
-                return await http_exchange(reader.read, writer.write, host, port, path)
+                return await http_exchange(reader.read, writer.write, host, port, path, max_bytes)
         except TimeoutError:
             raise self.error(f"http://{host}:{port}{path} timed out after {timeout:g} s") from None
         except (OSError, ValueError) as exc:

@@ -16,6 +16,7 @@ from typing import Any
 import asyncssh
 
 from collectors.transport.base import (
+    HTTP_MAX_BODY,
     HostKeyError,
     TailBuffer,
     Transport,
@@ -117,6 +118,7 @@ class SshTransport(Transport):
         # The main stream and a focus stream share this transport and may (re)connect at
         # the same moment: one of them opens the connection, the other reuses it.
         self._connecting = asyncio.Lock()
+        self._procs: set[asyncssh.SSHClientProcess[bytes]] = set()
 
     def describe(self) -> str:
         """``name (user@host:port)``."""
@@ -267,19 +269,25 @@ class SshTransport(Transport):
         return self.error(f"{what}: {_os_cause(exc)}")
 
     async def stream(self, script: str, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
-        """Run ``sh -s -- args`` remotely with ``script`` on stdin; yield stdout chunks."""
+        """Run ``exec sh -s -- args`` remotely with ``script`` on stdin; yield stdout chunks.
+
+        The user's login shell runs the command: one short line every shell reads alike,
+        and ``exec`` keeps the session leader sshd made, so the probe leads its process
+        group. stdin stays open after the script: when the channel closes (here, or the
+        connection drops) the probe sees EOF and ends everything it started.
+        """
         conn = self._require()
-        command = " ".join(["sh", "-s", "--", *(shlex.quote(a) for a in args)])
+        command = " ".join(["exec", "sh", "-s", "--", *(shlex.quote(a) for a in args)])
         tail = TailBuffer()
         try:
             proc = await conn.create_process(command, encoding=None)
         except (asyncssh.Error, OSError) as exc:
             raise self._map(exc, "cannot start the probe") from None
+        self._procs.add(proc)
         err_task = asyncio.create_task(drain_into(proc.stderr.read, tail))
         try:
             try:
                 proc.stdin.write(script.encode())
-                proc.stdin.write_eof()
                 while chunk := await proc.stdout.read(65536):
                     yield chunk
                 await asyncio.wait_for(proc.wait_closed(), _CLOSE_TIMEOUT_S)
@@ -299,7 +307,8 @@ class SshTransport(Transport):
                 raise self.error(f"probe exited with status {status}: {stderr}")
         finally:
             err_task.cancel()
-            proc.close()
+            self._procs.discard(proc)
+            _end_process(proc)
 
     async def run(self, argv: Sequence[str], timeout: float) -> tuple[int, bytes, bytes]:
         """Run one command (argv quoted for the remote shell); return (status, stdout, stderr)."""
@@ -320,15 +329,20 @@ class SshTransport(Transport):
         rc = res.exit_status if res.exit_status is not None else -1
         return rc, out, err
 
-    async def http_get(self, host: str, port: int, path: str, timeout: float) -> tuple[int, bytes]:
-        """HTTP/1.0 GET through a direct-tcpip channel: the node's loopback, no port opened."""
+    async def http_get(
+        self, host: str, port: int, path: str, timeout: float, *, max_bytes: int = HTTP_MAX_BODY
+    ) -> tuple[int, bytes]:
+        """HTTP/1.0 GET through a direct-tcpip channel: the node's loopback, no port opened.
+
+        A body over ``max_bytes`` is an error naming the size, never buffered.
+        """
         conn = self._require()
         url = f"http://{host}:{port}{path}"
         writer: asyncssh.SSHWriter[bytes] | None = None
         try:
             async with asyncio.timeout(timeout):
                 reader, writer = await conn.open_connection(host, port, encoding=None)
-                return await http_exchange(reader.read, writer.write, host, port, path)
+                return await http_exchange(reader.read, writer.write, host, port, path, max_bytes)
         except TimeoutError:
             raise self.error(f"{url} timed out after {timeout:g} s") from None
         except ValueError as exc:
@@ -344,12 +358,24 @@ class SshTransport(Transport):
         if self._pinger is not None:
             self._pinger.cancel()
             self._pinger = None
+        # EOF on the probes' stdin first: each ends its own process group on the node
+        # even if the connection's close is never seen there (a half-open TCP link).
+        for proc in list(self._procs):
+            _end_process(proc)
+        self._procs.clear()
         conn, self._conn = self._conn, None
         if conn is None:
             return
         conn.close()
         with contextlib.suppress(TimeoutError, asyncssh.Error, OSError):
             await asyncio.wait_for(conn.wait_closed(), _CLOSE_TIMEOUT_S)
+
+
+def _end_process(proc: asyncssh.SSHClientProcess[bytes]) -> None:
+    """Send EOF on the probe's stdin (its end of life, see docs/PROBE.md), then close."""
+    with contextlib.suppress(asyncssh.Error, OSError, AttributeError):
+        proc.stdin.write_eof()
+    proc.close()
 
 
 def _os_cause(exc: BaseException) -> str:

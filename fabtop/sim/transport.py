@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from urllib.parse import urlsplit
 
-from collectors.transport.base import Transport
+from collectors.transport.base import HTTP_MAX_BODY, Transport
 from fabtop.sim.fabric import Fabric
 from fabtop.sim.host import SimHost
 
@@ -107,7 +107,9 @@ class DemoTransport(Transport):
         cmd = argv[0] if argv else ""
         return 127, b"", f"sh: {cmd}: not found (simulated host)\n".encode()
 
-    async def http_get(self, host: str, port: int, path: str, timeout: float) -> tuple[int, bytes]:
+    async def http_get(
+        self, host: str, port: int, path: str, timeout: float, *, max_bytes: int = HTTP_MAX_BODY
+    ) -> tuple[int, bytes]:
         """The simulated inference server's ``/metrics``; anything else is refused."""
         if not self.host.answers(self.clock.now()):
             await asyncio.sleep(timeout)

@@ -93,6 +93,18 @@ def node(tmp_path: Path, fixtures_dir: Path) -> Path:
     return tmp_path
 
 
+def _awk_shim(node: Path, awk: str) -> str:
+    """A PATH whose `awk` is ``awk`` (gawk, mawk, busybox); skips when it is missing."""
+    if not shutil.which(awk):
+        skip_or_fail(f"{awk} not installed (apt-get install {awk})")
+    shim = node / f"awkbin-{awk}"
+    shim.mkdir(exist_ok=True)
+    target = shutil.which(awk)
+    assert target is not None
+    _write_tool(shim, "awk", f'exec {target} {"awk " if awk == "busybox" else ""}"$@"\n')
+    return f"{shim}:{SYSTEM_PATH}"
+
+
 def _args(node: Path, **kw: object) -> ProbeArgs:
     base = ProbeArgs(
         interval_ms=200,
@@ -106,7 +118,11 @@ def _args(node: Path, **kw: object) -> ProbeArgs:
 
 
 class Probe:
-    """A running probe and the frames it printed."""
+    """A running probe and the frames it printed.
+
+    Started as the transports start it: in a new session (the probe leads its process
+    group), the script on stdin, and stdin kept open (its EOF ends the probe).
+    """
 
     def __init__(self, argv: list[str], cwd: Path, env_path: str = SYSTEM_PATH) -> None:
         self.proc = subprocess.Popen(
@@ -120,7 +136,7 @@ class Probe:
         )
         assert self.proc.stdin is not None
         self.proc.stdin.write(probe_script().encode())
-        self.proc.stdin.close()
+        self.proc.stdin.flush()
         self.decoder = FrameDecoder()
         self.raw = bytearray()
         self.t0 = time.monotonic()
@@ -150,6 +166,9 @@ class Probe:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
 
 
 @pytest.fixture()
@@ -435,21 +454,173 @@ def test_real_sys_lo_counter(tmp_path: Path, run_probe: list[Probe]) -> None:
     assert 0 <= after - got < 10_000_000
 
 
-@pytest.mark.parametrize("awk", ["gawk", "busybox"])
+@pytest.mark.parametrize("awk", ["gawk", "mawk", "busybox"])
 def test_other_awks(awk: str, node: Path, fixtures_dir: Path, run_probe: list[Probe]) -> None:
-    if not shutil.which(awk):
-        skip_or_fail(f"{awk} not installed (apt-get install {awk})")
-    shim = node / "awkbin"
-    shim.mkdir()
-    target = shutil.which(awk)
-    assert target is not None
-    _write_tool(shim, "awk", f'exec {target} {"awk " if awk == "busybox" else ""}"$@"\n')
-    probe = _start(run_probe, _shell_argv("dash", _args(node)), node, f"{shim}:{SYSTEM_PATH}")
+    path = _awk_shim(node, awk)
+    probe = _start(run_probe, _shell_argv("dash", _args(node)), node, path)
     frames = probe.frames(2)
     assert [f.seq for f in frames] == [1, 2]
     sec = frames[1].find("ethtool_S", "eth0")
     assert sec is not None and sec.text + "\n" == (fixtures_dir / ETHTOOL_S).read_text()
     assert _lines(frames[0].find("sysib").text)["mlx5_0/ports/1/state"] == "4: ACTIVE"  # type: ignore[union-attr]
+
+
+def _probe_awk(probe: Probe) -> int:
+    """The probe's own awk (its program names the frame markers; tool shims do not)."""
+    for pid in _descendants(probe.proc.pid):
+        with contextlib.suppress(OSError):
+            argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+            if argv[0].endswith(b"awk") and any(b"@@fabtop-frame" in a for a in argv):
+                return pid
+    raise AssertionError("no awk under the probe")
+
+
+def _peak_rss_kib(pid: int) -> int:
+    for line in (Path("/proc") / str(pid) / "status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.parametrize("awk", ["gawk", "mawk"])
+def test_a_tool_printing_without_end_is_truncated_and_frames_keep_coming(
+    awk: str, node: Path, fixtures_dir: Path, run_probe: list[Probe]
+) -> None:
+    # 200 KB lines as fast as cat can print them until the timeout kills it: lines are
+    # capped, bytes were not (the awk held ~450 MB and every frame overflowed 16 MB).
+    big = node / "big.txt"
+    big.write_text(("x" * 200_000 + "\n") * 20)
+    _write_tool(
+        node / "bin",
+        "ethtool",
+        f'case $1 in -S) while cat "{big}"; do :; done ;; '
+        f'-i) cat "{fixtures_dir / ETHTOOL_I}" ;; esac\n',
+    )
+    cap = 2 * 1024 * 1024
+    args = _args(node, max_frames=3, section_bytes=cap)
+    probe = _start(run_probe, _shell_argv("dash", args), node, _awk_shim(node, awk))
+    frames = probe.frames(2)
+    peak_kib = _peak_rss_kib(_probe_awk(probe))
+    frames += probe.frames(1)
+    assert [f.seq for f in frames] == [1, 2, 3]
+    assert probe.decoder.take_warnings() == []
+    for f in frames:
+        sec = f.find("ethtool_S", "eth0")
+        assert sec is not None and sec.status == "truncated"
+        assert sec.detail is not None and sec.detail.startswith(f"section cap {cap} bytes")
+        assert "timeout" in sec.detail  # what it would have said is kept
+        assert cap // 2 < len(sec.text) <= cap and set(sec.text) <= {"x", "\n"}
+        sysnet = f.find("sysnet")
+        assert sysnet is not None and sysnet.status == "ok"
+        assert _lines(sysnet.text)["eth0/statistics/rx_bytes"] == "1000"
+        assert f.find("probe") is not None
+    eth_i = frames[0].find("ethtool_i", "eth0")
+    assert eth_i is not None and eth_i.status == "ok"
+    if awk == "gawk":
+        # The section (2 MiB), the lines being written and one line in flight; before
+        # the cap gawk peaked at 341 MB here. (mawk's own buffering of long lines peaks
+        # near 75 MB per tick, whatever the volume, so its figure says less.)
+        assert peak_kib < 48 * 1024, f"awk peak RSS {peak_kib} KiB"
+
+
+def test_100k_ethtool_counters_still_fit_one_section(node: Path, run_probe: list[Probe]) -> None:
+    # What held up before the caps must keep holding: a NIC with 100k counters.
+    dump = node / "100k.txt"
+    rows = [f"     rx_vport_rdma_unicast_packets_q{i}: {i * 1000003}" for i in range(100_000)]
+    dump.write_text("NIC statistics:\n" + "\n".join(rows) + "\n")
+    assert 4_000_000 < dump.stat().st_size < 6_000_000  # ~5 MB, under the 8 MiB cap
+    _write_tool(node / "bin", "ethtool", f'cat "{dump}"\n')
+    probe = _start(run_probe, _shell_argv("dash", _args(node, max_frames=1, timeout_s=5)), node)
+    (frame,) = probe.frames(1, deadline_s=15)
+    sec = frame.find("ethtool_S", "eth0")
+    assert sec is not None and sec.status == "ok"
+    assert sec.text + "\n" == dump.read_text()
+
+
+def test_the_frame_cap_truncates_later_sections_and_keeps_the_probe_section(
+    node: Path, run_probe: list[Probe]
+) -> None:
+    line = "y" * 1000
+    (node / "kb.txt").write_text((line + "\n") * 100)  # 100 KB per tool
+    _write_tool(node / "bin", "ethtool", f'cat "{node}/kb.txt"\n')
+    _write_tool(node / "bin", "mlnx_qos", f'cat "{node}/kb.txt"\n')
+    args = _args(node, max_frames=1, frame_bytes=65536 * 2, section_bytes=65536 * 2)
+    probe = _start(run_probe, _shell_argv("dash", args), node)
+    (frame,) = probe.frames(1)
+    secs = [s for s in frame.sections if s.kind in ("ethtool_S", "ethtool_i", "mlnx_qos")]
+    # sysfs and the first 100 KB fit in 128 KiB; what comes after is cut, said, and shipped
+    assert [s.status for s in secs] == ["ok", "truncated", "truncated"]
+    assert [s.detail for s in secs[1:]] == ["frame cap 131072 bytes"] * 2
+    total = sum(len(s.text) + 1 for s in frame.sections if s.text)
+    assert total <= 131072
+    assert frame.find("probe") is not None and frame.find("sysnet").status == "ok"  # type: ignore[union-attr]
+
+
+def test_a_fifo_in_the_tree_is_never_opened(node: Path, run_probe: list[Probe]) -> None:
+    stats = node / "sys/class/net/eth0/statistics"
+    os.mkfifo(stats / "rx_fifo_errors")
+    (node / "sys/class/net/eth0/mtu").unlink()
+    os.mkfifo(node / "sys/class/net/eth0/mtu")
+    probe = _start(run_probe, _shell_argv("dash", _args(node, max_frames=3)), node)
+    frames = probe.frames(3)
+    assert [f.seq for f in frames] == [1, 2, 3]
+    net = _lines(frames[0].find("sysnet").text)  # type: ignore[union-attr]
+    assert net["eth0/statistics/rx_bytes"] == "1000" and net["eth0/statistics/tx_bytes"] == "1001"
+    assert "eth0/statistics/rx_fifo_errors" not in net and "eth0/mtu" not in net
+    notes = frames[0].find("probe").text.split("\n")  # type: ignore[union-attr]
+    assert "warning not a regular file, not read: eth0/statistics/rx_fifo_errors" in notes
+    assert "warning not a regular file, not read: eth0/mtu" in notes
+    assert probe.proc.wait(timeout=5) == 0
+
+
+def _frame_with(probe: Probe, want: str, deadline_s: float) -> tuple[Frame, list[Frame]]:
+    """Read frames until one whose probe section has a line containing ``want``."""
+    seen: list[Frame] = []
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        for f in probe.frames(1, deadline_s=max(0.1, end - time.monotonic())):
+            seen.append(f)
+            notes = f.find("probe")
+            if notes is not None and want in notes.text:
+                return f, seen
+    raise AssertionError(f"no frame says {want!r} in {deadline_s} s ({len(seen)} frames)")
+
+
+@pytest.mark.parametrize(
+    ("shell", "awk"), [("dash", "gawk"), ("dash", "mawk"), ("busybox", "busybox")]
+)
+def test_a_read_that_blocks_costs_one_value_and_says_so(
+    shell: str, awk: str, node: Path, run_probe: list[Probe]
+) -> None:
+    # A regular file that blocks when read cannot be made without FUSE. The scan lists
+    # only regular files, so swap one for a FIFO after the scan (slow_ticks: never
+    # again): the reader then blocks in open on a path the probe believes is a file,
+    # exactly as on a wedged driver attribute.
+    if shell == "busybox" and not shutil.which("busybox"):
+        skip_or_fail("busybox not installed (apt-get install busybox)")
+    args = _args(node, max_frames=0, slow_ticks=100000)
+    probe = _start(run_probe, _shell_argv(shell, args), node, _awk_shim(node, awk))
+    assert len(probe.frames(2)) == 2
+    victim = node / "sys/class/net/eth0/statistics/rx_dropped"
+    victim.unlink()
+    os.mkfifo(victim)
+    swapped = time.monotonic()
+    rel = "class/net/eth0/statistics/rx_dropped"
+    warned, _ = _frame_with(probe, f"skipped from now on: {rel}", deadline_s=6)
+    # the read's bound (timeout_s=1) plus a tick or two, not forever
+    assert time.monotonic() - swapped < 1 + 2.5
+    after = probe.frames(3)
+    assert [f.seq for f in after] == [warned.seq + 1, warned.seq + 2, warned.seq + 3]
+    for f in after:
+        net = _lines(f.find("sysnet").text)  # type: ignore[union-attr]
+        # one value lost: the files before and after it in the same list still come
+        assert net["eth0/statistics/rx_bytes"] == "1000"
+        assert net["eth0/statistics/tx_bytes"] == "1001"
+        assert "eth0/statistics/rx_dropped" not in net
+        assert f.find("ethtool_S", "eth0").status == "ok"  # type: ignore[union-attr]
+        assert all(s.status in ("ok", "missing") for s in f.sections)
+    steps = [b.clock_ns - a.clock_ns for a, b in itertools.pairwise(after)]
+    assert all(100e6 < s < 600e6 for s in steps), steps
 
 
 @pytest.mark.parametrize(
@@ -516,7 +687,10 @@ def test_dcb_qos_objects_are_read_on_slow_ticks(
     # A shim dcb answering with the real PFC capture and, for apptrust/app/ets/buffer
     # (no capture exists), the examples of iproute2's man pages and commit message.
     pfc = fixtures_dir / "qos/dcb_pfc_show_mlxsw_spectrum_commitmsg_iproute2.txt"
-    _write_tool(node / "bin", "dcb", f"""case "$1 $2" in
+    _write_tool(
+        node / "bin",
+        "dcb",
+        f"""case "$1 $2" in
 "pfc show") cat "{pfc}" ;;
 "apptrust show") echo "order: dscp pcp" ;;
 "app show") echo "dscp-prio 0:0 CS3:3 CS6:6" ;;
@@ -524,7 +698,8 @@ def test_dcb_qos_objects_are_read_on_slow_ticks(
 "buffer show") printf 'prio-buffer 0:0 3:3\\nbuffer-size 0:10Kb 3:1Mb\\ntotal-size 1222Kb\\n' ;;
 *) exit 1 ;;
 esac
-""")
+""",
+    )
     probe = _start(run_probe, _shell_argv("dash", _args(node)), node)
     first, second = probe.frames(2)
     for kind, word in (("dcb_pfc", "pg-pfc"), ("dcb_apptrust", "order:"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -22,7 +23,9 @@ async def test_stream_uses_path_prefix_and_arrives_before_exit(tmp_path: Path) -
     tool.write_text('#!/bin/sh\necho "fake ethtool $*"\n')
     tool.chmod(0o755)
     t = LocalTransport("node1", env_path_prefix=[str(tmp_path)])
-    script = 'ethtool -S "$1"; sleep 0.4; echo done\n'
+    # stdin stays open after the script (the probe's end of life is its EOF): a script
+    # that is done says so itself.
+    script = 'ethtool -S "$1"; sleep 0.4; echo done; exit\n'
     arrivals: list[tuple[float, bytes]] = []
     async for chunk in t.stream(script, ["eth 0"]):
         arrivals.append((time.monotonic(), chunk))
@@ -79,6 +82,42 @@ async def test_http_get(http_port: int) -> None:
         200,
         b"path=/metrics\n",
     )
+
+
+class _Big(BaseHTTPRequestHandler):
+    """/big: 9 MiB with Content-Length; /stream: 9 MiB without one (read to EOF)."""
+
+    def do_GET(self) -> None:
+        body = b"x" * (9 * 1024 * 1024)
+        self.send_response(200)
+        if self.path == "/big":
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):  # we hang up once over the cap
+            for i in range(0, len(body), 65536):
+                self.wfile.write(body[i : i + 65536])
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def big_port() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Big)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+async def test_http_get_refuses_a_body_over_the_cap(big_port: int) -> None:
+    t = LocalTransport("node1")
+    with pytest.raises(TransportError, match=r"body of 9437184 bytes .* over the 8388608-byte"):
+        await t.http_get("127.0.0.1", big_port, "/big", 5)
+    with pytest.raises(TransportError, match=r"^node1 \(local\): .*/stream: HTTP body larger "):
+        await t.http_get("127.0.0.1", big_port, "/stream", 5)
+    status, body = await t.http_get("127.0.0.1", big_port, "/stream", 5, max_bytes=10 << 20)
+    assert status == 200 and len(body) == 9 * 1024 * 1024
 
 
 def test_netlink_stats_match_sysfs_for_lo() -> None:

@@ -57,7 +57,8 @@ async def test_run_quotes_arguments(sshd: Sshd) -> None:
 async def test_stream_yields_chunks_before_the_script_exits(sshd: Sshd) -> None:
     t = sshd.transport()
     await t.connect()
-    script = 'for i in 1 2 3; do echo "line $i $1"; sleep 0.3; done\n'
+    # stdin stays open after the script: a script that is done exits itself.
+    script = 'for i in 1 2 3; do echo "line $i $1"; sleep 0.3; done; exit\n'
     arrivals: list[tuple[float, bytes]] = []
     try:
         async for chunk in t.stream(script, ["arg with space"]):

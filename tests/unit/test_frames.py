@@ -89,3 +89,26 @@ def test_oversized_frame_and_endless_line_are_dropped_bounded(
     assert any("longer than 500 bytes" in w for w in d.take_warnings())
     (ok,) = d.feed(b"zzz\n" + render_frame(_frame(2)).encode())
     assert ok.seq == 2
+
+
+def test_a_truncated_section_keeps_its_text_detail_and_the_rest_of_the_frame() -> None:
+    # What the probe sends when a tool printed past the section cap before its timeout.
+    wire = (
+        "@@fabtop-frame 3 1700000000000000000 12.50 1700000000.000\n"
+        "@@section ethtool_S eth0 1700000000000000000 truncated section cap 8388608 bytes;"
+        " timeout after 2s\n"
+        "NIC statistics:\n     rx_bytes_phy: 12\n"
+        "@@section sysnet - 1700000000000000000 ok\neth0/mtu 1500\n"
+        "@@section probe - 1700000000000000000 ok\ninterval_ms 1000\n"
+        "@@end 3\n"
+    )
+    decoder = FrameDecoder()
+    (frame,) = decoder.feed(wire.encode())
+    assert decoder.take_warnings() == []
+    eth = frame.find("ethtool_S", "eth0")
+    assert eth is not None and eth.status == "truncated" and eth.status in frames.SECTION_STATUSES
+    assert eth.detail == "section cap 8388608 bytes; timeout after 2s"
+    assert eth.text == "NIC statistics:\n     rx_bytes_phy: 12"
+    assert [s.kind for s in frame.sections] == ["ethtool_S", "sysnet", "probe"]
+    (again,) = FrameDecoder().feed(render_frame(frame).encode())
+    assert again.find("ethtool_S", "eth0") == eth

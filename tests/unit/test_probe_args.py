@@ -1,9 +1,25 @@
-"""Probe arguments: the GPU field lists the probe is sent by default."""
+"""Probe arguments: the GPU field lists the probe is sent by default, the byte caps."""
 
 from __future__ import annotations
 
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from collectors.frames import MAX_FRAME_BYTES
 from collectors.parsers.nvidia_smi import FALLBACK_FIELDS, QUERY_FIELDS
-from collectors.probe import ProbeArgs, build_argv, probe_args
+from collectors.probe import (
+    FRAME_BYTES,
+    SECTION_BYTES,
+    ProbeArgError,
+    ProbeArgs,
+    build_argv,
+    probe_args,
+    probe_script,
+    remote_command,
+)
 
 
 def _word(argv: list[str], key: str) -> str:
@@ -16,3 +32,50 @@ def test_default_gpu_fields_are_the_parsers_lists() -> None:
         assert _word(argv, "gpu_fields") == ",".join(QUERY_FIELDS)
         assert _word(argv, "gpu_fallback") == ",".join(FALLBACK_FIELDS)
     assert QUERY_FIELDS != FALLBACK_FIELDS
+
+
+def test_byte_caps_are_sent_and_fit_the_decoder() -> None:
+    argv = build_argv(ProbeArgs())
+    assert int(_word(argv, "section_bytes")) == SECTION_BYTES == 8 * 1024 * 1024
+    assert int(_word(argv, "frame_bytes")) == FRAME_BYTES < MAX_FRAME_BYTES
+    # 100k ethtool -S counters ("     rx_prio7_buff_discard_12345: 18446744073709551615")
+    assert SECTION_BYTES > 100_000 * 56
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"section_bytes": 4095},
+        {"section_bytes": FRAME_BYTES + 1},
+        {"frame_bytes": 65535},
+        {"frame_bytes": MAX_FRAME_BYTES},
+        {"frame_bytes": 100_000, "section_bytes": 200_000},
+    ],
+)
+def test_bad_byte_caps_are_refused(bad: dict[str, int]) -> None:
+    with pytest.raises(ProbeArgError):
+        build_argv(replace(ProbeArgs(), **bad))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["section_bytes=4095", "section_bytes=0x10", "frame_bytes=16711681", "section_bytes=-1"],
+)
+def test_the_script_refuses_bad_caps_itself(word: str, tmp_path: Path) -> None:
+    r = subprocess.run(
+        ["dash", "-s", "--", word],
+        input=probe_script().encode(),
+        capture_output=True,
+        timeout=5,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert r.returncode == 2 and r.stdout == b"" and b"fabtop-probe: bad" in r.stderr
+
+
+def test_remote_command_is_one_shell_neutral_line() -> None:
+    # The login shell (bash, dash, zsh, tcsh, fish) runs it: plain words, quoted the
+    # same in all of them, and `exec` so the probe keeps sshd's session leader.
+    cmd = remote_command(ProbeArgs(interfaces=("eth0",)))
+    assert cmd.startswith("exec sh -s -- ") and "\n" not in cmd
+    assert len(cmd) < 2000
