@@ -5,16 +5,22 @@ netdev behind it (``gid_attrs/ndevs/*``, or ``device/net/<name>`` on a one-port 
 Raw counters are kept per source (``netdev``, ``ethtool``, ``ib_port``, ``ib_hw``);
 normalized metrics take, per metric, ethtool's port counters first, then the RDMA port's,
 then the netdev's.
+
+Assembly is total: each section (and each link) is read behind a guard, so a parser that
+still raises costs that section, said in one warning line (``host: section: error: ...``),
+never the frame. Section headers are cleaned of control characters here, and every
+warning line once more as it is added.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
 from collectors.frames import Frame, Section
 from collectors.gpu_sections import gpus_from_frame
+from collectors.guard import Guard
 from collectors.normalize import (
     normalize_ethtool,
     normalize_ib,
@@ -22,6 +28,7 @@ from collectors.normalize import (
     pfc_priorities_from_names,
     saturated_ib_counters,
 )
+from collectors.numbers import U64_MAX, parse_uint
 from collectors.parsers.ethtool import DriverInfo, parse_ethtool_info, parse_ethtool_stats
 from collectors.parsers.qos import (
     parse_dcb_app,
@@ -40,20 +47,43 @@ from collectors.parsers.sysfs import (
     parse_sysnet,
 )
 from collectors.samples import HostSample, LinkSample, MetricValue, QosConfig, SectionStatus
+from collectors.text import clean
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
 _ARPHRD_INFINIBAND = 32  # include/uapi/linux/if_arp.h: IPoIB netdevs
 
 
 def assemble(host: str, frame: Frame) -> HostSample:
-    """Build the typed sample of one host from one frame; never raises on bad sections."""
+    """Build the typed sample of one host from one frame; never raises, whatever the frame."""
     sample = HostSample(host=host, seq=frame.seq, clock_ns=frame.clock_ns, uptime_s=frame.uptime_s)
     warn = _Warner(host, sample.warnings)
+    # A bug outside the per-section guards costs the rest of this frame, said in one line.
+    _guard(warn, "assemble", None, None, _assemble, _cleaned(frame), sample, warn)
+    return sample
+
+
+def _cleaned(frame: Frame) -> Frame:
+    """The frame with its section headers (kind, subject, status, detail) cleaned."""
+    sections = [
+        Section(
+            clean(s.kind),
+            clean(s.subject) if s.subject is not None else None,
+            s.read_ns,
+            clean(s.status),
+            clean(s.detail) if s.detail is not None else None,
+            s.text,
+        )
+        for s in frame.sections
+    ]
+    return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, sections)
+
+
+def _assemble(frame: Frame, sample: HostSample, warn: _Warner) -> None:
     for s in frame.sections:
         sample.sections.append(SectionStatus(s.kind, s.subject, s.status, s.read_ns, s.detail))
 
-    netdevs = _sysnet(frame, warn)
-    devices = _sysib(frame, warn)
+    netdevs = _guard(warn, "sysnet", None, {}, _sysnet, frame, warn)
+    devices = _guard(warn, "sysib", None, {}, _sysib, frame, warn)
     infos = _driver_infos(frame, warn)
     ethtool = _ethtool_stats(frame, warn)
 
@@ -65,22 +95,47 @@ def assemble(host: str, frame: Frame) -> HostSample:
                 ndev = None
             if ndev is not None:
                 claimed.add(ndev)
-            link = _rdma_link(dev, port, netdevs.get(ndev) if ndev else None, ndev)
-            sample.links[link.id] = link
-    for name, rec in netdevs.items():
+            rec = netdevs.get(ndev) if ndev else None
+            where = f"{dev.name}/{port.port}"
+            link = _guard(warn, "sysib", where, None, _rdma_link, dev, port, rec, ndev)
+            if link is not None:
+                sample.links[link.id] = link
+    for name, netdev in netdevs.items():
         if name not in claimed:
-            sample.links[name] = _netdev_link(rec)
+            net_link = _guard(warn, "sysnet", name, None, _netdev_link, netdev)
+            if net_link is not None:
+                sample.links[name] = net_link
 
     for link in sample.links.values():
         _finish(link, frame, infos, ethtool, netdevs, devices, warn)
 
-    sample.cpu_throttle_count = _cpu_throttle(frame, warn)
-    _probe_notes(frame, warn)
+    sample.cpu_throttle_count = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
+    _guard(warn, "probe", None, None, _probe_notes, frame, warn)
     _gpus(frame, sample, warn)
-    return sample
 
 
 _T = TypeVar("_T")
+_D = TypeVar("_D")
+_P = ParamSpec("_P")
+
+
+def _guard(
+    warn: _Warner,
+    kind: str,
+    subject: str | None,
+    default: _D,
+    step: Callable[_P, _T],
+    *args: _P.args,
+    **kwargs: _P.kwargs,
+) -> _T | _D:
+    """Run one section's step; a failure costs that section, in one warning line."""
+    guard = Guard("error")  # the one guard (collectors/guard.py): traceback logged at debug
+    with guard:
+        return step(*args, **kwargs)
+    warn.add(kind, subject, [guard.error or "error"])
+    return default
+
+
 _MEMO: dict[tuple[Callable[[str], object], str], object] = {}
 _MEMO_MAX = 1024
 
@@ -99,8 +154,11 @@ def _memo(parse: Callable[[str], _T], text: str) -> _T:
     return hit  # type: ignore[return-value]
 
 
+MAX_FRAME_WARNINGS = 200  # each parser caps its own; 259 netdevs must not make 13,000 lines
+
+
 class _Warner:
-    """Prefixes every parser warning with host, section kind and subject."""
+    """Prefixes every parser warning with host, section kind and subject; cleans and bounds."""
 
     def __init__(self, host: str, sink: list[str]) -> None:
         self.host = host
@@ -108,7 +166,14 @@ class _Warner:
 
     def add(self, kind: str, subject: str | None, messages: list[str]) -> None:
         where = f"{kind} {subject}" if subject else kind
-        self.sink.extend(f"{self.host}: {where}: {m}" for m in messages)
+        for m in messages:
+            if len(self.sink) < MAX_FRAME_WARNINGS:
+                # Parsers clean what they read; this is the backstop for anything quoted
+                # into a message (an exception's text, a probe note, a section detail).
+                self.sink.append(clean(f"{self.host}: {where}: {m}"))
+            elif len(self.sink) == MAX_FRAME_WARNINGS:
+                self.sink.append(f"{self.host}: further warnings of this frame suppressed")
+                return
 
 
 def _texts(frame: Frame, kind: str) -> list[Section]:
@@ -145,9 +210,10 @@ def _driver_infos(frame: Frame, warn: _Warner) -> dict[str, DriverInfo]:
     out: dict[str, DriverInfo] = {}
     for s in _texts(frame, "ethtool_i"):
         if s.subject:
-            info = _memo(parse_ethtool_info, s.text)
-            warn.add(s.kind, s.subject, info.warnings)
-            out[s.subject] = info
+            info = _guard(warn, s.kind, s.subject, None, _memo, parse_ethtool_info, s.text)
+            if info is not None:
+                warn.add(s.kind, s.subject, info.warnings)
+                out[s.subject] = info
     return out
 
 
@@ -156,16 +222,17 @@ def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
     for s in frame.all("ethtool_S"):  # an empty timed-out section still needs saying
         if not s.subject:
             continue
-        # A timed-out dump is partial but real (parsed, and said); an error exit printed a
-        # message instead of counters (said, not parsed).
+        # A timed-out or truncated dump is partial but real (parsed, and said); an error
+        # exit printed a message instead of counters (said, not parsed).
         if s.status == "error" and (not s.text.strip() or "no stats available" in s.text):
             continue  # a driver without ethtool stats (thunderbolt-net, veth): nothing to say
         if s.status != "ok":
             _tool_output(frame, s.kind, s.subject, warn)
-        if s.status in ("ok", "timeout"):
-            stats = parse_ethtool_stats(s.text)
-            warn.add(s.kind, s.subject, stats.warnings)
-            out[s.subject] = stats.counters
+        if s.status in _PARTIAL_BUT_REAL:
+            stats = _guard(warn, s.kind, s.subject, None, parse_ethtool_stats, s.text)
+            if stats is not None:
+                warn.add(s.kind, s.subject, stats.warnings)
+                out[s.subject] = stats.counters
     return out
 
 
@@ -245,6 +312,21 @@ def _finish(
     devices: dict[str, RdmaDeviceRecord],
     warn: _Warner,
 ) -> None:
+    """Driver facts, normalized metrics and QoS of one link, each behind its own guard."""
+    _guard(warn, "link", link.id, None, _finish_metrics, link, infos, ethtool, netdevs, devices)
+    ndev = link.netdev
+    rec = netdevs.get(ndev) if ndev else None
+    raw_ethtool = ethtool.get(ndev) if ndev else None
+    link.qos = _guard(warn, "qos", ndev, None, _qos, frame, ndev, rec, raw_ethtool, warn)
+
+
+def _finish_metrics(
+    link: LinkSample,
+    infos: dict[str, DriverInfo],
+    ethtool: dict[str, dict[str, int]],
+    netdevs: dict[str, NetdevRecord],
+    devices: dict[str, RdmaDeviceRecord],
+) -> None:
     ndev = link.netdev
     info = infos.get(ndev) if ndev else None
     if info is not None:
@@ -271,7 +353,9 @@ def _finish(
         metrics.update(normalize_ethtool(raw_ethtool, link.driver))
     link.metrics = metrics
 
-    link.qos = _qos(frame, ndev, rec, raw_ethtool, warn)
+
+# Statuses whose text is tool output worth parsing: a timeout or the byte cap cut it short.
+_PARTIAL_BUT_REAL = ("ok", "timeout", "truncated")
 
 
 def _tool_output(frame: Frame, kind: str, subject: str, warn: _Warner) -> Section | None:
@@ -280,8 +364,11 @@ def _tool_output(frame: Frame, kind: str, subject: str, warn: _Warner) -> Sectio
     sec = frame.find(kind, subject)
     if sec is None or sec.status == "ok":
         return sec
-    first = sec.text.strip().splitlines()[0][:160] if sec.text.strip() else ""
     detail = f" ({sec.detail})" if sec.detail else ""
+    if sec.status == "truncated":  # the probe cut it at its byte cap: what is there is real
+        warn.add(kind, subject, [f"{sec.status}{detail}"])
+        return sec
+    first = sec.text.strip().splitlines()[0][:160] if sec.text.strip() else ""
     warn.add(kind, subject, [f"{sec.status}{detail}" + (f": {first}" if first else "")])
     return None
 
@@ -363,29 +450,34 @@ def _cpu_throttle(frame: Frame, warn: _Warner) -> int | None:
         values, warnings = parse_kv_dump(s.text)
         warn.add(s.kind, s.subject, warnings)
         for path, value in values.items():
-            if value.isascii() and value.isdigit():
-                total = (total or 0) + int(value)
+            num = parse_uint(value)
+            if num is not None:
+                total = (total or 0) + num
             elif value:
                 warn.add(s.kind, s.subject, [f"{path}: bad value {value[:40]!r}"])
+    if total is not None and total > U64_MAX:
+        warn.add("cputhrottle", None, ["sum beyond 64 bits: no value"])
+        return None
     return total
 
 
 def _probe_notes(frame: Frame, warn: _Warner) -> None:
     for s in _texts(frame, "probe"):
+        lines = [clean(ln) for ln in s.text.splitlines()]
         notes = [
             ln.split(" ", 1)[1].strip()
-            for ln in s.text.splitlines()
+            for ln in lines
             if ln.startswith("warning ") and ln[8:].strip()
         ]
         warn.add(s.kind, None, notes)
 
 
 def _gpus(frame: Frame, sample: HostSample, warn: _Warner) -> None:
-    try:
-        gpus, read_ns, warnings = gpus_from_frame(frame)
-    except Exception as exc:  # a bug in the GPU parser must not lose the network sample
-        warn.add("gpu", None, [f"GPU sections not read: {type(exc).__name__}: {exc}"])
+    # A bug in the GPU parsers must not lose the network sample.
+    found = _guard(warn, "gpu", None, None, gpus_from_frame, frame)
+    if found is None:
         return
+    gpus, read_ns, warnings = found
     sample.gpus = list(gpus)
     sample.gpu_read_ns = read_ns
     warn.add("gpu", None, list(warnings))

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from collectors.numbers import U64_MAX
 from collectors.samples import MetricValue
 from collectors.vocabulary import Metric
 
@@ -204,32 +205,49 @@ IB_LEGACY_WIDTH: Mapping[str, int] = {
 }
 
 
-def _read(src: Src, counters: Mapping[str, int]) -> MetricValue | None:
+def _total(values: list[int], scale: int) -> int | None:
+    # Raw counters are at most 64 bits each; a scaled or summed value beyond 64 bits
+    # (4 x an all-ones port_rcv_data_64) is a glitch, not bytes: no value, a gap in the rate.
+    v = sum(values) * scale
+    return v if v <= U64_MAX else None
+
+
+def _read(src: Src, counters: Mapping[str, int]) -> tuple[bool, MetricValue | None]:
+    """Whether any of the source's names is present, and its value (None: not a number)."""
     if not src.per_prio:
         present = [counters[n] for n in src.names if n in counters]
-        return sum(present) * src.scale if present else None
+        return bool(present), _total(present, src.scale) if present else None
     per: dict[int, int] = {}
+    found = False
     for p, names in enumerate(src.per_prio):
         present = [counters[n] for n in names if n in counters]
         if present:
-            per[p] = sum(present) * src.scale
+            found = True
+            if (v := _total(present, src.scale)) is not None:
+                per[p] = v
     if not per:
-        return None
-    return sum(per.values()) if src.rollup else per
+        return found, None
+    return True, _total(list(per.values()), 1) if src.rollup else per
 
 
 def apply_map(
     table: Mapping[Metric, tuple[Src, ...]], counters: Mapping[str, int], driver: str | None = None
 ) -> dict[str, MetricValue]:
-    """Evaluate one mapping table over one source's raw counters."""
+    """Evaluate one mapping table over one source's raw counters.
+
+    The first source with a name present decides: when its value is beyond 64 bits the
+    metric is absent this tick, not read from the next source (switching sources for one
+    tick would make a jump between two different counters look like traffic).
+    """
     out: dict[str, MetricValue] = {}
     for metric, sources in table.items():
         for src in sources:
             if src.drivers is not None and driver not in src.drivers:
                 continue
-            value = _read(src, counters)
-            if value is not None:
-                out[metric] = value
+            found, value = _read(src, counters)
+            if found:
+                if value is not None:
+                    out[metric] = value
                 break
     return out
 

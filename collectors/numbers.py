@@ -7,22 +7,23 @@ one bad token costs one value, never the section or the host.
 
 from __future__ import annotations
 
+import json
 import math
-import re
+from typing import Any
 
 U64_MAX = 2**64 - 1
 U32_MAX = 2**32 - 1
 ALL_ONES = frozenset({U64_MAX, U32_MAX})  # what a glitched or saturated read looks like
 
-_UINT = re.compile(r"[0-9]{1,20}")
-_INT = re.compile(r"[+-]?[0-9]{1,20}")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 MAX_FLOAT_TEXT = 64  # longer than any real float a tool prints
 
 
 def parse_uint(text: str) -> int | None:
     """A non-negative counter (decimal, at most 64 bits); None for anything else."""
     t = text.strip()
-    if not _UINT.fullmatch(t):
+    # isdigit() on ASCII is exactly [0-9]; the length check comes before int() (its limit).
+    if len(t) > 20 or not (t.isascii() and t.isdigit()):
         return None
     v = int(t)
     return v if v <= U64_MAX else None
@@ -31,10 +32,22 @@ def parse_uint(text: str) -> int | None:
 def parse_int(text: str) -> int | None:
     """A signed integer that fits in 64 bits; None for anything else."""
     t = text.strip()
-    if not _INT.fullmatch(t):
+    digits = t[1:] if t[:1] in ("+", "-") else t
+    if len(digits) > 20 or not (digits.isascii() and digits.isdigit()):
         return None
     v = int(t)
     return v if -(2**63) <= v <= U64_MAX else None
+
+
+def parse_hex(text: str) -> int | None:
+    """``0x``-prefixed hexadecimal (a sysfs flag word, a bitmask) of at most 64 bits; else None."""
+    t = text.strip()
+    if len(t) < 3 or len(t) > 18 or t[:2] not in ("0x", "0X"):
+        return None
+    digits = t[2:]
+    if not (digits.isascii() and all(c in _HEX_DIGITS for c in digits)):
+        return None
+    return int(digits, 16)
 
 
 def parse_float(text: str) -> float | None:
@@ -56,3 +69,21 @@ def finite(v: float | int | None) -> float | None:
     if isinstance(v, int):
         return float(v) if abs(v) <= 2**1023 else None
     return v if math.isfinite(v) else None
+
+
+def _json_constant(_: str) -> None:
+    return None  # NaN, Infinity, -Infinity: tokens Python's json accepts, JSON does not
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` whose numbers are bounded and finite (a bad number becomes None).
+
+    Raises ValueError for text that is not JSON, nesting too deep included (which the
+    standard library reports as RecursionError).
+    """
+    try:
+        return json.loads(
+            text, parse_int=parse_int, parse_float=parse_float, parse_constant=_json_constant
+        )
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None

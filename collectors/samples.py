@@ -115,6 +115,9 @@ class InferenceSample:
         default_factory=dict
     )
     error: str | None = None
+    # Values the page had but that could not be used (NaN, ±Inf, overflow), one line each;
+    # the page itself was read (``error`` says when it was not).
+    warnings: list[str] = field(default_factory=list)
     # Local monotonic seconds at which the server produced this reading (mid-request).
     # /metrics is polled apart from the frames, so rates divide by the time between two
     # readings, not between the frames that happened to carry them.

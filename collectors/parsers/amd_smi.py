@@ -6,18 +6,22 @@ fixture; ``usage.gfx_activity``, ``mem_usage.used_vram``/``total_vram``, and
 ``temperature.edge``/``hotspot``/``mem`` from ROCm/amdsmi ``amdsmi_cli/amdsmi_commands.py``
 (the metric command); older amd-smi releases name the same readings ``gfx_usage``,
 ``current_power`` and ``clock.gfx.cur_clk`` (same file, earlier revisions).
+
+The JSON is read with bounded, finite numbers (Python's json takes ``NaN`` and
+``Infinity``): a bad number is None, and strings are cleaned of control characters.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.numbers import finite, json_loads, parse_float, parse_uint
 from collectors.samples import GpuSample
+from collectors.text import clean
 
-_NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_NUM = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 # PCIe transfer rate per lane (GT/s) -> generation, as rocm-smi prints "16.0GT/s x16".
 _GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
@@ -34,7 +38,7 @@ def _num(raw: Any) -> float | None:
     if isinstance(raw, bool):
         return None
     if isinstance(raw, int | float):
-        return float(raw)
+        return finite(raw)
     if isinstance(raw, dict):
         return _num(raw.get("value"))
     if not isinstance(raw, str):
@@ -43,7 +47,7 @@ def _num(raw: Any) -> float | None:
     if not s or s.upper().startswith("N/A"):
         return None
     m = _NUM.search(s)
-    return float(m.group(0)) if m else None
+    return parse_float(m.group(0)) if m else None
 
 
 def _unit(raw: Any) -> str | None:
@@ -63,7 +67,7 @@ def _mib(raw: Any) -> float | None:
     unit = (_unit(raw) or "MB").upper()
     # amd-smi's "MB" is bytes // 2**20 (amdsmi_commands.py), i.e. MiB.
     scale = {"B": 1 / 2**20, "KB": 1 / 1024, "MB": 1.0, "MIB": 1.0, "GB": 1024.0, "GIB": 1024.0}
-    return v * scale.get(unit, 1.0)
+    return finite(v * scale.get(unit, 1.0))
 
 
 def _pcie_level(text: str | None) -> tuple[int | None, int | None]:
@@ -72,21 +76,30 @@ def _pcie_level(text: str | None) -> tuple[int | None, int | None]:
         return None, None
     gts = re.search(r"(\d+(?:\.\d+)?)\s*GT/s", text)
     width = re.search(r"x(\d+)", text)
-    gen = _GEN_BY_GTS.get(float(gts.group(1))) if gts else None
-    return gen, int(width.group(1)) if width else None
+    rate = parse_float(gts.group(1)) if gts else None
+    gen = _GEN_BY_GTS.get(rate) if rate is not None else None
+    return gen, parse_uint(width.group(1)) if width else None
 
 
 def _card_index(key: str) -> int | None:
     m = re.fullmatch(r"card(\d+)", key)
-    return int(m.group(1)) if m else None
+    return parse_uint(m.group(1)) if m else None
 
 
 def _load(text: str, result: AmdResult, tool: str) -> Any:
     try:
-        return json.loads(text)
+        return json_loads(text)
     except ValueError as e:
-        result.warnings.append(f"{tool} JSON unreadable: {e}")
+        result.warnings.append(clean(f"{tool} JSON unreadable: {e}"))
         return None
+
+
+def _str(raw: Any) -> str | None:
+    """A JSON string value, cleaned; None for anything else or ``N/A``."""
+    if not isinstance(raw, str):
+        return None
+    v = clean(raw).strip()
+    return v if v and v.upper() != "N/A" else None
 
 
 def parse_rocm_smi_json(text: str) -> AmdResult:
@@ -102,17 +115,15 @@ def parse_rocm_smi_json(text: str) -> AmdResult:
         if index is None:
             continue
         if not isinstance(card, dict):
-            result.warnings.append(f"rocm-smi {key} is not an object")
+            result.warnings.append(clean(f"rocm-smi {key[:40]} is not an object"))
             continue
         g = GpuSample(index=index, vendor="amd")
         name = card.get("Card Series") or card.get("Card series") or card.get("Device Name")
         # ROCm 4.3 prints the PCI vendor id where the marketing name should be.
         if isinstance(name, str) and not name.startswith("0x"):
-            g.name = name
-        bus = card.get("PCI Bus")
-        g.bus_id = bus if isinstance(bus, str) and bus.upper() != "N/A" else None
-        uid = card.get("Unique ID")
-        g.uuid = uid if isinstance(uid, str) and uid.upper() != "N/A" else None
+            g.name = clean(name)
+        g.bus_id = _str(card.get("PCI Bus"))
+        g.uuid = _str(card.get("Unique ID"))
         g.utilization_pct = _num(card.get("GPU use (%)"))
         used = _num(card.get("VRAM Total Used Memory (B)"))
         total = _num(card.get("VRAM Total Memory (B)"))
@@ -173,7 +184,9 @@ def parse_amd_smi_metric_json(text: str) -> AmdResult:
             result.warnings.append(f"amd-smi entry {position} is not an object")
             continue
         idx = item.get("gpu")
-        g = GpuSample(index=idx if isinstance(idx, int) else position, vendor="amd")
+        if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < 2**32:
+            idx = position  # a JSON true, a negative or huge number is not a GPU index
+        g = GpuSample(index=idx, vendor="amd")
         usage = item.get("usage")
         g.utilization_pct = _num(_first(usage, "gfx_activity", "gfx_usage"))
         power = item.get("power")
@@ -193,7 +206,7 @@ def parse_amd_smi_metric_json(text: str) -> AmdResult:
         g.fan_pct = _num(_first(fan, "usage"))
         pcie = item.get("pcie")
         width = _num(_first(pcie, "width"))
-        g.pcie_width = int(width) if width is not None else None
+        g.pcie_width = int(width) if width is not None and 0 <= width < 2**32 else None
         speed = _first(pcie, "speed")
         if speed is not None and (_unit(speed) or "").upper() == "GT/S":
             g.pcie_gen = _GEN_BY_GTS.get(_num(speed) or 0.0)

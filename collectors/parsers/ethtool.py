@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collectors.numbers import parse_uint
+from collectors.text import clean
+
 _QUEUE_RE = re.compile(r"^\[(\d+)\]:\s*(.+)$")
 _HEADER = "NIC statistics:"
 MAX_WARNINGS = 50  # a garbage capture must not turn into thousands of warning lines
@@ -43,37 +46,37 @@ def _warn(warnings: list[str], msg: str) -> None:
         warnings.append("further warnings suppressed")
 
 
-def _parse_uint(text: str) -> int | None:
-    # ethtool prints u64 in decimal; anything else (signs, floats, "N/A") is not a counter
-    return int(text) if text.isascii() and text.isdigit() else None
-
-
 def parse_ethtool_stats(text: str) -> EthtoolStats:
-    """Parse ``ethtool -S <dev>`` output; duplicates keep the first value, bad lines warn."""
+    """Parse ``ethtool -S <dev>`` output; duplicates keep the first value, bad lines warn.
+
+    A counter is a u64 in decimal: a longer, signed or non-numeric value costs that one
+    counter (and a warning). Names are cleaned of control characters where read.
+    """
     out = EthtoolStats()
     counters = out.counters
     for raw in text.splitlines():
-        # Fast path for the common plain "name: value" line (this runs every tick).
+        # Fast path for the common plain "name: value" line (this runs every tick, up to
+        # 100k lines): a printable ASCII name is what clean() would return unchanged.
         name, sep, value = raw.rpartition(":")
-        name = name.strip()
-        value = value.strip()
-        if (
-            sep
-            and name
-            and name[0] not in "#["
-            and value.isdigit()
-            and value.isascii()
-            and name not in counters
-        ):
-            counters[name] = int(value)
-        else:
-            _other_line(raw, out)
+        num = parse_uint(value) if sep else None
+        if num is not None:
+            name = name.strip()
+            if (
+                name
+                and name[0] not in "#["
+                and name.isascii()
+                and name.isprintable()
+                and name not in counters
+            ):
+                counters[name] = num
+                continue
+        _other_line(raw, out)
     return out
 
 
 def _other_line(raw: str, out: EthtoolStats) -> None:
     """Header, comment, blank, per-queue, duplicate or malformed line."""
-    line = raw.strip()
+    line = clean(raw.strip())
     if not line or line.startswith("#") or line == _HEADER:
         return
     name, sep, value = line.rpartition(":")
@@ -85,7 +88,7 @@ def _other_line(raw: str, out: EthtoolStats) -> None:
     m = _QUEUE_RE.match(name)
     if m:
         name = f"{m.group(2).strip()}[{m.group(1)}]"
-    num = _parse_uint(value)
+    num = parse_uint(value)
     if num is None:
         _warn(out.warnings, f"bad value for {name[:64]}: {value[:40]!r}")
     elif name in out.counters:
@@ -95,10 +98,10 @@ def _other_line(raw: str, out: EthtoolStats) -> None:
 
 
 def parse_ethtool_info(text: str) -> DriverInfo:
-    """Parse ``ethtool -i <dev>`` output (``key: value`` lines)."""
+    """Parse ``ethtool -i <dev>`` output (``key: value`` lines), control characters removed."""
     out = DriverInfo()
     for raw in text.splitlines():
-        line = raw.strip()
+        line = clean(raw.strip())
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.partition(":")

@@ -7,16 +7,19 @@ direction being the JSON object (``rx``/``tx``) or the /proc/net/dev column grou
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from collectors.numbers import json_loads, parse_uint
+from collectors.text import clean
 
 MAX_WARNINGS = 50
 
 # Column order of /proc/net/dev (net/core/net-procfs.c, dev_seq_printf_stats).
 _PROC_RX = ("bytes", "packets", "errs", "drop", "fifo", "frame", "compressed", "multicast")
 _PROC_TX = ("bytes", "packets", "errs", "drop", "fifo", "colls", "carrier", "compressed")
+_PROC_NAMES = tuple(f"rx_{k}" for k in _PROC_RX) + tuple(f"tx_{k}" for k in _PROC_TX)
 _PROC_LINE_RE = re.compile(r"([A-Za-z0-9_.@-]+):\s*((?:\d+\s+){15}\d+)\s*$")
 _NUMBERS_ONLY_RE = re.compile(r"^[\d\s]+$")
 
@@ -56,7 +59,12 @@ def _warn(warnings: list[str], msg: str) -> None:
 
 
 def _opt_int(v: Any) -> int | None:
+    # json_loads already made out-of-range numbers None; a bool is not a number here.
     return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _opt_str(v: Any) -> str | None:
+    return clean(v) if isinstance(v, str) else None
 
 
 def _flatten_stats(obj: dict[str, Any], out: dict[str, int]) -> None:
@@ -66,17 +74,17 @@ def _flatten_stats(obj: dict[str, Any], out: dict[str, int]) -> None:
             continue
         for key, v in block.items():
             num = _opt_int(v)
-            if num is not None:
-                out[f"{direction}_{key}"] = num
+            if num is not None and num >= 0:
+                out[clean(f"{direction}_{key}")] = num
 
 
 def parse_ip_link_json(text: str) -> IpLinkResult:
     """Parse the JSON array printed by ``ip -j [-s -s] link show`` or ``ip -j stats show``."""
     out = IpLinkResult()
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        _warn(out.warnings, f"not JSON: {str(exc)[:80]}")
+        data = json_loads(text)
+    except ValueError as exc:
+        _warn(out.warnings, clean(f"not JSON: {str(exc)[:80]}"))
         return out
     if not isinstance(data, list):
         _warn(out.warnings, "top level is not a list")
@@ -85,17 +93,15 @@ def parse_ip_link_json(text: str) -> IpLinkResult:
         if not isinstance(item, dict) or not isinstance(item.get("ifname"), str):
             _warn(out.warnings, "entry without ifname skipped")
             continue
-        name = item["ifname"]
+        name = clean(item["ifname"])
         link = out.links.get(name) or IpLink(name)
         link.ifindex = _opt_int(item.get("ifindex")) or link.ifindex
         link.mtu = _opt_int(item.get("mtu")) or link.mtu
-        if isinstance(item.get("operstate"), str):
-            link.operstate = item["operstate"]
-        if isinstance(item.get("link_type"), str):
-            link.link_type = item["link_type"]
+        link.operstate = _opt_str(item.get("operstate")) or link.operstate
+        link.link_type = _opt_str(item.get("link_type")) or link.link_type
         flags = item.get("flags")
         if isinstance(flags, list):
-            link.flags = tuple(f for f in flags if isinstance(f, str))
+            link.flags = tuple(clean(f) for f in flags if isinstance(f, str))
         for key in ("stats64", "stats"):
             stats = item.get(key)
             if isinstance(stats, dict):
@@ -121,13 +127,16 @@ def parse_proc_net_dev(text: str) -> ProcNetDev:
             continue
         m = _PROC_LINE_RE.search(line)
         if not m:
-            _warn(out.warnings, f"unparsed line: {line.strip()[:80]!r}")
+            _warn(out.warnings, f"unparsed line: {clean(line.strip()[:80])!r}")
             continue
         name = m.group(1)
-        nums = [int(x) for x in m.group(2).split()]
+        # A value beyond 64 bits (or of Unicode digits, which \d matches) costs that counter.
+        nums = [parse_uint(x) for x in m.group(2).split()]
         if name in out.interfaces:
             _warn(out.warnings, f"{name} appears more than once (kept the last)")
-        counters = {f"rx_{k}": v for k, v in zip(_PROC_RX, nums[:8], strict=True)}
-        counters.update({f"tx_{k}": v for k, v in zip(_PROC_TX, nums[8:], strict=True)})
+        counters = {k: v for k, v in zip(_PROC_NAMES, nums, strict=True) if v is not None}
+        if len(counters) < len(_PROC_NAMES):
+            bad = len(_PROC_NAMES) - len(counters)
+            _warn(out.warnings, f"{name}: {bad} values are not 64-bit counters")
         out.interfaces[name] = counters
     return out

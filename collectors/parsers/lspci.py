@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collectors.numbers import parse_float, parse_uint
+from collectors.text import clean
+
 _HEADER_RE = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
 _SPEED_RE = re.compile(r"Speed\s+([0-9.]+)GT/s(\s*\((?:ok|downgraded)\))?")
 _WIDTH_RE = re.compile(r"Width\s+x(\d+)(\s*\((?:ok|downgraded)\))?")
@@ -40,7 +43,7 @@ class LspciResult:
 def _logical_lines(text: str) -> list[str]:
     lines: list[str] = []
     for raw in text.splitlines():
-        line = raw.rstrip("\r")
+        line = clean(raw.rstrip("\r"))  # a tab becomes a space: indentation is kept
         if not line.strip():
             lines.append("")
             continue
@@ -55,18 +58,14 @@ def _speed(text: str) -> tuple[float | None, bool]:
     m = _SPEED_RE.search(text)
     if not m:
         return None, False
-    try:
-        value = float(m.group(1))
-    except ValueError:
-        return None, False
-    return value, "downgraded" in (m.group(2) or "")
+    return parse_float(m.group(1)), "downgraded" in (m.group(2) or "")
 
 
 def _width(text: str) -> tuple[int | None, bool]:
     m = _WIDTH_RE.search(text)
     if not m:
         return None, False
-    return int(m.group(1)), "downgraded" in (m.group(2) or "")
+    return parse_uint(m.group(1)), "downgraded" in (m.group(2) or "")
 
 
 def parse_lspci_vvv(text: str) -> LspciResult:
@@ -76,7 +75,7 @@ def parse_lspci_vvv(text: str) -> LspciResult:
     for line in _logical_lines(text):
         m = _HEADER_RE.match(line)
         if m:
-            dev = PciDevice(m.group(1), m.group(2).strip())
+            dev = PciDevice(m.group(1), clean(m.group(2).strip()))
             out.devices.append(dev)
             continue
         body = line.strip()

@@ -12,7 +12,9 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from collectors.numbers import parse_float, parse_hex
 from collectors.samples import GpuSample
+from collectors.text import clean
 
 # Driver >= 535 names the clock limiters "clocks_event_reasons"; every driver in the
 # captures (590, 595, 610) still accepts "clocks_throttle_reasons.*" as an alias (see
@@ -121,9 +123,10 @@ class NvidiaQueryResult:
 
 
 def _clean(raw: str | None) -> str | None:
+    """A cell or element text, cleaned of control characters; None when it says 'no value'."""
     if raw is None:
         return None
-    v = raw.strip()
+    v = clean(raw).strip()
     if v.lower() in _MISSING or v.startswith("[") or v.lower().startswith("n/a"):
         return None
     return v
@@ -134,12 +137,13 @@ def _num(raw: str | None) -> float | None:
     if v is None:
         return None
     m = _NUM_UNIT.match(v)
-    return float(m.group(1)) if m else None
+    return parse_float(m.group(1)) if m else None  # None for nan, inf and 400-digit text
 
 
 def _int(raw: str | None) -> int | None:
     f = _num(raw)
-    return int(f) if f is not None else None
+    # An index, a PCIe generation or width: anything beyond 32 bits is not one.
+    return int(f) if f is not None and abs(f) < 2**32 else None
 
 
 def _canonical(name: str) -> str:
@@ -193,10 +197,11 @@ def _sample_from_row(row: dict[str, str], position: int, warnings: list[str]) ->
     active: set[str] = set()
     mask = _clean(row.get("reasons.active"))
     if mask is not None:
-        try:
-            active |= reasons_from_mask(int(mask, 16))
-        except ValueError:
-            warnings.append(f"GPU {gpu.index}: bad clock-event bitmask {mask!r}")
+        bits = parse_hex(mask if mask[:2] in ("0x", "0X") else "0x" + mask)
+        if bits is None:
+            warnings.append(f"GPU {gpu.index}: bad clock-event bitmask {mask[:40]!r}")
+        else:
+            active |= reasons_from_mask(bits)
     for key, value in row.items():
         if (
             key.startswith("reasons.")
@@ -220,7 +225,7 @@ def parse_query_csv(
     try:
         rows = list(csv.reader(text.splitlines(), skipinitialspace=True))
     except csv.Error as e:
-        result.warnings.append(f"nvidia-smi CSV unreadable: {e}")
+        result.warnings.append(clean(f"nvidia-smi CSV unreadable: {e}"))
         return result
     for cells in rows:
         if not cells or not "".join(cells).strip():
@@ -229,7 +234,7 @@ def parse_query_csv(
             names = [_canonical(c) for c in cells]
             continue
         if len(cells) != len(names):
-            line = ", ".join(cells)
+            line = clean(", ".join(cells))
             result.warnings.append(
                 f"nvidia-smi line with {len(cells)} values for {len(names)} fields ignored: "
                 f"{line[:120]!r}"
@@ -289,13 +294,13 @@ def parse_query_xml(text: str) -> NvidiaQueryResult:
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:
-        result.warnings.append(f"nvidia-smi XML unreadable: {e}")
+        result.warnings.append(clean(f"nvidia-smi XML unreadable: {e}"))
         return result
     result.timestamp = _clean(_text(root, "timestamp"))
     for position, g in enumerate(root.findall("gpu")):
         gpu = GpuSample(index=position)
         gpu.name = _clean(_text(g, "product_name"))
-        gpu.bus_id = g.get("id") or _clean(_text(g, "pci/pci_bus_id"))
+        gpu.bus_id = _clean(g.get("id")) or _clean(_text(g, "pci/pci_bus_id"))
         gpu.uuid = _clean(_text(g, "uuid"))
         gpu.utilization_pct = _num(_text(g, "utilization/gpu_util"))
         gpu.memory_used_mib = _num(_text(g, "fb_memory_usage/used"))

@@ -6,6 +6,11 @@ vLLM scrape and LLM_METRICS_NOTES.md, which cites each server's docs and source)
 sums them across label sets. Only cumulative counters and histograms are kept: the
 servers' own windowed gauges (``llamacpp:predicted_tokens_seconds`` resets on every
 scrape, ``vllm:avg_generation_throughput_toks_per_s``) are never used for rates.
+
+The page is remote text: metric names and label values are cleaned of control
+characters as they are read, and a non-finite value (NaN, ±Inf) is dropped where it is
+read. A counter or gauge with a dropped value, or whose sum overflows, has no value
+(None) and a warning; a histogram with one non-finite number is left out whole.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from collectors.numbers import finite, parse_float
 from collectors.samples import InferenceSample
+from collectors.text import MAX_TEXT, clean, clean_lines
 
 
 @dataclass(slots=True)
@@ -34,6 +41,9 @@ class PromText:
 
     samples: list[PromSample] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Series (name as written) with at least one non-finite value left out of ``samples``,
+    # mapped to how many: their sums are unknown, not smaller.
+    non_finite: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +105,27 @@ _PREFIXES = (("vllm:", "vllm"), ("llamacpp:", "llamacpp"), ("sglang:", "sglang")
 def parse_prometheus_text(text: str) -> PromText:
     """All samples of an exposition text; on a syntax error, those read before it plus a warning."""
     out = PromText()
+    # Cleaned whole before parsing (newlines kept, no length bound: the body cap is the
+    # fetcher's): names and labels come out clean, and so does the parser's own error
+    # text, which quotes the offending line.
+    text = clean_lines(text, max(len(text), MAX_TEXT))
     try:
         for family in text_string_to_metric_families(text):
             for s in family.samples:
-                out.samples.append(PromSample(s.name, dict(s.labels), float(s.value)))
+                value = finite(s.value)
+                if value is None:
+                    out.non_finite[s.name] = out.non_finite.get(s.name, 0) + 1
+                    continue
+                # The text is clean already; only the parser's own unescaping can bring a
+                # control back (a label's \n), and only a label value can be long.
+                labels = {
+                    k: clean(v) if "\n" in v or len(v) > MAX_TEXT else v
+                    for k, v in s.labels.items()
+                }
+                out.samples.append(PromSample(s.name, labels, value))
     except Exception as e:  # the parser raises ValueError, but any failure must not escape
-        out.warnings.append(f"/metrics parse stopped after {len(out.samples)} samples: {e}")
+        read = len(out.samples) + sum(out.non_finite.values())
+        out.warnings.append(clean(f"/metrics parse stopped after {read} samples: {e}"))
     return out
 
 
@@ -113,34 +138,56 @@ def detect_server(samples: list[PromSample]) -> str | None:
     return None
 
 
-def _sum(samples: list[PromSample], name: str) -> float | None:
+def _fsum(values: list[float]) -> float | None:
+    """The exact sum of finite values, or None when it overflows (fsum raises then)."""
+    try:
+        return finite(math.fsum(values))
+    except (OverflowError, ValueError):
+        return None
+
+
+def _sum(parsed: PromText, samples: list[PromSample], name: str) -> float | None:
     values = [s.value for s in samples if s.name == name]
-    return math.fsum(values) if values else None
+    if name in parsed.non_finite:
+        return None  # one label set unknown: the sum is unknown, not smaller
+    return _fsum(values) if values else None
 
 
-def _histogram(
-    samples: list[PromSample], name: str
-) -> tuple[tuple[float, ...], tuple[float, ...], float, float] | None:
-    buckets: dict[float, float] = defaultdict(float)
-    count: float | None = None
-    total: float | None = None
+Histogram = tuple[tuple[float, ...], tuple[float, ...], float, float]
+
+
+def _histogram(parsed: PromText, samples: list[PromSample], name: str) -> Histogram | str | None:
+    """Bounds (+Inf last when the server wrote it), cumulative counts, count and sum.
+
+    None when the server has no such histogram; a reason (str) when it has one that
+    cannot be used: a non-finite number, a bound that is not a number, a sum overflowing.
+    """
+    parts = (name + "_bucket", name + "_count", name + "_sum")
+    if any(p in parsed.non_finite for p in parts):
+        return "a non-finite value"
+    buckets: dict[float, list[float]] = defaultdict(list)
+    counts_seen: list[float] = []
+    sums_seen: list[float] = []
     for s in samples:
-        if s.name == name + "_bucket":
-            try:
-                le = float(s.labels.get("le", "nan"))
-            except ValueError:
-                continue
-            if not math.isnan(le):
-                buckets[le] += s.value
-        elif s.name == name + "_count":
-            count = (count or 0.0) + s.value
-        elif s.name == name + "_sum":
-            total = (total or 0.0) + s.value
+        if s.name == parts[0]:
+            le = s.labels.get("le", "")
+            bound = math.inf if le.strip().lower() in ("+inf", "inf") else parse_float(le)
+            if bound is None:
+                return f"a bucket bound le={le[:20]!r}"
+            buckets[bound].append(s.value)
+        elif s.name == parts[1]:
+            counts_seen.append(s.value)
+        elif s.name == parts[2]:
+            sums_seen.append(s.value)
     if not buckets:
         return None
     bounds = tuple(sorted(buckets))
-    counts = tuple(buckets[b] for b in bounds)
-    return bounds, counts, count if count is not None else counts[-1], total or 0.0
+    counts = tuple(_fsum(buckets[b]) for b in bounds)
+    count = _fsum(counts_seen) if counts_seen else counts[-1]
+    total = _fsum(sums_seen) if sums_seen else 0.0
+    if count is None or total is None or any(c is None for c in counts):
+        return "a sum beyond a float"
+    return bounds, tuple(c for c in counts if c is not None), count, total
 
 
 def parse_inference_metrics(text: str, url: str) -> InferenceSample:
@@ -158,15 +205,24 @@ def parse_inference_metrics(text: str, url: str) -> InferenceSample:
     m = _SERVERS[server]
     prefix = next(p for p, srv in _PREFIXES if srv == server)
     own = [s for s in parsed.samples if s.name.startswith(prefix)]
-    sample.generated_tokens_total = _sum(own, m.generated)
-    sample.prompt_tokens_total = _sum(own, m.prompt)
-    sample.requests_running = _sum(own, m.running)
-    sample.requests_waiting = _sum(own, m.waiting)
+    values: list[float | None] = []
+    for name in (m.generated, m.prompt, m.running, m.waiting):
+        value = _sum(parsed, own, name)
+        values.append(value)
+        if value is None and (name in parsed.non_finite or any(s.name == name for s in own)):
+            sample.warnings.append(f"{name}: not a finite number (NaN, ±Inf or overflow)")
+    (
+        sample.generated_tokens_total,
+        sample.prompt_tokens_total,
+        sample.requests_running,
+        sample.requests_waiting,
+    ) = values
     models = sorted({s.labels["model_name"] for s in own if s.labels.get("model_name")})
-    sample.model = ", ".join(models) if models else None
+    sample.model = clean(", ".join(models)) if models else None
     for name in m.histograms:
-        h = _histogram(own, name)
-        if h is not None:
+        h = _histogram(parsed, own, name)
+        if isinstance(h, str):
+            sample.warnings.append(f"{name}: histogram left out ({h})")
+        elif h is not None:
             sample.histograms[name] = h
     return sample
-

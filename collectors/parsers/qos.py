@@ -3,6 +3,10 @@
 Both return a :class:`fabtop.model.QosConfig` (``.config``) plus what only that tool tells
 (DCBX mode, PFC request/indication counters) and warnings. Lines saying a feature is
 not supported become warnings; the rest of the output is still read.
+
+Each line is cleaned of control characters before it is read, and every number goes
+through :func:`collectors.numbers.parse_uint`: a token that is not a 64-bit decimal costs
+that one value.
 """
 
 from __future__ import annotations
@@ -10,13 +14,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collectors.numbers import U64_MAX, parse_uint
 from collectors.samples import QosConfig
+from collectors.text import MAX_TEXT, clean
 
 MAX_WARNINGS = 50
 _TRUST_RE = re.compile(r"^Priority trust (?:state|mode)\s*:\s*(\S+)", re.IGNORECASE)
 _DSCP_ROW_RE = re.compile(r"^prio:\s*(\d+)\s+dscp:\s*([\d,\s]*)$")
 _TC_RE = re.compile(r"^tc:\s*(\d+)\s*(.*)$")
 _TC_PRIO_RE = re.compile(r"^priority:\s*([\d\s,]*)$")
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines, stripped and cleaned of control characters (remote text)."""
+    return [clean(raw).strip() for raw in text.splitlines()]
+
+
+def _tokens(text: str) -> list[str]:
+    """Whitespace-separated tokens, each cleaned (a long bad token costs only itself)."""
+    return [c for t in text.split() if (c := clean(t, max(len(t), MAX_TEXT)))]
 
 
 @dataclass(slots=True)
@@ -48,10 +64,8 @@ def _warn(warnings: list[str], msg: str) -> None:
 
 
 def _ints(text: str) -> list[int] | None:
-    toks = [t for t in re.split(r"[\s,]+", text.strip()) if t]
-    if not all(t.isascii() and t.isdigit() for t in toks):
-        return None
-    return [int(t) for t in toks]
+    nums = [parse_uint(t) for t in re.split(r"[\s,]+", text.strip()) if t]
+    return None if None in nums else [n for n in nums if n is not None]
 
 
 def _pfc_row(line: str) -> tuple[str, list[int]] | None:
@@ -69,8 +83,7 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
     pfc_prios: list[int] | None = None
     tc: int | None = None
     section = ""
-    for raw in text.splitlines():
-        line = raw.strip()
+    for line in _lines(text):
         if not line:
             continue
         low = line.lower()
@@ -93,15 +106,18 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
         if low.startswith("pfc configuration"):
             section = "pfc"
             continue
-        if m := _TC_RE.match(line):
-            section, tc = "tc", int(m.group(1))
+        if (m := _TC_RE.match(line)) and (tc := parse_uint(m.group(1))) is not None:
+            section = "tc"
             for part in m.group(2).split(","):
                 key, sep, value = part.partition(":")
                 if sep and key.strip():
                     ets[f"tc{tc}.{key.strip()}"] = value.strip()
             continue
         if section == "dscp" and (m := _DSCP_ROW_RE.match(line)):
-            prio = int(m.group(1))
+            prio = parse_uint(m.group(1))
+            if prio is None or prio > 7:
+                _warn(out.warnings, f"bad dscp2prio row {line[:60]!r}")
+                continue
             for d in _ints(m.group(2)) or []:
                 if 0 <= d <= 63:
                     dscp2prio[d] = prio
@@ -132,7 +148,7 @@ _PRIO_PAIR_RE = re.compile(r"^(\d+):(\S+)$")
 def parse_dcb_pfc(text: str) -> DcbPfc:
     """Parse ``dcb pfc show dev <dev>`` (one line or one object per line, -s counters)."""
     out = DcbPfc()
-    toks = text.split()
+    toks = _tokens(text)
     i = 0
     enabled: dict[int, bool] = {}
     while i < len(toks):
@@ -146,24 +162,24 @@ def parse_dcb_pfc(text: str) -> DcbPfc:
             i += 1
             if tok == "macsec-bypass":
                 out.macsec_bypass = {"on": True, "off": False}.get(value)
-            elif value.isascii() and value.isdigit():
+            elif (num := parse_uint(value)) is not None:
                 if tok == "pfc-cap":
-                    out.pfc_cap = int(value)
+                    out.pfc_cap = num
                 else:
-                    out.delay = int(value)
+                    out.delay = num
             else:
                 _warn(out.warnings, f"bad value for {tok}: {value[:40]!r}")
         elif tok in _DCB_LISTS:
             while i < len(toks) and (m := _PRIO_PAIR_RE.match(toks[i])):
                 i += 1
-                prio, value = int(m.group(1)), m.group(2)
-                if not 0 <= prio <= 7:
+                prio, value = parse_uint(m.group(1)), m.group(2)
+                if prio is None or prio > 7:
                     continue
                 if tok in ("pg-pfc", "prio-pfc"):
                     enabled[prio] = value == "on"
-                elif value.isascii() and value.isdigit():
+                elif (num := parse_uint(value)) is not None:
                     target = out.requests if tok == "requests" else out.indications
-                    target[prio] = int(value)
+                    target[prio] = num
         else:
             _warn(out.warnings, f"unexpected token {tok[:40]!r}")
     if enabled:
@@ -189,8 +205,7 @@ class DcbApptrust:
 def parse_dcb_apptrust(text: str) -> DcbApptrust:
     """Parse ``order: dscp pcp`` (older iproute2 printed ``trust-order:``)."""
     out = DcbApptrust()
-    for raw in text.splitlines():
-        line = raw.strip()
+    for line in _lines(text):
         if not line:
             continue
         head, sep, rest = line.partition(":")
@@ -209,8 +224,8 @@ _DSCP_NAME_RE = re.compile(r"^(?:CS([0-7])|AF([1-4])([1-3])|EF)$")
 def dscp_value(tok: str) -> int | None:
     """A DSCP number or its rt_dsfield name (CS3 = 24, AF41 = 34, EF = 46); None otherwise."""
     if tok.isascii() and tok.isdigit():
-        v = int(tok)
-        return v if 0 <= v <= 63 else None
+        v = parse_uint(tok)
+        return v if v is not None and v <= 63 else None
     m = _DSCP_NAME_RE.match(tok.upper())
     if m is None:
         return None
@@ -239,23 +254,24 @@ def parse_dcb_app(text: str) -> DcbApp:
     out = DcbApp()
     key: str | None = None
     defaults: list[int] = []
-    for tok in text.split():
+    for tok in _tokens(text):
         if tok in _APP_KEYS:
             key = tok
             continue
         if key == "default-prio":
-            if tok.isascii() and tok.isdigit() and int(tok) <= 7:
-                defaults.append(int(tok))
+            if (num := parse_uint(tok)) is not None and num <= 7:
+                defaults.append(num)
             else:
                 _warn(out.warnings, f"bad default-prio {tok[:40]!r}")
             continue
         if key == "dscp-prio":
             name, sep, prio = tok.rpartition(":")
             d = dscp_value(name) if sep else None
-            if d is None or not (prio.isascii() and prio.isdigit()) or int(prio) > 7:
+            p = parse_uint(prio)
+            if d is None or p is None or p > 7:
                 _warn(out.warnings, f"bad dscp-prio entry {tok[:40]!r}")
                 continue
-            out.dscp2prio[d] = int(prio)
+            out.dscp2prio[d] = p
             continue
         if key is None:
             _warn(out.warnings, f"unexpected token {tok[:40]!r}")
@@ -280,7 +296,7 @@ _ETS_MAPS = ("prio-tc", "tc-tsa", "tc-bw", "pg-bw", "reco-prio-tc", "reco-tc-tsa
 def parse_dcb_ets(text: str) -> DcbEts:
     """Parse ``prio-tc 0:0 ...``, ``tc-tsa 0:ets ...``, ``tc-bw 0:33 ...`` (+ willing, ets-cap)."""
     out = DcbEts()
-    toks = text.split()
+    toks = _tokens(text)
     i = 0
     prios_of: dict[int, list[int]] = {}
     while i < len(toks):
@@ -291,18 +307,20 @@ def parse_dcb_ets(text: str) -> DcbEts:
             i += 1
             if tok == "willing":
                 out.willing = {"on": True, "off": False}.get(value)
-            elif tok == "ets-cap" and value.isascii() and value.isdigit():
-                out.ets_cap = int(value)
+            elif tok == "ets-cap":
+                out.ets_cap = parse_uint(value)
             continue
         if tok not in _ETS_MAPS:
             _warn(out.warnings, f"unexpected token {tok[:40]!r}")
             continue
         while i < len(toks) and (m := _PRIO_PAIR_RE.match(toks[i])):
             i += 1
-            k, v = int(m.group(1)), m.group(2)
+            k, v = parse_uint(m.group(1)), m.group(2)
+            if k is None:
+                continue
             if tok == "prio-tc":
-                if v.isascii() and v.isdigit():
-                    prios_of.setdefault(int(v), []).append(k)
+                if (tc := parse_uint(v)) is not None:
+                    prios_of.setdefault(tc, []).append(k)
             elif tok == "tc-tsa":
                 out.ets[f"tc{k}.tsa"] = v
             elif tok == "tc-bw":
@@ -320,8 +338,10 @@ def _size_bytes(text: str) -> int | None:
     # iproute2 prints sizes with print_size(): 10Kb = 10 KiB, 1Mb = 1 MiB (bytes, not bits).
     m = _SIZE_RE.match(text)
     if m is None:
-        return int(text) if text.isascii() and text.isdigit() else None
-    return int(m.group(1)) * _SIZE_MULT[m.group(2).upper()]
+        return parse_uint(text)
+    n = parse_uint(m.group(1))
+    size = n * _SIZE_MULT[m.group(2).upper()] if n is not None else None
+    return size if size is not None and size <= U64_MAX else None
 
 
 @dataclass(slots=True)
@@ -337,7 +357,7 @@ class DcbBuffer:
 def parse_dcb_buffer(text: str) -> DcbBuffer:
     """Parse ``prio-buffer 0:0 ...``, ``buffer-size 0:10Kb ...``, ``total-size 1222Kb``."""
     out = DcbBuffer()
-    toks = text.split()
+    toks = _tokens(text)
     i = 0
     while i < len(toks):
         tok = toks[i]
@@ -351,10 +371,12 @@ def parse_dcb_buffer(text: str) -> DcbBuffer:
             continue
         while i < len(toks) and (m := _PRIO_PAIR_RE.match(toks[i])):
             i += 1
-            k = int(m.group(1))
+            k = parse_uint(m.group(1))
+            if k is None:
+                continue
             if tok == "prio-buffer":
-                if m.group(2).isascii() and m.group(2).isdigit():
-                    out.prio_buffer[k] = int(m.group(2))
+                if (buf := parse_uint(m.group(2))) is not None:
+                    out.prio_buffer[k] = buf
             else:
                 size = _size_bytes(m.group(2))
                 if size is None:

@@ -4,6 +4,10 @@
 is the file's content without its trailing newline and may hold spaces or be empty (a
 file that could not be read). Counters that read ``N/A (no PMA)`` (iWARP and other
 devices without a performance-management agent) are left out: absent, never zero.
+
+Every path and value is cleaned of control characters as it is read; numbers go through
+:mod:`collectors.numbers`, so a counter beyond 64 bits or a value of 5000 digits costs
+that one value (with a warning), never the section.
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collectors.numbers import parse_float, parse_hex, parse_int, parse_uint
 from collectors.samples import PcieLink
+from collectors.text import MAX_TEXT, clean
 
 MAX_WARNINGS = 50
+_MAX_LINE = 2 * MAX_TEXT  # a path and one sysfs file, which holds at most a page (4096 bytes)
 _NO_PMA = "N/A (no PMA)"
 _RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
 _GTS_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
@@ -115,13 +122,9 @@ def _warn(warnings: list[str], msg: str) -> None:
 
 
 def _int(text: str) -> int | None:
+    """A decimal or ``0x`` hexadecimal attribute (``type``, ``mtu``, ``speed`` -1)."""
     t = text.strip()
-    if t.isdigit() and t.isascii():
-        return int(t)
-    try:
-        return int(t, 0) if t.lower().startswith("0x") else int(t)
-    except ValueError:
-        return None
+    return parse_hex(t) if t[:2] in ("0x", "0X") else parse_int(t)
 
 
 def _after_colon(text: str) -> str | None:
@@ -138,19 +141,19 @@ def _after_colon(text: str) -> str | None:
 def parse_ib_rate(text: str) -> float | None:
     """``"25 Gb/sec (1X EDR)"`` -> 25.0."""
     m = _RATE_RE.match(text)
-    return float(m.group(1)) if m else None
+    return parse_float(m.group(1)) if m else None
 
 
 def parse_pcie_speed(text: str) -> float | None:
     """``"16.0 GT/s PCIe"`` or ``"8 GT/s"`` -> GT/s as float; ``"Unknown"`` -> None."""
     m = _GTS_RE.match(text)
-    return float(m.group(1)) if m else None
+    return parse_float(m.group(1)) if m else None
 
 
 def _split_lines(text: str) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     for raw in text.splitlines():
-        line = raw.rstrip("\r")
+        line = clean(raw.rstrip("\r"), _MAX_LINE)
         if not line.strip():
             continue
         path, _, value = line.partition(" ")
@@ -199,7 +202,7 @@ def parse_sysnet(text: str) -> SysNet:
             rec = out.netdevs[name] = NetdevRecord(name)
             bits[name] = _DeviceBits()
         if rel.startswith("statistics/"):
-            num = _int(value)
+            num = parse_uint(value)
             if num is None:
                 if value:
                     _warn(out.warnings, f"{name}/{rel}: bad value {value[:40]!r}")
@@ -222,9 +225,9 @@ def parse_sysnet(text: str) -> SysNet:
             speed = _int(value)
             rec.speed_mbps = speed if speed is not None and speed > 0 else None
         elif rel == "carrier_changes":
-            rec.carrier_changes = _int(value)
+            rec.carrier_changes = parse_uint(value)
         elif rel == "carrier_down_count":
-            rec.carrier_down_count = _int(value)
+            rec.carrier_down_count = parse_uint(value)
         elif rel == "type":
             rec.type = _int(value)
         else:
@@ -243,7 +246,7 @@ _COUNTER_DIRS = ("counters", "counters_ext", "hw_counters")
 def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], where: str) -> None:
     group, _, leaf = rel.partition("/")
     if group in _COUNTER_DIRS and leaf and "/" not in leaf:
-        num = _int(value)
+        num = parse_uint(value)
         if num is not None:
             target = {"counters": port.counters, "counters_ext": port.counters_ext}.get(
                 group, port.hw_counters
@@ -283,7 +286,7 @@ def parse_sysib(text: str) -> SysIb:
             bits[name] = _DeviceBits()
         if rel.startswith("ports/"):
             parts = rel.split("/", 2)
-            num = _int(parts[1]) if len(parts) > 1 else None
+            num = parse_uint(parts[1]) if len(parts) > 1 else None
             if num is None or len(parts) < 3:
                 _warn(out.warnings, f"unparsed line: {path[:80]!r}")
                 continue

@@ -9,18 +9,33 @@ from __future__ import annotations
 
 import math
 
+Buckets = tuple[float, ...] | list[float]
 
-def histogram_quantile(
-    q: float, bounds: tuple[float, ...] | list[float], counts: tuple[float, ...] | list[float]
-) -> float | None:
+
+def _usable(bounds: Buckets, counts: Buckets) -> bool:
+    """Finite, strictly increasing bounds ending in +Inf, and finite, non-negative counts.
+
+    A count that falls from one bound to the next is usable: the demo's and some
+    servers' buckets are updated one by one, and Prometheus forces monotony for them.
+    """
+    if len(bounds) != len(counts) or len(bounds) < 2 or bounds[-1] != math.inf:
+        return False
+    prev_b = -math.inf
+    for b in bounds[:-1]:
+        if not (math.isfinite(b) and b > prev_b):
+            return False
+        prev_b = b
+    return all(math.isfinite(c) and c >= 0 for c in counts)
+
+
+def histogram_quantile(q: float, bounds: Buckets, counts: Buckets) -> float | None:
     """Prometheus ``histogram_quantile``: linear interpolation inside the bucket holding rank q.
 
     ``counts`` are cumulative per upper bound (typically the delta of two scrapes); the
-    last bound must be +Inf. None when there is nothing to estimate from.
+    last bound must be +Inf. None when there is nothing to estimate from, and for buckets
+    that cannot be (NaN or Inf, bounds out of order): never raises.
     """
-    if not 0.0 <= q <= 1.0 or len(bounds) != len(counts) or len(bounds) < 2:
-        return None
-    if not math.isinf(bounds[-1]):
+    if not 0.0 <= q <= 1.0 or not _usable(bounds, counts):
         return None
     # Buckets scraped at slightly different moments can dip; Prometheus forces monotony.
     fixed: list[float] = []
@@ -30,7 +45,7 @@ def histogram_quantile(
     if total <= 0:
         return None
     rank = q * total
-    i = next(k for k, c in enumerate(fixed) if c >= rank)
+    i = next((k for k, c in enumerate(fixed) if c >= rank), len(fixed) - 1)
     if i == len(bounds) - 1:
         return bounds[-2]  # rank lies in the +Inf bucket: the highest finite bound
     if i == 0 and bounds[0] <= 0:

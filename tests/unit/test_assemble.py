@@ -198,3 +198,64 @@ def test_empty_and_garbage_frames() -> None:
     assert "ghost" not in sample.links  # ethtool text alone does not make a link
     assert all(w.startswith("h: ") for w in sample.warnings)
     assert sample.warnings
+
+
+def _boom(*_: object) -> object:
+    raise RuntimeError("parser bug \x1b]52;c;cGF5bG9hZA==\x07here")
+
+
+@pytest.mark.parametrize(
+    ("target", "kind"),
+    [
+        ("parse_sysnet", "sysnet"),
+        ("parse_sysib", "sysib"),
+        ("parse_ethtool_stats", "ethtool_S eth0"),
+        ("normalize_ethtool", "link eth0"),
+        ("parse_kv_dump", "cputhrottle"),
+        ("gpus_from_frame", "gpu"),
+    ],
+)
+def test_a_parser_that_raises_costs_its_section_only(
+    monkeypatch: pytest.MonkeyPatch, roce_frame: Frame, target: str, kind: str
+) -> None:
+    frame = _frame(*roce_frame.sections, _sec("cputhrottle", None, "cpu0/x 3"))
+    whole = assemble("gpu1", frame)
+    monkeypatch.setattr(f"collectors.assemble.{target}", _boom)
+    sample = assemble("gpu1", frame)
+    errors = [w for w in sample.warnings if "RuntimeError" in w]
+    assert errors == [f"gpu1: {kind}: error: RuntimeError: parser bug here"]
+    assert sample.links or kind == "sysnet"  # the other sections still made their links
+    if kind != "sysnet" and kind != "sysib":
+        assert set(sample.links) == set(whole.links)
+    if kind == "cputhrottle":
+        assert whole.cpu_throttle_count == 3 and sample.cpu_throttle_count is None
+        assert sample.links["eth0"].metrics == whole.links["eth0"].metrics
+
+
+def test_remote_section_headers_and_notes_are_cleaned(roce_frame: Frame) -> None:
+    osc = "\x1b]0;owned\x07"
+    frame = _frame(
+        *roce_frame.sections,
+        Section("dcb_ets", "eth0", 1, "error", f"rc=1{osc}", f"bad{osc} thing\x9b31m"),
+        _sec("probe", None, f"warning name{osc} refused\x07"),
+        Section(f"odd{osc}", f"eth{osc}9", 1, f"ok{osc}", None, "x"),
+    )
+    sample = assemble("gpu1", frame)
+    assert "gpu1: dcb_ets eth0: error (rc=1): bad thing" in sample.warnings
+    assert "gpu1: probe: name refused" in sample.warnings
+    assert ("odd", "eth9", "ok") in [(s.kind, s.subject, s.status) for s in sample.sections]
+    assert not any("\x1b" in w or "owned" in w for w in sample.warnings)
+
+
+def test_huge_cpu_throttle_count_is_one_warning() -> None:
+    sample = assemble("h", _frame(_sec("cputhrottle", None, f"cpu0/a {'9' * 5000}\ncpu1/a 2")))
+    assert sample.cpu_throttle_count == 2
+    assert len(sample.warnings) == 1 and "cpu0/a: bad value" in sample.warnings[0]
+
+
+def test_warnings_of_one_frame_are_bounded() -> None:
+    bad = "\n".join(f"     rx_{i}: x" for i in range(60))
+    sections = [_sec("ethtool_S", f"eth{i}", bad) for i in range(20)]
+    sample = assemble("h", _frame(*sections))
+    assert len(sample.warnings) == 201
+    assert sample.warnings[-1] == "h: further warnings of this frame suppressed"

@@ -232,3 +232,21 @@ def test_tables_only_use_names_seen_or_cited(fixtures_dir: Path) -> None:
                 ok = name in en_stats_c or any(name.format(p=p) in seen for p in range(8))
                 assert ok, name
     assert IB_PORT_MAP and IB_HW_MAP
+
+
+def test_value_beyond_64_bits_is_absent_not_read_elsewhere() -> None:
+    """4 x an all-ones port_rcv_data_64 is no byte count, and not a cue to use the 32-bit one."""
+    all_ones = 2**64 - 1
+    m = normalize_ib({"port_rcv_data_64": all_ones, "port_rcv_data": 10, "port_xmit_data": 7}, {})
+    assert "rx_bytes" not in m
+    assert m["tx_bytes"] == 28
+    assert normalize_ib({"port_rcv_data_64": 2**62 - 1}, {})["rx_bytes"] == 4 * (2**62 - 1)
+    crc = normalize_ethtool({"rx_crc_errors_phy": all_ones, "rx_symbol_err_phy": 1}, "mlx5_core")
+    assert "rx_phy_errors" not in crc
+    prio = normalize_ethtool(
+        {"rx_prio0_marked": all_ones, "rx_prio1_marked": all_ones, "rx_prio3_pause": 4},
+        "mlx5_core",
+    )
+    assert "ecn_marked" not in prio  # the roll-up overflows
+    assert prio["ecn_marked_prio"] == {0: all_ones, 1: all_ones}
+    assert prio["rx_pause"] == {3: 4}

@@ -1,7 +1,12 @@
-"""No parser in collectors/parsers raises, whatever text it is given.
+"""No parser in collectors/parsers raises, whatever text it is given, and none lets a
+number that cannot be or a control character through.
 
 Every public ``parse_*`` function of every module in the package is found at import
-time, so a parser added later is covered without touching this file.
+time, so a parser added later is covered without touching this file. The inputs mix
+real captures, tokens shaped like what the parsers look for, integers of 5000 digits,
+NaN/Inf spellings, the whole C0/C1 range and whole escape sequences. Properties: no
+exception; every number in the output finite and within 64 bits; no output string with
+a control character (:func:`tests.unit.test_remote_strings.check_output`).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +26,8 @@ import collectors.parsers
 from collectors.assemble import assemble
 from collectors.frames import Frame, Section
 from tests.conftest import FIXTURES
+from tests.unit.test_parse_sysfs import sysfs_dump
+from tests.unit.test_remote_strings import BIDI, CONTROLS, SEQUENCES, check_output
 
 
 def _parsers() -> list[tuple[str, Callable[..., Any]]]:
@@ -51,10 +59,14 @@ def _capture_texts() -> list[str]:
     if not FIXTURES.is_dir():
         return ["NIC statistics:\n     rx_bytes: 1\n"]
     texts = []
-    for sub in ("ethtool", "qos", "lspci", "iplink", "procnet", "nvidia_smi", "llm_metrics"):
-        for path in sorted((FIXTURES / sub).glob("*"))[:6]:
+    for sub in ("ethtool", "qos", "lspci", "iplink", "procnet", "nvidia_smi", "llm_metrics",
+                "amd_smi", "nvidia_smi/captures_utkuozdemir/query_gpu_csv_"):  # fmt: skip
+        for path in sorted(FIXTURES.glob(sub + "*" if sub.endswith("_") else sub + "/*"))[:6]:
             if path.is_file() and path.stat().st_size < 200_000:
                 texts.append(path.read_bytes().decode("utf-8", errors="replace"))
+    texts.append((FIXTURES / "nvidia_smi/nvidia_smi_q_x_a10g_telegraf.xml").read_text())
+    for tree in ("net", "infiniband"):  # the probe's sysnet / sysib dumps
+        texts.append(sysfs_dump(FIXTURES / "sysfs/prometheus_procfs/sys/class" / tree))
     return texts
 
 
@@ -109,9 +121,30 @@ _TOKENS = st.sampled_from(
         "+Inf",
         "index",
         "\r",
+        "9" * 5000,  # beyond int()'s 4300-digit limit
+        "1" * 21,  # beyond 64 bits
+        "4294967295",
+        "0x" + "f" * 40,
+        "nan",
+        "NaN",
+        "+Inf",
+        "-Inf",
+        "inf",
+        "Infinity",
+        "-Infinity",
+        "1e999",
+        '"value": NaN',
+        ": Infinity,",
+        "GPU use (%)",
+        "card0",
+        'model_name="',
+        '_bucket{le="',
+        "firmware-version:",
+        *SEQUENCES,
     ]
 )
-_LINE = st.lists(st.one_of(_TOKENS, st.text(max_size=8)), max_size=12).map(" ".join)
+_CONTROL = st.sampled_from(CONTROLS + BIDI)
+_LINE = st.lists(st.one_of(_TOKENS, _CONTROL, st.text(max_size=8)), max_size=12).map(" ".join)
 STRUCTURED = st.lists(_LINE, max_size=30).map("\n".join)
 RANDOM_BYTES = st.binary(max_size=2000).map(lambda b: b.decode("utf-8", errors="replace"))
 
@@ -122,11 +155,25 @@ def mangled_capture(draw: st.DrawFn) -> str:
     text = draw(st.sampled_from(CAPTURES))
     a = draw(st.integers(0, len(text)))
     b = draw(st.integers(a, len(text)))
-    junk = draw(st.one_of(st.text(max_size=40), _LINE))
+    junk = draw(st.one_of(st.text(max_size=40), _LINE, _TOKENS, _CONTROL))
     return text[:a] + junk + text[b:]
 
 
-INPUTS = st.one_of(st.text(max_size=2000), RANDOM_BYTES, STRUCTURED, mangled_capture())
+@st.composite
+def spiked_capture(draw: st.DrawFn) -> str:
+    """A real capture with its numbers or words replaced by hostile tokens here and there."""
+    text = draw(st.sampled_from(CAPTURES))
+    bad = draw(st.lists(_TOKENS | _CONTROL, min_size=1, max_size=4))
+    parts = re.split(r"(\d+(?:\.\d+)?|[A-Za-z]{3,})", text)
+    for tok in bad:
+        i = draw(st.integers(0, max(len(parts) - 1, 0)))
+        parts[i] = tok if i % 2 else parts[i] + tok
+    return "".join(parts)
+
+
+INPUTS = st.one_of(
+    st.text(max_size=2000), RANDOM_BYTES, STRUCTURED, mangled_capture(), spiked_capture()
+)
 
 
 def test_parsers_found() -> None:
@@ -138,7 +185,7 @@ def test_parsers_found() -> None:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=INPUTS)
 def test_parser_never_raises(name: str, fn: Callable[..., Any], text: str) -> None:
-    _call(fn, text)
+    check_output(_call(fn, text))
 
 
 _KINDS = st.sampled_from(
@@ -153,17 +200,22 @@ _KINDS = st.sampled_from(
         "probe",
         "gpu_nvidia",
         "gpu_amd",
+        "dcb_pfc",
+        "dcb_app",
+        "dcb_apptrust",
+        "dcb_ets",
+        "dcb_buffer",
         "unknown",
     ]
 )
 _SECTION = st.builds(
     Section,
     kind=_KINDS,
-    subject=st.one_of(st.none(), st.sampled_from(["eth0", "mlx5_0", "ib0"])),
+    subject=st.one_of(st.none(), st.sampled_from(["eth0", "mlx5_0", "ib0", "eth\x1b]0;x\x07"])),
     read_ns=st.one_of(st.none(), st.integers(0, 2**63)),
     status=st.sampled_from(["ok", "missing", "timeout", "error", "stale"]),
-    detail=st.none(),
-    text=st.one_of(STRUCTURED, mangled_capture()),
+    detail=st.one_of(st.none(), st.sampled_from(["rocm-smi", "amd-smi", "rc=1", *SEQUENCES])),
+    text=st.one_of(STRUCTURED, mangled_capture(), spiked_capture()),
 )
 
 
@@ -172,3 +224,4 @@ _SECTION = st.builds(
 def test_assemble_never_raises(sections: list[Section]) -> None:
     sample = assemble("h", Frame(1, 0, 0.0, 0.0, sections))
     assert all(w.startswith("h: ") for w in sample.warnings)
+    check_output(sample)

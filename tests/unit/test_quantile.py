@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fabtop.core.quantile import histogram_quantile
 
@@ -21,3 +23,48 @@ def test_histogram_quantile_matches_prometheus_interpolation() -> None:
     assert histogram_quantile(0.5, bounds, (0.0, 0.0, 0.0, 0.0)) is None
     assert histogram_quantile(0.5, (0.1, 0.5), (1.0, 2.0)) is None  # no +Inf bucket
     assert histogram_quantile(1.5, bounds, counts) is None
+
+
+NAN, INF = math.nan, math.inf
+
+
+def test_a_falling_count_is_made_monotone_as_prometheus_does() -> None:
+    # Buckets updated one by one can dip between two bounds; Prometheus takes the max so far.
+    assert histogram_quantile(0.5, (0.1, 0.5, 1.0, INF), (1.0, 5.0, 3.0, 6.0)) == pytest.approx(
+        histogram_quantile(0.5, (0.1, 0.5, 1.0, INF), (1.0, 5.0, 5.0, 6.0))
+    )
+
+
+@pytest.mark.parametrize(
+    ("bounds", "counts"),
+    [
+        ((0.1, 0.5, 1.0, INF), (NAN, NAN, NAN, NAN)),  # raised StopIteration on every frame
+        ((0.1, 0.5, 1.0, INF), (1.0, NAN, 3.0, 4.0)),
+        ((0.1, 0.5, 1.0, INF), (1.0, 2.0, 3.0, INF)),
+        ((0.1, 0.5, 1.0, INF), (1.0, 2.0, 3.0, -INF)),
+        ((0.1, NAN, 1.0, INF), (1.0, 2.0, 3.0, 4.0)),
+        ((0.1, -INF, 1.0, INF), (1.0, 2.0, 3.0, 4.0)),
+        ((0.5, 0.1, 1.0, INF), (1.0, 2.0, 3.0, 4.0)),  # bounds out of order
+        ((0.1, 0.1, 1.0, INF), (1.0, 2.0, 3.0, 4.0)),  # a bound twice
+        ((0.1, 0.5, 1.0, INF), (-1.0, 2.0, 3.0, 4.0)),
+    ],
+)
+def test_buckets_that_cannot_be_give_none(
+    bounds: tuple[float, ...], counts: tuple[float, ...]
+) -> None:
+    for q in (0.0, 0.5, 0.99, 1.0):
+        assert histogram_quantile(q, bounds, counts) is None
+    assert histogram_quantile(NAN, (0.1, INF), (1.0, 2.0)) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    q=st.floats(allow_nan=True, allow_infinity=True),
+    bounds=st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=8),
+    counts=st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=8),
+)
+def test_quantile_never_raises_and_is_finite(
+    q: float, bounds: list[float], counts: list[float]
+) -> None:
+    v = histogram_quantile(q, [*bounds, INF], [*counts, *counts[-1:]])
+    assert v is None or math.isfinite(v)
