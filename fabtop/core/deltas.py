@@ -1,7 +1,8 @@
 """Counter deltas between two points in time, one rule for ``fabtop diff`` and the ``r`` baseline.
 
 A counter missing at either end has no delta (None, never 0), and a counter that went
-backwards was reset in between, so it has no honest delta either.
+backwards was reset in between, so it has no honest delta either. Neither has one that
+reads all-ones at either end: a glitched read, or a counter stuck at its maximum.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from collectors.numbers import ALL_ONES
 from collectors.samples import LinkSample
 
 
 def value_delta(cur: int | float | None, base: int | float | None) -> float | None:
-    """``cur - base``, or None when either is missing or the counter was reset in between."""
-    if cur is None or base is None or cur < base:
+    """``cur - base``; None when either is missing or all-ones, or the counter was reset."""
+    if cur is None or base is None or cur < base or cur in ALL_ONES or base in ALL_ONES:
         return None
     return float(cur - base)
 
@@ -40,15 +42,24 @@ def _total(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) else None
 
 
+def _ones(v: Any) -> bool:
+    if isinstance(v, Mapping):
+        return any(x in ALL_ONES for x in v.values())
+    return isinstance(v, int) and v in ALL_ONES
+
+
 def counts_since(cur: LinkSample, base: LinkSample | None, names: Iterable[str]) -> float | None:
     """Sum of the deltas of ``names`` since ``base`` (the 'r' baseline); None on a reset."""
     if base is None:
         return None
     out, seen = 0.0, False
     for n in names:
-        c, b = _total(cur.metrics.get(n)), _total(base.metrics.get(n))
+        cv, bv = cur.metrics.get(n), base.metrics.get(n)
+        c, b = _total(cv), _total(bv)
         if c is None or b is None:
             continue
+        if _ones(cv) or _ones(bv):
+            return None  # a glitched or stuck read at either end: no honest delta
         if c < b:
             return None  # reset since the baseline: no honest delta
         out += c - b

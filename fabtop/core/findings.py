@@ -83,7 +83,7 @@ class Finding:
     evidence: dict[str, Evidence] = field(default_factory=dict)
     next_step: str = ""
     host: str | None = None
-    since: float | None = None  # remote unix time the condition was first seen
+    since: float | None = None  # unix time on the operator's axis the condition was first seen
     port: PortRef | None = None  # the port it is about (None: a host, a GPU, the fabric)
     priority: int | None = None  # the priority it is about, when one
 

@@ -3,7 +3,9 @@
 ``History.record`` turns one frame's sample and rates into the standard series, named
 as the rate engine names its rates (:mod:`collectors.vocabulary`); each series is a
 bounded :class:`~fabtop.core.series.Series`. Subjects that stop being reported are
-forgotten, so memory stays bounded on nodes whose interfaces come and go.
+forgotten, so memory stays bounded on nodes whose interfaces come and go. Times are on
+the operator's axis: the pipeline places each frame (:mod:`fabtop.core.clock`). A
+reading the rate engine ignored as a glitch never enters a tier.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import resource
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
+from collectors.numbers import ALL_ONES
 from collectors.samples import HostSample, RateValue
 from collectors.vocabulary import Derived, InferenceRate, Metric
 from fabtop.core.rates import HostRates
@@ -82,9 +85,7 @@ def keeps_max(key: SeriesKey) -> bool:
 class History:
     """All series of all hosts, keyed by tuples such as ``("gpu1", "eth2", "rx_bps")``."""
 
-    __slots__ = (
-        "_keep_max", "_last_t", "_offset", "_pruned", "_seen", "_series", "_typecode", "tiers",
-    )
+    __slots__ = ("_keep_max", "_pruned", "_seen", "_series", "_typecode", "tiers")
 
     def __init__(
         self,
@@ -99,8 +100,6 @@ class History:
         # "d" keeps them exact
         self._typecode = coarse_typecode
         self._series: dict[SeriesKey, Series] = {}
-        self._offset: dict[str, float] = {}
-        self._last_t: dict[str, float] = {}
         self._seen: dict[tuple[str, str], float] = {}  # (host, link/gpu/url) -> last time
         self._pruned: dict[str, float] = {}
 
@@ -137,30 +136,20 @@ class History:
         else:
             self.series(key).append(t, value)
 
-    def _timeline(self, host: str, t: float, rates: HostRates) -> float:
-        # When the wall clock stepped the rate engine followed uptime; the history does
-        # too, so a step back does not stall the charts and a step forward leaves no hole.
-        last = self._last_t.get(host)
-        if rates.restarted:
-            self._offset[host] = 0.0
-        elif rates.clock_stepped and last is not None and rates.interval_s is not None:
-            self._offset[host] = last + rates.interval_s - t
-        t += self._offset.get(host, 0.0)
-        if last is None or t > last:
-            self._last_t[host] = t
-        return t
-
     def record(self, t: float, sample: HostSample, rates: HostRates) -> None:
-        """Append the standard series of one frame (``t``: remote unix time in seconds)."""
+        """Append the standard series of one frame (``t``: its unix time on the operator's axis)."""
         host = sample.host
-        t = self._timeline(host, t, rates)
         put = self._put
         for lid, link in sample.links.items():
             lr = rates.links.get(lid)
             if lr is not None:
                 self._record_link_rates(host, lid, t, lr.rates, lr.gap)
             down = link.metrics.get(Metric.LINK_DOWN_EVENTS)
-            put((host, lid, Metric.LINK_DOWN_EVENTS), t, down if isinstance(down, int) else None)
+            if not isinstance(down, int) or down in ALL_ONES or (
+                lr is not None and Metric.LINK_DOWN_EVENTS in lr.glitched
+            ):
+                down = None  # a glitched count is no count (the next good read follows)
+            put((host, lid, Metric.LINK_DOWN_EVENTS), t, down)
             put((host, lid, "temperature_c"), t, link.temperature_c)
         for gpu in sample.gpus:
             gid = f"gpu{gpu.index}"

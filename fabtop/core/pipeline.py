@@ -1,7 +1,10 @@
-"""The one path a frame takes into the core: assemble -> rates -> history.
+"""The one path a frame takes into the core: assemble -> rates -> placement -> history.
 
 The live fabric state, focus mode and the test fabrics all run frames (or hand-built
 samples) through a :class:`Pipeline`, so each of them reads exactly what the others do.
+Rates divide by remote time; the history records each frame where it sits on the
+operator's time axis (:mod:`fabtop.core.clock`), so one host's clock cannot move the
+others out of the window.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from collectors.assemble import assemble
 from collectors.frames import Frame, Section
 from collectors.samples import HostSample
+from fabtop.core.clock import Clocks
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates, RateEngine
 
@@ -26,24 +30,44 @@ class Pipeline:
     def __init__(self, history: History | None = None) -> None:
         self.engine = RateEngine()
         self.history = history if history is not None else History()
+        self.clocks = Clocks()
         self._slow: dict[str, dict[tuple[str, str | None], Section]] = {}
         self._latest: dict[str, HostSample] = {}
 
-    def apply_frame(self, host: str, frame: Frame) -> tuple[HostSample, HostRates]:
-        """Assemble ``frame`` (slow sections carried) and run it through rates and history."""
+    def apply_frame(
+        self, host: str, frame: Frame, arrived_unix: float | None = None
+    ) -> tuple[HostSample, HostRates]:
+        """Assemble ``frame`` (slow sections carried) and run it through rates and history.
+
+        ``arrived_unix``: the operator's wall clock when the frame arrived; None (replays,
+        tests) means no clock estimate from this frame.
+        """
         sample = assemble(host, self._with_slow_sections(host, frame))
         prev = self._latest.get(host)
         if prev is not None and prev.inference and not sample.inference:
             # /metrics is polled on its own cadence: keep the last reading on frames without it.
             sample.inference = prev.inference
-        return sample, self.apply_sample(sample)
+        return sample, self.apply_sample(sample, arrived_unix)
 
-    def apply_sample(self, sample: HostSample) -> HostRates:
+    def apply_sample(self, sample: HostSample, arrived_unix: float | None = None) -> HostRates:
         """Rates and history for an already assembled sample (test fabrics start here)."""
-        self._latest[sample.host] = sample
+        host = sample.host
+        self._latest[host] = sample
         rates = self.engine.update(sample)
-        self.history.record(sample.clock_ns / 1e9, sample, rates)
+        t = self.clocks.place(
+            host, sample.clock_ns / 1e9, arrived_unix, stepped=rates.clock_stepped,
+            restarted=rates.restarted, interval_s=rates.interval_s,
+        )  # fmt: skip
+        rates.placed_s = t
+        rates.clock_offset_s = self.clocks.offset(host)
+        # Said on the host like any warning (FabricState keeps each line once).
+        sample.warnings.extend(rates.glitches)
+        self.history.record(t, sample, rates)
         return rates
+
+    def clock_offset(self, host: str) -> float | None:
+        """Seconds ``host``'s clock is ahead of the operator's (None: not measured)."""
+        return self.clocks.offset(host)
 
     def _with_slow_sections(self, host: str, frame: Frame) -> Frame:
         kept = self._slow.setdefault(host, {})

@@ -4,7 +4,10 @@ Rates divide counter deltas by the *remote* time between frames (``clock_ns``),
 never by when the bytes arrived, so SSH jitter does not show up as throughput
 jitter. ``/proc/uptime`` never steps, so when the wall clock disagrees with it the
 uptime delta is used instead. A counter that goes backwards is a reset: it gets a
-new baseline and no rate, never a negative rate or a spike.
+new baseline and no rate, never a negative rate or a spike. A delta that cannot be
+(bytes beyond the link's speed, packets beyond what those bytes allow, pause time beyond
+the interval, a counter jumping to all-ones) is a glitch, treated like a reset: a gap,
+never a rate, an event count or a spike in the history's max tiers.
 """
 
 from __future__ import annotations
@@ -12,8 +15,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from collectors.samples import HostSample, InferenceSample, LinkSample, RateValue
-from collectors.vocabulary import Derived, InferenceRate, Metric
+from collectors.normalize import ETHTOOL_MAP, IB_HW_MAP, IB_PORT_MAP, NETDEV_MAP, Src
+from collectors.numbers import ALL_ONES
+from collectors.samples import HostSample, InferenceSample, LinkSample, MetricValue, RateValue
+from collectors.vocabulary import (
+    BYTES,
+    FRAMES,
+    MICROSECONDS,
+    PACKETS,
+    Derived,
+    InferenceRate,
+    Metric,
+)
 from fabtop.core.quantile import histogram_quantile
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
@@ -37,8 +50,88 @@ _IB_SATURABLE: dict[str, tuple[Metric, str | None]] = {
     "link_downed": (Metric.LINK_DOWN_EVENTS, None),
 }
 
+# --- glitches -----------------------------------------------------------------------
+# A read of a NIC that is resetting or has fallen off the bus returns all-ones; drivers
+# have bugs. Such a delta is judged against what the link can do and costs one gap.
+
+# The probe stamps a frame when its tick starts and reads each section within the tools'
+# timeout (2 s by default; ``timeout -k 1`` kills a hung one a second later), so one
+# counter's two reads can lie this much further apart than the two frames' stamps.
+READ_SKEW_S = 3.0
+# Headroom on every bound: what fails one is off by orders of magnitude (a 64-bit all-ones
+# read is 10^8 times a 400G link's bytes per second), never by rounding or framing.
+GLITCH_MARGIN = 1.5
+# The smallest packet a physical port counts: Ethernet 60 bytes (64 with the FCS that
+# netdev counters leave out), InfiniBand 26 (LRH + BTH + ICRC + VCRC); below both.
+MIN_PACKET_BYTES = 20.0
+# Packets and bytes are separate reads of one dump (sysfs files, milliseconds apart):
+# packets counted between the two reads are no impossibility. A million is about 7 ms of
+# minimum-size frames at 100 Gb/s; a glitched packet counter is off by billions.
+PACKETS_READ_SLACK = 1_000_000
+
+def _bound_kind(m: Metric) -> int:
+    """What bounds a counter's delta: 1 bytes (the line rate), 2 packets or frames (the line
+    rate in minimum-size packets), 3 microseconds (the interval itself), 0 nothing (events,
+    ticks: only the all-ones test applies)."""
+    if m.unit == BYTES:
+        return 1
+    if m.unit in (PACKETS, FRAMES):
+        return 2
+    return 3 if m.unit == MICROSECONDS else 0
+
+
+# Packet counters that must fit in the bytes of the same direction: (counter, its rate,
+# the bytes' rate).
+_PACKETS_OF_BYTES_RATES: tuple[tuple[str, str, str], ...] = (
+    (Metric.RX_PACKETS, Metric.RX_PACKETS.per_s, Metric.RX_BYTES.per_s),
+    (Metric.TX_PACKETS, Metric.TX_PACKETS.per_s, Metric.TX_BYTES.per_s),
+)
+_INF = math.inf
+
+
+# (normalized metric, the drivers its source is read for; None: any driver)
+Feed = tuple[str, frozenset[str] | None]
+
+
+def _feeds_index() -> dict[str, dict[str, tuple[Feed, ...]]]:
+    """Per counter source, the normalized metrics each raw name feeds (collectors.normalize)."""
+    tables = {"ethtool": ETHTOOL_MAP, "ib_port": IB_PORT_MAP, "ib_hw": IB_HW_MAP,
+              "netdev": NETDEV_MAP}  # fmt: skip
+    out: dict[str, dict[str, tuple[Feed, ...]]] = {}
+    for source, table in tables.items():
+        feeds: dict[str, list[Feed]] = {}
+        for metric, srcs in table.items():
+            for src in srcs:
+                for name in _src_names(src):
+                    feeds.setdefault(name, []).append((metric, src.drivers))
+        out[source] = {name: tuple(fs) for name, fs in feeds.items()}
+    return out
+
+
+def _src_names(src: Src) -> tuple[str, ...]:
+    if src.per_prio:
+        return tuple(n for names in src.per_prio for n in names)
+    return src.names
+
+
+# Built once: only a tick with an all-ones read looks into it.
+_FEEDS = _feeds_index()
+_NONE: frozenset[str] = frozenset()
+
+
+def _is_ones(v: MetricValue | None) -> bool:
+    """True when ``v`` (or one of its priorities) reads all-ones."""
+    if isinstance(v, int):
+        return v in ALL_ONES
+    if isinstance(v, dict):
+        return not ALL_ONES.isdisjoint(v.values())
+    return False
+
+
 # The rate name of every counter, built once: the per-tick loop only looks it up.
 _RATE_NAME: dict[str, str] = {m: m.per_s for m in Metric}
+# ... and with its bound kind, for the per-tick loop's one lookup per counter.
+_RATE_KIND: dict[str, tuple[str, int]] = {m: (m.per_s, _bound_kind(m)) for m in Metric}
 # Per direction: byte rate -> bits/s, pause-duration rate -> share of the interval paused.
 _SIDES: tuple[tuple[str, Derived, str, Derived], ...] = (
     (Metric.RX_BYTES.per_s, Derived.RX_BPS, Metric.RX_PAUSE_US.per_s, Derived.RX_PAUSE_TIME_RATIO),
@@ -67,9 +160,13 @@ class LinkRates:
 
     rates: dict[str, RateValue]  # normalized name + "_per_s", plus derived (rx_bps, ...)
     raw_rates: dict[str, dict[str, float]]  # source -> raw counter name -> per second
-    gap: bool = False  # a normalized counter reset / the host restarted: show a gap
+    gap: bool = False  # a normalized counter reset or glitched / the host restarted: a gap
     reset: list[str] = field(default_factory=list)  # raw names, then normalized names
     saturated: list[str] = field(default_factory=list)  # raw names, then normalized names
+    # Normalized counters whose reading this tick is ignored: a delta that cannot be, or an
+    # all-ones read that the next tick tells apart (back: a glitch; stays: saturated).
+    glitched: list[str] = field(default_factory=list)
+    confirmed: list[str] = field(default_factory=list)  # glitches known as such this tick
 
 
 @dataclass(slots=True)
@@ -83,6 +180,12 @@ class HostRates:
     inference: dict[str, dict[str, float | None]]
     restarted: bool = False  # remote uptime went backwards: everything rebaselined
     cpu_throttle_per_s: float | None = None  # the host's CPU thermal throttle events
+    glitches: list[str] = field(default_factory=list)  # one line per glitch confirmed now
+    glitch_count: int = 0  # glitches confirmed on this host since the engine started
+    # Set by the Pipeline: where the frame sits on the operator's time axis (unix seconds)
+    # and how far the host's clock is ahead of the operator's (None: not measured).
+    placed_s: float | None = None
+    clock_offset_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -96,6 +199,15 @@ class _InferenceBase:
 
 
 @dataclass(slots=True)
+class _Held:
+    """A normalized counter whose last reading was ignored: the reading before it stands."""
+
+    value: MetricValue
+    extra_s: float  # seconds from that reading to the baseline frame
+    pending: bool  # an all-ones read: a glitch if the next one is back, saturated if not
+
+
+@dataclass(slots=True)
 class _Baseline:
     seq: int
     clock_ns: int
@@ -103,6 +215,8 @@ class _Baseline:
     links: dict[str, LinkSample]
     inference: dict[str, _InferenceBase]
     cpu_throttle: int | None
+    held: dict[str, dict[str, _Held]] = field(default_factory=dict)  # link id -> name -> held
+    clean: dict[str, frozenset[str]] = field(default_factory=dict)  # link id -> sources
 
 
 def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
@@ -179,12 +293,213 @@ def _inference_rates(
     return out
 
 
-def _link_rates(cur: LinkSample, prev: LinkSample | None, inv_dt: float) -> LinkRates:
+def _line_bytes_per_s(cur: LinkSample, prev: LinkSample) -> float | None:
+    """A physical port's line rate in bytes per second, when it reports its speed.
+
+    Virtual links (veth, bridges, tunnels) report a nominal speed they routinely exceed.
+    A speed that changed between the frames (renegotiation) counts at the higher one.
+    """
+    if not cur.physical:
+        return None
+    best = 0.0
+    for g in (cur.rate_gbps, prev.rate_gbps):
+        if g is not None and g > best:
+            best = g
+    return best * 1e9 / 8.0 if best > 0 else None
+
+
+def _limits(line: float | None, span_s: float) -> tuple[float, float, float, float]:
+    """The largest believable delta over ``span_s`` for each bound kind (see _BOUND_KIND)."""
+    s = (span_s + READ_SKEW_S) * GLITCH_MARGIN
+    if line is None:
+        return _INF, _INF, _INF, s * 1e6
+    return _INF, line * s, line * s / MIN_PACKET_BYTES, s * 1e6
+
+
+def _stuck_legacy(cur: LinkSample, prev: LinkSample) -> list[str]:
+    """Legacy IB counters at their maximum in this read and the one before (DESIGN.md §4).
+
+    One tick of look-ahead: a first read at the maximum may be a glitch gone by the next
+    tick; a counter that reached its maximum stays there.
+    """
+    out: list[str] = []
+    for raw in cur.saturated:
+        for source, counters in cur.counters.items():
+            v = counters.get(raw)
+            if v is not None:
+                if prev.counters.get(source, {}).get(raw) == v:
+                    out.append(raw)
+                break
+    return out
+
+
+def _switched_feeds(cur: LinkSample, prev: LinkSample) -> frozenset[str]:
+    """Normalized metrics whose raw counters came or went between the two reads.
+
+    A tool that timed out this tick (or came back) moves a metric to another source
+    (``rx_bytes_phy`` from ethtool, ``statistics/rx_bytes`` from sysfs): two different
+    counters, so their difference is no rate. Those metrics start a new baseline.
+    """
+    out: set[str] = set()
+    driver = cur.driver.strip().lower() if cur.driver else None
+    for source in cur.counters.keys() | prev.counters.keys():
+        now, before = cur.counters.get(source, {}), prev.counters.get(source, {})
+        if len(now) == len(before) and now.keys() == before.keys():
+            continue
+        feeds = _FEEDS.get(source, {})
+        for raw in now.keys() ^ before.keys():
+            for metric, drivers in feeds.get(raw, ()):
+                if drivers is None or driver in drivers:
+                    out.add(metric)
+    return frozenset(out)
+
+
+def _ones_feeds(
+    cur: LinkSample, reads: list[tuple[str, str, bool]]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Normalized metrics fed by raw counters reading all-ones: (jumped there now, stuck there)."""
+    jumped: set[str] = set()
+    stuck: set[str] = set()
+    driver = cur.driver.strip().lower() if cur.driver else None
+    for source, name, was in reads:
+        feeds = _FEEDS.get(source, {}).get(name)
+        if not feeds:
+            continue
+        legacy = _IB_SATURABLE.get(name)
+        if legacy is not None and legacy[1] is not None and legacy[1] in cur.counters[source]:
+            continue  # the metric is read from the 64-bit counter
+        for metric, drivers in feeds:
+            if drivers is None or driver in drivers:
+                (stuck if was else jumped).add(metric)
+    return frozenset(jumped), frozenset(stuck)
+
+
+# How the reading of one normalized counter is taken this tick.
+_RATE, _STUCK, _PENDING, _GLITCH, _SHIFT = range(5)
+
+
+def _judge(
+    metric: MetricValue,
+    last: MetricValue | None,
+    held: _Held | None,
+    top: int,
+    limit: float,
+    jumped: bool,
+    stuck: bool,
+) -> int:
+    """The verdict on a suspicious delta (``top``: the largest, per priority, of this tick)."""
+    ones_now, ones_before = _is_ones(metric), _is_ones(last)
+    jumped = jumped or (ones_now and not ones_before)
+    stuck = stuck or (ones_now and ones_before)
+    if held is not None and held.pending:
+        # the look-ahead: an all-ones read that stayed is a counter at its maximum
+        if stuck or jumped:
+            return _STUCK
+        return _RATE if top <= limit else _SHIFT
+    if stuck and top == 0:
+        return _STUCK
+    if jumped and top > 0:
+        return _PENDING
+    if top > limit:
+        # still beyond belief against the reading before a glitch: the level moved
+        return _SHIFT if held is not None else _GLITCH
+    return _RATE
+
+
+def _careful(
+    name: str,
+    rname: str,
+    kind: int,
+    metric: MetricValue,
+    last: MetricValue,
+    h: _Held | None,
+    lr: LinkRates,
+    held_out: dict[str, _Held],
+    sat_norm: list[str],
+    dt: float,
+    line: float | None,
+    jumped: bool,
+    stuck: bool,
+) -> None:
+    """One normalized counter whose reading is in doubt: a reset, a glitch, held, or fine."""
+    base = last if h is None else h.value  # a held reading stands in for an ignored one
+    span = dt if h is None else dt + h.extra_s
+    top = 0  # the largest delta (of any priority)
+    delta: int | dict[int, int]
+    if isinstance(metric, int):
+        if not isinstance(base, int):
+            return
+        d = metric - base
+        if d < 0:
+            if h is None and (metric in ALL_ONES or jumped):
+                # an all-ones read below the last one (a 32-bit read of a 64-bit
+                # counter): the look-ahead decides, as for one above it
+                lr.glitched.append(name)
+                lr.gap = True
+                held_out[name] = _Held(base, dt, True)
+                return
+            lr.reset.append(name)
+            lr.gap = True
+            return
+        top = delta = d
+    elif isinstance(base, dict):
+        per: dict[int, int] = {}
+        for prio, v in metric.items():
+            pv = base.get(prio)
+            if pv is None:
+                continue
+            d = v - pv
+            if d < 0:
+                if name not in lr.reset:
+                    lr.reset.append(name)
+                lr.gap = True
+            else:
+                per[prio] = d
+                top = max(top, d)
+        if not per:
+            return
+        delta = per
+    else:
+        return
+    verdict = _judge(metric, last, h, top, _limits(line, span)[kind], jumped, stuck)
+    if h is not None and h.pending and verdict != _STUCK:
+        lr.confirmed.append(name)  # the all-ones read is gone again: it was a glitch
+    if verdict == _RATE:
+        inv = 1.0 / span
+        if isinstance(delta, dict):
+            lr.rates[rname] = {p: x * inv for p, x in delta.items()}
+        else:
+            lr.rates[rname] = delta * inv
+    elif verdict == _STUCK:
+        sat_norm.append(name)
+    else:
+        lr.glitched.append(name)
+        lr.gap = True
+        if verdict == _GLITCH:
+            lr.confirmed.append(name)
+        if verdict != _SHIFT:  # the reading before stands in for the ignored one
+            held_out[name] = _Held(base, span, verdict == _PENDING)
+
+
+def _link_rates(
+    cur: LinkSample,
+    prev: LinkSample | None,
+    dt: float,
+    held: dict[str, _Held] | None,
+    prev_clean: frozenset[str] = frozenset(),
+) -> tuple[LinkRates, dict[str, _Held] | None, frozenset[str]]:
+    """Rates of one link against its previous reading.
+
+    Also returns what to hold for the next tick, and the counter sources of ``cur`` that
+    hold no all-ones value (``prev_clean``: the same of ``prev``, known from its own tick).
+    """
     lr = LinkRates(rates={}, raw_rates={})
     if prev is None:
-        return lr
+        return lr, None, frozenset()
+    inv_dt = 1.0 / dt
+    clean: list[str] = []
     reset = lr.reset
-    sat_raw = set(cur.saturated)
+    ones: list[tuple[str, str, bool]] = []  # (source, raw name, read all-ones before too)
 
     raw_rates = lr.raw_rates
     for source, counters in cur.counters.items():
@@ -192,55 +507,116 @@ def _link_rates(cur: LinkSample, prev: LinkSample | None, inv_dt: float) -> Link
         if pcounters is None:
             continue
         out: dict[str, float] = {}
-        for name, value in counters.items():
-            pvalue = pcounters.get(name)
-            if pvalue is None:
-                continue
-            d = value - pvalue
-            if d < 0:
-                reset.append(name)
-            else:
-                out[name] = d * inv_dt
-        if sat_raw:
-            for name in sat_raw:
-                out.pop(name, None)
+        ok = ALL_ONES.isdisjoint(counters.values())
+        if ok:
+            clean.append(source)
+        if ok and (source in prev_clean or ALL_ONES.isdisjoint(pcounters.values())):
+            for name, value in counters.items():  # the common case: one test per source
+                pvalue = pcounters.get(name)
+                if pvalue is None:
+                    continue
+                d = value - pvalue
+                if d >= 0:
+                    out[name] = d * inv_dt
+                else:
+                    reset.append(name)
+        else:
+            for name, value in counters.items():
+                pvalue = pcounters.get(name)
+                if pvalue is None:
+                    continue
+                if value in ALL_ONES:
+                    ones.append((source, name, value == pvalue))  # no rate: glitch or stuck
+                    continue
+                if pvalue in ALL_ONES:
+                    continue  # back from an all-ones read: nothing to measure against
+                d = value - pvalue
+                if d >= 0:
+                    out[name] = d * inv_dt
+                else:
+                    reset.append(name)
         raw_rates[source] = out
+    stuck_raw = _stuck_legacy(cur, prev) if cur.saturated else []
+    for name in stuck_raw:
+        for out in raw_rates.values():
+            out.pop(name, None)
 
     # Raw-only resets drop that rate but do not cut the charts: some drivers list
     # gauges among their statistics, and those go down all the time.
+    jumped, stuck = _ones_feeds(cur, ones) if ones else (_NONE, _NONE)
+    line = _line_bytes_per_s(cur, prev)
+    limits = _limits(line, dt)
+    rate_caps = (_INF, limits[1] * inv_dt, limits[2] * inv_dt, limits[3] * inv_dt)
     rates = lr.rates
+    held_out: dict[str, _Held] = {}
+    sat_norm: list[str] = []
+    # With an all-ones read or a held counter on the link, every counter gets a careful look.
+    slow = bool(ones) or bool(held)
+    pmetrics = prev.metrics
+    switched = _switched_feeds(cur, prev)
     for name, metric in cur.metrics.items():
-        pmetric = prev.metrics.get(name)
-        rname = _RATE_NAME.get(name)
-        if pmetric is None or rname is None:  # outside the vocabulary: nothing could name it
+        rk = _RATE_KIND.get(name)
+        if rk is None:  # outside the vocabulary: nothing could name it
             continue
+        pmetric = pmetrics.get(name)
+        if pmetric is None:
+            continue
+        if switched and name in switched:
+            reset.append(name)
+            lr.gap = True
+            continue
+        rname, kind = rk
         if isinstance(metric, int):
-            if isinstance(pmetric, int):
-                d = metric - pmetric
-                if d < 0:
-                    reset.append(name)
-                    lr.gap = True
-                else:
-                    rates[rname] = d * inv_dt
+            if not isinstance(pmetric, int):
+                continue
+            d = metric - pmetric
+            if 0 <= d <= limits[kind] and not slow and metric not in ALL_ONES:
+                rates[rname] = d * inv_dt  # the common case: nothing to doubt
+                continue
         elif isinstance(pmetric, dict):
             per: dict[int, float] = {}
+            bad = False
             for prio, v in metric.items():
                 pv = pmetric.get(prio)
                 if pv is None:
                     continue
                 d = v - pv
                 if d < 0:
-                    if name not in reset:
-                        reset.append(name)
-                    lr.gap = True
+                    bad = True
                 else:
                     per[prio] = d * inv_dt
-            if per:
-                rates[rname] = per
+            if not (slow or bad) and per:
+                if max(per.values()) <= rate_caps[kind] and ALL_ONES.isdisjoint(metric.values()):
+                    rates[rname] = per
+                    continue
+            elif not per and not bad:
+                continue
+        else:
+            continue
+        h = held.get(name) if held else None
+        _careful(name, rname, kind, metric, pmetric, h, lr, held_out, sat_norm, dt, line,
+                 name in jumped, name in stuck)  # fmt: skip
 
-    if sat_raw:
-        lr.saturated.extend(cur.saturated)
-        for raw in cur.saturated:
+    if cur.physical:
+        for pkts, pkts_rate, bytes_rate in _PACKETS_OF_BYTES_RATES:
+            pr, br = rates.get(pkts_rate), rates.get(bytes_rate)
+            if (
+                isinstance(pr, float)
+                and isinstance(br, float)
+                and pr * MIN_PACKET_BYTES
+                > GLITCH_MARGIN * br + MIN_PACKET_BYTES * PACKETS_READ_SLACK * inv_dt
+                and not (held and pkts in held)
+            ):
+                # more packets than those bytes can hold: the packet counter glitched
+                del rates[pkts_rate]
+                lr.glitched.append(pkts)
+                lr.confirmed.append(pkts)
+                lr.gap = True
+                held_out[pkts] = _Held(pmetrics[pkts], dt, False)
+
+    if stuck_raw:
+        lr.saturated.extend(stuck_raw)
+        for raw in stuck_raw:
             entry = _IB_SATURABLE.get(raw)
             if entry is None or entry[0] in lr.saturated:
                 continue
@@ -249,9 +625,12 @@ def _link_rates(cur: LinkSample, prev: LinkSample | None, inv_dt: float) -> Link
                 continue  # the metric is read from the 64-bit counter, which is fine
             lr.saturated.append(norm)
             rates.pop(norm.per_s, None)
+    for name in sat_norm:
+        if name not in lr.saturated:
+            lr.saturated.append(name)
 
     _derive(rates)
-    return lr
+    return lr, held_out or None, frozenset(clean)
 
 
 def _derive(rates: dict[str, RateValue]) -> None:
@@ -281,41 +660,63 @@ def _derive(rates: dict[str, RateValue]) -> None:
 class RateEngine:
     """Per-host baselines; ``update`` turns each new frame into rates against the last one."""
 
-    __slots__ = ("_base",)
+    __slots__ = ("_base", "_glitches")
 
     def __init__(self) -> None:
         self._base: dict[str, _Baseline] = {}
+        self._glitches: dict[str, int] = {}
 
     def update(self, sample: HostSample) -> HostRates:
         """Rates of ``sample`` against the previous frame of the same host."""
-        prev = self._base.get(sample.host)
+        host = sample.host
+        prev = self._base.get(host)
         if prev is None:
-            self._rebaseline(sample, {})
+            self._rebaseline(sample, {}, {}, {})
             return self._empty(sample, gap=False, restarted=False)
         if sample.seq == prev.seq:
-            return HostRates(sample.host, None, False, {}, {})
+            return HostRates(host, None, False, {}, {}, glitch_count=self._glitches.get(host, 0))
         d_up = sample.uptime_s - prev.uptime_s
         if d_up < 0:
-            self._rebaseline(sample, {})
+            self._rebaseline(sample, {}, {}, {})
             return self._empty(sample, gap=True, restarted=True)
         dt, stepped = remote_interval((sample.clock_ns - prev.clock_ns) / 1e9, d_up)
         if not dt > 0:
-            return HostRates(sample.host, None, stepped, {}, {})
+            return HostRates(host, None, stepped, {}, {}, glitch_count=self._glitches.get(host, 0))
         inv_dt = 1.0 / dt
 
-        links = {
-            lid: _link_rates(link, prev.links.get(lid), inv_dt)
-            for lid, link in sample.links.items()
-        }
+        links: dict[str, LinkRates] = {}
+        held: dict[str, dict[str, _Held]] = {}
+        clean: dict[str, frozenset[str]] = {}
+        notes: list[str] = []
+        pclean = prev.clean
+        for lid, link in sample.links.items():
+            lr, hold, clean[lid] = _link_rates(
+                link, prev.links.get(lid), dt, prev.held.get(lid), pclean.get(lid, _NONE)
+            )
+            links[lid] = lr
+            if hold:
+                held[lid] = hold
+            if lr.confirmed:
+                where = link.netdev or lid
+                notes.extend(f"counter glitch ignored on {where} {name}" for name in lr.confirmed)
         cpu: float | None = None
         n, pn = sample.cpu_throttle_count, prev.cpu_throttle
-        if n is not None and pn is not None and n >= pn:  # lower: the count was reset
+        # lower: the count was reset; all-ones: a glitched read
+        if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
             cpu = (n - pn) * inv_dt
-        inference = self._rebaseline(sample, prev.inference)
-        return HostRates(sample.host, dt, stepped, links, inference, cpu_throttle_per_s=cpu)
+        inference = self._rebaseline(sample, prev.inference, held, clean)
+        count = self._glitches.get(host, 0) + len(notes)
+        if notes:
+            self._glitches[host] = count
+        return HostRates(host, dt, stepped, links, inference, cpu_throttle_per_s=cpu,
+                         glitches=notes, glitch_count=count)  # fmt: skip
 
     def _rebaseline(
-        self, sample: HostSample, prev: dict[str, _InferenceBase]
+        self,
+        sample: HostSample,
+        prev: dict[str, _InferenceBase],
+        held: dict[str, dict[str, _Held]],
+        clean: dict[str, frozenset[str]],
     ) -> dict[str, dict[str, float | None]]:
         """Make ``sample`` the new baseline; return its inference rates against ``prev``."""
         bases: dict[str, _InferenceBase] = {}
@@ -340,12 +741,12 @@ class RateEngine:
         # Samples are not mutated downstream, so keeping references costs no copy.
         self._base[sample.host] = _Baseline(
             sample.seq, sample.clock_ns, sample.uptime_s, sample.links, bases,
-            sample.cpu_throttle_count,
+            sample.cpu_throttle_count, held, clean,
         )
         return rates
 
-    @staticmethod
-    def _empty(sample: HostSample, *, gap: bool, restarted: bool) -> HostRates:
+    def _empty(self, sample: HostSample, *, gap: bool, restarted: bool) -> HostRates:
         links = {lid: LinkRates(rates={}, raw_rates={}, gap=gap) for lid in sample.links}
         inference = {inf.url: dict.fromkeys(INFERENCE_RATE_NAMES) for inf in sample.inference}
-        return HostRates(sample.host, None, False, links, inference, restarted)
+        return HostRates(sample.host, None, False, links, inference, restarted,
+                         glitch_count=self._glitches.get(sample.host, 0))  # fmt: skip

@@ -94,9 +94,9 @@ async def test_focus_on_local_lo_samples_at_4_hz_with_rates_over_the_measured_dt
     samples: dict[int, HostSample] = {}
     apply_sample = fs.pipeline.apply_sample
 
-    def keep(sample: HostSample) -> HostRates:
+    def keep(sample: HostSample, arrived_unix: float | None = None) -> HostRates:
         samples[sample.clock_ns] = sample
-        return apply_sample(sample)
+        return apply_sample(sample, arrived_unix)
 
     fs.pipeline.apply_sample = keep  # type: ignore[method-assign]
     with _udp_on_lo():

@@ -12,6 +12,7 @@ from collectors.parsers.ethtool import parse_ethtool_stats
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample
 from fabtop.core.history import History, estimate_24h
+from fabtop.core.pipeline import Pipeline
 from fabtop.core.rates import RateEngine
 from fabtop.core.series import DEFAULT_TIERS, Series
 
@@ -284,17 +285,47 @@ def test_reset_records_a_gap_then_recovers(
 def test_history_time_follows_uptime_across_a_clock_step(
     pfc_counters: dict[str, int], vllm: InferenceSample
 ) -> None:
-    hist, eng = History(SMALL), RateEngine()
-    feed(hist, eng, 1, T0, 100.0, pfc_counters, vllm)
-    feed(hist, eng, 2, T0 + 1, 101.0, step(pfc_counters, rx_bytes_phy=8), vllm)
+    # Without arrival times (a replay) the remote clock is the axis, bridged across a step.
+    pipe = Pipeline(History(SMALL))
+
+    def put(seq: int, clock_s: float, uptime_s: float, counters: dict[str, int]) -> None:
+        pipe.apply_sample(host_frame(seq, clock_s, uptime_s, counters, vllm))
+
+    put(1, T0, 100.0, pfc_counters)
+    put(2, T0 + 1, 101.0, step(pfc_counters, rx_bytes_phy=8))
     # NTP steps the clock back an hour: the chart keeps moving, one second per tick
-    feed(hist, eng, 3, T0 + 2 - 3600, 102.0, step(pfc_counters, rx_bytes_phy=16), vllm)
-    feed(hist, eng, 4, T0 + 3 - 3600, 103.0, step(pfc_counters, rx_bytes_phy=24), vllm)
-    s = hist.get(("gpu1", "eth2", "rx_bps"))
+    put(3, T0 + 2 - 3600, 102.0, step(pfc_counters, rx_bytes_phy=16))
+    put(4, T0 + 3 - 3600, 103.0, step(pfc_counters, rx_bytes_phy=24))
+    s = pipe.history.get(("gpu1", "eth2", "rx_bps"))
     assert s is not None
     times, values = s.points(10)
     assert times == [T0 + 1, T0 + 2, T0 + 3]
     assert values == [64.0, 64.0, 64.0]
+
+
+def test_clock_step_with_arrival_times_stays_on_the_operators_axis(
+    pfc_counters: dict[str, int], vllm: InferenceSample
+) -> None:
+    # With arrival times the measured offset places the frames: a step of the remote
+    # clock (either way) moves nothing on the operator's axis.
+    pipe = Pipeline(History(SMALL))
+    arrive = 1_800_000_000.0  # the operator's clock: the remote one is far off anyway
+    counters = pfc_counters
+    clock = T0
+    for seq in range(1, 7):
+        if seq == 3:
+            clock -= 3600.0  # NTP steps the remote clock back an hour
+        if seq == 5:
+            clock += 7200.0  # and then forward two
+        counters = step(counters, rx_bytes_phy=8)
+        pipe.apply_sample(host_frame(seq, clock, 100.0 + seq, counters, vllm),
+                          arrived_unix=arrive + seq + 0.05)
+        clock += 1.0
+    s = pipe.history.get(("gpu1", "eth2", "rx_bps"))
+    assert s is not None
+    times, values = s.points(30)
+    assert times == pytest.approx([arrive + seq + 0.05 for seq in range(2, 7)], abs=1e-3)
+    assert values == [64.0] * 5
 
 
 def test_history_nbytes_counts_every_series(

@@ -20,6 +20,7 @@ from weakref import WeakKeyDictionary
 
 from fabtop.core.findings import Finding
 from fabtop.core.rules import (
+    clock,
     config,
     ecn,
     gpu,
@@ -57,6 +58,7 @@ RULES: tuple[Rule, ...] = (
     gpu.gpu_thermal_slowdown,
     gpu.gpu_hot,
     inference.token_drop_with_fabric_event,
+    clock.clock_skew,
 )
 
 # Tracks not updated for this long belong to hosts that went away.
@@ -86,7 +88,10 @@ class Evaluator:
 
     def __call__(self, state: StateView) -> list[Finding]:
         """All findings for the current state, worst first."""
-        times = [host_time(h.sample) for h in state.hosts.values() if h.sample is not None]
+        # Placed times: one host's clock a day ahead must not age every other host's
+        # tracks past _FORGET_AFTER_S.
+        times = [host_time(h.sample, h.rates) for h in state.hosts.values()
+                 if h.sample is not None]  # fmt: skip
         if not times:
             return []
         now = max(times)

@@ -1,4 +1,8 @@
-"""What every health rule receives: the fabric, the thresholds, the remote time and a small memory.
+"""What every health rule receives: the fabric, the thresholds, the time and a small memory.
+
+Times are each frame's place on the operator's axis (:mod:`fabtop.core.clock`), the
+axis the history and the timeline use: a host whose clock is off stays comparable with
+the others, and a finding's ``since`` lines up with the charts.
 
 Rules are pure functions of ``(ctx, ctx.memory)``: everything they remember across
 ticks (when a condition was first seen, how long it held, how long it has been quiet)
@@ -48,8 +52,8 @@ class StateView(Protocol):
 class Track:
     """One condition of one subject across ticks."""
 
-    since: float  # remote unix time the condition started (start of its first interval)
-    last_t: float  # remote time of the frame that last updated this track
+    since: float  # unix time the condition started (start of its first interval)
+    last_t: float  # time of the frame that last updated this track
     held_s: float = 0.0  # time the condition has held without a break
     quiet_s: float = 0.0  # time since it last held (only while active)
     active: bool = False  # detection time reached; reported until restored
@@ -82,7 +86,7 @@ class RuleMemory:
         """Report ``found`` once it held ``detect_s``; keep reporting until quiet for ``restore_s``.
 
         ``found`` is this tick's candidate (None: the condition does not hold now), ``t``
-        the remote time of the host's frame and ``dt`` the interval the rates cover. A
+        the time of the host's frame and ``dt`` the interval the rates cover. A
         frame already seen (the state re-evaluates on every host's frame) changes nothing.
         """
         tr = self.tracks.get(key)
@@ -174,11 +178,11 @@ class RuleMemory:
 
 @dataclass(slots=True)
 class RuleContext:
-    """Everything a rule may read: state, thresholds, remote time and the rule memory."""
+    """Everything a rule may read: state, thresholds, the time and the rule memory."""
 
     state: StateView
     thresholds: Mapping[str, float]
-    now: float  # newest remote unix time among the hosts' frames
+    now: float  # newest unix time among the hosts' frames, on the operator's axis
     memory: RuleMemory
     findings: list[Finding] = field(default_factory=list)  # earlier rules' findings this pass
 
@@ -194,7 +198,7 @@ class LinkTick:
     host: str
     link: LinkSample
     rates: LinkRates | None
-    t: float  # remote unix time of the frame
+    t: float  # unix time of the frame on the operator's axis
     dt: float | None  # seconds the rates cover; None when there are no rates this tick
 
     @property
@@ -248,9 +252,20 @@ class LinkTick:
         return g * 1e9 / 8.0 if g else None
 
 
-def host_time(sample: HostSample) -> float:
-    """Remote unix time of a frame in seconds."""
+def host_time(sample: HostSample, rates: HostRates | None = None) -> float:
+    """Unix time of a frame on the operator's axis, where the pipeline placed it.
+
+    ``rates`` are the frame's own (``HostState.rates``); without them (or before the
+    pipeline placed the frame) this is the remote clock's time.
+    """
+    if rates is not None and rates.placed_s is not None:
+        return rates.placed_s
     return sample.clock_ns / 1e9
+
+
+def placed_time(remote_s: float, sample: HostSample, rates: HostRates | None) -> float:
+    """Another remote time of the same host (a section's read time) on the operator's axis."""
+    return remote_s - (sample.clock_ns / 1e9 - host_time(sample, rates))
 
 
 def iter_links(state: StateView) -> Iterator[LinkTick]:
@@ -261,7 +276,7 @@ def iter_links(state: StateView) -> Iterator[LinkTick]:
             continue
         r = hs.rates
         dt = r.interval_s if r is not None else None
-        t = host_time(s)
+        t = host_time(s, r)
         for lid, link in s.links.items():
             lr = r.links.get(lid) if r is not None else None
             yield LinkTick(hs.name, link, lr, t, dt)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collectors.samples import GpuSample
 from fabtop.core.findings import Finding
-from fabtop.core.rules.context import RuleContext, host_time
+from fabtop.core.rules.context import RuleContext, host_time, placed_time
 
 # nvidia_smi parser names (NVML clock event reason bits 0x20 / 0x40).
 _SW_THERMAL = "sw_thermal_slowdown"
@@ -18,7 +18,8 @@ def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
         s = hs.sample
         if s is None:
             continue
-        t = s.gpu_read_ns / 1e9 if s.gpu_read_ns else host_time(s)
+        r = hs.rates
+        t = placed_time(s.gpu_read_ns / 1e9, s, r) if s.gpu_read_ns else host_time(s, r)
         dt = hs.rates.interval_s if hs.rates is not None and hs.rates.interval_s else 0.0
         out.extend((hs.name, g, t, dt) for g in s.gpus)
     return out

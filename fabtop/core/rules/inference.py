@@ -56,7 +56,7 @@ def token_drop_with_fabric_event(ctx: RuleContext) -> list[Finding]:
         s, r = hs.sample, hs.rates
         if s is None or r is None or r.interval_s is None:
             continue
-        t, dt = host_time(s), r.interval_s
+        t, dt = host_time(s, r), r.interval_s
         for url, values in r.inference.items():
             key = ("token_drop", f"{hs.name}/{url}")
             rate = values.get(InferenceRate.GENERATED_TOKENS_PER_S)
