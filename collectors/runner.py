@@ -1,25 +1,33 @@
-"""One task per host: keep the probe streaming, decode frames, report the host's status."""
+"""One task per host: keep the probe streaming, decode frames, report the host's status.
+
+Also the two pieces every per-host task of fabtop runs on: :func:`supervise` (a task that
+raises is reported and started again, never silently gone) and :class:`OffLoop` (CPU-heavy
+parsing of remote bytes in a bounded pool of threads, with a deadline, so no host's poll
+stalls the event loop that every other host streams on).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
-import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from collectors.frames import Frame, FrameDecoder
+from collectors.guard import Guard
 from collectors.transport.base import Transport, TransportError, one_line
 
-log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 HostState = Literal["connecting", "up", "stale", "down"]
 
 MAX_WARNINGS = 20
+BACKOFF_S: tuple[float, ...] = (1, 2, 4, 8, 15, 30)
 
 
 @dataclass(slots=True, frozen=True)
@@ -47,7 +55,7 @@ class HostRunner:
         args: Sequence[str],
         on_frame: Callable[[str, Frame], None],
         on_status: Callable[[str, HostStatus], None],
-        backoff: Sequence[float] = (1, 2, 4, 8, 15, 30),
+        backoff: Sequence[float] = BACKOFF_S,
         *,
         interval: float = 1.0,
         stale_after: float | None = None,
@@ -110,18 +118,20 @@ class HostRunner:
         self._abort_reason = None
         self._session_started = None
         self._session = asyncio.create_task(self._stream())
+        # A bug below (the decoder, say) ends this session only: the host reconnects.
+        guard = Guard(f"{self.transport.describe()}: internal error")
         try:
-            return await self._session
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # run() itself is being cancelled
-            return self._abort_reason or f"{self.transport.describe()}: stopped"
-        except TransportError as exc:
-            return str(exc)
-        except Exception as exc:  # a bug below must not end monitoring of this host
-            log.exception("runner for %s", self.name)
-            return f"{self.transport.describe()}: internal error: {type(exc).__name__}: {exc}"
+            with guard:
+                try:
+                    return await self._session
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise  # run() itself is being cancelled
+                    return self._abort_reason or f"{self.transport.describe()}: stopped"
+                except TransportError as exc:
+                    return str(exc)
+            return guard.error or guard.where
         finally:
             self._session = None
             with contextlib.suppress(Exception):
@@ -154,30 +164,36 @@ class HostRunner:
         )
         if self._status.state != "up":
             self._update(state="up", error=None, failures=0)
+        guard = Guard(f"{self.name}: frame consumer failed")
         for frame in frames:
-            try:
+            with guard:  # the consumer's bug must not take the host down
                 self._on_frame(self.name, frame)
-            except Exception:  # the consumer's bug must not take the host down
-                log.exception("on_frame for %s", self.name)
+            if guard.error is not None and guard.error not in self._status.warnings:
+                self._update(warnings=(*self._status.warnings, guard.error)[-MAX_WARNINGS:])
 
     async def _watchdog(self) -> None:
         """Mark silence stale, then abort the session once it passes down_after."""
         tick = max(min(self.stale_after / 4, 0.5), 0.02)
+        guard = Guard(f"{self.name}: watchdog")
         while True:
             await asyncio.sleep(tick)
-            started = self._session_started
-            if self._session is None or started is None:
-                continue
-            now = time.monotonic()
-            last = self._status.last_frame_monotonic
-            silence = now - max(last or started, started)
-            if self._status.state == "up" and last is not None and silence > self.stale_after:
-                self._update(state="stale", error=f"no frame for {silence:.1f} s")
-            if silence > self.down_after and self._abort_reason is None:
-                self._abort_reason = (
-                    f"{self.transport.describe()}: no frame for {silence:.1f} s, reconnecting"
-                )
-                self._session.cancel()
+            with guard:  # one bad tick must not leave the host without a watchdog
+                self._check_silence()
+
+    def _check_silence(self) -> None:
+        started = self._session_started
+        if self._session is None or started is None:
+            return
+        now = time.monotonic()
+        last = self._status.last_frame_monotonic
+        silence = now - max(last or started, started)
+        if self._status.state == "up" and last is not None and silence > self.stale_after:
+            self._update(state="stale", error=f"no frame for {silence:.1f} s")
+        if silence > self.down_after and self._abort_reason is None:
+            self._abort_reason = (
+                f"{self.transport.describe()}: no frame for {silence:.1f} s, reconnecting"
+            )
+            self._session.cancel()
 
     def _update(self, **changes: object) -> None:
         """Apply changes; tell on_status when state, error, failures or warnings moved."""
@@ -192,10 +208,8 @@ class HostRunner:
             old.failures,
             old.warnings,
         ):
-            try:
+            with Guard(f"{self.name}: status consumer failed"):
                 self._on_status(self.name, new)
-            except Exception:
-                log.exception("on_status for %s", self.name)
 
 
 async def collect_once(
@@ -222,3 +236,90 @@ async def collect_once(
     if len(got) < frames:
         raise transport.error(f"probe ended after {len(got)} of {frames} frames")
     return got[:frames]
+
+
+async def supervise(
+    where: str,
+    work: Callable[[], Awaitable[None]],
+    on_failure: Callable[[str], None],
+    backoff: Sequence[float] = BACKOFF_S,
+) -> None:
+    """Run ``work()`` until it returns; each time it raises, report the line and start again.
+
+    The delay after each failure follows ``backoff`` (with jitter); a run that lasted
+    longer than the last step of it counts as healthy, and the backoff starts over.
+    """
+    steps = tuple(float(b) for b in backoff) or (1.0,)
+    failures = 0
+    guard = Guard(where)
+    while True:
+        started = time.monotonic()
+        with guard:
+            await work()
+            return
+        failures = 1 if time.monotonic() - started > steps[-1] else failures + 1
+        with Guard(f"{where}: reporting a failure"):
+            on_failure(guard.error or where)
+        delay = steps[min(failures - 1, len(steps) - 1)]
+        await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+
+
+class OffLoop:
+    """Runs CPU-heavy parses in a bounded pool of threads, never on the event loop.
+
+    At most one parse per key (a host's URL) is in flight: a parse still running past its
+    deadline is left to finish on its own (a thread cannot be stopped), that key is refused
+    until it has, and then for ``cooldown`` times as long as it took, so one huge page
+    costs at most a share of one core instead of all of it. The body caps at the
+    transport bound what one parse can cost.
+    """
+
+    def __init__(self, workers: int = 2, deadline_s: float = 5.0, cooldown: float = 4.0) -> None:
+        self.workers = workers
+        self.deadline_s = deadline_s
+        self.cooldown = cooldown
+        self._pool: ThreadPoolExecutor | None = None
+        self._busy: dict[Hashable, Future[object]] = {}
+        self._cool_until: dict[Hashable, tuple[float, float]] = {}  # key -> (until, took_s)
+
+    def busy(self, key: Hashable) -> str | None:
+        """Why ``key`` cannot be parsed now (still running, or cooling down), else None."""
+        running = self._busy.get(key)
+        if running is not None and not running.done():
+            return f"the previous parse is still running after {self.deadline_s:g} s"
+        until, took = self._cool_until.get(key, (0.0, 0.0))
+        left = until - time.monotonic()
+        if left > 0:
+            return f"the last parse took {took:.1f} s; next try in {left:.0f} s"
+        return None
+
+    async def run(self, key: Hashable, fn: Callable[..., _T], *args: object) -> _T:
+        """``fn(*args)`` in a worker thread; TimeoutError past the deadline or while busy."""
+        reason = self.busy(key)
+        if reason is not None:
+            raise TimeoutError(reason)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="fabtop-parse")
+        started = time.monotonic()
+        future = self._pool.submit(fn, *args)
+        self._busy[key] = future  # type: ignore[assignment]
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.deadline_s)
+        except TimeoutError:
+            future.add_done_callback(lambda _: self._cool(key, started))
+            raise TimeoutError(f"parse took more than {self.deadline_s:g} s") from None
+        finally:
+            if future.done():
+                self._busy.pop(key, None)
+
+    def _cool(self, key: Hashable, started: float) -> None:
+        # In the worker thread, once the overlong parse ended: one dict store.
+        took = time.monotonic() - started
+        self._cool_until[key] = (time.monotonic() + self.cooldown * took, took)
+
+    def close(self) -> None:
+        """Drop queued parses; a running one finishes in its thread, unwaited."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        self._busy.clear()

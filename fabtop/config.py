@@ -6,6 +6,7 @@ mistake in a 64-host config is found without reading a traceback.
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 import tomllib
@@ -17,12 +18,18 @@ from urllib.parse import urlsplit
 
 import hostlist
 
+from collectors.probe import ProbeArgError, ProbeArgs, build_argv
 from fabtop.core.thresholds import unknown_thresholds
 
 # Names fabtop puts on screen and in file names; SSH targets are checked separately.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_IFACE_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
-_PATH_RE = re.compile(r"^/[A-Za-z0-9_./-]*$")
+# A hostlist bigger than this needs --many-hosts: 10,000 SSH sessions at once is a
+# mistake far more often than a plan.
+MAX_HOSTS = 256
+# What one hostlist expression may name at all, counted before anything is expanded
+# (python-hostlist's own bound on one range).
+HOSTLIST_LIMIT = 100_000
+_MAX_URL = 2048
 # user@host:port, user@[v6]:port; host is a DNS name, IPv4 or bracketed IPv6.
 _TARGET_RE = re.compile(
     r"^(?:(?P<user>[A-Za-z0-9_.-]{1,32})@)?"
@@ -97,40 +104,125 @@ def parse_target(text: str, where: str) -> SshTarget:
     return SshTarget(host=host, user=m.group("user"), port=int(port) if port else None)
 
 
-def expand(expr: str, where: str) -> list[str]:
-    """Expand a Slurm/pdsh hostlist expression (``node[01-04]``, ``a,b``)."""
+def _too_many(n: int, max_hosts: int | None, where: str) -> None:
+    if max_hosts is not None and n > max_hosts:
+        raise ConfigError(
+            f"{where}: {n} hosts is more than {max_hosts}; pass --many-hosts to monitor them all"
+        )
+    if n > HOSTLIST_LIMIT:
+        raise ConfigError(f"{where}: {n} hosts is more than fabtop watches ({HOSTLIST_LIMIT})")
+
+
+def hostlist_size(expr: str) -> int:
+    """How many names ``expr`` expands to at most (duplicates counted), without expanding it.
+
+    Follows python-hostlist's grammar (top-level commas, one bracket level, ranges
+    ``a-b`` and single numbers); what it cannot read counts 1 and is left to the
+    expansion to refuse with its own message. ValueError for a number of over 18 digits.
+    """
+    total = 0
+    depth = 0
+    part = ""
+    for c in expr + ",":
+        if c == "," and depth == 0:
+            total += _part_size(part) if part else 0
+            part = ""
+            continue
+        part += c
+        depth += (c == "[") - (c == "]")
+    return total
+
+
+def _part_size(part: str) -> int:
+    size = 1
+    for rangelist in re.findall(r"\[([^\]]*)\]", part):
+        n = 0
+        for rng in rangelist.split(","):
+            lo, sep, hi = rng.partition("-")
+            if not (lo.isdigit() and (not sep or hi.isdigit())):
+                n += 1
+            elif len(lo) > 18 or len(hi) > 18:  # beyond any cluster (and int()'s limits)
+                raise ValueError(f"number in range {rng[:24]!r}... is too long")
+            else:
+                n += max(1, int(hi) - int(lo) + 1) if sep else 1
+        size *= max(1, n)
+        if size > HOSTLIST_LIMIT:
+            return size
+    return size
+
+
+def expand(expr: str, where: str, max_hosts: int | None = MAX_HOSTS) -> list[str]:
+    """Expand a Slurm/pdsh hostlist expression (``node[01-04]``, ``a,b``), size checked first."""
+    shown = expr if len(expr) <= 80 else expr[:77] + "..."
+    try:
+        size = hostlist_size(expr)
+    except ValueError as e:
+        raise ConfigError(f"{where}: bad hostlist expression {shown!r}: {e}") from None
+    _too_many(size, None, where)
     try:
         out: list[str] = hostlist.expand_hostlist(expr)
-    except hostlist.BadHostlist as e:
-        raise ConfigError(f"{where}: bad hostlist expression {expr!r}: {e}") from None
+    except (hostlist.BadHostlist, ValueError) as e:
+        raise ConfigError(f"{where}: bad hostlist expression {shown!r}: {e}") from None
     if not out:
         raise ConfigError(f"{where}: hostlist expression {expr!r} names no host")
+    _too_many(len(out), max_hosts, where)
     return out
 
 
-def hosts_from_args(args: Iterable[str]) -> list[HostConfig]:
-    """Hosts from positional arguments: ``node[01-04] admin@gpu[1-2]:2222 local``."""
+def hosts_from_args(args: Iterable[str], max_hosts: int | None = MAX_HOSTS) -> list[HostConfig]:
+    """Hosts from positional arguments: ``node[01-04] admin@gpu[1-2]:2222 local``.
+
+    More than ``max_hosts`` (None: no bound but fabtop's own) is refused before any
+    connection is tried.
+    """
     hosts: list[HostConfig] = []
+    names: set[str] = set()
     for arg in args:
         # NAME=TARGET names a host explicitly (two sshd ports on one address, say).
         label, sep, expr = arg.partition("=")
         if not sep:
             label, expr = "", arg
-        for item in expand(expr, "command line"):
+        for item in expand(expr, "command line", max_hosts):
             if item == LOCAL:
                 hosts.append(HostConfig(name=label or _local_name()))
+                names.add(hosts[-1].name)
                 continue
             target = parse_target(item, "command line")
             name = label or target.host.strip("[]")
-            if not label and any(h.name == name for h in hosts) and target.port:
+            if not label and target.port and name in names:
                 name = f"{name}_{target.port}"
             hosts.append(HostConfig(name=_check_name(name, "command line"), ssh=target))
+            names.add(name)
+        _too_many(len(hosts), max_hosts, "command line")
     return _unique(hosts, "command line")
 
 
 def local_config(interval: float = 1.0) -> Config:
     """Watch only this machine (what ``fabtop`` with no hosts does)."""
-    return Config(hosts=[HostConfig(name=_local_name())], interval=interval)
+    ival = check_interval(interval, "command line", "--interval")
+    return Config(hosts=[HostConfig(name=_local_name())], interval=ival)
+
+
+def _probe_check(where: str, key: str, args: ProbeArgs) -> None:
+    """The probe's own argument rules (collectors.probe), applied to one config field."""
+    try:
+        build_argv(args)
+    except ProbeArgError as e:
+        raise ConfigError(f"{where}: field {key!r}: {e}") from None
+
+
+def check_interval(value: object, where: str, name: str = "field 'interval'") -> float:
+    """Seconds between frames: a finite number the probe accepts (0.1..60)."""
+    if (not isinstance(value, int | float) or isinstance(value, bool)
+            or not math.isfinite(value)):
+        raise ConfigError(f"{where}: {name} must be a number of seconds in 0.1..60")
+    try:
+        build_argv(ProbeArgs(interval_ms=int(value * 1000)))
+    except ProbeArgError:
+        raise ConfigError(
+            f"{where}: {name} must be a number of seconds in 0.1..60, got {value!r}"
+        ) from None
+    return float(value)
 
 
 def _local_name() -> str:
@@ -157,7 +249,9 @@ _HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference"}
 _TOP_KEYS = {"interval", "host", "defaults", "thresholds", "known_hosts", "ssh_config"}
 
 
-def load_config(path: str | Path, interval: float | None = None) -> Config:
+def load_config(
+    path: str | Path, interval: float | None = None, max_hosts: int | None = MAX_HOSTS
+) -> Config:
     """Read a TOML config; raise ConfigError with file, host and field on any problem."""
     p = Path(path)
     where = str(p)
@@ -169,19 +263,22 @@ def load_config(path: str | Path, interval: float | None = None) -> Config:
         raise ConfigError(f"{where}: cannot read: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{where}: not valid TOML: {e}") from None
-    return config_from_dict(data, where, interval)
+    return config_from_dict(data, where, interval, max_hosts)
 
 
 def config_from_dict(
-    data: Mapping[str, Any], where: str, interval: float | None = None
+    data: Mapping[str, Any],
+    where: str,
+    interval: float | None = None,
+    max_hosts: int | None = MAX_HOSTS,
 ) -> Config:
     """Build a Config from parsed TOML (separate so tests and --demo can reuse it)."""
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown setting {sorted(unknown)[0]!r}")
-    ival = data.get("interval", 1.0)
-    if not isinstance(ival, int | float) or isinstance(ival, bool) or not 0.1 <= ival <= 60:
-        raise ConfigError(f"{where}: field 'interval' must be a number of seconds in 0.1..60")
+    ival = check_interval(data.get("interval", 1.0), where)
+    if interval is not None:
+        ival = check_interval(interval, "command line", "--interval")
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise ConfigError(f"{where}: [defaults] must be a table")
@@ -192,12 +289,15 @@ def config_from_dict(
     for i, raw in enumerate(raw_hosts):
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: host #{i + 1} must be a table")
-        hosts.extend(_hosts_from_table({**defaults, **raw}, f"{where}: host #{i + 1}"))
+        hosts.extend(
+            _hosts_from_table({**defaults, **raw}, f"{where}: host #{i + 1}", max_hosts))
+        _too_many(len(hosts), max_hosts, where)
     thresholds = data.get("thresholds", {})
     if not isinstance(thresholds, dict) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in thresholds.values()
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        for v in thresholds.values()
     ):
-        raise ConfigError(f"{where}: [thresholds] must map names to numbers")
+        raise ConfigError(f"{where}: [thresholds] must map names to finite numbers")
     typos = unknown_thresholds(thresholds)
     if typos:
         raise ConfigError(f"{where}: [thresholds]: unknown threshold {typos[0]!r}")
@@ -208,7 +308,7 @@ def config_from_dict(
             raise ConfigError(f"{where}: field {key!r} must be a path string")
     return Config(
         hosts=_unique(hosts, where),
-        interval=float(interval if interval is not None else ival),
+        interval=ival,
         source=where,
         thresholds={str(k): float(v) for k, v in thresholds.items()},
         known_hosts=known,
@@ -216,7 +316,9 @@ def config_from_dict(
     )
 
 
-def _hosts_from_table(raw: Mapping[str, Any], where: str) -> list[HostConfig]:
+def _hosts_from_table(
+    raw: Mapping[str, Any], where: str, max_hosts: int | None
+) -> list[HostConfig]:
     name_expr = raw.get("name")
     unknown = set(raw) - _HOST_KEYS
     if unknown:
@@ -226,7 +328,7 @@ def _hosts_from_table(raw: Mapping[str, Any], where: str) -> list[HostConfig]:
     if not isinstance(name_expr, str) or not name_expr:
         raise ConfigError(f"{where}: field 'name' is required (a host name or hostlist)")
     out: list[HostConfig] = []
-    for name in expand(name_expr, where):
+    for name in expand(name_expr, where, max_hosts):
         w = f"{where.split(': host #')[0]}: host {name!r}"
         _check_name(name, w)
         ssh = raw.get("ssh")
@@ -236,20 +338,21 @@ def _hosts_from_table(raw: Mapping[str, Any], where: str) -> list[HostConfig]:
                 raise ConfigError(f"{w}: field 'ssh' must be a string like admin@node1:22")
             if ssh != LOCAL:
                 target = parse_target(ssh.replace("{name}", name), f"{w}: field 'ssh'")
+        # sysfs, path and interfaces go to the probe: checked here by the probe's own
+        # rules, so a config that loads is one the probe runs.
         path = _str_list(raw.get("path", list(DEFAULT_PATH)), w, "path")
         for d in path:
-            if not _PATH_RE.match(d):
-                raise ConfigError(f"{w}: field 'path': bad directory {d!r}")
+            _probe_check(w, "path", ProbeArgs(path=(d,)))
         sysfs = raw.get("sysfs", "/sys")
-        if not isinstance(sysfs, str) or not _PATH_RE.match(sysfs):
+        if not isinstance(sysfs, str):
             raise ConfigError(f"{w}: field 'sysfs' must be an absolute path, got {sysfs!r}")
+        _probe_check(w, "sysfs", ProbeArgs(sysfs=sysfs))
         ifaces_raw = raw.get("interfaces")
         ifaces: tuple[str, ...] | None = None
         if ifaces_raw is not None:
             ifaces = tuple(_str_list(ifaces_raw, w, "interfaces"))
             for n in ifaces:
-                if not _IFACE_RE.match(n):
-                    raise ConfigError(f"{w}: field 'interfaces': bad interface name {n!r}")
+                _probe_check(w, "interfaces", ProbeArgs(interfaces=(n,)))
         urls = tuple(_str_list(raw.get("inference", []), w, "inference"))
         for u in urls:
             check_metrics_url(u, f"{w}: field 'inference'")
@@ -272,13 +375,22 @@ def _str_list(val: Any, where: str, key: str) -> list[str]:
 
 def check_metrics_url(url: str, where: str) -> tuple[str, int, str]:
     """Validate an inference /metrics URL; return (host, port, path) as seen from the node."""
-    parts = urlsplit(url)
+    if len(url) > _MAX_URL:
+        raise ConfigError(f"{where}: URL {url[:60]!r}... is longer than {_MAX_URL} characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"{where}: bad URL {url!r}") from None
     if parts.scheme != "http" or not parts.hostname:
         raise ConfigError(f"{where}: {url!r} is not an http://host:port/path URL")
-    try:
-        port = parts.port or 80
-    except ValueError:
-        raise ConfigError(f"{where}: bad port in {url!r}") from None
+    if port is None:
+        port = 80
+    if not 0 < port < 65536:
+        raise ConfigError(f"{where}: bad port in {url!r}")
+    if parts.query or parts.fragment or parts.username is not None:
+        raise ConfigError(f"{where}: {url!r}: want http://host:port/path, without user, "
+                          "query or fragment")
     if not re.match(r"^[A-Za-z0-9_.:-]+$", parts.hostname):
         raise ConfigError(f"{where}: bad host in {url!r}")
     path = parts.path or "/metrics"

@@ -16,6 +16,7 @@ from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.run.demo import demo_transports
 from fabtop.run.session import EventTap, Session
+from fabtop.sim.transport import DemoTransport
 
 
 def fabric_state(
@@ -51,5 +52,11 @@ def open_session(
         state = fabric_state(config)
     if transports is None and is_demo(config):
         transports = demo_transports(config, speed=demo_speed)
+    sim = next((t for t in (transports or {}).values() if isinstance(t, DemoTransport)), None)
+    if sim is not None:
+        # The simulated nodes' clocks run on the simulation's own calendar: arrivals are
+        # stamped on that axis, so the demo's hosts are not "a year behind".
+        clock = sim.clock
+        state.wall = lambda: clock.fabric.base_epoch_s + clock.now()
     return Session(config, state, transports=transports, events=events, on_change=on_change,
                    discover_inference=discover_inference)

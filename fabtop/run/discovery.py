@@ -5,16 +5,22 @@ for ``/metrics`` on the ports the common servers listen on by default. A port th
 answers 200 with text :func:`parse_inference_metrics` recognizes is polled from then on
 like a configured URL. Decisions are pure (:class:`Discovery`); :func:`probe_ports` is
 the only I/O, and it is bounded by one short timeout for all ports together.
+
+What discovery parses is bounded too: only the head of a page (a server's own metric
+names come early), in a worker thread when a parser pool is given, and a port that
+answered as something else (a node_exporter with 100k series, say) is left alone for
+``NOT_A_SERVER_S`` instead of being fetched and parsed again every round.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from collectors.parsers.prometheus_text import parse_inference_metrics
+from collectors.runner import OffLoop
 from collectors.samples import InferenceSample
 from collectors.transport.base import Transport
 
@@ -29,6 +35,11 @@ REDISCOVER_S = 60.0
 # A closed port is refused at once (locally or as a direct-tcpip open failure); this
 # only bounds a port that accepts and never answers.
 PROBE_TIMEOUT_S = 2.0
+# Recognizing a server needs its metric names, not every series of the page.
+RECOGNIZE_BYTES = 256 * 1024
+# A port that answered as no inference server is asked again only after this long (or
+# once the host reconnects: a rebooted node may run something else there).
+NOT_A_SERVER_S = 600.0
 
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0"})
 
@@ -61,9 +72,16 @@ def candidate_urls(configured: Iterable[str], ports: Iterable[int] = DEFAULT_POR
 
 
 def recognize(url: str, status: int, body: bytes) -> InferenceSample | None:
-    """The reading when ``url`` answered like an inference server, else None."""
+    """The reading when ``url`` answered like an inference server, else None.
+
+    Only the head of the page is read (``RECOGNIZE_BYTES``, cut at a line end): the
+    reading only names the server; the polls that follow parse whole pages.
+    """
     if status != 200:
         return None
+    if len(body) > RECOGNIZE_BYTES:
+        head = body[:RECOGNIZE_BYTES]
+        body = head[: head.rfind(b"\n") + 1] or head
     sample = parse_inference_metrics(body.decode("utf-8", errors="replace"), url)
     return sample if sample.server is not None else None
 
@@ -78,6 +96,8 @@ class Discovery:
     found: dict[str, str] = field(default_factory=dict)  # url -> server kind
     last_run: float | None = None
     enabled: bool = True
+    not_servers: dict[str, float] = field(default_factory=dict)  # url -> when it said so
+    not_server_s: float = NOT_A_SERVER_S
 
     def due(self, now: float, connected: bool) -> bool:
         """Whether to probe the ports now: at connect, then every ``interval_s``."""
@@ -86,12 +106,18 @@ class Discovery:
         return self.last_run is None or now - self.last_run >= self.interval_s
 
     def reconnected(self) -> None:
-        """The host came back (maybe rebooted): probe again at once."""
+        """The host came back (maybe rebooted): probe again at once, every port."""
         self.last_run = None
+        self.not_servers.clear()
 
     def candidates(self) -> list[str]:
-        """URLs to probe this round (configured loopback ports are never probed twice)."""
+        """URLs discovery covers (configured loopback ports are never probed twice)."""
         return candidate_urls(self.configured, self.ports)
+
+    def to_probe(self, now: float) -> list[str]:
+        """This round's URLs: the candidates, less ports that recently answered as no server."""
+        return [u for u in self.candidates()
+                if now - self.not_servers.get(u, -self.not_server_s) >= self.not_server_s]
 
     def update(self, now: float, answers: dict[str, InferenceSample | bool | None]) -> list[str]:
         """Take one round's answers; return URLs newly found.
@@ -107,8 +133,12 @@ class Discovery:
                 if url not in self.found:
                     new.append(url)
                 self.found[url] = answer.server or "?"
+                self.not_servers.pop(url, None)
             elif answer is None:
                 self.found.pop(url, None)
+                self.not_servers[url] = now
+            else:
+                self.not_servers.pop(url, None)  # nothing listens: a server may start there
         return new
 
     def urls(self) -> list[str]:
@@ -118,9 +148,16 @@ class Discovery:
 
 
 async def probe_url(
-    transport: Transport, url: str, timeout: float = PROBE_TIMEOUT_S
+    transport: Transport,
+    url: str,
+    timeout: float = PROBE_TIMEOUT_S,
+    parser: OffLoop | None = None,
+    key: Hashable = "",
 ) -> InferenceSample | bool | None:
-    """One port's answer: the reading, None (answered, not a server) or False (no answer)."""
+    """One port's answer: the reading, None (answered, not a server) or False (no answer).
+
+    With ``parser``, the page is read in its worker threads (keyed by ``key`` and URL).
+    """
     parts = urlsplit(url)
     host, port = parts.hostname or LOOPBACK, parts.port or 80
     try:
@@ -130,13 +167,25 @@ async def probe_url(
         )
     except Exception:  # refused, timed out, not connected: nothing listens there
         return False
-    return recognize(url, status, body)
+    try:
+        if parser is None:
+            return recognize(url, status, body)
+        return await parser.run(("discover", key, url), recognize, url, status, body)
+    except TimeoutError:  # the head of a page takes milliseconds: a busy machine, ask again
+        return False
+    except Exception:  # a page the parser cannot read is no server we know
+        return None
 
 
 async def probe_ports(
-    transport: Transport, urls: Iterable[str], timeout: float = PROBE_TIMEOUT_S
+    transport: Transport,
+    urls: Iterable[str],
+    timeout: float = PROBE_TIMEOUT_S,
+    parser: OffLoop | None = None,
+    key: Hashable = "",
 ) -> dict[str, InferenceSample | bool | None]:
     """Probe every URL at once; the whole round takes at most about ``timeout``."""
     todo = list(urls)
-    answers = await asyncio.gather(*(probe_url(transport, u, timeout) for u in todo))
+    answers = await asyncio.gather(
+        *(probe_url(transport, u, timeout, parser, key) for u in todo))
     return dict(zip(todo, answers, strict=True))

@@ -15,10 +15,11 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
 from collectors.frames import Frame
+from collectors.guard import Guard
 from collectors.probe import probe_args, probe_script
-from collectors.runner import HostRunner, HostStatus
+from collectors.runner import HostRunner, HostStatus, supervise
 from collectors.samples import RateValue
-from collectors.transport.base import Transport
+from collectors.transport.base import HTTP_MAX_BODY, Transport
 from fabtop.core.history import History
 from fabtop.core.pipeline import Pipeline
 
@@ -64,9 +65,11 @@ class _Borrowed(Transport):
         """Delegated."""
         return await self.inner.run(argv, timeout)
 
-    async def http_get(self, host: str, port: int, path: str, timeout: float) -> tuple[int, bytes]:
+    async def http_get(
+        self, host: str, port: int, path: str, timeout: float, *, max_bytes: int = HTTP_MAX_BODY
+    ) -> tuple[int, bytes]:
         """Delegated."""
-        return await self.inner.http_get(host, port, path, timeout)
+        return await self.inner.http_get(host, port, path, timeout, max_bytes=max_bytes)
 
     async def close(self) -> None:
         """Nothing: the main runner owns the connection."""
@@ -125,8 +128,18 @@ class FocusSession:
         return self._task
 
     async def run(self) -> None:
-        """Stream until stop(); reconnects like any runner."""
-        await self.runner.run()
+        """Stream until stop(); reconnects like any runner, and restarts if it ever raised."""
+        await supervise(f"{self.host} focus {self.netdev}", self.runner.run, self._failed)
+
+    def _failed(self, line: str) -> None:
+        if self.status.state != "stopped":
+            self.status = FocusStatus("failing", line, self.status.frames)
+        self._updated()
+
+    def _updated(self) -> None:
+        if self.on_update is not None:
+            with Guard(f"{self.host} focus: on_update"):
+                self.on_update()
 
     def stop(self) -> None:
         """End the focus stream (the host's main stream keeps running)."""
@@ -145,22 +158,26 @@ class FocusSession:
         return self.points[-1] if self.points else None
 
     def _on_frame(self, host: str, frame: Frame) -> None:
-        sample, rates = self.pipeline.apply_frame(host, frame)
-        t = frame.clock_ns / 1e9
-        self.status = FocusStatus("up", None, self.status.frames + 1)
-        link = next(
-            (lr for lid, lr in rates.links.items()
-             if lid == self.netdev or sample.links[lid].netdev == self.netdev),
-            None,
-        )  # fmt: skip
-        if link is not None and rates.interval_s is not None and not link.gap:
-            self.points.append(FocusPoint(t, rates.interval_s, dict(link.rates)))
-        if self.on_update is not None:
-            self.on_update()
+        guard = Guard(f"{host} focus {self.netdev}: frame dropped")
+        with guard:  # a frame that cannot be used is said, like on the main stream
+            sample, rates = self.pipeline.apply_frame(host, frame)
+            t = frame.clock_ns / 1e9
+            link = next(
+                (lr for lid, lr in rates.links.items()
+                 if lid == self.netdev or sample.links[lid].netdev == self.netdev),
+                None,
+            )  # fmt: skip
+            if link is not None and rates.interval_s is not None and not link.gap:
+                self.points.append(FocusPoint(t, rates.interval_s, dict(link.rates)))
+            self.status = FocusStatus("up", None, self.status.frames + 1)
+        if guard.error is not None and self.status.state != "stopped":
+            self.status = FocusStatus("failing", guard.error, self.status.frames)
+        self._updated()
 
     def _on_status(self, host: str, status: HostStatus) -> None:
         del host
-        if self.status.state != "stopped":
+        if self.status.state != "stopped" and not (
+            status.state == "up" and self.status.state == "failing"
+        ):
             self.status = FocusStatus(status.state, status.error, self.status.frames)
-        if self.on_update is not None:
-            self.on_update()
+        self._updated()

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.frames import Frame, Section
+from collectors.guard import Guard, failure_line
 from fabtop.config import Config, ConfigError, HostConfig
 from fabtop.core.state import FabricState
 
@@ -214,7 +215,7 @@ class PrometheusSource:
             for q in QUERIES:
                 results += await asyncio.to_thread(self.fetch, self.url, q, self.interval * 2)
         except (OSError, ValueError) as e:
-            self.error = f"{self.url}: {e}"
+            self.error = failure_line(self.url, e)  # the server's error text is remote text
             return 0
         self.error = None
         return self.apply(group_series(results))
@@ -244,9 +245,13 @@ class PrometheusSource:
         return n
 
     async def run(self) -> None:
-        """Poll until stopped."""
+        """Poll until stopped; a round that fails in any way is an error line, not the end."""
+        guard = Guard(f"{self.url}: poll failed")
         while not self._stopping:
-            await self.poll_once()
+            with guard:  # an answer of an odd shape (a list for an object, say)
+                await self.poll_once()
+            if guard.error is not None:
+                self.error = guard.error
             await asyncio.sleep(self.interval)
 
     async def stop(self) -> None:

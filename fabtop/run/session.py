@@ -1,7 +1,9 @@
 """Run the collectors for a config and feed a FabricState: one task per host, never a stall.
 
 Shared by the dashboard and the headless commands; the only place that turns a
-HostConfig into a transport and a probe command line.
+HostConfig into a transport and a probe command line. Every task here runs under
+:func:`~collectors.runner.supervise` and every step under :class:`~collectors.guard.Guard`:
+one host's failure is a line on that host, and every other host keeps streaming.
 """
 
 from __future__ import annotations
@@ -10,24 +12,32 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from collectors.frames import Frame
+from collectors.guard import Guard, failure_line
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.probe import probe_args, probe_script
-from collectors.runner import HostRunner, HostStatus
+from collectors.runner import HostRunner, HostStatus, OffLoop, supervise
 from collectors.samples import InferenceSample
+from collectors.text import clean
 from collectors.transport.base import Transport
 from collectors.transport.local import LocalTransport
 from collectors.transport.ssh import SshTransport
 from fabtop.config import Config, HostConfig, check_metrics_url
-from fabtop.core.state import UP, FabricState
+from fabtop.core.state import DOWN, UP, FabricState
 from fabtop.run.discovery import DEFAULT_PORTS, PROBE_TIMEOUT_S, Discovery, probe_ports
 from fabtop.run.focus import FocusSession
 
 FrameTap = Callable[[str, Frame], None]
+
+# A /metrics parse runs in a worker thread; one that takes longer than this is given up
+# on (its host's reading says so) and that URL is not parsed again until it finished.
+PARSE_DEADLINE_S = 5.0
 
 
 @dataclass(slots=True, frozen=True)
@@ -44,8 +54,8 @@ class MetricsReading:
 class EventTap(Protocol):
     """Sees everything that moves a FabricState, in order (a recorder)."""
 
-    def frame(self, host: str, frame: Frame) -> None:
-        """A frame is about to be applied."""
+    def frame(self, host: str, frame: Frame, arrived_unix: float | None = None) -> None:
+        """A frame is about to be applied; it arrived at ``arrived_unix`` (operator's clock)."""
 
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
         """A host's connection state is about to be applied."""
@@ -60,9 +70,12 @@ class EventTap(Protocol):
 def inference_sample(reading: MetricsReading, where: str) -> InferenceSample:
     """Turn one raw /metrics fetch into an InferenceSample (live and replay share this)."""
     if reading.error is not None or reading.status is None:
-        sample = InferenceSample(url=reading.url, error=reading.error or f"{where}: no response")
+        # A transport's error can quote what the server sent (a status line, a reason).
+        error = clean(reading.error) if reading.error else f"{clean(where)}: no response"
+        sample = InferenceSample(url=clean(reading.url), error=error)
     elif reading.status != 200:
-        sample = InferenceSample(url=reading.url, error=f"{where}: HTTP {reading.status}")
+        sample = InferenceSample(url=clean(reading.url),
+                                 error=f"{clean(where)}: HTTP {reading.status}")
     else:
         sample = parse_inference_metrics(reading.body or "", reading.url)
     sample.read_s = reading.read_s
@@ -112,6 +125,9 @@ class Session:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self.focused: FocusSession | None = None
+        self.parser = OffLoop(deadline_s=max(PARSE_DEADLINE_S, 2 * config.interval))
+        # Failures of the session's own tasks (the rules loop), newest last.
+        self.failures: deque[str] = deque(maxlen=20)
 
     def transport(self, host: HostConfig) -> Transport:
         """The host's transport, created on first use."""
@@ -121,48 +137,77 @@ class Session:
         return t
 
     def _on_frame(self, host: str, frame: Frame) -> None:
-        if self.tap is not None:
-            self.tap(host, frame)
-        if self.events is not None:
-            self.events.frame(host, frame)
-        self.state.apply_frame(host, frame)
-        if self.on_change is not None:
-            self.on_change()
+        arrived = self.state.wall()  # where this frame sits on the operator's time axis
+        guard = Guard(f"{host}: recording the frame failed")
+        with guard:
+            if self.tap is not None:
+                self.tap(host, frame)
+            if self.events is not None:
+                self.events.frame(host, frame, arrived_unix=arrived)
+        if guard.error is not None:
+            self.state.warn(host, guard.error)
+        # Guarded inside: a frame that cannot be used marks its host failing, nothing raises.
+        self.state.apply_frame(host, frame, arrived_unix=arrived)
+        self._changed()
 
     def _on_status(self, host: str, status: HostStatus) -> None:
-        if self.events is not None:
-            self.events.status(host, status.state, status.error, status.rtt_s)
+        with Guard(f"{host}: recording the status failed"):
+            if self.events is not None:
+                self.events.status(host, status.state, status.error, status.rtt_s)
         self.state.apply_status(host, status.state, status.error, status.rtt_s)
+        self._changed()
+
+    def _changed(self) -> None:
         if self.on_change is not None:
-            self.on_change()
+            with Guard("on_change"):
+                self.on_change()
+
+    def _spawn(self, name: str, work: Callable[[], Awaitable[None]],
+               on_failure: Callable[[str], None]) -> None:
+        """A supervised task: one that raises is reported and started again, never gone."""
+        self._tasks.append(asyncio.create_task(supervise(name, work, on_failure), name=name))
+
+    def _host_down(self, host: str, line: str) -> None:
+        self.state.apply_status(host, DOWN, line)
+        self._changed()
+
+    def _host_warning(self, host: str, line: str) -> None:
+        self.state.warn(host, line)
+        self._changed()
 
     async def run(self) -> None:
         """Start one runner (and one /metrics poller) per host and wait until stopped."""
         script = probe_script()
         # Rules run once per tick over the whole fabric, not once per host frame (O(n^2)).
         self.state.evaluate_per_frame = False
-        self._tasks.append(asyncio.create_task(self._evaluate_loop(), name="rules"))
+        self._spawn("rules", self._evaluate_loop, self.failures.append)
         for host in self.config.hosts:
-            args = probe_args(
-                interval_ms=int(self.config.interval * 1000),
-                sysfs=host.sysfs,
-                path=list(host.path),
-                interfaces=list(host.interfaces) if host.interfaces else None,
-                max_frames=self.max_frames,
-            )
+            name = host.name
+            guard = Guard(f"{name}: probe arguments")
+            with guard:  # the config was checked at load; a Config built in code may not be
+                args = probe_args(
+                    interval_ms=int(self.config.interval * 1000),
+                    sysfs=host.sysfs,
+                    path=list(host.path),
+                    interfaces=list(host.interfaces) if host.interfaces else None,
+                    max_frames=self.max_frames,
+                )
+            if guard.error is not None:
+                self._host_down(name, guard.error)
+                continue
             runner = HostRunner(
-                host.name, self.transport(host), script, args,
+                name, self.transport(host), script, args,
                 on_frame=self._on_frame, on_status=self._on_status,
                 interval=self.config.interval,
             )
-            self.runners[host.name] = runner
-            self._tasks.append(asyncio.create_task(runner.run(), name=f"runner:{host.name}"))
+            self.runners[name] = runner
+            self._spawn(f"{name}: collector", runner.run, partial(self._host_down, name))
             if host.inference or self.discover_inference:
-                self._tasks.append(
-                    asyncio.create_task(self._poll_inference(host), name=f"metrics:{host.name}")
-                )
+                self._spawn(f"{name}: /metrics poller", partial(self._poll_inference, host),
+                            partial(self._host_warning, name))
         try:
-            await asyncio.gather(*self._tasks)
+            # Not gather: no task's end or exception ends the others (they never raise).
+            await asyncio.wait(list(self._tasks))
         finally:
             await self.stop()
 
@@ -180,43 +225,53 @@ class Session:
                 continue
             now = time.monotonic()
             first_new = first_new if first_new is not None else now
-            live = [n for n, h in hosts.items() if h.status == "up"]
+            live = [n for n, h in hosts.items() if h.status == UP]
             if set(live) <= set(fresh) or now - first_new >= self.config.interval / 2:
                 last_frames = {n: h.frames for n, h in hosts.items()}
                 first_new = None
                 self.state.evaluate()
-                if self.events is not None:
-                    self.events.evaluated()
-                if self.on_change is not None:
-                    self.on_change()
+                with Guard("recording the evaluation failed"):
+                    if self.events is not None:
+                        self.events.evaluated()
+                self._changed()
 
     async def _poll_inference(self, host: HostConfig) -> None:
         # A poll starts only after the previous one finished, so slow servers never pile up.
         # Port discovery runs beside the polls in its own task: a port that accepts and
-        # never answers delays nothing but the next discovery round.
+        # never answers delays nothing but the next discovery round. Bodies are parsed in
+        # worker threads (self.parser): a huge page costs its own host, not the loop.
         transport = self.transport(host)
-        disc = self.discovery[host.name] = Discovery(
-            configured=tuple(host.inference), ports=self.discovery_ports,
-            enabled=self.discover_inference,
-        )
+        disc = self.discovery.get(host.name)
+        if disc is None:  # kept across a restart of this task: what was found stays found
+            disc = self.discovery[host.name] = Discovery(
+                configured=tuple(host.inference), ports=self.discovery_ports,
+                enabled=self.discover_inference,
+            )
         probing: asyncio.Task[dict[str, InferenceSample | bool | None]] | None = None
         was_up = False
         try:
             while not self._stopping:
                 started = time.monotonic()
                 hs = self.state.hosts.get(host.name)
-                up = hs is not None and hs.status == UP
+                up = hs is not None and hs.connected
                 if up and not was_up:
                     disc.reconnected()
                 was_up = up
                 if probing is not None and probing.done():
-                    failed = probing.cancelled() or probing.exception() is not None
-                    disc.update(started, {} if failed else probing.result())
+                    answers: dict[str, InferenceSample | bool | None] = {}
+                    exc = None if probing.cancelled() else probing.exception()
+                    if exc is not None:
+                        self._host_warning(
+                            host.name, failure_line(f"{host.name}: discovery failed", exc))
+                    elif not probing.cancelled():
+                        answers = probing.result()
+                    disc.update(started, answers)
                     probing = None
                 if probing is None and disc.due(started, up):
                     disc.last_run = started  # a round in flight is not started twice
                     probing = asyncio.create_task(
-                        probe_ports(transport, disc.candidates(), PROBE_TIMEOUT_S),
+                        probe_ports(transport, disc.to_probe(started), PROBE_TIMEOUT_S,
+                                    parser=self.parser, key=host.name),
                         name=f"discover:{host.name}",
                     )
                 urls = disc.urls()
@@ -225,11 +280,10 @@ class Session:
                         *(self._fetch_timed(transport, host, url) for url in urls)
                     )
                     raw = [r for r, _ in timed]
-                    if self.events is not None:
-                        self.events.metrics(host.name, raw)
-                    readings = []
-                    for r, _ in timed:
-                        readings.append(inference_sample(r, f"{host.name}: {r.url}"))
+                    with Guard(f"{host.name}: recording /metrics failed"):
+                        if self.events is not None:
+                            self.events.metrics(host.name, raw)
+                    readings = [await self._parse(host.name, r) for r in raw]
                     self.state.apply_inference(host.name, readings)
                 delay = self.config.interval - (time.monotonic() - started)
                 if probing is not None:  # pick up a discovered server as soon as it answers
@@ -238,6 +292,16 @@ class Session:
         finally:
             if probing is not None:
                 probing.cancel()
+
+    async def _parse(self, host: str, reading: MetricsReading) -> InferenceSample:
+        """One fetch as a reading, parsed off the event loop; a failure is that URL's error."""
+        where = f"{host}: {reading.url}"
+        guard = Guard(where)
+        with guard:
+            if reading.body is None:  # nothing to parse: no thread needed
+                return inference_sample(reading, where)
+            return await self.parser.run((host, reading.url), inference_sample, reading, where)
+        return InferenceSample(url=reading.url, error=guard.error, read_s=reading.read_s)
 
     async def _fetch_timed(
         self, transport: Transport, host: HostConfig, url: str
@@ -253,6 +317,9 @@ class Session:
         self, transport: Transport, host: HostConfig, url: str
     ) -> MetricsReading:
         where = f"{host.name}: {url}"
+        slow = self.parser.busy((host.name, url))
+        if slow is not None:  # its last page is still being read: do not fetch another
+            return MetricsReading(url, error=f"{where}: {slow}")
         try:
             h, port, path = check_metrics_url(url, where)
             status, body = await asyncio.wait_for(
@@ -278,6 +345,7 @@ class Session:
         for tr in self.transports.values():
             with contextlib.suppress(Exception):
                 await tr.close()
+        self.parser.close()
 
     # focus mode ----------------------------------------------------------------
 

@@ -199,7 +199,10 @@ async def test_a_failing_consumer_does_not_end_the_runner() -> None:
     finally:
         runner.stop()
         await asyncio.wait_for(task, 5)
-    assert rec.states == ["up"]
+    # The host stays up (its connection is fine), and the failure is said once, on one line.
+    assert set(rec.states) == {"up"}
+    said = [w for w in rec.statuses[-1].warnings if "consumer bug" in w]
+    assert said == ["node6: frame consumer failed: RuntimeError: consumer bug"], said
 
 
 @pytest.mark.sshd
@@ -213,5 +216,7 @@ async def test_collect_once_reports_missing_frames() -> None:
         await collect_once(LocalTransport("node7"), "sleep 5\n", [], 2, 0.3)
     with pytest.raises(TransportError, match="probe ended after 1 of 2 frames"):
         await collect_once(
-            LocalTransport("node7"), 'echo "@@fabtop-frame 1 1 1 1"; echo "@@end 1"\n', [], 2, 5
+            # stdin stays open after the script (the probe's lifeline): this one exits itself
+            LocalTransport("node7"), 'echo "@@fabtop-frame 1 1 1 1"; echo "@@end 1"; exit 0\n',
+            [], 2, 5
         )

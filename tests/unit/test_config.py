@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,76 @@ def test_bad_config_names_file_host_and_field(tmp_path: Path, body: str, expect:
 def test_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such file"):
         load_config(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sysfs", '"/sys/../etc"'),
+        ("sysfs", '"/sys/class/.."'),
+        ("path", '["/usr/bin", "/opt/../../etc"]'),
+        ("interfaces", '["-oProxyCommand"]'),
+        ("interfaces", '["' + "e" * 65 + '"]'),
+        ("inference", '["http://127.0.0.1:0/metrics"]'),
+        ("inference", '["http://127.0.0.1:8000/metrics?x=1"]'),
+        ("inference", '["http://user@127.0.0.1:8000/metrics"]'),
+    ],
+)
+def test_what_the_probe_would_refuse_is_refused_at_load(
+    tmp_path: Path, field: str, value: str
+) -> None:
+    p = _write(tmp_path, f'[[host]]\nname = "n1"\n{field} = {value}\n')
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    (line,) = str(e.value).splitlines()
+    assert line.startswith(f"{p}: host 'n1': field '{field}'"), line
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0.05", "61", "true"])
+def test_interval_must_be_finite_and_what_the_probe_runs(tmp_path: Path, value: str) -> None:
+    p = _write(tmp_path, f'interval = {value}\n[[host]]\nname = "n1"\n')
+    with pytest.raises(ConfigError, match="field 'interval' must be a number of seconds"):
+        load_config(p)
+    q = _write(tmp_path, '[[host]]\nname = "n1"\n')
+    with pytest.raises(ConfigError, match="--interval"):
+        load_config(q, interval=float("nan"))
+
+
+def test_thresholds_must_be_finite(tmp_path: Path) -> None:
+    p = _write(tmp_path, '[thresholds]\nstorm_pause_ratio = nan\n[[host]]\nname = "a"\n')
+    with pytest.raises(ConfigError, match="finite numbers"):
+        load_config(p)
+
+
+def test_ten_thousand_hosts_need_the_explicit_flag(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as e:
+        hosts_from_args(["node[1-10000]"])
+    assert str(e.value) == (
+        "command line: 10000 hosts is more than 256; pass --many-hosts to monitor them all")
+    # The bound counts every argument together, and a config file the same way.
+    with pytest.raises(ConfigError, match="257 hosts is more than 256"):
+        hosts_from_args(["a[1-200]", "b[1-57]"])
+    p = _write(tmp_path, '[[host]]\nname = "n[1-200]"\n[[host]]\nname = "m[1-100]"\n')
+    with pytest.raises(ConfigError, match=f"^{p}: 300 hosts is more than 256; pass --many"):
+        load_config(p)
+    assert len(hosts_from_args(["node[1-256]"])) == 256
+    assert len(hosts_from_args(["node[1-10000]"], max_hosts=None)) == 10000
+    assert len(load_config(p, max_hosts=None).hosts) == 300
+
+
+@pytest.mark.parametrize("expr", [
+    "node[1-10000000]",
+    "n[1-99999],m[1-99999]",
+    "n[1-1000][1-1000]",
+    "n[1-" + "9" * 5000 + "]",
+])
+def test_a_huge_hostlist_is_refused_before_it_is_expanded(expr: str) -> None:
+    started = time.process_time()
+    for limit in (256, None):
+        with pytest.raises(ConfigError) as e:
+            hosts_from_args([expr], max_hosts=limit)
+        (line,) = str(e.value).splitlines()
+        assert line.startswith("command line: ") and len(line) < 200, line
+        assert ": bad hostlist" not in line or "is too long" in line, line
+        assert "hosts is more than" in line or "is too long" in line, line
+    assert time.process_time() - started < 0.5  # counted, not expanded

@@ -7,9 +7,12 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 
-from collectors.transport.base import Transport
+import pytest
+
+from collectors.transport.base import HTTP_MAX_BODY, Transport
 from fabtop.run.discovery import (
     DEFAULT_PORTS,
+    NOT_A_SERVER_S,
     Discovery,
     candidate_urls,
     loopback_url,
@@ -35,7 +38,9 @@ class _Ports(Transport):
     async def run(self, argv: Sequence[str], timeout: float) -> tuple[int, bytes, bytes]:
         return 0, b"", b""
 
-    async def http_get(self, host: str, port: int, path: str, timeout: float) -> tuple[int, bytes]:
+    async def http_get(
+        self, host: str, port: int, path: str, timeout: float, *, max_bytes: int = HTTP_MAX_BODY
+    ) -> tuple[int, bytes]:
         a = self.answers.get(port)
         if a == "hang":
             await asyncio.sleep(3600)
@@ -94,3 +99,53 @@ def test_rediscovery_timing_and_what_is_kept(fixtures_dir: Path) -> None:
     assert d.urls() == ["http://127.0.0.1:9000/metrics"]
     d.reconnected()
     assert d.due(121.0, True)
+
+
+def test_a_port_that_is_no_server_is_not_fetched_and_parsed_every_round() -> None:
+    exporter, vllm = loopback_url(8000), loopback_url(8001)
+    d = Discovery(ports=(8000, 8001, 8080))
+    assert d.to_probe(0.0) == [exporter, vllm, loopback_url(8080)]
+    d.update(0.0, {exporter: None, vllm: False, loopback_url(8080): False})
+    # A node_exporter answering on 8000 is left alone; closed ports are asked again.
+    assert d.to_probe(60.0) == [vllm, loopback_url(8080)]
+    assert d.to_probe(NOT_A_SERVER_S) == [exporter, vllm, loopback_url(8080)]
+    d.reconnected()  # a rebooted node may run something else there
+    assert exporter in d.to_probe(61.0)
+
+
+def test_recognizing_a_huge_page_reads_only_its_head(fixtures_dir: Path) -> None:
+    filler = b"".join(b'node_cpu_seconds_total{cpu="%d"} 1.0\n' % i for i in range(400_000))
+    assert len(filler) > 14_000_000
+    url = loopback_url(8000)
+    started = time.process_time()
+    assert recognize(url, 200, b"# TYPE node_cpu_seconds_total counter\n" + filler) is None
+    found = recognize(url, 200, _vllm(fixtures_dir) + filler)
+    assert time.process_time() - started < 1.0, "parsed the whole 15 MB"
+    assert found is not None and found.server == "vllm"
+
+
+async def test_probing_parses_off_the_event_loop(
+    fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from collectors.runner import OffLoop
+    from fabtop.run import discovery
+
+    threads: list[int] = []
+    real = discovery.recognize
+
+    def spy(url: str, status: int, body: bytes) -> object:
+        threads.append(threading.get_ident())
+        return real(url, status, body)
+
+    monkeypatch.setattr(discovery, "recognize", spy)
+    parser = OffLoop()
+    try:
+        answers = await probe_ports(_Ports({8000: _vllm(fixtures_dir)}), [loopback_url(8000)],
+                                    timeout=1.0, parser=parser, key="n1")
+    finally:
+        parser.close()
+    found = answers[loopback_url(8000)]
+    assert not isinstance(found, bool) and found is not None and found.server == "vllm"
+    assert threads and threading.get_ident() not in threads

@@ -15,7 +15,16 @@ from collectors.vocabulary import Derived, InferenceRate, Metric
 from fabtop.core.deltas import counts_since
 from fabtop.core.findings import SEVERITIES
 from fabtop.core.rates import LinkRates
-from fabtop.core.state import CONNECTING, DOWN, STALE, UP, FabricState, HostState
+from fabtop.core.state import (
+    CONNECTING,
+    DOWN,
+    FAILING,
+    STALE,
+    STATUSES,
+    UP,
+    FabricState,
+    HostState,
+)
 
 # The runner marks a host stale after 2.5 intervals; the screen does the same from the
 # age of the last frame, so a frozen host greys out even when no status message comes.
@@ -29,7 +38,7 @@ ECN_METRICS = (Metric.ECN_MARKED,)
 CNP_METRICS = (Metric.CNP_SENT,)
 PAUSE_RATIOS = (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO)
 TOKENS_RATE = InferenceRate.GENERATED_TOKENS_PER_S
-STATUS_ORDER = {DOWN: 0, STALE: 1, CONNECTING: 2, UP: 3}
+STATUS_ORDER = {s: i for i, s in enumerate(STATUSES)}  # worst first
 
 
 def total(v: RateValue | MetricValue | None) -> float | None:
@@ -84,7 +93,7 @@ class HostRow:
 
     @property
     def live(self) -> bool:
-        """False when the host's numbers are old (stale, down, not yet connected)."""
+        """False when the host's numbers are old (stale, down, failing, not yet connected)."""
         return self.status == UP
 
 
@@ -243,7 +252,7 @@ def summary(state: FabricState, now: float, interval: float) -> Summary:
     findings = Counter(f.severity for f in state.findings)
     return Summary(
         tokens_per_s=_sum_present(tokens),
-        hosts={s: hosts.get(s, 0) for s in (UP, STALE, CONNECTING, DOWN)},
+        hosts={s: hosts.get(s, 0) for s in (UP, STALE, CONNECTING, FAILING, DOWN)},
         findings={s: findings.get(s, 0) for s in reversed(SEVERITIES)},
         inference_servers=servers,
     )

@@ -13,6 +13,7 @@ STATUS_CELL = {
     "up": ("● up", "green"),
     "stale": ("▲ STALE", "bold black on yellow"),
     "down": ("✖ DOWN", "bold white on red"),
+    "failing": ("✖ FAILING", "bold white on red"),
     "connecting": ("… connecting", "dim"),
 }
 
@@ -47,7 +48,7 @@ def host_cells(r: HostRow) -> dict[str, Spec]:
 
 
 def host_sort_key(r: HostRow) -> tuple[int, str]:
-    """Worst first (down, stale, connecting, up), then by name."""
+    """Worst first (down, failing, stale, connecting, up), then by name."""
     return (STATUS_ORDER.get(r.status, 9), r.name)
 
 

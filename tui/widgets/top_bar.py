@@ -11,7 +11,7 @@ from tui.rows.links import Summary
 SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow",
                   "info": "cyan"}
 STATUS_STYLE = {"up": "green", "stale": "bold black on yellow", "connecting": "dim",
-                "down": "bold white on red"}
+                "down": "bold white on red", "failing": "bold white on red"}
 
 
 def summary_text(s: Summary, width: int, paused: bool, delta: str | None) -> Text:
@@ -37,7 +37,7 @@ def summary_text(s: Summary, width: int, paused: bool, delta: str | None) -> Tex
             t.append(" ")
         first = False
         label = status if not narrow else {"up": "up", "stale": "stale", "down": "down",
-                                           "connecting": "conn"}[status]
+                                           "connecting": "conn", "failing": "fail"}[status]
         t.append(f"{n} {label}", STATUS_STYLE[status] if status != "up" or n else "dim")
     t.append("  │ ", "dim")
     total = sum(s.findings.values())
