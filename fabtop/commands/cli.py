@@ -13,13 +13,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
+from collectors.numbers import parse_float, parse_int
+from collectors.text import clean
 from fabtop import __version__
-from fabtop.config import Config, ConfigError, hosts_from_args, load_config, local_config
+from fabtop.config import (
+    MAX_HOSTS,
+    Config,
+    ConfigError,
+    hosts_from_args,
+    load_config,
+    local_config,
+)
 from fabtop.run.demo import demo_config
+from fabtop.run.outputs import OutputError
 
 # Each subcommand imports its own module when it runs, and only the dashboard imports
 # tui: importing Textual costs about 0.7 s and the session machinery 0.4 s, which
@@ -27,6 +39,34 @@ from fabtop.run.demo import demo_config
 # and the three helpers below it.
 
 SUBCOMMANDS = ("snapshot", "doctor", "record", "replay", "diff", "export")
+EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
+
+
+def positive(text: str) -> float:
+    """The argparse type of every numeric option: a finite number above zero.
+
+    ``float()`` takes ``nan`` and ``inf``; a NaN window never ends (every comparison with
+    it is false) and a negative timeout gives up before starting.
+    """
+    v = parse_float(text)
+    if v is None or v <= 0:
+        raise argparse.ArgumentTypeError(f"{clean(text, 40)!r} is not a finite number above 0")
+    return v
+
+
+def positive_int(text: str) -> int:
+    """A whole number above zero (``--top``)."""
+    v = parse_int(text)
+    if v is None or v <= 0:
+        raise argparse.ArgumentTypeError(f"{clean(text, 40)!r} is not a whole number above 0")
+    return v
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: the option and why, then a pointer to --help."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {clean(message)} (see {self.prog} --help)\n")
 
 
 def _add_hosts(p: argparse.ArgumentParser) -> None:
@@ -36,7 +76,10 @@ def _add_hosts(p: argparse.ArgumentParser) -> None:
         "'local' is this machine (the default when no host is given)",
     )
     p.add_argument("-c", "--config", metavar="FILE", help="TOML config file (see README)")
-    p.add_argument("--interval", type=float, metavar="S", help="seconds between frames (1)")
+    p.add_argument("--interval", type=positive, metavar="S", help="seconds between frames (1)")
+    p.add_argument("--many-hosts", action="store_true",
+                   help=f"monitor more than {MAX_HOSTS} hosts (refused without it: a hostlist "
+                   "that large is more often a typo than a plan)")
     p.add_argument("--demo", action="store_true", help="watch the built-in simulated fabric")
     p.add_argument("--demo-scenario", metavar="NAME",
                    help="for testing and demos: the simulated fabric with one fault from the "
@@ -51,6 +94,7 @@ def build_config(ns: argparse.Namespace) -> Config:
     """Hosts from -c FILE, positional hosts, or this machine; raises ConfigError."""
     if ns.interval is not None and not 0.1 <= ns.interval <= 60:
         raise ConfigError("command line: --interval must be in 0.1..60 seconds")
+    max_hosts = None if getattr(ns, "many_hosts", False) else MAX_HOSTS
     if getattr(ns, "demo_scenario", None):
         ns.demo = True  # every command that takes --demo runs the scenario's fabric
     if getattr(ns, "demo", False):
@@ -58,9 +102,10 @@ def build_config(ns: argparse.Namespace) -> Config:
     elif ns.config:
         if ns.hosts:
             raise ConfigError("command line: give hosts or -c FILE, not both")
-        cfg = load_config(ns.config, ns.interval)
+        cfg = load_config(ns.config, ns.interval, max_hosts=max_hosts)
     elif ns.hosts:
-        cfg = Config(hosts=hosts_from_args(ns.hosts), interval=ns.interval or 1.0)
+        cfg = Config(hosts=hosts_from_args(ns.hosts, max_hosts=max_hosts),
+                     interval=ns.interval or 1.0)
     else:
         cfg = local_config(ns.interval or 1.0)
     if ns.known_hosts:
@@ -72,7 +117,7 @@ def build_config(ns: argparse.Namespace) -> Config:
 
 def _parser(cmd: str | None) -> argparse.ArgumentParser:
     prog = "fabtop" if cmd is None else f"fabtop {cmd}"
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog=prog,
         description="Live dashboard for the RDMA fabric of small GPU inference clusters.",
     )
@@ -87,13 +132,13 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
                        "server instead of probing hosts over SSH")
     if cmd == "record":
         p.add_argument("-o", "--output", metavar="FILE", required=True,
-                       help="recording file (.fabrec)")
-        p.add_argument("--max-size", type=float, metavar="MB", help="stop at MB megabytes")
-        p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-        p.add_argument("--demo-speed", type=float, default=1.0, help=argparse.SUPPRESS)
+                       help="recording file (.fabrec); - for stdout")
+        p.add_argument("--max-size", type=positive, metavar="MB", help="stop at MB megabytes")
+        p.add_argument("--duration", type=positive, metavar="S", help="stop after S seconds")
+        p.add_argument("--demo-speed", type=positive, default=1.0, help=argparse.SUPPRESS)
     if cmd == "replay":
         p.add_argument("recording", metavar="FILE", help="a .fabrec recording")
-        p.add_argument("--speed", type=float, default=1.0, metavar="X",
+        p.add_argument("--speed", type=positive, default=1.0, metavar="X",
                        help="replay speed, 0.5..16 (1)")
         p.add_argument("--findings", action="store_true",
                        help="no dashboard: print every finding with its time and exit")
@@ -103,17 +148,18 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         p.add_argument("a", metavar="A", help="snapshot file, or run.fabrec@SECONDS")
         p.add_argument("b", metavar="B", help="snapshot file, or run.fabrec@SECONDS")
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
-        p.add_argument("--top", type=int, metavar="N", help="only the N most significant rows")
+        p.add_argument("--top", type=positive_int, metavar="N",
+                       help="only the N most significant rows")
     if cmd == "export":
         p.add_argument("--listen", default="127.0.0.1:9877", metavar="HOST:PORT",
                        help="address to serve /metrics on (127.0.0.1:9877)")
     if cmd == "snapshot":
         p.add_argument("-o", "--output", metavar="FILE", help="output file (default stdout)")
         p.add_argument("--format", choices=("json", "csv", "prom"), default="json")
-        p.add_argument("--timeout", type=float, default=30.0, metavar="S",
+        p.add_argument("--timeout", type=positive, default=30.0, metavar="S",
                        help="give up on a host after S seconds (30)")
     if cmd == "doctor":
-        p.add_argument("--window", type=float, default=10.0, metavar="S",
+        p.add_argument("--window", type=positive, default=10.0, metavar="S",
                        help="watch for S seconds before judging (10; never less than the rules' "
                        "detect_s plus two intervals)")
         p.add_argument("--json", action="store_true", help="print findings as JSON")
@@ -151,11 +197,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tui.app import run_dashboard
 
         return run_dashboard(cfg, record=ns.record, source=source)
-    except ConfigError as e:
-        print(f"fabtop: {e}", file=sys.stderr)
+    except (ConfigError, OutputError) as e:
+        print(f"fabtop: {clean(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:
+        # The last line of defence: bad input has its own one-line errors above and in
+        # each command; what reaches here is a bug, still said in one line.
+        if os.environ.get("FABTOP_DEBUG"):
+            raise
+        print(f"fabtop: internal error: {type(e).__name__}: {clean(str(e), 300)} "
+              "(FABTOP_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EX_SOFTWARE
 
 
 def _source(ns: argparse.Namespace) -> tuple[Config, object | None]:
@@ -174,10 +228,6 @@ def _source(ns: argparse.Namespace) -> tuple[Config, object | None]:
 def _record(ns: argparse.Namespace) -> int:
     from fabtop.commands.record import record_command
 
-    if ns.max_size is not None and ns.max_size <= 0:
-        raise ConfigError("command line: --max-size must be a positive number of MB")
-    if ns.duration is not None and ns.duration <= 0:
-        raise ConfigError("command line: --duration must be a positive number of seconds")
     return asyncio.run(record_command(
         build_config(ns), ns.output, demo_speed=ns.demo_speed,
         max_mb=ns.max_size, duration=ns.duration,
@@ -190,6 +240,8 @@ def _replay(ns: argparse.Namespace) -> int:
     try:
         if ns.info:
             info = summary(Path(ns.recording))
+            if not info["header"]:
+                raise RecordError(f"{ns.recording}: recording has no readable header")
             print(f"{info['path']}: {info['bytes']} bytes, {info['duration_s']:.1f} s, "
                   f"hosts {', '.join(f'{h} ({n} frames)' for h, n in info['frames'].items())}")
             print("ends cleanly" if info["clean_end"] else f"{info['torn']}")

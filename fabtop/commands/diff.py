@@ -4,6 +4,11 @@
 (``run.fabrec@T``, the replayed state ``T`` seconds into the recording). The delta rule
 itself (missing or reset: no delta) is :mod:`fabtop.core.deltas`, shared with the
 dashboard's ``r`` baseline.
+
+A snapshot file is checked before it is used: every field the diff reads has its type
+(one line naming the file and the field otherwise, never a traceback), and every string
+in it goes through ``collectors.text.clean``, so a crafted host or counter name cannot
+reach the terminal as an escape sequence.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from collectors.numbers import finite, parse_float
 from collectors.vocabulary import Metric, by_category
 from fabtop.core.deltas import link_deltas
 
@@ -43,6 +49,48 @@ class DeltaRow:
         """Sort key: category, then largest change first."""
         return (_RANK.get(self.metric, len(CATEGORIES)), -self.delta, self.host, self.link,
                 self.metric, -1 if self.priority is None else self.priority)
+
+
+@dataclass(slots=True)
+class NoData:
+    """A host one side of the diff has nothing to compare for."""
+
+    host: str
+    side: str  # "A" or "B"
+    why: str
+    source: str = ""  # the file (or run.fabrec@T) of that side
+
+    def line(self) -> str:
+        """What the table says about it."""
+        where = f" ({self.source})" if self.source else ""
+        return f"{self.host}: no data in {self.side}{where}: {self.why}"
+
+
+def _has_data(h: Mapping[str, Any]) -> bool:
+    return any(ln.get("metrics") for ln in h.get("links", []))
+
+
+def _why_no_data(h: Mapping[str, Any] | None) -> str:
+    if h is None:
+        return "host not in it"
+    if h.get("error"):
+        return str(h["error"])
+    return "no counters" if h.get("reachable", True) else "host did not answer"
+
+
+def missing_data(a: Mapping[str, Any], b: Mapping[str, Any], source_a: str = "",
+                 source_b: str = "") -> tuple[list[NoData], int]:
+    """Hosts with no counters on a side (a diff that cannot be taken), and how many had both."""
+    ha = {h["name"]: h for h in a.get("hosts", [])}
+    hb = {h["name"]: h for h in b.get("hosts", [])}
+    out, both = [], 0
+    for name in [*ha, *(n for n in hb if n not in ha)]:
+        gaps = [NoData(name, side, _why_no_data(h), src)
+                for side, h, src in (("A", ha.get(name), source_a), ("B", hb.get(name), source_b))
+                if h is None or not _has_data(h)]
+        out.extend(gaps)
+        both += not gaps
+    return out, both
 
 
 def diff_docs(a: Mapping[str, Any], b: Mapping[str, Any], zeros: bool = False) -> list[DeltaRow]:
@@ -81,35 +129,119 @@ def elapsed_s(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
 
 
 def load_point(spec: str) -> dict[str, Any]:
-    """A snapshot document from a snapshot file or ``run.fabrec@T`` (T seconds in)."""
+    """A snapshot document from a snapshot file or ``run.fabrec@T`` (T seconds in).
+
+    Raises DiffError, one line naming the input (and the field, for a malformed file).
+    """
     path, sep, at = spec.rpartition("@")
     if sep and path and Path(path).suffix == ".fabrec":
-        try:
-            t = float(at)
-        except ValueError:
-            raise DiffError(f"{spec}: '@{at}' is not a number of seconds") from None
+        t = parse_float(at)
+        if t is None or t < 0:
+            raise DiffError(f"{spec}: '@{at}' is not a number of seconds")
         from fabtop.run import snapshot
         from fabtop.run.record import RecordError
         from fabtop.run.replay import Replay
 
         try:
             rp = Replay(path)
+            rp.advance_to(t)
         except RecordError as e:
             raise DiffError(str(e)) from None
-        rp.advance_to(t)
+        if rp.torn and t > rp.duration:
+            raise DiffError(f"{spec}: the recording ends at {rp.duration:.1f} s: {rp.torn}")
         return snapshot.build(rp.state, rp.config.interval)
     p = Path(spec)
     if p.suffix == ".fabrec":
         raise DiffError(f"{spec}: a recording needs a time: {spec}@SECONDS")
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise DiffError(f"{spec}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise DiffError(f"{spec}: not JSON: not UTF-8 text") from None
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise DiffError(f"{spec}: not a fabtop.snapshot/1 file: nested too deeply") from None
     except ValueError as e:
         raise DiffError(f"{spec}: not JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("schema") != "fabtop.snapshot/1":
         raise DiffError(f"{spec}: not a fabtop.snapshot/1 file")
-    return doc
+    from fabtop.run.snapshot import clean_tree
+
+    try:
+        doc = clean_tree(doc)
+    except ValueError as e:
+        raise DiffError(f"{spec}: not a fabtop.snapshot/1 file: {e}") from None
+    check_doc(doc, spec)
+    out: dict[str, Any] = doc
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _what(v: Any) -> str:
+    """What a bad value is, for an error line (never the value itself)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int | float):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    return "a list" if isinstance(v, list) else "an object"
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and finite(v) is not None
+
+
+def check_doc(doc: Mapping[str, Any], spec: str) -> None:
+    """Every field a diff reads has the type ``fabtop snapshot`` writes; raises DiffError."""
+
+    def bad(field: str, want: str, v: Any) -> DiffError:
+        return DiffError(f"{spec}: field '{field}' must be {want}, not {_what(v)}")
+
+    hosts = doc.get("hosts", [])
+    if not isinstance(hosts, list):
+        raise bad("hosts", "a list", hosts)
+    for i, h in enumerate(hosts):
+        w = f"hosts[{i}]"
+        if not isinstance(h, dict):
+            raise bad(w, "an object", h)
+        if not isinstance(h.get("name"), str) or not h["name"]:
+            raise bad(f"{w}.name", "a host name", h.get("name"))
+        clock = h.get("clock_ns")
+        if clock is not None and (not isinstance(clock, int) or isinstance(clock, bool)):
+            raise bad(f"{w}.clock_ns", "an integer or null", clock)
+        if h.get("error") is not None and not isinstance(h["error"], str):
+            raise bad(f"{w}.error", "a string or null", h["error"])
+        links = h.get("links", [])
+        if not isinstance(links, list):
+            raise bad(f"{w}.links", "a list", links)
+        for j, link in enumerate(links):
+            lw = f"{w}.links[{j}]"
+            if not isinstance(link, dict):
+                raise bad(lw, "an object", link)
+            if not isinstance(link.get("id"), str) or not link["id"]:
+                raise bad(f"{lw}.id", "a link id", link.get("id"))
+            metrics = link.get("metrics", {})
+            if not isinstance(metrics, dict):
+                raise bad(f"{lw}.metrics", "an object", metrics)
+            for name, v in metrics.items():
+                mw = f"{lw}.metrics.{name}"
+                if v is None or _count(v):
+                    continue
+                if not isinstance(v, dict):
+                    raise bad(mw, "a number, null or an object of priorities", v)
+                for prio, pv in v.items():
+                    if not (prio.isdigit() and len(prio) == 1 and int(prio) < 8):
+                        raise DiffError(f"{spec}: field '{mw}': priority {prio!r} is not 0..7")
+                    if pv is not None and not _count(pv):
+                        raise bad(f"{mw}.{prio}", "a number or null", pv)
 
 
 def _num(v: float) -> str:
@@ -119,14 +251,20 @@ def _num(v: float) -> str:
     return f"{v:g}"
 
 
-def render_text(rows: list[DeltaRow], elapsed: float | None, top: int | None = None) -> str:
-    """A table like ``pfcstat -c``, across the cluster."""
+def render_text(rows: list[DeltaRow], elapsed: float | None, top: int | None = None,
+                missing: list[NoData] | None = None, compared: int = 1) -> str:
+    """A table like ``pfcstat -c``, across the cluster; hosts without data said first."""
     shown = rows[:top] if top else rows
     head = f"counter deltas over {elapsed:.1f} s" if elapsed else "counter deltas"
+    notes = [m.line() for m in missing or []]
     if not shown:
-        return f"{head}: no counter changed\n"
-    lines = [head, f"{'HOST':<14} {'LINK':<22} {'COUNTER':<26} {'PRIO':>4} "
-                   f"{'DELTA':>12} {'PER S':>12}"]
+        if not notes:
+            return f"{head}: no counter changed\n"
+        # "No counter changed" would claim what was never seen: say which side is empty.
+        tail = "no counter changed on the other hosts" if compared else "nothing to compare"
+        return "\n".join([*notes, f"{head}: {tail}"]) + "\n"
+    lines = [*notes, head, f"{'HOST':<14} {'LINK':<22} {'COUNTER':<26} {'PRIO':>4} "
+                           f"{'DELTA':>12} {'PER S':>12}"]
     for r in shown:
         prio = "" if r.priority is None else str(r.priority)
         rate = _num(r.rate_per_s) if r.rate_per_s is not None else "-"
@@ -137,12 +275,15 @@ def render_text(rows: list[DeltaRow], elapsed: float | None, top: int | None = N
     return "\n".join(lines) + "\n"
 
 
-def render_json(rows: list[DeltaRow], elapsed: float | None, top: int | None = None) -> str:
-    """The same rows as JSON."""
+def render_json(rows: list[DeltaRow], elapsed: float | None, top: int | None = None,
+                missing: list[NoData] | None = None) -> str:
+    """The same rows as JSON (``no_data``: the hosts one side has nothing for)."""
     shown = rows[:top] if top else rows
     return json.dumps({
         "schema": "fabtop.diff/1",
         "elapsed_s": elapsed,
+        "no_data": [{"host": m.host, "side": m.side, "source": m.source, "why": m.why}
+                    for m in missing or []],
         "deltas": [
             {"host": r.host, "link": r.link, "metric": r.metric, "priority": r.priority,
              "category": r.category, "delta": r.delta, "rate_per_s": r.rate_per_s}
@@ -156,4 +297,7 @@ def diff_command(a: str, b: str, as_json: bool = False, top: int | None = None) 
     da, db = load_point(a), load_point(b)
     rows = diff_docs(da, db)
     el = elapsed_s(da, db)
-    return render_json(rows, el, top) if as_json else render_text(rows, el, top)
+    missing, compared = missing_data(da, db, a, b)
+    if as_json:
+        return render_json(rows, el, top, missing)
+    return render_text(rows, el, top, missing, compared)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from typing import Any
 
 from fabtop.run.compose import fabric_state, open_session
-from fabtop.run.export import parse_listen, registry_for, serve
+from fabtop.run.export import ErrorLog, fd_room, parse_listen, registry_for, serve
 
 
 async def export_command(config: Any, listen: str, source: Any = None) -> int:
@@ -23,13 +24,18 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
         source = open_session(config, state=state)
     else:
         source.state = state
+    loop = asyncio.get_running_loop()
+    errors = ErrorLog()
     try:
-        server = await serve(registry_for(state), host, port)
+        server = await serve(registry_for(state), host, port, log=errors,
+                             max_connections=fd_room())
     except OSError as e:
         print(f"fabtop: cannot listen on {host}:{port}: {e.strerror or e}", file=sys.stderr)
         return 2
+    # From here on every asyncio error (accept out of descriptors under a flood, a
+    # transport's fatal error) is one rate-limited line, never a traceback per client.
+    undo = errors.install(loop)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"fabtop: serving http://{host}:{port}/metrics for {len(config.hosts)} host(s)",
@@ -42,7 +48,10 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        server.close()
         await source.stop()
         task.cancel()
-        server.close()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        undo()
     return 0

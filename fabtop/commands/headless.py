@@ -9,16 +9,21 @@ import json
 import sys
 import time
 
+from collectors.text import clean
 from fabtop.config import Config
 from fabtop.core.findings import Finding
-from fabtop.core.state import DOWN, FabricState
+from fabtop.core.state import DOWN, NOT_REPORTING, FabricState
 from fabtop.core.thresholds import effective
 from fabtop.run import snapshot
 from fabtop.run.compose import fabric_state, open_session
+from fabtop.run.outputs import STDOUT, OutputError, write_text
 
 
 def _settled(state: FabricState, frames: int) -> bool:
-    return all(h.frames >= frames or (h.status == DOWN and h.error) for h in state.hosts.values())
+    return all(
+        h.frames >= frames or (h.status in NOT_REPORTING and h.error)
+        for h in state.hosts.values()
+    )
 
 
 async def watch(config: Config, state: FabricState, seconds: float, frames: int,
@@ -55,19 +60,17 @@ async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
     await watch(config, state, seconds=0.0, frames=frames, timeout=ns.timeout)
     doc = snapshot.build(state, config.interval)
     text = snapshot.render(doc, ns.format)
-    if ns.output and ns.output != "-":
-        try:
-            snapshot.write_atomic(ns.output, text)
-        except snapshot.SnapshotError as e:
-            print(f"fabtop: {e}", file=sys.stderr)
-            return 2
+    try:
+        write_text(ns.output or STDOUT, text, "snapshot")
+    except OutputError as e:
+        print(f"fabtop: {e}", file=sys.stderr)
+        return 2
+    if ns.output and ns.output != STDOUT:
         print(f"fabtop: snapshot of {len(doc['hosts'])} host(s) written to {ns.output}",
               file=sys.stderr)
-    else:
-        sys.stdout.write(text)
     failed = [h for h in doc["hosts"] if not h["reachable"]]
     for h in failed:
-        print(f"fabtop: {h['name']}: {h['error'] or h['status']}", file=sys.stderr)
+        print(clean(f"fabtop: {h['name']}: {h['error'] or h['status']}"), file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -79,8 +82,9 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
                 timeout=max(window + 30.0, window * 2))
     state.evaluate()
     findings = state.findings
+    said = {f.host for f in findings if f.rule in _HOST_RULES}
     for h in state.hosts.values():
-        if h.status == DOWN or h.frames == 0:
+        if (h.status == DOWN or h.frames == 0) and h.name not in said:
             findings.append(Finding("host_unreachable", "critical", h.name,
                                     f"{h.name} did not answer: {h.error or h.status}",
                                     next_step=f"ssh {h.target} true", host=h.name))
@@ -92,6 +96,9 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     return {0: 0, 1: 1, 2: 2}[worst]
 
 
+_HOST_RULES = ("host_unreachable", "host_failing")  # the state's own finding on a blind host
+
+
 def min_window(config: Config) -> float:
     """The shortest useful doctor window: a rule needs ``detect_s`` of rates, plus two frames."""
     detect = effective(config.thresholds)["detect_s"]
@@ -99,20 +106,25 @@ def min_window(config: Config) -> float:
 
 
 def _print_findings(findings: list[Finding], state: FabricState) -> None:
+    # Summaries and evidence carry remote names: every line is cleaned on its way out,
+    # whatever a parser upstream missed.
+    def say(line: str) -> None:
+        sys.stdout.write(clean(line) + "\n")
+
     hosts = ", ".join(state.hosts)
     if not findings:
-        print(f"fabtop doctor: no findings on {hosts}: the fabric looks healthy")
+        say(f"fabtop doctor: no findings on {hosts}: the fabric looks healthy")
         return
     for sev in ("critical", "warning", "info"):
         group = [f for f in findings if f.severity == sev]
         if not group:
             continue
-        print(f"{sev.upper()} ({len(group)})")
+        say(f"{sev.upper()} ({len(group)})")
         for f in group:
             # the subject already names the port the summary starts with
-            print(f"  {f.subject}: {f.headline}")
+            say(f"  {f.subject}: {f.headline}")
             if f.evidence:
                 ev = ", ".join(f"{k}={v}" for k, v in f.shown_evidence().items())
-                print(f"      evidence: {ev}")
+                say(f"      evidence: {ev}")
             if f.next_step:
-                print(f"      next: {f.next_step}")
+                say(f"      next: {f.next_step}")

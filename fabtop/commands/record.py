@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from fabtop.config import Config
 from fabtop.run.compose import open_session
+from fabtop.run.outputs import STDOUT
 from fabtop.run.record import Recorder, RecordError
 
 
@@ -19,8 +21,10 @@ async def record_command(
     log: Callable[[str], None] | None = None,
 ) -> int:
     """Record until --duration, --max-size, SIGINT/SIGTERM; 0 on a clean close, 2 if the file
-    could not be written (as ``snapshot``)."""
+    could not be written (as ``snapshot``). ``path`` ``-`` is stdout (messages stay on
+    stderr), a device or FIFO is written as it is, a symlink's target is written."""
     say = log or (lambda m: print(m, file=sys.stderr))
+    shown = "stdout" if path == STDOUT else path
     stop = asyncio.Event()
     ended: list[str] = []
 
@@ -40,7 +44,7 @@ async def record_command(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     task = asyncio.create_task(session.run())
-    say(f"fabtop: recording {len(config.hosts)} host(s) to {path} (Ctrl-C stops)")
+    say(f"fabtop: recording {len(config.hosts)} host(s) to {shown} (Ctrl-C stops)")
     try:
         waiter = asyncio.create_task(stop.wait())
         timeout = duration + 0.5 if duration else None
@@ -52,11 +56,13 @@ async def record_command(
             loop.remove_signal_handler(sig)
         await session.stop()
         task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
         rec.close("stopped")
     if rec.error is not None:
         say(f"fabtop: {rec.error}")
         return 2
     why = ended[0].split(": recording stopped: ")[-1] if ended else rec.stopped or "stopped"
-    say(f"fabtop: {rec.frames} frame(s), {rec.bytes_written / 1e6:.2f} MB written to {path} "
+    say(f"fabtop: {rec.frames} frame(s), {rec.bytes_written / 1e6:.2f} MB written to {shown} "
         f"({why})")
     return 0

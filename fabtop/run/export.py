@@ -5,22 +5,52 @@ HTTP server runs on the session's own asyncio loop, so a scrape never sees the s
 half-updated and needs no lock. Labels are bounded: host, link, priority, gpu, url
 (and rule/severity/subject on findings). Raw driver counter names are never labels:
 only the normalized vocabulary (DESIGN §3) is exported, each as its own metric.
+A value that is not finite (NaN, ±Inf) is absent, never a sample.
+
+The server is bounded (DESIGN §10): at most :data:`MAX_CONNECTIONS` connections at
+once, the rest wait in the kernel's listen queue; when every slot is taken, the oldest
+connection still sending its request after :data:`PUSH_OUT_AFTER_S` (a slow or stuck
+client: a real scrape sends its request at once) is pushed out for the next, so slow
+clients can never lock real scrapes out. Every request has
+:data:`REQUEST_DEADLINE_S` for reading the request and writing the whole answer. Scrapes
+in a burst share one rendering (at most :data:`BODY_MAX_AGE_S` old), and errors reach
+stderr through :class:`ErrorLog`, one line per :data:`LOG_EVERY_S` at most.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
-from typing import Any
+import logging
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from collectors.numbers import finite
+from collectors.text import clean
 from collectors.vocabulary import BASE_UNITS, MICROSECONDS, Derived, InferenceRate
 from collectors.vocabulary import Metric as VocabMetric
 from fabtop.core.state import UP, FabricState
+
+# Open at once: above the 3000 concurrent scrapes a large fleet's tooling may send, so a
+# burst fits whole; `fabtop export` raises its descriptor limit to hold it (fd_room()).
+MAX_CONNECTIONS = 4096
+FD_RESERVE = 256  # descriptors kept for the session (SSH, probes, /metrics polls)
+REQUEST_DEADLINE_S = 10.0  # read the request and write the whole answer, or the socket goes
+MAX_HEADER_LINES = 100
+BODY_MAX_AGE_S = 0.25  # scrapes this close together share one rendering of the state
+LOG_EVERY_S = 10.0
+# Connections past MAX_CONNECTIONS wait here, in the kernel, until a slot frees.
+ACCEPT_BACKLOG = 1024
+# With every slot taken, a connection still sending its request after this long is pushed
+# out for the next one: a real scrape sends its request at once.
+PUSH_OUT_AFTER_S = 1.0
 
 # Every normalized link counter, exported as fabtop_link_<name>_total.
 LINK_COUNTERS: tuple[VocabMetric, ...] = tuple(VocabMetric)
@@ -96,17 +126,15 @@ class FabricCollector(Collector):
                                     labels=["host", "url"])
         for name, hs in st.hosts.items():
             up.add_metric([name], 1.0 if hs.status == UP and hs.sample is not None else 0.0)
-            frames.add_metric([name], float(hs.frames))
+            _add(frames, [name], hs.frames, priority=False)
             s = hs.sample
             if s is None:
                 continue
             rates = hs.rates.links if hs.rates is not None else {}
             for lid, link in s.links.items():
                 link_up.add_metric([name, lid], 1.0 if link.state == "up" else 0.0)
-                if link.rate_gbps is not None:
-                    speed.add_metric([name, lid], link.rate_gbps * 1e9 / 8)
-                if link.temperature_c is not None:
-                    temp.add_metric([name, lid], link.temperature_c)
+                _add(speed, [name, lid], link.rate_gbps, 1e9 / 8, priority=False)
+                _add(temp, [name, lid], link.temperature_c, priority=False)
                 for n, v in link.metrics.items():
                     cfam = counters.get(n)
                     if cfam is not None:
@@ -119,21 +147,15 @@ class FabricCollector(Collector):
                             _add(gfam, [name, lid], rv)
             for g in s.gpus:
                 for f, _, _, scale in GPU_GAUGES:
-                    v = getattr(g, f)
-                    if v is not None:
-                        gpus[f].add_metric([name, str(g.index)], float(v) * scale)
+                    _add(gpus[f], [name, str(g.index)], getattr(g, f), scale, priority=False)
             inf_rates = hs.rates.inference if hs.rates is not None else {}
             for inf in s.inference:
                 lab = [name, inf.url]
                 rate = (inf_rates.get(inf.url) or {}).get(InferenceRate.GENERATED_TOKENS_PER_S)
-                if rate is not None:
-                    tokens.add_metric(lab, rate)
-                if inf.generated_tokens_total is not None:
-                    tokens_total.add_metric(lab, inf.generated_tokens_total)
-                if inf.requests_running is not None:
-                    running.add_metric(lab, inf.requests_running)
-                if inf.requests_waiting is not None:
-                    waiting.add_metric(lab, inf.requests_waiting)
+                _add(tokens, lab, rate, priority=False)
+                _add(tokens_total, lab, inf.generated_tokens_total, priority=False)
+                _add(running, lab, inf.requests_running, priority=False)
+                _add(waiting, lab, inf.requests_waiting, priority=False)
         finding = GaugeMetricFamily("fabtop_finding", "1 for each current health finding",
                                     labels=["rule", "severity", "subject"])
         seen: set[tuple[str, str, str]] = set()
@@ -149,13 +171,22 @@ class FabricCollector(Collector):
         yield from (tokens, tokens_total, running, waiting, finding)
 
 
-def _add(fam: Any, labels: list[str], v: Any, scale: float = 1.0) -> None:
-    # A per-priority value gets one series per priority; a plain one has priority="".
+def _add(fam: Any, labels: list[str], v: Any, scale: float = 1.0, priority: bool = True) -> None:
+    """Every sample goes through here: only a finite value (after scaling) becomes one.
+
+    A per-priority value gets one series per priority; a plain one has priority=""
+    (``priority=False``: the family has no priority label).
+    """
     if isinstance(v, dict):
-        for p, x in sorted(v.items()):
-            fam.add_metric([*labels, str(p)], float(x) * scale)
-    elif isinstance(v, int | float):
-        fam.add_metric([*labels, ""], float(v) * scale)
+        for p, x in sorted(v.items(), key=lambda kv: str(kv[0])):
+            _add(fam, [*labels, str(p)], x, scale, priority=False)
+        return
+    x = finite(v) if isinstance(v, int | float) else None
+    if x is None:
+        return  # missing or not a number: absent, never NaN in someone's time series
+    x = finite(x * scale)
+    if x is not None:
+        fam.add_metric([*labels, ""] if priority else labels, x)
 
 
 def registry_for(state: FabricState) -> CollectorRegistry:
@@ -165,33 +196,250 @@ def registry_for(state: FabricState) -> CollectorRegistry:
     return reg
 
 
-async def serve(registry: CollectorRegistry, host: str, port: int) -> asyncio.Server:
-    """Serve ``GET /metrics`` (and ``/``) on the running loop."""
+def fd_room(want: int = MAX_CONNECTIONS) -> int:
+    """Raise this process's descriptor soft limit toward its hard limit; the connection cap
+    that fits (``want``, or less when the hard limit is low; never under 64)."""
+    import resource
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    goal = want + FD_RESERVE if hard == resource.RLIM_INFINITY else min(hard, want + FD_RESERVE)
+    if goal > soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (goal, hard))
+            soft = goal
+    return max(64, min(want, soft - FD_RESERVE))
+
+
+class ErrorLog:
+    """Errors on stderr at most one line per ``every_s``, with a count of those held back.
+
+    A flood of bad clients must not become a flood of tracebacks: each line is the
+    message alone, cleaned and on one line.
+    """
+
+    def __init__(self, every_s: float = LOG_EVERY_S, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.every_s = every_s
+        self.stream = stream
+        self.clock = clock
+        self.suppressed = 0
+        self._last: float | None = None
+
+    def say(self, line: str) -> None:
+        """Write ``line`` unless one was written less than ``every_s`` ago."""
+        now = self.clock()
+        if self._last is not None and now - self._last < self.every_s:
+            self.suppressed += 1
+            return
+        more = (f" ({self.suppressed} more in the last {self.every_s:g} s not shown)"
+                if self.suppressed else "")
+        self._last, self.suppressed = now, 0
+        out = self.stream or sys.stderr
+        out.write(f"fabtop: export: {clean(line, 300)}{more}\n")
+        out.flush()
+
+    def exception_handler(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """For ``loop.set_exception_handler``: asyncio's errors (accept failing when out of
+        descriptors, a transport's fatal error) as rate-limited lines, no traceback."""
+        exc = context.get("exception")
+        msg = str(context.get("message") or "asyncio error")
+        self.say(f"{msg}: {type(exc).__name__}: {exc}" if exc is not None else msg)
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+        """Route the loop's and the ``asyncio`` logger's errors here; returns the undo."""
+        log = self
+
+        class _Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                log.say(record.getMessage())
+
+        logger = logging.getLogger("asyncio")
+        handler, propagate = _Handler(logging.WARNING), logger.propagate
+        old = loop.get_exception_handler()
+        loop.set_exception_handler(self.exception_handler)
+        logger.addHandler(handler)
+        logger.propagate = False
+
+        def undo() -> None:
+            loop.set_exception_handler(old)
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+
+        return undo
+
+
+class _Body:
+    """The exposition, rendered at most once per ``max_age_s`` (a burst of scrapes shares it)."""
+
+    def __init__(self, registry: CollectorRegistry, max_age_s: float) -> None:
+        self.registry, self.max_age_s = registry, max_age_s
+        self._body: bytes | None = None
+        self._at = 0.0
+
+    def get(self) -> bytes:
+        now = time.monotonic()
+        if self._body is None or now - self._at > self.max_age_s:
+            self._body, self._at = generate_latest(self.registry), now
+        return self._body
+
+
+class _Reader(asyncio.StreamReader):
+    """A StreamReader that notes, as bytes arrive, when the request's headers are complete.
+
+    Whether a client is slow is about what it sent, not about when fabtop got round to
+    reading it: a burst of real scrapes waits on fabtop, a slowloris on itself.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(limit=2**16)
+        self.request_in = False
+        self._tail = b""
+
+    def feed_data(self, data: bytes) -> None:  # type: ignore[override]
+        if not self.request_in:
+            seen = self._tail + data
+            self.request_in = b"\r\n\r\n" in seen or b"\n\n" in seen
+            self._tail = seen[-3:]
+        super().feed_data(data)
+
+
+class _Conn:
+    __slots__ = ("reader", "since", "writer")
+
+    def __init__(self, reader: _Reader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.since = time.monotonic()
+
+
+class MetricsServer:
+    """The exporter's listening socket and its accept loop (``close()`` stops both)."""
+
+    def __init__(self, sock: socket.socket, task: asyncio.Task[None],
+                 conns: dict[asyncio.StreamWriter, _Conn]) -> None:
+        self.sockets = [sock]
+        self._task, self._conns = task, conns
+
+    def close(self) -> None:
+        """Stop accepting and drop every open connection."""
+        self._task.cancel()
+        self.sockets[0].close()
+        for c in list(self._conns.values()):
+            c.writer.transport.abort()
+        self._conns.clear()
+
+
+async def serve(
+    registry: CollectorRegistry, host: str, port: int, *,
+    max_connections: int = MAX_CONNECTIONS, deadline_s: float = REQUEST_DEADLINE_S,
+    log: ErrorLog | None = None,
+) -> MetricsServer:
+    """Serve ``GET /metrics`` (and ``/``) on the running loop, bounded as the module says.
+
+    fabtop accepts a connection only when it has a free slot: the others wait in the
+    kernel's listen queue, so a burst of real scrapes is answered in turn, never turned
+    away. A full table pushes out its oldest connection still sending its request after
+    :data:`PUSH_OUT_AFTER_S` (a slow client), so slow clients cannot keep the others out.
+    """
+    errors = log or ErrorLog()
+    body = _Body(registry, BODY_MAX_AGE_S)
+    conns: dict[asyncio.StreamWriter, _Conn] = {}  # insertion order: oldest first
+    room = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    sock = socket.create_server((host, port), family=family, backlog=ACCEPT_BACKLOG)
+    sock.setblocking(False)
+    handlers: set[asyncio.Task[None]] = set()
+    active = [0]  # connections accepted and not yet closed, set up or not
+
+    def push_out_one() -> bool:
+        now = time.monotonic()
+        for c in conns.values():  # oldest first
+            if not c.reader.request_in and now - c.since >= PUSH_OUT_AFTER_S:
+                del conns[c.writer]
+                c.writer.transport.abort()  # its reader sees EOF; it never gets an answer
+                return True
+        return False
+
+    async def accept_loop() -> None:
+        while True:
+            # Every handler alive holds a descriptor, its connection set up or not yet.
+            while active[0] >= max_connections:
+                room.clear()
+                push_out_one()  # its handler ends at once and sets room
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(room.wait(), 0.1)
+            try:
+                client, _ = await loop.sock_accept(sock)
+            except OSError as e:  # out of descriptors, say: wait, never spin or flood stderr
+                errors.say(f"accept failed: {e.strerror or e}")
+                await asyncio.sleep(0.1)
+                continue
+            active[0] += 1
+            task = asyncio.create_task(handle(client))
+            handlers.add(task)
+            task.add_done_callback(handlers.discard)
+
+    async def handle(client: socket.socket) -> None:
         try:
-            line = await asyncio.wait_for(reader.readline(), 10)
-            while (await asyncio.wait_for(reader.readline(), 10)).strip():
-                pass  # headers: nothing in them changes the answer
-            parts = line.decode("latin-1").split()
-            path = parts[1] if len(parts) > 1 else "/"
-            if path.split("?")[0] in ("/metrics", "/"):
-                body, status = generate_latest(registry), "200 OK"
-                ctype = "text/plain; version=0.0.4; charset=utf-8"
-            else:
-                body, status, ctype = b"not found\n", "404 Not Found", "text/plain"
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
-                         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-                         + body)
-            await asyncio.wait_for(writer.drain(), 10)  # a client that never reads
+            await serve_one(client)
+        finally:
+            active[0] -= 1
+            room.set()
+
+    async def serve_one(client: socket.socket) -> None:
+        reader = _Reader()
+        protocol = asyncio.StreamReaderProtocol(reader)
+        try:
+            transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock=client)
+        except OSError:
+            client.close()
+            return
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        conns[writer] = _Conn(reader, writer)
+        done = False
+        try:
+            async with asyncio.timeout(deadline_s):
+                await answer(reader, writer)
+            done = True
         except (TimeoutError, ConnectionError, ValueError):  # ValueError: a 64 KiB+ line
             pass
+        except Exception as e:
+            errors.say(f"a request failed: {type(e).__name__}: {e}")
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            conns.pop(writer, None)
+            if done:
+                writer.close()
+            else:
+                writer.transport.abort()  # never wait to flush to a client that stopped
 
-    return await asyncio.start_server(handle, host, port)
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line = await reader.readline()
+        for _ in range(MAX_HEADER_LINES):
+            h = await reader.readline()
+            if not h.strip():
+                break  # headers: nothing in them changes the answer
+        if not line.endswith(b"\n") or writer.transport.is_closing():
+            return  # the client left (or was pushed out) before its request was in
+        parts = line.decode("latin-1").split()
+        path = parts[1] if len(parts) > 1 else "/"
+        if path.split("?")[0] in ("/metrics", "/"):
+            try:
+                data, status = body.get(), "200 OK"
+            except Exception as e:  # a collector bug: a 500 and a line, never a traceback
+                errors.say(f"rendering /metrics failed: {type(e).__name__}: {e}")
+                data, status = b"internal error\n", "500 Internal Server Error"
+            ctype = "text/plain; version=0.0.4; charset=utf-8"
+        else:
+            data, status, ctype = b"not found\n", "404 Not Found", "text/plain"
+        # drain() then returns only once the kernel took every byte: the deadline covers
+        # the whole answer, not only the part over the high-water mark.
+        writer.transport.set_write_buffer_limits(high=0)
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                     f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
+                     + data)
+        await writer.drain()
+
+    return MetricsServer(sock, asyncio.create_task(accept_loop()), conns)
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -19,6 +19,13 @@ body (the frame's wire text).
 Kinds: ``H`` header (schema, config, start time), ``F`` frame, ``S`` status, ``M``
 metrics poll, ``E`` rules evaluated, ``Z`` clean end. Every record but ``H`` has ``t``:
 seconds since the recording started, on the recorder's monotonic clock.
+
+A recording is a file someone may hand over, so reading trusts nothing in it: a record
+decompresses to at most :data:`MAX_PAYLOAD_BYTES` (a bound, not the ratio a crafted
+stream asks for), its head is checked field by field and every string in it goes
+through ``collectors.text.clean``. A record that passed its CRC but holds what no
+recorder writes (a host name that is a list, a ``t`` of ``"x"``) is a RecordError naming
+the file, the record and the field; a torn or corrupt tail still just ends the reading.
 """
 
 from __future__ import annotations
@@ -33,19 +40,32 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, get_args
 
-from collectors.frames import Frame, FrameDecoder, render_frame
+from collectors.frames import MAX_FRAME_BYTES, Frame, FrameDecoder, render_frame
+from collectors.numbers import finite
+from collectors.runner import HostState
+from collectors.transport.base import MAX_HTTP_RESPONSE_BYTES
 from fabtop import __version__
 from fabtop.config import Config, HostConfig, SshTarget
+from fabtop.run.outputs import OutputError, open_stream
 from fabtop.run.session import MetricsReading
+from fabtop.run.snapshot import clean_tree
 
 SCHEMA = "fabtop.rec/1"
 MAGIC = b"FABREC1\n"
 _HEAD = struct.Struct(">cII")
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # a length beyond this is corruption, not a frame
+# What one record may decompress to: a frame's wire text, or a poll of a few /metrics
+# bodies with their JSON escapes. The recorder writes nothing larger; a reader stops at
+# a record that expands beyond it (1 MB of crafted zlib would otherwise become 1 GB).
+MAX_PAYLOAD_BYTES = max(2 * MAX_FRAME_BYTES, 3 * MAX_HTTP_RESPONSE_BYTES) + 1024 * 1024
 
 HEADER, FRAME, STATUS, METRICS, EVALUATED, END = "H", "F", "S", "M", "E", "Z"
+_KIND_NAMES = {HEADER: "header", FRAME: "frame", STATUS: "status", METRICS: "metrics",
+               EVALUATED: "evaluated", END: "end"}
+_STATES = frozenset(get_args(HostState))  # what a runner reports, so what a status record holds
+_RAW_TEXT = frozenset({"body"})  # a /metrics body: raw text for the parser, which cleans it
 
 
 class RecordError(OSError):
@@ -92,27 +112,89 @@ def config_entry(config: Config) -> dict[str, Any]:
     }
 
 
-def config_from_entry(entry: dict[str, Any]) -> Config:
-    """Rebuild the recorded Config (targets are kept for display; nothing is contacted)."""
+def config_from_entry(entry: Any, where: str = "recording") -> Config:
+    """Rebuild the recorded Config (targets are kept for display; nothing is contacted).
+
+    Raises RecordError naming ``where`` and the field when the entry is not what
+    :func:`config_entry` writes.
+    """
+    try:
+        entry = clean_tree(entry)
+    except ValueError as e:
+        raise RecordError(f"{where}: field 'config': {e}") from None
+    if not isinstance(entry, dict):
+        raise RecordError(f"{where}: field 'config' must be an object, not {_kind(entry)}")
+    raw_hosts = entry.get("hosts", [])
+    if not isinstance(raw_hosts, list):
+        raise RecordError(f"{where}: field 'config.hosts' must be a list, not {_kind(raw_hosts)}")
     hosts = []
-    for h in entry.get("hosts", []):
-        target = str(h.get("target") or "local")
+    for i, h in enumerate(raw_hosts):
+        w = f"{where}: field 'config.hosts[{i}]"
+        if not isinstance(h, dict):
+            raise RecordError(f"{w}' must be an object, not {_kind(h)}")
+        name = h.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise RecordError(f"{w}.name' must be a host name, not {_kind(name)}")
+        target = _text(h, "target", w, "local") or "local"
         ssh = None if target == "local" else SshTarget(host=target)
         ifaces = h.get("interfaces")
         hosts.append(
             HostConfig(
-                name=str(h["name"]), ssh=ssh, sysfs=str(h.get("sysfs", "/sys")),
-                path=tuple(h.get("path") or ()),
-                interfaces=tuple(ifaces) if ifaces is not None else None,
-                inference=tuple(h.get("inference") or ()),
+                name=name, ssh=ssh, sysfs=_text(h, "sysfs", w, "/sys"),
+                path=_texts(h, "path", w),
+                interfaces=_texts(h, "interfaces", w) if ifaces is not None else None,
+                inference=_texts(h, "inference", w),
             )
         )
+    interval = entry.get("interval", 1.0)
+    if not _is_number(interval) or not 0.1 <= interval <= 60:
+        raise RecordError(f"{where}: field 'config.interval' must be seconds in 0.1..60, "
+                          f"not {_kind(interval)}")
+    thresholds = entry.get("thresholds") or {}
+    if not isinstance(thresholds, dict) or not all(_is_number(v) for v in thresholds.values()):
+        raise RecordError(f"{where}: field 'config.thresholds' must map names to numbers")
     return Config(
         hosts=hosts,
-        interval=float(entry.get("interval", 1.0)),
-        source=str(entry.get("source", "recording")),
-        thresholds={str(k): float(v) for k, v in (entry.get("thresholds") or {}).items()},
+        interval=float(interval),
+        source=_text(entry, "source", f"{where}: field 'config", "recording"),
+        thresholds={str(k): float(v) for k, v in thresholds.items()},
     )
+
+
+def _is_number(v: Any) -> bool:
+    # numbers.finite: also an int too large for a float (10**400 is valid JSON) is not one.
+    return isinstance(v, int | float) and finite(v) is not None
+
+
+def _kind(v: Any) -> str:
+    """What a bad value is, for an error line (never the value: it may be huge or hostile)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int | float):
+        return f"{v:g}" if isinstance(v, float) else str(v) if abs(v) < 10**12 else "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    return "an object" if isinstance(v, dict) else type(v).__name__
+
+
+def _text(d: dict[str, Any], key: str, where: str, default: str) -> str:
+    v = d.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, str):
+        raise RecordError(f"{where}.{key}' must be a string, not {_kind(v)}")
+    return v
+
+
+def _texts(d: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    v = d.get(key) or []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise RecordError(f"{where}.{key}' must be a list of strings")
+    return tuple(v)
 
 
 @dataclass(slots=True)
@@ -145,8 +227,12 @@ class Recorder:
         self._t0 = self.clock()
         self._z = zlib.compressobj(6)
         try:
-            self._file = self.opener(self.path) if self.opener else open(self.path, "wb")  # noqa: SIM115
+            self._file = (self.opener(self.path) if self.opener
+                          else open_stream(self.path, "recording"))
             self._write_raw(MAGIC)
+        except OutputError as e:
+            self.error, self.stopped = str(e), "error"
+            raise RecordError(self.error) from None
         except OSError as e:
             self._fail(e)
             raise RecordError(self.error) from None
@@ -173,9 +259,13 @@ class Recorder:
 
     # EventTap ------------------------------------------------------------------
 
-    def frame(self, host: str, frame: Frame) -> None:
-        """Keep one probe frame as its wire text."""
-        if self._put(FRAME, {"t": self._t(), "host": host}, render_frame(frame)):
+    def frame(self, host: str, frame: Frame, arrived_unix: float | None = None) -> None:
+        """Keep one probe frame as its wire text (and, when given, the operator's wall clock
+        when it arrived, so replay places it where the live run did)."""
+        head: dict[str, Any] = {"t": self._t(), "host": host}
+        if arrived_unix is not None:
+            head["arrived_unix"] = arrived_unix
+        if self._put(FRAME, head, render_frame(frame)):
             self.frames += 1
 
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
@@ -223,6 +313,8 @@ class Recorder:
         if kind not in (HEADER, END) and self._over_limit():
             return False
         payload = json.dumps(head, separators=(",", ":")).encode() + b"\n" + body.encode()
+        if len(payload) > MAX_PAYLOAD_BYTES:
+            return False  # no reader would take it (see MAX_PAYLOAD_BYTES): not written
         stored = self._z.compress(payload) + self._z.flush(zlib.Z_SYNC_FLUSH)
         try:
             self._write_raw(_HEAD.pack(kind.encode(), len(stored), zlib.crc32(stored)) + stored)
@@ -304,10 +396,18 @@ class RecordingReader:
                                 f"read up to the record before it"
                     return
                 try:
-                    rec = _decode(kind_b.decode("ascii"), z.decompress(stored))
-                except (zlib.error, ValueError, UnicodeDecodeError) as e:
+                    kind = kind_b.decode("ascii")
+                    payload = z.decompress(stored, MAX_PAYLOAD_BYTES)
+                except (zlib.error, UnicodeDecodeError) as e:
                     self.torn = f"{self.path}: record {index} cannot be decoded: {e}"
                     return
+                if z.unconsumed_tail:
+                    self.torn = (f"{self.path}: record {index} expands to more than "
+                                 f"{MAX_PAYLOAD_BYTES // 2**20} MiB; read up to the record "
+                                 "before it")
+                    return
+                rec = _decode(kind, payload, f"{self.path}: record {index} "
+                              f"({_KIND_NAMES.get(kind, repr(kind))})")
                 index += 1
                 if rec.kind == HEADER:
                     if rec.head.get("schema") != SCHEMA:
@@ -329,16 +429,75 @@ class RecordingReader:
         return self.header
 
     def config(self) -> Config:
-        """The config the recording ran with."""
-        return config_from_entry(self.read_header().get("config", {}))
+        """The config the recording ran with (raises RecordError naming a bad field)."""
+        return config_from_entry(self.read_header().get("config", {}),
+                                 f"{self.path}: record 0 (header)")
 
 
-def _decode(kind: str, payload: bytes) -> Record:
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _decode(kind: str, payload: bytes, where: str) -> Record:
+    """One record from its decompressed bytes, its head checked; raises RecordError."""
     line, _, body = payload.partition(b"\n")
-    head = json.loads(line)
+    try:
+        head = clean_tree(json.loads(line, parse_constant=_no_constant), _RAW_TEXT)
+    except RecursionError:
+        raise RecordError(f"{where}: head nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise RecordError(f"{where}: head is not JSON a recorder writes: {e}") from None
     if not isinstance(head, dict):
-        raise ValueError("record head is not an object")
+        raise RecordError(f"{where}: head must be an object, not {_kind(head)}")
+    _check_head(kind, head, where)
     return Record(kind, head, body.decode("utf-8", errors="replace"))
+
+
+def _check_head(kind: str, head: dict[str, Any], where: str) -> None:
+    """Every field replay reads has the type the recorder wrote; raises RecordError."""
+    w = f"{where}: field '"
+    if kind == HEADER:
+        if not isinstance(head.get("config", {}), dict):
+            raise RecordError(f"{w}config' must be an object, not {_kind(head['config'])}")
+        _check_fields(head, w, {}, {"started_unix": float})
+        return
+    t: Any = head.get("t")
+    if not _is_number(t) or t < 0:
+        raise RecordError(f"{w}t' must be seconds (a number >= 0), not {_kind(t)}")
+    if kind in (FRAME, STATUS, METRICS):
+        host = head.get("host")
+        if not isinstance(host, str) or not host:
+            raise RecordError(f"{w}host' must be a host name, not {_kind(host)}")
+    if kind == FRAME:
+        _check_fields(head, w, {}, {"arrived_unix": float})
+    if kind == STATUS:
+        _check_fields(head, w, {"state": str}, {"error": str, "rtt_s": float})
+        if head["state"] not in _STATES:
+            raise RecordError(f"{w}state' must be one of {', '.join(sorted(_STATES))}")
+    elif kind == METRICS:
+        readings = head.get("readings")
+        if not isinstance(readings, list):
+            raise RecordError(f"{w}readings' must be a list, not {_kind(readings)}")
+        for i, r in enumerate(readings):
+            if not isinstance(r, dict):
+                raise RecordError(f"{w}readings[{i}]' must be an object, not {_kind(r)}")
+            _check_fields(r, f"{w}readings[{i}].", {"url": str},
+                          {"status": int, "body": str, "error": str, "read_s": float})
+
+
+def _check_fields(d: dict[str, Any], w: str, required: dict[str, type],
+                  optional: dict[str, type]) -> None:
+    for key, want in (*required.items(), *optional.items()):
+        v = d.get(key)
+        if v is None and key in optional:
+            continue
+        ok = (_is_number(v) if want is float
+              else isinstance(v, int) and not isinstance(v, bool) if want is int
+              else isinstance(v, want))
+        if not ok:
+            what = {str: "a string", int: "an integer", float: "a number"}[want]
+            null = " or null" if key in optional else ""
+            raise RecordError(f"{w}{key}' must be {what}{null}, not {_kind(v)}")
 
 
 def decode_frame(record: Record) -> Frame | None:

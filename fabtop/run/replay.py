@@ -8,6 +8,10 @@ state's clock is the recording's clock, so host ages on screen are the recorded 
 Seeking forward applies records up to the new cursor; seeking backward starts a fresh
 FabricState and re-feeds from the start: rates then never see a jump backwards, so
 no spike and no gap appears that the live run did not have.
+
+Every record comes through :class:`fabtop.run.record.RecordingReader`, which checks
+each head and cleans its strings; applying one record runs behind the same guard as a
+live frame, so a record the state cannot use costs that host a warning, never the replay.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from collectors.guard import Guard
 from fabtop.core.findings import Finding
 from fabtop.core.state import FabricState
 from fabtop.run.compose import fabric_state
@@ -24,6 +29,7 @@ from fabtop.run.record import (
     METRICS,
     STATUS,
     Record,
+    RecordError,
     RecordingReader,
     decode_frame,
     metrics_readings,
@@ -66,7 +72,14 @@ class Replay:
         if self._pending is not None:
             rec, self._pending = self._pending, None
             return rec
-        return next(self._records, None)
+        try:
+            return next(self._records, None)
+        except RecordError as e:
+            # The file changed under a running replay (it was read whole at load):
+            # the replay stops there and says why, the screen stays up.
+            self.torn = str(e)
+            self._records = iter(())
+            return None
 
     def advance_to(self, t: float) -> int:
         """Apply every record up to recording time ``t``; return how many were applied."""
@@ -88,11 +101,21 @@ class Replay:
 
     def apply(self, rec: Record) -> None:
         """Feed one record into the state exactly as the live session did."""
+        guard = Guard(f"{rec.host or 'replay'}: record at {rec.t:.1f} s not applied")
+        with guard:
+            self._apply(rec)
+        if guard.error is not None:
+            self.state.warn(rec.host, guard.error)
+
+    def _apply(self, rec: Record) -> None:
         st = self.state
         if rec.kind == FRAME:
             frame = decode_frame(rec)
             if frame is not None:
-                st.apply_frame(rec.host, frame)
+                # Where the live run placed the frame on the operator's time axis, when the
+                # recording kept it; None: no clock estimate from this frame (never "now").
+                arrived = rec.head.get("arrived_unix")
+                st.apply_frame(rec.host, frame, arrived_unix=arrived)
         elif rec.kind == STATUS:
             rtt = rec.head.get("rtt_s")
             st.apply_status(rec.host, str(rec.head.get("state", "connecting")),

@@ -1,17 +1,18 @@
 """The snapshot file, schema ``fabtop.snapshot/1`` (DESIGN §5), and its CSV/Prometheus forms.
 
-Written atomically: a temp file in the target's directory, fsync, rename. A full
-or read-only disk gives one clear error and leaves no partial file behind.
+Written through :mod:`fabtop.run.outputs`: atomically onto a regular file (a symlink's
+target), directly to a device or FIFO, to stdout for ``-``. A full or read-only disk
+gives one clear error and leaves no partial file behind. A number that is not finite
+is null in JSON, an empty CSV cell and absent from the Prometheus text; every CSV cell
+is guarded against spreadsheet formulas.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-import os
-import tempfile
+import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -19,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from collectors.samples import GpuSample, InferenceSample, LinkSample
+from collectors.text import clean, csv_cell
 from collectors.vocabulary import InferenceRate, Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rates import LinkRates
 from fabtop.core.state import UP, FabricState
+from fabtop.run.outputs import OutputError, write_text
 
 SCHEMA = "fabtop.snapshot/1"
 # A metric's rate column in the CSV: the documents carry plain names, not members.
@@ -35,8 +38,8 @@ _LATENCIES = (
 )
 
 
-class SnapshotError(OSError):
-    """The snapshot could not be written; the message names the file and the cause."""
+# The snapshot could not be written; the message names the file and the cause.
+SnapshotError = OutputError
 
 
 def _prio_keys(v: Any) -> Any:
@@ -46,11 +49,35 @@ def _prio_keys(v: Any) -> Any:
     return v
 
 
-def _finite(v: Any) -> Any:
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-        return None
+def json_safe(v: Any) -> Any:
+    """``v`` with every non-finite float (NaN, ±Inf) made None, at any depth: JSON null."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
     if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [json_safe(x) for x in v]
+    return v
+
+
+MAX_DEPTH = 32  # a snapshot nests 6 deep, a recording's head 4: deeper is a crafted file
+
+
+def clean_tree(v: Any, keep: frozenset[str] = frozenset(), depth: int = 0) -> Any:
+    """A loaded JSON document with every string, keys too, through ``collectors.text.clean``.
+
+    A value under a key in ``keep`` is raw text left for the parser it feeds (a /metrics
+    body), which cleans what it parses. Raises ValueError past :data:`MAX_DEPTH` levels.
+    """
+    if isinstance(v, str):
+        return clean(v)
+    if depth >= MAX_DEPTH and isinstance(v, dict | list):
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    if isinstance(v, dict):
+        return {clean(str(k)): x if k in keep and isinstance(x, str)
+                else clean_tree(x, keep, depth + 1) for k, x in v.items()}
+    if isinstance(v, list):
+        return [clean_tree(x, keep, depth + 1) for x in v]
     return v
 
 
@@ -58,7 +85,7 @@ def link_entry(link: LinkSample, rates: LinkRates | None) -> dict[str, Any]:
     """One link in snapshot form."""
     rate_map: dict[str, Any] = {}
     if rates is not None:
-        rate_map = {k: _finite(_prio_keys(v)) for k, v in sorted(rates.rates.items())}
+        rate_map = {k: json_safe(_prio_keys(v)) for k, v in sorted(rates.rates.items())}
     return {
         "id": link.id,
         "netdev": link.netdev,
@@ -112,7 +139,7 @@ def finding_entry(f: Finding) -> dict[str, Any]:
         "severity": f.severity,
         "subject": f.subject,
         "summary": f.summary,
-        "evidence": _finite(f.shown_evidence()),
+        "evidence": json_safe(f.shown_evidence()),
         "next_step": f.next_step,
         "host": f.host,
         "since": f.since,
@@ -170,18 +197,32 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
                 "warnings": list(hs.warnings),
             }
         )
-    return {
+    # One pass over the whole document: whatever field a non-finite value reached
+    # (a GPU reading, a rate, a temperature), it is null, never a crash in to_json.
+    doc: dict[str, Any] = json_safe({
         "schema": SCHEMA,
         "taken_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "interval_s": interval_s,
         "hosts": hosts,
         "findings": [finding_entry(f) for f in state.findings],
-    }
+    })
+    return doc
 
 
 def to_json(doc: dict[str, Any]) -> str:
     """Stable, diff-friendly JSON."""
-    return json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n"
+    return json.dumps(json_safe(doc), indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+
+def _cell(v: Any) -> str:
+    """One CSV cell: a finite number as itself, missing or non-finite empty, text guarded."""
+    if v is None or isinstance(v, bool):
+        return ""
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ""
+    return csv_cell(str(v))
 
 
 def to_csv(doc: dict[str, Any]) -> str:
@@ -199,12 +240,15 @@ def to_csv(doc: dict[str, Any]) -> str:
                     if isinstance(val, dict):
                         for p, v in val.items():
                             rp = rate.get(p) if isinstance(rate, dict) else None
-                            w.writerow([h["name"], link["id"], kind, name, p, v, rp])
+                            w.writerow(map(_cell, [h["name"], link["id"], kind, name, p, v,
+                                                   rp]))
                     else:
-                        w.writerow([h["name"], link["id"], kind, name, "", val, rate])
+                        w.writerow(map(_cell, [h["name"], link["id"], kind, name, "", val,
+                                               rate]))
             for src, counters in link["counters"].items():
                 for name, val in counters.items():
-                    w.writerow([h["name"], link["id"], f"raw:{src}", name, "", val, ""])
+                    w.writerow(map(_cell, [h["name"], link["id"], f"raw:{src}", name, "", val,
+                                           ""]))
     return out.getvalue()
 
 
@@ -216,9 +260,14 @@ def to_prom(doc: dict[str, Any]) -> str:
     """Prometheus text exposition of the normalized metrics (node_exporter textfile style)."""
     groups: dict[str, tuple[str, list[str]]] = {}  # metric -> (type, sample lines)
 
-    def emit(name: str, labels: dict[str, str], value: float, kind: str = "counter",
+    def emit(name: str, labels: dict[str, str], value: Any, kind: str = "counter",
              prefix: str = "fabtop_link_") -> None:
-        metric = prefix + "".join(c if c.isalnum() else "_" for c in name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return  # missing: no sample
+        value = float(value)
+        if not math.isfinite(value):
+            return  # a value that cannot be is absent, never NaN in a time series
+        metric = prefix + "".join(c if c.isascii() and c.isalnum() else "_" for c in name)
         lab = ",".join(f'{k}="{_prom_label(v)}"' for k, v in labels.items())
         groups.setdefault(metric, (kind, []))[1].append(f"{metric}{{{lab}}} {value}")
 
@@ -229,9 +278,9 @@ def to_prom(doc: dict[str, Any]) -> str:
             for name, val in link["metrics"].items():
                 if isinstance(val, dict):
                     for p, v in val.items():
-                        emit(name + "_total", {**base, "priority": p}, float(v))
-                elif isinstance(val, int | float):
-                    emit(name + "_total", base, float(val))
+                        emit(name + "_total", {**base, "priority": p}, v)
+                else:
+                    emit(name + "_total", base, val)
     out: list[str] = []
     for metric, (kind, samples) in groups.items():
         out.append(f"# TYPE {metric} {kind}")
@@ -240,28 +289,8 @@ def to_prom(doc: dict[str, Any]) -> str:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via temp file + fsync + rename; raise SnapshotError on failure."""
-    p = Path(path)
-    directory = p.parent if str(p.parent) else Path(".")
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
-        # mkstemp makes the file 0600; a snapshot gets the mode a plain write would give.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-        tmp = None
-    except OSError as e:
-        raise SnapshotError(f"{p}: cannot write snapshot: {e.strerror or e}") from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    """Write ``text`` to ``path`` (see :mod:`fabtop.run.outputs`); raise SnapshotError."""
+    write_text(path, text, "snapshot")
 
 
 def render(doc: dict[str, Any], fmt: str) -> str:

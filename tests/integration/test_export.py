@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
+import os
 import shutil
+import signal
+import socket
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -18,7 +26,7 @@ from fabtop.core.state import FabricState
 from fabtop.run.demo import demo_state
 from fabtop.run.export import registry_for, serve
 from fabtop.run.promsource import PrometheusSource, ethtool_stat_name
-from tests.conftest import skip_or_fail
+from tests.conftest import REPO, skip_or_fail
 
 ALLOWED_LABELS = {"host", "link", "priority", "gpu", "url", "rule", "severity", "subject"}
 
@@ -149,3 +157,153 @@ def test_ethtool_names_are_restored() -> None:
     assert ethtool_stat_name("node_ethtool_transmitted_pause_ctrl_phy") == "tx_pause_ctrl_phy"
     assert ethtool_stat_name("node_ethtool_rx_vport_rdma_unicast_bytes") == \
         "rx_vport_rdma_unicast_bytes"
+
+
+# --- bounded under abuse: slow clients, a flood of scrapes, stderr -------------------
+
+def _start_export(tmp: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """`fabtop export --demo` as a user starts it, at the usual 1024-descriptor soft limit."""
+    import resource
+
+    from tests.integration.sshd import free_port
+
+    port = free_port()
+    err = tmp / "export.stderr"
+
+    def limit() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fabtop", "export", "--demo", "--listen", f"127.0.0.1:{port}"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+        stderr=open(err, "wb"), preexec_fn=limit,  # noqa: SIM115 (the child holds it)
+    )
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return proc, port, err
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail("fabtop export did not start listening")
+
+
+def _own_fd_room(n: int) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < n:
+        skip_or_fail(f"needs {n} descriptors for the clients, hard limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, n), hard))
+
+
+async def _real_scrape(port: int, timeout: float) -> tuple[float, str]:
+    start = time.monotonic()
+    reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout)
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    raw = await asyncio.wait_for(reader.read(), timeout - (time.monotonic() - start))
+    writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head[:100]
+    return time.monotonic() - start, body.decode()
+
+
+async def _slow_client(port: int, stop: asyncio.Event, opened: list[int]) -> None:
+    # A slowloris: a request that never ends, one byte at a time.
+    with contextlib.suppress(OSError, TimeoutError, asyncio.CancelledError):
+        _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 20)
+        opened.append(1)
+        writer.write(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 2.0)
+            writer.write(b"a")
+            await writer.drain()
+        writer.close()
+
+
+async def test_slow_clients_never_lock_a_real_scrape_out_and_stderr_stays_small(
+    tmp_path: Path,
+) -> None:
+    from fabtop.run.export import REQUEST_DEADLINE_S
+
+    _own_fd_room(3000 + 200)
+    proc, port, err = _start_export(tmp_path)
+    try:
+        await _real_scrape(port, 20)  # the demo is up
+        stop, opened = asyncio.Event(), []
+        slow = [asyncio.create_task(_slow_client(port, stop, opened)) for _ in range(3000)]
+        end = time.monotonic() + 20
+        while len(opened) < 2900 and time.monotonic() < end:
+            await asyncio.sleep(0.2)  # every slow client connected (a slow machine: longer)
+        assert len(opened) > 2000, len(opened)
+        took, body = await _real_scrape(port, REQUEST_DEADLINE_S)
+        assert "fabtop_host_up" in body and took < REQUEST_DEADLINE_S
+        await asyncio.sleep(REQUEST_DEADLINE_S + 2)  # past the deadline of every slow one
+        took, body = await _real_scrape(port, REQUEST_DEADLINE_S)
+        assert "fabtop_link_rx_bytes_total" in body
+        stop.set()
+        await asyncio.gather(*slow)
+        assert proc.poll() is None, "the exporter died"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
+    text = err.read_text(errors="replace")
+    assert "Traceback" not in text
+    assert len(text) < 4096, text[-2000:]
+    assert proc.returncode == 0
+
+
+async def test_3000_concurrent_scrapes_are_all_answered(tmp_path: Path) -> None:
+    _own_fd_room(3000 + 200)
+    proc, port, err = _start_export(tmp_path)
+    try:
+        await _real_scrape(port, 20)
+        results = await asyncio.gather(*(_real_scrape(port, 60) for _ in range(3000)),
+                                       return_exceptions=True)
+        failed = [r for r in results if isinstance(r, BaseException)]
+        assert not failed, (len(failed), repr(failed[0]))
+        assert all("fabtop_host_up" in r[1] for r in results if not isinstance(r, BaseException))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
+    assert "Traceback" not in err.read_text(errors="replace")
+
+
+async def test_a_full_table_pushes_out_slow_clients_for_a_real_scrape() -> None:
+    from fabtop.run.export import PUSH_OUT_AFTER_S, ErrorLog
+
+    state, _, _ = demo_state(until_s=20.0)
+    log = io.StringIO()
+    server = await serve(registry_for(state), "127.0.0.1", 0, max_connections=64,
+                         log=ErrorLog(stream=log))
+    port = server.sockets[0].getsockname()[1]
+    try:
+        stop, opened = asyncio.Event(), []
+        slow = [asyncio.create_task(_slow_client(port, stop, opened)) for _ in range(400)]
+        await asyncio.sleep(1.0)
+        took, body = await _real_scrape(port, 10.0)
+        assert "fabtop_host_up" in body
+        assert took < 10 * PUSH_OUT_AFTER_S  # the slow ones made room, one per second or less
+        stop.set()
+        await asyncio.gather(*slow)
+    finally:
+        server.close()
+    assert log.getvalue() == ""
+
+
+def test_error_log_is_one_line_per_interval_with_a_count() -> None:
+    from fabtop.run.export import ErrorLog
+
+    now = [0.0]
+    out = io.StringIO()
+    log = ErrorLog(every_s=10.0, stream=out, clock=lambda: now[0])
+    for i in range(10000):
+        now[0] = i * 0.001  # 10,000 errors in 10 s
+        log.say("accept failed: Too many open files\x1b]0;x\x07")
+    now[0] = 10.5
+    log.say("accept failed: Too many open files")
+    lines = out.getvalue().splitlines()
+    assert lines == ["fabtop: export: accept failed: Too many open files",
+                     "fabtop: export: accept failed: Too many open files "
+                     "(9999 more in the last 10 s not shown)"]

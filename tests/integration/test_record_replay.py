@@ -36,8 +36,8 @@ class LiveTap:
         self.rec, self.state = rec, state
         self.findings: list[list[Finding]] = []
 
-    def frame(self, host: str, frame: Frame) -> None:
-        self.rec.frame(host, frame)
+    def frame(self, host: str, frame: Frame, arrived_unix: float | None = None) -> None:
+        self.rec.frame(host, frame, arrived_unix)
 
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
         self.rec.status(host, state, error, rtt_s)
@@ -223,3 +223,37 @@ def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
     rows = json.loads(out.stdout)["deltas"]
     lo = {r["metric"]: r["delta"] for r in rows if r["link"] == "lo"}
     assert lo.get("rx_bytes", 0) >= moved and lo.get("tx_bytes", 0) >= moved
+
+
+def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
+    out = tmp_path / "piped.fabrec"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with open(out, "wb") as f:
+        run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--demo-speed",
+                              "10", "--duration", "2", "-o", "-"], cwd=tmp_path, env=env,
+                             stdout=f, stderr=subprocess.PIPE, timeout=30)
+    assert run.returncode == 0, run.stderr.decode()
+    assert "to stdout" in run.stderr.decode()
+    assert not (tmp_path / "-").exists()  # not a file named "-"
+    reader = RecordingReader(out)
+    assert sum(1 for r in reader.records() if r.kind == FRAME) >= 4 and reader.clean_end
+    # Through a symlink: the link stays, the recording lands in its target.
+    (tmp_path / "runs").mkdir()
+    target = tmp_path / "runs" / "today.fabrec"
+    link = tmp_path / "latest.fabrec"
+    link.symlink_to(target)
+    run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--demo-speed",
+                          "10", "--duration", "1", "-o", str(link)], cwd=tmp_path, env=env,
+                         capture_output=True, timeout=30)
+    assert run.returncode == 0, run.stderr.decode()
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert RecordingReader(target).read_header()["schema"] == "fabtop.rec/1"
+    # A loop of links is one line, exit 2.
+    loop = tmp_path / "loop.fabrec"
+    loop.symlink_to(loop)
+    run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--duration", "1",
+                          "-o", str(loop)], cwd=tmp_path, env=env, capture_output=True,
+                         timeout=30)
+    assert run.returncode == 2
+    assert run.stderr.decode().strip().splitlines() == [
+        f"fabtop: {loop}: cannot write recording: Too many levels of symbolic links"]

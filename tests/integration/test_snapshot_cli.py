@@ -174,3 +174,43 @@ def test_read_only_target_gives_a_clear_error_and_no_partial_file(tmp_path: Path
         assert list(ro.iterdir()) == []
     finally:
         subprocess.run(["umount", str(ro)], check=False)
+
+
+def test_snapshot_to_a_device_keeps_the_device(tmp_path: Path) -> None:
+    import stat
+
+    if os.geteuid() != 0:
+        skip_or_fail("needs root to make a device node (and to replace one, the bug)")
+    dev = tmp_path / "null"  # a private /dev/null (1,3): what `-o /dev/null` would replace
+    try:
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except OSError as e:
+        skip_or_fail(f"cannot make a device node: {e}")
+    r = fabtop("snapshot", "--interval", "0.3", "-o", str(dev))
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISCHR(dev.stat().st_mode) and dev.stat().st_rdev == os.makedev(1, 3)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+
+
+def test_snapshot_through_a_symlink_and_into_a_fifo(tmp_path: Path) -> None:
+    import threading
+
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "snap.json"
+    target.write_text("old\n")
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+    r = fabtop("snapshot", "--interval", "0.3", "-o", str(link))
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads(target.read_text())["schema"] == "fabtop.snapshot/1"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    r = fabtop("snapshot", "--interval", "0.3", "--format", "csv", "-o", str(fifo))
+    reader.join(30)
+    assert r.returncode == 0, r.stderr
+    assert got and got[0].startswith("host,link,kind,name,priority,value,rate_per_s\n")
+    assert fifo.is_fifo()

@@ -58,3 +58,31 @@ def test_load_point_errors_name_the_input(tmp_path: Path) -> None:
         load_point(str(tmp_path / "run.fabrec"))
     with pytest.raises(DiffError, match="not a number"):
         load_point(str(tmp_path / "run.fabrec") + "@soon")
+
+
+def test_a_side_without_data_is_said_not_no_counter_changed(tmp_path: Path) -> None:
+    from fabtop.commands.diff import diff_command
+
+    a = tmp_path / "a.json"
+    b = tmp_path / "b.json"
+    a.write_text(json.dumps(_doc(100.0, {"rx_bytes": 5})))
+    dead = {"schema": "fabtop.snapshot/1", "hosts": [
+        {"name": "n1", "reachable": False, "links": [], "clock_ns": None,
+         "error": "n1 (root@gpu1): no answer within 30 s"}]}
+    b.write_text(json.dumps(dead))
+    out = diff_command(str(a), str(b))
+    assert "no counter changed" not in out
+    assert out.splitlines() == [
+        f"n1: no data in B ({b}): n1 (root@gpu1): no answer within 30 s",
+        "counter deltas: nothing to compare"]
+    doc = json.loads(diff_command(str(a), str(b), as_json=True))
+    assert doc["no_data"] == [{"host": "n1", "side": "B", "source": str(b),
+                               "why": "n1 (root@gpu1): no answer within 30 s"}]
+    # A host only one side has, next to one that did not change: both said.
+    two = _doc(100.0, {"rx_bytes": 5})
+    two["hosts"].append({"name": "n2", "links": [{"id": "x", "metrics": {"rx_bytes": 1}}]})  # type: ignore[attr-defined]
+    a.write_text(json.dumps(two))
+    b.write_text(json.dumps(_doc(110.0, {"rx_bytes": 5})))
+    assert diff_command(str(a), str(b)).splitlines() == [
+        f"n2: no data in B ({b}): host not in it",
+        "counter deltas over 10.0 s: no counter changed on the other hosts"]

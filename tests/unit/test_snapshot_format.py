@@ -75,3 +75,84 @@ def test_write_atomic_gives_the_usual_file_mode(tmp_path: Path) -> None:
         assert p.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
     finally:
         os.umask(old)
+
+
+def _hostile_state() -> FabricState:
+    """One host whose readings hold every number that cannot be, and names that are formulas."""
+    from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample
+    from fabtop.core.rates import HostRates, LinkRates
+    from fabtop.core.state import UP
+
+    nan, inf = float("nan"), float("inf")
+    link = LinkSample(
+        id="eth0", netdev="eth0", rate_gbps=inf, temperature_c=nan, kind="roce",
+        counters={"ethtool": {"=HYPERLINK(\"http://x\")": 5, "+cmd|' /C calc'!A0": 1,
+                              "@SUM(A1)": 2, "-2+3": 3, "rx_bytes_phy": 10}},
+        metrics={"rx_bytes": 10, "rx_pause": {3: 7}},
+    )
+    sample = HostSample(
+        host="n1", seq=2, clock_ns=2 * 10**9, uptime_s=100.0, links={"eth0": link},
+        gpus=[GpuSample(index=0, power_w=nan, temperature_c=-inf, utilization_pct=50.0)],
+        inference=[InferenceSample(url="http://127.0.0.1:8000/metrics", requests_running=nan,
+                                   generated_tokens_total=inf)],
+    )
+    rates = HostRates(
+        host="n1", interval_s=1.0, clock_stepped=False,
+        links={"eth0": LinkRates(rates={"rx_bytes_per_s": nan, "rx_pause_per_s": {3: inf},
+                                        "rx_bps": 8.0}, raw_rates={})},
+        inference={"http://127.0.0.1:8000/metrics": {"generated_tokens_per_s": nan}},
+    )
+    state = FabricState([HostConfig(name="n1")])
+    hs = state.hosts["n1"]
+    hs.sample, hs.rates, hs.status, hs.frames = sample, rates, UP, 2
+    return state
+
+
+def test_non_finite_numbers_are_null_in_json_and_empty_in_csv() -> None:
+    doc = snapshot.build(_hostile_state(), 1.0)
+    back = json.loads(snapshot.render(doc, "json"))  # strict JSON: raised before
+    (host,) = back["hosts"]
+    (link,) = host["links"]
+    assert link["rate_gbps"] is None and link["temperature_c"] is None
+    assert link["rates"]["rx_bytes_per_s"] is None and link["rates"]["rx_pause_per_s"] == {
+        "3": None}
+    assert link["rates"]["rx_bps"] == 8.0
+    gpu = host["gpus"][0]
+    assert gpu["power_w"] is None and gpu["temperature_c"] is None
+    assert gpu["utilization_pct"] == 50.0
+    inf_entry = host["inference"][0]
+    assert inf_entry["requests_running"] is None and inf_entry["generated_tokens_total"] is None
+    rows = list(__import__("csv").reader(snapshot.render(doc, "csv").splitlines()))
+    pause = next(r for r in rows if r[3] == "rx_pause")
+    assert pause[4:] == ["3", "7", ""]  # the rate is not finite: an empty cell, not "nan"
+    assert not any(c in ("nan", "inf", "-inf", "NaN") for r in rows for c in r)
+
+
+def test_csv_cells_never_start_a_formula() -> None:
+    doc = snapshot.build(_hostile_state(), 1.0)
+    rows = list(__import__("csv").reader(snapshot.render(doc, "csv").splitlines()))
+    names = [r[3] for r in rows if r[2] == "raw:ethtool"]
+    assert "'=HYPERLINK(\"http://x\")" in names and "'@SUM(A1)" in names
+    assert "'+cmd|' /C calc'!A0" in names and "'-2+3" in names
+    for r in rows:
+        for cell in r:
+            assert not cell.startswith(("=", "+", "@", "|", "%")), r
+            assert not cell.startswith("-") or cell.lstrip("-").replace(".", "").isdigit(), r
+
+
+def test_non_finite_numbers_are_absent_from_the_prometheus_forms() -> None:
+    from prometheus_client import generate_latest
+
+    from fabtop.run.export import registry_for
+
+    state = _hostile_state()
+    for text in (snapshot.render(snapshot.build(state, 1.0), "prom"),
+                 generate_latest(registry_for(state)).decode()):
+        fams = list(text_string_to_metric_families(text))
+        values = [s.value for f in fams for s in f.samples]
+        assert values and all(v == v and abs(v) != float("inf") for v in values), text
+    exported = {f.name: f for f in text_string_to_metric_families(
+        generate_latest(registry_for(state)).decode())}
+    assert "fabtop_gpu_power_watts" not in exported  # its only reading was NaN
+    assert [s.value for s in exported["fabtop_gpu_utilization_percent"].samples] == [50.0]
+    assert [s.value for s in exported["fabtop_link_rx_bytes"].samples] == [10.0]

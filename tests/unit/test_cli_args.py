@@ -1,0 +1,91 @@
+"""Command-line arguments: every number finite and above zero (one type for all), one line
+and exit 2 for a bad one, and a hostlist beyond 256 hosts only with --many-hosts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fabtop.commands.cli import SUBCOMMANDS, _parser, build_config, positive, positive_int
+from fabtop.config import MAX_HOSTS, ConfigError
+from tests.conftest import REPO
+
+COMMANDS = (None, *SUBCOMMANDS)
+POSITIONAL = {"replay": ["run.fabrec"], "diff": ["a.json", "b.json"], "record": ["-o", "x"]}
+
+
+def _numeric_options(cmd: str | None) -> list[argparse.Action]:
+    return [a for a in _parser(cmd)._actions
+            if a.option_strings and a.type is not None and a.nargs is None]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_every_numeric_option_uses_the_one_checked_type(cmd: str | None) -> None:
+    for action in _numeric_options(cmd):
+        assert action.type in (positive, positive_int), (cmd, action.option_strings)
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999", "-1", "0", "x", ""])
+def test_a_number_that_cannot_be_is_one_line_and_exit_2(
+    cmd: str | None, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = _numeric_options(cmd)
+    if cmd in ("snapshot", "doctor", "record", "replay", "diff"):
+        assert options, cmd  # the commands that take numbers
+    for action in options:
+        opt = action.option_strings[-1]
+        with pytest.raises(SystemExit) as e:
+            _parser(cmd).parse_args([*POSITIONAL.get(cmd or "", []), f"{opt}={value}"])
+        assert e.value.code == 2, (cmd, opt, value)
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1, err
+        assert opt in err and "Traceback" not in err
+
+
+def test_good_numbers_still_pass() -> None:
+    ns = _parser("doctor").parse_args(["--window", "2.5"])
+    assert ns.window == 2.5
+    assert _parser("diff").parse_args(["a", "b", "--top", "3"]).top == 3
+    assert _parser("snapshot").parse_args(["--timeout", "1e-1"]).timeout == pytest.approx(0.1)
+
+
+def test_doctor_with_a_nan_window_exits_at_once_instead_of_hanging() -> None:
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "fabtop", "doctor", "--demo", "--window", "nan"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "--window" in run.stderr
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize("cmd", [None, "snapshot", "doctor", "record", "export"])
+def test_more_than_256_hosts_needs_many_hosts(cmd: str | None, tmp_path: Path) -> None:
+    extra = POSITIONAL.get(cmd or "", [])
+    ns = _parser(cmd).parse_args([*extra, "node[1-300]"])
+    with pytest.raises(ConfigError, match=f"300 hosts is more than {MAX_HOSTS}; pass --many-hosts"):
+        build_config(ns)
+    ns = _parser(cmd).parse_args([*extra, "--many-hosts", "node[1-300]"])
+    assert len(build_config(ns).hosts) == 300
+    toml = tmp_path / "big.toml"
+    toml.write_text('[[host]]\nname = "gpu[001-400]"\n')
+    with pytest.raises(ConfigError, match="400 hosts is more than"):
+        build_config(_parser(cmd).parse_args([*extra, "-c", str(toml)]))
+    assert len(build_config(_parser(cmd).parse_args(
+        [*extra, "-c", str(toml), "--many-hosts"])).hosts) == 400
+
+
+def test_too_many_hosts_is_one_line_on_the_command_line() -> None:
+    run = subprocess.run([sys.executable, "-m", "fabtop", "snapshot", "node[1-10000]"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.strip().splitlines() == [
+        "fabtop: command line: 10000 hosts is more than 256; pass --many-hosts to monitor them all"]
