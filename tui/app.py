@@ -8,11 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from collectors.guard import failure_line
+from collectors.text import clean, clean_lines
 from fabtop.config import Config
 from fabtop.core.state import FabricState
 from fabtop.run import snapshot
@@ -110,10 +113,34 @@ class FabtopApp(App[int]):
             self.call_after_refresh(self._show_replay_bar)
 
     async def on_unmount(self) -> None:
+        if self._refresh_timer is not None:
+            self._refresh_timer.stop()
+            self._refresh_timer = None
         if self.session is not None:
             await self.session.stop()
         if self.recorder is not None:
             self.recorder.close()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast whose text is shown as written: never markup, never a control character.
+
+        Notifications carry error texts, netdev and host names and paths; parsed as
+        markup, ``[link=...]`` in any of them would become a hyperlink, ``[@click=...]`` an
+        action, and markup Textual cannot parse a MarkupError that ends the dashboard.
+        Every notify of every screen ends here (Widget.notify calls the app's), so
+        ``markup`` is ignored: nothing fabtop shows is markup.
+        """
+        del markup
+        super().notify(clean_lines(message), title=clean(title), severity=severity,
+                       timeout=timeout, markup=False)
 
     # recording and replay --------------------------------------------------------
 
@@ -204,14 +231,18 @@ class FabtopApp(App[int]):
         if self.ctx.paused:
             return
         self._last_refresh = time.monotonic()
-        screen = self.screen
+        try:
+            screen = self.screen
+        except ScreenStackError:  # a frame that lands while the app shuts down: nothing to draw
+            return
         if isinstance(screen, DataScreen) and screen.is_mounted:
             screen.refresh_view()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "session" and event.state == WorkerState.ERROR:
-            self.notify(f"collection stopped: {event.worker.error!r}", severity="error",
-                        timeout=30)
+            error = event.worker.error
+            line = failure_line("collection stopped", error) if error else "collection stopped"
+            self.notify(line, severity="error", timeout=30)
 
     # actions -------------------------------------------------------------------
 

@@ -386,3 +386,10 @@ async def test_rows_scrolled_into_view_show_the_latest_tick() -> None:
         assert t.row_keys()[-1] == last
         assert "grey" in str(t.get_cell(last, "host").style)
         assert "grey" in str(t.get_cell(last, "state").style)
+
+
+def test_a_refresh_that_lands_after_the_screens_are_gone_draws_nothing() -> None:
+    # A deferred refresh timer fired while the app shut down (no screens left on the
+    # stack) and raised ScreenStackError out of the dashboard's exit.
+    app, _, _ = make()
+    app.refresh_now()
