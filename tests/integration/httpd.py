@@ -19,3 +19,20 @@ def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A handler that answers with :meth:`reply` and logs nothing (pytest shows stderr)."""
+
+    def reply(
+        self, body: bytes, status: int = 200, content_type: str = "text/plain; version=0.0.4"
+    ) -> None:
+        """One whole response with its length."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from fabtop.config import Config, HostConfig, SshTarget
 from fabtop.core.state import FabricState
 from fabtop.run.session import Session
-from tests.integration.httpd import serve
+from tests.integration.httpd import QuietHandler, serve
 from tests.integration.sshd import Sshd
 
 pytestmark = pytest.mark.sshd
@@ -22,7 +21,7 @@ PROMPT_RATE = 400.0
 _T0 = time.monotonic()
 
 
-class _Vllm(BaseHTTPRequestHandler):
+class _Vllm(QuietHandler):
     """A vLLM-shaped /metrics whose counters grow with wall time at a known rate."""
 
     def do_GET(self) -> None:
@@ -45,14 +44,8 @@ class _Vllm(BaseHTTPRequestHandler):
             "# TYPE vllm:num_requests_waiting gauge\n"
             'vllm:num_requests_waiting{model_name="m"} 2.0\n'
         ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.reply(body)
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture

@@ -30,12 +30,11 @@ import termios
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from tests.integration.httpd import serve
+from tests.integration.httpd import QuietHandler, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 FABTOP = ROOT / ".venv" / "bin" / "fabtop"
@@ -98,18 +97,12 @@ class Node:
     payloads: Payloads
 
 
-class _Metrics(BaseHTTPRequestHandler):
+class _Metrics(QuietHandler):
     body = b""
 
     def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
+        self.reply(self.body)
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 def _tool(bindir: Path, name: str, body: str) -> None:

@@ -6,7 +6,6 @@ import asyncio
 import socket
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import asyncssh
@@ -14,26 +13,18 @@ import pytest
 
 from collectors.transport.base import HostKeyError, TransportError
 from collectors.transport.ssh import SshTransport, Target, parse_target
-from tests.integration.httpd import serve
+from tests.integration.httpd import QuietHandler, serve
 from tests.integration.sshd import Sshd, free_port
 
 pytestmark = pytest.mark.sshd
 
 
-class _Metrics(BaseHTTPRequestHandler):
+class _Metrics(QuietHandler):
     def do_GET(self) -> None:
         if self.path == "/metrics":
-            body = b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
-            self.send_response(200)
+            self.reply(b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
         else:
-            body = b"not here\n"
-            self.send_response(404)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+            self.reply(b"not here\n", 404)
 
 
 @pytest.fixture
