@@ -98,7 +98,3 @@ class Clocks:
         if c.last_t is None or t > c.last_t:
             c.last_t = t
         return t
-
-    def forget(self, host: str) -> None:
-        """Drop what is known of ``host``'s clock."""
-        self._hosts.pop(host, None)

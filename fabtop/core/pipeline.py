@@ -65,10 +65,6 @@ class Pipeline:
         self.history.record(t, sample, rates)
         return rates
 
-    def clock_offset(self, host: str) -> float | None:
-        """Seconds ``host``'s clock is ahead of the operator's (None: not measured)."""
-        return self.clocks.offset(host)
-
     def _with_slow_sections(self, host: str, frame: Frame) -> Frame:
         kept = self._slow.setdefault(host, {})
         present = set()

@@ -71,16 +71,24 @@ class Fabric:
             sample = HostSample(
                 host=name,
                 seq=self.seq,
-                clock_ns=round(self.t * 1e9),
+                clock_ns=round(self.remote_s(name) * 1e9),
                 uptime_s=self.t - T0 + 1000.0,
                 links=links,
                 gpus=copy.deepcopy(self.gpus.get(name, [])),
                 inference=copy.deepcopy(self.inference.get(name, [])),
             )
-            h.rates = self.pipeline.apply_sample(sample)
+            h.rates = self.pipeline.apply_sample(sample, self.arrived_unix(name))
             h.sample = sample
         self.findings = self.evaluator(self)
         return self.findings
+
+    def remote_s(self, host: str) -> float:
+        """The host's clock at this tick (a fabric with skewed clocks overrides it)."""
+        return self.t
+
+    def arrived_unix(self, host: str) -> float | None:
+        """When this tick's frame of ``host`` arrived; None: no arrival times."""
+        return None
 
     def run(self, ticks: int, dt: float = 1.0) -> list[Finding]:
         """``ticks`` ticks; the findings after the last."""

@@ -6,9 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from collectors.samples import HostSample
 from fabtop.core.clock import OFFSET_WINDOW, Clocks
-from fabtop.core.findings import Finding
 from tests.unit.rules_support import Fabric, by_rule
 from tui.widgets.timeline_series import track_series
 
@@ -38,21 +36,11 @@ class SkewedFabric(Fabric):
         self.skew = skew
         self.delay = delay
 
-    def tick(self, dt: float = 1.0) -> list[Finding]:
-        self.seq += 1
-        self.t += dt
-        for p in self.ports.values():
-            p.grow(dt)
-        for name, h in self.hosts.items():
-            links = {nd: p.sample() for (host, nd), p in self.ports.items() if host == name}
-            remote = self.t + self.skew.get(name, 0.0)
-            sample = HostSample(host=name, seq=self.seq, clock_ns=round(remote * 1e9),
-                                uptime_s=self.t - 1e9, links=links)  # fmt: skip
-            arrived = self.t + self.delay(self.seq, name)
-            h.rates = self.pipeline.apply_sample(sample, arrived_unix=arrived)
-            h.sample = sample
-        self.findings = self.evaluator(self)
-        return self.findings
+    def remote_s(self, host: str) -> float:
+        return self.t + self.skew.get(host, 0.0)
+
+    def arrived_unix(self, host: str) -> float | None:
+        return self.t + self.delay(self.seq, host)
 
 
 def feed(clocks: Clocks, offset: float, n: int, delay: Callable[[int, str], float]) -> float:
