@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from fabtop.core.state import FabricState
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.export import ErrorLog, fd_room, parse_listen, registry_for, serve
 
@@ -22,8 +24,10 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
     state = fabric_state(config)
     if source is None:
         source = open_session(config, state=state)
+        what = f"{len(config.hosts)} host(s)"
     else:
         source.state = state
+        what = f"the nodes {getattr(source, 'name', 'the source')} reports"
     loop = asyncio.get_running_loop()
     errors = ErrorLog()
     try:
@@ -38,8 +42,10 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"fabtop: serving http://{host}:{port}/metrics for {len(config.hosts)} host(s)",
+    print(f"fabtop: serving http://{host}:{port}/metrics for {what}",
           file=sys.stderr, flush=True)
+    if getattr(source, "on_change", False) is None:
+        source.on_change = _source_lines(state, errors)
     task = asyncio.create_task(source.run())
     try:
         waiter = asyncio.create_task(stop.wait())
@@ -55,3 +61,20 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
             await task
         undo()
     return 0
+
+
+def _source_lines(state: FabricState, errors: ErrorLog) -> Callable[[], None]:
+    """On each change of the source: a stderr line when it stops or starts answering
+    (rate-limited), so an export of an unreachable Prometheus does not just sit there."""
+    said: dict[str, str | None] = {}
+
+    def tell() -> None:
+        for src in state.sources.values():
+            before = said.get(src.name)
+            if src.error is not None and src.error != before:
+                errors.say(f"{src.name} did not answer: {src.error}")
+            elif src.error is None and before is not None:
+                errors.say(f"{src.name} answers again")
+            said[src.name] = src.error
+
+    return tell

@@ -8,11 +8,22 @@ import contextlib
 import json
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
+from typing import TextIO
 
 from collectors.text import clean
 from fabtop.config import Config
+from fabtop.core.coverage import Coverage, calm_line, coverage
 from fabtop.core.findings import Finding
-from fabtop.core.state import DOWN, NOT_REPORTING, FabricState
+from fabtop.core.state import (
+    DOWN,
+    NOT_REPORTING,
+    STATUSES,
+    FabricState,
+    effective_status,
+    ssh_command,
+)
 from fabtop.core.thresholds import effective
 from fabtop.run import snapshot
 from fabtop.run.compose import fabric_state, open_session
@@ -27,8 +38,11 @@ def _settled(state: FabricState, frames: int) -> bool:
 
 
 async def watch(config: Config, state: FabricState, seconds: float, frames: int,
-                timeout: float) -> None:
-    """Collect until every host gave ``frames`` frames (or failed) and ``seconds`` passed."""
+                timeout: float, on_tick: Callable[[float], None] | None = None) -> None:
+    """Collect until every host gave ``frames`` frames (or failed) and ``seconds`` passed.
+
+    ``on_tick(waited)`` is called about 20 times a second (doctor's progress line).
+    """
     session = open_session(config, state=state)
     task = asyncio.create_task(session.run())
     start = time.monotonic()
@@ -39,6 +53,8 @@ async def watch(config: Config, state: FabricState, seconds: float, frames: int,
                 break
             if waited >= seconds and _settled(state, frames):
                 break
+            if on_tick is not None:
+                on_tick(waited)
             await asyncio.sleep(0.05)
     finally:
         await session.stop()
@@ -74,12 +90,70 @@ async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+class Progress:
+    """doctor's line on stderr while it watches: who is up, how far into the window.
+
+    On a terminal one line is rewritten in place (``\\r``) once a second and erased at the
+    end; to a file or pipe (a job log) a line goes out at the start and every
+    :data:`LOG_EVERY_S` seconds, never a wall of carriage returns. With ``--json`` it
+    speaks only on a terminal: a script reading the JSON keeps a quiet stderr.
+    """
+
+    LOG_EVERY_S = 10.0
+
+    def __init__(self, state: FabricState, window: float, interval: float,
+                 stream: TextIO | None = None, quiet_unless_tty: bool = False) -> None:
+        self.state, self.window, self.interval = state, window, interval
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = self.tty or not quiet_unless_tty
+        self._next = 0.0
+        self._shown = False
+
+    def line(self, waited: float) -> str:
+        """``fabtop doctor: watching 4 hosts, 6 s of 10 s; 3 up, 1 connecting``."""
+        now = time.monotonic()
+        counts = Counter(effective_status(h, now, self.interval)
+                         for h in self.state.hosts.values())
+        who = ", ".join(f"{counts[s]} {s}" for s in reversed(STATUSES) if counts[s])
+        n = len(self.state.hosts)
+        return (f"fabtop doctor: watching {n} host{'s' if n != 1 else ''}, "
+                f"{min(waited, self.window):.0f} s of {self.window:.0f} s; {who or 'no hosts'}")
+
+    def __call__(self, waited: float) -> None:
+        if not self.enabled or waited < self._next:
+            return
+        self._next = waited + (1.0 if self.tty else self.LOG_EVERY_S)
+        text = clean(self.line(waited), 200)
+        if self.tty:
+            self.stream.write("\r\x1b[K" + text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+        self._shown = True
+
+    def done(self, waited: float) -> None:
+        """Erase the line on a terminal (the findings follow on stdout); in a log, the
+        last word on who answered."""
+        if self.tty and self._shown:
+            self.stream.write("\r\x1b[K")
+        elif self.enabled and not self.tty:
+            self.stream.write(clean(self.line(waited), 200).replace("watching", "watched")
+                              + "\n")
+        self.stream.flush()
+
+
 async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     """Watch for --window seconds, print findings; exit 0 healthy, 1 warnings, 2 critical."""
     state = fabric_state(config)
     window = max(ns.window, min_window(config))
-    await watch(config, state, seconds=window, frames=2,
-                timeout=max(window + 30.0, window * 2))
+    progress = Progress(state, window, config.interval, quiet_unless_tty=bool(ns.json))
+    started = time.monotonic()
+    try:
+        await watch(config, state, seconds=window, frames=2,
+                    timeout=max(window + 30.0, window * 2), on_tick=progress)
+    finally:
+        progress.done(time.monotonic() - started)
     state.evaluate()
     findings = state.findings
     said = {f.host for f in findings if f.rule in _HOST_RULES}
@@ -87,16 +161,46 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
         if (h.status == DOWN or h.frames == 0) and h.name not in said:
             findings.append(Finding("host_unreachable", "critical", h.name,
                                     f"{h.name} did not answer: {h.error or h.status}",
-                                    next_step=f"ssh {h.target} true", host=h.name))
+                                    next_step=ssh_command(h.target, "true"), host=h.name))
+    cov = coverage(state, time.monotonic(), config.interval)
+    notes = host_notes(state)
     if ns.json:
-        print(json.dumps({"findings": [snapshot.finding_entry(f) for f in findings]}, indent=1))
+        print(json.dumps({
+            "findings": [snapshot.finding_entry(f) for f in findings],
+            "coverage": {"hosts": cov.hosts, "reporting": list(cov.reporting),
+                         "not_reporting": list(cov.not_reporting), "gaps": list(cov.gaps)},
+            "notes": notes,
+        }, indent=1))
     else:
-        _print_findings(findings, state)
+        _print_findings(findings, cov, notes)
     worst = max((f.rank for f in findings), default=0)
     return {0: 0, 1: 1, 2: 2}[worst]
 
 
-_HOST_RULES = ("host_unreachable", "host_failing")  # the state's own finding on a blind host
+# What doctor prints of each host's warnings: enough to say why a section is missing,
+# never a page for a fleet (``fabtop snapshot`` keeps them all).
+NOTES_PER_HOST = 6
+NOTES_HOSTS = 10
+
+
+def host_notes(state: FabricState) -> dict[str, list[str]]:
+    """Each host's recent warnings (the probe's, the parsers'), cleaned, without its name."""
+    out: dict[str, list[str]] = {}
+    for h in state.hosts.values():
+        lines = []
+        for w in h.warnings:
+            if w == h.error:
+                continue  # already said by the host's finding
+            line = clean(w, 300).removeprefix(f"{h.name}: ")
+            if line and line not in lines:
+                lines.append(line)
+        if lines:
+            out[h.name] = lines
+    return out
+
+
+# The state's own findings on a blind host.
+_HOST_RULES = ("host_unreachable", "host_failing", "host_stale")
 
 
 def min_window(config: Config) -> float:
@@ -105,16 +209,16 @@ def min_window(config: Config) -> float:
     return detect + 2 * config.interval
 
 
-def _print_findings(findings: list[Finding], state: FabricState) -> None:
+def _print_findings(findings: list[Finding], cov: Coverage,
+                    notes: dict[str, list[str]]) -> None:
     # Summaries and evidence carry remote names: every line is cleaned on its way out,
     # whatever a parser upstream missed.
     def say(line: str) -> None:
-        sys.stdout.write(clean(line) + "\n")
+        sys.stdout.write(clean(line, 2000) + "\n")
 
-    hosts = ", ".join(state.hosts)
     if not findings:
-        say(f"fabtop doctor: no findings on {hosts}: the fabric looks healthy")
-        return
+        # Only over what was seen: it names what was not monitored, and says what is blind.
+        say(f"fabtop doctor: {calm_line(cov)}")
     for sev in ("critical", "warning", "info"):
         group = [f for f in findings if f.severity == sev]
         if not group:
@@ -128,3 +232,17 @@ def _print_findings(findings: list[Finding], state: FabricState) -> None:
                 say(f"      evidence: {ev}")
             if f.next_step:
                 say(f"      next: {f.next_step}")
+    if findings and cov.gaps:
+        say("not monitored: " + "; ".join(cov.gaps))
+    if notes:
+        say("notes:")
+        for name in list(notes)[:NOTES_HOSTS]:
+            lines = notes[name]
+            for line in lines[:NOTES_PER_HOST]:
+                say(f"  {name}: {line}")
+            if len(lines) > NOTES_PER_HOST:
+                say(f"  {name}: ... and {len(lines) - NOTES_PER_HOST} more "
+                    "(fabtop snapshot lists them all)")
+        if len(notes) > NOTES_HOSTS:
+            say(f"  ... notes on {len(notes) - NOTES_HOSTS} more hosts "
+                "(fabtop snapshot lists them all)")

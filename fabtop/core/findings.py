@@ -18,6 +18,9 @@ SEVERITIES = ("info", "warning", "critical")
 # the ports it holds back.
 STUCK_RECEIVER = "stuck_receiver"
 PAUSED_PEERS = "paused_peers"
+# Evidence of a finding whose condition is no longer seen but not yet cleared (a rule's
+# restore hold): seconds since it last held.
+QUIET_S = "quiet_s"
 
 
 @dataclass(frozen=True, slots=True)

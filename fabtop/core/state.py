@@ -7,6 +7,8 @@ Nothing in this module does I/O.
 
 from __future__ import annotations
 
+import re
+import shlex
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -16,10 +18,15 @@ from typing import Protocol
 from collectors.frames import Frame
 from collectors.guard import Guard
 from collectors.samples import HostSample, InferenceSample
+from collectors.text import clean
+from fabtop.core.finding_log import FindingLog
 from fabtop.core.findings import Finding
 from fabtop.core.history import History
 from fabtop.core.pipeline import Pipeline
 from fabtop.core.rates import HostRates
+from fabtop.core.rules.context import LINK_UP_STATES as LINK_UP_STATES  # for the views
+from fabtop.core.rules.context import host_time
+from fabtop.core.rules.context import link_up as link_up  # for the views and the exporter
 from fabtop.core.thresholds import effective
 
 # Host states. FAILING: connected and sending frames that fabtop cannot use (a bad value
@@ -28,8 +35,14 @@ UP, STALE, CONNECTING, DOWN, FAILING = "up", "stale", "connecting", "down", "fai
 # The order a user should worry about them.
 STATUSES = (DOWN, FAILING, STALE, CONNECTING, UP)
 # Blind is not healthy (DESIGN §10): each of these raises a finding on its host.
-NOT_REPORTING = frozenset({DOWN, FAILING})
-
+NOT_REPORTING = frozenset({DOWN, FAILING, STALE})
+# The runner marks a host stale after 2.5 intervals without a frame; the state does the
+# same from the age of the last frame, so a frozen host is stale (and a finding) even
+# when no status message comes (a replay, a Prometheus source, a hand-fed fabric).
+STALE_AFTER_INTERVALS = 2.5
+# Section kinds remembered per host as not read (a tool missing, failing): bounded, as
+# the kinds are the node's words.
+MAX_SECTION_NOTES = 64
 
 @dataclass(slots=True)
 class HostState:
@@ -46,6 +59,9 @@ class HostState:
     frames: int = 0  # frames used (a frame that failed is not counted)
     warnings: deque[str] = field(default_factory=lambda: deque(maxlen=50))
     failure: str | None = None  # why the last frame could not be used; None once one was
+    # Sections the probe said it could not read, by kind: "missing (no nvidia-smi, ...)",
+    # "error (rc=1)". Slow sections come once a minute, so this remembers them between.
+    unread: dict[str, str] = field(default_factory=dict)
 
     @property
     def connected(self) -> bool:
@@ -57,6 +73,70 @@ class HostState:
         if self.last_frame_mono is None:
             return None
         return (now if now is not None else time.monotonic()) - self.last_frame_mono
+
+    def note_sections(self, sample: HostSample) -> None:
+        """Remember which of this frame's sections were read, and why others were not."""
+        for sec in sample.sections:
+            if sec.status == "ok":
+                self.unread.pop(sec.kind, None)
+            elif sec.kind in self.unread or len(self.unread) < MAX_SECTION_NOTES:
+                detail = f" ({sec.detail})" if sec.detail else ""
+                self.unread[sec.kind] = clean(f"{sec.status}{detail}", 200)
+
+
+def effective_status(hs: HostState, now: float, interval: float) -> str:
+    """The host's status, downgraded to stale when its last frame is too old.
+
+    ``now``: the state's clock (the one ``HostState.last_frame_mono`` is on: monotonic
+    live, the recording's time in a replay); ``interval``: the probe's interval.
+    """
+    a = hs.age_s(now)
+    if hs.status == UP and a is not None and a > STALE_AFTER_INTERVALS * interval:
+        return STALE
+    return hs.status
+
+
+@dataclass(slots=True)
+class SourceState:
+    """A source the hosts come through (a Prometheus server): did it answer its last poll?"""
+
+    name: str  # as people read it: "Prometheus at http://prom:9090"
+    answered: bool = False  # answered at least once
+    error: str | None = None  # why the last poll failed; None when it answered
+    check: str = ""  # the command that checks it by hand
+
+    @property
+    def up(self) -> bool:
+        """The last poll was answered."""
+        return self.answered and self.error is None
+
+
+_TARGET = re.compile(
+    r"(?P<user>[^@\s]+@)?(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\s]+))(?::(?P<port>\d{1,5}))?"
+)
+
+
+def ssh_command(target: str, command: str) -> str:
+    """The ssh line an operator can paste to check ``target`` (``user@host:port``), quoted.
+
+    ssh takes no ``host:port``; the port is ``-p``. A target fabtop cannot split is
+    quoted whole.
+    """
+    m = _TARGET.fullmatch(target)
+    if m is None:
+        return f"ssh {shlex.quote(target)} {command}"
+    dest = (m["user"] or "") + (m["v6"] or m["host"])
+    port = f"-p {m['port']} " if m["port"] else ""
+    return f"ssh {port}{shlex.quote(dest)} {command}"
+
+
+def _own_detail(hs: HostState) -> str:
+    """The host's error without the host's name it usually starts with (the finding names it)."""
+    text = hs.error or hs.status
+    for lead in (f"{hs.name} ({hs.target}): ", f"{hs.name}: "):
+        if text.startswith(lead):
+            return text[len(lead):]
+    return text
 
 
 RuleHook = Callable[["FabricState"], list[Finding]]
@@ -82,6 +162,7 @@ class FabricState:
         clock: Callable[[], float] = time.monotonic,
         thresholds: Mapping[str, float] | None = None,
         wall: Callable[[], float] = time.time,
+        interval: float = 1.0,
     ) -> None:
         self.hosts: dict[str, HostState] = {h.name: HostState(h.name, h.target) for h in hosts}
         self.pipeline = Pipeline(history)
@@ -97,6 +178,18 @@ class FabricState:
         self._clock = clock
         # The operator's wall clock: what a live source stamps each frame's arrival with.
         self.wall = wall
+        # The probe's interval: how old a last frame may get before its host is stale.
+        # A Session sets it from its config.
+        self.interval = interval
+        self.finding_log = FindingLog()
+        self.sources: dict[str, SourceState] = {}
+        # Each host's status as the last evaluation saw it (refresh_liveness compares).
+        self._liveness: dict[str, str] = {}
+
+    def now(self) -> float:
+        """The state's clock: the one host ages are measured with (monotonic live, the
+        recording's time in a replay); what ``effective_status`` and ``coverage`` take."""
+        return self._clock()
 
     @property
     def history(self) -> History:
@@ -148,6 +241,7 @@ class FabricState:
         hs.sample, hs.rates = sample, rates
         hs.frames += 1
         hs.last_frame_mono = self._clock()
+        hs.note_sections(sample)
         recovered = hs.failure is not None
         hs.status, hs.error, hs.failure = UP, None, None
         for w in sample.warnings:
@@ -198,7 +292,10 @@ class FabricState:
         self.evaluate()
 
     def evaluate(self) -> None:
-        """Re-run the health rules over the current state; hosts not reporting come first."""
+        """Re-run the health rules over the current state; hosts not reporting come first.
+
+        The finding log records what was raised and cleared, at :meth:`data_now`.
+        """
         found: list[Finding] = []
         if self._rules is not None:
             guard = Guard("a health rule failed")
@@ -206,25 +303,96 @@ class FabricState:
                 found = list(self._rules(self))
             if guard.error is not None:  # a broken rule must not take down the dashboard
                 found = [Finding("fabtop", "warning", "fabtop", guard.error)]
-        self.findings = sorted([*self.host_findings(), *found], key=lambda f: -f.rank)
+        now = self._clock()
+        blind = [*self.source_findings(), *self.host_findings(now)]
+        self.findings = sorted([*blind, *found], key=lambda f: -f.rank)
+        self._liveness = {n: effective_status(h, now, self.interval)
+                          for n, h in self.hosts.items()}
+        self.finding_log.update(self.findings, self.data_now())
 
-    def host_findings(self) -> list[Finding]:
-        """One critical finding per host that is down or failing: blind is not healthy."""
+    def refresh_liveness(self, now: float | None = None) -> bool:
+        """Re-evaluate when a host went stale since the last evaluation (no frame, no status).
+
+        The dashboard calls this every tick: a frozen host raises its finding on time even
+        when nothing else happens. ``now``: the state's clock (default: its own).
+        Returns True when it re-evaluated.
+        """
+        t = self._clock() if now is None else now
+        for name, hs in self.hosts.items():
+            if effective_status(hs, t, self.interval) != self._liveness.get(name):
+                self.evaluate()
+                return True
+        return False
+
+    def data_now(self) -> float:
+        """Now on the operator's unix axis, as the data says: the newest frame's placed time
+        plus the state's clock since it arrived (the wall clock before any frame).
+
+        Read from the data, not the wall, so a replay (and a seek, which re-feeds it) gets
+        the same times as the live run, and the demo's calendar stays the demo's.
+        """
+        clock = self._clock()
+        best: float | None = None
+        for hs in self.hosts.values():
+            if hs.sample is None or hs.last_frame_mono is None:
+                continue
+            t = host_time(hs.sample, hs.rates) + max(0.0, clock - hs.last_frame_mono)
+            if best is None or t > best:
+                best = t
+        return best if best is not None else self.wall()
+
+    def source_status(self, name: str, error: str | None, check: str = "") -> None:
+        """A source's poll answered (``error`` None) or failed; a change re-evaluates."""
+        src = self.sources.get(name)
+        if src is None:
+            src = self.sources[name] = SourceState(name, check=check)
+        before = (src.answered, src.error)
+        if error is None:
+            src.answered = True
+        src.error = clean(error, 300) if error is not None else None
+        if (src.answered, src.error) != before:
+            self.evaluate()
+
+    def source_findings(self) -> list[Finding]:
+        """One critical finding per source whose last poll failed: no answer is not "0 hosts"."""
+        return [
+            Finding("source_unreachable", "critical", src.name,
+                    f"{src.name} did not answer: {src.error}", next_step=src.check)
+            for src in self.sources.values() if src.error is not None
+        ]
+
+    def host_findings(self, now: float | None = None) -> list[Finding]:
+        """A finding per host that is down, failing (critical) or stale (warning).
+
+        Blind is not healthy. ``now``: the state's clock (default: its own).
+        """
+        t = self._clock() if now is None else now
         out = []
         for hs in self.hosts.values():
-            if hs.status not in NOT_REPORTING:
+            status = effective_status(hs, t, self.interval)
+            if status not in NOT_REPORTING:
                 continue
-            detail = (hs.error or hs.status).removeprefix(f"{hs.name}: ")
-            if hs.status == FAILING:
-                rule = "host_failing"
+            detail = _own_detail(hs)
+            since = None
+            if status == STALE:
+                age = hs.age_s(t)
+                rule, severity = "host_stale", "warning"
+                quiet = f"no frame for {age:.0f} s" if age is not None else detail
+                summary = f"{hs.name}: {quiet}; its numbers are old"
+                step = (f"{ssh_command(hs.target, 'uptime')} (a node under load or a hung tool "
+                        "delays the probe)" if hs.target != "local" else "")
+                if hs.sample is not None:  # stale since its last frame, on the data's axis
+                    since = host_time(hs.sample, hs.rates)
+            elif status == FAILING:
+                rule, severity = "host_failing", "critical"
                 summary = f"{hs.name}: its frames arrive but cannot be used: {detail}"
                 step = "fabtop keeps trying every frame; the error names what it choked on"
             else:
-                rule = "host_unreachable"
+                rule, severity = "host_unreachable", "critical"
                 summary = f"{hs.name} did not answer: {detail}"
-                step = f"ssh {hs.target} true" if hs.target != "local" else ""
-            out.append(Finding(rule, "critical", hs.name, summary, next_step=step,
-                               host=hs.name))
+                step = ssh_command(hs.target, "true") if hs.target != "local" else ""
+            out.append(Finding(rule, severity, hs.name, summary, next_step=step,
+                               host=hs.name, since=since))
         return out
 
     def set_baseline(self) -> None:

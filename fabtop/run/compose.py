@@ -24,7 +24,7 @@ def fabric_state(
 ) -> FabricState:
     """A fresh state for ``config``'s hosts, with the rules at the config's thresholds."""
     return FabricState(config.hosts, rules=make_evaluator(config.thresholds), clock=clock,
-                       thresholds=config.thresholds)
+                       thresholds=config.thresholds, interval=config.interval)
 
 
 def is_demo(config: Config) -> bool:

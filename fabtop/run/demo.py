@@ -133,7 +133,7 @@ def demo_state(
         HostConfig(name=n, inference=(h.cfg.inference_url,) if h.cfg.inference_url else ())
         for n, h in fab.hosts.items()
     ]
-    state = FabricState(hosts, rules=make_evaluator(), clock=clock)
+    state = FabricState(hosts, rules=make_evaluator(), clock=clock, interval=interval)
     start = max(0.0, until_s - history_s)
     feed_until(fab, state, clock, start, until_s, interval)
     return state, clock, fab

@@ -36,7 +36,7 @@ from collectors.numbers import finite
 from collectors.text import clean
 from collectors.vocabulary import BASE_UNITS, MICROSECONDS, Derived, InferenceRate
 from collectors.vocabulary import Metric as VocabMetric
-from fabtop.core.state import UP, FabricState
+from fabtop.core.state import UP, FabricState, link_up
 
 # Open at once: above the 3000 concurrent scrapes a large fleet's tooling may send, so a
 # burst fits whole; `fabtop export` raises its descriptor limit to hold it (fd_room()).
@@ -107,8 +107,9 @@ class FabricCollector(Collector):
                                    labels=["host", "link", "priority"])
             for m in LINK_COUNTERS
         }
-        link_up = GaugeMetricFamily("fabtop_link_up", "1 when the link state is up",
-                                    labels=["host", "link"])
+        links_up = GaugeMetricFamily(
+            "fabtop_link_up", "1 when the link is up (netdev up, RDMA port ACTIVE)",
+            labels=["host", "link"])
         speed = GaugeMetricFamily("fabtop_link_speed_bytes_per_second", "Link speed",
                                   labels=["host", "link"])
         temp = GaugeMetricFamily("fabtop_link_temperature_celsius", "NIC/module temperature",
@@ -132,7 +133,7 @@ class FabricCollector(Collector):
                 continue
             rates = hs.rates.links if hs.rates is not None else {}
             for lid, link in s.links.items():
-                link_up.add_metric([name, lid], 1.0 if link.state == "up" else 0.0)
+                links_up.add_metric([name, lid], 1.0 if link_up(link.state) else 0.0)
                 _add(speed, [name, lid], link.rate_gbps, 1e9 / 8, priority=False)
                 _add(temp, [name, lid], link.temperature_c, priority=False)
                 for n, v in link.metrics.items():
@@ -164,11 +165,20 @@ class FabricCollector(Collector):
             if key not in seen:  # one series per label set, whatever the rule emitted
                 seen.add(key)
                 finding.add_metric(list(key), 1.0)
-        yield from (up, frames, link_up, speed, temp)
+        # A source the hosts come through (Prometheus): 0 while it does not answer, so an
+        # empty fabric is told apart from an unreachable one.
+        source_up = GaugeMetricFamily("fabtop_source_up",
+                                      "1 when the source the hosts come through answered",
+                                      labels=["source"])
+        for src in st.sources.values():
+            source_up.add_metric([src.name], 1.0 if src.up else 0.0)
+        yield from (up, frames, links_up, speed, temp)
         yield from (fam for fam in counters.values() if fam.samples)
         yield from (fam for fam in gauges.values() if fam.samples)
         yield from (fam for fam in gpus.values() if fam.samples)
         yield from (tokens, tokens_total, running, waiting, finding)
+        if source_up.samples:
+            yield source_up
 
 
 def _add(fam: Any, labels: list[str], v: Any, scale: float = 1.0, priority: bool = True) -> None:

@@ -15,6 +15,10 @@ Metric names come from the exporters' own source:
   ``buildEthtoolFQName`` lower-cases the stat and rewrites ``rx``/``tx`` words to
   ``received``/``transmitted`` (``rx_prio3_pause`` -> ``node_ethtool_received_prio3_pause``).
 - dcgm-exporter ``etc/default-counters.csv``: ``DCGM_FI_DEV_*{gpu,UUID,...}``.
+
+The source says how its own polls fare into the state (``FabricState.source_status``):
+a Prometheus that does not answer is a critical finding and ``fabtop_source_up 0``,
+never an empty fabric that looks healthy.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from typing import Any
 
 from collectors.frames import Frame, Section
 from collectors.guard import Guard, failure_line
+from collectors.text import clean
 from fabtop.config import Config, ConfigError, HostConfig
-from fabtop.core.state import FabricState
+from fabtop.core.state import FabricState, SourceState
 
 # node_infiniband_<name> -> sysfs counter file under ports/<n>/counters (infiniband_linux.go).
 IB_COUNTERS: dict[str, tuple[str, int]] = {
@@ -175,6 +180,19 @@ def render_host(series: HostSeries, seq: int) -> Frame:
     return Frame(seq, clock_ns, series.t, series.t, sections)
 
 
+def display_url(url: str) -> str:
+    """``url`` as shown to people: no ``user:password@``, no query."""
+    u = urllib.parse.urlsplit(url)
+    host = u.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{u.port}" if u.port is not None else ""
+    except ValueError:
+        port = ""
+    return clean(f"{u.scheme}://{host}{port}{u.path}".rstrip("/"), 200)
+
+
 def fetch_query(base_url: str, query: str, timeout: float) -> list[dict[str, Any]]:
     """One instant query; raises OSError/ValueError on transport or API errors."""
     url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": query})
@@ -197,16 +215,32 @@ class PrometheusSource:
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"--from-prometheus {url!r}: want an http(s):// URL")
         self.url = url
+        self.name = f"Prometheus at {display_url(url)}"
         self.interval = interval
         self.fetch = fetch
-        self.state: FabricState | None = None
+        self._state: FabricState | None = None
         self.on_change: Callable[[], None] | None = None
         self.error: str | None = None
         self._seq = 0
         self._stopping = False
         self._last_t: dict[str, float] = {}
+        # Seconds between a host's successive Prometheus samples (its scrape interval), so
+        # a node scraped every 30 s is not called stale at a 5 s poll.
+        self._spacing = 0.0
         # Hosts are whatever instances Prometheus knows; the list grows as they appear.
         self.config = Config(hosts=[], interval=interval, source=url)
+
+    @property
+    def state(self) -> FabricState | None:
+        """The state this source feeds (set by whoever runs it)."""
+        return self._state
+
+    @state.setter
+    def state(self, state: FabricState | None) -> None:
+        self._state = state
+        if state is not None:  # known from the start: "waiting for its first answer"
+            state.sources.setdefault(self.name, SourceState(self.name, check=self._check()))
+            state.interval = max(self.interval, self._spacing)
 
     async def poll_once(self) -> int:
         """One round of queries; return how many hosts got a new frame."""
@@ -215,10 +249,29 @@ class PrometheusSource:
             for q in QUERIES:
                 results += await asyncio.to_thread(self.fetch, self.url, q, self.interval * 2)
         except (OSError, ValueError) as e:
-            self.error = failure_line(self.url, e)  # the server's error text is remote text
+            # The server's error text is remote text: failure_line cleans and bounds it.
+            self._failed(failure_line(display_url(self.url), e))
             return 0
-        self.error = None
+        self._answered()
         return self.apply(group_series(results))
+
+    def _answered(self) -> None:
+        self.error = None
+        if self.state is not None:
+            self.state.source_status(self.name, None, check=self._check())
+
+    def _failed(self, line: str) -> None:
+        self.error = line
+        if self.state is not None:
+            shown = display_url(self.url)
+            # The line starts with the URL the finding already names.
+            self.state.source_status(self.name, line.removeprefix(f"{shown}: "),
+                                     check=self._check())
+            if self.on_change is not None:
+                self.on_change()
+
+    def _check(self) -> str:
+        return f"curl -s '{display_url(self.url)}/api/v1/query?query=up'"
 
     def apply(self, grouped: dict[str, HostSeries]) -> int:
         """Feed one frame per host whose samples moved since the last poll."""
@@ -227,6 +280,11 @@ class PrometheusSource:
             return 0
         st.evaluate_per_frame = False  # rules once per poll, not once per host
         n = 0
+        for host, series in grouped.items():
+            last = self._last_t.get(host)
+            if last is not None and series.t > last:
+                self._spacing = max(self._spacing, min(series.t - last, 600.0))
+        st.interval = max(self.interval, self._spacing)
         for host, series in sorted(grouped.items()):
             if host not in st.hosts:
                 hc = HostConfig(name=host)
@@ -251,7 +309,7 @@ class PrometheusSource:
             with guard:  # an answer of an odd shape (a list for an object, say)
                 await self.poll_once()
             if guard.error is not None:
-                self.error = guard.error
+                self._failed(guard.error)
             await asyncio.sleep(self.interval)
 
     async def stop(self) -> None:

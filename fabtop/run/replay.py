@@ -9,6 +9,10 @@ Seeking forward applies records up to the new cursor; seeking backward starts a 
 FabricState and re-feeds from the start: rates then never see a jump backwards, so
 no spike and no gap appears that the live run did not have.
 
+The state's finding log (raise and clear, with times) is rebuilt the same way: its times
+come from the recorded data (``FabricState.data_now``), so a seek gives the log a
+straight read gives. :func:`finding_transitions` lists those raises and clears.
+
 Every record comes through :class:`fabtop.run.record.RecordingReader`, which checks
 each head and cleans its strings; applying one record runs behind the same guard as a
 live frame, so a record the state cannot use costs that host a warning, never the replay.
@@ -20,6 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from collectors.guard import Guard
+from collectors.numbers import finite
+from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Finding
 from fabtop.core.state import FabricState
 from fabtop.run.compose import fabric_state
@@ -51,6 +57,7 @@ class Replay:
         self.frames_per_host: dict[str, int] = info["frames"]
         self.config = RecordingReader(self.path).config()
         self.cursor = 0.0
+        self.wall0 = wall_origin(self.path)
         self.on_reset: Callable[[FabricState], None] | None = None
         self.state = self._fresh()
         self._reader = RecordingReader(self.path)
@@ -66,7 +73,15 @@ class Replay:
         state = fabric_state(self.config, clock=self.now)
         # The live session ran the rules once per tick; the E records say where.
         state.evaluate_per_frame = False
+        state.interval = self.config.interval
+        # The operator's wall clock of the live run at the cursor: what the state falls
+        # back on before its first frame (a recording of hosts that never answered).
+        state.wall = self.wall
         return state
+
+    def wall(self) -> float:
+        """The live run's wall clock (operator's axis) at the cursor."""
+        return self.wall0 + self.cursor
 
     def _next(self) -> Record | None:
         if self._pending is not None:
@@ -157,6 +172,44 @@ def replay_findings(path: str | Path) -> list[tuple[float, Finding]]:
         if rec.kind in (EVALUATED, STATUS):
             out.extend((rec.t, f) for f in rp.state.findings)
     return out
+
+
+def wall_origin(path: str | Path) -> float:
+    """The operator-axis time of the recording's t=0, from its first frame's arrival.
+
+    The demo stamps arrivals on its own calendar, so the header's ``started_unix`` (the
+    recorder's wall clock) is only the fallback, for a recording without arrival times.
+    """
+    reader = RecordingReader(Path(path))
+    try:
+        for rec in reader.records():
+            if rec.kind == FRAME:
+                arrived = finite(rec.head.get("arrived_unix"))
+                if arrived is not None:
+                    return arrived - rec.t
+                break
+    except RecordError:
+        pass
+    started = finite(reader.header.get("started_unix"))
+    return started if started is not None else 0.0
+
+
+def finding_transitions(path: str | Path) -> Iterator[tuple[float, str, Finding]]:
+    """Each raise and clear of the recording: (seconds from its start, "raised"|"cleared",
+    the finding), in order, as the live run's rules saw them (``replay --findings``).
+
+    The time is the record at which fabtop raised or cleared it; the finding's own
+    ``since`` says when its condition began.
+    """
+    rp = Replay(path)
+    pending: list[tuple[str, Episode]] = []
+    rp.state.finding_log.on_transition = lambda kind, ep: pending.append((kind, ep))
+    for rec in RecordingReader(rp.path).records():
+        rp.cursor = max(rp.cursor, rec.t)
+        rp.apply(rec)
+        for kind, ep in pending:
+            yield rec.t, kind, ep.shown
+        pending.clear()
 
 
 def state_at(path: str | Path, t: float) -> FabricState:

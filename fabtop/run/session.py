@@ -113,6 +113,8 @@ class Session:
     ) -> None:
         self.config = config
         self.state = state
+        # A host is stale after 2.5 of these intervals without a frame (a finding).
+        state.interval = config.interval
         self.transports = transports or {}
         self.on_change = on_change
         self.tap = tap

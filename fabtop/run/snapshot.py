@@ -22,6 +22,8 @@ from typing import Any
 from collectors.samples import GpuSample, InferenceSample, LinkSample
 from collectors.text import clean, csv_cell
 from collectors.vocabulary import InferenceRate, Metric
+from fabtop.core.coverage import coverage
+from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Finding
 from fabtop.core.rates import LinkRates
 from fabtop.core.state import UP, FabricState
@@ -164,6 +166,12 @@ def inference_entry(inf: InferenceSample, rates: Mapping[str, float | None]) -> 
     }
 
 
+def episode_entry(ep: Episode) -> dict[str, Any]:
+    """One finding episode (raise to clear, operator-axis unix times) in snapshot form."""
+    return {"rule": ep.rule, "subject": ep.subject, "severity": ep.severity,
+            "raised": ep.raised, "cleared": ep.cleared, "summary": ep.shown.summary}
+
+
 def build(state: FabricState, interval_s: float) -> dict[str, Any]:
     """The snapshot document for the current state."""
     hosts: list[dict[str, Any]] = []
@@ -197,6 +205,7 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
                 "warnings": list(hs.warnings),
             }
         )
+    cov = coverage(state, state.now(), interval_s)
     # One pass over the whole document: whatever field a non-finite value reached
     # (a GPU reading, a rate, a temperature), it is null, never a crash in to_json.
     doc: dict[str, Any] = json_safe({
@@ -205,6 +214,11 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
         "interval_s": interval_s,
         "hosts": hosts,
         "findings": [finding_entry(f) for f in state.findings],
+        # What was seen and what whole sources are missing ("no RDMA device on node3"):
+        # "no findings" only means something over what was seen.
+        "coverage": {"hosts": cov.hosts, "reporting": list(cov.reporting),
+                     "not_reporting": list(cov.not_reporting), "gaps": list(cov.gaps)},
+        "episodes": [episode_entry(ep) for ep in state.finding_log.episodes()],
     })
     return doc
 

@@ -28,7 +28,8 @@ from fabtop.run.export import registry_for, serve
 from fabtop.run.promsource import PrometheusSource, ethtool_stat_name
 from tests.conftest import REPO, skip_or_fail
 
-ALLOWED_LABELS = {"host", "link", "priority", "gpu", "url", "rule", "severity", "subject"}
+ALLOWED_LABELS = {"host", "link", "priority", "gpu", "url", "rule", "severity", "subject",
+                  "source"}
 
 
 async def _scrape(state: FabricState) -> str:
@@ -150,6 +151,80 @@ async def test_prometheus_source_feeds_the_live_path(prometheus: tuple[str, list
     eth = next(ln for ln in hs.sample.links.values() if ln.netdev == "eth2")
     assert eth.counters["ethtool"]["rx_prio3_pause"] == 200
     assert hs.sample.gpus[0].temperature_c == 71
+
+
+async def test_an_active_ib_port_is_up(fixtures_dir: Path) -> None:
+    # node_exporter's archived sysfs: IB ports whose state file says "4: ACTIVE".
+    from collectors.frames import Frame, Section
+    from fabtop.config import HostConfig
+    from tests.unit.test_parse_sysfs import sysfs_dump
+
+    root = fixtures_dir / "sysfs/prometheus_node_exporter/sys/class/infiniband"
+    state = FabricState([HostConfig(name="ib1")])
+    t = 1_700_000_000_000_000_000
+    state.apply_frame("ib1", Frame(1, t, 100.0, t / 1e9,
+                                   [Section("sysib", None, t, "ok", None, sysfs_dump(root))]))
+    families = {f.name: f for f in text_string_to_metric_families(await _scrape(state))}
+    up = {s.labels["link"]: s.value for s in families["fabtop_link_up"].samples}
+    assert up == {"mlx4_0/1": 1.0, "mlx4_0/2": 1.0, "i40iw0/1": 1.0}
+
+
+async def test_an_unreachable_prometheus_is_said_not_an_empty_fabric(
+    prometheus: tuple[str, list[int]],
+) -> None:
+    from tests.integration.sshd import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}"
+    src = PrometheusSource(closed, interval=1.0)
+    src.state = state = FabricState([])
+    assert await src.poll_once() == 0
+    text = await _scrape(state)
+    name = f"Prometheus at {closed}"
+    assert f'fabtop_source_up{{source="{name}"}} 0.0' in text
+    assert (f'fabtop_finding{{rule="source_unreachable",severity="critical",subject="{name}"}}'
+            " 1.0") in text
+    (f,) = state.findings
+    assert f.summary.startswith(f"{name} did not answer: URLError: ")
+    assert "refused" in f.summary
+    # The same source once it answers: up, the finding gone, the node there.
+    url, _ = prometheus
+    ok = PrometheusSource(url, interval=1.0)
+    ok.state = state2 = FabricState([])
+    text = await _scrape(state2)
+    assert f'fabtop_source_up{{source="Prometheus at {url}"}} 0.0' in text  # not yet asked
+    assert await ok.poll_once() == 1
+    text = await _scrape(state2)
+    assert f'fabtop_source_up{{source="Prometheus at {url}"}} 1.0' in text
+    assert "source_unreachable" not in text and 'fabtop_host_up{host="gpu7"} 1.0' in text
+
+
+def test_export_from_an_unreachable_prometheus_says_so(tmp_path: Path) -> None:
+    from tests.integration.sshd import free_port
+
+    port, closed = free_port(), f"http://127.0.0.1:{free_port()}"
+    err = tmp_path / "err"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fabtop", "export", "--from-prometheus", closed, "--interval",
+         "0.5", "--listen", f"127.0.0.1:{port}"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+        stderr=open(err, "wb"),  # noqa: SIM115 (the child holds it)
+    )
+    try:
+        body = ""
+        end = time.monotonic() + 20
+        while "source_unreachable" not in body and time.monotonic() < end:
+            time.sleep(0.2)
+            with contextlib.suppress(OSError):
+                body = asyncio.run(_real_scrape(port, 5))[1]
+        assert f'fabtop_source_up{{source="Prometheus at {closed}"}} 0.0' in body
+        assert "source_unreachable" in body
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
+    text = err.read_text()
+    assert f"for the nodes Prometheus at {closed} reports" in text
+    assert f"fabtop: export: Prometheus at {closed} did not answer: URLError" in text
+    assert "0 host(s)" not in text and "Traceback" not in text
 
 
 def test_ethtool_names_are_restored() -> None:

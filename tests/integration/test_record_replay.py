@@ -21,7 +21,7 @@ from fabtop.core.state import FabricState
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.demo import demo_config
 from fabtop.run.record import FRAME, Recorder, RecordingReader
-from fabtop.run.replay import Replay, replay_findings
+from fabtop.run.replay import Replay, finding_transitions, replay_findings
 from fabtop.run.session import MetricsReading
 from tests.conftest import skip_or_fail
 
@@ -104,6 +104,48 @@ async def test_seeking_back_rebuilds_without_a_rate_spike(tmp_path: Path) -> Non
         for lid, lr in hs.rates.links.items():
             assert lr.rates.get("rx_bps") == ref.rates.links[lid].rates.get("rx_bps")
             assert not lr.gap
+
+
+async def test_replay_findings_are_transitions_and_seeking_rebuilds_the_log(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "demo.fabrec"
+    live = await _record_demo(path, 75.0)  # the storm runs from 45 s to 70 s
+    changes = list(finding_transitions(path))
+    # One line per raise and per clear, not one per tick per finding: per finding, the
+    # kinds alternate raised, cleared, raised...
+    per_key: dict[tuple[str, str], list[str]] = {}
+    for _, kind, f in changes:
+        per_key.setdefault((f.rule, f.subject), []).append(kind)
+    for kinds in per_key.values():
+        assert kinds == ["raised", "cleared"] * (len(kinds) // 2) + ["raised"] * (len(kinds) % 2)
+    assert len(changes) < sum(len(fs) for fs in live.findings)
+    # Recording time is the recorder's clock: the demo ran SPEED times real time, and
+    # its storm runs from 45 s to 70 s of simulated time.
+    storm = [t for t, kind, f in changes if kind == "raised" and f.rule == "pfc_storm"]
+    assert storm and all(44.0 / SPEED <= t <= 75.0 / SPEED for t in storm)
+    times = [t for t, _, _ in changes]
+    assert times == sorted(times) and times[0] >= 0.0
+
+    # The log in the core: after a seek backwards, every episode raised before the
+    # cursor is there, with the times a straight read gives.
+    rp = Replay(path)
+    rp.advance_to(rp.duration)
+    full = rp.state.finding_log.episodes()
+    assert any(e.rule == "pfc_storm" for e in full)
+    mid = rp.duration * 0.8
+    rp.seek(mid)
+    after = {(e.rule, e.subject, e.raised) for e in rp.state.finding_log.episodes()}
+    straight = Replay(path)
+    straight.advance_to(mid)
+    assert after == {(e.rule, e.subject, e.raised) for e in straight.state.finding_log.episodes()}
+    at_mid = rp.state.data_now()
+    before_cursor = {(e.rule, e.subject, e.raised) for e in full if e.raised <= at_mid}
+    assert before_cursor and before_cursor <= after
+    # on the recording's axis (the demo's calendar), where its charts are
+    rx = rp.state.history.series(("node3", "enp65s0f0np0", "rx_bps")).points(3600)[0]
+    storm_ep = next(e for e in full if e.rule == "pfc_storm")
+    assert rx[0] <= storm_ep.raised <= rx[-1] + 30
 
 
 def _run_cli(*args: str) -> subprocess.Popen[bytes]:

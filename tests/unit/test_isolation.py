@@ -228,6 +228,11 @@ async def test_a_prometheus_answer_of_an_odd_shape_is_an_error_not_the_end() -> 
     await src.stop()
     await asyncio.wait_for(task, 1)
     assert src.error is not None and "AttributeError" in src.error
+    # said in the state as a finding, not an empty fabric that looks healthy
+    (f,) = src.state.findings
+    assert (f.rule, f.severity, f.subject) == (
+        "source_unreachable", "critical", "Prometheus at http://prom:9090")
+    assert "AttributeError" in f.summary
 
 
 def test_a_failure_quoting_remote_text_through_repr_shows_no_payload() -> None:

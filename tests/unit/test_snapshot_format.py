@@ -156,3 +156,20 @@ def test_non_finite_numbers_are_absent_from_the_prometheus_forms() -> None:
     assert "fabtop_gpu_power_watts" not in exported  # its only reading was NaN
     assert [s.value for s in exported["fabtop_gpu_utilization_percent"].samples] == [50.0]
     assert [s.value for s in exported["fabtop_link_rx_bytes"].samples] == [10.0]
+
+
+def test_snapshot_says_what_was_seen_and_keeps_the_finding_episodes() -> None:
+    from fabtop.run.demo import demo_state
+
+    state, _, _ = demo_state(until_s=60.0)  # the demo's storm began at 45 s
+    back = json.loads(snapshot.render(snapshot.build(state, 1.0), "json"))
+    assert back["coverage"] == {
+        "hosts": 4, "reporting": ["node1", "node2", "node3", "node4"], "not_reporting": [],
+        "gaps": ["no inference server on node2, node3, node4"],
+    }
+    storm = [e for e in back["episodes"] if e["rule"] == "pfc_storm"]
+    assert storm and all(e["cleared"] is None and e["severity"] == "critical" for e in storm)
+    root = next(e for e in storm if e["subject"] == "node3/enp65s0f0np0/prio3")
+    assert 1_767_225_600.0 + 44 <= root["raised"] <= 1_767_225_600.0 + 50
+    # the probe's warnings per host are there as before
+    assert all("warnings" in h for h in back["hosts"])

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from collectors.samples import HostSample, LinkSample, RateValue
 from collectors.vocabulary import Metric
-from fabtop.core.findings import Finding, PortRef, port_ref
+from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates, LinkRates
 
@@ -142,7 +142,7 @@ class RuleMemory:
         return replace(
             tr.last,
             summary=f"{tr.last.summary} [not seen for {tr.quiet_s:.0f} s; clears in {left:.0f} s]",
-            evidence={**tr.last.evidence, "quiet_s": round(tr.quiet_s, 2)},
+            evidence={**tr.last.evidence, QUIET_S: round(tr.quiet_s, 2)},
         )
 
     def preview(
@@ -280,6 +280,23 @@ def iter_links(state: StateView) -> Iterator[LinkTick]:
         for lid, link in s.links.items():
             lr = r.links.get(lid) if r is not None else None
             yield LinkTick(hs.name, link, lr, t, dt)
+
+
+# A link whose state says it carries traffic: a netdev's operstate "up", an RDMA port's
+# "ACTIVE" (sysfs "4: ACTIVE", lower-cased by the assembler). One fact for the views,
+# the exporter and the rules.
+LINK_UP_STATES = frozenset({"up", "active"})
+
+
+def link_up(state: str | None) -> bool:
+    """True when a link's normalized state (``LinkSample.state``) means the link is up."""
+    return state is not None and state.lower() in LINK_UP_STATES
+
+
+def link_down(state: str | None) -> bool:
+    """True when the state says the link carries nothing: "down", an IB port's "polling"
+    or "disabled", "init"; not when it is unknown (no state, operstate "unknown")."""
+    return state is not None and state.lower() != "unknown" and not link_up(state)
 
 
 def is_rdma_ethernet(link: LinkSample) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
-from fabtop.core.rules.context import RuleContext, iter_links, r3
+from fabtop.core.rules.context import RuleContext, iter_links, link_down, r3
 
 
 def pcie_degraded(ctx: RuleContext) -> list[Finding]:
@@ -108,7 +108,7 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
         # Written from the current state, not the one at the event: "down now" must not
         # outlive the link coming back.
         events = tr.level_sum
-        down_now = lt.link.state == "down"
+        down_now = link_down(lt.link.state)  # an IB port down reads "polling"
         now = " and is down now" if down_now else ", up again now"
         ago = f"last one {tr.quiet_s:.0f} s ago" if tr.quiet_s > 0 else "just now"
         out.append(

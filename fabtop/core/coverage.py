@@ -1,0 +1,171 @@
+"""What fabtop can see: which hosts report, and which whole sources are missing on them.
+
+"No findings" means something only over what was seen (DESIGN §10): a host that does not
+report, or a node with no GPU tool, is not healthy, it is unseen. :func:`coverage`
+says which hosts report (UP, with a sample the rules ran on) and, for those, which whole
+sections are missing (no RDMA device, no GPU tool, no QoS tool, no inference server).
+Missing sections are not failures: CPU-only nodes and nodes without an inference server
+are normal, so they are plain sentences, never findings. :func:`calm_line` is the line
+shown when there are no findings: it says "no problems in what was seen" only when every
+configured host reports, names what was not monitored, and otherwise says what is blind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from collectors.samples import HostSample
+from fabtop.core.state import (
+    CONNECTING,
+    DOWN,
+    FAILING,
+    STALE,
+    UP,
+    FabricState,
+    HostState,
+    effective_status,
+)
+
+# Hosts named in one sentence before "and N more": a fleet of 256 CPU-only nodes is one
+# readable line.
+MAX_NAMED = 4
+
+_RDMA_KINDS = frozenset({"ib", "roce"})
+_GPU_KINDS = ("gpu_nvidia", "gpu_amd")
+_QOS_TOOLS = ("mlnx_qos", "dcb_pfc")
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """Who reports, and what whole sources are missing on the hosts that do."""
+
+    hosts: int  # configured hosts
+    reporting: tuple[str, ...]  # hosts UP with a sample on which the rules ran
+    not_reporting: tuple[str, ...]  # down, failing, stale, connecting
+    gaps: tuple[str, ...]  # plain sentences: "GPUs not monitored on node3 (no nvidia-smi ...)"
+    blind: tuple[str, ...] = ()  # what is not seen, as sentences ("node2 down", ...)
+
+    @property
+    def all_seen(self) -> bool:
+        """Every configured host reports (and there is at least one)."""
+        return self.hosts > 0 and len(self.reporting) == self.hosts
+
+
+def names(hosts: Iterable[str]) -> str:
+    """``node1, node2, node3, node4 and 12 more``."""
+    hs = list(hosts)
+    if len(hs) <= MAX_NAMED + 1:
+        return ", ".join(hs)
+    return f"{', '.join(hs[:MAX_NAMED])} and {len(hs) - MAX_NAMED} more"
+
+
+def _has_rdma(s: HostSample) -> bool:
+    return any(ln.rdma_device or ln.kind in _RDMA_KINDS for ln in s.links.values())
+
+
+def _gpu_gap(hs: HostState, s: HostSample) -> str | None:
+    """Why GPUs are not monitored on this host (None: they are, or it has GPUs listed)."""
+    if s.gpus:
+        return None
+    for kind in _GPU_KINDS:
+        why = hs.unread.get(kind)
+        if why is not None:
+            # The probe says "missing (no nvidia-smi, amd-smi or rocm-smi)": keep the why.
+            return why.removeprefix("missing ").strip("()") if why.startswith("missing") \
+                else f"{kind} {why}"
+    read = any(sec.kind in _GPU_KINDS and sec.status == "ok" for sec in s.sections)
+    return "the GPU tool lists none" if read else "no GPU tool answered"
+
+
+def _qos_gap(hs: HostState, s: HostSample) -> str | None:
+    """Why the lossless (PFC/trust) config is not read on this RoCE host (None: it is)."""
+    roce = [ln for ln in s.links.values() if ln.kind == "roce"]
+    if not roce:
+        return None  # IB and plain Ethernet have no PFC config to read
+    if any(ln.qos is not None and ln.qos.source in ("mlnx_qos", "dcb") for ln in roce):
+        return None
+    why = []
+    for tool in _QOS_TOOLS:
+        note = hs.unread.get(tool)
+        if note is None:
+            continue
+        name = tool.removesuffix("_pfc")
+        why.append(f"no {name}" if note.startswith("missing") else f"{name} not supported")
+    return ", ".join(why) or "no QoS tool answered"
+
+
+def _gaps(hosts: list[HostState]) -> tuple[str, ...]:
+    """Each missing source as one sentence, hosts with the same reason grouped."""
+    # (order, text before the hosts, text after) -> hosts
+    groups: dict[tuple[int, str, str], list[str]] = {}
+    for hs in hosts:
+        s = hs.sample
+        if s is None:
+            continue
+        found: list[tuple[int, str, str]] = []
+        if not _has_rdma(s):
+            found.append((0, "no RDMA device on ", ""))
+        gpu = _gpu_gap(hs, s)
+        if gpu is not None:
+            found.append((1, "GPUs not monitored on ", f" ({gpu})"))
+        qos = _qos_gap(hs, s)
+        if qos is not None:
+            found.append((2, "PFC/QoS config not read on ", f" ({qos})"))
+        if not s.inference:
+            found.append((3, "no inference server on ", ""))
+        for key in found:
+            groups.setdefault(key, []).append(hs.name)
+    return tuple(f"{pre}{names(hs)}{post}" for (_, pre, post), hs in sorted(groups.items()))
+
+
+def host_gaps(hs: HostState) -> tuple[str, ...]:
+    """What is not monitored on one reporting host, in the sentences of :func:`coverage`."""
+    return _gaps([hs])
+
+
+def _blind(state: FabricState, statuses: dict[str, str]) -> tuple[str, ...]:
+    """What is not seen, worst first: hosts down, failing, stale, waiting; sources."""
+    by: dict[str, list[str]] = {}
+    for name, st in statuses.items():
+        if st != UP or state.hosts[name].sample is None:
+            by.setdefault(st, []).append(name)
+    out: list[str] = []
+    for st, label in ((DOWN, "down"), (FAILING, "failing"), (STALE, "stale")):
+        if by.get(st):
+            out.append(f"{names(by[st])} {label}")
+    waiting = by.get(CONNECTING, []) + by.get(UP, [])  # UP without a sample: a moment
+    if waiting:
+        n = len(waiting)
+        out.append(f"waiting for the first frame from {names(waiting)}" if n <= MAX_NAMED
+                   else f"waiting for the first frame from {n} hosts")
+    for src in state.sources.values():
+        if src.error is not None:
+            out.append(f"{src.name} did not answer")
+        elif not src.answered:
+            out.append(f"waiting for the first answer from {src.name}")
+    return tuple(out)
+
+
+def coverage(state: FabricState, now: float, interval: float) -> Coverage:
+    """Who reports and what is missing, at ``now`` on the state's clock (``ctx.now()``)."""
+    statuses = {n: effective_status(h, now, interval) for n, h in state.hosts.items()}
+    reporting = tuple(n for n, st in statuses.items()
+                      if st == UP and state.hosts[n].sample is not None)
+    seen = set(reporting)
+    not_reporting = tuple(n for n in statuses if n not in seen)
+    gaps = _gaps([state.hosts[n] for n in reporting])
+    return Coverage(len(state.hosts), reporting, not_reporting, gaps, _blind(state, statuses))
+
+
+def calm_line(cov: Coverage) -> str:
+    """The line for "no findings": only over what was seen, never "healthy" while blind."""
+    if cov.all_seen:
+        return "; ".join(("no problems in what was seen", *cov.gaps))
+    if cov.hosts == 0:
+        return "; ".join(cov.blind) if cov.blind else "no hosts to watch: nothing is seen"
+    blind = "; ".join(cov.blind) or f"{names(cov.not_reporting)} not reporting"
+    if not cov.reporting:
+        return f"nothing seen yet: {blind}"
+    return (f"not all seen: {blind}; no problems on the {len(cov.reporting)} of "
+            f"{cov.hosts} hosts that report")

@@ -1,0 +1,121 @@
+"""Blind is a finding: a stale host, an unreachable source, and what "no findings" may say."""
+
+from __future__ import annotations
+
+from fabtop.core.coverage import calm_line, coverage
+from fabtop.core.state import DOWN, STALE, UP, FabricState, effective_status, link_up
+from fabtop.run.demo import demo_state, feed_until
+from fabtop.sim.fabric import DEMO_EPOCH_S
+
+
+def test_a_host_that_stops_sending_raises_a_stale_warning_on_the_tick() -> None:
+    state, clock, fab = demo_state(until_s=10.0)
+    assert not any(f.rule == "host_stale" for f in state.findings)
+    # node4 falls silent: no frame and no status message (a replay, a hand-fed fabric).
+    feed_until(fab, state, clock, 11.0, 13.0, silent=("node4",))
+    hs = state.hosts["node4"]
+    assert effective_status(hs, clock.t, state.interval) == STALE and hs.status == UP
+    (f,) = [f for f in state.findings if f.rule == "host_stale"]
+    assert f.severity == "warning" and f.host == "node4"
+    assert f.summary == "node4: no frame for 3 s; its numbers are old"
+    # stale since its last frame, on the data's axis (the demo's calendar)
+    assert f.since == DEMO_EPOCH_S + 10.0
+    (ep,) = [e for e in state.finding_log.episodes() if e.rule == "host_stale"]
+    assert ep.raised == DEMO_EPOCH_S + 10.0 and ep.active
+    feed_until(fab, state, clock, 14.0, 14.0)  # it answers again
+    assert not any(f.rule == "host_stale" for f in state.findings)
+    assert not ep.active and ep.cleared is not None and ep.cleared > ep.raised
+
+
+def test_refresh_liveness_raises_stale_when_nothing_else_happens() -> None:
+    state, clock, _ = demo_state(until_s=10.0)
+    state.evaluate_per_frame = False
+    assert state.refresh_liveness() is False  # nothing changed: no re-evaluation
+    clock.t += 3.0  # no host sends anything for 3 intervals; the dashboard ticks
+    assert not any(f.rule == "host_stale" for f in state.findings)
+    assert state.refresh_liveness() is True
+    stale = sorted(f.host or "" for f in state.findings if f.rule == "host_stale")
+    assert stale == ["node1", "node2", "node3", "node4"]
+    assert state.refresh_liveness() is False
+    cov = coverage(state, clock.t, state.interval)
+    assert not cov.all_seen and cov.reporting == ()
+    assert "no problems in what was seen" not in calm_line(cov)
+    assert "node1, node2, node3, node4 stale" in calm_line(cov)
+
+
+def test_every_host_down_is_never_healthy() -> None:
+    state, clock, _ = demo_state(until_s=5.0)
+    for n in list(state.hosts):
+        state.apply_status(n, DOWN, f"{n}: connection refused")
+    assert all(f.rule == "host_unreachable" for f in state.findings)
+    assert len(state.findings) == 4
+    line = calm_line(coverage(state, clock.t, 1.0))
+    assert line.startswith("nothing seen yet: node1, node2, node3, node4 down")
+    assert "healthy" not in line and "no problems" not in line
+
+
+def test_the_calm_line_names_what_was_not_monitored() -> None:
+    state, clock, _ = demo_state(until_s=5.0)
+    cov = coverage(state, clock.t, 1.0)
+    assert cov.all_seen and cov.hosts == 4
+    # the demo's node1 runs the only inference server; every node has RoCE and GPUs
+    assert cov.gaps == ("no inference server on node2, node3, node4",)
+    assert calm_line(cov) == ("no problems in what was seen; "
+                              "no inference server on node2, node3, node4")
+
+
+def test_zero_hosts_waiting_for_a_source_is_not_all_seen() -> None:
+    state = FabricState([])
+    cov = coverage(state, 0.0, 1.0)
+    assert not cov.all_seen and cov.hosts == 0
+    state.source_status("Prometheus at http://prom:9090", "URLError: connection refused",
+                        check="curl -s http://prom:9090/api/v1/query?query=up")
+    (f,) = state.findings
+    assert (f.rule, f.severity) == ("source_unreachable", "critical")
+    assert f.summary == ("Prometheus at http://prom:9090 did not answer: "
+                         "URLError: connection refused")
+    assert calm_line(coverage(state, 0.0, 1.0)) == "Prometheus at http://prom:9090 did not answer"
+    state.source_status("Prometheus at http://prom:9090", None)
+    assert state.findings == []
+    assert [e.active for e in state.finding_log.episodes()] == [False]
+    # It answered with no hosts: still not "seen", and never "healthy".
+    line = calm_line(coverage(state, 0.0, 1.0))
+    assert "healthy" not in line and "no problems" not in line
+
+
+def test_link_up_knows_rdma_port_states() -> None:
+    assert link_up("up") and link_up("active") and link_up("ACTIVE")
+    assert not link_up("down") and not link_up("init") and not link_up("polling")
+    assert not link_up(None)
+
+
+def test_an_ib_port_down_after_a_flap_is_down_now_not_up_again() -> None:
+    from tests.unit.rules_support import Fabric, by_rule
+
+    fab = Fabric()
+    p = fab.port("node2", "ib0", kind="ib").traffic(40)
+    fab.run(2)
+    p.set(link_down_events=1.0)
+    p.state = "polling"  # sysfs: state "1: DOWN", phys_state "2: Polling" (no peer)
+    (f,) = by_rule(fab.tick(), "link_flap")
+    assert f.severity == "critical" and "is down now" in f.summary
+    p.set(link_down_events=0.0)
+    p.state = "active"
+    (f,) = by_rule(fab.run(2), "link_flap")
+    assert f.severity == "warning" and "up again now" in f.summary
+
+
+def test_the_next_step_of_a_down_host_is_an_ssh_line_that_works_when_pasted() -> None:
+    from fabtop.core.state import ssh_command
+
+    # ssh takes no host:port: the port is -p (a pasted "ssh root@10.0.0.3:2222" fails).
+    assert ssh_command("root@127.0.0.1:2222", "true") == "ssh -p 2222 root@127.0.0.1 true"
+    assert ssh_command("node1", "uptime") == "ssh node1 uptime"
+    assert ssh_command("admin@[fe80::1%eth0]:22", "true") == "ssh -p 22 admin@fe80::1%eth0 true"
+    assert ssh_command("a b;reboot", "true") == "ssh 'a b;reboot' true"  # never unquoted
+    from fabtop.config import HostConfig, parse_target
+
+    state = FabricState([HostConfig(name="n1", ssh=parse_target("root@127.0.0.1:2222", "t"))])
+    state.apply_status("n1", "down", "n1: cannot connect: connection refused")
+    (f,) = [f for f in state.findings if f.rule == "host_unreachable"]
+    assert f.next_step == "ssh -p 2222 root@127.0.0.1 true"
