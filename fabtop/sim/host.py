@@ -6,6 +6,7 @@ The text of each section (sysfs values, ethtool, mlnx_qos, nvidia-smi) is render
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -63,6 +64,12 @@ class HostConfig:
             if self.mtu >= m + 100:
                 return m
         return 256
+
+
+# How far one direction of a link runs above the healthy rate and the other below it
+# (the smallest and the largest share; each link draws its own from the seed).
+FLOW_LEAD = (0.03, 0.08)
+TX, RX = 0, 1  # the direction keys of SimHost._flow
 
 
 def _mix(x: int) -> int:
@@ -155,10 +162,9 @@ class SimHost:
                     port.hw.bump(name, n * pm.retransmits)
             up = not pm.down
             self.port_up[i] = up
-            jitter = 1.0 + 0.06 * noise(seed, self.index, k, i)
-            base = fab.healthy_port_gbps * 1e9 / 8 * tf * jitter
-            tx = min(base * pm.tx_scale, cap * (1.0 - pm.rx_pause_frac))
-            rx = min(base * pm.rx_scale, cap)
+            base = fab.healthy_port_gbps * 1e9 / 8 * tf
+            tx = min(base * self._flow(k, i, TX) * pm.tx_scale, cap * (1.0 - pm.rx_pause_frac))
+            rx = min(base * self._flow(k, i, RX) * pm.rx_scale, cap)
             share = cfg.rdma_share
             ecn = self.ecn_live
             port.apply(PortTraffic(
@@ -173,11 +179,11 @@ class SimHost:
             ))  # fmt: skip
             self.nic_temp[i] = cfg.nic_temp_c + 3.0 * min(tf, 1.0) + 0.4 * noise(seed, k, i, 7)
         if self.ib is not None:
-            ib = 200e9 / 8 * 0.35 * tf * (1.0 + 0.05 * noise(seed, self.index, k, 11))
-            self.ib.apply(True, ib, ib, 0.01 * tf)
+            ib = 200e9 / 8 * 0.35 * tf
+            self.ib.apply(True, ib * self._flow(k, 11, TX), ib * self._flow(k, 11, RX), 0.01 * tf)
         if self.tb is not None:
-            tbr = 1.0e9 * tf * (1.0 + 0.1 * noise(seed, self.index, k, 12))
-            self.tb.apply(True, tbr, tbr)
+            tbr = 1.0e9 * tf
+            self.tb.apply(True, tbr * self._flow(k, 12, TX, 0.1), tbr * self._flow(k, 12, RX, 0.1))
         self.mgmt.apply(True, 60_000.0, 150_000.0 * (1.0 + 0.2 * noise(seed, self.index, k, 13)))
         self.lo.apply(True, 2.0e6, 2.0e6)
         for gpu in self.gpus:
@@ -186,6 +192,20 @@ class SimHost:
         if self.server is not None:
             tokens = fab.healthy_tokens_per_s * tf * (1.0 + 0.03 * noise(seed, k, 99))
             self.server.step(tokens, fab.healthy_tokens_per_s, dt)
+
+    def _flow(self, k: int, link: int, direction: int, jitter: float = 0.06) -> float:
+        """How much of the healthy rate one direction of one link carries in cell ``k``.
+
+        Each direction has its own flow mix: on every link one direction leads the other by
+        a fixed share (a prefill node pushes KV cache one way, the ring all-reduce runs both),
+        and each has its own jitter per cell, so received never mirrors sent exactly, as it
+        does not on a real fabric.
+        """
+        seed = self.fabric.seed
+        n = noise(seed, self.index, link, 31)
+        lead = math.copysign(FLOW_LEAD[0] + (FLOW_LEAD[1] - FLOW_LEAD[0]) * abs(n), n)
+        bias = 1.0 + lead if direction == TX else 1.0 - lead
+        return bias * (1.0 + jitter * noise(seed, self.index, k, link, direction))
 
     def commit(self, dt: float) -> None:
         """Advance every counter to the end of the current cell."""

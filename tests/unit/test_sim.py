@@ -391,3 +391,43 @@ async def test_a_silent_host_refuses_connections() -> None:
     t = DemoTransport(fab.hosts["gone"], SimClock(fab))
     with pytest.raises(Exception, match="stopped answering"):
         await t.connect()
+
+
+def test_each_direction_carries_its_own_traffic_on_every_link() -> None:
+    # RX equal to TX to the byte on every link read like a display bug (issue 12).
+    fab = demo_fabric()
+    a = {h: assemble(h, frame_at(fab, h, 10.0)) for h in fab.hosts}
+    b = {h: assemble(h, frame_at(fab, h, 20.0)) for h in fab.hosts}
+    checked = 0
+    for h in fab.hosts:
+        for lid, first in a[h].links.items():  # the first frame names the drivers
+            if first.kind not in ("roce", "ib", "tb"):
+                continue
+            before, link = first.metrics, b[h].links[lid]
+            rx = float(link.metrics["rx_bytes"]) - float(before["rx_bytes"])  # type: ignore[arg-type]
+            tx = float(link.metrics["tx_bytes"]) - float(before["tx_bytes"])  # type: ignore[arg-type]
+            assert rx > 0 and tx > 0, (h, lid)
+            assert abs(rx - tx) > 0.01 * max(rx, tx), (h, lid, rx, tx)
+            # ...and both stay the healthy demo's rate: a bias, not a different fabric.
+            assert 0.75 < rx / tx < 1.33, (h, lid, rx, tx)
+            checked += 1
+    assert checked == 4 * 2 + 2 + 2  # 2 RoCE rails each, an IB pair, a Thunderbolt pair
+
+
+def test_the_readme_tells_the_demo_cycle_as_the_simulation_plays_it() -> None:
+    from fabtop.run.demo import SCENARIOS
+    from fabtop.sim.episodes import DEFAULT_TARGET, DEMO_CYCLE, DEMO_CYCLE_S
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## The demo\n", 1)[1].split("\n## ", 1)[0]
+    rows = [ln.split("|")[1:3] for ln in section.splitlines() if re.match(r"^\| \d", ln)]
+    assert [(t.strip(), kind.strip()) for t, kind in rows] == [
+        (f"{ep.start_s:.0f}\u2013{ep.end_s:.0f} s", ep.kind) for ep in DEMO_CYCLE]
+    assert "about three minutes" in section and 150 <= DEMO_CYCLE_S <= 210
+    for kind, (host, _) in DEFAULT_TARGET.items():
+        assert host in next(ln for ln in section.splitlines() if f"| {kind} |" in ln)
+    named = re.findall(r"`([a-z_]+)`", section.split("The names:", 1)[1])
+    assert sorted(set(named) & set(SCENARIOS)) == sorted(SCENARIOS)
+    flap = next(ep.start_s for ep in DEMO_CYCLE if ep.kind == "link_flap")
+    down, up = flap + FLAP_DOWN_AT_S, flap + FLAP_DOWN_AT_S + FLAP_DOWN_FOR_S
+    assert f"down at {down:.0f} s" in section and f"back at {up:.0f} s" in section
