@@ -6,8 +6,11 @@ mistake in a 64-host config is found without reading a traceback.
 
 from __future__ import annotations
 
+import glob
 import math
+import os
 import re
+import shlex
 import socket
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -201,6 +204,98 @@ def local_config(interval: float = 1.0) -> Config:
     """Watch only this machine (what ``fabtop`` with no hosts does)."""
     ival = check_interval(interval, "command line", "--interval")
     return Config(hosts=[HostConfig(name=_local_name())], interval=ival)
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/fabtop/config.toml``, or ``~/.config/fabtop/config.toml``.
+
+    An unset, empty or relative ``XDG_CONFIG_HOME`` is ignored, as the XDG Base Directory
+    specification says.
+    """
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME", "")
+    if not base or not os.path.isabs(base):
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = os.path.join(home, ".config")
+    return Path(base) / "fabtop" / "config.toml"
+
+
+def default_config(
+    interval: float | None = None, max_hosts: int | None = MAX_HOSTS,
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """What a command watches when given no hosts and no ``-c``: the user's config file
+    (:func:`user_config_path`) when there is one, else this machine.
+
+    A dangling symlink counts as a file, so its error names it instead of fabtop quietly
+    watching ``local``.
+    """
+    path = user_config_path(env)
+    if path.exists() or path.is_symlink():
+        return load_config(path, interval, max_hosts=max_hosts)
+    return local_config(interval or 1.0)
+
+
+# How deep ``Include`` may nest in an SSH config (OpenSSH's own limit is 16).
+_SSH_INCLUDE_DEPTH = 16
+
+
+def ssh_config_names(host: str, path: str | None = None) -> bool:
+    """True when a ``Host`` line of the SSH client config names ``host``.
+
+    The config is ``path`` (``--ssh-config``) or ``~/.ssh/config``, with its ``Include``
+    files; patterns match as asyncssh (which fabtop connects with) matches them. A
+    pattern list that also matches the empty name (``Host *``) names every host, so no
+    host in particular: it does not count. An unreadable config names nothing, as for ssh.
+    """
+    from asyncssh.pattern import WildcardPatternList
+
+    ssh_dir = Path("~/.ssh").expanduser()
+    start = Path(path).expanduser() if path else ssh_dir / "config"
+    for patterns in _ssh_host_lines(start, ssh_dir, 0):
+        try:
+            wanted = WildcardPatternList(patterns)
+            if wanted.matches(host) and not wanted.matches(""):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def ssh_config_hosts(path: str | None = None) -> list[str]:
+    """The plain names (no wildcard, no negation) of the SSH config's ``Host`` lines."""
+    ssh_dir = Path("~/.ssh").expanduser()
+    start = Path(path).expanduser() if path else ssh_dir / "config"
+    names: list[str] = []
+    for patterns in _ssh_host_lines(start, ssh_dir, 0):
+        names += [n for n in patterns.split(",")
+                  if n and not any(c in n for c in "*?!") and n not in names]
+    return names
+
+
+def _ssh_host_lines(path: Path, ssh_dir: Path, depth: int) -> Iterable[str]:
+    """The pattern list of every ``Host`` line of ``path`` and the files it includes."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key = re.split(r"[\s=]", line, maxsplit=1)[0]  # "Host a b" and "Host=a"
+        rest = line[len(key):].lstrip(" \t=")
+        try:
+            args = shlex.split(rest)
+        except ValueError:
+            continue
+        if key.lower() == "host" and args:
+            yield ",".join(args)
+        elif key.lower() == "include" and depth < _SSH_INCLUDE_DEPTH:
+            for arg in args:
+                pattern = os.path.join(ssh_dir, os.path.expanduser(arg))
+                for inc in sorted(glob.glob(pattern)):
+                    yield from _ssh_host_lines(Path(inc), ssh_dir, depth + 1)
 
 
 def _probe_check(where: str, key: str, args: ProbeArgs) -> None:

@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's marker for global completion: keep in the first 1 KB)
 """The ``fabtop`` command: the dashboard by default, plus headless subcommands.
 
     fabtop [HOSTS | -c FILE | --demo]            the dashboard
@@ -7,15 +8,22 @@
     fabtop replay run.fabrec [--speed X] [--findings]
     fabtop diff A B [--json] [--top N]         A, B: snapshot files or run.fabrec@SECONDS
     fabtop export --listen 127.0.0.1:9877 [HOSTS | -c FILE | --demo | --from-prometheus URL]
+
+``fabtop HOSTS...`` with no command word is the dashboard, which argparse subparsers
+cannot express next to positional hosts: the first word picks the parser here, and the
+help text, the "did you mean" check and shell completion read the one table below.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -23,14 +31,16 @@ from collectors.numbers import parse_float, parse_int
 from collectors.text import clean
 from fabtop import __version__
 from fabtop.config import (
+    LOCAL,
     MAX_HOSTS,
     Config,
     ConfigError,
+    default_config,
     hosts_from_args,
     load_config,
-    local_config,
+    ssh_config_names,
 )
-from fabtop.run.demo import demo_config
+from fabtop.run.demo import SCENARIOS, demo_config
 from fabtop.run.outputs import OutputError
 
 # Each subcommand imports its own module when it runs, and only the dashboard imports
@@ -38,8 +48,64 @@ from fabtop.run.outputs import OutputError
 # ``fabtop diff`` and ``fabtop --help`` should not pay. Every such import is in main()
 # and the three helpers below it.
 
-SUBCOMMANDS = ("snapshot", "doctor", "record", "replay", "diff", "export")
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One subcommand: its line in ``fabtop --help`` and its own ``--help``."""
+
+    name: str
+    summary: str  # the one line in the list of commands (and the first of its own help)
+    more: str = ""  # the rest of its own description
+    examples: tuple[str, ...] = ()
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "snapshot", "take two frames from every host and write counters, rates and findings",
+        "Written atomically as JSON (fabtop.snapshot/1, see docs/SNAPSHOT.md), CSV or "
+        "Prometheus text; exit 1 when a host could not be read, 2 on bad arguments.",
+        ("fabtop snapshot node[01-04] -o before.json",
+         "fabtop snapshot -c fabtop.toml --format prom"),
+    ),
+    Command(
+        "doctor", "watch the fabric for a window and print the findings (exit 0, 1 or 2)",
+        "A progress line on stderr says how many hosts answered while it watches. Exit 0: "
+        "no findings (what was not monitored, such as GPUs on a CPU-only node, is listed "
+        "but is no failure); 1: warnings; 2: critical findings or a host not seen.",
+        ("fabtop doctor node[01-04]", "fabtop doctor -c fabtop.toml --window 30 --json",
+         "fabtop doctor --demo-scenario pfc_storm"),
+    ),
+    Command(
+        "record", "record the probes' raw frames to a .fabrec file",
+        "Stops at --duration, --max-size, Ctrl-C or SIGTERM, and always leaves a file "
+        "`fabtop replay` can read (a torn tail is skipped).",
+        ("fabtop record node[01-04] -o run.fabrec --duration 600",
+         "fabtop record --demo-scenario incast -o incast.fabrec --duration 60"),
+    ),
+    Command(
+        "replay", "play a recording back in the dashboard, or print its findings",
+        "The replay runs the live code path (rates, rules) over the recorded frames.",
+        ("fabtop replay run.fabrec --speed 4", "fabtop replay run.fabrec --findings",
+         "fabtop replay run.fabrec --info"),
+    ),
+    Command(
+        "diff", "counter deltas between two snapshots or recording points",
+        "A and B are snapshot files or run.fabrec@SECONDS (the replayed state that many "
+        "seconds in); B must not be earlier than A. Errors first, then pauses, then bytes.",
+        ("fabtop diff before.json after.json --top 20", "fabtop diff run.fabrec@40 run.fabrec@75"),
+    ),
+    Command(
+        "export", "serve the fabric as Prometheus /metrics",
+        "Counters, rates, link states and findings on HOST:PORT until Ctrl-C.",
+        ("fabtop export --listen 127.0.0.1:9877 node[01-04]",
+         "fabtop export --from-prometheus http://prometheus:9090"),
+    ),
+)
+SUBCOMMANDS: tuple[str, ...] = tuple(c.name for c in COMMANDS)
+_BY_NAME = {c.name: c for c in COMMANDS}
+HOST_COMMANDS = (None, "snapshot", "doctor", "record", "export")  # those that take hosts
 EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
+EX_USAGE = 2  # argparse's own exit status for a bad command line
 
 
 def positive(text: str) -> float:
@@ -66,32 +132,48 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error: the option and why, then a pointer to --help."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {clean(message)} (see {self.prog} --help)\n")
+        self.exit(EX_USAGE, f"{self.prog}: {clean(message)} (see {self.prog} --help)\n")
+
+
+def hosts_order() -> str:
+    """Where a command's hosts come from, first that applies (in every --help that takes hosts)."""
+    return (
+        "Which hosts, the first that applies:\n"
+        "  1. HOST arguments, or -c FILE\n"
+        "  2. $XDG_CONFIG_HOME/fabtop/config.toml (default ~/.config/fabtop/config.toml),\n"
+        "     when that file exists\n"
+        "  3. local: this machine\n"
+        "--demo, --demo-scenario and --from-prometheus replace all three."
+    )
 
 
 def _add_hosts(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    hosts = p.add_argument(
         "hosts", nargs="*", metavar="HOST",
         help="hosts as [NAME=][user@]host[:port]; hostlist expressions like node[01-04]; "
-        "'local' is this machine (the default when no host is given)",
+        "'local' is this machine",
     )
+    hosts.completer = _complete_hosts  # type: ignore[attr-defined]
     p.add_argument("-c", "--config", metavar="FILE", help="TOML config file (see README)")
     p.add_argument("--interval", type=positive, metavar="S", help="seconds between frames (1)")
     p.add_argument("--many-hosts", action="store_true",
                    help=f"monitor more than {MAX_HOSTS} hosts (refused without it: a hostlist "
                    "that large is more often a typo than a plan)")
     p.add_argument("--demo", action="store_true", help="watch the built-in simulated fabric")
-    p.add_argument("--demo-scenario", metavar="NAME",
-                   help="for testing and demos: the simulated fabric with one fault from the "
-                   "start (healthy, pfc_storm, incast, no_ecn, link_flap, gpu_thermal, "
-                   "pfc_mismatch, trust_mismatch, mtu_mismatch, firmware_mismatch, "
-                   "pcie_degraded, no_ecn_config); implies --demo")
+    scenario = p.add_argument(
+        "--demo-scenario", metavar="NAME",
+        help="for testing and demos: the simulated fabric with one fault from the start "
+        f"({', '.join(SCENARIOS)}); implies --demo")
+    scenario.completer = lambda **_: SCENARIOS  # type: ignore[attr-defined]
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh)")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh config file (default ~/.ssh/config)")
 
 
 def build_config(ns: argparse.Namespace) -> Config:
-    """Hosts from -c FILE, positional hosts, or this machine; raises ConfigError."""
+    """Hosts from -c FILE, positional hosts, the user's config file, or this machine.
+
+    The order is :func:`hosts_order`'s; raises ConfigError.
+    """
     if ns.interval is not None and not 0.1 <= ns.interval <= 60:
         raise ConfigError("command line: --interval must be in 0.1..60 seconds")
     max_hosts = None if getattr(ns, "many_hosts", False) else MAX_HOSTS
@@ -107,7 +189,7 @@ def build_config(ns: argparse.Namespace) -> Config:
         cfg = Config(hosts=hosts_from_args(ns.hosts, max_hosts=max_hosts),
                      interval=ns.interval or 1.0)
     else:
-        cfg = local_config(ns.interval or 1.0)
+        cfg = default_config(ns.interval, max_hosts=max_hosts)
     if ns.known_hosts:
         cfg.known_hosts = ns.known_hosts
     if ns.ssh_config:
@@ -115,14 +197,44 @@ def build_config(ns: argparse.Namespace) -> Config:
     return cfg
 
 
+def _commands_list() -> str:
+    width = max(len(n) for n in SUBCOMMANDS)
+    return "\n".join(f"  {c.name:<{width}}  {c.summary}" for c in COMMANDS)
+
+
+def _epilog(cmd: str | None) -> str:
+    parts: list[str] = []
+    examples: tuple[str, ...]
+    if cmd is None:
+        examples = ("fabtop --demo", "fabtop node[01-04]", "fabtop admin@gpu[1-2]:2222",
+                    "fabtop -c fabtop.toml --interval 0.5", "fabtop doctor --help")
+    else:
+        examples = _BY_NAME[cmd].examples
+    if cmd in HOST_COMMANDS:
+        parts.append(hosts_order())
+    if examples:
+        parts.append("examples:\n" + "\n".join(f"  {e}" for e in examples))
+    if cmd is None:
+        parts.append("A host named like a command: fabtop [OPTIONS] -- doctor, or doctor=doctor.")
+    return "\n\n".join(parts)
+
+
 def _parser(cmd: str | None) -> argparse.ArgumentParser:
-    prog = "fabtop" if cmd is None else f"fabtop {cmd}"
-    p = _Parser(
-        prog=prog,
-        description="Live dashboard for the RDMA fabric of small GPU inference clusters.",
-    )
+    if cmd is None:
+        prog = "fabtop"
+        usage = ("fabtop [HOST ...] [-c FILE] [--demo] [OPTIONS]\n"
+                 "       fabtop COMMAND [ARGS]  (fabtop COMMAND --help)")
+        description = ("Live dashboard for the RDMA fabric of small GPU inference clusters."
+                       f"\n\ncommands:\n{_commands_list()}")
+    else:
+        prog, usage = f"fabtop {cmd}", None
+        c = _BY_NAME[cmd]
+        description = textwrap.fill(
+            f"{c.summary[:1].upper()}{c.summary[1:]}." + (f" {c.more}" if c.more else ""), 79)
+    p = _Parser(prog=prog, usage=usage, description=description, epilog=_epilog(cmd),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"fabtop {__version__}")
-    if cmd in (None, "snapshot", "doctor", "record", "export"):
+    if cmd in HOST_COMMANDS:
         _add_hosts(p)
     if cmd is None:
         p.add_argument("--record", metavar="FILE", help="also record raw frames to FILE")
@@ -141,7 +253,7 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         p.add_argument("--speed", type=positive, default=1.0, metavar="X",
                        help="replay speed, 0.5..16 (1)")
         p.add_argument("--findings", action="store_true",
-                       help="no dashboard: print every finding with its time and exit")
+                       help="no dashboard: print each finding's raise and clear with its time")
         p.add_argument("--info", action="store_true",
                        help="no dashboard: print what the recording holds and exit")
     if cmd == "diff":
@@ -166,12 +278,67 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
     return p
 
 
+def man_parser() -> argparse.ArgumentParser:
+    """The whole command line as one parser with subcommands, for ``make man`` only.
+
+    ``main`` never parses with it (subparsers cannot sit beside positional hosts); the
+    man page generator (argparse-manpage) reads it, so the page comes from the same
+    parsers and the same table as ``--help``.
+    """
+    top = _parser(None)
+    top.usage = "fabtop [HOST ...] [-c FILE] [--demo] [OPTIONS] | fabtop COMMAND [ARGS]"
+    top.description = "Live dashboard for the RDMA fabric of small GPU inference clusters."
+    sub = top.add_subparsers(title="commands", metavar="COMMAND")
+    for c in COMMANDS:
+        own = _parser(c.name)
+        sub.add_parser(c.name, parents=[own], add_help=False, help=c.summary, prog=own.prog,
+                       description=own.description, epilog=own.epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    return top
+
+
+def _option_value(args: Sequence[str], option: str) -> str | None:
+    """The value of ``--option VALUE`` or ``--option=VALUE`` before any ``--``."""
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if a == option and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(option + "="):
+            return a[len(option) + 1:]
+    return None
+
+
+def looks_like_command(word: str, ssh_config: str | None = None) -> str | None:
+    """The subcommand ``word`` is probably a typo of, or None when it may be a host.
+
+    Only a bare word can be a typo: a digit, ``@``, ``.``, ``:``, ``[`` or ``=`` makes it a
+    host (``doctor1``, ``root@gpu1``), and so does a ``Host`` line of the SSH config that
+    names it.
+    """
+    if not word or word.startswith("-") or word == LOCAL or word in SUBCOMMANDS:
+        return None
+    if any(c.isdigit() or c in "@.:[=" for c in word):
+        return None
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.75)
+    if not close or ssh_config_names(word, ssh_config):
+        return None
+    return close[0]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fabtop`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if "_ARGCOMPLETE" in os.environ:
+        complete()  # the shell asks for completions: answers and exits
     cmd = args[0] if args and args[0] in SUBCOMMANDS else None
     if cmd is not None:
         args = args[1:]
+    elif args and (typo := looks_like_command(args[0], _option_value(args, "--ssh-config"))):
+        word = clean(args[0], 40)
+        print(f"fabtop: unknown command {word!r}; did you mean {typo!r}? (a host named so: "
+              f"fabtop -- {word}, or {word}={word})", file=sys.stderr)
+        return EX_USAGE
     ns = _parser(cmd).parse_args(args)
     try:
         if cmd == "snapshot":
@@ -199,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_dashboard(cfg, record=ns.record, source=source)
     except (ConfigError, OutputError) as e:
         print(f"fabtop: {clean(str(e))}", file=sys.stderr)
-        return 2
+        return EX_USAGE
     except KeyboardInterrupt:
         return 130
     except Exception as e:
@@ -210,6 +377,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fabtop: internal error: {type(e).__name__}: {clean(str(e), 300)} "
               "(FABTOP_DEBUG=1 shows the traceback)", file=sys.stderr)
         return EX_SOFTWARE
+
+
+def _complete_hosts(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
+    """The first word of ``fabtop``: a command, or a host named in the SSH config."""
+    from fabtop.config import ssh_config_hosts
+
+    hosts = ssh_config_hosts(getattr(parsed_args, "ssh_config", None))
+    first = not getattr(parsed_args, "hosts", None) and not getattr(parsed_args, "config", None)
+    return [w for w in (*(SUBCOMMANDS if first else ()), *hosts) if w.startswith(prefix)]
+
+
+def complete() -> None:
+    """Answer a shell's completion request (argcomplete's protocol) and exit.
+
+    The first word picks the parser, as in :func:`main`: once a command word is typed,
+    completion continues with that command's own parser, so ``fabtop doctor --w`` offers
+    ``--window``. argcomplete is imported only here, so ``fabtop --help`` does not pay it.
+    """
+    import argcomplete
+    from argcomplete.lexers import split_line
+
+    words = split_line(os.environ.get("COMP_LINE", ""),
+                                   int(os.environ.get("COMP_POINT", "0") or 0))[3]
+    start = int(os.environ.get("_ARGCOMPLETE", "1") or 1)  # where the program's name is
+    typed = words[start - 1:]
+    cmd = typed[1] if len(typed) > 1 and typed[1] in SUBCOMMANDS else None
+    if cmd is not None:
+        # argcomplete skips the words before _ARGCOMPLETE: skip the command word too.
+        os.environ["_ARGCOMPLETE"] = str(start + 1)
+    argcomplete.autocomplete(_parser(cmd))
+    sys.exit(0)  # not reached: autocomplete exits (os._exit) once it has answered
 
 
 def _source(ns: argparse.Namespace) -> tuple[Config, object | None]:
@@ -247,10 +445,13 @@ def _replay(ns: argparse.Namespace) -> int:
             print("ends cleanly" if info["clean_end"] else f"{info['torn']}")
             return 0
         if ns.findings:
-            from fabtop.run.replay import replay_findings
+            from fabtop.run.replay import finding_transitions
 
-            for t, f in replay_findings(ns.recording):
-                print(f"{t:9.1f}  {f.severity:<8} {f.subject}: {f.summary}")
+            # One line when a finding is raised and one when it clears, not one per tick:
+            # the recording's story, as an operator would retell it.
+            for t, what, f in finding_transitions(ns.recording):
+                print(f"{t:9.1f}  {what:<8} {f.severity:<8} {clean(f.subject, 120)}: "
+                      f"{clean(f.headline, 300)}")
             return 0
         from fabtop.run.replay import Replay
 

@@ -144,11 +144,17 @@ def load_point(spec: str) -> dict[str, Any]:
 
         try:
             rp = Replay(path)
+        except RecordError as e:
+            raise DiffError(str(e)) from None
+        if t > rp.duration:
+            # The replay would stop at the end and diff that instead: say so rather than
+            # answer for a time the recording does not hold.
+            why = f": {rp.torn}" if rp.torn else ""
+            raise DiffError(f"{spec}: past the end: {path} holds {rp.duration:.1f} s{why}")
+        try:
             rp.advance_to(t)
         except RecordError as e:
             raise DiffError(str(e)) from None
-        if rp.torn and t > rp.duration:
-            raise DiffError(f"{spec}: the recording ends at {rp.duration:.1f} s: {rp.torn}")
         return snapshot.build(rp.state, rp.config.interval)
     p = Path(spec)
     if p.suffix == ".fabrec":
@@ -292,11 +298,28 @@ def render_json(rows: list[DeltaRow], elapsed: float | None, top: int | None = N
     }, indent=1) + "\n"
 
 
+def _recording_point(spec: str) -> tuple[str, float] | None:
+    path, sep, at = spec.rpartition("@")
+    t = parse_float(at) if sep and path and Path(path).suffix == ".fabrec" else None
+    return (path, t) if t is not None else None
+
+
+def _check_order(a: str, b: str) -> None:
+    """Two points of one recording: B must not come before A."""
+    pa, pb = _recording_point(a), _recording_point(b)
+    if pa and pb and Path(pa[0]).resolve() == Path(pb[0]).resolve() and pb[1] < pa[1]:
+        raise DiffError(f"B ({b}) is before A ({a}): give the earlier point first")
+
+
 def diff_command(a: str, b: str, as_json: bool = False, top: int | None = None) -> str:
     """Text (or JSON) of the deltas from point ``a`` to point ``b``; raises DiffError."""
     da, db = load_point(a), load_point(b)
+    _check_order(a, b)
     rows = diff_docs(da, db)
     el = elapsed_s(da, db)
+    if el is not None and el < 0:
+        # Every delta would read as a counter reset; the points were given the wrong way round.
+        raise DiffError(f"B ({b}) is {-el:.1f} s before A ({a}): give the earlier point first")
     missing, compared = missing_data(da, db, a, b)
     if as_json:
         return render_json(rows, el, top, missing)

@@ -89,3 +89,53 @@ def test_too_many_hosts_is_one_line_on_the_command_line() -> None:
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.strip().splitlines() == [
         "fabtop: command line: 10000 hosts is more than 256; pass --many-hosts to monitor them all"]
+
+
+def _record(path: Path, *args: str) -> None:
+    run = subprocess.run([sys.executable, "-m", "fabtop", "record", "-o", str(path), *args],
+                         capture_output=True, text=True, timeout=60, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr
+
+
+def _replay_findings(path: Path) -> list[str]:
+    run = subprocess.run([sys.executable, "-m", "fabtop", "replay", str(path), "--findings"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    return run.stdout.splitlines()
+
+
+def test_replay_findings_prints_each_raise_and_clear_not_every_tick(tmp_path: Path) -> None:
+    from fabtop.run.record import EVALUATED, RecordingReader
+    from tests.unit.test_diff import record_demo
+
+    # 90 s of the demo: incast (20-45 s), the PFC storm (45-70 s) and out of it.
+    path = record_demo(tmp_path / "demo.fabrec", 90)
+    ticks = sum(1 for r in RecordingReader(path).records() if r.kind == EVALUATED)
+    lines = _replay_findings(path)
+    assert ticks > 60 and 0 < len(lines) < ticks / 3, (ticks, lines)
+    rows = [ln.split(None, 3) for ln in lines]  # time, raised|cleared, severity, the rest
+    assert all(float(t) >= 0 and what in ("raised", "cleared") for t, what, _, _ in rows)
+    assert [float(r[0]) for r in rows] == sorted(float(r[0]) for r in rows)
+    storm = [(what, sev, rest) for _, what, sev, rest in rows if "PFC storm" in rest]
+    assert [(what, sev) for what, sev, _ in storm] == [("raised", "critical"),
+                                                       ("cleared", "critical")], lines
+    assert storm[0][2].startswith("node3/")
+    subjects = [(what, rest.split(":")[0]) for _, what, _, rest in rows]
+    assert len(set(subjects)) == len(subjects)  # each finding raised (and cleared) once
+
+
+def test_record_demo_scenario_records_that_scenario(tmp_path: Path) -> None:
+    # Reported in issue 12 as recording the plain demo: its first 20 s are healthy, so a
+    # PFC storm from the start can only come from the scenario's own fabric.
+    path = tmp_path / "storm.fabrec"
+    _record(path, "--demo-scenario", "pfc_storm", "--demo-speed", "10", "--duration", "2")
+    from fabtop.run.record import RecordingReader
+
+    assert RecordingReader(path).config().source == "demo:pfc_storm"
+    lines = _replay_findings(path)
+    assert any(" raised " in ln and "PFC storm" in ln for ln in lines), lines
+    plain = tmp_path / "plain.fabrec"
+    _record(plain, "--demo", "--demo-speed", "10", "--duration", "1.5")
+    assert not any("PFC storm" in ln for ln in _replay_findings(plain))

@@ -86,3 +86,68 @@ def test_a_side_without_data_is_said_not_no_counter_changed(tmp_path: Path) -> N
     assert diff_command(str(a), str(b)).splitlines() == [
         f"n2: no data in B ({b}): host not in it",
         "counter deltas over 10.0 s: no counter changed on the other hosts"]
+
+
+def record_demo(path: Path, seconds: int = 12) -> Path:
+    """A demo recording of ``seconds`` s made without waiting: one frame per host and one
+    rules run a second, written as the live session writes them."""
+    from collectors.frames import FrameDecoder
+    from fabtop.run.demo import ManualClock, demo_config
+    from fabtop.run.record import Recorder
+    from fabtop.run.session import MetricsReading
+    from fabtop.sim import demo_fabric
+
+    fab, clock = demo_fabric(), ManualClock(0.0)
+    rec = Recorder(path, demo_config(), clock=clock).open()
+    decoders = {name: FrameDecoder() for name in fab.hosts}
+    for t in range(seconds + 1):
+        clock.t = float(t)
+        for name, host in fab.hosts.items():
+            for frame in decoders[name].feed(host.frame(float(t)).encode()):
+                rec.frame(name, frame)
+            if host.cfg.inference_url:
+                rec.metrics(name, [MetricsReading(host.cfg.inference_url, 200,
+                                                  host.metrics_text())])
+        rec.evaluated()
+    rec.close()
+    return path
+
+
+def test_a_time_past_the_recordings_end_is_an_error_naming_its_length(tmp_path: Path) -> None:
+    from fabtop.commands.diff import diff_command
+
+    run = str(record_demo(tmp_path / "run.fabrec"))
+    with pytest.raises(DiffError) as e:
+        diff_command(f"{run}@999", f"{run}@5")
+    assert str(e.value) == f"{run}@999: past the end: {run} holds 12.0 s"
+    with pytest.raises(DiffError, match="past the end"):
+        diff_command(f"{run}@2", f"{run}@12.5")
+    out = diff_command(f"{run}@2", f"{run}@12")  # the very end is still in it
+    assert out.startswith("counter deltas over 10.0 s\n")
+
+
+def test_b_before_a_is_an_error_not_a_negative_diff(tmp_path: Path) -> None:
+    from fabtop.commands.diff import diff_command
+
+    run = str(record_demo(tmp_path / "run.fabrec"))
+    with pytest.raises(DiffError, match=r"B \(.*@3\) is before A \(.*@9\)"):
+        diff_command(f"{run}@9", f"{run}@3")
+    # Snapshot files the wrong way round: the hosts' clocks say which came first.
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_doc(110.0, {"rx_bytes": 50})))
+    b.write_text(json.dumps(_doc(100.0, {"rx_bytes": 5})))
+    with pytest.raises(DiffError, match=r"is 10\.0 s before A"):
+        diff_command(str(a), str(b))
+
+
+def test_diff_past_the_end_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    run = str(record_demo(tmp_path / "run.fabrec"))
+    proc = subprocess.run([sys.executable, "-m", "fabtop", "diff", f"{run}@999", f"{run}@5"],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [f"fabtop: {run}@999: past the end: {run} holds 12.0 s"]
