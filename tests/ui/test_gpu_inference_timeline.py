@@ -37,7 +37,7 @@ async def test_gpu_screen_spells_out_thermal_slowdown(thermal_state) -> None:  #
         table = app.screen.query_one(GpuTable)
         assert len(table.row_keys()) == 8  # 4 hosts x 2 GPUs
         hot = _cell(table, "node4\x1f1", "throttle")
-        assert "HW thermal slowdown" in hot and "SW thermal slowdown" in hot
+        assert "HW+SW thermal slowdown" in hot
         assert _cell(table, "node4\x1f0", "throttle") == "none"
         assert _cell(table, "node4\x1f1", "temp").startswith("90")
         thermal = str(app.screen.query_one("#thermal").render())
@@ -47,6 +47,51 @@ async def test_gpu_screen_spells_out_thermal_slowdown(thermal_state) -> None:  #
 def test_reasons_read_like_nvidia_smi() -> None:
     assert spell_reasons(("sw_power_cap", "hw_slowdown")) == "SW power cap, HW slowdown"
     assert spell_reasons(("something_new",)) == "something new"
+    # both thermal slowdowns in one phrase: it fits the narrowest Clocks column whole
+    assert spell_reasons(("sw_power_cap", "sw_thermal_slowdown", "hw_thermal_slowdown")) == (
+        "SW power cap, HW+SW thermal slowdown")
+    assert spell_reasons(("hw_thermal_slowdown",)) == "HW thermal slowdown"
+
+
+async def test_gpu_and_inference_answers_survive_80x24(thermal_state) -> None:  # type: ignore[no-untyped-def]
+    # The screens' answers: what slows a GPU down (and its temperature), the token rate.
+    state, clock, _ = thermal_state
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        table = app.screen.query_one(GpuTable)
+        assert {"temp", "throttle"} <= set(table.column_keys)
+        row = table.row_keys().index("node4\x1f1")
+        drawn = dict(zip(table.column_keys, table.drawn_cells(row), strict=True))
+        assert drawn["throttle"].strip() == "HW+SW thermal slowdown"
+        assert drawn["temp"].strip() == "90°"
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        thermal = str(app.screen.query_one("#thermal").render())
+        assert "gpu1 90° SLOWDOWN" in thermal  # the compact line names the hot GPU
+        await pilot.press("4")
+        await pilot.pause()
+        inf = app.screen.query_one(InferenceTable)
+        assert "gen" in inf.column_keys
+        url = "http://127.0.0.1:8000/metrics"
+        row = inf.row_keys().index(f"node1\x1f{url}")
+        drawn = dict(zip(inf.column_keys, inf.drawn_cells(row), strict=True))
+        assert drawn["gen"].strip() == _cell(inf, f"node1\x1f{url}", "gen") != "—"
+        assert inf.virtual_size.width <= inf.scrollable_content_region.width
+
+
+async def test_inference_shows_url_and_model_whole_when_wide() -> None:
+    state, clock, _ = demo_state(40.0)
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        inf = app.screen.query_one(InferenceTable)
+        url = "http://127.0.0.1:8000/metrics"
+        row = inf.row_keys().index(f"node1\x1f{url}")
+        drawn = dict(zip(inf.column_keys, inf.drawn_cells(row), strict=True))
+        assert drawn["url"].strip() == url
+        assert drawn["model"].strip() == _cell(inf, f"node1\x1f{url}", "model")
 
 
 async def test_inference_screen_shows_rates_and_cluster_total() -> None:

@@ -10,7 +10,7 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.widgets import DataTable
 
-from tui.widgets.keyed_table import Column, KeyedTable, Spec
+from tui.widgets.keyed_table import Column, KeyedTable, Spec, fit_columns
 
 MODULE = Path(__file__).resolve().parents[2] / "tui" / "widgets" / "keyed_table.py"
 
@@ -170,3 +170,70 @@ async def test_a_new_column_set_rebuilds_once() -> None:
         await pilot.pause()
         assert t.column_keys == ("name", "rx", "tx") and t.row_keys() == ["n1\x1fa"]
         assert_draws_like_datatable(t)
+
+
+LAYOUT = [
+    Column("host", "Host", None, False, flex=True, min_width=6),
+    Column("value", "value", 6),
+    Column("rate", "per s", 5, drop=1),
+    Column("name", "Counter name", None, False, flex=True, min_width=10, short="Counter"),
+    Column("note", "Note", None, False, flex=True, min_width=8, drop=2),
+    Column("err", "Error", None, False, flex=True, hide_empty=True),
+]
+
+
+def test_fit_drops_the_least_important_first_and_never_narrows_a_number() -> None:
+    content = {"host": 20, "value": 26, "rate": 4, "name": 30, "note": 40, "err": 0}
+    wide = fit_columns(LAYOUT, 200, content)
+    assert [c.key for c in wide] == ["host", "value", "rate", "name", "note"]  # no error yet
+    assert [c.width for c in wide] == [20, 26, 5, 30, 40]  # everything whole
+    narrow = fit_columns(LAYOUT, 60, content)
+    assert [c.key for c in narrow] == ["host", "value", "rate", "name"]  # note went first
+    widths = {c.key: c.width or 0 for c in narrow}
+    assert widths["value"] == 26  # a u64 with separators: digits are never dropped
+    assert sum(w + 2 for w in widths.values()) <= 60
+    tight = fit_columns(LAYOUT, 48, content)
+    assert [c.key for c in tight] == ["host", "value", "name"]
+    assert {c.key: c.label for c in tight}["name"] == "Counter"  # the short header
+    assert fit_columns(LAYOUT, 200, {**content, "err": 12})[-1].key == "err"
+
+
+async def test_a_width_change_keeps_rows_and_cursor_and_cuts_with_an_ellipsis() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        await pilot.pause()
+        t = app.query_one(KeyedTable)
+        t.set_layout([Column("name", "Name", None, False, flex=True, min_width=4),
+                      Column("rx", "RX", 6)])
+        long = "a-very-long-counter-name-that-will-not-fit"
+        data = [("n1\x1fa", {"name": Text(long), "rx": Text("1", justify="right")}),
+                ("n1\x1fb", {"name": Text("b"), "rx": Text("123,456,789", justify="right")})]
+        t.sync(data)
+        t.move_cursor(row=1)
+        await pilot.pause()
+        rebuilds = t.rebuilds
+        assert t.drawn_cells(0)[0].strip() == long
+        await pilot.resize_terminal(30, 10)
+        await pilot.pause()
+        assert t.rebuilds == rebuilds and t.cursor_key() == "n1\x1fb"
+        name, rx = t.drawn_cells(0)[0].strip(), t.drawn_cells(1)[1].strip()
+        assert name.endswith("…") and long.startswith(name[:-1])
+        assert rx == "123,456,789"  # the number column keeps its widest cell whole
+        assert t.virtual_size.width <= t.scrollable_content_region.width
+        assert_draws_like_datatable(t)
+
+
+def test_an_optional_text_column_is_shown_whole_before_a_less_important_one() -> None:
+    # The inference table at 120 columns cut "facebook/opt-125m" to "facebook/opt-12…"
+    # while it still showed TTFT p99: the model is the more important of the two.
+    cols = [
+        Column("host", "Host", None, False, flex=True, min_width=6),
+        Column("model", "Model", None, False, flex=True, min_width=8, drop=3),
+        Column("gen", "gen tok/s", 5),
+        Column("p99", "TTFT p99", 8, drop=9),
+    ]
+    content = {"host": 5, "model": 17, "gen": 4, "p99": 5}
+    fit = {c.key: c.width for c in fit_columns(cols, 44, content)}
+    assert fit.get("model") == 17 and "p99" not in fit
+    wide = {c.key: c.width for c in fit_columns(cols, 60, content)}
+    assert wide["model"] == 17 and "p99" in wide  # room for both: both stay

@@ -35,7 +35,12 @@ class GpuScreen(DataScreen):
         ctx = self.ctx
         self.query_one(TopBar).show(summary(ctx.state, ctx.now(), ctx.interval), ctx.paused, None)
         self.query_one(GpuTable).show(ctx.state)
-        self.query_one(ThermalPanel).show(ctx.state)
+        # The panel's CSS caps it at 40 % of the screen, its top border included.
+        width, height = self.size.width or 80, self.size.height or 24
+        self.query_one(ThermalPanel).show(ctx.state, width - 2, max(2, int(height * 0.4) - 1))
+
+    def on_resize(self) -> None:
+        self.refresh_view()
 
     def show_flags(self) -> None:
         """Redraw the PAUSED marker."""

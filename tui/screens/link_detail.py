@@ -79,9 +79,12 @@ class LinkDetailScreen(DataScreen):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
-        self.query_one("#raw", KeyedTable).set_columns(
-            [Column("source", "Source", 8, False), Column("counter", "Counter", 40, False),
-             Column("rate", "per s", 9), Column("value", "value", 16)]
+        # The value column grows to the longest counter (a u64 with separators is 26
+        # characters): digits are never dropped. The counter name takes what is left.
+        self.query_one("#raw", KeyedTable).set_layout(
+            [Column("source", "Source", None, False, drop=1),
+             Column("counter", "Counter", None, False, flex=True, min_width=16),
+             Column("rate", "per s", 5), Column("value", "value", 6)]
         )
         self.query_one("#raw", KeyedTable).focus()
         self.refresh_view()

@@ -72,11 +72,11 @@ class PfcScreen(DataScreen):
         small = height < 32
         self.query_one(TopBar).show(summary(state, ctx.now(), ctx.interval), ctx.paused,
                                     delta_marker(ctx))  # fmt: skip
-        self.query_one(PauseMatrix).show(rows, width, th)
+        self.query_one(PauseMatrix).show(rows, th)
         self.query_one(PairsPanel).show(pause_pairs(rows, findings, th))
         qos = self.query_one(QosTable)
         qos.styles.max_height = 5 if small else 10
-        qos.show(qos_rows(state), width)
+        qos.show(qos_rows(state))
         panel = self.query_one(PfcFindings)
         panel.limit = 3 if small else 6
         panel.show(findings)

@@ -1,4 +1,8 @@
-"""Timeline (key 5): cluster tokens/s against pauses, ECN/CNP, drops and GPU slowdown."""
+"""Timeline (key 5): cluster tokens/s against pauses, ECN/CNP, drops and GPU slowdown.
+
+The findings marked are the core's finding log (``state.finding_log``), so a storm seen
+from any screen, or before a replay seek, is marked here with its raise and clear times.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +14,62 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Static
 
-from fabtop.core.findings import Finding
+from fabtop.core.finding_log import Episode
+from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.links import summary
 from tui.screens.base import DataScreen
-from tui.widgets.timeline_chart import SEVERITY_COLOR, Marker, TimelinePanel
-from tui.widgets.timeline_series import TRACKS, first_time, track_series
+from tui.widgets.timeline_chart import (
+    AXIS_ROWS,
+    PLOT_X0,
+    SEVERITY_COLOR,
+    Marker,
+    TimelinePanel,
+)
+from tui.widgets.timeline_series import TRACKS, bin_width, first_time, track_series
 from tui.widgets.top_bar import TopBar
 
 SPANS = {"1m": 60.0, "15m": 900.0, "6h": 6 * 3600.0}
 _COLORS = {"tokens": "cyan", "pause": "magenta", "ecn": "yellow", "drops": "red", "gpu": "orange"}
 MAX_MARKERS = len(string.ascii_uppercase)
+PANEL_MIN_ROWS = 3  # a title and two chart rows: 16 levels, enough to see a dip
+CHROME_ROWS = 3  # the top bar, the span line and the footer
+LEGEND_MAX = 8
+
+
+def _ago(seconds: float) -> str:
+    s = max(0.0, seconds)
+    return f"{s:.0f}s" if s < 60 else fmt.age(s)
+
+
+def _bins(span_s: float, cols: int) -> int | None:
+    """One bin per plot column, unless a column is shorter than the history's resolution
+    (then the natural bins, which the panels spread over the columns: no false gaps)."""
+    return cols if span_s / cols >= bin_width(span_s) else None
+
+
+def shown_episodes(episodes: list[Episode], now: float, span_s: float) -> list[Episode]:
+    """The episodes that overlap the span, oldest raise first, at most one per letter."""
+    lo = now - span_s
+    inside = [e for e in episodes
+              if e.raised <= now + 1 and (e.cleared is None or e.cleared >= lo)]
+    return inside[-MAX_MARKERS:]
+
+
+def legend_line(m: Marker, ep: Episode, now: float) -> Text:
+    """`` A  raised 1m16s ago, cleared 45s ago  node3/enp65s0f0np0: summary``."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(f" {m.label} ", f"bold reverse {SEVERITY_COLOR.get(m.severity, '')}".strip())
+    when = f" raised {_ago(now - ep.raised)} ago, "
+    when += "active" if ep.cleared is None else f"cleared {_ago(now - ep.cleared)} ago"
+    t.append(when, "dim")
+    t.append("  ")
+    t.append(ep.shown.summary)
+    return t
 
 
 class TimelineScreen(DataScreen):
-    """Every panel shares one time axis so a dip in tokens/s lines up with its cause."""
+    """Every panel shares one time axis, column for column: a dip lines up with its cause."""
 
     BINDINGS = [
         Binding("m", "span('1m')", "1 min"),
@@ -35,8 +80,6 @@ class TimelineScreen(DataScreen):
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="timeline")
         self.span = "15m"
-        # Findings seen while the screen lives stay marked after they clear.
-        self.seen: dict[tuple[str, str], Finding] = {}
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
@@ -51,29 +94,36 @@ class TimelineScreen(DataScreen):
     def on_mount(self) -> None:
         self.refresh_view()
 
-    def markers(self) -> list[tuple[Marker, Finding]]:
-        """Findings with a start time, oldest first, lettered A, B, ..."""
-        for f in self.ctx.state.findings:
-            if f.since is not None:
-                self.seen[(f.rule, f.subject)] = f
-        ordered = sorted(self.seen.values(), key=lambda f: f.since or 0.0)[-MAX_MARKERS:]
-        return [(Marker(f.since or 0.0, string.ascii_uppercase[i], f.severity), f)
-                for i, f in enumerate(ordered)]
+    def on_resize(self) -> None:
+        self.refresh_view()
+
+    def markers(self, now: float, span_s: float) -> list[tuple[Marker, Episode]]:
+        """The finding log's episodes in the span, lettered A, B, ... oldest raise first."""
+        shown = shown_episodes(self.ctx.state.finding_log.episodes(), now, span_s)
+        return [(Marker(e.raised, string.ascii_uppercase[i], e.severity), e)
+                for i, e in enumerate(shown)]
+
+    def legend_rows(self) -> int:
+        """Lines the legend may take, leaving every panel its minimum height."""
+        height = self.size.height or 24
+        panels = PANEL_MIN_ROWS * len(TRACKS) + AXIS_ROWS
+        return max(1, min(LEGEND_MAX, height - CHROME_ROWS - panels - 1))  # 1: its border
 
     def refresh_view(self) -> None:
-        """Redraw every panel over the same x-range."""
+        """Redraw every panel over the same x-range, one bin per plot column."""
         super().refresh_view()
         ctx = self.ctx
         self.query_one(TopBar).show(summary(ctx.state, ctx.now(), ctx.interval), ctx.paused, None)
         span = SPANS[self.span]
-        now, series = track_series(ctx.state.history, span)
+        cols = max(1, (self.size.width or 80) - PLOT_X0)
+        now, series = track_series(ctx.state.history, span, bins=_bins(span, cols))
         oldest = first_time(series)
         if now is not None and oldest is not None and now - oldest < span - 1:
             # Less history than the span: the axis starts where the history does, so a
             # young session is not squeezed into the right edge.
             span = max(10.0, now - oldest + 1)
-            now, series = track_series(ctx.state.history, span, now)
-        marked = self.markers()
+            now, series = track_series(ctx.state.history, span, now, bins=_bins(span, cols))
+        marked = self.markers(now, span) if now is not None else []
         title = Text(no_wrap=True, overflow="ellipsis")
         title.append(" timeline ", "bold reverse")
         title.append(" span", "dim")
@@ -85,23 +135,33 @@ class TimelineScreen(DataScreen):
         for i, tr in enumerate(TRACKS):
             panel = self.query_one(f"#tl-{tr.name}", TimelinePanel)
             times, values = series.get(tr.name, ([], []))
-            if now is None:
-                panel.draw([], [], 0.0, span, x_axis=i == last)
-                continue
             panel.draw(times, values, now, span, [m for m, _ in marked], tr.unit,
                        x_axis=i == last)
-        legend = Text(no_wrap=False)
-        shown = [(m, f) for m, f in marked
-                 if now is not None and now - span <= m.t <= now + 1]
-        if not shown:
+        self.query_one("#timeline-legend", Static).update(self._legend(marked, now))
+
+    def _legend(self, marked: list[tuple[Marker, Episode]], now: float | None) -> Text:
+        """One line per marker, in letter order; when they do not all fit, the critical
+        and active ones are kept and the rest are named on the first line, never dropped
+        silently (the findings view has them all)."""
+        legend = Text(no_wrap=True, overflow="ellipsis")
+        if now is None or not marked:
             legend.append("no findings in this span", "dim")
-        for j, (m, f) in enumerate(shown):
-            if j:
+            return legend
+        room = self.legend_rows()
+        keep = set(range(len(marked)))
+        if len(marked) > room:
+            order = sorted(range(len(marked)), key=lambda i: (
+                marked[i][1].severity != "critical", not marked[i][1].active, -i))
+            keep = set(order[: room - 1])
+            rest = [marked[i][0].label for i in range(len(marked)) if i not in keep]
+            legend.append(f"… {len(rest)} more: {', '.join(rest)}", "dim")
+        for i, (m, ep) in enumerate(marked):
+            if i not in keep:
+                continue
+            if legend.plain:
                 legend.append("\n")
-            ago = "" if now is None else f" {max(0.0, now - m.t):.0f}s ago"
-            legend.append(f" {m.label} ", f"bold reverse {SEVERITY_COLOR.get(m.severity, '')}")
-            legend.append(f"{ago}  {f.summary}")
-        self.query_one("#timeline-legend", Static).update(legend)
+            legend.append_text(legend_line(m, ep, now))
+        return legend
 
     def show_flags(self) -> None:
         """Redraw the PAUSED marker."""

@@ -9,20 +9,22 @@ from fabtop.core.state import FabricState
 from tui import format as fmt
 from tui.widgets.keyed_table import Column, FixedTable
 
+# The generated tokens/s is the screen's answer and is never dropped; at narrow widths
+# the tail latencies, the prompt rate and the URL go first (highest ``drop``).
 COLUMNS = (
-    Column("host", "Host", 10, False),
-    Column("url", "URL", 26, False),
-    Column("server", "Server", 8, False),
-    Column("model", "Model", 20, False),
-    Column("gen", "gen tok/s", 9),
-    Column("prompt", "prompt tok/s", 12),
-    Column("run", "run", 5),
-    Column("wait", "wait", 5),
-    Column("ttft50", "TTFT p50", 8),
-    Column("ttft99", "TTFT p99", 8),
-    Column("itl50", "ITL p50", 8),
-    Column("itl99", "ITL p99", 8),
-    Column("error", "Error", 24, False),
+    Column("host", "Host", None, False, flex=True, min_width=8),
+    Column("url", "URL", None, False, flex=True, min_width=20, drop=11),  # config, not news
+    Column("server", "Server", None, False, drop=5),
+    Column("model", "Model", None, False, flex=True, min_width=16, drop=3),
+    Column("gen", "gen tok/s", 5),
+    Column("prompt", "prompt tok/s", 5, short="prompt/s", drop=7),
+    Column("run", "run", 3, drop=2),
+    Column("wait", "wait", 4),
+    Column("ttft50", "TTFT p50", 5, drop=4),
+    Column("ttft99", "TTFT p99", 5, drop=9),
+    Column("itl50", "ITL p50", 5, drop=8),
+    Column("itl99", "ITL p99", 5, drop=10),
+    Column("error", "Error", None, False, flex=True, min_width=12, hide_empty=True),
 )
 # Latency columns and the rate each shows.
 LATENCIES: tuple[tuple[str, str], ...] = (

@@ -24,28 +24,46 @@ REASON_TEXT: dict[str, str] = {
     "display_clock_setting": "display clock setting",
     "throttled": "throttled (reason not reported)",
 }
+BOTH_THERMAL = ("hw_thermal_slowdown", "sw_thermal_slowdown")
+BOTH_THERMAL_TEXT = "HW+SW thermal slowdown"
 GPU_SECTIONS = ("gpu_nvidia", "gpu_amd")
 
+# Fixed columns for numbers, flexible ones for names; at narrow widths the least telling
+# go first (highest ``drop``). Temperatures and what limits the clocks (the screen's answer:
+# is a GPU slowed down for heat?) are never dropped.
 COLUMNS = (
-    Column("host", "Host", 8, False),
+    Column("host", "Host", None, False, flex=True, min_width=8),
     Column("gpu", "GPU", 3, False),
-    Column("name", "Name", 23, False),  # "NVIDIA GeForce RTX 4090" whole: 4080 is not 4090
-    Column("util", "Util", 4),
-    Column("mem", "Mem used/total", 14),
-    Column("power", "W/limit", 8),
-    Column("clocks", "SM/mem MHz", 10),
-    Column("temp", "Temp/mem", 8),
-    Column("throttle", "Clocks limited by", 40, False),
-    Column("fan", "Fan", 4),
-    Column("pcie", "PCIe", 6),
-    Column("pcie_io", "PCIe rx/tx", 11),
-    Column("bus", "Bus", 12, False),
+    # "NVIDIA GeForce RTX 4090 D" whole where there is room: 4080 is not 4090
+    Column("name", "Name", None, False, flex=True, min_width=10, drop=5),
+    Column("util", "Util", 4, drop=3),
+    Column("mem", "Mem used/total", 11, short="Mem", drop=7),
+    Column("power", "W/limit", 7, drop=6),
+    Column("clocks", "SM/mem MHz", 9, short="MHz", drop=4),
+    Column("temp", "Temp/mem", 7, short="Temp"),
+    Column("throttle", "Clocks limited by", None, False, flex=True, min_width=22),
+    Column("fan", "Fan", 4, drop=8),
+    Column("pcie", "PCIe", 6, drop=9),
+    Column("pcie_io", "PCIe rx/tx", 11, drop=10),
+    Column("bus", "Bus", 12, False, drop=11),
 )
 
 
 def spell_reasons(reasons: Iterable[str]) -> str:
-    """Throttle reasons as words ("HW thermal slowdown, SW power cap")."""
-    return ", ".join(REASON_TEXT.get(r, r.replace("_", " ")) for r in reasons)
+    """Throttle reasons as words ("HW thermal slowdown, SW power cap").
+
+    Both thermal slowdowns read as one, "HW+SW thermal slowdown": the answer of the
+    screen then fits the narrowest Clocks column whole.
+    """
+    got = list(reasons)
+    both = all(r in got for r in BOTH_THERMAL)
+    words: list[str] = []
+    for r in got:
+        word = BOTH_THERMAL_TEXT if both and r in BOTH_THERMAL else REASON_TEXT.get(
+            r, r.replace("_", " "))
+        if word not in words:
+            words.append(word)
+    return ", ".join(words)
 
 
 def is_thermal(g: GpuSample) -> bool:

@@ -16,9 +16,10 @@ handling, cursor and messages work unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, NamedTuple
 
+from rich.cells import cell_len
 from rich.console import ConsoleOptions, JustifyMethod, OverflowMethod
 from rich.padding import Padding
 from rich.segment import Segment
@@ -26,21 +27,36 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.renderables.styled import Styled
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
+from tui import format as fmt
+
 
 @dataclass(slots=True, frozen=True)
 class Column:
-    """One column: key, header label, width, right-aligned numbers or not."""
+    """One column: key, header label, width, right-aligned numbers or not.
+
+    The other fields say how :func:`fit_columns` lays the column out in a table declared
+    with :meth:`KeyedTable.set_layout`: a fixed column is as wide as ``width`` or its widest
+    cell, whichever is more (digits are never dropped); a ``flex`` text column takes a
+    share of the spare width, from ``min_width`` up to its longest cell (``width``, when
+    given, caps it), and its cells end in "…" when cut.
+    """
 
     key: str
     label: str
     width: int | None = None
     numeric: bool = True
+    flex: bool = False
+    min_width: int = 0
+    drop: int = 0  # 0: always shown; else dropped when the width runs out, highest first
+    short: str = ""  # the header when the label does not fit
+    hide_empty: bool = False  # left out while no row has text in it
+    middle: bool = False  # cut in the middle ("node1/enp6…f1np1"): the end tells ports apart
 
 
 Cell = Text
@@ -71,6 +87,93 @@ class Spec(NamedTuple):
 CellInput = Text | Spec
 
 
+def _plain_width(cell: CellInput) -> int:
+    """Cells the text of ``cell`` takes on one line."""
+    if isinstance(cell, Text):
+        return cell.cell_len
+    body = cell.body
+    if isinstance(body, str):
+        return cell_len(body)
+    return sum(cell_len(part) for part, _ in body)
+
+
+def fit_columns(columns: Sequence[Column], width: int, content: Mapping[str, int],
+                padding: int = 1) -> tuple[Column, ...]:
+    """The columns laid out in ``width`` cells, given each column's widest cell.
+
+    Columns with ``drop`` go first, highest first, until the rest fits at their minimum;
+    the spare width then goes to the columns below their natural width (a longer label,
+    a flexible column's longest cell), the neediest last, so a long URL does not starve
+    a short name. A fixed column is never narrower than its widest cell.
+    """
+    cols = [c for c in columns if not (c.hide_empty and not content.get(c.key, 0))]
+    lo: dict[str, int] = {}
+    want: dict[str, int] = {}
+    for c in cols:
+        widest = content.get(c.key, 0)
+        head = cell_len(c.short or c.label)
+        if c.flex:
+            natural = max(widest, cell_len(c.label))
+            if c.width is not None:
+                natural = min(natural, max(c.width, c.min_width))
+            lo[c.key] = min(natural, max(c.min_width, head))
+        else:
+            lo[c.key] = max(c.width or 0, widest, head)
+            natural = max(lo[c.key], cell_len(c.label))
+        want[c.key] = natural
+
+    def used(cs: list[Column]) -> int:
+        return sum(lo[c.key] + 2 * padding for c in cs)
+
+    while used(cols) > width:
+        droppable = [(c.drop, i) for i, c in enumerate(cols) if c.drop > 0]
+        if not droppable:
+            break  # nothing more may go: the table scrolls sideways
+        del cols[max(droppable)[1]]
+    given = _share(cols, lo, want, width, padding)
+    # An optional text column more important than another optional one is shown whole
+    # before that one is shown at all: a model name cut to make room for a p99 latency is
+    # the wrong trade. (Columns never dropped share the spare as before.)
+    while True:
+        short = [c.drop for c in cols
+                 if c.flex and c.drop > 0 and given[c.key] < want[c.key]]
+        victims = [(c.drop, i) for i, c in enumerate(cols)
+                   if c.drop > 0 and short and c.drop > min(short)]
+        if not victims:
+            break
+        del cols[max(victims)[1]]
+        given = _share(cols, lo, want, width, padding)
+    out: list[Column] = []
+    for c in cols:
+        w = given[c.key]
+        label = c.label if cell_len(c.label) <= w or not c.short else c.short
+        out.append(replace(c, width=w, label=label))
+    return tuple(out)
+
+
+def _share(cols: Sequence[Column], lo: Mapping[str, int], want: Mapping[str, int],
+           width: int, padding: int) -> dict[str, int]:
+    """Each column's width: its minimum, plus a share of the spare up to its natural width.
+
+    The neediest last, so a long URL does not starve a short name.
+    """
+    spare = max(0, width - sum(lo[c.key] + 2 * padding for c in cols))
+    given = dict(lo)
+    needy = sorted((c for c in cols if want[c.key] > lo[c.key]),
+                   key=lambda c: want[c.key] - lo[c.key])
+    for i, c in enumerate(needy):
+        share = min(want[c.key] - lo[c.key], spare // (len(needy) - i))
+        given[c.key] += share
+        spare -= share
+    return given
+
+
+def _label(c: Column) -> Text:
+    # A header cut by a narrow column shows "…", as a cut cell does.
+    return Text(c.label, justify="right" if c.numeric else "left", no_wrap=True,
+                overflow="ellipsis")
+
+
 def _sig(cell: CellInput) -> object:
     """What decides whether a cell must be redrawn."""
     if isinstance(cell, Spec):
@@ -78,8 +181,17 @@ def _sig(cell: CellInput) -> object:
     return (cell.plain, str(cell.style), tuple(cell.spans), cell.justify, cell.overflow)
 
 
-def _text(cell: CellInput) -> Text:
-    return cell.text() if isinstance(cell, Spec) else cell
+def _text(cell: CellInput, middle: int | None = None) -> Text:
+    """The cell as stored; a cell is one line, so text cut at the column's edge ends in "…".
+
+    ``middle``: the width of a column cut in the middle instead.
+    """
+    t = cell.text() if isinstance(cell, Spec) else cell
+    if middle is not None and t.cell_len > middle:
+        t = Text(fmt.middle(t.plain, middle), t.style, justify=t.justify)
+    if t.overflow is None:
+        t.overflow = "ellipsis"
+    return t
 
 
 # What DataTable draws for an empty cell.
@@ -126,6 +238,9 @@ class KeyedTable(DataTable[Cell]):
             id=id, classes=classes, cursor_type="row", zebra_stripes=False, cell_padding=1
         )
         self._column_set: tuple[Column, ...] = ()
+        # The declared layout (set_layout) and the rows it was last fitted to.
+        self._layout: tuple[Column, ...] = ()
+        self._last_rows: Sequence[tuple[str, Mapping[str, CellInput]]] = ()
         # Per row key, the signature of each cell as last shown (LinkTable hands these
         # back for the rows it does not recompute).
         self._cells: dict[str, dict[str, object]] = {}
@@ -145,9 +260,17 @@ class KeyedTable(DataTable[Cell]):
     # ---- the model, through DataTable's public API -------------------------------
 
     def set_columns(self, columns: Sequence[Column]) -> None:
-        """Replace the column set (only when it changed: a resize across a width class)."""
+        """Replace the column set (only when it changed: a resize across a width class).
+
+        The same keys with other widths or labels are changed in place: rows, cells and
+        the cursor stay.
+        """
         cols = tuple(columns)
         if cols == self._column_set:
+            return
+        if self.columns and tuple(c.key for c in cols) == self.column_keys:
+            self._column_set = cols
+            self._relabel(cols)
             return
         self._column_set = cols
         self.clear(columns=True)
@@ -156,8 +279,50 @@ class KeyedTable(DataTable[Cell]):
         self._order = []
         self.rebuilds += 1
         for c in cols:
-            label = Text(c.label, justify="right" if c.numeric else "left")
-            self.add_column(label, key=c.key, width=c.width)
+            self.add_column(_label(c), key=c.key, width=c.width)
+
+    def _relabel(self, cols: tuple[Column, ...]) -> None:
+        """New widths and labels on the existing columns (DataTable's public Column fields)."""
+        for c in cols:
+            col = self.columns[ColumnKey(c.key)]
+            col.label = _label(c)
+            col.auto_width = c.width is None
+            if c.width is not None:
+                col.width = c.width
+        self._drawn.clear()
+        width = sum(col.get_render_width(self) for col in self.columns.values())
+        self.virtual_size = Size(width, self.virtual_size.height)
+        self.notify_style_update()  # DataTable's own line caches do not key on widths
+
+    def set_layout(self, columns: Sequence[Column]) -> None:
+        """Lay ``columns`` out to the widget's width at every sync and resize (fit_columns)."""
+        cols = tuple(columns)
+        if cols == self._layout:
+            return
+        self._layout = cols
+        self._fit(self._last_rows)
+
+    def _fit(self, rows: Sequence[tuple[str, Mapping[str, CellInput]]]) -> None:
+        """Fit the declared layout to the width, from the widest cell of each column."""
+        if not self._layout:
+            return
+        content = {c.key: 0 for c in self._layout}
+        for _, cells in rows:
+            for k in content:
+                cell = cells.get(k)
+                if cell is not None:
+                    content[k] = max(content[k], _plain_width(cell))
+        width = self.size.width or self.app.size.width
+        # A vertical scrollbar takes its columns only when the rows overflow.
+        if len(rows) + self.header_height > (self.size.height or self.app.size.height):
+            width -= self.styles.scrollbar_size_vertical
+        self.set_columns(fit_columns(self._layout, width, content, self.cell_padding))
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._layout and self._last_rows:
+            self.sync(self._last_rows)
+        else:
+            self._fit(self._last_rows)
 
     @property
     def column_keys(self) -> tuple[str, ...]:
@@ -169,10 +334,15 @@ class KeyedTable(DataTable[Cell]):
 
         The cursor stays on its row key while rows move, come and go around it.
         """
+        cursor = self.cursor_key()
+        if self._layout:
+            self._last_rows = rows
+            self._fit(rows)
         wanted = {k for k, _ in rows}
         cache = self._cells
-        cursor = self.cursor_key()
         keys = self.column_keys
+        # Middle-cut columns: the text depends on the width, so the width is in the signature.
+        middle = {c.key: c.width for c in self._column_set if c.middle and c.width}
         with self.app.batch_update():
             for gone in [k for k in cache if k not in wanted]:
                 self.remove_row(gone)
@@ -181,13 +351,14 @@ class KeyedTable(DataTable[Cell]):
                 old = cache.get(key)
                 if cells is old:  # handed back as shown (LinkTable's rows off screen)
                     continue
-                sig = {c: _sig(cells[c]) for c in keys}
+                sig = {c: _sig(cells[c]) if c not in middle else (_sig(cells[c]), middle[c])
+                       for c in keys}
                 if old is None:
-                    self.add_row(*(_text(cells[c]) for c in keys), key=key)
+                    self.add_row(*(_text(cells[c], middle.get(c)) for c in keys), key=key)
                 elif old != sig:
                     for c in keys:
                         if old[c] != sig[c]:
-                            self.update_cell(key, c, _text(cells[c]))
+                            self.update_cell(key, c, _text(cells[c], middle.get(c)))
                 else:
                     continue
                 cache[key] = sig
@@ -330,6 +501,23 @@ class KeyedTable(DataTable[Cell]):
             options,
         )
 
+    def drawn_cells(self, row: int) -> list[str]:
+        """Each cell of ``row`` (-1: the header) as drawn in its column, padding off.
+
+        The same drawing as the screen's lines, for every row, on screen or not: tests
+        read what a user would see in each column.
+        """
+        paint = self._new_paint()
+        cells: Sequence[Text] = (paint.labels if row < 0
+                                 else [c or _EMPTY for c in self.get_row_at(row)])
+        pad = paint.look.padding
+        out: list[str] = []
+        for col, (cell, width) in enumerate(zip(cells, paint.widths, strict=False)):
+            lines = self._draw_cell(cell, row, col, width, False, False, paint)
+            text = "".join(seg.text for seg in lines[0])
+            out.append(text[pad:len(text) - pad])
+        return out
+
     # ---- the hover highlight, shown and hidden as DataTable does ------------------
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
@@ -420,12 +608,12 @@ class FixedTable(KeyedTable):
     COLUMNS: ClassVar[tuple[Column, ...]] = ()
 
     def on_mount(self) -> None:
-        self.set_columns(self.COLUMNS)
+        self.set_layout(self.COLUMNS)
 
     def show_rows(self, rows: Sequence[tuple[str, Mapping[str, CellInput]]]) -> None:
         """Sync with ``rows``, filling the cells a row does not have."""
-        if not self.column_keys:
-            self.set_columns(self.COLUMNS)
+        if not self._layout:
+            self.set_layout(self.COLUMNS)
         self.sync([(k, {c.key: cells.get(c.key) or Text("") for c in self.COLUMNS})
                    for k, cells in rows])
 

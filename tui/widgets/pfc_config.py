@@ -6,14 +6,26 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from tui import format as fmt
 from tui.rows.pfc import QOS_COLUMNS, QosRow
 from tui.widgets.keyed_table import Cell, Column, KeyedTable
 
 ODD = "bold black on yellow"
-WIDTHS = {"trust": 5, "pfc": 8, "ecn_np": 6, "ecn_rp": 6, "dscp": 9, "mtu": 5, "fw": 10,
-          "driver": 24}  # fmt: skip
-NARROW_DROP = ("dscp", "driver")  # under 110 columns: the rest still fits 80
+WIDTHS = {"trust": 5, "pfc": 8, "ecn_np": 6, "ecn_rp": 6, "dscp": 9, "mtu": 5, "fw": 10}
+# At narrow widths the driver and the DSCP map go first: the rest still fits 80 columns.
+DROP = {"dscp": 1, "driver": 2}
+
+
+def qos_columns() -> list[Column]:
+    """The port (cut in the middle when it must be), the config columns, the driver."""
+    labels = dict(QOS_COLUMNS)
+    cols = [Column("port", "port", None, numeric=False, flex=True, min_width=18, middle=True)]
+    for k, _ in QOS_COLUMNS:
+        if k == "driver":
+            cols.append(Column(k, labels[k], None, numeric=False, flex=True, min_width=12,
+                               drop=DROP[k]))
+        else:
+            cols.append(Column(k, labels[k], WIDTHS[k], numeric=False, drop=DROP.get(k, 0)))
+    return cols
 
 
 class QosTable(KeyedTable):
@@ -23,20 +35,13 @@ class QosTable(KeyedTable):
     QosTable { height: auto; max-height: 8; }
     """
 
-    def show(self, rows: Sequence[QosRow], width: int) -> None:
+    def show(self, rows: Sequence[QosRow]) -> None:
         """Sync with ``rows``."""
-        keys = [k for k, _ in QOS_COLUMNS if width >= 110 or k not in NARROW_DROP]
-        labels = dict(QOS_COLUMNS)
-        used = sum(WIDTHS[k] + 2 for k in keys)
-        port_w = max(12, min(28, width - used - 4))
-        self.set_columns([
-            Column("port", "port", port_w, numeric=False),
-            *(Column(k, labels[k], WIDTHS[k], numeric=False) for k in keys),
-        ])  # fmt: skip
+        self.set_layout(qos_columns())
         out: list[tuple[str, dict[str, Cell]]] = []
         for r in rows:
-            cells: dict[str, Cell] = {"port": Text(fmt.middle(r.label, port_w))}
-            for k in keys:
+            cells: dict[str, Cell] = {"port": Text(r.label)}
+            for k, _ in QOS_COLUMNS:
                 text = r.cells[k]
                 cells[k] = Text(text, ODD if k in r.odd else ("dim" if text == "-" else ""))
             out.append((r.key, cells))

@@ -64,29 +64,24 @@ class PauseMatrix(KeyedTable):
         super().__init__(id=id)
         self.mode = MODES[0]
 
-    def column_set(self, width: int) -> list[Column]:
+    def column_set(self) -> list[Column]:
         """Port, direction and the 8 priorities; the port column takes what is left."""
         unit = "%" if self.mode == "time" else "/s"
-        port_w = max(12, min(28, width - 4 - 8 * 6 - 4))
         return [
-            Column("port", "port", port_w, numeric=False),
+            Column("port", "port", None, numeric=False, flex=True, min_width=18, middle=True),
             Column("dir", "", 2, numeric=False),
             *(Column(f"p{p}", f"p{p}{unit}" if p == 0 else f"p{p}", 4) for p in PRIOS),
         ]
 
-    def show(
-        self, rows: Sequence[PauseRow], width: int, thresholds: Mapping[str, float]
-    ) -> None:
+    def show(self, rows: Sequence[PauseRow], thresholds: Mapping[str, float]) -> None:
         """Sync with ``rows``; the port name is written on its rx line only."""
-        cols = self.column_set(width)
-        self.set_columns(cols)
-        port_w = cols[0].width or 20
+        self.set_layout(self.column_set())
         out: list[tuple[str, dict[str, Cell]]] = []
         pressure = thresholds["pressure_pause_ratio"]
         hot_ports = {(r.host, r.link_id) for r in rows
                      if max((r.level(p) for p in PRIOS), default=0.0) >= pressure}  # fmt: skip
         for r in rows:
-            label = fmt.middle(r.label, port_w) if r.direction == "rx" else ""
+            label = r.label if r.direction == "rx" else ""
             hot = (r.host, r.link_id) in hot_ports
             cells: dict[str, Cell] = {
                 "port": Text(label, "bold" if hot else ""),

@@ -73,16 +73,17 @@ def latest_time(history: History, keys: Iterable[SeriesKey]) -> float | None:
 
 def combine_series(
     history: History, keys: Iterable[SeriesKey], how: Combine, span_s: float, now: float,
-    width: float,
+    width: float, bins: int | None = None,
 ) -> tuple[list[float], list[float | None]]:
     """Bucket every series into ``width``-second bins over the span and sum or max them.
 
     Each series contributes the mean of its points in a bin (max for spiky coarse data);
-    a bin no series has a value in is a gap (None), never 0.
+    a bin no series has a value in is a gap (None), never 0. ``bins``: exactly that many
+    (one per plot column), the newest point in the last.
     """
     stat: Literal["mean", "max"] = "max" if how == "max" or span_s > 900 else "mean"
     lo = now - span_s
-    n = int(span_s // width) + 1
+    n = bins if bins is not None else int(span_s // width) + 1
     acc: list[float | None] = [None] * n
     for k in keys:
         s = history.get(k)
@@ -108,9 +109,12 @@ def combine_series(
 
 
 def track_series(
-    history: History, span_s: float, now: float | None = None
+    history: History, span_s: float, now: float | None = None, bins: int | None = None
 ) -> tuple[float | None, dict[str, tuple[list[float], list[float | None]]]]:
-    """'now' and every track's combined (times, values), values already scaled."""
+    """'now' and every track's combined (times, values), values already scaled.
+
+    ``bins``: one bin per plot column (the timeline's panels), else :func:`bin_width`.
+    """
     keys = list(history.keys())
     per_track = {tr.name: [k for k in keys if tr.match(k)] for tr in TRACKS}
     if now is None:
@@ -119,10 +123,10 @@ def track_series(
     out: dict[str, tuple[list[float], list[float | None]]] = {}
     if now is None:
         return None, out
-    width = bin_width(span_s)
+    width = span_s / bins if bins else bin_width(span_s)
     for tr in TRACKS:
         times, values = combine_series(history, per_track[tr.name], tr.combine, span_s, now,
-                                       width)
+                                       width, bins or None)
         out[tr.name] = (times, [None if v is None else v * tr.scale for v in values])
     return now, out
 
