@@ -24,26 +24,33 @@ from fabtop.run.record import Recorder, RecordError
 from fabtop.run.replay import SPEEDS, Replay
 from fabtop.run.session import Session
 from tui.context import ViewContext
-from tui.messages import StateChanged
+from tui.messages import FindingChosen, HostLinksChosen, StateChanged
 from tui.screens.base import DataScreen
+from tui.screens.findings import FindingsScreen
 from tui.screens.gpus import GpuScreen
 from tui.screens.help import HelpScreen, HelpSection, binding_rows
+from tui.screens.host_detail import HostDetailScreen
 from tui.screens.inference import InferenceScreen
 from tui.screens.link_detail import LinkDetailScreen
 from tui.screens.overview import OverviewScreen
 from tui.screens.pfc import PfcScreen
 from tui.screens.timeline import TimelineScreen
+from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.replay_bar import ReplayBar
 
 # Number key -> (name, screen class). Adding a screen is one line here; the class takes
-# the ViewContext as its only argument.
+# the ViewContext as its only argument. The findings view is a screen of its own (a
+# number key, in the footer, reachable from every screen), not a letter: letters mean
+# different things on different screens (f is a span here, focus there).
 SCREEN_REGISTRY: dict[str, tuple[str, type[DataScreen]]] = {
     "1": ("overview", OverviewScreen),
     "2": ("PFC", PfcScreen),
     "3": ("GPUs", GpuScreen),
     "4": ("inference", InferenceScreen),
     "5": ("timeline", TimelineScreen),
+    "6": ("findings", FindingsScreen),
 }
+FINDINGS_KEY = next(k for k, (_, cls) in SCREEN_REGISTRY.items() if cls is FindingsScreen)
 
 
 def snapshot_name(now: datetime | None = None) -> str:
@@ -66,8 +73,9 @@ class FabtopApp(App[int]):
         Binding("p", "pause", "pause"),
         Binding("r", "baseline", "Δ baseline"),
         Binding("d", "delta", "Δ / rates", show=False),
+        # Shown by the screens' footer (tui/screens/base.py): by name, or as one "1-6" key.
         *(
-            Binding(k, f"screen('{k}')", name, show=k == "1")
+            Binding(k, f"screen('{k}')", name, show=False)
             for k, (name, _) in SCREEN_REGISTRY.items()
         ),
     ]
@@ -78,6 +86,8 @@ class FabtopApp(App[int]):
     ) -> None:
         super().__init__()
         self.ctx = ctx
+        ctx.screens = tuple((k, name) for k, (name, _) in SCREEN_REGISTRY.items())
+        ctx.recording = recorder is not None and recorder.active
         self.session = session
         self.replay = replay
         self.recorder = recorder
@@ -106,7 +116,7 @@ class FabtopApp(App[int]):
                             exit_on_error=False)
         if self.recorder is not None:
             self.recorder.on_error = self._record_failed
-            self.recorder.on_limit = lambda msg: self.notify(msg, timeout=10)
+            self.recorder.on_limit = self._record_limit
         if self.replay is not None:
             self.replay.on_reset = self._replay_reset
             self.set_interval(self.replay_step_s, self._replay_step)
@@ -145,8 +155,15 @@ class FabtopApp(App[int]):
     # recording and replay --------------------------------------------------------
 
     def _record_failed(self, message: str) -> None:
-        # A full disk stops the recording, never the dashboard.
+        # A full disk stops the recording, never the dashboard; REC goes off.
+        self.ctx.recording = False
         self.notify(message, severity="error", timeout=30)
+        self.refresh_now()
+
+    def _record_limit(self, message: str) -> None:
+        self.ctx.recording = False
+        self.notify(message, timeout=10)
+        self.refresh_now()
 
     def _replay_reset(self, state: FabricState) -> None:
         # Seeking backwards re-feeds a fresh state from the start; screens read ctx.state.
@@ -207,8 +224,27 @@ class FabtopApp(App[int]):
         self.request_refresh()
 
     def _tick(self) -> None:
-        # Ages grow without any new frame: a frozen host must grey out by itself.
+        # Ages grow without any new frame: a frozen host must grey out, and raise its
+        # finding, by itself.
+        self.ctx.state.refresh_liveness(self.ctx.now())
+        if self.recorder is not None:
+            self.ctx.recording = self.recorder.active
         self.request_refresh()
+
+    def on_finding_chosen(self, message: FindingChosen) -> None:
+        # Enter on a finding in a panel: the findings view, on that finding.
+        self.ctx.finding_key = message.key
+        self.action_screen(FINDINGS_KEY)
+
+    def on_host_links_chosen(self, message: HostLinksChosen) -> None:
+        # 'l' in a host's detail: close it and show the overview with its links only.
+        self.ctx.links_host = message.host
+        if isinstance(self.screen, HostDetailScreen):
+            self.pop_screen()
+        if self.current_mode != "screen1":
+            self.action_screen("1")
+        else:
+            self.call_after_refresh(self.refresh_now)
 
     def request_refresh(self) -> None:
         """Refresh the visible screen now, or once the current tick is over."""
@@ -228,7 +264,9 @@ class FabtopApp(App[int]):
 
     def refresh_now(self) -> None:
         """Redraw the visible screen (background screens wait until they are shown)."""
-        if self.ctx.paused:
+        if self.ctx.paused or not self.is_running:
+            # not running: a tick that fires while the app shuts down, its screens' widgets
+            # already being removed; there is nothing to draw
             return
         self._last_refresh = time.monotonic()
         try:
@@ -257,7 +295,9 @@ class FabtopApp(App[int]):
                 (keys, "screens: " + ", ".join(screens)),
             ]),
             ("overview", binding_rows(OverviewScreen.BINDINGS)),
+            ("findings panel (Tab to it)", binding_rows(FindingsPanel.BINDINGS)),
             ("link detail", binding_rows(LinkDetailScreen.BINDINGS)),
+            ("host detail", binding_rows(HostDetailScreen.BINDINGS)),
             *(
                 # Only the screen's own keys: Screen's inherited tab/shift+tab are not news.
                 (name, binding_rows(cls.__dict__["BINDINGS"]))

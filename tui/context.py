@@ -23,6 +23,13 @@ class ViewContext:
     show_virtual: bool = False
     delta_mode: bool = False  # link table shows counts since the 'r' baseline
     baseline_at: float | None = None  # clock() when 'r' was pressed
+    recording: bool = False  # frames are being written to a recording (REC on the top line)
+    # (number key, name) of every screen, for the footer; the app fills it from its registry.
+    screens: tuple[tuple[str, str], ...] = ()
+    # The overview's links narrowed to one host ('l' in host detail); None: every host.
+    links_host: str | None = None
+    # The finding the findings view selects when it is shown next (Enter on the panel).
+    finding_key: str | None = None
 
     def now(self) -> float:
         """The clock the host ages are measured with."""

@@ -70,8 +70,17 @@ SHOTS: tuple[Shot, ...] = (
     Shot("pfc", (120, 36), ("2",)),
     Shot("pfc_80x24", (80, 24), ("2",)),
     Shot("gpus", (160, 36), ("3",), _at_moment(GPU_THERMAL_S)),
+    Shot("gpus_80x24", (80, 24), ("3",), _at_moment(GPU_THERMAL_S)),
     Shot("inference", (140, 36), ("4",)),
+    Shot("inference_80x24", (80, 24), ("4",)),
     Shot("timeline", (140, 44), ("5",), _at_moment(GPU_THERMAL_S)),
+    Shot("timeline_80x24", (80, 24), ("5",), _at_moment(GPU_THERMAL_S)),
+    # the storm selected, read in full (key 6 opens it worst first)
+    Shot("findings", (140, 40), ("6",)),
+    Shot("findings_80x24", (80, 24), ("6",)),
+    # the stormed host: 'i' on its link
+    Shot("host_detail", (120, 36), ("i",), _to_storm_link),
+    Shot("host_detail_80x24", (80, 24), ("i",), _to_storm_link),
 )
 
 

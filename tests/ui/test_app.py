@@ -15,8 +15,10 @@ from tests.ui.fabric import FakeClock, fabric, feed, sample
 from tui.app import SCREEN_REGISTRY, FabtopApp
 from tui.context import ViewContext
 from tui.screens.help import HelpScreen
+from tui.screens.host_detail import HostDetailScreen
 from tui.screens.link_detail import LinkDetailScreen
 from tui.screens.overview import OverviewScreen
+from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import LinkTable
 from tui.widgets.top_bar import TopBar
@@ -244,7 +246,7 @@ async def test_r_sets_a_baseline_and_the_table_counts_since_then() -> None:
         await pilot.pause()
         await pilot.press("r")
         assert set(state.baseline) == {"node1", "node2", "node3"}
-        assert "ΔPauRx" in [str(c.label.plain) for c in links(app).ordered_columns]
+        assert "ΔPRx" in [str(c.label.plain) for c in links(app).ordered_columns]
         assert cell(links(app), "node3\x1fenp65s0f0np0", "prx") == "0"
         for _ in range(2):
             tick(app, state, clock, ["node1", "node2", "node3"])
@@ -264,7 +266,7 @@ async def test_r_before_the_first_frame_says_so_and_d_stays_on_rates() -> None:
         await pilot.pause()
         assert not app.ctx.delta_mode
         assert any("no data yet" in str(n.message) for n in app._notifications)
-        assert "ΔPauRx" not in [str(c.label.plain) for c in links(app).ordered_columns]
+        assert "ΔPRx" not in [str(c.label.plain) for c in links(app).ordered_columns]
 
 
 async def test_number_keys_switch_to_their_screens() -> None:
@@ -320,13 +322,17 @@ async def test_help_lists_every_key_of_every_screen() -> None:
         shown = {k for _, rows in app.screen.sections for k, _ in rows}
         text = " ".join(w for _, rows in app.screen.sections for _, w in rows)
         others = [cls for _, cls in SCREEN_REGISTRY.values()]
-        for cls in (FabtopApp, OverviewScreen, LinkDetailScreen, HelpScreen, *others):
+        for cls in (FabtopApp, OverviewScreen, LinkDetailScreen, HostDetailScreen,
+                    FindingsPanel, HelpScreen, *others):
             for b in cls.__dict__.get("BINDINGS", []):  # its own, not Screen's tab/shift+tab
-                if "screen(" in b.action:  # type: ignore[union-attr]
+                if "screen(" in b.action:
                     continue
-                assert b.description in text  # type: ignore[union-attr]
-        assert {"?", "q", "s", "p", "r", "d", "/", "o", "v", "Enter", "Esc", "m", "f", "h",
-                "1-5"} <= shown
+                assert b.description in text
+        assert {"?", "q", "s", "p", "r", "d", "/", "o", "O", "v", "i", "l", "Enter", "Esc", "m",
+                "f", "h", "1-6"} <= shown
+        # one line names every screen, in the registry's order (six screens: 1-6, not 1-9)
+        assert ("screens: 1 overview, 2 PFC, 3 GPUs, 4 inference, 5 timeline, 6 findings"
+                in text)
         await pilot.press("escape")
         assert isinstance(app.screen, OverviewScreen)
 
@@ -393,3 +399,30 @@ def test_a_refresh_that_lands_after_the_screens_are_gone_draws_nothing() -> None
     # stack) and raised ScreenStackError out of the dashboard's exit.
     app, _, _ = make()
     app.refresh_now()
+
+
+async def test_a_tick_while_the_app_shuts_down_draws_nothing(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The interval tick fired while the app closed its screens: the screen was still on
+    # the stack but its widgets were gone, and refresh_view raised NoMatches (TopBar).
+    app, _, _ = make()
+    prune = app._prune
+    errors: list[BaseException] = []
+
+    def prune_then_tick(*nodes: object, **kw: object) -> object:
+        done = prune(*nodes, **kw)  # type: ignore[arg-type]
+
+        async def after() -> None:
+            await done
+            try:
+                app.refresh_now()
+            except Exception as e:
+                errors.append(e)
+
+        return after()
+
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        monkeypatch.setattr(app, "_prune", prune_then_tick)
+    assert errors == []

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from collectors.samples import LinkSample, MetricValue, RateValue
 from collectors.vocabulary import Derived, InferenceRate, Metric
+from fabtop.core.coverage import Coverage, coverage
 from fabtop.core.deltas import counts_since
 from fabtop.core.findings import SEVERITIES
 from fabtop.core.rates import LinkRates
@@ -24,11 +25,8 @@ from fabtop.core.state import (
     UP,
     FabricState,
     HostState,
+    effective_status,
 )
-
-# The runner marks a host stale after 2.5 intervals; the screen does the same from the
-# age of the last frame, so a frozen host greys out even when no status message comes.
-STALE_AFTER_INTERVALS = 2.5
 
 # The counters each column adds up: their rates, and their counts since the 'r' baseline.
 LOSS_METRICS = (Metric.RX_DISCARDS, Metric.RX_OUT_OF_BUFFER, Metric.RX_PHY_ERRORS)
@@ -67,14 +65,6 @@ def _sum_present(values: list[float | None]) -> float | None:
 def _rate_sum(rates: dict[str, RateValue], metrics: tuple[Metric, ...]) -> float | None:
     """The rates of ``metrics``, each summed over priorities, then added up."""
     return _sum_present([total(rates.get(m.per_s)) for m in metrics])
-
-
-def effective_status(hs: HostState, now: float, interval: float) -> str:
-    """The host's status, downgraded to stale when its last frame is too old."""
-    a = hs.age_s(now)
-    if hs.status == UP and a is not None and a > STALE_AFTER_INTERVALS * interval:
-        return STALE
-    return hs.status
 
 
 @dataclass(slots=True)
@@ -153,7 +143,7 @@ def host_rows(state: FabricState, now: float, interval: float) -> list[HostRow]:
             HostRow(
                 name=hs.name,
                 target=hs.target,
-                status=effective_status(hs, now, interval),
+                status=effective_status(hs, now, state.interval),
                 age_s=hs.age_s(now),
                 rtt_s=hs.rtt_s,
                 links=len(s.links) if s else 0,
@@ -215,7 +205,7 @@ def link_rows(
         s = hs.sample
         if s is None:
             continue
-        live = effective_status(hs, now, interval) == UP
+        live = effective_status(hs, now, state.interval) == UP
         base_sample = state.baseline.get(hs.name)
         rates = hs.rates.links if hs.rates is not None else {}
         for lid, link in s.links.items():
@@ -228,12 +218,13 @@ def link_rows(
 
 @dataclass(slots=True)
 class Summary:
-    """The top line: cluster token rate, host counts, findings by severity."""
+    """The top line: cluster token rate, host counts, findings by severity, what is seen."""
 
     tokens_per_s: float | None
     hosts: dict[str, int]
     findings: dict[str, int]
     inference_servers: int
+    coverage: Coverage  # which hosts report: "no findings" holds only over what was seen
 
 
 def summary(state: FabricState, now: float, interval: float) -> Summary:
@@ -242,7 +233,7 @@ def summary(state: FabricState, now: float, interval: float) -> Summary:
     tokens: list[float | None] = []
     servers = 0
     for hs in state.hosts.values():
-        hosts[effective_status(hs, now, interval)] += 1
+        hosts[effective_status(hs, now, state.interval)] += 1
         if hs.rates is not None:
             for v in hs.rates.inference.values():
                 servers += 1
@@ -255,4 +246,5 @@ def summary(state: FabricState, now: float, interval: float) -> Summary:
         hosts={s: hosts.get(s, 0) for s in (UP, STALE, CONNECTING, FAILING, DOWN)},
         findings={s: findings.get(s, 0) for s in reversed(SEVERITIES)},
         inference_servers=servers,
+        coverage=coverage(state, now, state.interval),
     )

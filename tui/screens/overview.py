@@ -1,18 +1,24 @@
-"""Overview (key 1): top line, hosts, links with sparklines, findings."""
+"""Overview (key 1): top line, hosts, links with sparklines, findings.
+
+What narrows or orders the links is said on the line between the hosts and the links
+("links: node3 only", "filter: enp65", "sort: rx ▼"), so no state is hidden.
+"""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
+from fabtop.core.coverage import calm_line
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.links import host_rows, link_rows, summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.host_table import HostTable
-from tui.widgets.link_table import LinkTable
+from tui.widgets.link_table import DOWN_ARROW, UP_ARROW, LinkTable
 from tui.widgets.top_bar import TopBar
 
 
@@ -25,15 +31,42 @@ def delta_marker(ctx: ViewContext) -> str | None:
     return f"since r {fmt.age(ctx.now() - ctx.baseline_at)}"
 
 
+def state_line(host: str | None, needle: str, sort: str, descending: bool,
+               virtual: bool) -> Text:
+    """``links: node3 only · filter: enp65 · sort: rx ▼ · Esc shows all``."""
+    t = Text(" ")
+    narrowed = host is not None or bool(needle)
+    if host is not None:
+        t.append("links: ", "bold")
+        t.append(host, "bold")
+        t.append(" only", "bold")
+        t.append(" · ")
+    if needle:
+        t.append("filter: ", "bold")
+        t.append(needle, "bold")
+        t.append(" · ")
+    t.append(f"sort: {sort} {DOWN_ARROW if descending else UP_ARROW}")
+    t.append(" (o next, O reverse)" if not narrowed else "")
+    if virtual:
+        t.append(" · virtual shown")
+    if narrowed:
+        t.append(" · Esc shows all", "bold")
+    t.append(" ")
+    return t
+
+
 class OverviewScreen(DataScreen):
     """Every host and link at a glance."""
 
     BINDINGS = [
         Binding("slash", "filter", "filter", key_display="/"),
         Binding("o", "sort", "sort"),
+        # The state line above the links says "O reverse"; the footer keeps its room.
+        Binding("O", "reverse_sort", "reverse the sort", key_display="O", show=False),
         Binding("v", "toggle_virtual", "virtual"),
-        Binding("enter", "open_link", "link detail", show=False),
-        Binding("escape", "clear_filter", "clear filter", show=False),
+        Binding("i", "host_detail", "host detail"),
+        Binding("enter", "open_link", "link detail, host detail (on a host)", show=False),
+        Binding("escape", "clear_filter", "show all links", show=False),
     ]
 
     def __init__(self, ctx: ViewContext) -> None:
@@ -69,11 +102,15 @@ class OverviewScreen(DataScreen):
         if needle:
             hosts = [h for h in hosts if needle in h.name.lower()]
             links = [r for r in links if needle in r.text()]
-        self.query_one(TopBar).show(summary(state, now, ival), ctx.paused, delta_marker(ctx))
+        if ctx.links_host is not None:
+            links = [r for r in links if r.host == ctx.links_host]
+        s = summary(state, now, ival)
+        self.query_one(TopBar).show(s, ctx.paused, delta_marker(ctx))
         self.query_one(HostTable).show(hosts, width)
         self.query_one(LinkTable).show(links, width, state.history, ival, ctx.delta_mode,
                                        state.thresholds)
-        self.query_one(FindingsPanel).show(state.findings)
+        self.query_one(FindingsPanel).show(state.findings, calm_line(s.coverage),
+                                           s.coverage.all_seen)
         self._titles()
 
     def show_flags(self) -> None:
@@ -81,13 +118,11 @@ class OverviewScreen(DataScreen):
         self.query_one(TopBar).show(None, self.ctx.paused, delta_marker(self.ctx))
 
     def _titles(self) -> None:
+        """The line above the links: what narrows them and how they are sorted."""
         lt = self.query_one(LinkTable)
-        parts = [f"sort: {lt.sort_spec.label}"]
-        if self.filter_text:
-            parts.append(f"filter: {self.filter_text}")
-        if self.ctx.show_virtual:
-            parts.append("virtual shown")
-        self.sub_title = "  ".join(parts)
+        self.query_one(HostTable).border_subtitle = state_line(
+            self.ctx.links_host, self.filter_text, lt.sort_spec.label, lt.descending,
+            self.ctx.show_virtual)
 
     # actions -----------------------------------------------------------------
 
@@ -99,19 +134,44 @@ class OverviewScreen(DataScreen):
         box.focus()
 
     def action_clear_filter(self) -> None:
-        """Drop the filter and close its input."""
+        """Drop the filter and the host selection; close the filter's input."""
         box = self.query_one("#filter", Input)
         self.filter_text = ""
+        self.ctx.links_host = None
         box.value = ""
         box.display = False
         self.query_one(LinkTable).focus()
         self.refresh_view()
 
     def action_sort(self) -> None:
-        """Sort the links table by the next column."""
-        spec = self.query_one(LinkTable).cycle_sort()
-        self.notify(f"links sorted by {spec.label}", timeout=2)
+        """Sort the links table by the next column (its header shows the arrow)."""
+        self.query_one(LinkTable).cycle_sort()
         self.refresh_view()
+
+    def action_reverse_sort(self) -> None:
+        """Sort the links the other way round."""
+        self.query_one(LinkTable).reverse_sort()
+        self.refresh_view()
+
+    def action_host_detail(self) -> None:
+        """Open the detail of the host under the cursor (a host, a link's host, a finding's)."""
+        focused = self.focused
+        host: str | None = None
+        if isinstance(focused, HostTable):
+            host = focused.cursor_key()
+        elif isinstance(focused, FindingsPanel):
+            f = focused.chosen()
+            host = f.host if f is not None else None
+        else:
+            key = self.query_one(LinkTable).cursor_key()
+            host = key.partition("\x1f")[0] if key is not None else None
+        if host is not None and host in self.ctx.state.hosts:
+            self._open_host(host)
+
+    def _open_host(self, host: str) -> None:
+        from tui.screens.host_detail import HostDetailScreen
+
+        self.app.push_screen(HostDetailScreen(self.ctx, host))
 
     def action_toggle_virtual(self) -> None:
         """Show or hide virtual netdevs (lo, veth, bridges)."""
@@ -146,9 +206,9 @@ class OverviewScreen(DataScreen):
         if isinstance(event.data_table, LinkTable) and event.row_key.value is not None:
             self._open(str(event.row_key.value))
         elif isinstance(event.data_table, HostTable) and event.row_key.value is not None:
-            # Enter on a host narrows the links to it; Esc widens again.
-            self.filter_text = str(event.row_key.value)
-            self.refresh_view()
+            # Enter on a host reads it in full (its error, warnings, what is not
+            # monitored); 'l' there narrows these links to it.
+            self._open_host(str(event.row_key.value))
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         if isinstance(event.data_table, LinkTable):

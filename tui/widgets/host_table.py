@@ -53,7 +53,18 @@ def host_sort_key(r: HostRow) -> tuple[int, str]:
 
 
 class HostTable(KeyedTable):
-    """The hosts table; the owner calls ``show`` with fresh rows."""
+    """The hosts table; the owner calls ``show`` with fresh rows.
+
+    Its bottom border carries the owner's state line (``border_subtitle``): what narrows
+    and orders the links below it.
+    """
+
+    DEFAULT_CSS = """
+    HostTable {
+        border-subtitle-align: left;
+        border-subtitle-color: $text-muted;
+    }
+    """
 
     def show(self, rows: Sequence[HostRow], width: int) -> None:
         """Sync the table to ``rows`` (sorted worst first)."""

@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rich.text import Text
+from textual.widgets.data_table import ColumnKey
+
 from collectors.vocabulary import Derived
 from fabtop.core.history import History
 from tui import format as fmt
@@ -21,6 +24,7 @@ SPARK_W = 5
 VIEW_MARGIN = 8  # rows beyond the visible ones whose cells are kept current
 HOT_PAUSE_STYLE = "bold white on red"
 BPS = {"rx": Derived.RX_BPS, "tx": Derived.TX_BPS}  # the sparklines' series
+DOWN_ARROW, UP_ARROW = "▼", "▲"  # the sorted column's header: descending, ascending
 
 
 @dataclass(slots=True, frozen=True)
@@ -71,10 +75,12 @@ def link_columns(width: int, delta: bool) -> list[Column]:
              Column("line", "%L", 4)]
     if wide:
         cols.append(Column("rdma", "RDMA", 4))
-    # Loss, pauses, ECN and CNP are per second, or counts since 'r' in delta mode.
+    # Loss, pauses, ECN and CNP are per second, or counts since 'r' in delta mode (where
+    # the pause headers shorten so "Δ" fits the 5 columns whole).
     d = "Δ" if delta else ""
-    cols += [Column("loss", f"{d}Loss", 5), Column("prx", f"{d}PauRx", 5),
-             Column("ptx", f"{d}PauTx", 5), Column("ecn", f"{d}ECN", 5)]
+    prx, ptx = ("ΔPRx", "ΔPTx") if delta else ("PauRx", "PauTx")
+    cols += [Column("loss", f"{d}Loss", 5), Column("prx", prx, 5),
+             Column("ptx", ptx, 5), Column("ecn", f"{d}ECN", 5)]
     if width >= 100:
         cols.append(Column("cnp", f"{d}CNP", 5))
     if width >= 128:
@@ -83,6 +89,19 @@ def link_columns(width: int, delta: bool) -> list[Column]:
 
 
 _KIND_LABEL = {"roce": "RoCE", "ib": "IB", "tb": "TB", "virtual": "virt", "netdev": "eth"}
+
+
+def sorted_label(label: str, width: int, descending: bool) -> str:
+    """The sorted column's header: its label and the direction's arrow, within ``width``.
+
+    The unit goes first when both do not fit ("RX G/s" -> "RX ▼"), then the label's end.
+    """
+    arrow = DOWN_ARROW if descending else UP_ARROW
+    word = label.split(" ")[0]
+    for candidate in (f"{label} {arrow}", f"{label}{arrow}", f"{word} {arrow}"):
+        if len(candidate) <= width:
+            return candidate
+    return label[: max(0, width - 1)] + arrow
 
 
 def _kind(r: LinkRow) -> str:
@@ -154,6 +173,8 @@ class LinkTable(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.sort_spec: SortSpec = SORTS[0]
+        self.reversed = False  # the 'O' key: the sort column's other direction
+        self._labels: dict[str, str] = {}
         # The arguments of the last ``show``: scrolling re-shows with them, so rows that
         # come into view get the cells a tick would have given them.
         self._shown: tuple[
@@ -161,24 +182,54 @@ class LinkTable(KeyedTable):
         ] | None = None
         self._window = (0, 0)
 
+    @property
+    def descending(self) -> bool:
+        """The direction rows are sorted in now: the column's own, or its reverse."""
+        return self.sort_spec.descending != self.reversed
+
     def cycle_sort(self) -> SortSpec:
-        """Next sort column (the 'o' key)."""
+        """Next sort column (the 'o' key), in its natural direction."""
         i = SORTS.index(self.sort_spec) if self.sort_spec in SORTS else 0
         self.sort_spec = SORTS[(i + 1) % len(SORTS)]
+        self.reversed = False
         return self.sort_spec
 
+    def reverse_sort(self) -> bool:
+        """The other direction (the 'O' key); returns whether it is descending now."""
+        self.reversed = not self.reversed
+        return self.descending
+
     def sort_by_column(self, column: str) -> SortSpec | None:
-        """Sort by a clicked header (None when that column does not sort)."""
+        """Sort by a clicked header (None when that column does not sort); a second click
+        on the sorted column reverses it."""
         spec = SORT_BY_COLUMN.get(column)
         if spec is not None:
+            self.reversed = not self.reversed if spec == self.sort_spec else False
             self.sort_spec = spec
         return spec
+
+    def _show_sort(self, cols: Sequence[Column]) -> None:
+        """Put the arrow on the sorted column's header, in place (rows and cursor stay)."""
+        labels = {c.key: sorted_label(c.label, c.width or len(c.label) + 2, self.descending)
+                  if c.key == self.sort_spec.key else c.label for c in cols}
+        if labels == self._labels:
+            return
+        self._labels = labels
+        numeric = {c.key: c.numeric for c in cols}
+        for key, label in labels.items():
+            self.columns[ColumnKey(key)].label = Text(
+                label, justify="right" if numeric[key] else "left")
+        self.refresh()
 
     def show(self, rows: Sequence[LinkRow], width: int, history: History | None,
              interval: float, delta: bool, thresholds: Mapping[str, float]) -> None:
         """Sync the table to ``rows``, coloured at ``thresholds`` (the state's)."""
         cols = link_columns(width, delta)
+        before = self.rebuilds
         self.set_columns(cols)
+        if self.rebuilds != before:
+            self._labels = {}
+        self._show_sort(cols)
         spark = None
         if history is not None and any(c.key == "rx" and (c.width or 0) > 6 for c in cols):
             span = SPARK_W * interval + interval / 2
@@ -195,9 +246,9 @@ class LinkTable(KeyedTable):
                 peak = max((v for v in vals[-SPARK_W:] if v is not None), default=0.0)
                 return fmt.sparkline(vals, SPARK_W, peak * 1.25 or None)
 
-        spec = self.sort_spec
-        ordered = sorted(rows, key=spec.value, reverse=spec.descending)  # type: ignore[arg-type]
-        if spec.descending and spec.key != "host":
+        spec, descending = self.sort_spec, self.descending
+        ordered = sorted(rows, key=spec.value, reverse=descending)  # type: ignore[arg-type]
+        if descending and spec.key != "host":
             # equal values keep host order, so a quiet fabric does not shuffle
             ordered = sorted(rows, key=SORTS[0].value)  # type: ignore[arg-type]
             ordered.sort(key=spec.value, reverse=True)  # type: ignore[arg-type]

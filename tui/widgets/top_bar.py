@@ -1,4 +1,8 @@
-"""The top line: cluster token rate, hosts by status, findings by severity, mode markers."""
+"""The top line: cluster token rate, hosts by status, findings by severity, mode markers.
+
+"No findings" is said only when every host reports; otherwise the line counts the hosts
+it cannot see (DESIGN §10: blind is not healthy).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,12 @@ STATUS_STYLE = {"up": "green", "stale": "bold black on yellow", "connecting": "d
                 "down": "bold white on red", "failing": "bold white on red"}
 
 
-def summary_text(s: Summary, width: int, paused: bool, delta: str | None) -> Text:
+BLIND_STYLE = "bold black on yellow"
+REC_STYLE = "bold white on red"
+
+
+def summary_text(s: Summary, width: int, paused: bool, delta: str | None,
+                 recording: bool = False) -> Text:
     """The top line for ``s``; shorter words below 100 columns."""
     narrow = width < 100
     t = Text(no_wrap=True, overflow="ellipsis")
@@ -41,29 +50,41 @@ def summary_text(s: Summary, width: int, paused: bool, delta: str | None) -> Tex
         t.append(f"{n} {label}", STATUS_STYLE[status] if status != "up" or n else "dim")
     t.append("  │ ", "dim")
     total = sum(s.findings.values())
-    if not total:
-        t.append("no findings", "green")
-    else:
-        first = True
-        for sev, n in s.findings.items():
-            if not n:
-                continue
-            if not first:
-                t.append(" ")
-            first = False
+    cov = s.coverage
+    badges: list[tuple[str, str]] = []
+    if not total and cov.all_seen:
+        badges.append(("no findings" if narrow else "no findings in what was seen", "green"))
+    for sev, n in s.findings.items():
+        if n:
             word = sev if not narrow else sev[:4]
-            t.append(f" {n} {word} ", SEVERITY_STYLE[sev])
+            badges.append((f" {n} {word} ", SEVERITY_STYLE[sev]))
+    if not cov.hosts:
+        badges.append((" no hosts ", BLIND_STYLE))
+    elif not cov.all_seen:
+        n = len(cov.not_reporting)
+        badges.append((f" {n} blind " if narrow else f" {n} not seen ", BLIND_STYLE))
+    for i, (word, style) in enumerate(badges):
+        if i:
+            t.append(" ")
+        t.append(word, style)
     if delta:
         t.append("  ")
         t.append(f" Δ {delta} ", "bold black on cyan")
     if paused:
         t.append("  ")
         t.append(" PAUSED ", "bold white on blue")
+    if recording:
+        t.append("  ")
+        t.append(" ● REC ", REC_STYLE)
     return t
 
 
 class TopBar(Static):
-    """One line; keeps the last summary so the PAUSED marker can change without new data."""
+    """One line; keeps the last summary so the PAUSED marker can change without new data.
+
+    ``recording`` is set by the screen (DataScreen does it for every screen): REC shows
+    while frames are written to a recording.
+    """
 
     DEFAULT_CSS = """
     TopBar { height: 1; width: 1fr; background: $boost; }
@@ -74,6 +95,7 @@ class TopBar(Static):
         self._summary: Summary | None = None
         self._paused = False
         self._delta: str | None = None
+        self.recording = False
 
     def show(self, s: Summary | None, paused: bool, delta: str | None) -> None:
         """Show ``s`` (None keeps the last one) with the current mode markers."""
@@ -87,7 +109,11 @@ class TopBar(Static):
 
     def _redraw(self) -> None:
         if self._summary is None:
-            self.update(Text(" fabtop  waiting for the first frame…", "dim"))
+            t = Text(" fabtop  waiting for the first frame…", "dim")
+            if self.recording:
+                t.append("  ")
+                t.append(" ● REC ", REC_STYLE)
+            self.update(t)
             return
         self.update(summary_text(self._summary, self.size.width or 120, self._paused,
-                                 self._delta))
+                                 self._delta, self.recording))

@@ -1,0 +1,183 @@
+"""One host in full: status, target, the whole error, warnings, each probe section, gaps.
+
+The hosts table cuts an error to one line; here every word of it is wrapped, beside the
+probe's own warnings and the status of each section it read (so "no nvidia-smi" or "DCB
+not supported" is on screen, not only in the snapshot JSON). Enter on a host row or
+``i`` opens it; ``l`` shows the overview with this host's links only.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
+
+from collectors.text import clean, clean_lines
+from fabtop.core.coverage import host_gaps
+from fabtop.core.state import FabricState, HostState, effective_status
+from tui import format as fmt
+from tui.context import ViewContext
+from tui.messages import HostLinksChosen
+from tui.rows.links import summary
+from tui.screens.base import DataScreen
+from tui.widgets.findings_panel import badge
+from tui.widgets.host_table import STATUS_CELL
+from tui.widgets.top_bar import TopBar
+
+SECTION_STYLE = {"ok": "green", "missing": "yellow", "timeout": "bold red", "error": "bold red"}
+
+
+def _kv() -> Table:
+    t = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=False)
+    t.add_column(no_wrap=True, style="bold")
+    t.add_column(overflow="fold")
+    return t
+
+
+def _count(n: int, what: str) -> str:
+    return f"no {what}" if n == 0 else f"1 {what}" if n == 1 else f"{n} {what}s"
+
+
+def _heading(title: str) -> list[RenderableType]:
+    return [Text(""), Text(title, "bold underline")]
+
+
+def host_detail(state: FabricState, hs: HostState, now: float, interval: float) -> RenderableType:
+    """Everything fabtop knows about one host, wrapped to the width."""
+    status = effective_status(hs, now, state.interval)
+    label, style = STATUS_CELL.get(status, (status, ""))
+    head = Text()
+    head.append(f" {hs.name} ", "bold reverse")
+    head.append("  ")
+    head.append(label, style)
+    parts: list[RenderableType] = [head]
+    kv = _kv()
+    kv.add_row(Text("target"), Text(clean(hs.target)))
+    last = (f"last frame {fmt.age(hs.age_s(now))} ago" if hs.last_frame_mono is not None
+            else "no frame yet")
+    kv.add_row(Text("status"), Text(f"{status} · {last} · rtt {fmt.ms(hs.rtt_s)} · "
+                                    f"{hs.frames:,} frames used"))
+    s = hs.sample
+    if s is not None:
+        kv.add_row(Text("seen"), Text(", ".join(_count(n, what) for n, what in (
+            (len(s.links), "link"), (len(s.gpus), "GPU"),
+            (len(s.inference), "inference server")))))
+    parts.append(kv)
+    parts += _heading("Error")
+    parts.append(Text(clean_lines(hs.error), "red") if hs.error else Text("none", "dim"))
+    found = [f for f in state.findings
+             if f.host == hs.name or (f.port is not None and f.port.host == hs.name)]
+    parts += _heading("Findings on this host")
+    if not found:
+        parts.append(Text("none", "dim"))
+    for f in found:
+        line = Text()
+        label, bstyle = badge(f.severity)
+        line.append(label, bstyle)
+        line.append(" ")
+        line.append(clean_lines(f.summary))
+        parts.append(line)
+    gaps = host_gaps(hs) if effective_status(hs, now, state.interval) == "up" else ()
+    parts += _heading("Not monitored on this host")
+    parts.extend(Text(clean(g), "yellow") for g in gaps)
+    if not gaps:
+        parts.append(Text("every source fabtop knows was found" if s is not None
+                          else "nothing read yet", "dim"))
+    parts += _heading("Not read on this host")
+    if not hs.unread:
+        parts.append(Text("every section was read in its last frame" if s is not None
+                          else "nothing read yet", "dim"))
+    else:
+        gaps = _kv()
+        for kind, why in sorted(hs.unread.items()):
+            gaps.add_row(Text(clean(kind), "yellow"), Text(clean_lines(why)))
+        parts.append(gaps)
+    warnings = [*hs.warnings, *(w for w in (s.warnings if s else []) if w not in hs.warnings)]
+    parts += _heading(f"Warnings ({len(warnings)}, newest last)")
+    if not warnings:
+        parts.append(Text("none", "dim"))
+    for w in warnings:
+        line = Text("• ")
+        line.append(clean_lines(w))
+        parts.append(line)
+    parts += _heading("Probe sections (last frame)")
+    if s is None or not s.sections:
+        parts.append(Text("none reported", "dim"))
+    else:
+        sec = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0),
+                    expand=False)
+        sec.add_column("section", no_wrap=True)
+        sec.add_column("subject", overflow="fold")
+        sec.add_column("status", no_wrap=True)
+        sec.add_column("detail", overflow="fold")
+        for st in s.sections:
+            sec.add_row(Text(clean(st.kind)), Text(clean(st.subject or "")),
+                        Text(clean(st.status), SECTION_STYLE.get(st.status, "")),
+                        Text(clean_lines(st.detail or "")))
+        parts.append(sec)
+    return Group(*parts)
+
+
+class HostDetailScreen(DataScreen):
+    """A host's detail; Esc goes back, ``l`` lists its links on the overview."""
+
+    DEFAULT_CSS = """
+    HostDetailScreen #host-body { height: 1fr; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "back"),
+        Binding("l", "links", "its links"),
+    ]
+
+    def __init__(self, ctx: ViewContext, host: str) -> None:
+        super().__init__(ctx, name="host")
+        self.host = host
+        self._sig: object = None
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="top")
+        with VerticalScroll(id="host-body"):
+            yield Static(id="host-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#host-body", VerticalScroll).focus()
+        self.refresh_view()
+
+    def refresh_view(self) -> None:
+        """Redraw from the state (only when something shown changed)."""
+        super().refresh_view()
+        ctx = self.ctx
+        state, now = ctx.state, ctx.now()
+        self.query_one(TopBar).show(summary(state, now, ctx.interval), ctx.paused, None)
+        hs = state.hosts.get(self.host)
+        if hs is None:
+            self.query_one("#host-text", Static).update(
+                Text(f"{self.host}: no longer watched", "dim"))
+            return
+        age = hs.age_s(now)
+        sig = (effective_status(hs, now, state.interval), hs.error, hs.frames, hs.rtt_s,
+               tuple(hs.warnings), tuple(sorted(hs.unread.items())),
+               None if age is None else round(age, 1),
+               tuple((f.severity, f.summary) for f in state.findings))
+        if sig != self._sig:
+            self._sig = sig
+            self.query_one("#host-text", Static).update(
+                host_detail(state, hs, now, ctx.interval))
+
+    def show_flags(self) -> None:
+        """Redraw the PAUSED marker."""
+        self.query_one(TopBar).show(None, self.ctx.paused, None)
+
+    def action_back(self) -> None:
+        """Back to where it was opened."""
+        self.dismiss()
+
+    def action_links(self) -> None:
+        """The overview with this host's links only (Esc there shows all again)."""
+        self.app.post_message(HostLinksChosen(self.host))
