@@ -114,3 +114,16 @@ async def test_l_from_the_findings_view_goes_to_the_overview() -> None:
         assert isinstance(app.screen, OverviewScreen)
         keys = app.screen.query_one(LinkTable).row_keys()
         assert keys and {k.split("\x1f")[0] for k in keys} == {"node3"}
+
+
+async def test_host_detail_says_what_is_not_monitored_on_a_host() -> None:
+    # The test fabric's hosts have RDMA links but no GPU tool and no inference server:
+    # said in the same sentences as the calm line, not as failures.
+    app, _, _ = make()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.push_screen(HostDetailScreen(app.ctx, "node1"))
+        await pilot.pause()
+        text = words(body(app))
+        assert "Not monitored on this host" in text
+        assert "GPUs not monitored on node1" in text and "no inference server on node1" in text

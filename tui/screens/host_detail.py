@@ -81,10 +81,10 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
         line.append(" ")
         line.append(clean_lines(f.summary))
         parts.append(line)
-    gaps = host_gaps(hs) if effective_status(hs, now, state.interval) == "up" else ()
+    missing = host_gaps(hs) if status == "up" else ()
     parts += _heading("Not monitored on this host")
-    parts.extend(Text(clean(g), "yellow") for g in gaps)
-    if not gaps:
+    parts.extend(Text(clean(g), "yellow") for g in missing)
+    if not missing:
         parts.append(Text("every source fabtop knows was found" if s is not None
                           else "nothing read yet", "dim"))
     parts += _heading("Not read on this host")
