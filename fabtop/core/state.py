@@ -265,10 +265,17 @@ class FabricState:
             hs.warnings.append(line)
 
     def apply_inference(self, host: str, readings: list[InferenceSample]) -> None:
-        """Attach the latest /metrics readings; the next frame's rates use them."""
+        """Attach the latest /metrics readings; the next frame's rates use them.
+
+        A reading's warnings (a value dropped as non-finite, a body cut at its cap) join
+        the host's, where its detail and doctor show them.
+        """
         hs = self.hosts.get(host)
         if hs is not None and hs.sample is not None:
             hs.sample.inference = readings
+            for r in readings:
+                for w in r.warnings:
+                    self.warn(host, clean(f"{r.url}: {w}", 300))
 
     def apply_status(
         self, host: str, status: str, error: str | None = None, rtt_s: float | None = None

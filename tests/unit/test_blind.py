@@ -119,3 +119,17 @@ def test_the_next_step_of_a_down_host_is_an_ssh_line_that_works_when_pasted() ->
     state.apply_status("n1", "down", "n1: cannot connect: connection refused")
     (f,) = [f for f in state.findings if f.rule == "host_unreachable"]
     assert f.next_step == "ssh -p 2222 root@127.0.0.1 true"
+
+
+def test_a_metrics_readings_warnings_reach_the_hosts_warnings() -> None:
+    # A value /metrics gave that was dropped (NaN, a cut body) is said where the host's
+    # detail and doctor read warnings, once, not once per poll.
+    from collectors.samples import InferenceSample
+
+    state, _, _ = demo_state(20.0)
+    reading = InferenceSample(url="http://127.0.0.1:8000/metrics",
+                              warnings=["vllm:num_requests_running: NaN dropped"])
+    for _ in range(3):
+        state.apply_inference("node1", [reading])
+    said = [w for w in state.hosts["node1"].warnings if "NaN dropped" in w]
+    assert said == ["http://127.0.0.1:8000/metrics: vllm:num_requests_running: NaN dropped"]
