@@ -62,6 +62,9 @@ class HostState:
     # Sections the probe said it could not read, by kind: "missing (no nvidia-smi, ...)",
     # "error (rc=1)". Slow sections come once a minute, so this remembers them between.
     unread: dict[str, str] = field(default_factory=dict)
+    # When the status last became UP: a host that reconnects is not stale for the outage
+    # before its first new frame (the runner says "up" just before handing that frame).
+    up_since: float | None = None
 
     @property
     def connected(self) -> bool:
@@ -91,6 +94,8 @@ def effective_status(hs: HostState, now: float, interval: float) -> str:
     live, the recording's time in a replay); ``interval``: the probe's interval.
     """
     a = hs.age_s(now)
+    if a is not None and hs.up_since is not None:
+        a = min(a, now - hs.up_since)
     if hs.status == UP and a is not None and a > STALE_AFTER_INTERVALS * interval:
         return STALE
     return hs.status
@@ -185,6 +190,7 @@ class FabricState:
         self.sources: dict[str, SourceState] = {}
         # Each host's status as the last evaluation saw it (refresh_liveness compares).
         self._liveness: dict[str, str] = {}
+        self._evaluated_at = float("-inf")  # the state's clock at the last evaluation
 
     def now(self) -> float:
         """The state's clock: the one host ages are measured with (monotonic live, the
@@ -291,6 +297,8 @@ class FabricState:
             hs.failure = None  # a new connection starts from a clean slate
         if status == hs.status and error == hs.error and rtt_s is None:
             return
+        if status == UP and hs.status != UP:
+            hs.up_since = self._clock()
         hs.status, hs.error = status, error
         if rtt_s is not None:
             hs.rtt_s = rtt_s
@@ -310,7 +318,7 @@ class FabricState:
                 found = list(self._rules(self))
             if guard.error is not None:  # a broken rule must not take down the dashboard
                 found = [Finding("fabtop", "warning", "fabtop", guard.error)]
-        now = self._clock()
+        now = self._evaluated_at = self._clock()
         blind = [*self.source_findings(), *self.host_findings(now)]
         self.findings = sorted([*blind, *found], key=lambda f: -f.rank)
         self._liveness = {n: effective_status(h, now, self.interval)
@@ -326,7 +334,11 @@ class FabricState:
         """
         t = self._clock() if now is None else now
         for name, hs in self.hosts.items():
-            if effective_status(hs, t, self.interval) != self._liveness.get(name):
+            status = effective_status(hs, t, self.interval)
+            # A stale host's finding says how long it has been silent: keep that true
+            # when nothing else evaluates (every host frozen).
+            if status != self._liveness.get(name) or (
+                    status == STALE and t - self._evaluated_at >= self.interval):
                 self.evaluate()
                 return True
         return False

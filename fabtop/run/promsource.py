@@ -224,9 +224,6 @@ class PrometheusSource:
         self._seq = 0
         self._stopping = False
         self._last_t: dict[str, float] = {}
-        # Seconds between a host's successive Prometheus samples (its scrape interval), so
-        # a node scraped every 30 s is not called stale at a 5 s poll.
-        self._spacing = 0.0
         # Hosts are whatever instances Prometheus knows; the list grows as they appear.
         self.config = Config(hosts=[], interval=interval, source=url)
 
@@ -240,7 +237,9 @@ class PrometheusSource:
         self._state = state
         if state is not None:  # known from the start: "waiting for its first answer"
             state.sources.setdefault(self.name, SourceState(self.name, check=self._check()))
-            state.interval = max(self.interval, self._spacing)
+            # Instant queries are stamped with their evaluation time, so every answered
+            # poll is a frame per host: staleness is the poll's, whatever the scrape rate.
+            state.interval = self.interval
 
     async def poll_once(self) -> int:
         """One round of queries; return how many hosts got a new frame."""
@@ -280,11 +279,6 @@ class PrometheusSource:
             return 0
         st.evaluate_per_frame = False  # rules once per poll, not once per host
         n = 0
-        for host, series in grouped.items():
-            last = self._last_t.get(host)
-            if last is not None and series.t > last:
-                self._spacing = max(self._spacing, min(series.t - last, 600.0))
-        st.interval = max(self.interval, self._spacing)
         for host, series in sorted(grouped.items()):
             if host not in st.hosts:
                 hc = HostConfig(name=host)

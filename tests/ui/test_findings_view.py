@@ -153,3 +153,44 @@ async def test_i_opens_the_host_of_the_selected_finding() -> None:
         await pilot.press("i")
         await pilot.pause()
         assert isinstance(app.screen, HostDetailScreen) and app.screen.host == "node3"
+
+
+async def test_a_cleared_finding_reads_as_it_did_while_it_held() -> None:
+    # The demo's storm (45-70 s) has cleared by 150 s; its last version carried the
+    # restore hold's "clears in N s", which is not true of a finding that cleared.
+    from fabtop.run.demo import demo_state
+
+    state, clock, _ = demo_state(150.0, history_s=150.0)
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("6")
+        await pilot.pause()
+        table = app.screen.query_one(FindingsTable)
+        keys = table.row_keys()
+        storm = [k for k in keys if k.startswith("pfc_storm\x1f")]
+        assert storm, keys
+        table.move_cursor(row=keys.index(storm[0]))
+        await pilot.pause()
+        shown = words("\n".join(detail_lines(app)))
+        assert "PFC storm" in shown and "cleared" in shown
+        assert "clears in" not in shown and "quiet_s" not in shown
+
+
+async def test_enter_on_a_finding_while_paused_opens_that_finding() -> None:
+    app, state, _ = make()
+    state.apply_status("node1", "down", LONG_ERROR)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("6")  # the view exists, its cursor on the first finding
+        await pilot.pause()
+        await pilot.press("1", "p", "tab", "down")
+        panel = app.screen.query_one(FindingsPanel)
+        chosen = panel.chosen()
+        assert chosen is not None and chosen.rule == "pfc_storm"
+        await pilot.press("enter")
+        await pilot.pause()
+        scr = app.screen
+        assert isinstance(scr, FindingsScreen)
+        assert scr.query_one(FindingsTable).cursor_key() == finding_key(chosen)
+        assert "PFC storm" in words("\n".join(detail_lines(app)))

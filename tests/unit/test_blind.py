@@ -133,3 +133,43 @@ def test_a_metrics_readings_warnings_reach_the_hosts_warnings() -> None:
         state.apply_inference("node1", [reading])
     said = [w for w in state.hosts["node1"].warnings if "NaN dropped" in w]
     assert said == ["http://127.0.0.1:8000/metrics: vllm:num_requests_running: NaN dropped"]
+
+
+def test_a_host_that_reconnects_is_not_stale_for_its_outage() -> None:
+    # The runner says "up" just before it hands over the new session's first frame; the
+    # last frame is from before the outage, which is no reason to call the host stale.
+    state, clock, _ = demo_state(20.0)
+    state.apply_status("node4", "down", "node4: connection lost")
+    clock.t += 60.0
+    state.apply_status("node4", "up")
+    assert effective_status(state.hosts["node4"], clock.t, state.interval) == UP
+    assert not [f for f in state.findings if f.host == "node4"]
+    assert not [e for e in state.finding_log.episodes()
+                if e.rule == "host_stale" and e.subject == "node4"]
+    clock.t += 3.0  # and then no frame after all: stale, from the reconnection
+    assert effective_status(state.hosts["node4"], clock.t, state.interval) == STALE
+
+
+def test_a_long_prometheus_outage_does_not_stretch_the_stale_limit() -> None:
+    # Instant queries are stamped with their evaluation time: a 5-minute gap between two
+    # answers is the outage, not the nodes' scrape interval.
+    from fabtop.run.promsource import HostSeries, PrometheusSource
+
+    src = PrometheusSource("http://127.0.0.1:1", interval=5.0)
+    state = FabricState([])
+    src.state = state
+    src.apply({"n1": HostSeries(t=1000.0)})
+    src.apply({"n1": HostSeries(t=1300.0)})
+    assert state.interval == 5.0
+
+
+def test_a_stale_hosts_finding_keeps_its_silence_current_with_no_frame_at_all() -> None:
+    state, clock, _ = demo_state(20.0)
+    clock.t += 5.0
+    state.refresh_liveness()
+    (f,) = [f for f in state.findings if f.rule == "host_stale" and f.host == "node1"]
+    assert "no frame for 5 s" in f.summary
+    clock.t += 7.0  # every host frozen: nothing else evaluates
+    state.refresh_liveness()
+    (f,) = [f for f in state.findings if f.rule == "host_stale" and f.host == "node1"]
+    assert "no frame for 12 s" in f.summary

@@ -44,8 +44,8 @@ def finding_rows(state: FabricState, max_cleared: int = MAX_CLEARED) -> list[Fin
             for f in state.findings]
     cleared = sorted((e for e in episodes if e.cleared is not None),
                      key=lambda e: -(e.cleared or 0.0))[:max_cleared]
-    rows += [FindingRow(f"{e.rule}{SEP}{e.subject}{SEP}{e.raised!r}", e.finding, e.raised,
-                        e.cleared) for e in cleared]
+    rows += [FindingRow(f"{e.rule}{SEP}{e.subject}{SEP}{e.raised!r}{SEP}{e.cleared!r}",
+                        e.shown, e.raised, e.cleared) for e in cleared]
     return rows
 
 

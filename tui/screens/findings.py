@@ -25,7 +25,7 @@ from tui.context import ViewContext
 from tui.rows.findings import FindingRow, evidence_text, finding_rows
 from tui.rows.links import summary
 from tui.screens.base import DataScreen
-from tui.widgets.findings_panel import badge
+from tui.widgets.findings_panel import badge, one_line
 from tui.widgets.keyed_table import Column, KeyedTable, Spec
 from tui.widgets.top_bar import TopBar
 
@@ -61,7 +61,7 @@ def finding_cells(r: FindingRow, now: float | None) -> dict[str, Spec]:
     f = r.finding
     label, style = badge(f.severity)
     base = "" if r.active else DIM
-    one = " ".join(f.headline.split())
+    one = one_line(f)
     return {
         "sev": Spec(label, style if r.active else DIM),
         "subject": Spec(f.subject, base or "bold", None, True, "ellipsis"),
@@ -175,10 +175,7 @@ class FindingsScreen(DataScreen):
         self.rows = {r.key: r for r in rows}
         table = self.query_one(FindingsTable)
         table.show(rows, self.size.width or 120, now)
-        if ctx.finding_key is not None:
-            if ctx.finding_key in self.rows:
-                table.move_cursor(row=table.row_keys().index(ctx.finding_key))
-            ctx.finding_key = None
+        self._select_asked()
         active = sum(1 for r in rows if r.active)
         title = Text(no_wrap=True, overflow="ellipsis")
         title.append(" findings ", "bold reverse")
@@ -190,6 +187,23 @@ class FindingsScreen(DataScreen):
         self.query_one("#findings-title", Static).update(title)
         self._calm = (calm_line(s.coverage), "green" if s.coverage.all_seen else "bold yellow")
         self._show_detail()
+
+    def _select_asked(self) -> None:
+        """Put the cursor on the finding Enter chose in a panel (``ctx.finding_key``)."""
+        key = self.ctx.finding_key
+        if key is None:
+            return
+        self.ctx.finding_key = None
+        table = self.query_one(FindingsTable)
+        if key in self.rows:
+            table.move_cursor(row=table.row_keys().index(key))
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        # Paused, the view is not redrawn on resume; the finding asked for is still shown.
+        if self.ctx.paused and self.ctx.finding_key is not None:
+            self._select_asked()
+            self._show_detail()
 
     def show_flags(self) -> None:
         """Redraw the PAUSED marker."""
