@@ -7,11 +7,15 @@ after assembling a frame), so the screens read exactly what they read live.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from collectors.samples import HostSample, LinkSample
 from fabtop.config import HostConfig
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
+
+if TYPE_CHECKING:
+    from tui.app import FabtopApp
 
 T0 = 1_700_000_000.0  # remote unix time of the first frame
 
@@ -118,3 +122,18 @@ def fabric(hosts: int = 3, ticks: int = 30) -> tuple[FabricState, FakeClock]:
         for n in names:
             feed(state, n, sample(n, tick), clock)
     return state, clock
+
+
+def dashboard(hosts: int = 3, ticks: int = 20, interval: float = 1.0
+              ) -> tuple[FabtopApp, FabricState, FakeClock]:
+    """The dashboard over :func:`fabric` (no session: the test feeds the state)."""
+    from tui.app import FabtopApp
+    from tui.context import ViewContext
+
+    state, clock = fabric(hosts, ticks)
+    return FabtopApp(ViewContext(state, interval=interval, clock=clock)), state, clock
+
+
+def words(text: str) -> str:
+    """``text`` with every run of whitespace as one space (wrapped lines compare whole)."""
+    return " ".join(text.split())

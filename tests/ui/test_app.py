@@ -11,7 +11,8 @@ from textual.widgets import Input
 
 from fabtop.config import HostConfig
 from fabtop.core.state import FabricState
-from tests.ui.fabric import FakeClock, fabric, feed, sample
+from tests.ui.fabric import FakeClock, feed, sample
+from tests.ui.fabric import dashboard as make
 from tui.app import SCREEN_REGISTRY, FabtopApp
 from tui.context import ViewContext
 from tui.screens.help import HelpScreen
@@ -22,11 +23,6 @@ from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import LinkTable
 from tui.widgets.top_bar import TopBar
-
-
-def make(hosts: int = 3, ticks: int = 20) -> tuple[FabtopApp, FabricState, FakeClock]:
-    state, clock = fabric(hosts, ticks)
-    return FabtopApp(ViewContext(state, interval=1.0, clock=clock)), state, clock
 
 
 def tick(app: FabtopApp, state: FabricState, clock: FakeClock, hosts: list[str]) -> None:

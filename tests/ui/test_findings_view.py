@@ -6,8 +6,8 @@ from textual.containers import VerticalScroll
 from textual.geometry import Region
 from textual.widgets import Static
 
-from fabtop.core.state import FabricState
-from tests.ui.fabric import FakeClock, fabric
+from tests.ui.fabric import dashboard as make
+from tests.ui.fabric import words
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.rows.findings import finding_key
@@ -20,15 +20,6 @@ from tui.widgets.findings_panel import FindingsPanel
 LONG_ERROR = ("node1 (admin@10.0.0.1): ssh: connect to host 10.0.0.1 port 22: Connection "
               "refused; the last lines of its stderr follow and go on well past any one "
               "line of an 80-column terminal so that only a wrapped view shows it all")
-
-
-def make(hosts: int = 3, ticks: int = 20) -> tuple[FabtopApp, FabricState, FakeClock]:
-    state, clock = fabric(hosts, ticks)
-    return FabtopApp(ViewContext(state, interval=1.0, clock=clock)), state, clock
-
-
-def words(text: str) -> str:
-    return " ".join(text.split())
 
 
 def detail_lines(app: FabtopApp) -> list[str]:

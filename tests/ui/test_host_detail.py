@@ -7,10 +7,9 @@ from textual.geometry import Region
 from textual.widgets import Static
 
 from collectors.samples import SectionStatus
-from fabtop.core.state import FabricState
-from tests.ui.fabric import FakeClock, fabric, feed, sample
+from tests.ui.fabric import dashboard as make
+from tests.ui.fabric import feed, sample, words
 from tui.app import FabtopApp
-from tui.context import ViewContext
 from tui.screens.host_detail import HostDetailScreen
 from tui.screens.overview import OverviewScreen
 from tui.widgets.host_table import HostTable
@@ -20,15 +19,6 @@ LONG_ERROR = ("node2 (admin@10.0.0.2): Host key verification failed.\n"
               "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@ someone could be "
               "eavesdropping on you right now (man-in-the-middle attack); offending key in "
               "/home/admin/.ssh/known_hosts:12")
-
-
-def make(hosts: int = 3, ticks: int = 20) -> tuple[FabtopApp, FabricState, FakeClock]:
-    state, clock = fabric(hosts, ticks)
-    return FabtopApp(ViewContext(state, interval=1.0, clock=clock)), state, clock
-
-
-def words(text: str) -> str:
-    return " ".join(text.split())
 
 
 def body(app: FabtopApp) -> str:

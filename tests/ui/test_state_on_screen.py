@@ -13,6 +13,7 @@ from fabtop.core.state import FabricState
 from fabtop.run.demo import demo_config
 from fabtop.run.record import Recorder
 from tests.ui.fabric import FakeClock, fabric, feed, sample
+from tests.ui.fabric import dashboard as make
 from tui.app import SCREEN_REGISTRY, FabtopApp
 from tui.context import ViewContext
 from tui.widgets.findings_panel import FindingsPanel
@@ -21,12 +22,6 @@ from tui.widgets.link_table import LinkTable
 from tui.widgets.top_bar import TopBar
 
 CALM_WORDS = ("healthy", "no findings", "no problems")
-
-
-def make(hosts: int = 3, ticks: int = 20, interval: float = 1.0
-         ) -> tuple[FabtopApp, FabricState, FakeClock]:
-    state, clock = fabric(hosts, ticks)
-    return FabtopApp(ViewContext(state, interval=interval, clock=clock)), state, clock
 
 
 def top_line(app: FabtopApp) -> str:
