@@ -79,3 +79,22 @@ def test_memory_is_per_fabric() -> None:
     b.run(2)
     assert by_rule(a.findings, "rdma_fallback") and not by_rule(b.findings, "rdma_fallback")
     assert ev.memory(a) is not ev.memory(b)
+
+
+def test_one_noisy_sample_does_not_restart_a_hold_but_two_do() -> None:
+    # A storm whose pause ratio dips under the threshold for one sample (tool read-time
+    # jitter) is still named; a condition that misses twice is not held.
+    f = Finding("r", "warning", "s", "x")
+    key = ("r", "s")
+    mem = RuleMemory()
+    assert mem.debounce(f, key, 10.0, 1.0, 3.0, 4.0) is None
+    assert mem.debounce(f, key, 11.0, 1.0, 3.0, 4.0) is None
+    assert mem.debounce(None, key, 12.0, 1.0, 3.0, 4.0) is None  # one dip
+    assert mem.debounce(f, key, 13.0, 1.0, 3.0, 4.0) is None  # 3 s held, 1 s to make up
+    reported = mem.debounce(f, key, 14.0, 1.0, 3.0, 4.0)
+    assert reported is not None and reported.since == 9.0  # the hold began before the dip
+    # (Had the dip restarted the hold, it would be named at 15 s, since 12 s.)
+    # Alternating hit and miss never holds: the second miss starts over.
+    mem = RuleMemory()
+    for i, cand in enumerate([f, None, f, None, f, None, f, None]):
+        assert mem.debounce(cand, key, 20.0 + i, 1.0, 3.0, 4.0) is None

@@ -48,6 +48,17 @@ class StateView(Protocol):
     def history(self) -> History: ...
 
 
+# Samples a condition may miss while it is being confirmed without its count starting
+# over. A ratio is measured over an interval whose ends are the tools' read times, which
+# jitter with load: a receiver pausing 99.5 % of the time read under 0.99 on one tick in
+# 8 doctor runs of 6 s, and each such dip restarted the hold. One miss in a detection hold
+# is noise; a second is a condition that does not hold. A missed sample's time must be
+# made up by held time, so a pattern that misses every other sample is never confirmed
+# (hit, miss, hit has held 2 of the 3 s it needs at a 2 s detection), and with a one-sample
+# dip a long hold is confirmed one sample late instead of a whole detection time late.
+NOISE_SAMPLES = 1
+
+
 @dataclass(slots=True)
 class Track:
     """One condition of one subject across ticks."""
@@ -57,6 +68,8 @@ class Track:
     held_s: float = 0.0  # time the condition has held without a break
     quiet_s: float = 0.0  # time since it last held (only while active)
     active: bool = False  # detection time reached; reported until restored
+    missed: int = 0  # samples the condition missed before it was confirmed (NOISE_SAMPLES)
+    missed_s: float = 0.0  # the time those samples covered: the hold must make it up
     level_sum: float = 0.0  # sum of level * dt while held, for "99.8 % of the last 2 s"
     level_dt: float = 0.0
     last: Finding | None = None  # the finding as last seen while the condition held
@@ -103,12 +116,19 @@ class RuleMemory:
                 tr.level_dt += dt
             found.since = tr.since
             tr.last = found
-            if not tr.active and tr.held_s >= detect_s - _SLACK_S:
+            if not tr.active and tr.held_s >= detect_s + tr.missed_s - _SLACK_S:
                 tr.active = True
             return found if tr.active else None
         if tr is None:
             return None
         if not tr.active:
+            tr.missed += 1
+            if tr.missed <= NOISE_SAMPLES:
+                # One noisy sample does not restart the count (see NOISE_SAMPLES), and
+                # the hold must make up its time: it is confirmed one sample later.
+                tr.last_t = t
+                tr.missed_s += dt
+                return None
             # Broken before it was confirmed: the next occurrence starts over.
             del self.tracks[key]
             return None
