@@ -6,7 +6,7 @@ import asyncio
 import os
 import resource
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fabtop.config import Config, HostConfig, SshTarget
@@ -56,6 +56,9 @@ class FanoutResult:
     cpu_s: float  # this process's CPU time during the measurement
     wall_s: float
     frames: int
+    # Hosts not yet streaming when the warm-up gave up waiting, with their status and
+    # error: a connection-storm failure is named, not shown only as an infinite age.
+    late: dict[str, str] = field(default_factory=dict)
 
     def pct(self, q: float) -> float:
         """Quantile ``q`` of the sample ages."""
@@ -72,7 +75,9 @@ class FanoutResult:
         return (f"{self.hosts} hosts at 1 Hz over real sshd: {self.up} up, sample age "
                 f"p50 {self.pct(0.5):.2f} s p99 {self.pct(0.99):.2f} s max {max(self.ages):.2f} s; "
                 f"collector CPU {100 * self.cpu_share:.1f} % of one core "
-                f"({1000 * self.cpu_s / max(1, self.frames):.2f} ms per host-frame)")
+                f"({1000 * self.cpu_s / max(1, self.frames):.2f} ms per host-frame)"
+                + "".join(f"; {h} not streaming after warm-up: {why}"
+                          for h, why in sorted(self.late.items())))
 
 
 async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutResult:
@@ -88,6 +93,9 @@ async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutRes
             await asyncio.sleep(0.2)
             if all(h.frames >= 2 for h in state.hosts.values()):
                 break
+        late = {h.name: f"{h.status}, {h.frames} frames, last said: "
+                        f"{h.error or (h.warnings[-1] if h.warnings else 'nothing')}"
+                for h in state.hosts.values() if h.frames < 2}
         await asyncio.sleep(warmup_s)
         frames0 = sum(h.frames for h in state.hosts.values())
         cpu0, t0 = _cpu(), time.monotonic()
@@ -102,7 +110,7 @@ async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutRes
     finally:
         await session.stop()
         task.cancel()
-    return FanoutResult(len(config.hosts), up, ages, cpu, wall, frames)
+    return FanoutResult(len(config.hosts), up, ages, cpu, wall, frames, late)
 
 
 def _age_or_inf(age: float | None) -> float:
