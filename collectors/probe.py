@@ -8,6 +8,7 @@ checked again by the script.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import re
 import shlex
@@ -53,6 +54,7 @@ class ProbeArgs:
     gpu_fallback: tuple[str, ...] = FALLBACK_FIELDS
     section_bytes: int = SECTION_BYTES
     frame_bytes: int = FRAME_BYTES
+    probe: str = "auto"  # auto | python (the fast probe) | sh
 
     @staticmethod
     def path_default() -> tuple[str, ...]:
@@ -60,9 +62,27 @@ class ProbeArgs:
         return _SBIN
 
 
+PROBE_KINDS = ("auto", "python", "sh")
+
+
+def fast_probe_source() -> str:
+    """The fast probe's Python source (collectors/probe_fast.py), as it is sent."""
+    return importlib.resources.files("collectors").joinpath("probe_fast.py").read_text("utf-8")
+
+
+@functools.cache
 def probe_script() -> str:
-    """The probe's source text, from the package data."""
-    return importlib.resources.files("collectors").joinpath("probe.sh").read_text("utf-8")
+    """The script sent to every host: probe.sh, carrying the fast probe in ``FAB_PY``.
+
+    Which one runs is the ``probe=`` argument's choice on the node (probe.sh,
+    ``fab_python``): a host without python3 runs the sh probe from the same bytes.
+    """
+    sh = importlib.resources.files("collectors").joinpath("probe.sh").read_text("utf-8")
+    quoted = "'" + fast_probe_source().replace("'", "'\\''") + "'"
+    head, sep, rest = sh.partition("\nFAB_PY=\n")
+    if not sep:
+        raise RuntimeError("probe.sh has no FAB_PY= line")
+    return f"{head}\nFAB_PY={quoted}\n{rest}"
 
 
 def _check_dir(d: str, what: str) -> None:
@@ -100,6 +120,8 @@ def build_argv(args: ProbeArgs) -> list[str]:
         raise ProbeArgError(f"slow_ticks must be within 1..100000: {args.slow_ticks!r}")
     if args.gpu not in ("auto", "off"):
         raise ProbeArgError(f"gpu must be auto or off: {args.gpu!r}")
+    if args.probe not in PROBE_KINDS:
+        raise ProbeArgError(f"probe must be one of {', '.join(PROBE_KINDS)}: {args.probe!r}")
     if not 0 <= args.max_frames <= 999_999_999:
         raise ProbeArgError(f"max_frames must be within 0..999999999: {args.max_frames!r}")
     if not 65536 <= args.frame_bytes <= _FRAME_BYTES_MAX:
@@ -124,6 +146,7 @@ def build_argv(args: ProbeArgs) -> list[str]:
         f"gpu_fallback={_fields(args.gpu_fallback, 'gpu_fallback')}",
         f"section_bytes={args.section_bytes}",
         f"frame_bytes={args.frame_bytes}",
+        f"probe={args.probe}",
     ]
     if args.interfaces:
         argv.append(f"ifaces={','.join(args.interfaces)}")
@@ -140,6 +163,7 @@ def probe_args(
     gpu: str = "auto",
     timeout_s: float | None = None,
     slow_ticks: int | None = None,
+    probe: str = "auto",
 ) -> list[str]:
     """Validated argument words; the host's ``path`` dirs come before the sbin defaults.
 
@@ -159,6 +183,7 @@ def probe_args(
             timeout_s=timeout_s,
             gpu=gpu,
             max_frames=max_frames,
+            probe=probe,
         )
     )
 

@@ -43,6 +43,7 @@
 # write failing (at most 1 s later) and leaves; the probe then ends its process group.
 
 export LC_ALL=C
+FAB_PY=
 NL='
 '
 
@@ -71,6 +72,7 @@ fab_okdirs() {
 
 fab_args() {
 	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0 SCAP=8388608 FCAP=15728640
+	PROBE=auto
 	GF=index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw
 	GFB=index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw
 	for a in "$@"; do
@@ -115,6 +117,7 @@ fab_args() {
 			case $v in '' | *[!0-9]* | 0*) fab_die "bad ${a%%=*}" ;; esac
 			[ "${#v}" -le 8 ] || fab_die "bad ${a%%=*}"
 			case $a in section_bytes=*) SCAP=$v ;; *) FCAP=$v ;; esac ;;
+		probe=auto | probe=python | probe=sh) PROBE=$v ;;
 		*) fab_die "unknown argument" ;;
 		esac
 	done
@@ -386,6 +389,23 @@ fab_watch() {
 	fab_end
 }
 
+# The fast probe (collectors/probe_fast.py, carried in FAB_PY): unless probe=sh, the
+# first python3 of 3.6 or newer (RHEL 8: /usr/libexec/platform-python) replaces this
+# shell, with the connection's stdin, the same pid (so the same process group) and the
+# same arguments. The source goes in the environment, not the command line, and the
+# fast probe takes it out before it starts anything.
+fab_python() {
+	[ "$PROBE" = sh ] && return 0
+	for _p in python3 /usr/libexec/platform-python; do
+		command -v "$_p" >/dev/null 2>&1 || continue
+		"$_p" -c 'import sys; sys.exit(sys.version_info < (3, 6))' </dev/null >/dev/null 2>&1 || continue
+		export FAB_PY
+		exec "$_p" -c 'import os; s = os.environ.pop("FAB_PY"); exec(compile(s, "fabtop-probe", "exec"), {"__name__": "__fabtop_probe__"})' "$@" <&3 3<&-
+	done
+	[ "$PROBE" = python ] && fab_die "probe=python: no python3 of 3.6 or newer on this node"
+	return 0
+}
+
 fab_main() {
 	# fd 3 keeps the connection's stdin for the watcher; nothing else reads it.
 	exec 3<&0 </dev/null
@@ -393,6 +413,7 @@ fab_main() {
 	fab_pgok
 	[ -n "$XPATH" ] && PATH=$XPATH:$PATH
 	export PATH
+	fab_python "$@"
 	NSOK=0 FRAC=0
 	fab_now
 	case $NOW in ???????????????????) NSOK=1 ;; esac
@@ -833,6 +854,7 @@ function finalize(   i, n, p) {
 	}
 	if (GKIND == "nvidia") gpu_section()
 	section("probe", "-", CNS, "ok", "")
+	o("impl sh")
 	o("interval_ms " IV)
 	o("slow " (FSLOW ? 1 : 0))
 	if (skipped) { o("skipped_ticks " skipped); skipped = 0 }

@@ -113,6 +113,7 @@ def _args(node: Path, **kw: object) -> ProbeArgs:
         timeout_s=1,
         max_frames=2,
         gpu="off",
+        probe="sh",  # this module tests the sh probe; test_probe_fast.py the other one
     )
     return replace(base, **kw)  # type: ignore[arg-type]
 
@@ -446,7 +447,9 @@ def test_real_sys_lo_counter(tmp_path: Path, run_probe: list[Probe]) -> None:
     lo = Path("/sys/class/net/lo/statistics/rx_bytes")
     if not lo.exists():
         skip_or_fail("no /sys/class/net/lo on this machine")
-    args = ProbeArgs(interval_ms=100, max_frames=1, gpu="off", interfaces=("lo",), path=())
+    args = ProbeArgs(
+        interval_ms=100, max_frames=1, gpu="off", interfaces=("lo",), path=(), probe="sh"
+    )
     probe = _start(run_probe, local_command(args, shell="dash"), tmp_path)
     (frame,) = probe.frames(1)
     after = int(lo.read_text())

@@ -33,7 +33,9 @@ NAMES: frozenset[str] = frozenset(
 
 # The simulator writes raw tool output (``ethtool -S``, sysfs files) as the drivers spell
 # it, and some raw names are also normalized ones (netdev's ``statistics/rx_bytes``).
-RAW_PACKAGES = ("fabtop/sim/",)
+# The simulator writes drivers' raw names; the fast probe runs on the node (it cannot
+# import the vocabulary) and spells the kernel's rtnl_link_stats64 field names.
+RAW_PACKAGES = ("fabtop/sim/", "collectors/probe_fast.py")
 # normalize.py's tables read raw names through ``_s("raw", ...)``: those strings are the
 # drivers' names, some of which (bnxt_en's and netdev's ``rx_bytes``) spell a normalized one.
 RAW_NAME_CALLS = {Path("collectors/normalize.py"): "_s"}

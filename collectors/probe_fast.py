@@ -1,0 +1,1375 @@
+# fabtop fast probe: Python 3.6+, standard library only. probe.sh carries this file as a
+# string and runs it with `python3 -c` when the node has a python3 (docs/PROBE.md, "The
+# fast probe"); nothing is written on the node. It prints the same frames as the sh probe
+# from the same tree, without a fork per tick: counter files are opened once and re-read
+# with pread, a real /sys gives netdev statistics from one rtnetlink dump and ethtool
+# statistics from the ETHTOOL_GSTATS ioctl. Slow sources (ethtool -i, mlnx_qos, dcb,
+# amd-smi) still run as processes on slow ticks; nvidia-smi is one persistent process.
+#
+# It must stay valid Python 3.6 (tests/unit/test_probe_fast.py checks it with vermin):
+# no dataclasses, no walrus, no `from __future__ import annotations`, typing generics.
+#
+# Between ticks it watches the lossless priorities of the ports it reads with ethtool
+# statistics (the PFC watchdog, see Watchdog below) and sends a `@@fabtop-event` the
+# moment a pfcwd-style storm condition holds.
+import array
+import errno
+import os
+import re
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+NAME_RE = re.compile(r"[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]*\Z")
+DIRS_RE = re.compile(r"[A-Za-z0-9_./:-]*\Z")
+SYS_RE = re.compile(r"/[A-Za-z0-9_./-]*\Z")
+FIELDS_RE = re.compile(r"[A-Za-z0-9_.]+(,[A-Za-z0-9_.]+)*\Z")
+CLEAN_RE = re.compile(r"[^A-Za-z0-9_.:@/ =,()-]")
+VALUE_MAX = 2048  # as the sh readers: a longer sysfs value is left out
+FRAME_HARD_MAX = 16711680
+WARN_MAX = 200
+
+
+class Refused(Exception):
+    pass
+
+
+def die(msg: str) -> None:
+    try:
+        os.write(2, ("fabtop-probe: %s\n" % msg).encode())
+    finally:
+        os._exit(2)
+
+
+def okname(n: str, limit: int) -> bool:
+    return bool(NAME_RE.match(n)) and len(n) <= limit
+
+
+def clean(s: str) -> str:
+    return CLEAN_RE.sub("?", s)[:200]
+
+
+class Args(object):
+    def __init__(self, argv: List[str]) -> None:
+        self.iv = 1000
+        self.sys = "/sys"
+        self.xpath = ""
+        self.ifaces = []  # type: List[str]
+        self.slow = 0
+        self.to = 2.0
+        self.gpu = "auto"
+        self.maxf = 0
+        self.scap = 8388608
+        self.fcap = 15728640
+        self.gf = ("index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,"
+                   "memory.used,memory.total,power.draw")
+        self.gfb = "index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw"
+        self.probe = "auto"
+        for a in argv:
+            key, sep, v = a.partition("=")
+            if not sep:
+                raise Refused("unknown argument")
+            if key == "interval_ms":
+                self.iv = self._int(v, 100, 60000, key)
+            elif key == "sysfs":
+                if not SYS_RE.match(v) or ".." in v:
+                    raise Refused("bad sysfs")
+                self.sys = v.rstrip("/") or "/"
+            elif key == "path":
+                if not DIRS_RE.match(v) or any(not d.startswith("/") for d in v.split(":") if v):
+                    raise Refused("bad path")
+                self.xpath = v
+            elif key == "ifaces":
+                names = v.split(",")
+                if not all(okname(n, 64) for n in names):
+                    raise Refused("bad ifaces")
+                self.ifaces = names
+            elif key == "slow_ticks":
+                self.slow = self._int(v, 1, 100000, key)
+            elif key == "timeout_s":
+                if not re.match(r"[0-9]{1,3}(\.[0-9]{1,3})?\Z", v) or not 0 < float(v) <= 600:
+                    raise Refused("bad timeout_s")
+                self.to = float(v)
+            elif key == "gpu":
+                if v not in ("auto", "off"):
+                    raise Refused("bad gpu")
+                self.gpu = v
+            elif key in ("gpu_fields", "gpu_fallback"):
+                if not FIELDS_RE.match(v) or len(v) > 1500:
+                    raise Refused("bad " + key)
+                if key == "gpu_fields":
+                    self.gf = v
+                else:
+                    self.gfb = v
+            elif key == "max_frames":
+                self.maxf = self._int(v, 0, 999999999, key, zero=True)
+            elif key == "section_bytes":
+                self.scap = self._int(v, 1, 99999999, key)
+            elif key == "frame_bytes":
+                self.fcap = self._int(v, 1, 99999999, key)
+            elif key == "probe":
+                if v not in ("auto", "python", "sh"):
+                    raise Refused("bad probe")
+                self.probe = v
+            else:
+                raise Refused("unknown argument")
+        if not 65536 <= self.fcap <= FRAME_HARD_MAX:
+            raise Refused("bad frame_bytes")
+        if not 4096 <= self.scap <= self.fcap:
+            raise Refused("bad section_bytes")
+        if not self.slow:
+            self.slow = (60000 + self.iv - 1) // self.iv
+
+    @staticmethod
+    def _int(v: str, lo: int, hi: int, key: str, zero: bool = False) -> int:
+        leading_zero = v.startswith("0") and not (zero and v == "0")
+        if not re.match(r"[0-9]+\Z", v) or len(v) > 9 or leading_zero:
+            raise Refused("bad " + key)
+        n = int(v)
+        if not lo <= n <= hi:
+            raise Refused("bad " + key)
+        return n
+
+
+def esc(line: bytes) -> bytes:
+    if len(line) > 65536:
+        line = line[:65536]
+    return b"@" + line if line.startswith(b"@@") else line
+
+
+class Sections(object):
+    """One frame's output, with the sh probe's byte caps (section_bytes, frame_bytes)."""
+
+    def __init__(self, scap: int, fcap: int) -> None:
+        self.scap = scap
+        self.fcap = fcap
+        self.out = []  # type: List[bytes]
+        self.fb = 0
+
+    def add(self, kind: str, subj: str, rns: int, st: str, det: str, lines: List[bytes]) -> None:
+        kept = []  # type: List[bytes]
+        sb = 0
+        trunc = ""
+        for ln in lines:
+            ln = esc(ln)
+            n = len(ln) + 1
+            if sb + n > self.scap:
+                trunc = "section cap %d bytes" % self.scap
+                break
+            if self.fb + sb + n > self.fcap:
+                trunc = "frame cap %d bytes" % self.fcap
+                break
+            kept.append(ln)
+            sb += n
+        if trunc:
+            det = trunc + ("" if st == "ok" else "; " + st + (" " + det if det else ""))
+            st = "truncated"
+        head = "@@section %s %s %s %s%s" % (kind, subj, rns if rns else "-", st,
+                                            " " + det if det else "")
+        self.out.append(head.encode())
+        self.out.extend(kept)
+        self.fb += sb
+
+
+# ---------------------------------------------------------------- sysfs file table
+
+class Entry(object):
+    """One file (or marker) of the scan, as the sh probe's `<code> <kind> <rel>` lines."""
+
+    __slots__ = ("code", "kind", "rel", "path", "fd", "netlink")
+
+    def __init__(self, code: str, kind: str, rel: str, path: str) -> None:
+        self.code = code  # N fast file, S slow file, n/s fast/slow marker
+        self.kind = kind  # sysnet | sysib
+        self.rel = rel
+        self.path = path
+        self.fd = -1
+        self.netlink = ""  # a real /sys netdev value taken from rtnetlink instead
+
+
+def regular(p: str) -> bool:
+    try:
+        return (os.stat(p).st_mode & 0o170000) == 0o100000
+    except OSError:
+        return False
+
+
+def exists(p: str) -> bool:
+    return os.path.lexists(p)
+
+
+def listdir(d: str) -> List[str]:
+    try:
+        return sorted(os.listdir(d))
+    except OSError:
+        return []
+
+
+class Scan(object):
+    def __init__(self, probe: "Probe") -> None:
+        self.p = probe
+        self.entries = []  # type: List[Entry]
+        self.ethtool = []  # type: List[str]
+        self.cpu = []  # type: List[Tuple[str, str]]
+        self.dirs = {}  # type: Dict[str, int]  # directories of tree files -> mtime_ns
+
+    def one(self, code: str, kind: str, rel: str, path: str) -> None:
+        if regular(path):
+            self.entries.append(Entry(code, kind, rel, path))
+        elif exists(path):
+            self.p.once("-odd " + rel, "not a regular file, not read: " + rel)
+
+    def files(self, code: str, kind: str, rel: str, d: str) -> None:
+        for b in listdir(d):
+            if not okname(b, 128):
+                self.p.refuse("file", rel + "/" + b)
+                continue
+            if code in ("n", "s"):
+                self.entries.append(Entry(code, kind, rel + "/" + b, d + "/" + b))
+            else:
+                self.one(code, kind, rel + "/" + b, d + "/" + b)
+
+    def run(self) -> None:
+        sysroot = self.p.a.sys
+        ifaces = self.p.a.ifaces
+        net = sysroot + "/class/net"
+        for n in listdir(net):
+            d = net + "/" + n
+            if not okname(n, 64):
+                self.p.refuse("netdev", n)
+                continue
+            if ifaces and n not in ifaces:
+                continue
+            self.files("N", "sysnet", n + "/statistics", d + "/statistics")
+            for f in ("mtu", "operstate", "speed", "carrier_changes", "carrier_up_count",
+                      "carrier_down_count"):
+                self.one("N", "sysnet", n + "/" + f, d + "/" + f)
+            if exists(d + "/device"):
+                self.entries.append(Entry("n", "sysnet", n + "/device", d + "/device"))
+                for f in ("current_link_speed", "current_link_width", "max_link_speed",
+                          "max_link_width"):
+                    self.one("S", "sysnet", n + "/device/" + f, d + "/device/" + f)
+                for hb in listdir(d + "/device/hwmon"):
+                    h = d + "/device/hwmon/" + hb
+                    if not hb.startswith("hwmon") or not regular(h + "/name"):
+                        continue
+                    if not okname(hb, 64):
+                        continue
+                    self.entries.append(Entry("S", "sysnet", n + "/device/hwmon/%s/name" % hb,
+                                              h + "/name"))
+                    for tb in listdir(h):
+                        if (tb.startswith("temp") and tb.endswith("_input")
+                                and regular(h + "/" + tb) and okname(tb, 64)):
+                            self.entries.append(Entry(
+                                "N", "sysnet", n + "/device/hwmon/%s/%s" % (hb, tb),
+                                h + "/" + tb))
+                self.ethtool.append(n)
+            elif ifaces:
+                self.ethtool.append(n)
+            for side in ("roce_np", "roce_rp"):
+                self.files("S", "sysnet", n + "/ecn/%s/enable" % side,
+                           d + "/ecn/%s/enable" % side)
+        ib = sysroot + "/class/infiniband"
+        for n in listdir(ib):
+            d = ib + "/" + n
+            if not okname(n, 64):
+                self.p.refuse("rdma", n)
+                continue
+            for f in ("fw_ver", "hca_type", "board_id", "node_guid"):
+                self.one("S", "sysib", n + "/" + f, d + "/" + f)
+            for pn in listdir(d + "/ports"):
+                p = d + "/ports/" + pn
+                if not okname(pn, 16):
+                    self.p.refuse("port", n + "/" + pn)
+                    continue
+                for f in ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid"):
+                    self.one("N", "sysib", "%s/ports/%s/%s" % (n, pn, f), p + "/" + f)
+                for c in ("counters", "counters_ext", "hw_counters"):
+                    self.files("N", "sysib", "%s/ports/%s/%s" % (n, pn, c), p + "/" + c)
+                self.files("S", "sysib", "%s/ports/%s/gid_attrs/ndevs" % (n, pn),
+                           p + "/gid_attrs/ndevs")
+            self.files("s", "sysib", n + "/device/net", d + "/device/net")
+        cpus = sysroot + "/devices/system/cpu"
+        for cb in listdir(cpus):
+            c = cpus + "/" + cb + "/thermal_throttle"
+            if not cb.startswith("cpu") or not exists(c) or not okname(cb, 16):
+                continue
+            for f in ("core_throttle_count", "package_throttle_count"):
+                if regular(c + "/" + f):
+                    self.cpu.append((f, c + "/" + f))
+
+
+# ---------------------------------------------------------------- kernel interfaces
+
+SIOCETHTOOL = 0x8946
+ETHTOOL_GSTRINGS = 0x1B
+ETHTOOL_GSTATS = 0x1D
+ETHTOOL_GSSET_INFO = 0x37
+ETH_SS_STATS = 1
+ETH_GSTRING_LEN = 32
+STATS_MAX = 200000  # names per netdev; more is a broken driver
+
+
+class Ethtool(object):
+    """ETHTOOL_GSTATS through SIOCETHTOOL: names once, values every read.
+
+    The kernel copies as many values as the driver has when it answers, whatever
+    n_stats the caller passed (net/ethtool/ioctl.c, ethtool_get_stats), and mlx5 adds
+    names when PFC is switched on: so GSSET_INFO is asked before each read, the buffer
+    keeps slack, and the names are read again whenever the count changed.
+    """
+
+    def __init__(self) -> None:
+        import ctypes
+        import fcntl
+        self.ctypes = ctypes
+        self.ioctl = fcntl.ioctl
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.names = {}  # type: Dict[str, List[bytes]]
+        self.bufs = {}  # type: Dict[str, Any]
+        self.calls = 0
+
+    def _call(self, ifname: str, buf: Any) -> None:
+        ifr = struct.pack("16sP", ifname.encode(), self.ctypes.addressof(buf))
+        ifr += b"\0" * (40 - len(ifr))
+        self.calls += 1
+        self.ioctl(self.sock.fileno(), SIOCETHTOOL, bytearray(ifr), True)
+
+    def count(self, ifname: str) -> int:
+        buf = self.ctypes.create_string_buffer(struct.pack("=IIQI", ETHTOOL_GSSET_INFO, 0,
+                                                           1 << ETH_SS_STATS, 0))
+        self._call(ifname, buf)
+        _, _, mask, n = struct.unpack_from("=IIQI", buf.raw)
+        if not mask & (1 << ETH_SS_STATS):
+            raise OSError(errno.EOPNOTSUPP, "no statistics")
+        return int(n)
+
+    def _strings(self, ifname: str, n: int) -> List[bytes]:
+        buf = self.ctypes.create_string_buffer(12 + (n + 64) * ETH_GSTRING_LEN)
+        struct.pack_into("=III", buf, 0, ETHTOOL_GSTRINGS, ETH_SS_STATS, n)
+        self._call(ifname, buf)
+        got = struct.unpack_from("=I", buf.raw, 8)[0]
+        raw = buf.raw
+        out = []
+        for i in range(min(got, n + 64)):
+            s = raw[12 + i * ETH_GSTRING_LEN:12 + (i + 1) * ETH_GSTRING_LEN]
+            out.append(s.split(b"\0", 1)[0])
+        return out
+
+    def read(self, ifname: str) -> Tuple[List[bytes], Tuple[int, ...]]:
+        """(names, values) of one netdev; OSError when it has no statistics."""
+        for _ in range(3):
+            n = self.count(ifname)
+            if not 0 <= n <= STATS_MAX:
+                raise OSError(errno.EINVAL, "driver reports %d statistics" % n)
+            names = self.names.get(ifname)
+            if names is None or len(names) != n:
+                names = self.names[ifname] = self._strings(ifname, n)
+            cap = n + 64 + n // 4  # slack: the count may grow between the two calls
+            buf = self.bufs.get(ifname)
+            if buf is None or len(buf) < 8 + cap * 8:
+                buf = self.bufs[ifname] = self.ctypes.create_string_buffer(8 + cap * 8)
+            struct.pack_into("=II", buf, 0, ETHTOOL_GSTATS, n)
+            self._call(ifname, buf)
+            got = struct.unpack_from("=I", buf.raw, 4)[0]
+            if got == len(names) and got <= cap:
+                vals = array.array("Q")
+                vals.frombytes(buf.raw[8:8 + got * 8])
+                return names, tuple(vals)
+            self.names.pop(ifname, None)  # the count moved: names again
+        raise OSError(errno.EAGAIN, "statistics count keeps changing")
+
+
+# rtnl_link_stats64 field names, in order: they are the sysfs statistics file names.
+STATS64 = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_errors", "tx_errors",
+           "rx_dropped", "tx_dropped", "multicast", "collisions", "rx_length_errors",
+           "rx_over_errors", "rx_crc_errors", "rx_frame_errors", "rx_fifo_errors",
+           "rx_missed_errors", "tx_aborted_errors", "tx_carrier_errors", "tx_fifo_errors",
+           "tx_heartbeat_errors", "tx_window_errors", "rx_compressed", "tx_compressed",
+           "rx_nohandler", "rx_otherhost_dropped")
+OPERSTATES = ("unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up")
+IFLA_IFNAME, IFLA_MTU, IFLA_OPERSTATE, IFLA_STATS64 = 3, 4, 16, 23
+IFLA_CARRIER_CHANGES, IFLA_CARRIER_UP, IFLA_CARRIER_DOWN = 35, 47, 48
+
+
+class Rtnl(object):
+    """One RTM_GETLINK dump per tick: every netdev's statistics and link state."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)  # NETLINK_ROUTE
+        self.sock.bind((0, 0))
+        self.sock.settimeout(2.0)
+        self.seq = 0
+
+    def dump(self) -> Dict[str, Dict[str, bytes]]:
+        self.seq += 1
+        # nlmsghdr + ifinfomsg; RTM_GETLINK=18, NLM_F_REQUEST|NLM_F_DUMP=0x301
+        msg = struct.pack("=IHHII", 32, 18, 0x301, self.seq, 0) + struct.pack("=BxHiII",
+                                                                              0, 0, 0, 0, 0)
+        self.sock.send(msg)
+        out = {}  # type: Dict[str, Dict[str, bytes]]
+        while True:
+            data = self.sock.recv(1 << 17)
+            off = 0
+            while off + 16 <= len(data):
+                ln, typ, _, seq, _ = struct.unpack_from("=IHHII", data, off)
+                if ln < 16 or off + ln > len(data):
+                    return out
+                if seq == self.seq:
+                    if typ == 3:  # NLMSG_DONE
+                        return out
+                    if typ == 2:  # NLMSG_ERROR
+                        raise OSError(errno.EIO, "rtnetlink error")
+                    if typ == 16:  # RTM_NEWLINK
+                        self._link(data, off + 32, off + ln, out)
+                off += (ln + 3) & ~3
+
+    @staticmethod
+    def _link(data: bytes, off: int, end: int, out: Dict[str, Dict[str, bytes]]) -> None:
+        vals = {}  # type: Dict[str, bytes]
+        name = ""
+        while off + 4 <= end:
+            alen, atype = struct.unpack_from("=HH", data, off)
+            if alen < 4:
+                break
+            body = data[off + 4:off + alen]
+            atype &= 0x3FFF
+            if atype == IFLA_IFNAME:
+                name = body.split(b"\0", 1)[0].decode("ascii", "replace")
+            elif atype == IFLA_MTU and len(body) >= 4:
+                vals["mtu"] = str(struct.unpack_from("=I", body)[0]).encode()
+            elif atype == IFLA_OPERSTATE and len(body) >= 1:
+                st = body[0]
+                vals["operstate"] = (OPERSTATES[st] if st < len(OPERSTATES) else "unknown").encode()
+            elif atype == IFLA_STATS64:
+                n = min(len(body) // 8, len(STATS64))
+                for i, v in enumerate(struct.unpack_from("=%dQ" % n, body)):
+                    vals["statistics/" + STATS64[i]] = str(v).encode()
+            elif atype == IFLA_CARRIER_CHANGES and len(body) >= 4:
+                vals["carrier_changes"] = str(struct.unpack_from("=I", body)[0]).encode()
+            elif atype == IFLA_CARRIER_UP and len(body) >= 4:
+                vals["carrier_up_count"] = str(struct.unpack_from("=I", body)[0]).encode()
+            elif atype == IFLA_CARRIER_DOWN and len(body) >= 4:
+                vals["carrier_down_count"] = str(struct.unpack_from("=I", body)[0]).encode()
+            off += (alen + 3) & ~3
+        if name:
+            out[name] = vals
+
+
+def stats_text(names: List[bytes], vals: Tuple[int, ...]) -> List[bytes]:
+    """`ethtool -S` text, as ethtool prints it."""
+    out = [b"NIC statistics:"]
+    out.extend(b"     %s: %d" % (n, v) for n, v in zip(names, vals))
+    return out
+
+
+# ---------------------------------------------------------------- reads with a deadline
+
+class Reader(object):
+    """Runs one tick's reads in a thread: a read stuck in the kernel costs one value.
+
+    The main loop waits for it until the section timeout; a reader still inside a file
+    then is abandoned (a thread in the kernel cannot be stopped), the file is skipped
+    from then on, and the next tick starts a new reader.
+    """
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self.done = threading.Event()
+        self.job = None  # type: Any
+        self.item = None  # type: Any
+        self.t = threading.Thread(target=self._run)
+        self.t.daemon = True
+        self.t.start()
+
+    def _run(self) -> None:
+        while True:
+            self.go.wait()
+            self.go.clear()
+            job = self.job
+            if job is None:
+                return
+            try:
+                job(self)
+            except BaseException as e:
+                self.error = "%s: %s" % (type(e).__name__, e)
+            self.done.set()
+
+    error = ""
+
+    def run(self, job: Any, timeout: float) -> bool:
+        self.job = job
+        self.item = None
+        self.error = ""
+        self.done.clear()
+        self.go.set()
+        return self.done.wait(timeout)
+
+
+def pread_value(e: Entry) -> Optional[bytes]:
+    """The first line of one file, or None when it cannot be read (EINVAL, EIO, gone)."""
+    for attempt in (0, 1):
+        if e.fd < 0:
+            try:
+                e.fd = os.open(e.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                return None
+            # O_NONBLOCK: a FIFO swapped in where a file was neither blocks nor is read.
+            if (os.fstat(e.fd).st_mode & 0o170000) != 0o100000:
+                close_fd(e)
+                if Probe.current is not None:
+                    Probe.current.skip.add(e.path)
+                    Probe.current.once("-odd " + e.rel, "not a regular file, not read: " + e.rel)
+                return None
+        try:
+            data = os.pread(e.fd, 4096, 0)
+        except OSError as x:
+            if x.errno in (errno.ENODEV, errno.ESTALE, errno.EBADF) and attempt == 0:
+                close_fd(e)
+                continue
+            return None
+        finally:
+            if e.fd >= 0 and Probe.current is not None and not Probe.current.keep_open(e):
+                close_fd(e)
+        line = data.split(b"\n", 1)[0].replace(b"\0", b"")
+        if not line or len(line) > VALUE_MAX:
+            return None
+        return line
+    return None
+
+
+def close_fd(e: Entry) -> None:
+    if e.fd >= 0:
+        try:
+            os.close(e.fd)
+        except OSError:
+            pass
+        e.fd = -1
+
+
+# ---------------------------------------------------------------- processes
+
+class Job(object):
+    def __init__(self, kind: str, subj: str, argv: List[str]) -> None:
+        self.kind = kind
+        self.subj = subj
+        self.argv = argv
+        self.proc = None  # type: Any
+        self.buf = []  # type: List[bytes]
+        self.size = 0
+        self.trunc = ""
+        self.rc = None  # type: Optional[int]
+        self.timed_out = False
+        self.error = ""
+        self.read_ns = 0
+
+
+def run_jobs(jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any,
+             children: Set[Any]) -> None:
+    """Every tool of a tick at once, each killed past ``timeout``; output capped as read."""
+    live = {}  # type: Dict[int, Job]
+    for j in jobs:
+        try:
+            j.proc = subprocess.Popen(j.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, close_fds=True)
+        except OSError as e:
+            j.error = "cannot run: %s" % (e.strerror or e)
+            continue
+        children.add(j.proc)
+        live[j.proc.stdout.fileno()] = j
+        j.read_ns = now_ns()
+    total = [0]
+    end = time.monotonic() + timeout
+    while live:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        r, _, _ = select.select(list(live), [], [], left)
+        for fd in r:
+            j = live[fd]
+            data = os.read(fd, 65536)
+            if not data:
+                del live[fd]
+                continue
+            if j.trunc:
+                continue
+            if j.size + len(data) > scap:
+                j.trunc = "section cap %d bytes" % scap
+                data = data[:max(0, scap - j.size)]
+            if total[0] + len(data) > fcap:
+                j.trunc = "frame cap %d bytes" % fcap
+                data = data[:max(0, fcap - total[0])]
+            j.buf.append(data)
+            j.size += len(data)
+            total[0] += len(data)
+    for j in jobs:
+        if j.proc is None:
+            continue
+        if j.proc.stdout.fileno() in live:
+            j.timed_out = True
+            try:
+                j.proc.kill()
+            except OSError:
+                pass
+        try:
+            j.rc = j.proc.wait(1.0)
+        except subprocess.TimeoutExpired:
+            j.rc = None
+        j.proc.stdout.close()
+        children.discard(j.proc)
+
+
+# ---------------------------------------------------------------- GPU reader
+
+class Gpu(object):
+    """One persistent nvidia-smi -lms, restarted with backoff like the sh supervisor."""
+
+    def __init__(self, probe: "Probe") -> None:
+        self.p = probe
+        self.fields = probe.a.gf
+        self.lock = threading.Lock()
+        self.lines = {}  # type: Dict[str, Tuple[bytes, int, int]]  # key -> (line, tick, ns)
+        self.order = []  # type: List[str]
+        self.key = 0
+        self.batch = -1
+        self._set_fields(self.fields)
+        t = threading.Thread(target=self._supervise)
+        t.daemon = True
+        t.start()
+
+    def _set_fields(self, f: str) -> None:
+        self.fields = f
+        self.key = 0
+        for i, name in enumerate(f.split(",")):
+            if name in ("index", "uuid", "pci.bus_id"):
+                self.key = i + 1
+                break
+        self.lines = {}
+        self.order = []
+
+    def _supervise(self) -> None:
+        f = self.p.a.gf
+        tried = False
+        back = 1
+        while True:
+            t0 = time.monotonic()
+            try:
+                proc = subprocess.Popen(
+                    ["nvidia-smi", "--query-gpu=" + f, "--format=csv,noheader,nounits",
+                     "-lms", str(self.p.a.iv)],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL, close_fds=True)
+            except OSError:
+                proc = None
+            if proc is not None:
+                self.p.children.add(proc)
+                with self.lock:
+                    if f != self.fields:
+                        self._set_fields(f)
+                for raw in proc.stdout or ():
+                    self._line(raw.rstrip(b"\r\n")[:65536])
+                rc = proc.wait()
+                self.p.children.discard(proc)
+                self.p.warn("nvidia-smi exited rc=%d" % rc)
+            else:
+                rc = 127
+            ran = time.monotonic() - t0
+            if rc != 0 and not tried and ran < 10 and f != self.p.a.gfb:
+                f = self.p.a.gfb
+                tried = True
+                continue
+            if ran > 120:
+                back = 1
+            time.sleep(back)
+            back = min(back * 2, 60)
+
+    def _line(self, line: bytes) -> None:
+        tn = self.p.tn
+        with self.lock:
+            if self.key:
+                parts = line.split(b",")
+                k = parts[self.key - 1].strip().decode("ascii", "replace") \
+                    if len(parts) >= self.key else ""
+            else:
+                if self.batch != tn:
+                    self.lines = {}
+                    self.order = []
+                    self.batch = tn
+                k = str(len(self.order) + 1)
+            if k not in self.lines:
+                if len(self.order) >= 64:
+                    return
+                self.order.append(k)
+            self.lines[k] = (line, tn, self.p.wall_ns())
+
+    def section(self, out: Sections) -> None:
+        with self.lock:
+            tn = self.p.tn
+            items = [self.lines[k] for k in self.order]
+            fields = self.fields
+        newest = max((t for _, t, _ in items), default=-1)
+        st = "ok" if newest >= 0 and tn - newest < 3 else "stale"
+        lines = [("# " + fields).encode()]
+        rns = 0
+        for line, t, ns in items:
+            if st == "ok" and tn - t >= 3:
+                continue
+            if st == "stale" and t != newest:
+                continue
+            lines.append(line)
+            rns = max(rns, ns)
+        out.add("gpu_nvidia", "-", rns, st, "" if items else "no line yet", lines)
+
+
+# ---------------------------------------------------------------- the probe
+
+def which(tool: str) -> bool:
+    for d in os.environ.get("PATH", "").split(":"):
+        if d and os.access(os.path.join(d, tool), os.X_OK):
+            return True
+    return False
+
+
+class Probe(object):
+    current = None  # type: Optional[Probe]
+
+    def __init__(self, a: Args) -> None:
+        Probe.current = self
+        self.a = a
+        self.real = a.sys == "/sys"
+        self.children = set()  # type: Set[Any]
+        self.warnings = []  # type: List[str]
+        self.seen = set()  # type: Set[str]
+        self.skip = set()  # type: Set[str]
+        self.tn = 0
+        self.seq = 0
+        self.skipped = 0
+        self.mono0 = time.monotonic()
+        self.wall0 = time.time()
+        self.have = set(t for t in ("ethtool", "mlnx_qos", "dcb", "nvidia-smi", "amd-smi",
+                                    "rocm-smi") if which(t))
+        self.gkind = "off"
+        if a.gpu == "auto":
+            self.gkind = next((k for k in ("nvidia-smi", "amd-smi", "rocm-smi")
+                               if k in self.have), "none")
+        self.scan = None  # type: Optional[Scan]
+        self.fd_budget = self._raise_nofile()
+        self.open_count = 0
+        self.eth = None  # type: Optional[Ethtool]
+        self.rtnl = None  # type: Optional[Rtnl]
+        if self.real:
+            try:
+                self.eth = Ethtool()
+            except (OSError, ImportError) as e:
+                self.warn("ethtool ioctl unavailable (%s): ethtool -S runs as a process" % e)
+            try:
+                self.rtnl = Rtnl()
+            except OSError as e:
+                self.warn("rtnetlink unavailable (%s): netdev files are read" % e)
+        self.reader = Reader()
+        self.gpu = Gpu(self) if self.gkind == "nvidia-smi" else None
+        self.uptime_fd = -1
+        self.out_lock = threading.Lock()
+        self.end_lock = threading.Lock()
+        self.wd = Watchdog(self)
+        py = "%d.%d.%d" % sys.version_info[:3]
+        self.impl = "python %s %s" % (py, clean(sys.executable or "python3"))
+
+    # -- clocks
+    def wall_ns(self, mono: Optional[float] = None) -> int:
+        m = time.monotonic() if mono is None else mono
+        return int((self.wall0 + (m - self.mono0)) * 1e9)
+
+    def uptime(self) -> str:
+        try:
+            if self.uptime_fd < 0:
+                self.uptime_fd = os.open("/proc/uptime", os.O_RDONLY)
+            return os.pread(self.uptime_fd, 64, 0).split()[0].decode()
+        except (OSError, IndexError):
+            return "0"
+
+    # -- notes
+    def warn(self, s: str) -> None:
+        if len(self.warnings) < WARN_MAX:
+            self.warnings.append(clean(s))
+
+    def once(self, key: str, s: str) -> None:
+        if key not in self.seen:
+            self.seen.add(key)
+            self.warn(s)
+
+    def refuse(self, what: str, name: str) -> None:
+        if "\n" in name:
+            name = "(a name containing a newline)"
+        self.once(what + " " + name, "refused %s name: %s" % (what, name))
+
+    # -- files
+    def _raise_nofile(self) -> int:
+        try:
+            import resource
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            want = hard if hard != resource.RLIM_INFINITY else 1 << 20
+            want = min(want, 1 << 20)
+            if want > soft:
+                try:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+                    soft = want
+                except (OSError, ValueError):
+                    pass
+            return max(0, soft - 64)  # room for sockets, pipes and tools
+        except ImportError:
+            return 960
+
+    def keep_open(self, e: Entry) -> bool:
+        return e.fd >= 0 and (e.fd < self.fd_budget + 64)
+
+    def rescan(self) -> None:
+        old = self.scan
+        s = Scan(self)
+        s.run()
+        keep = {}  # type: Dict[str, Entry]
+        if old is not None:
+            for e in old.entries:
+                keep[e.path] = e
+        n_open = 0
+        for e in s.entries:
+            o = keep.pop(e.path, None)
+            if o is not None and o.fd >= 0:
+                e.fd = o.fd
+                o.fd = -1
+            if e.code in ("N", "S") and e.fd >= 0:
+                n_open += 1
+        for o in keep.values():
+            close_fd(o)
+        if self.real and self.rtnl is not None:
+            for e in s.entries:
+                rel = e.rel.split("/", 1)
+                if e.kind == "sysnet" and len(rel) == 2 and (
+                        rel[1] in ("mtu", "operstate", "carrier_changes", "carrier_up_count",
+                                   "carrier_down_count") or rel[1].startswith("statistics/")):
+                    e.netlink = rel[1]
+                    close_fd(e)
+        need = sum(1 for e in s.entries if e.code in ("N", "S") and not e.netlink)
+        if need > self.fd_budget:
+            self.once("-nofile", "open-file limit %d: %d of %d files are opened again on "
+                      "each read" % (self.fd_budget + 64, need - self.fd_budget, need))
+        if not self.real:
+            s.dirs = {}
+            for e in s.entries:
+                d = os.path.dirname(e.path)
+                if d not in s.dirs:
+                    s.dirs[d] = self._mtime(d)
+        self.scan = s
+        self.wd.ports(s.ethtool)
+
+    @staticmethod
+    def _mtime(d: str) -> int:
+        try:
+            st = os.stat(d)
+            return int(st.st_mtime * 1e9) ^ st.st_ino
+        except OSError:
+            return -1
+
+    def _follow_tree(self, s: Scan) -> None:
+        """A replayed or synced tree replaces files (rename): reopen those of a changed dir."""
+        changed = set()
+        for d, m in s.dirs.items():
+            now = self._mtime(d)
+            if now != m:
+                s.dirs[d] = now
+                changed.add(d)
+        if changed:
+            for e in s.entries:
+                if e.fd >= 0 and os.path.dirname(e.path) in changed:
+                    close_fd(e)
+
+    # -- one tick
+    def tick(self, slow: bool) -> bytes:
+        self.tn += 1
+        t_mono = time.monotonic()
+        clock_ns = int(time.time() * 1e9)
+        self.wall0, self.mono0 = clock_ns / 1e9, t_mono  # wall stamps follow a clock step
+        up = self.uptime()
+        if slow or self.scan is None:
+            self.rescan()
+        s = self.scan
+        assert s is not None
+        if not self.real and not slow:
+            self._follow_tree(s)
+        jobs = []  # type: List[Job]
+        use_ioctl = self.eth is not None
+        for n in s.ethtool:
+            if not use_ioctl and "ethtool" in self.have:
+                jobs.append(Job("ethtool_S", n, ["ethtool", "-S", n]))
+            if not slow:
+                continue
+            if "ethtool" in self.have:
+                jobs.append(Job("ethtool_i", n, ["ethtool", "-i", n]))
+            if "mlnx_qos" in self.have:
+                jobs.append(Job("mlnx_qos", n, ["mlnx_qos", "-i", n]))
+            if "dcb" in self.have:
+                for k in ("pfc", "apptrust", "app", "ets", "buffer"):
+                    jobs.append(Job("dcb_" + k, n, ["dcb", k, "show", "dev", n]))
+        if slow and self.gkind == "amd-smi":
+            jobs.append(Job("gpu_amd", "-", ["amd-smi", "metric", "--json"]))
+        elif slow and self.gkind == "rocm-smi":
+            jobs.append(Job("gpu_amd", "-", ["rocm-smi", "--showuse", "--showtemp",
+                                             "--showpower", "--showmeminfo", "vram", "--json"]))
+        vals = {}  # type: Dict[str, bytes]
+        eth = {}  # type: Dict[str, Any]
+        times = {}  # type: Dict[str, int]
+        cpu = {}  # type: Dict[str, int]
+
+        def reads(r: Reader) -> None:
+            nl = {}  # type: Dict[str, Dict[str, bytes]]
+            if self.rtnl is not None and self.real:
+                r.item = "rtnetlink dump"
+                try:
+                    nl = self.rtnl.dump()
+                except OSError as x:
+                    self.once("-rtnl", "rtnetlink dump failed (%s): netdev files are read" % x)
+            m0 = time.monotonic()
+            for e in s.entries:
+                if e.code == "N" or (e.code == "S" and slow):
+                    if e.path in self.skip:
+                        continue
+                    if e.netlink:
+                        dev = e.rel.split("/", 1)[0]
+                        v = nl.get(dev, {}).get(e.netlink)
+                        if v is not None:
+                            vals[e.rel] = v
+                            continue
+                    r.item = e.path
+                    v = pread_value(e)
+                    if v is not None:
+                        vals[e.rel] = v
+            times["sys"] = self.wall_ns((m0 + time.monotonic()) / 2)
+            if slow:
+                for base, path in s.cpu:
+                    if path in self.skip:
+                        continue
+                    r.item = path
+                    ent = Entry("C", "cpu", base, path)
+                    v = pread_value(ent)
+                    close_fd(ent)
+                    if v is not None and v.isdigit():
+                        cpu[base] = cpu.get(base, 0) + int(v)
+            if use_ioctl and self.eth is not None:
+                for n in s.ethtool:
+                    r.item = "ethtool ioctl " + n
+                    m = time.monotonic()
+                    try:
+                        eth[n] = self.eth.read(n)
+                    except OSError as x:
+                        eth[n] = x
+                    times["eth " + n] = self.wall_ns(m)
+                    self.wd.seen(n, m, eth[n])
+            r.item = None
+
+        if jobs:
+            # Tools first (they run while the reads happen), collected after.
+            th = threading.Thread(target=run_jobs, args=(jobs, self.a.to, self.a.scap,
+                                                         self.a.fcap, self.wall_ns, self.children))
+            th.daemon = True
+            th.start()
+        else:
+            th = None
+        if not self.reader.run(reads, self.a.to):
+            stuck = self.reader.item
+            self.reader.job = None
+            self.reader = Reader()
+            if isinstance(stuck, str) and stuck.startswith("/"):
+                self.skip.add(stuck)
+                self.warn("sysfs read blocked for %gs, skipped from now on: %s" % (
+                    self.a.to, stuck[len(self.a.sys) + 1:] if stuck.startswith(self.a.sys)
+                    else stuck))
+            else:
+                self.warn("sysfs reads not done after %gs: values missing from this frame"
+                          % self.a.to)
+            vals = dict(vals)
+        if self.reader.error:
+            self.warn("read error: " + self.reader.error)
+        if th is not None:
+            th.join(self.a.to + 2)
+        return self.frame(clock_ns, up, slow, s, vals, eth, times, cpu, jobs)
+
+    def frame(self, clock_ns: int, up: str, slow: bool, s: Scan, vals: Dict[str, bytes],
+              eth: Dict[str, Any], times: Dict[str, int], cpu: Dict[str, int],
+              jobs: List[Job]) -> bytes:
+        self.seq += 1
+        out = Sections(self.a.scap, self.a.fcap)
+        rns = times.get("sys", clock_ns)
+        for kind in ("sysnet", "sysib"):
+            lines = []  # type: List[bytes]
+            for e in s.entries:
+                if e.kind != kind:
+                    continue
+                if e.code == "n":
+                    lines.append(e.rel.encode() + b" -")
+                elif e.code == "N" and e.rel in vals:
+                    lines.append(e.rel.encode() + b" " + vals[e.rel])
+            out.add(kind, "-", rns, "ok", "", lines)
+            if slow:
+                lines = []
+                for e in s.entries:
+                    if e.kind != kind:
+                        continue
+                    if e.code == "s":
+                        lines.append(e.rel.encode() + b" -")
+                    elif e.code == "S" and e.rel in vals:
+                        lines.append(e.rel.encode() + b" " + vals[e.rel])
+                out.add(kind + "_slow", "-", rns, "ok", "", lines)
+        if slow and s.cpu:
+            order = []  # type: List[str]
+            for base, _ in s.cpu:
+                if base not in order:
+                    order.append(base)
+            out.add("cputhrottle", "-", rns, "ok", "", [
+                b"devices/system/cpu/cpu*/thermal_throttle/%s %d" % (b.encode(), cpu[b])
+                for b in order if b in cpu])
+        for n in s.ethtool:
+            if n in eth:
+                got = eth[n]
+                t = times.get("eth " + n, clock_ns)
+                if isinstance(got, tuple):
+                    out.add("ethtool_S", n, t, "ok", "", stats_text(*got))
+                else:
+                    out.add("ethtool_S", n, t, "error",
+                            "ioctl: " + clean(got.strerror or str(got)), [])
+        for j in jobs:
+            if j.error:
+                st, det = "error", clean(j.error)
+            elif j.timed_out:
+                st, det = "timeout", "after %gs" % self.a.to
+            elif j.rc is None:
+                st, det = "error", "no exit status"
+            elif j.rc == 0:
+                st, det = "ok", ""
+            else:
+                st, det = "error", "rc=%d" % j.rc
+            if j.kind == "gpu_amd":
+                det = (det + " " if det else "") + "tool=" + self.gkind
+            text = b"".join(j.buf)
+            lines = text.split(b"\n")
+            if lines and lines[-1] == b"":
+                lines.pop()
+            if j.trunc:
+                st, det = "truncated", j.trunc + ("" if st == "ok" else "; " + st +
+                                                   (" " + det if det else ""))
+            out.add(j.kind, j.subj, j.read_ns or clock_ns, st, det, lines)
+        if slow:
+            if "ethtool" not in self.have:
+                if self.eth is None:
+                    out.add("ethtool_S", "-", clock_ns, "missing", "ethtool", [])
+                out.add("ethtool_i", "-", clock_ns, "missing", "ethtool", [])
+            if "mlnx_qos" not in self.have:
+                out.add("mlnx_qos", "-", clock_ns, "missing", "mlnx_qos", [])
+            if "dcb" not in self.have:
+                out.add("dcb_pfc", "-", clock_ns, "missing", "dcb", [])
+            if self.gkind == "none":
+                out.add("gpu_nvidia", "-", clock_ns, "missing",
+                        "no nvidia-smi, amd-smi or rocm-smi", [])
+            for p in sorted(self.skip):
+                self.warn("sysfs file skipped (its read blocked): " + p)
+        if self.gpu is not None:
+            self.gpu.section(out)
+        notes = [b"interval_ms %d" % self.a.iv, b"slow %d" % (1 if slow else 0),
+                 ("impl " + self.impl).encode()]
+        if self.skipped:
+            notes.append(b"skipped_ticks %d" % self.skipped)
+            self.skipped = 0
+        if self.eth is not None:
+            notes.append(b"ethtool_ioctls %d" % self.eth.calls)
+        w, self.warnings = self.warnings, []
+        notes.extend(("warning " + x).encode() for x in w)
+        out.add("probe", "-", clock_ns, "ok", "", notes)
+        head = "@@fabtop-frame %d %d %s %d.%03d" % (self.seq, clock_ns, up, clock_ns // 10 ** 9,
+                                                    (clock_ns // 10 ** 6) % 1000)
+        return b"\n".join([head.encode()] + out.out + [b"@@end %d" % self.seq, b""])
+
+    # -- output and lifetime
+    def write(self, data: bytes) -> None:
+        with self.out_lock:
+            view = memoryview(data)
+            while view:
+                try:
+                    n = os.write(1, view)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    self.end(0)
+                view = view[n:]
+
+    def end(self, rc: int) -> None:
+        """End everything of the probe, then exit with ``rc``.
+
+        As the sh probe: when it leads its process group, a forked helper TERMs the group
+        (it blocks TERM itself), waits 1 s and KILLs it, so a tool's own children go too
+        and this process still exits with its status. Otherwise it ends only the children
+        it started: a group kill would hit whoever started it.
+        """
+        with self.end_lock:
+            try:
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            except (AttributeError, OSError):
+                pass
+            if os.getpgrp() == os.getpid():
+                try:
+                    pid = os.fork()
+                except OSError:
+                    pid = -1
+                if pid == 0:
+                    try:
+                        # Off the connection at once, so its end is seen now, not in 1 s.
+                        null = os.open(os.devnull, os.O_RDWR)
+                        for fd in (0, 1, 2):
+                            os.dup2(null, fd)
+                        os.killpg(0, signal.SIGTERM)
+                        time.sleep(1.0)
+                        os.killpg(0, signal.SIGKILL)
+                    finally:
+                        os._exit(0)
+                if pid > 0:
+                    os._exit(rc)
+            kids = list(self.children)
+            for c in kids:
+                try:
+                    c.terminate()
+                except OSError:
+                    pass
+            t_end = time.monotonic() + 1.0
+            while time.monotonic() < t_end and any(c.poll() is None for c in kids):
+                time.sleep(0.02)
+            for c in kids:
+                if c.poll() is None:
+                    try:
+                        c.kill()
+                    except OSError:
+                        pass
+            os._exit(rc)
+
+    def watch_stdin(self) -> None:
+        def run() -> None:
+            try:
+                while os.read(0, 65536):
+                    pass
+            except OSError:
+                pass
+            self.end(0)
+        t = threading.Thread(target=run)
+        t.daemon = True
+        t.start()
+
+    def main(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: self.end(143))
+        self.watch_stdin()
+        iv = self.a.iv / 1000.0
+        left = 0
+        deadline = time.monotonic()
+        while True:
+            slow = left <= 0
+            if slow:
+                left = self.a.slow
+            left -= 1
+            data = self.tick(slow)
+            self.write(data)
+            if self.a.maxf and self.seq >= self.a.maxf:
+                self.end(0)
+            deadline += iv
+            now = time.monotonic()
+            if deadline <= now:
+                missed = int((now - deadline) / iv)
+                if missed:
+                    self.skipped += missed
+                deadline = now if now - deadline > iv else deadline
+            # Between ticks: the watchdog's fast reads, and a keepalive each second so
+            # a closed channel fails a write soon even at a 60 s interval.
+            last_ka = now
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                nxt = min(deadline, self.wd.next_read(), last_ka + 1.0)
+                if nxt > now:
+                    time.sleep(nxt - now)
+                now = time.monotonic()
+                if now >= self.wd.next_read() and now < deadline:
+                    if not self.reader.run(self.wd.sample, self.a.to):
+                        self.reader.job = None
+                        self.reader = Reader()
+                        self.warn("watchdog read blocked for %gs" % self.a.to)
+                if now - last_ka >= 1.0 and now < deadline:
+                    self.write(b"\n")
+                    last_ka = now
+
+
+# ---------------------------------------------------------------- PFC watchdog
+
+FAST_S = 0.1  # sampling period of a port whose lossless priorities show pause activity
+STORM_RATIO = 0.99  # pfcwd: paused for 99 % of the window
+FLAT_BYTES_PER_S = 1e6  # "the priority's tx is flat" when the link speed is unknown
+FLAT_FRACTION = 0.02  # ... or under 2 % of the line rate
+
+
+class Watchdog(object):
+    """pfcwd in the probe: per-priority pause duration and bytes, sampled adaptively.
+
+    Every tick reads each port's statistics anyway (the tick's ethtool read feeds it); a
+    port whose `[rt]x_prioN_pause_duration` moved is sampled every FAST_S until a whole
+    tick passes without pause activity. A storm is a priority paused for at least
+    STORM_RATIO of the window between two samples while the bytes it should be moving
+    stay flat: the event is written the moment that holds, and again while it holds
+    (at most once a tick), and a `clear` when it stops.
+    """
+
+    def __init__(self, probe: Probe) -> None:
+        self.p = probe
+        self.watch = []  # type: List[str]
+        self.last = {}  # type: Dict[str, Tuple[float, Dict[bytes, int]]]
+        self.fast_until = {}  # type: Dict[str, float]
+        self.storm = {}  # type: Dict[Tuple[str, int, str], float]  # -> last event sent
+        self.next_t = float("inf")
+        self.event_seq = 0
+        self.reads = 0
+
+    def ports(self, names: List[str]) -> None:
+        self.watch = list(names)
+
+    def next_read(self) -> float:
+        if not self.fast_until or self.p.eth is None:
+            return float("inf")
+        return self.next_t
+
+    def seen(self, n: str, mono: float, got: Any) -> None:
+        """One reading of a port's statistics (a tick's, or the watchdog's own)."""
+        ev = self._seen(n, mono, got)
+        if ev:
+            self.p.write(ev)
+
+    def _seen(self, n: str, mono: float, got: Any) -> Optional[bytes]:
+        if not isinstance(got, tuple):
+            return None
+        names, vals = got
+        cur = {}  # type: Dict[bytes, int]
+        for k, v in zip(names, vals):
+            if b"prio" in k and (k.endswith(b"_pause_duration") or k.endswith(b"_bytes")):
+                cur[k] = v
+        if not cur:
+            return None
+        prev = self.last.get(n)
+        self.last[n] = (mono, cur)
+        if prev is None:
+            return None
+        return self._judge(n, prev, mono, cur)
+
+    def _judge(self, n: str, prev: Tuple[float, Dict[bytes, int]], mono: float,
+               cur: Dict[bytes, int]) -> Optional[bytes]:
+        t0, old = prev
+        dt = mono - t0
+        if dt <= 0:
+            return None
+        active = False
+        lines = []  # type: List[bytes]
+        speed = self._speed(n)
+        flat = max(FLAT_BYTES_PER_S, 0.0) if speed is None else FLAT_FRACTION * speed
+        for p in range(8):
+            for side, other in (("rx", "tx"), ("tx", "rx")):
+                dk = b"%s_prio%d_pause_duration" % (side.encode(), p)
+                if dk not in cur or dk not in old:
+                    continue
+                d = cur[dk] - old[dk]
+                if d <= 0:
+                    continue
+                active = True
+                ratio = min(d / 1e6 / dt, 1.0)
+                bk = b"%s_prio%d_bytes" % (other.encode(), p)
+                moved = (cur[bk] - old[bk]) / dt if bk in cur and bk in old else None
+                key = (n, p, side)
+                if ratio >= STORM_RATIO and (moved is None or moved <= flat):
+                    last = self.storm.get(key)
+                    if last is None or mono - last >= self.p.a.iv / 1000.0:
+                        self.storm[key] = mono
+                        lines.append(b"storm %s %d %s %.4f %s %d" % (
+                            n.encode(), p, side.encode(), ratio,
+                            (b"%.0f" % moved) if moved is not None else b"-",
+                            int(dt * 1e6)))
+                elif key in self.storm and ratio < STORM_RATIO:
+                    del self.storm[key]
+                    lines.append(b"clear %s %d %s %.4f" % (n.encode(), p, side.encode(), ratio))
+        if active:
+            self.fast_until[n] = mono + max(self.p.a.iv / 1000.0, FAST_S) + FAST_S
+            self.next_t = min(self.next_t, mono + FAST_S)
+        else:
+            for key in [k for k in self.storm if k[0] == n]:
+                del self.storm[key]
+                lines.append(b"clear %s %d %s 0" % (n.encode(), key[1], key[2].encode()))
+        if not lines:
+            return None
+        return self._event(mono, lines)
+
+    def _speed(self, n: str) -> Optional[float]:
+        s = self.p.scan
+        if s is None:
+            return None
+        for e in s.entries:
+            if e.rel == n + "/speed" and e.fd >= 0:
+                v = pread_value(e)
+                if v is not None and v.isdigit() and int(v) > 0:
+                    return int(v) * 1e6 / 8
+        return None
+
+    def _event(self, mono: float, lines: List[bytes]) -> bytes:
+        self.event_seq += 1
+        ns = self.p.wall_ns(mono)
+        head = "@@fabtop-event %d %d %s %d.%03d" % (self.event_seq, ns, self.p.uptime(),
+                                                    ns // 10 ** 9, (ns // 10 ** 6) % 1000)
+        body = [head.encode(), b"@@section pfcwd - %d ok window_ms=%d" % (ns, FAST_S * 1000)]
+        body.extend(lines)
+        body.append(b"@@end %d" % self.event_seq)
+        body.append(b"")
+        return b"\n".join(body)
+
+    def sample(self, r: Reader) -> None:
+        """The fast read (in the reader thread, under its deadline): fast ports only."""
+        now = time.monotonic()
+        eth = self.p.eth
+        self.next_t = float("inf")
+        if eth is None:
+            return
+        for n in list(self.fast_until):
+            if now > self.fast_until[n]:
+                del self.fast_until[n]
+                continue
+            r.item = "ethtool ioctl " + n
+            try:
+                got = eth.read(n)
+            except OSError:
+                continue
+            self.reads += 1
+            self.seen(n, time.monotonic(), got)
+        r.item = None
+        if self.fast_until:
+            self.next_t = now + FAST_S
+
+
+def main(argv: List[str]) -> None:
+    try:
+        a = Args(argv)
+    except Refused as e:
+        die(str(e))
+        return
+    if a.xpath:
+        os.environ["PATH"] = a.xpath + ":" + os.environ.get("PATH", "")
+    os.environ["LC_ALL"] = "C"
+    # A write to a closed pipe raises (Python ignores SIGPIPE): Probe.write then ends us.
+    Probe(a).main()
+
+
+if __name__ in ("__main__", "__fabtop_probe__"):
+    main(sys.argv[1:])

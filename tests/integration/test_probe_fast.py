@@ -1,0 +1,364 @@
+"""The fast probe (collectors/probe_fast.py) as a node runs it: same samples as the sh
+probe from the same tree, chosen per host, gone with its connection, bounded reads."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from collectors.frames import Frame, FrameDecoder
+from collectors.probe import ProbeArgs, build_argv, probe_script
+from collectors.samples import HostSample
+from fabtop.core.pipeline import Pipeline
+from tests.conftest import IN_CI, skip_or_fail
+from tests.integration.sshd import Sshd
+from tests.integration.test_probe import (  # noqa: F401
+    SYSTEM_PATH,
+    Probe,
+    _args,
+    _frame_with,
+    _lines,
+    _nvidia_shim,
+    _start,
+    _write_tool,
+    node,
+    run_probe,
+)
+from tests.integration.test_probe_lifetime import (
+    GONE_WITHIN_S,
+    _cmdline,
+    _describe,
+    _members,
+    _stat,
+    _wait_gone,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _fast(node: Path, **kw: object) -> ProbeArgs:
+    return replace(_args(node, probe="python"), **kw)  # type: ignore[arg-type]
+
+
+def _run(args: ProbeArgs, node: Path, started: list[Probe], n: int) -> list[Frame]:
+    probe = _start(started, ["sh", "-s", "--", *build_argv(args)], node)
+    frames = probe.frames(n, deadline_s=15)
+    assert len(frames) == n
+    assert probe.decoder.take_warnings() == []
+    return frames
+
+
+def _samples(frames: list[Frame]) -> list[HostSample]:
+    pipe = Pipeline()
+    return [pipe.apply_frame("n1", f)[0] for f in frames]
+
+
+def _impl(frame: Frame) -> str | None:
+    sec = frame.find("probe")
+    assert sec is not None
+    for line in sec.text.splitlines():
+        if line.startswith("impl "):
+            return line[5:]
+    return None
+
+
+def _comparable(s: HostSample) -> dict[str, object]:
+    """Everything a sample says, less the times and the probe's own notes."""
+    links = {
+        lid: (
+            ln.netdev, ln.rdma_device, ln.port, ln.link_layer, ln.state, ln.rate_gbps, ln.mtu,
+            ln.driver, ln.driver_version, ln.firmware, ln.pcie, ln.temperature_c, ln.physical,
+            ln.kind, ln.counters, ln.metrics, sorted(ln.saturated), ln.qos,
+        )
+        for lid, ln in s.links.items()
+    }  # fmt: skip
+    sections = sorted(
+        (x.kind, x.subject or "", x.status, x.detail or "")
+        for x in s.sections
+        if x.kind != "probe"
+    )
+    return {"links": links, "sections": sections, "cpu": s.cpu_throttle_count, "gpus": s.gpus}
+
+
+def _sim_node(tmp_path: Path) -> Path:
+    """A simulated node tree (2 ConnectX RoCE ports with every counter of the captures,
+    an IB port): the fabtop.sim tree and its ethtool/mlnx_qos shims."""
+    from fabtop.sim import Fabric, tree
+    from fabtop.sim import HostConfig as SimHostConfig
+
+    fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True), SimHostConfig("n2")])
+    root = tmp_path / "simnode"
+    tree.write(fab.hosts["n1"], root, t=30.0)
+    return root
+
+
+@pytest.mark.parametrize("tree", ["captures", "sim"])
+def test_both_probes_give_the_same_samples_from_the_same_tree(
+    tree: str, node: Path, tmp_path: Path, run_probe: list[Probe]
+) -> None:
+    if tree == "sim":
+        root = _sim_node(tmp_path)
+        base = replace(
+            _args(node), sysfs=str(root / "sys"), path=(str(root / "bin"),), max_frames=2
+        )
+    else:
+        base = _args(node, max_frames=2)
+    base = replace(base, slow_ticks=100000)
+    sh = _run(replace(base, probe="sh"), node, run_probe, 2)
+    fast = _run(replace(base, probe="python"), node, run_probe, 2)
+    assert _impl(sh[0]) == "sh"
+    impl = _impl(fast[0])
+    assert impl is not None and impl.startswith("python 3.")
+    for a, b in zip(_samples(sh), _samples(fast), strict=True):
+        ca, cb = _comparable(a), _comparable(b)
+        assert ca["links"] and ca["links"].keys() == cb["links"].keys()  # type: ignore[attr-defined]
+        for lid in ca["links"]:  # type: ignore[attr-defined]
+            assert ca["links"][lid] == cb["links"][lid], lid  # type: ignore[index]
+        assert ca == cb
+        assert sum(len(c) for ln in a.links.values() for c in ln.counters.values()) > 20
+
+
+def test_a_tree_file_replaced_by_rename_is_followed_and_a_fifo_is_never_read(
+    node: Path, run_probe: list[Probe]
+) -> None:
+    # A replayed or synced tree swaps whole files (rsync, fabtop.sim.tree): the probe's
+    # held descriptor would keep reading the old inode.
+    probe = _start(run_probe, ["sh", "-s", "--", *build_argv(_fast(node, max_frames=0))], node)
+    assert len(probe.frames(2)) == 2
+    stats = node / "sys/class/net/eth0/statistics"
+    tmp = stats / ".rx_bytes.tmp"
+    tmp.write_text("5000\n")
+    os.replace(tmp, stats / "rx_bytes")
+    victim = stats / "rx_dropped"
+    victim.unlink()
+    os.mkfifo(victim)
+    warned, seen = _frame_with(probe, "not a regular file, not read: eth0/statistics/rx_dropped", 5)
+    after = probe.frames(2)
+    for f in [warned, *after]:
+        net = _lines(f.find("sysnet").text)  # type: ignore[union-attr]
+        assert net["eth0/statistics/rx_bytes"] == "5000"
+        assert net["eth0/statistics/tx_bytes"] == "1001"
+        assert "eth0/statistics/rx_dropped" not in net
+    assert len(seen) <= 3  # followed within a tick or two, not at the next slow scan
+
+
+def test_auto_runs_the_fast_probe_and_sh_or_a_node_without_python3_the_sh_probe(
+    node: Path, tmp_path: Path, run_probe: list[Probe]
+) -> None:
+    auto = _run(replace(_fast(node), probe="auto", max_frames=1), node, run_probe, 1)
+    assert (_impl(auto[0]) or "").startswith("python 3.")
+    # A node whose only tools are sh's: no python3 anywhere on PATH.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for tool in ("sh", "awk", "date", "sleep", "cat", "grep", "timeout", "ps"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bare / tool).symlink_to(found)
+    probe = _start(run_probe, ["sh", "-s", "--", *build_argv(_fast(node, probe="auto"))], node,
+                   env_path=str(bare))  # fmt: skip
+    frames = probe.frames(2)
+    assert len(frames) == 2 and _impl(frames[0]) == "sh"
+    assert "eth0/statistics/rx_bytes 1000" in frames[0].find("sysnet").text  # type: ignore[union-attr]
+    # probe=python where there is none: refused with a line that says why.
+    p = subprocess.run(
+        ["sh", "-s", "--", *build_argv(_fast(node))],
+        input=probe_script().encode(), capture_output=True, timeout=10,
+        env={"PATH": str(bare), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert p.returncode == 2 and p.stdout == b""
+    assert b"probe=python: no python3 of 3.6 or newer on this node" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "word", ["interval_ms=50", "sysfs=/sys/../etc", "ifaces=eth0;reboot", "probe=perl", "x=1"]
+)
+def test_the_fast_probe_refuses_what_the_sh_probe_refuses(word: str, tmp_path: Path) -> None:
+    argv = [w for w in build_argv(ProbeArgs(probe="python")) if w.split("=")[0] != word.split("=")[0]]
+    p = subprocess.run(
+        [sys.executable, str(REPO / "collectors/probe_fast.py"), *argv, word],
+        capture_output=True, timeout=10, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert p.returncode == 2 and p.stdout == b""
+    assert p.stderr.startswith(b"fabtop-probe: ")
+
+
+def _fast_sessions(node: Path) -> list[int]:
+    word = f"sysfs={node}/sys"
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        argv = _cmdline(int(d.name))
+        st = _stat(int(d.name))
+        if word in argv and "-c" in argv and st is not None and int(st[3]) == int(d.name):
+            out.append(int(d.name))
+    return sorted(out)
+
+
+def _hung_gpu_args(node: Path, fixtures_dir: Path) -> ProbeArgs:
+    fields = _nvidia_shim(node, fixtures_dir)
+    # nvidia-smi that hangs with a child of its own: only a group kill ends the child.
+    _write_tool(node / "bin", "nvidia-smi", "sleep 101\n")
+    return _fast(node, max_frames=0, gpu="auto", gpu_fields=tuple(fields.split(",")))
+
+
+def test_closing_stdin_ends_every_process_of_the_fast_probe(
+    node: Path, fixtures_dir: Path, run_probe: list[Probe]
+) -> None:
+    probe = _start(
+        run_probe, ["sh", "-s", "--", *build_argv(_hung_gpu_args(node, fixtures_dir))], node
+    )
+    assert len(probe.frames(2)) == 2
+    sid = probe.proc.pid
+    assert any(_cmdline(p) == ["sleep", "101"] for p in _members(sid))
+    assert probe.proc.stdin is not None
+    probe.proc.stdin.close()
+    left = _wait_gone(sid)
+    assert left == [], _describe(left)
+
+
+def test_max_frames_ends_the_fast_probe_with_status_0_and_nothing_left(
+    node: Path, fixtures_dir: Path, run_probe: list[Probe]
+) -> None:
+    args = replace(_hung_gpu_args(node, fixtures_dir), max_frames=3)
+    probe = _start(run_probe, ["sh", "-s", "--", *build_argv(args)], node)
+    assert [f.seq for f in probe.frames(3)] == [1, 2, 3]
+    assert probe.proc.wait(timeout=3) == 0
+    left = _wait_gone(probe.proc.pid)
+    assert left == [], _describe(left)
+
+
+def test_a_fast_probe_that_does_not_lead_its_group_never_kills_its_caller(
+    node: Path, run_probe: list[Probe]
+) -> None:
+    argv = " ".join(build_argv(_fast(node, max_frames=0)))
+    caller = ["sh", "-c", f"sleep 61 & sh -s -- {argv}; echo caller-still-here >&2; wait"]
+    probe = Probe(caller, node)
+    run_probe.append(probe)
+    assert len(probe.frames(2)) == 2
+    sid = probe.proc.pid
+    sibling = [p for p in _members(sid) if _cmdline(p) == ["sleep", "61"]]
+    fast = [p for p in _members(sid) if "-c" in _cmdline(p) and "probe=python" in _cmdline(p)]
+    assert len(sibling) == 1 and fast
+    assert probe.proc.stdin is not None
+    probe.proc.stdin.close()
+    end = time.monotonic() + GONE_WITHIN_S
+    while time.monotonic() < end and any((st := _stat(p)) and st[0] != "Z" for p in fast):
+        time.sleep(0.05)
+    assert [p for p in fast if (st := _stat(p)) and st[0] != "Z"] == []
+    assert _stat(sibling[0]) is not None and _stat(sibling[0])[0] != "Z"  # type: ignore[index]
+    assert probe.proc.poll() is None
+
+
+async def test_a_dropped_ssh_connection_leaves_nothing_of_the_fast_probe(
+    sshd: Sshd, node: Path, fixtures_dir: Path
+) -> None:
+    argv = build_argv(_hung_gpu_args(node, fixtures_dir))
+    for how in ("close", "kill-sshd-session"):
+        t = sshd.transport()
+        await t.connect()
+        gen = t.stream(probe_script(), argv)
+        try:
+            dec, got = FrameDecoder(), 0
+            async with asyncio.timeout(15):
+                async for chunk in gen:
+                    got += len(dec.feed(chunk))
+                    if got >= 2:
+                        break
+            sids = _fast_sessions(node)
+            assert len(sids) == 1, sids
+            assert any(_cmdline(p) == ["sleep", "101"] for p in _members(sids[0]))
+            if how == "close":
+                await gen.aclose()
+                await t.close()
+            else:
+                sess = sshd.session_pid(f"sysfs={node}/sys")
+                assert sess is not None
+                os.kill(sess, signal.SIGKILL)
+            end = time.monotonic() + GONE_WITHIN_S
+            while _members(sids[0]) and time.monotonic() < end:
+                await asyncio.sleep(0.05)
+            left = _members(sids[0])
+            assert left == [], f"after {how}: {_describe(left)}"
+        finally:
+            await gen.aclose()
+            await t.close()
+
+
+def test_the_fast_probe_runs_on_the_oldest_python3_ci_installs(
+    node: Path, run_probe: list[Probe]
+) -> None:
+    # Debian's pypy3 is Python 3.9; vermin (tests/unit/test_probe_fast.py) checks 3.6.
+    pypy = shutil.which("pypy3")
+    if pypy is None:
+        skip_or_fail("pypy3 not installed (apt-get install pypy3)")
+    assert pypy is not None
+    args = _fast(node, max_frames=2, slow_ticks=100000)
+    probe = _start(run_probe, [pypy, str(REPO / "collectors/probe_fast.py"), *build_argv(args)],
+                   node)  # fmt: skip
+    old = probe.frames(2, deadline_s=20)
+    assert len(old) == 2 and probe.decoder.take_warnings() == []
+    assert (_impl(old[0]) or "").startswith("python 3.9")
+    new = _run(args, node, run_probe, 2)
+    assert _comparable(_samples(old)[1]) == _comparable(_samples(new)[1])
+
+
+@pytest.mark.root
+def test_real_netdevs_give_netlink_statistics_and_ethtool_ioctl_values(
+    tmp_path: Path, run_probe: list[Probe]
+) -> None:
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("ethtool"):
+        skip_or_fail("needs root, ip and ethtool (apt-get install iproute2 ethtool)")
+    ns = f"fabtop-fast-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        ip = ["ip", "-n", ns]
+        subprocess.run([*ip, "link", "add", "va", "type", "veth", "peer", "name", "vb"], check=True)
+        subprocess.run([*ip, "link", "set", "va", "up"], check=True)
+        subprocess.run([*ip, "link", "set", "vb", "up"], check=True)
+        args = ProbeArgs(interval_ms=200, interfaces=("va", "vb"), max_frames=2, gpu="off",
+                         probe="python", path=())  # fmt: skip
+        # /sys of the namespace: `ip netns exec` mounts it for the netns.
+        argv = ["ip", "netns", "exec", ns, "sh", "-s", "--", *build_argv(args)]
+        probe = _start(run_probe, argv, tmp_path, env_path=SYSTEM_PATH + ":/usr/sbin:/sbin")
+        frames = probe.frames(2, deadline_s=15)
+        assert len(frames) == 2
+        want = subprocess.run(
+            ["ip", "netns", "exec", ns, "ethtool", "-S", "va"], capture_output=True, text=True
+        ).stdout
+        got = frames[1].find("ethtool_S", "va")
+        assert got is not None and got.status == "ok"
+        names = lambda t: [ln.split(":")[0].strip() for ln in t.splitlines()]  # noqa: E731
+        assert names(got.text) == names(want) and len(names(want)) > 2
+        net = _lines(frames[1].find("sysnet").text)  # type: ignore[union-attr]
+        sysfs = subprocess.run(
+            ["ip", "netns", "exec", ns, "cat", "/sys/class/net/va/mtu",
+             "/sys/class/net/va/operstate"], capture_output=True, text=True,
+        ).stdout.split()  # fmt: skip
+        assert [net["va/mtu"], net["va/operstate"]] == sysfs
+        assert int(net["va/statistics/tx_packets"]) >= 0 and "va/statistics/rx_nohandler" in net
+        notes = frames[1].find("probe").text  # type: ignore[union-attr]
+        assert "ethtool_ioctls" in notes
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+def test_ci_installs_what_these_tests_need() -> None:
+    if not IN_CI:
+        pytest.skip("checked in CI only")
+    assert shutil.which("pypy3")
+    with contextlib.suppress(ImportError):
+        import vermin  # noqa: F401
+
+        return
+    raise AssertionError("vermin is not installed")
