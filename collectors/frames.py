@@ -7,6 +7,16 @@ Wire format (one frame per tick, see docs/PROBE.md)::
     ...raw tool output; a content line starting with "@@" is sent with one extra "@"...
     @@end <seq>
 
+The fast probe also sends watchdog events between frames, framed alike::
+
+    @@fabtop-event <seq> <clock_ns> <uptime_s> <unix_s>
+    @@section pfcwd - <read_ns> ok window_ms=<n>
+    storm <netdev> <prio> <rx|tx> <ratio> <bytes_per_s|-> <window_us>
+    clear <netdev> <prio> <rx|tx> <ratio>
+    @@end <seq>
+
+They decode to a :class:`Frame` with ``event`` set; their ``seq`` counts events only.
+
 The decoder is incremental, bounded and never raises on bad input: garbage
 outside a frame and truncated frames become warnings.
 
@@ -48,6 +58,7 @@ class Frame:
     uptime_s: float
     unix_s: float
     sections: list[Section] = field(default_factory=list)
+    event: bool = False  # a watchdog event between frames, not a tick
 
     def find(self, kind: str, subject: str | None = None) -> Section | None:
         """First section of ``kind`` (and ``subject`` when given)."""
@@ -68,7 +79,8 @@ def escape_line(line: str) -> str:
 
 def render_frame(frame: Frame) -> str:
     """Serialize a frame to the wire format (used by simulated hosts and recordings)."""
-    out = [f"@@fabtop-frame {frame.seq} {frame.clock_ns} {frame.uptime_s:.2f} {frame.unix_s:.3f}"]
+    head = "fabtop-event" if frame.event else "fabtop-frame"
+    out = [f"@@{head} {frame.seq} {frame.clock_ns} {frame.uptime_s:.2f} {frame.unix_s:.3f}"]
     for s in frame.sections:
         head = (
             f"@@section {s.kind} {s.subject or '-'} "
@@ -161,10 +173,11 @@ class FrameDecoder:
         if line.startswith("@@") and not line.startswith("@@@"):
             tok = line[2:].split()
             head = tok[0] if tok else ""
-            if head == "fabtop-frame":
+            if head in ("fabtop-frame", "fabtop-event"):
                 if self._frame is not None:
-                    self._warn(f"frame {self._frame.seq} truncated (no @@end)")
-                self._start_frame(tok[1:])
+                    what = "event" if self._frame.event else "frame"
+                    self._warn(f"{what} {self._frame.seq} truncated (no @@end)")
+                self._start_frame(tok[1:], head == "fabtop-event")
                 return None
             if self._frame is None:
                 self._warn(f"control line outside a frame ignored: {line[:80]!r}")
@@ -196,7 +209,7 @@ class FrameDecoder:
         self._section_lines.append(line[1:] if line.startswith("@@@") else line)
         return None
 
-    def _start_frame(self, args: list[str]) -> None:
+    def _start_frame(self, args: list[str], event: bool = False) -> None:
         self._section_head = None
         self._section_lines = []
         self._frame_bytes = 0
@@ -212,4 +225,4 @@ class FrameDecoder:
             self._warn(f"bad frame header ignored: {' '.join(args)[:80]!r}")
             self._frame = None
             return
-        self._frame = Frame(seq, clock_ns, uptime, unix)
+        self._frame = Frame(seq, clock_ns, uptime, unix, event=event)

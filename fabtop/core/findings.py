@@ -21,6 +21,8 @@ PAUSED_PEERS = "paused_peers"
 # Evidence of a finding whose condition is no longer seen but not yet cleared (a rule's
 # restore hold): seconds since it last held.
 QUIET_S = "quiet_s"
+# Evidence key of a storm the fast probe's watchdog named: the window it measured over.
+WATCHDOG_WINDOW_S = "watchdog_window_s"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from collectors.frames import Frame
 from collectors.guard import Guard
+from collectors.parsers.pfcwd import WatchdogEvent, parse_pfcwd
 from collectors.samples import HostSample, InferenceSample
 from collectors.text import clean
 from fabtop.core.finding_log import FindingLog
@@ -40,6 +41,9 @@ NOT_REPORTING = frozenset({DOWN, FAILING, STALE})
 # same from the age of the last frame, so a frozen host is stale (and a finding) even
 # when no status message comes (a replay, a Prometheus source, a hand-fed fabric).
 STALE_AFTER_INTERVALS = 2.5
+# A storm the fast probe's watchdog reported counts this many intervals after its last
+# word (the probe repeats a holding storm once per interval, and says when it clears).
+WATCHDOG_HOLD_INTERVALS = 2.5
 # Section kinds remembered per host as not read (a tool missing, failing): bounded, as
 # the kinds are the node's words.
 MAX_SECTION_NOTES = 64
@@ -191,6 +195,9 @@ class FabricState:
         # Each host's status as the last evaluation saw it (refresh_liveness compares).
         self._liveness: dict[str, str] = {}
         self._evaluated_at = float("-inf")  # the state's clock at the last evaluation
+        # The fast probe's PFC watchdog: storms it says hold now, by (host, netdev, prio,
+        # side), with the state's clock when the event came (see apply_event).
+        self._watchdog: dict[tuple[str, str, int, str], tuple[WatchdogEvent, float]] = {}
 
     def now(self) -> float:
         """The state's clock: the one host ages are measured with (monotonic live, the
@@ -220,6 +227,9 @@ class FabricState:
         """
         if host not in self.hosts:
             return None
+        if frame.event:
+            self.apply_event(host, frame)
+            return None
         guard = Guard(f"{host}: frame dropped")
         with guard:
             sample, rates = self.pipeline.apply_frame(host, frame, arrived_unix=arrived_unix)
@@ -227,6 +237,42 @@ class FabricState:
             return sample
         self._failed(host, guard.error or guard.where)
         return None
+
+    def apply_event(self, host: str, frame: Frame) -> None:
+        """A watchdog event of the fast probe: the storm rule runs now, not on the next pass.
+
+        A storm the probe said holds counts until the probe says it cleared, or until the
+        host has been silent about it for WATCHDOG_HOLD_INTERVALS (the probe repeats a
+        holding storm once per interval).
+        """
+        hs = self.hosts.get(host)
+        if hs is None:
+            return
+        guard = Guard(f"{host}: watchdog event dropped")
+        with guard:
+            now = self._clock()
+            for sec in frame.all("pfcwd"):
+                events, warnings = parse_pfcwd(sec.text, sec.read_ns or frame.clock_ns)
+                for w in warnings:
+                    self.warn(host, f"{host}: pfcwd: {w}")
+                for ev in events:
+                    key = (host, ev.netdev, ev.prio, ev.side)
+                    if ev.storm:
+                        self._watchdog[key] = (ev, now)
+                    else:
+                        self._watchdog.pop(key, None)
+            self.evaluate()
+        if guard.error is not None:
+            self.warn(host, guard.error)
+
+    @property
+    def watchdog(self) -> dict[tuple[str, str, int, str], WatchdogEvent]:
+        """Storms the hosts' probes say hold now (what the storm rule reads)."""
+        limit = WATCHDOG_HOLD_INTERVALS * self.interval + 1.0
+        now = self._clock()
+        for key in [k for k, (_, t) in self._watchdog.items() if now - t > limit]:
+            del self._watchdog[key]
+        return {k: ev for k, (ev, _) in self._watchdog.items()}
 
     def apply_sample(
         self, host: str, sample: HostSample, arrived_unix: float | None = None

@@ -4,6 +4,12 @@ A second probe runs on the same host's transport (another SSH channel, another l
 process, another simulated stream) with ``ifaces=<netdev>`` and no GPU reads. Its frames
 feed their own Pipeline (rate engine and short history), never the main FabricState:
 interleaving 250 ms frames with the 1 s ones would confuse the main rate baselines and charts.
+
+It stays a second stream rather than reusing the fast probe's PFC watchdog: the probe
+takes nothing from fabtop after its script and arguments (no command channel to ask a
+running probe for a port's series), and the watchdog sends events, not series. The focus
+stream's own watchdog events are not lost: they go to the main state (``on_event``),
+where a storm is named at once as from the main stream.
 """
 
 from __future__ import annotations
@@ -98,17 +104,20 @@ class FocusSession:
         path: Sequence[str] = (),
         on_update: Callable[[], None] | None = None,
         keep: int = 240,
+        probe: str = "auto",
+        on_event: Callable[[str, Frame], None] | None = None,
     ) -> None:
         self.host = host
         self.netdev = netdev
         self.interval_s = interval_ms / 1000
         self.on_update = on_update
+        self.on_event = on_event
         self.points: deque[FocusPoint] = deque(maxlen=keep)
         self.status = FocusStatus()
         self.pipeline = Pipeline(History(tiers=FOCUS_TIERS))
         args = probe_args(
             interval_ms=interval_ms, sysfs=sysfs, path=list(path), interfaces=[netdev],
-            gpu="off",
+            gpu="off", probe=probe,
         )
         self.runner = HostRunner(
             host, _Borrowed(transport), probe_script(), args,
@@ -158,6 +167,10 @@ class FocusSession:
         return self.points[-1] if self.points else None
 
     def _on_frame(self, host: str, frame: Frame) -> None:
+        if frame.event:  # a watchdog event: the main state's, never this series'
+            if self.on_event is not None:
+                self.on_event(host, frame)
+            return
         guard = Guard(f"{host} focus {self.netdev}: frame dropped")
         with guard:  # a frame that cannot be used is said, like on the main stream
             sample, rates = self.pipeline.apply_frame(host, frame)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from collectors.transport.base import HTTP_MAX_BODY, Transport
 from fabtop.sim.fabric import Fabric
 from fabtop.sim.host import SimHost
+from fabtop.sim.watchdog import SimWatchdog
 
 
 class SimClock:
@@ -83,9 +84,21 @@ class DemoTransport(Transport):
             only = opts["ifaces"].split(",")
         own = iv != fab.interval_s or only is not None
         last = self._last_tick if not own else -1.0
+        # The fast probe's PFC watchdog runs on the main stream (a focus stream's would
+        # only repeat it).
+        wd = SimWatchdog(self.host, iv) if not own and self.host.ports else None
         while self._connected:
             tick = math.floor(self.clock.now() / iv + 1e-9) * iv
             nxt = max(last + iv, tick + iv)
+            while wd is not None and (r := wd.next_read()) is not None and r < nxt - 1e-9:
+                wait = (r - self.clock.now()) / self.clock.speed
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                r = max(r, fab.grid_t)  # never behind the shared simulation
+                if self.host.answers(r):
+                    for ev in wd.read(r):
+                        yield ev
+                wd.after_read(r)
             wait = (nxt - self.clock.now()) / self.clock.speed
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -101,6 +114,10 @@ class DemoTransport(Transport):
                 yield self.host.frame(t, interval=iv, only=only).encode()
             else:
                 yield self.host.frame(t).encode()
+            if wd is not None:
+                for ev in wd.read(t):
+                    yield ev
+                wd.after_read(t)
 
     async def run(self, argv: Sequence[str], timeout: float) -> tuple[int, bytes, bytes]:
         """Commands are not simulated: exit status 127, as for a missing tool."""

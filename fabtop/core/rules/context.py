@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from collectors.parsers.pfcwd import WatchdogEvent
 from collectors.samples import HostSample, LinkSample, RateValue
 from collectors.vocabulary import Metric
 from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
@@ -286,6 +287,16 @@ def host_time(sample: HostSample, rates: HostRates | None = None) -> float:
 def placed_time(remote_s: float, sample: HostSample, rates: HostRates | None) -> float:
     """Another remote time of the same host (a section's read time) on the operator's axis."""
     return remote_s - (sample.clock_ns / 1e9 - host_time(sample, rates))
+
+
+def watchdog_storms(state: StateView) -> Mapping[tuple[str, str, int, str], WatchdogEvent]:
+    """Storms the hosts' fast probes say hold now, by (host, netdev, prio, side).
+
+    Optional on a state (``FabricState.watchdog``): a hand-fed test fabric or a replay of
+    sh-probe frames has no probe watchdog, and then no storm is named this way.
+    """
+    wd = getattr(state, "watchdog", None)
+    return wd if isinstance(wd, Mapping) else {}
 
 
 def iter_links(state: StateView) -> Iterator[LinkTick]:

@@ -3,13 +3,36 @@
 A PFC storm is detected in the spirit of SONiC's PFC watchdog (pfcwd): a priority
 that stays paused for (nearly) the whole interval while its queue does not move,
 held for a detection time and cleared after a quiet restoration time.
+
+Hosts on the fast probe watch their own lossless priorities between frames (every
+100 ms on a port with pause activity) and send an event the moment the same condition
+holds over one such window: that names the storm at once, without waiting for frames
+to add up the detection time (the probe's window is the hold). It clears as any storm
+does: once the frames have been quiet for the restoration time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from collectors.parsers.pfcwd import WatchdogEvent
 from collectors.vocabulary import Metric
-from fabtop.core.findings import PAUSED_PEERS, STUCK_RECEIVER, Evidence, Finding, PortRef
-from fabtop.core.rules.context import LinkTick, RuleContext, iter_links, r3
+from fabtop.core.findings import (
+    PAUSED_PEERS,
+    STUCK_RECEIVER,
+    WATCHDOG_WINDOW_S,
+    Evidence,
+    Finding,
+    PortRef,
+)
+from fabtop.core.rules.context import (
+    LinkTick,
+    RuleContext,
+    iter_links,
+    placed_time,
+    r3,
+    watchdog_storms,
+)
 from fabtop.core.rules.pauses import (
     BYTES_PER_S,
     BYTES_PRIO,
@@ -48,12 +71,17 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
     receivers = pausers(ticks, "rx", ctx.thresholds)  # being paused
     min_ratio = ctx.th("storm_pause_ratio")
     min_per_s = ctx.th("storm_min_pause_per_s")
+    watchdog = watchdog_storms(ctx.state)
     out: list[Finding] = []
     for lt in ticks:
-        if lt.dt is None or lt.rates is None:
-            continue
         for p in PRIOS:
             key = ("pfc_storm", lt.prio_subject(p))
+            wd = _watched(watchdog, lt, p)
+            if wd is not None:
+                out.append(_from_watchdog(ctx, lt, p, wd, key, senders, receivers))
+                continue
+            if lt.dt is None or lt.rates is None:
+                continue
             found: Finding | None = None
             level = 0.0
             # The tx side first: a port that sends the pauses is the stuck receiver.
@@ -93,6 +121,42 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+def _watched(
+    watchdog: Mapping[tuple[str, str, int, str], WatchdogEvent], lt: LinkTick, p: int
+) -> WatchdogEvent | None:
+    if not watchdog or lt.link.netdev is None:
+        return None
+    # The tx side first, as below: a port that sends the pauses is the stuck receiver.
+    return watchdog.get((lt.host, lt.link.netdev, p, "tx")) or watchdog.get(
+        (lt.host, lt.link.netdev, p, "rx")
+    )
+
+
+def _from_watchdog(
+    ctx: RuleContext,
+    lt: LinkTick,
+    p: int,
+    wd: WatchdogEvent,
+    key: tuple[str, str],
+    senders: dict[int, list[PauseEnd]],
+    receivers: dict[int, list[PauseEnd]],
+) -> Finding:
+    hs = ctx.state.hosts[lt.host]
+    t = lt.t
+    if hs.sample is not None:
+        t = placed_time(wd.clock_ns / 1e9, hs.sample, hs.rates)
+    moved_name = f"{BYTES_PRIO[OTHER_SIDE[wd.side]]}{p}_per_s"
+    found = _storm_finding(
+        lt, p, wd.side, wd.ratio, None, wd.moved_bytes_per_s, moved_name, wd.window_s,
+        wd.ratio, senders.get(p, []), receivers.get(p, []),
+    )  # fmt: skip
+    found.evidence[WATCHDOG_WINDOW_S] = round(wd.window_s, 3)
+    found.summary += f" [probe watchdog, {wd.window_s * 1000:.0f} ms window]"
+    marked = ctx.memory.mark(found, key, t - wd.window_s)
+    assert marked is not None
+    return marked
+
+
 def _storm_finding(
     lt: LinkTick,
     p: int,
@@ -106,10 +170,11 @@ def _storm_finding(
     senders: list[PauseEnd],
     receivers: list[PauseEnd],
 ) -> Finding:
+    span = f"{held:.0f} s" if held >= 1 else f"{held * 1000:.0f} ms"
     how = (
-        f"paused {mean * 100:.1f}% of the last {held:.0f} s"
+        f"paused {mean * 100:.1f}% of the last {span}"
         if ratio is not None
-        else (f"{per_s:.0f} pause frames/s for {held:.0f} s")
+        else (f"{per_s:.0f} pause frames/s for {span}")
     )
     me = lt.ref
     evidence: dict[str, Evidence] = {

@@ -1,0 +1,243 @@
+"""The fast probe's own logic, in process: its Python floor, its PFC watchdog, and what
+the collector does with a watchdog event."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collectors import probe_fast as pf
+from collectors.frames import Frame, FrameDecoder
+from collectors.parsers.pfcwd import parse_pfcwd
+from fabtop.config import HostConfig
+from fabtop.core.rules import make_evaluator
+from fabtop.core.state import FabricState
+from fabtop.sim import Fabric
+from fabtop.sim import HostConfig as SimHostConfig
+from tests.conftest import skip_or_fail
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = REPO / "collectors" / "probe_fast.py"
+
+
+def test_the_fast_probe_needs_nothing_newer_than_python_3_6(tmp_path: Path) -> None:
+    vermin = shutil.which("vermin") or str(Path(sys.executable).parent / "vermin")
+    if not Path(vermin).exists():
+        skip_or_fail("vermin not installed (pip install vermin)")
+    # --violations: exit status 1 and the offending lines when anything needs more than 3.6.
+    p = subprocess.run(
+        [vermin, "--no-tips", "-t=3.6-", "--violations", "--eval-annotations", str(PROBE)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    # ... and vermin does see what it would refuse (a check that cannot fail checks nothing).
+    bad = tmp_path / "newer.py"
+    bad.write_text("import dataclasses\nif (n := 3):\n    pass\n")
+    q = subprocess.run([vermin, "--no-tips", "-t=3.6-", "--violations", str(bad)],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert q.returncode != 0
+
+
+class _Stub:
+    """What the watchdog needs of the probe: its arguments, clock and output."""
+
+    def __init__(self, iv_ms: int = 1000) -> None:
+        self.a = pf.Args([f"interval_ms={iv_ms}"])
+        self.scan = None
+        self.eth = object()
+        self.out: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.out.append(data)
+
+    def wall_ns(self, mono: float | None = None) -> int:
+        return int(1_800_000_000e9 + (mono or 0.0) * 1e9)
+
+    def uptime(self) -> str:
+        return "1000.00"
+
+
+def _reading(pause_us: dict[int, int], tx: dict[int, int], rx: dict[int, int]) -> Any:
+    names: list[bytes] = []
+    vals: list[int] = []
+    for p in range(8):
+        for n, v in (
+            (f"rx_prio{p}_pause_duration", pause_us.get(p, 0)),
+            (f"tx_prio{p}_pause_duration", 0),
+            (f"tx_prio{p}_bytes", tx.get(p, 0)),
+            (f"rx_prio{p}_bytes", rx.get(p, 0)),
+        ):
+            names.append(n.encode())
+            vals.append(v)
+    return names, tuple(vals)
+
+
+def _events(stub: _Stub) -> list[Frame]:
+    dec = FrameDecoder()
+    frames = [f for chunk in stub.out for f in dec.feed(chunk)]
+    assert dec.take_warnings() == []
+    return frames
+
+
+def test_a_storm_is_an_event_after_one_fast_window_and_incast_is_not() -> None:
+    stub = _Stub()
+    wd = pf.Watchdog(stub)  # type: ignore[arg-type]
+    t, pause, tx, rx = 0.0, 0, 0, 0
+    wd.seen("eth2", t, _reading({3: pause}, {3: tx}, {3: rx}))
+    # Healthy incast: paused 30 % of the time while its bytes keep moving.
+    for _ in range(30):
+        t += 0.1
+        pause += 30_000
+        tx += 1_000_000_000
+        wd.seen("eth2", t, _reading({3: pause}, {3: tx}, {3: rx}))
+    assert stub.out == []
+    assert wd.next_read() < float("inf")  # pause activity: the port is fast-sampled
+    # The storm starts: paused 99.6 % of the next window, tx flat.
+    t += 0.1
+    pause += 99_600
+    wd.seen("eth2", t, _reading({3: pause}, {3: tx}, {3: rx}))
+    [ev] = _events(stub)
+    assert ev.event and ev.clock_ns == stub.wall_ns(t)
+    sec = ev.find("pfcwd")
+    assert sec is not None
+    [storm], warnings = parse_pfcwd(sec.text, ev.clock_ns)
+    assert warnings == []
+    assert (storm.netdev, storm.prio, storm.side, storm.storm) == ("eth2", 3, "rx", True)
+    assert storm.ratio == pytest.approx(0.996) and storm.moved_bytes_per_s == 0
+    # Held: said again at most once per interval, then cleared when the pauses stop.
+    for _ in range(5):
+        t += 0.1
+        pause += 100_000
+        wd.seen("eth2", t, _reading({3: pause}, {3: tx}, {3: rx}))
+    t += 0.1
+    wd.seen("eth2", t, _reading({3: pause}, {3: tx}, {3: rx}))
+    kinds = [ln.split()[0] for f in _events(stub) for ln in f.find("pfcwd").text.splitlines()]  # type: ignore[union-attr]
+    assert kinds == ["storm", "clear"]
+
+
+def test_paused_but_moving_is_not_a_storm() -> None:
+    stub = _Stub()
+    wd = pf.Watchdog(stub)  # type: ignore[arg-type]
+    wd.seen("eth2", 0.0, _reading({3: 0}, {3: 0}, {}))
+    # 99.9 % paused, yet 5 GB/s left on prio 3: the pause counter lies, or it is not stuck.
+    wd.seen("eth2", 0.1, _reading({3: 99_900}, {3: 500_000_000}, {}))
+    assert stub.out == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "storm eth2 9 rx 0.99 0 100000",
+        "storm eth2 3 up 0.99 0 100000",
+        "storm eth2 3 rx nan 0 100000",
+        "storm eth2 3 rx 1.5 0 100000",
+        "storm eth2;reboot 3 rx 0.99 0 100000",
+        "storm eth2 3 rx 0.99 -5 100000",
+        "storm eth2 3 rx 0.99 0 0",
+        "storm eth2 3 rx 0.99 0",
+        "storm \x1b[31meth2 3 rx 0.99 0 100000",
+        "reboot",
+    ],
+)
+def test_a_bad_watchdog_line_costs_that_line(line: str) -> None:
+    events, warnings = parse_pfcwd(f"{line}\nstorm eth3 3 tx 0.995 - 100000", 1)
+    assert [(e.netdev, e.side) for e in events] == [("eth3", "tx")]
+    assert len(warnings) == 1 and "\x1b" not in warnings[0]
+
+
+def _state() -> tuple[FabricState, Fabric, float]:
+    fab = Fabric([SimHostConfig("n1", roce_ports=2), SimHostConfig("n2")])
+    clock = [0.0]
+    state = FabricState(
+        [HostConfig("n1")], rules=make_evaluator(), clock=lambda: clock[0], wall=lambda: 0.0
+    )
+    dec = FrameDecoder()
+    t = 30.0
+    for _ in range(3):
+        for f in dec.feed(fab.hosts["n1"].frame(t, 1.0).encode()):
+            state.apply_frame("n1", f)
+        t += 1.0
+        clock[0] += 1.0
+    return state, fab, t
+
+
+def _event(clock_ns: int, *lines: str) -> Frame:
+    text = "\n".join(
+        ["@@fabtop-event 1 %d 1000.00 %d.000" % (clock_ns, clock_ns // 10**9),
+         "@@section pfcwd - %d ok window_ms=100" % clock_ns, *lines, "@@end 1", ""]
+    )  # fmt: skip
+    [frame] = FrameDecoder().feed(text.encode())
+    return frame
+
+
+def test_a_watchdog_event_names_the_storm_at_once_without_waiting_for_frames() -> None:
+    state, fab, _ = _state()
+    ndev = fab.hosts["n1"].cfg.netdev(0)
+    assert not [f for f in state.findings if f.rule == "pfc_storm"]
+    sample = state.hosts["n1"].sample
+    assert sample is not None
+    ev = _event(sample.clock_ns + 300_000_000, f"storm {ndev} 3 tx 0.997 0 100000")
+    assert state.apply_frame("n1", ev) is None  # not a tick: no sample, no rates
+    [f] = [f for f in state.findings if f.rule == "pfc_storm"]
+    assert f.severity == "critical" and f.subject == f"n1/{ndev}/prio3"
+    assert "stuck receiver" in f.summary and "probe watchdog, 100 ms window" in f.summary
+    assert state.hosts["n1"].sample is sample  # the event did not replace the frame
+
+
+def test_a_watchdog_storm_the_probe_stops_repeating_expires() -> None:
+    state, fab, _ = _state()
+    ndev = fab.hosts["n1"].cfg.netdev(0)
+    sample = state.hosts["n1"].sample
+    assert sample is not None
+    state.apply_frame("n1", _event(sample.clock_ns, f"storm {ndev} 3 rx 0.995 0 100000"))
+    assert state.watchdog
+    clear = _event(sample.clock_ns + 10**8, f"clear {ndev} 3 rx 0.2")
+    state.apply_frame("n1", clear)
+    assert state.watchdog == {}
+    state.apply_frame("n1", _event(sample.clock_ns, f"storm {ndev} 3 rx 0.995 0 100000"))
+    assert state.watchdog
+    state._clock = lambda: 1e6  # type: ignore[method-assign]  # the host went silent
+    assert state.watchdog == {}
+
+
+def _tick(seq: int, clock_ns: int, read_ns: int, pause_us: int) -> Frame:
+    text = "\n".join([
+        f"@@fabtop-frame {seq} {clock_ns} {1000 + seq}.00 {clock_ns // 10**9}.000",
+        f"@@section sysnet - {clock_ns} ok",
+        "eth2/mtu 4200", "eth2/operstate up", "eth2/device -",
+        f"@@section ethtool_S eth2 {read_ns} ok",
+        "NIC statistics:",
+        f"     rx_prio3_pause_duration: {pause_us}",
+        "     tx_prio3_bytes: 0",
+        f"@@end {seq}", "",
+    ])  # fmt: skip
+    [frame] = FrameDecoder().feed(text.encode())
+    return frame
+
+
+@pytest.mark.parametrize("stamped", [True, False])
+def test_rates_divide_by_the_read_times_when_the_probe_stamps_them(stamped: bool) -> None:
+    # A receiver paused 99.5 % of the time, read 10 ms into one tick and 60 ms into the
+    # next (a tool started late): by the ticks' times that reads 104.5 %, then 94.5 %.
+    from fabtop.core.pipeline import Pipeline
+    from fabtop.core.rules.pauses import PAUSE_RATIO
+
+    pipe = Pipeline()
+    base = 1_800_000_000 * 10**9
+    ratios = []
+    for seq, lag_ms in enumerate((10, 60, 10, 60), start=1):
+        clock = base + seq * 10**9
+        read = clock + lag_ms * 10**6
+        pause = int(0.995 * (read - base) / 1000)  # microseconds paused so far
+        _, rates = pipe.apply_frame("n1", _tick(seq, clock, read if stamped else clock, pause))
+        if seq > 1:
+            ratios.append(rates.links["eth2"].rates[str(PAUSE_RATIO["rx"])][3])  # type: ignore[index]
+    if stamped:
+        assert ratios == pytest.approx([0.995] * 3, abs=1e-4)
+    else:  # the sh probe's stamps: the tick's start, so the ratio jitters with the lag
+        assert min(ratios) < 0.95 and max(ratios) == 1.0
