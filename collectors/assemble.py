@@ -110,7 +110,7 @@ def _assemble(frame: Frame, sample: HostSample, warn: _Warner) -> None:
         _finish(link, frame, infos, ethtool, netdevs, devices, warn)
 
     sample.cpu_throttle_count = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
-    _guard(warn, "probe", None, None, _probe_notes, frame, warn)
+    _guard(warn, "probe", None, None, _probe_notes, frame, sample, warn)
     _gpus(frame, sample, warn)
 
 
@@ -314,10 +314,21 @@ def _finish(
 ) -> None:
     """Driver facts, normalized metrics and QoS of one link, each behind its own guard."""
     _guard(warn, "link", link.id, None, _finish_metrics, link, infos, ethtool, netdevs, devices)
+    link.read_ns = _read_ns(link, frame, ethtool)
     ndev = link.netdev
     rec = netdevs.get(ndev) if ndev else None
     raw_ethtool = ethtool.get(ndev) if ndev else None
     link.qos = _guard(warn, "qos", ndev, None, _qos, frame, ndev, rec, raw_ethtool, warn)
+
+
+def _read_ns(link: LinkSample, frame: Frame, ethtool: dict[str, dict[str, int]]) -> int | None:
+    """When the link's counters were read: its ethtool -S, else its RDMA port, else sysfs."""
+    if link.netdev is not None and link.netdev in ethtool:
+        sec = frame.find("ethtool_S", link.netdev)
+        if sec is not None:
+            return sec.read_ns
+    sec = frame.find("sysib" if link.rdma_device is not None else "sysnet")
+    return sec.read_ns if sec is not None else None
 
 
 def _finish_metrics(
@@ -461,9 +472,12 @@ def _cpu_throttle(frame: Frame, warn: _Warner) -> int | None:
     return total
 
 
-def _probe_notes(frame: Frame, warn: _Warner) -> None:
+def _probe_notes(frame: Frame, sample: HostSample, warn: _Warner) -> None:
     for s in _texts(frame, "probe"):
         lines = [clean(ln) for ln in s.text.splitlines()]
+        impl = next((ln[5:].strip() for ln in lines if ln.startswith("impl ")), None)
+        if impl:
+            sample.probe = clean(impl, 120)
         notes = [
             ln.split(" ", 1)[1].strip()
             for ln in lines

@@ -56,6 +56,9 @@ class LinkSample:
     metrics: dict[str, MetricValue] = field(default_factory=dict)  # normalized cumulative
     saturated: list[str] = field(default_factory=list)  # raw names stuck at 2^32-1
     qos: QosConfig | None = None
+    # Node time (ns) its counters were read: the section they came from (ethtool -S
+    # first). The fast probe stamps each read; the sh probe stamps the tick's start.
+    read_ns: int | None = None
 
 
 @dataclass(slots=True)
@@ -150,3 +153,6 @@ class HostSample:
     sections: list[SectionStatus] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cpu_throttle_count: int | None = None
+    # Which probe sent the frame: "sh", or "python <version> <executable>" (the fast one);
+    # None when the frame does not say (older recordings, Prometheus sources).
+    probe: str | None = None

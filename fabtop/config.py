@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import hostlist
 
-from collectors.probe import ProbeArgError, ProbeArgs, build_argv
+from collectors.probe import PROBE_KINDS, ProbeArgError, ProbeArgs, build_argv
 from fabtop.core.thresholds import unknown_thresholds
 
 # Names fabtop puts on screen and in file names; SSH targets are checked separately.
@@ -74,6 +74,9 @@ class HostConfig:
     sysfs: str = "/sys"
     interfaces: tuple[str, ...] | None = None
     inference: tuple[str, ...] = ()
+    # Which probe runs on the node: "auto" (the fast probe where python3 >= 3.6 is,
+    # else the sh probe), "python" (the fast one or an error) or "sh".
+    probe: str = "auto"
 
     @property
     def target(self) -> str:
@@ -340,7 +343,7 @@ def _unique(hosts: list[HostConfig], where: str) -> list[HostConfig]:
     return hosts
 
 
-_HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference"}
+_HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference", "probe"}
 _TOP_KEYS = {"interval", "host", "defaults", "thresholds", "known_hosts", "ssh_config"}
 
 
@@ -451,10 +454,16 @@ def _hosts_from_table(
         urls = tuple(_str_list(raw.get("inference", []), w, "inference"))
         for u in urls:
             check_metrics_url(u, f"{w}: field 'inference'")
+        probe = raw.get("probe", "auto")
+        if probe not in PROBE_KINDS:
+            raise ConfigError(
+                f"{w}: field 'probe' must be one of {', '.join(map(repr, PROBE_KINDS))}, "
+                f"got {probe!r}"
+            )
         out.append(
             HostConfig(
                 name=name, ssh=target, path=tuple(path), sysfs=sysfs,
-                interfaces=ifaces, inference=urls,
+                interfaces=ifaces, inference=urls, probe=probe,
             )
         )
     return out

@@ -481,6 +481,21 @@ def _careful(
             held_out[name] = _Held(base, span, verdict == _PENDING)
 
 
+def _read_interval(
+    cur: LinkSample, prev: LinkSample | None, dt: float, stepped: bool
+) -> float:
+    """The time between the two reads of a link's counters, else the frames' interval.
+
+    The fast probe stamps each read: a tool started late in one tick and early in the next
+    no longer bends a ratio (a storm at 99.5 % reads as 99.5 %). A read interval far from
+    the frames' (a clock step, a stamp from another source) is not trusted.
+    """
+    if stepped or prev is None or cur.read_ns is None or prev.read_ns is None:
+        return dt
+    rdt = (cur.read_ns - prev.read_ns) / 1e9
+    return rdt if 0.5 * dt < rdt < 1.5 * dt else dt
+
+
 def _link_rates(
     cur: LinkSample,
     prev: LinkSample | None,
@@ -690,9 +705,11 @@ class RateEngine:
         notes: list[str] = []
         pclean = prev.clean
         for lid, link in sample.links.items():
+            plink = prev.links.get(lid)
             lr, hold, clean[lid] = _link_rates(
-                link, prev.links.get(lid), dt, prev.held.get(lid), pclean.get(lid, _NONE)
-            )
+                link, plink, _read_interval(link, plink, dt, stepped), prev.held.get(lid),
+                pclean.get(lid, _NONE),
+            )  # fmt: skip
             links[lid] = lr
             if hold:
                 held[lid] = hold

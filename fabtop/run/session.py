@@ -193,6 +193,7 @@ class Session:
                     path=list(host.path),
                     interfaces=list(host.interfaces) if host.interfaces else None,
                     max_frames=self.max_frames,
+                    probe=host.probe,
                 )
             if guard.error is not None:
                 self._host_down(name, guard.error)
@@ -361,7 +362,7 @@ class Session:
             raise KeyError(f"no host {host!r} in this session")
         fs = FocusSession(
             host, netdev, self.transport(cfg), sysfs=cfg.sysfs, path=list(cfg.path),
-            on_update=on_update,
+            on_update=on_update, probe=cfg.probe, on_event=self._on_frame,
         )
         self.focused = fs
         # In _tasks, so stop() ends the focus stream with everything else.

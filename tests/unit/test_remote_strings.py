@@ -208,7 +208,8 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
         Section("dcb_pfc", "eth0", 1, "error", inject("rc=1 failed", p),
                 inject("Error: Operation not supported", p)),
         sec("cputhrottle", None, inject("cpu0/thermal_throttle/core_throttle_count 3\n", p)),
-        sec("probe", None, inject("interval_ms 1000\nwarning interface name refused\n", p)),
+        sec("probe", None, inject("interval_ms 1000\nwarning interface name refused\n", p)
+            + "impl " + inject("python 3.11.2 /usr/bin/python3", p) + "\n"),
         sec("gpu_nvidia", None, _nvidia(fixtures_dir, p)),
         Section("gpu_amd", None, 1, "ok", "rocm-smi",
                 inject_json(read("amd_smi/rocm_smi_json_mi100_rocm571_telegraf.json"), p)),

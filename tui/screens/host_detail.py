@@ -46,6 +46,17 @@ def _heading(title: str) -> list[RenderableType]:
     return [Text(""), Text(title, "bold underline")]
 
 
+def _probe_line(impl: str | None) -> str:
+    """Which probe the node runs: ``python 3.11.2 /usr/bin/python3`` or ``sh``."""
+    if impl is None:
+        return "not said (a recording or source older than the fast probe)"
+    if impl == "sh":
+        return "sh (no python3 of 3.6 or newer, or probe = \"sh\"): forks per tick, no watchdog"
+    kind, _, rest = impl.partition(" ")
+    version, _, exe = rest.partition(" ")
+    return f"fast ({kind} {version}{f' at {exe}' if exe else ''}): no fork per tick, PFC watchdog"
+
+
 def host_detail(state: FabricState, hs: HostState, now: float, interval: float) -> RenderableType:
     """Everything fabtop knows about one host, wrapped to the width."""
     status = effective_status(hs, now, state.interval)
@@ -66,6 +77,7 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
         kv.add_row(Text("seen"), Text(", ".join(_count(n, what) for n, what in (
             (len(s.links), "link"), (len(s.gpus), "GPU"),
             (len(s.inference), "inference server")))))
+        kv.add_row(Text("probe"), Text(_probe_line(s.probe)))
     parts.append(kv)
     parts += _heading("Error")
     parts.append(Text(clean_lines(hs.error), "red") if hs.error else Text("none", "dim"))
