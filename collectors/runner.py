@@ -189,7 +189,11 @@ class HostRunner:
         silence = now - max(last or started, started)
         if self._status.state == "up" and last is not None and silence > self.stale_after:
             self._update(state="stale", error=f"no frame for {silence:.1f} s")
-        if silence > self.down_after and self._abort_reason is None:
+        # A session's first frame waits for the probe to start on the node, which a busy
+        # node (or 64 handshakes at once on one sshd) makes slow: twice the time, so
+        # one slow start is not a reconnect that adds another handshake to the storm.
+        limit = self.down_after if last is not None and last >= started else 2 * self.down_after
+        if silence > limit and self._abort_reason is None:
             self._abort_reason = (
                 f"{self.transport.describe()}: no frame for {silence:.1f} s, reconnecting"
             )

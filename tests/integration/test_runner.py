@@ -170,6 +170,40 @@ async def test_silent_local_probe_goes_stale_then_down_then_restarts() -> None:
     assert down.error is not None and down.error.startswith("node5 (local): no frame for")
 
 
+async def test_a_slow_first_frame_gets_twice_the_silence_before_a_reconnect() -> None:
+    # 64 handshakes at once on one sshd: a probe that starts slowly must not be reconnected
+    # (one more handshake in the storm) before it could send anything.
+    script = 'sleep 1.2; echo "@@fabtop-frame 1 1 1.00 1"; echo "@@end 1"; exec sleep 30\n'
+    rec = Recorder()
+    runner = HostRunner(
+        "node7", LocalTransport("node7"), script, [], rec.on_frame, rec.on_status,
+        backoff=FAST, stale_after=0.3, down_after=0.8,
+    )  # fmt: skip
+    task = asyncio.create_task(runner.run())
+    try:
+        await wait_until(lambda: "up" in rec.states, 5, "first frame")
+    finally:
+        runner.stop()
+        await asyncio.wait_for(task, 5)
+    assert rec.states[0] == "up", rec.states
+    # ... and a probe that never sends one is still given up on, at twice the time.
+    rec = Recorder()
+    runner = HostRunner(
+        "node8", LocalTransport("node8"), "exec sleep 30\n", [], rec.on_frame, rec.on_status,
+        backoff=FAST, stale_after=0.3, down_after=0.8,
+    )  # fmt: skip
+    task = asyncio.create_task(runner.run())
+    try:
+        await wait_until(lambda: "down" in rec.states, 5, "given up")
+    finally:
+        runner.stop()
+        await asyncio.wait_for(task, 5)
+    err = rec.statuses[rec.states.index("down")].error or ""
+    assert err.startswith("node8 (local): no frame for 1.") or err.startswith(
+        "node8 (local): no frame for 2."
+    ), err
+
+
 async def test_stop_ends_run_during_backoff() -> None:
     rec = Recorder()
     t = SshTransport("gpu9", f"root@127.0.0.1:{free_port()}", config_paths=[], agent=None)
