@@ -462,6 +462,22 @@ class Rtnl(object):
             out[name] = vals
 
 
+def pause_counters(text: bytes) -> Tuple[List[bytes], Tuple[int, ...]]:
+    """The per-priority pause and byte counters of `ethtool -S` text (for the watchdog)."""
+    names = []  # type: List[bytes]
+    vals = []  # type: List[int]
+    for line in text.split(b"\n"):
+        if b"prio" not in line:
+            continue
+        k, sep, v = line.partition(b":")
+        k, v = k.strip(), v.strip()
+        if sep and v.isdigit() and len(v) <= 20 and (
+                k.endswith(b"_pause_duration") or k.endswith(b"_bytes")):
+            names.append(k)
+            vals.append(int(v))
+    return names, tuple(vals)
+
+
 def stats_text(names: List[bytes], vals: Tuple[int, ...]) -> List[bytes]:
     """`ethtool -S` text, as ethtool prints it."""
     out = [b"NIC statistics:"]
@@ -568,6 +584,7 @@ class Job(object):
         self.timed_out = False
         self.error = ""
         self.read_ns = 0
+        self.mono = 0.0
 
 
 def run_jobs(jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any,
@@ -584,6 +601,7 @@ def run_jobs(jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any,
         children.add(j.proc)
         live[j.proc.stdout.fileno()] = j
         j.read_ns = now_ns()
+        j.mono = time.monotonic()
     total = [0]
     end = time.monotonic() + timeout
     while live:
@@ -968,8 +986,9 @@ class Probe(object):
                         eth[n] = self.eth.read(n)
                     except OSError as x:
                         eth[n] = x
+                    took = time.monotonic() - m
                     times["eth " + n] = self.wall_ns(m)
-                    self.wd.seen(n, m, eth[n])
+                    self.wd.seen(n, m, eth[n], took)
             r.item = None
 
         if jobs:
@@ -997,6 +1016,12 @@ class Probe(object):
             self.warn("read error: " + self.reader.error)
         if th is not None:
             th.join(self.a.to + 2)
+            if not use_ioctl:
+                # A tree's ethtool -S comes from a process: the watchdog gets its numbers
+                # once a tick (no fast reads: the tree changes at its writer's pace).
+                for j in jobs:
+                    if j.kind == "ethtool_S" and j.rc == 0 and not j.trunc:
+                        self.wd.seen(j.subj, j.mono, pause_counters(b"".join(j.buf)))
         return self.frame(clock_ns, up, slow, s, vals, eth, times, cpu, jobs)
 
     def frame(self, clock_ns: int, up: str, slow: bool, s: Scan, vals: Dict[str, bytes],
@@ -1215,6 +1240,9 @@ FAST_S = 0.1  # sampling period of a port whose lossless priorities show pause a
 STORM_RATIO = 0.99  # pfcwd: paused for 99 % of the window
 FLAT_BYTES_PER_S = 1e6  # "the priority's tx is flat" when the link speed is unknown
 FLAT_FRACTION = 0.02  # ... or under 2 % of the line rate
+# A window shorter than this is not judged (the next one is, from the same baseline): a
+# tick's read lands next to a fast read, and a few ms apart the read times swamp it.
+MIN_WINDOW_S = FAST_S / 2
 
 
 class Watchdog(object):
@@ -1232,6 +1260,7 @@ class Watchdog(object):
         self.p = probe
         self.watch = []  # type: List[str]
         self.last = {}  # type: Dict[str, Tuple[float, Dict[bytes, int]]]
+        self.took = {}  # type: Dict[str, float]  # how long the baseline's read took
         self.fast_until = {}  # type: Dict[str, float]
         self.storm = {}  # type: Dict[Tuple[str, int, str], float]  # -> last event sent
         self.next_t = float("inf")
@@ -1246,13 +1275,17 @@ class Watchdog(object):
             return float("inf")
         return self.next_t
 
-    def seen(self, n: str, mono: float, got: Any) -> None:
-        """One reading of a port's statistics (a tick's, or the watchdog's own)."""
-        ev = self._seen(n, mono, got)
+    def seen(self, n: str, mono: float, got: Any, took: float = 0.0) -> None:
+        """One reading of a port's statistics (a tick's, or the watchdog's own).
+
+        ``mono``: when the read started; ``took``: how long it ran. The driver takes the
+        counters somewhere inside it (mlx5: ~40 firmware commands, prio N's PPCNT partway).
+        """
+        ev = self._seen(n, mono, got, took)
         if ev:
             self.p.write(ev)
 
-    def _seen(self, n: str, mono: float, got: Any) -> Optional[bytes]:
+    def _seen(self, n: str, mono: float, got: Any, took: float) -> Optional[bytes]:
         if not isinstance(got, tuple):
             return None
         names, vals = got
@@ -1263,17 +1296,28 @@ class Watchdog(object):
         if not cur:
             return None
         prev = self.last.get(n)
+        if prev is not None and mono - prev[0] < MIN_WINDOW_S:
+            return None  # keep the baseline: the next reading is judged over a whole window
+        slack = self.took.get(n, 0.0)
         self.last[n] = (mono, cur)
+        self.took[n] = max(took, 0.0)
         if prev is None:
             return None
-        return self._judge(n, prev, mono, cur)
+        return self._judge(n, prev, mono, cur, slack, self.took[n])
 
     def _judge(self, n: str, prev: Tuple[float, Dict[bytes, int]], mono: float,
-               cur: Dict[bytes, int]) -> Optional[bytes]:
+               cur: Dict[bytes, int], slack: float, took: float) -> Optional[bytes]:
         t0, old = prev
         dt = mono - t0
         if dt <= 0:
             return None
+        # Both reads are stamped at their start and the counters taken somewhere inside
+        # them: the true window is up to `slack` (the baseline read's length) shorter than
+        # the stamps say, and a 99.5 % storm over 100 ms can read 95 %. A storm is judged
+        # on the shortest window the reads allow (so a real one always passes); the ratio
+        # said is the middle estimate.
+        short = max(dt - slack, dt / 2)
+        mid = dt + (took - slack) / 2
         active = False
         lines = []  # type: List[bytes]
         speed = self._speed(n)
@@ -1287,11 +1331,12 @@ class Watchdog(object):
                 if d <= 0:
                     continue
                 active = True
-                ratio = min(d / 1e6 / dt, 1.0)
+                ratio = min(d / 1e6 / mid, 1.0)
+                stormy = d / 1e6 >= STORM_RATIO * short
                 bk = b"%s_prio%d_bytes" % (other.encode(), p)
                 moved = (cur[bk] - old[bk]) / dt if bk in cur and bk in old else None
                 key = (n, p, side)
-                if ratio >= STORM_RATIO and (moved is None or moved <= flat):
+                if stormy and (moved is None or moved <= flat):
                     last = self.storm.get(key)
                     if last is None or mono - last >= self.p.a.iv / 1000.0:
                         self.storm[key] = mono
@@ -1299,7 +1344,7 @@ class Watchdog(object):
                             n.encode(), p, side.encode(), ratio,
                             (b"%.0f" % moved) if moved is not None else b"-",
                             int(dt * 1e6)))
-                elif key in self.storm and ratio < STORM_RATIO:
+                elif key in self.storm and not stormy:
                     del self.storm[key]
                     lines.append(b"clear %s %d %s %.4f" % (n.encode(), p, side.encode(), ratio))
         if active:
@@ -1347,12 +1392,13 @@ class Watchdog(object):
                 del self.fast_until[n]
                 continue
             r.item = "ethtool ioctl " + n
+            m = time.monotonic()
             try:
                 got = eth.read(n)
             except OSError:
                 continue
             self.reads += 1
-            self.seen(n, time.monotonic(), got)
+            self.seen(n, m, got, time.monotonic() - m)
         r.item = None
         if self.fast_until:
             self.next_t = now + FAST_S

@@ -168,8 +168,8 @@ def _state() -> tuple[FabricState, Fabric, float]:
 
 def _event(clock_ns: int, *lines: str) -> Frame:
     text = "\n".join(
-        ["@@fabtop-event 1 %d 1000.00 %d.000" % (clock_ns, clock_ns // 10**9),
-         "@@section pfcwd - %d ok window_ms=100" % clock_ns, *lines, "@@end 1", ""]
+        [f"@@fabtop-event 1 {clock_ns} 1000.00 {clock_ns // 10**9}.000",
+         f"@@section pfcwd - {clock_ns} ok window_ms=100", *lines, "@@end 1", ""]
     )  # fmt: skip
     [frame] = FrameDecoder().feed(text.encode())
     return frame
