@@ -246,7 +246,8 @@ class SimHost:
         else:
             slow = False
         sections = [
-            Section("probe", None, clock_ns, "ok", None, f"interval_ms {int(interval * 1000)}"),
+            Section("probe", None, clock_ns, "ok", None,
+                    f"interval_ms {int(interval * 1000)}\nimpl sim"),
             Section("sysnet", None, clock_ns, "ok", None,
                     "\n".join(f"{p} {v}" for p, v in host_text.sysnet_lines(self, frac))),
             Section("sysib", None, clock_ns, "ok", None,

@@ -50,6 +50,8 @@ def _probe_line(impl: str | None) -> str:
     """Which probe the node runs: ``python 3.11.2 /usr/bin/python3`` or ``sh``."""
     if impl is None:
         return "not said (a recording or source older than the fast probe)"
+    if impl == "sim":
+        return "simulated (the demo stands in for the fast probe, PFC watchdog included)"
     if impl == "sh":
         return "sh (no python3 of 3.6 or newer, or probe = \"sh\"): forks per tick, no watchdog"
     kind, _, rest = impl.partition(" ")
