@@ -31,6 +31,7 @@ DIRS_RE = re.compile(r"[A-Za-z0-9_./:-]*\Z")
 SYS_RE = re.compile(r"/[A-Za-z0-9_./-]*\Z")
 FIELDS_RE = re.compile(r"[A-Za-z0-9_.]+(,[A-Za-z0-9_.]+)*\Z")
 CLEAN_RE = re.compile(r"[^A-Za-z0-9_.:@/ =,()-]")
+CTRL_RE = re.compile(rb"[\x00-\x1f\x7f]")
 VALUE_MAX = 2048  # as the sh readers: a longer sysfs value is left out
 FRAME_HARD_MAX = 16711680
 WARN_MAX = 200
@@ -359,7 +360,8 @@ class Ethtool(object):
         out = []
         for i in range(min(got, n + 64)):
             s = raw[12 + i * ETH_GSTRING_LEN:12 + (i + 1) * ETH_GSTRING_LEN]
-            out.append(s.split(b"\0", 1)[0])
+            # A driver's name is bytes: a newline in one would start a line of the frame.
+            out.append(CTRL_RE.sub(b"?", s.split(b"\0", 1)[0]))
         return out
 
     def read(self, ifname: str) -> Tuple[List[bytes], Tuple[int, ...]]:

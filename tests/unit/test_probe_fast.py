@@ -241,3 +241,44 @@ def test_rates_divide_by_the_read_times_when_the_probe_stamps_them(stamped: bool
         assert ratios == pytest.approx([0.995] * 3, abs=1e-4)
     else:  # the sh probe's stamps: the tick's start, so the ratio jitters with the lag
         assert min(ratios) < 0.95 and max(ratios) == 1.0
+
+
+class _Driver(pf.Ethtool):
+    """ETHTOOL_* answered in process: ``names`` and ``values``, ``grow`` names added
+    between the count and the read (mlx5 when PFC is switched on)."""
+
+    def __init__(self, names: list[bytes], grow: list[bytes] | None = None) -> None:
+        super().__init__()
+        self.driver_names = names
+        self.grow = grow or []
+
+    def _call(self, ifname: str, buf: Any) -> None:
+        import struct
+
+        cmd = struct.unpack_from("=I", buf.raw)[0]
+        names = self.driver_names
+        if cmd == pf.ETHTOOL_GSSET_INFO:
+            struct.pack_into("=IIQI", buf, 0, cmd, 0, 1 << pf.ETH_SS_STATS, len(names))
+        elif cmd == pf.ETHTOOL_GSTRINGS:
+            struct.pack_into("=III", buf, 0, cmd, pf.ETH_SS_STATS, len(names))
+            for i, n in enumerate(names):
+                struct.pack_into("32s", buf, 12 + 32 * i, n)
+        elif cmd == pf.ETHTOOL_GSTATS:
+            if self.grow:  # the driver grew between GSSET_INFO and GSTATS
+                self.driver_names, self.grow = names + self.grow, []
+                names = self.driver_names
+            # As the kernel did before 2025: as many values as the driver has now.
+            struct.pack_into("=II", buf, 0, cmd, len(names))
+            for i in range(len(names)):
+                struct.pack_into("=Q", buf, 8 + 8 * i, 1000 + i)
+
+
+def test_driver_names_cannot_start_a_frame_line_and_a_growing_count_is_read_again() -> None:
+    drv = _Driver([b"rx_bytes", b"evil\n@@end 9", b"rx_prio3_pause"],
+                  grow=[b"tx_prio3_pause", b"rx_prio3_pause_duration"])  # fmt: skip
+    names, vals = drv.read("eth2")
+    assert names == [b"rx_bytes", b"evil?@@end 9", b"rx_prio3_pause", b"tx_prio3_pause",
+                     b"rx_prio3_pause_duration"]  # fmt: skip
+    assert vals == (1000, 1001, 1002, 1003, 1004)
+    text = b"\n".join(pf.stats_text(names, vals))
+    assert b"\n@@" not in text and text.count(b"\n") == 5
