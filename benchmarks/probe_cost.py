@@ -1,7 +1,9 @@
 """Probe cost on the node: CPU seconds and forks per tick (prints figures, asserts nothing).
 
-Runs collectors/probe.sh locally (a) against this machine's /sys and (b) against a
-fixture tree with two mlx5 ports (ethtool -S answered by a shim printing a real capture).
+Runs the probe locally, the fast one (python3) and the sh one, (a) against this machine's
+/sys and (b) against a fixture tree with two mlx5 ports (ethtool -S answered by a shim
+printing a real capture: a tree's netdevs take ethtool -S from PATH, a process per tick,
+for both probes).
 Each case runs twice, with N and 2N ticks, so that the start-up cost cancels out:
 per tick = (cost(2N) - cost(N)) / N. CPU is the children's utime+stime (getrusage);
 forks are the machine-wide `processes` counter of /proc/stat (other activity adds noise).
@@ -132,7 +134,7 @@ def measure(name: str, args: ProbeArgs, shell: str, path_env: str, ticks: int) -
     cpu = (b[0] - a[0]) / ticks
     forks = (b[1] - a[1]) / ticks
     print(
-        f"{name:<34} cpu/tick {cpu * 1e3:7.2f} ms   forks/tick {forks:5.1f}   "
+        f"{name:<42} cpu/tick {cpu * 1e3:7.2f} ms   forks/tick {forks:5.1f}   "
         f"frame {b[3] / (2 * ticks) / 1024:6.1f} KiB   start-up cpu "
         f"{(a[0] - cpu * ticks) * 1e3:6.1f} ms"
     )
@@ -147,20 +149,25 @@ def main() -> None:
     ns = ap.parse_args()
     path_env = "/usr/bin:/bin"
     print(f"probe cost, shell={ns.shell}, interval={ns.interval_ms} ms, {ns.ticks} ticks")
-    real = ProbeArgs(interval_ms=ns.interval_ms, gpu="off", slow_ticks=100000)
-    measure("real /sys, no tools", replace(real, path=()), ns.shell, path_env, ns.ticks)
-    measure("real /sys, ethtool from PATH", real, ns.shell, path_env, ns.ticks)
-    with tempfile.TemporaryDirectory() as tmp:
-        sysroot, bindir = build_mlx5_node(Path(tmp))
-        fx = ProbeArgs(
-            interval_ms=ns.interval_ms,
-            sysfs=str(sysroot),
-            path=(str(bindir),),
-            gpu="off",
-            slow_ticks=100000,
-        )
-        measure("fixture 2x mlx5, shim ethtool -S", fx, ns.shell, path_env, ns.ticks)
-        measure("fixture 2x mlx5, sysfs only", replace(fx, path=()), ns.shell, path_env, ns.ticks)
+    for kind in ("python", "sh"):
+        real = ProbeArgs(interval_ms=ns.interval_ms, gpu="off", slow_ticks=100000, probe=kind)
+        measure(f"{kind}: real /sys, no tools", replace(real, path=()), ns.shell, path_env,
+                ns.ticks)  # fmt: skip
+        measure(f"{kind}: real /sys, ethtool from PATH", real, ns.shell, path_env, ns.ticks)
+        with tempfile.TemporaryDirectory() as tmp:
+            sysroot, bindir = build_mlx5_node(Path(tmp))
+            fx = ProbeArgs(
+                interval_ms=ns.interval_ms,
+                sysfs=str(sysroot),
+                path=(str(bindir),),
+                gpu="off",
+                slow_ticks=100000,
+                probe=kind,
+            )
+            measure(f"{kind}: fixture 2x mlx5, shim ethtool -S", fx, ns.shell, path_env,
+                    ns.ticks)  # fmt: skip
+            measure(f"{kind}: fixture 2x mlx5, sysfs only", replace(fx, path=()), ns.shell,
+                    path_env, ns.ticks)  # fmt: skip
 
 
 if __name__ == "__main__":
