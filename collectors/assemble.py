@@ -46,10 +46,18 @@ from collectors.parsers.sysfs import (
     parse_sysib,
     parse_sysnet,
 )
-from collectors.samples import HostSample, LinkSample, MetricValue, QosConfig, SectionStatus
+from collectors.samples import (
+    SLOW_SOURCE,
+    HostSample,
+    LinkSample,
+    MetricValue,
+    QosConfig,
+    SectionStatus,
+)
 from collectors.text import clean
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
+
 _ARPHRD_INFINIBAND = 32  # include/uapi/linux/if_arp.h: IPoIB netdevs
 
 
@@ -84,6 +92,7 @@ def _assemble(frame: Frame, sample: HostSample, warn: _Warner) -> None:
 
     netdevs = _guard(warn, "sysnet", None, {}, _sysnet, frame, warn)
     devices = _guard(warn, "sysib", None, {}, _sysib, frame, warn)
+    slow_hw = _guard(warn, "sysib_slow", None, {}, _slow_hw_names, frame)
     infos = _driver_infos(frame, warn)
     ethtool = _ethtool_stats(frame, warn)
 
@@ -97,7 +106,7 @@ def _assemble(frame: Frame, sample: HostSample, warn: _Warner) -> None:
                 claimed.add(ndev)
             rec = netdevs.get(ndev) if ndev else None
             where = f"{dev.name}/{port.port}"
-            link = _guard(warn, "sysib", where, None, _rdma_link, dev, port, rec, ndev)
+            link = _guard(warn, "sysib", where, None, _rdma_link, dev, port, rec, ndev, slow_hw)
             if link is not None:
                 sample.links[link.id] = link
     for name, netdev in netdevs.items():
@@ -206,6 +215,26 @@ def _sysib(frame: Frame, warn: _Warner) -> dict[str, RdmaDeviceRecord]:
     return dict(parsed.devices)
 
 
+def _slow_hw_names(frame: Frame) -> dict[tuple[str, int], frozenset[str]]:
+    """hw_counters the probe reads on slow ticks only (ib_hw_tick), by (device, port)."""
+    out: dict[tuple[str, int], frozenset[str]] = {}
+    for sec in _texts(frame, "sysib_slow"):
+        out.update(_memo(_hw_in_text, sec.text))
+    return out
+
+
+def _hw_in_text(text: str) -> dict[tuple[str, int], frozenset[str]]:
+    found: dict[tuple[str, int], set[str]] = {}
+    for line in text.splitlines():
+        parts = line.split(" ", 1)[0].split("/")
+        # <dev>/ports/<n>/hw_counters/<name>
+        if len(parts) == 5 and parts[1] == "ports" and parts[3] == "hw_counters":
+            n = parse_uint(parts[2])
+            if n is not None:
+                found.setdefault((clean(parts[0]), n), set()).add(clean(parts[4]))
+    return {k: frozenset(v) for k, v in found.items()}
+
+
 def _driver_infos(frame: Frame, warn: _Warner) -> dict[str, DriverInfo]:
     out: dict[str, DriverInfo] = {}
     for s in _texts(frame, "ethtool_i"):
@@ -246,7 +275,11 @@ def _netdev_of(dev: RdmaDeviceRecord, port: RdmaPortRecord) -> str | None:
 
 
 def _rdma_link(
-    dev: RdmaDeviceRecord, port: RdmaPortRecord, rec: NetdevRecord | None, ndev: str | None
+    dev: RdmaDeviceRecord,
+    port: RdmaPortRecord,
+    rec: NetdevRecord | None,
+    ndev: str | None,
+    slow_hw: dict[tuple[str, int], frozenset[str]],
 ) -> LinkSample:
     ib = port.link_layer == "InfiniBand" or (rec is not None and rec.type == _ARPHRD_INFINIBAND)
     link = LinkSample(
@@ -267,7 +300,12 @@ def _rdma_link(
     if ib_counters:
         link.counters["ib_port"] = ib_counters
     if port.hw_counters:
-        link.counters["ib_hw"] = dict(port.hw_counters)
+        hw = dict(port.hw_counters)
+        slow = {k: hw.pop(k) for k in slow_hw.get((dev.name, port.port), ()) if k in hw}
+        if hw:
+            link.counters["ib_hw"] = hw
+        if slow:
+            link.counters[SLOW_SOURCE] = slow
     link.saturated = saturated_ib_counters(port.counters)
     if rec is not None:
         _apply_netdev(link, rec)

@@ -170,6 +170,12 @@ IB_HW_MAP: Mapping[Metric, tuple[Src, ...]] = {
     Metric.RETRANSMITS: (_s("roce_adp_retrans"),),
 }
 
+# hw_counters/ read on every tick; the rest only on slow ticks (probe argument ib_hw_tick):
+# on real hardware each read is a firmware query, and no rule reads the others.
+IB_HW_TICK: tuple[str, ...] = tuple(
+    dict.fromkeys(n for srcs in IB_HW_MAP.values() for src in srcs for n in src.names)
+)
+
 # /sys/class/net/<dev>/statistics/* plus carrier counters.
 NETDEV_MAP: Mapping[Metric, tuple[Src, ...]] = {
     Metric.RX_BYTES: (_s("rx_bytes"),),

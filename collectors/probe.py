@@ -16,12 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from collectors.frames import MAX_FRAME_BYTES
+from collectors.normalize import IB_HW_TICK
 from collectors.parsers.nvidia_smi import FALLBACK_FIELDS, QUERY_FIELDS
 
 _SBIN: tuple[str, ...] = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 NAME_RE = re.compile(r"[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,63}")
 _DIR_RE = re.compile(r"/[A-Za-z0-9_./-]*")
 _FIELD_RE = re.compile(r"[A-Za-z0-9_.]{1,64}")
+_HW_NAME_RE = re.compile(r"[A-Za-z0-9_]{1,64}|-")
 _TIMEOUT_RE = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3})?")
 
 # Content bytes the probe keeps per section: 100k ethtool -S counters (about 4.5 MB) fit,
@@ -55,6 +57,9 @@ class ProbeArgs:
     section_bytes: int = SECTION_BYTES
     frame_bytes: int = FRAME_BYTES
     probe: str = "auto"  # auto | python (the fast probe) | sh
+    # hw_counters/ files read on every tick; the others on slow ticks. None: every file on
+    # every tick (as probes before this argument did).
+    ib_hw_tick: tuple[str, ...] | None = None
 
     @staticmethod
     def path_default() -> tuple[str, ...]:
@@ -150,6 +155,11 @@ def build_argv(args: ProbeArgs) -> list[str]:
     ]
     if args.interfaces:
         argv.append(f"ifaces={','.join(args.interfaces)}")
+    if args.ib_hw_tick is not None:
+        names = args.ib_hw_tick or ("-",)  # "-": none per tick
+        if not all(_HW_NAME_RE.fullmatch(n) for n in names) or len(",".join(names)) > 1500:
+            raise ProbeArgError(f"ib_hw_tick must be names of [A-Za-z0-9_]: {names!r}")
+        argv.append(f"ib_hw_tick={','.join(names)}")
     return argv
 
 
@@ -164,11 +174,13 @@ def probe_args(
     timeout_s: float | None = None,
     slow_ticks: int | None = None,
     probe: str = "auto",
+    ib_hw_tick: Sequence[str] | None = IB_HW_TICK,
 ) -> list[str]:
     """Validated argument words; the host's ``path`` dirs come before the sbin defaults.
 
     A hung tool is killed after ``timeout_s``: by default 80 % of the interval (at most
-    2 s), so a frame with a hung tool still ships within its own tick.
+    2 s), so a frame with a hung tool still ships within its own tick. ``ib_hw_tick``:
+    the RDMA ``hw_counters`` a rule reads, on every tick; the rest on slow ticks.
     """
     if timeout_s is None:
         timeout_s = round(min(2.0, max(0.1, 0.8 * interval_ms / 1000)), 2)
@@ -184,6 +196,7 @@ def probe_args(
             gpu=gpu,
             max_frames=max_frames,
             probe=probe,
+            ib_hw_tick=tuple(ib_hw_tick) if ib_hw_tick is not None else None,
         )
     )
 

@@ -72,7 +72,7 @@ fab_okdirs() {
 
 fab_args() {
 	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0 SCAP=8388608 FCAP=15728640
-	PROBE=auto
+	PROBE=auto HWT=
 	GF=index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw
 	GFB=index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw
 	for a in "$@"; do
@@ -118,6 +118,10 @@ fab_args() {
 			[ "${#v}" -le 8 ] || fab_die "bad ${a%%=*}"
 			case $a in section_bytes=*) SCAP=$v ;; *) FCAP=$v ;; esac ;;
 		probe=auto | probe=python | probe=sh) PROBE=$v ;;
+		ib_hw_tick=*)
+			case $v in '' | *[!A-Za-z0-9_,-]* | ,* | *, | *,,*) fab_die "bad ib_hw_tick" ;; esac
+			[ "${#v}" -le 1500 ] || fab_die "bad ib_hw_tick"
+			HWT=$v ;;
 		*) fab_die "unknown argument" ;;
 		esac
 	done
@@ -185,6 +189,18 @@ fab_files() {
 	done
 }
 
+# hw_counters: with ib_hw_tick= those names every tick, the others on slow ticks (each
+# read is a firmware query on real hardware); without it, every file every tick.
+fab_hw() {
+	[ -n "$HWT" ] || { fab_files N sysib "$1" "$2"; return; }
+	for _f in "$2"/*; do
+		fab_exists "$_f" || continue
+		_b=${_f##*/}
+		fab_okname "$_b" 128 || { fab_refuse file "$1/$_b"; continue; }
+		case ",$HWT," in *",$_b,"*) fab_one N sysib "$1/$_b" "$_f" ;; *) fab_one S sysib "$1/$_b" "$_f" ;; esac
+	done
+}
+
 fab_scan() {
 	fab_em R
 	for d in "$SYS"/class/net/*; do
@@ -235,9 +251,10 @@ fab_scan() {
 			for f in state phys_state rate link_layer lid sm_lid; do
 				fab_one N sysib "$n/ports/$pn/$f" "$p/$f"
 			done
-			for c in counters counters_ext hw_counters; do
+			for c in counters counters_ext; do
 				fab_files N sysib "$n/ports/$pn/$c" "$p/$c"
 			done
+			fab_hw "$n/ports/$pn/hw_counters" "$p/hw_counters"
 			fab_files S sysib "$n/ports/$pn/gid_attrs/ndevs" "$p/gid_attrs/ndevs"
 		done
 		fab_files s sysib "$n/device/net" "$d/device/net"

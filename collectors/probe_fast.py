@@ -72,6 +72,7 @@ class Args(object):
                    "memory.used,memory.total,power.draw")
         self.gfb = "index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw"
         self.probe = "auto"
+        self.hw_tick = None  # type: Optional[Set[str]]
         for a in argv:
             key, sep, v = a.partition("=")
             if not sep:
@@ -114,6 +115,10 @@ class Args(object):
                 self.scap = self._int(v, 1, 99999999, key)
             elif key == "frame_bytes":
                 self.fcap = self._int(v, 1, 99999999, key)
+            elif key == "ib_hw_tick":
+                if not re.match(r"[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*\Z", v) or len(v) > 1500:
+                    raise Refused("bad ib_hw_tick")
+                self.hw_tick = set(v.split(","))
             elif key == "probe":
                 if v not in ("auto", "python", "sh"):
                     raise Refused("bad probe")
@@ -157,6 +162,10 @@ class Sections(object):
         kept = []  # type: List[bytes]
         sb = 0
         trunc = ""
+        total = sum(map(len, lines)) + len(lines)
+        if (total <= self.scap and self.fb + total <= self.fcap
+                and not any(ln[:2] == b"@@" or len(ln) > 65536 for ln in lines)):
+            kept, sb, lines = list(lines), total, []  # the common case: nothing to cut
         for ln in lines:
             ln = esc(ln)
             n = len(ln) + 1
@@ -183,7 +192,7 @@ class Sections(object):
 class Entry(object):
     """One file (or marker) of the scan, as the sh probe's `<code> <kind> <rel>` lines."""
 
-    __slots__ = ("code", "kind", "rel", "path", "fd", "netlink")
+    __slots__ = ("code", "kind", "rel", "path", "fd", "netlink", "pre")
 
     def __init__(self, code: str, kind: str, rel: str, path: str) -> None:
         self.code = code  # N fast file, S slow file, n/s fast/slow marker
@@ -192,6 +201,7 @@ class Entry(object):
         self.path = path
         self.fd = -1
         self.netlink = ""  # a real /sys netdev value taken from rtnetlink instead
+        self.pre = rel.encode() + b" "  # the frame line's start, built once per scan
 
 
 def regular(p: str) -> bool:
@@ -235,6 +245,19 @@ class Scan(object):
                 self.entries.append(Entry(code, kind, rel + "/" + b, d + "/" + b))
             else:
                 self.one(code, kind, rel + "/" + b, d + "/" + b)
+
+    def hw(self, rel: str, d: str) -> None:
+        """hw_counters: the ib_hw_tick names every tick, the others on slow ticks (each
+        read is a firmware query on real hardware); without the argument, all per tick."""
+        tick = self.p.a.hw_tick
+        if tick is None:
+            self.files("N", "sysib", rel, d)
+            return
+        for b in listdir(d):
+            if not okname(b, 128):
+                self.p.refuse("file", rel + "/" + b)
+                continue
+            self.one("N" if b in tick else "S", "sysib", rel + "/" + b, d + "/" + b)
 
     def run(self) -> None:
         sysroot = self.p.a.sys
@@ -291,8 +314,9 @@ class Scan(object):
                     continue
                 for f in ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid"):
                     self.one("N", "sysib", "%s/ports/%s/%s" % (n, pn, f), p + "/" + f)
-                for c in ("counters", "counters_ext", "hw_counters"):
+                for c in ("counters", "counters_ext"):
                     self.files("N", "sysib", "%s/ports/%s/%s" % (n, pn, c), p + "/" + c)
+                self.hw("%s/ports/%s/hw_counters" % (n, pn), p + "/hw_counters")
                 self.files("S", "sysib", "%s/ports/%s/gid_attrs/ndevs" % (n, pn),
                            p + "/gid_attrs/ndevs")
             self.files("s", "sysib", n + "/device/net", d + "/device/net")
@@ -594,6 +618,9 @@ def run_jobs(jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any,
     """Every tool of a tick at once, each killed past ``timeout``; output capped as read."""
     live = {}  # type: Dict[int, Job]
     for j in jobs:
+        if Probe.current is not None and Probe.current.ending:
+            j.error = "the probe is ending"
+            continue
         try:
             j.proc = subprocess.Popen(j.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, close_fds=True)
@@ -677,7 +704,7 @@ class Gpu(object):
         f = self.p.a.gf
         tried = False
         back = 1
-        while True:
+        while not self.p.ending:
             t0 = time.monotonic()
             try:
                 proc = subprocess.Popen(
@@ -762,6 +789,7 @@ class Probe(object):
     def __init__(self, a: Args) -> None:
         Probe.current = self
         self.a = a
+        self.ending = False  # set once by end(): nothing new starts after it
         self.real = a.sys == "/sys"
         self.children = set()  # type: Set[Any]
         self.warnings = []  # type: List[str]
@@ -946,6 +974,8 @@ class Probe(object):
         times = {}  # type: Dict[str, int]
         cpu = {}  # type: Dict[str, int]
 
+        pread = os.pread
+
         def reads(r: Reader) -> None:
             nl = {}  # type: Dict[str, Dict[str, bytes]]
             if self.rtnl is not None and self.real:
@@ -966,6 +996,18 @@ class Probe(object):
                             vals[e.rel] = v
                             continue
                     r.item = e.path
+                    if e.fd >= 0:  # the common case, inline: a held file read again
+                        try:
+                            data = pread(e.fd, 4096, 0)
+                        except OSError:
+                            data = None  # ENODEV/ESTALE and the rest: pread_value decides
+                        if data is not None:
+                            line = data.partition(b"\n")[0]
+                            if b"\0" in line:
+                                line = line.replace(b"\0", b"")
+                            if line and len(line) <= VALUE_MAX:
+                                vals[e.rel] = line
+                            continue
                     v = pread_value(e)
                     if v is not None:
                         vals[e.rel] = v
@@ -1037,10 +1079,12 @@ class Probe(object):
             for e in s.entries:
                 if e.kind != kind:
                     continue
-                if e.code == "n":
-                    lines.append(e.rel.encode() + b" -")
-                elif e.code == "N" and e.rel in vals:
-                    lines.append(e.rel.encode() + b" " + vals[e.rel])
+                if e.code == "N":
+                    v = vals.get(e.rel)
+                    if v is not None:
+                        lines.append(e.pre + v)
+                elif e.code == "n":
+                    lines.append(e.pre + b"-")
             out.add(kind, "-", rns, "ok", "", lines)
             if slow:
                 lines = []
@@ -1134,52 +1178,43 @@ class Probe(object):
                 view = view[n:]
 
     def end(self, rc: int) -> None:
-        """End everything of the probe, then exit with ``rc``.
+        """End everything the probe started (TERM, KILL after 1 s), then exit with ``rc``.
 
-        As the sh probe: when it leads its process group, a forked helper TERMs the group
-        (it blocks TERM itself), waits 1 s and KILLs it, so a tool's own children go too
-        and this process still exits with its status. Otherwise it ends only the children
-        it started: a group kill would hit whoever started it.
+        When it leads its process group it TERMs the group, as the sh probe does, so a
+        tool's own children go too; its own TERM reaches the handler, which sees it is
+        already ending. Without the group it ends only the children it started: a group
+        kill would hit whoever started it. Children still there after 1 s are KILLed.
         """
+        self.ending = True
         with self.end_lock:
-            try:
-                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-            except (AttributeError, OSError):
-                pass
+            kids = list(self.children)
             if os.getpgrp() == os.getpid():
                 try:
-                    pid = os.fork()
-                except OSError:
-                    pid = -1
-                if pid == 0:
-                    try:
-                        # Off the connection at once, so its end is seen now, not in 1 s.
-                        null = os.open(os.devnull, os.O_RDWR)
-                        for fd in (0, 1, 2):
-                            os.dup2(null, fd)
-                        os.killpg(0, signal.SIGTERM)
-                        time.sleep(1.0)
-                        os.killpg(0, signal.SIGKILL)
-                    finally:
-                        os._exit(0)
-                if pid > 0:
-                    os._exit(rc)
-            kids = list(self.children)
-            for c in kids:
-                try:
-                    c.terminate()
+                    os.killpg(0, signal.SIGTERM)
                 except OSError:
                     pass
+            else:
+                for c in kids:
+                    try:
+                        c.terminate()
+                    except OSError:
+                        pass
             t_end = time.monotonic() + 1.0
             while time.monotonic() < t_end and any(c.poll() is None for c in kids):
                 time.sleep(0.02)
-            for c in kids:
+            # Whatever is left, and whatever started meanwhile (no new process starts
+            # once ``ending`` is set, but one may have been on its way).
+            for c in set(kids) | set(self.children):
                 if c.poll() is None:
                     try:
                         c.kill()
                     except OSError:
                         pass
             os._exit(rc)
+
+    def _on_term(self, *_: Any) -> None:
+        if not self.ending:  # our own group TERM, from end(): already on the way out
+            self.end(143)
 
     def watch_stdin(self) -> None:
         def run() -> None:
@@ -1194,7 +1229,7 @@ class Probe(object):
         t.start()
 
     def main(self) -> None:
-        signal.signal(signal.SIGTERM, lambda *_: self.end(143))
+        signal.signal(signal.SIGTERM, self._on_term)
         self.watch_stdin()
         iv = self.a.iv / 1000.0
         left = 0

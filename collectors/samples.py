@@ -11,6 +11,10 @@ from typing import TypeAlias
 
 # A normalized metric is either one cumulative value or one per priority (0-7).
 MetricValue: TypeAlias = int | dict[int, int]
+# The counter source (LinkSample.counters) of raw counters read on slow ticks only (the
+# probe's ib_hw_tick): kept apart, so a value carried between slow ticks is never taken
+# for a counter that stopped, and no per-frame rate is made of it.
+SLOW_SOURCE = "ib_hw_slow"
 RateValue: TypeAlias = float | dict[int, float]
 
 

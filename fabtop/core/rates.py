@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 
 from collectors.normalize import ETHTOOL_MAP, IB_HW_MAP, IB_PORT_MAP, NETDEV_MAP, Src
 from collectors.numbers import ALL_ONES
-from collectors.samples import HostSample, InferenceSample, LinkSample, MetricValue, RateValue
+from collectors.samples import (
+    SLOW_SOURCE,
+    HostSample,
+    InferenceSample,
+    LinkSample,
+    MetricValue,
+    RateValue,
+)
 from collectors.vocabulary import (
     BYTES,
     FRAMES,
@@ -519,8 +526,8 @@ def _link_rates(
     raw_rates = lr.raw_rates
     for source, counters in cur.counters.items():
         pcounters = prev.counters.get(source)
-        if pcounters is None:
-            continue
+        if pcounters is None or source == SLOW_SOURCE:
+            continue  # slow-cadence values: a rate per frame would be 0, then a spike
         out: dict[str, float] = {}
         ok = ALL_ONES.isdisjoint(counters.values())
         if ok:

@@ -7,6 +7,7 @@ probe from the same tree, chosen per host, gone with its connection, bounded rea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from collectors.frames import Frame, FrameDecoder
+from collectors.normalize import IB_HW_TICK
 from collectors.probe import ProbeArgs, build_argv, probe_script
 from collectors.samples import HostSample
 from fabtop.core.pipeline import Pipeline
@@ -104,9 +106,10 @@ def _sim_node(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["all-per-tick", "ib_hw_tick"])
 @pytest.mark.parametrize("tree", ["captures", "sim"])
 def test_both_probes_give_the_same_samples_from_the_same_tree(
-    tree: str, node: Path, tmp_path: Path, run_probe: list[Probe]
+    tree: str, split: bool, node: Path, tmp_path: Path, run_probe: list[Probe]
 ) -> None:
     if tree == "sim":
         root = _sim_node(tmp_path)
@@ -115,7 +118,7 @@ def test_both_probes_give_the_same_samples_from_the_same_tree(
         )
     else:
         base = _args(node, max_frames=2)
-    base = replace(base, slow_ticks=100000)
+    base = replace(base, slow_ticks=100000, ib_hw_tick=IB_HW_TICK if split else None)
     sh = _run(replace(base, probe="sh"), node, run_probe, 2)
     fast = _run(replace(base, probe="python"), node, run_probe, 2)
     assert _impl(sh[0]) == "sh"
@@ -128,6 +131,31 @@ def test_both_probes_give_the_same_samples_from_the_same_tree(
             assert ca["links"][lid] == cb["links"][lid], lid  # type: ignore[index]
         assert ca == cb
         assert sum(len(c) for ln in a.links.values() for c in ln.counters.values()) > 20
+
+
+def test_hw_counters_no_rule_reads_come_on_slow_ticks_and_make_no_rate(
+    tmp_path: Path, node: Path, run_probe: list[Probe]
+) -> None:
+    # Each hw_counters read is a firmware query on real hardware: per tick only what a
+    # rule reads (collectors.normalize.IB_HW_TICK), the rest with the slow sources.
+    root = _sim_node(tmp_path)
+    args = replace(_args(node), sysfs=str(root / "sys"), path=(str(root / "bin"),),
+                   max_frames=3, slow_ticks=100000, probe="python",
+                   ib_hw_tick=IB_HW_TICK)  # fmt: skip
+    frames = _run(args, node, run_probe, 3)
+    tick = _lines(frames[1].find("sysib").text)  # type: ignore[union-attr]
+    hw_tick = {r.rsplit("/", 1)[1] for r in tick if "/hw_counters/" in r}
+    assert hw_tick and hw_tick <= set(IB_HW_TICK)
+    slow = _lines(frames[0].find("sysib_slow").text)  # type: ignore[union-attr]
+    hw_slow = {r.rsplit("/", 1)[1] for r in slow if "/hw_counters/" in r}
+    assert hw_slow and not hw_slow & set(IB_HW_TICK)
+    pipe = Pipeline()
+    for f in frames:
+        sample, rates = pipe.apply_frame("n1", f)
+    ib = next(ln for ln in sample.links.values() if ln.rdma_device and "ib_hw_slow" in ln.counters)
+    assert set(ib.counters["ib_hw_slow"]) == hw_slow  # carried into every frame, kept apart
+    assert "ib_hw_slow" not in rates.links[ib.id].raw_rates  # and no rate made of them
+    assert rates.links[ib.id].raw_rates.get("ib_hw")
 
 
 def test_a_tree_file_replaced_by_rename_is_followed_and_a_fifo_is_never_read(
@@ -193,6 +221,23 @@ def test_the_fast_probe_refuses_what_the_sh_probe_refuses(word: str, tmp_path: P
     )  # fmt: skip
     assert p.returncode == 2 and p.stdout == b""
     assert p.stderr.startswith(b"fabtop-probe: ")
+
+
+def _threads(pids: list[int]) -> str:
+    """State and wait channel of every thread of ``pids`` (why a process is still there)."""
+    out = []
+    for p in pids:
+        with contextlib.suppress(OSError):
+            for t in sorted(os.listdir(f"/proc/{p}/task")):
+                st = Path(f"/proc/{p}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                wchan = Path(f"/proc/{p}/task/{t}/wchan").read_text()
+                sig = [ln for ln in Path(f"/proc/{p}/task/{t}/status").read_text().splitlines()
+                       if ln.startswith(("SigPnd", "ShdPnd", "SigBlk", "PPid"))]
+                start = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[19])
+                up = float(Path("/proc/uptime").read_text().split()[0])
+                age = up - start / os.sysconf("SC_CLK_TCK")
+                out.append(f"{p}/{t} {st} {wchan} {sig} age {age:.2f}s")
+    return ", ".join(out)
 
 
 def _fast_sessions(node: Path) -> list[int]:
@@ -295,7 +340,7 @@ async def test_a_dropped_ssh_connection_leaves_nothing_of_the_fast_probe(
             while _members(sids[0]) and time.monotonic() < end:
                 await asyncio.sleep(0.05)
             left = _members(sids[0])
-            assert left == [], f"after {how}: {_describe(left)}"
+            assert left == [], f"after {how}: {_describe(left)}; {_threads(left)}"
         finally:
             await gen.aclose()
             await t.close()
