@@ -60,6 +60,7 @@ class HostRunner:
         interval: float = 1.0,
         stale_after: float | None = None,
         down_after: float | None = None,
+        gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.name = name
         self.transport = transport
@@ -78,6 +79,9 @@ class HostRunner:
         self._session: asyncio.Task[str] | None = None
         self._session_started: float | None = None
         self._abort_reason: str | None = None
+        # Shared by a session's runners: at most so many hosts between "connecting" and
+        # their first frame at once (a bastion's MaxStartups, one machine's CPUs).
+        self._gate = gate
 
     @property
     def status(self) -> HostStatus:
@@ -138,15 +142,26 @@ class HostRunner:
                 await self.transport.close()
 
     async def _stream(self) -> str:
-        await self.transport.connect()
-        decoder = FrameDecoder()
-        self._session_started = time.monotonic()
-        async with contextlib.aclosing(self.transport.stream(self._script, self._args)) as chunks:
-            async for chunk in chunks:
-                frames = decoder.feed(chunk)
-                warnings = decoder.take_warnings()
-                if frames or warnings:
-                    self._delivered(frames, warnings)
+        gate = self._gate
+        if gate is not None:
+            await gate.acquire()
+        try:
+            await self.transport.connect()
+            decoder = FrameDecoder()
+            self._session_started = time.monotonic()
+            stream = self.transport.stream(self._script, self._args)
+            async with contextlib.aclosing(stream) as chunks:
+                async for chunk in chunks:
+                    frames = decoder.feed(chunk)
+                    warnings = decoder.take_warnings()
+                    if frames or warnings:
+                        self._delivered(frames, warnings)
+                    if frames and gate is not None:
+                        gate.release()  # streaming: the next host may start
+                        gate = None
+        finally:
+            if gate is not None:
+                gate.release()
         return f"{self.transport.describe()}: probe ended"
 
     def _delivered(self, frames: list[Frame], warnings: list[str]) -> None:

@@ -38,6 +38,11 @@ FrameTap = Callable[[str, Frame], None]
 # A /metrics parse runs in a worker thread; one that takes longer than this is given up
 # on (its host's reading says so) and that URL is not parsed again until it finished.
 PARSE_DEADLINE_S = 5.0
+# Hosts between "connecting" and their first frame at once. 256 handshakes and probe
+# starts at one moment overran a bastion's MaxStartups (OpenSSH: 10:30:100) and, on
+# one machine, its CPUs: every slow start was reconnected, a livelock. 32 keep a
+# 64-host fabric up in two rounds and 256 in eight.
+CONNECTS_AT_ONCE = 32
 
 
 @dataclass(slots=True, frozen=True)
@@ -183,6 +188,7 @@ class Session:
         # Rules run once per tick over the whole fabric, not once per host frame (O(n^2)).
         self.state.evaluate_per_frame = False
         self._spawn("rules", self._evaluate_loop, self.failures.append)
+        gate = asyncio.Semaphore(CONNECTS_AT_ONCE)
         for host in self.config.hosts:
             name = host.name
             guard = Guard(f"{name}: probe arguments")
@@ -201,7 +207,7 @@ class Session:
             runner = HostRunner(
                 name, self.transport(host), script, args,
                 on_frame=self._on_frame, on_status=self._on_status,
-                interval=self.config.interval,
+                interval=self.config.interval, gate=gate,
             )
             self.runners[name] = runner
             self._spawn(f"{name}: collector", runner.run, partial(self._host_down, name))

@@ -73,9 +73,13 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
     min_per_s = ctx.th("storm_min_pause_per_s")
     watchdog = watchdog_storms(ctx.state)
     out: list[Finding] = []
+    tracks = ctx.memory.tracks
     for lt in ticks:
+        active = _pausing(lt)
         for p in PRIOS:
             key = ("pfc_storm", lt.prio_subject(p))
+            if p not in active and key not in tracks and not watchdog:
+                continue  # nothing pauses and nothing to forget: the same as a quiet pass
             wd = _watched(watchdog, lt, p)
             if wd is not None:
                 out.append(_from_watchdog(ctx, lt, p, wd, key, senders, receivers))
@@ -118,6 +122,15 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
             )
             if f is not None:
                 out.append(f)
+    return out
+
+
+def _pausing(lt: LinkTick) -> set[int]:
+    """Priorities with any pause time or pause frames this tick (the rest cannot storm)."""
+    out: set[int] = set()
+    for side in ("tx", "rx"):
+        for name in (PAUSE_RATIO[side], PAUSE_PER_S[side]):
+            out.update(p for p, v in lt.prio_rates(name).items() if v > 0)
     return out
 
 
@@ -227,11 +240,15 @@ def pfc_pressure(ctx: RuleContext) -> list[Finding]:
     """Heavy but moving PFC pausing (incast): information, not a fault."""
     out: list[Finding] = []
     lo, hi = ctx.th("pressure_pause_ratio"), ctx.th("storm_pause_ratio")
+    tracks = ctx.memory.tracks
     for lt in iter_links(ctx.state):
         if lt.dt is None or lt.rates is None:
             continue
+        active = _pausing(lt)
         for p in PRIOS:
             key = ("pfc_pressure", lt.prio_subject(p))
+            if p not in active and key not in tracks:
+                continue  # as above: a priority that does not pause is never pressure
             found = None
             worst = 0.0
             for side in ("tx", "rx"):
