@@ -228,7 +228,7 @@ class Scan(object):
         self.entries = []  # type: List[Entry]
         self.ethtool = []  # type: List[str]
         self.cpu = []  # type: List[Tuple[str, str]]
-        self.dirs = {}  # type: Dict[str, int]  # directories of tree files -> mtime_ns
+        self.dirs = {}  # type: Dict[str, Tuple[int, int]]  # tree dirs -> (mtime_ns, inode)
 
     def one(self, code: str, kind: str, rel: str, path: str) -> None:
         if regular(path):
@@ -790,6 +790,7 @@ class Probe(object):
         Probe.current = self
         self.a = a
         self.ending = False  # set once by end(): nothing new starts after it
+        self.hot = set()  # type: Set[str]  # tree dirs that changed last tick
         self.real = a.sys == "/sys"
         self.children = set()  # type: Set[Any]
         self.warnings = []  # type: List[str]
@@ -917,21 +918,28 @@ class Probe(object):
         self.wd.ports(s.ethtool)
 
     @staticmethod
-    def _mtime(d: str) -> int:
+    def _mtime(d: str) -> Tuple[int, int]:
         try:
             st = os.stat(d)
-            return int(st.st_mtime * 1e9) ^ st.st_ino
+            return (getattr(st, "st_mtime_ns", int(st.st_mtime * 1e9)), st.st_ino)
         except OSError:
-            return -1
+            return (-1, -1)
 
     def _follow_tree(self, s: Scan) -> None:
-        """A replayed or synced tree replaces files (rename): reopen those of a changed dir."""
-        changed = set()
+        """A replayed or synced tree replaces files (rename): reopen those of a changed dir.
+
+        A directory's mtime moves in coarse steps (a jiffy): renames that land after this
+        check within the same step leave it unchanged, so a changed directory is opened
+        again on the next tick too.
+        """
+        changed = set(self.hot)
+        self.hot = set()
         for d, m in s.dirs.items():
             now = self._mtime(d)
             if now != m:
                 s.dirs[d] = now
                 changed.add(d)
+                self.hot.add(d)
         if changed:
             for e in s.entries:
                 if e.fd >= 0 and os.path.dirname(e.path) in changed:
