@@ -11,10 +11,10 @@ and the collector's CPU share. Needs /usr/sbin/sshd.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import asyncio
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
