@@ -286,31 +286,6 @@ def test_max_frames_ends_the_fast_probe_with_status_0_and_nothing_left(
     assert left == [], _describe(left)
 
 
-def test_a_fast_probe_that_does_not_lead_its_group_never_kills_its_caller(
-    node: Path, run_probe: list[Probe]
-) -> None:
-    argv = " ".join(build_argv(_fast(node, max_frames=0)))
-    caller = ["sh", "-c", f"sleep 61 & sh -s -- {argv}; echo caller-still-here >&2; wait"]
-    probe = Probe(caller, node)
-    run_probe.append(probe)
-    assert len(probe.frames(2)) == 2
-    sid = probe.proc.pid
-    sibling = [p for p in _members(sid) if _cmdline(p) == ["sleep", "61"]]
-    fast = [p for p in _members(sid) if "-c" in _cmdline(p) and "probe=python" in _cmdline(p)]
-    assert len(sibling) == 1 and fast
-    assert probe.proc.stdin is not None
-    probe.proc.stdin.close()
-    end = time.monotonic() + GONE_WITHIN_S
-    def alive(pids: list[int]) -> list[int]:
-        return [p for p in pids if (st := _stat(p)) is not None and st[0] != "Z"]
-
-    while time.monotonic() < end and alive(fast):
-        time.sleep(0.05)
-    assert alive(fast) == []
-    assert _stat(sibling[0]) is not None and _stat(sibling[0])[0] != "Z"  # type: ignore[index]
-    assert probe.proc.poll() is None
-
-
 async def test_a_dropped_ssh_connection_leaves_nothing_of_the_fast_probe(
     sshd: Sshd, node: Path, fixtures_dir: Path
 ) -> None:
