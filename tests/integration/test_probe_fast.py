@@ -43,7 +43,7 @@ from tests.integration.test_probe_lifetime import (
     _cmdline,
     _describe,
     _members,
-    _stat,
+    _probe_sessions,
     _wait_gone,
 )
 
@@ -240,19 +240,6 @@ def _threads(pids: list[int]) -> str:
     return ", ".join(out)
 
 
-def _fast_sessions(node: Path) -> list[int]:
-    word = f"sysfs={node}/sys"
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        argv = _cmdline(int(d.name))
-        st = _stat(int(d.name))
-        if word in argv and "-c" in argv and st is not None and int(st[3]) == int(d.name):
-            out.append(int(d.name))
-    return sorted(out)
-
-
 def _hung_gpu_args(node: Path, fixtures_dir: Path) -> ProbeArgs:
     fields = _nvidia_shim(node, fixtures_dir)
     # nvidia-smi that hangs with a child of its own: only a group kill ends the child.
@@ -301,7 +288,7 @@ async def test_a_dropped_ssh_connection_leaves_nothing_of_the_fast_probe(
                     got += len(dec.feed(chunk))
                     if got >= 2:
                         break
-            sids = _fast_sessions(node)
+            sids = _probe_sessions(node, "-c")
             assert len(sids) == 1, sids
             assert any(_cmdline(p) == ["sleep", "101"] for p in _members(sids[0]))
             if how == "close":

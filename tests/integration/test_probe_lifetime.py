@@ -84,8 +84,9 @@ def _describe(pids: list[int]) -> str:
     return "; ".join(f"{p}: {' '.join(_cmdline(p))[:80]}" for p in pids)
 
 
-def _probe_sessions(node: Path) -> list[int]:
-    """Sessions led by a probe shell of this node tree (its argv names our sysfs root)."""
+def _probe_sessions(node: Path, flag: str = "-s") -> list[int]:
+    """Sessions led by a probe of this node tree (its argv names our sysfs root): the sh
+    probe's shell (``sh -s``) or, with ``flag="-c"``, the python3 of the fast probe."""
     word = f"sysfs={node}/sys"
     out = []
     for d in Path("/proc").iterdir():
@@ -93,7 +94,7 @@ def _probe_sessions(node: Path) -> list[int]:
             continue
         argv = _cmdline(int(d.name))
         st = _stat(int(d.name))
-        if word in argv and "-s" in argv and st is not None and int(st[3]) == int(d.name):
+        if word in argv and flag in argv and st is not None and int(st[3]) == int(d.name):
             out.append(int(d.name))
     return sorted(out)
 
