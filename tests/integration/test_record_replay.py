@@ -119,7 +119,16 @@ async def test_replay_findings_are_transitions_and_seeking_rebuilds_the_log(
         per_key.setdefault((f.rule, f.subject), []).append(kind)
     for kinds in per_key.values():
         assert kinds == ["raised", "cleared"] * (len(kinds) // 2) + ["raised"] * (len(kinds) % 2)
-    assert len(changes) < sum(len(fs) for fs in live.findings)
+    # A finding that holds across rules runs is one line, not one per run. (Counted per
+    # finding: the fast probe's watchdog events run the rules between the ticks too, so a
+    # short-lived finding may rise and clear between two of the runs the tap sees.)
+    seen_in: dict[tuple[str, str], int] = {}
+    for fs in live.findings:
+        for f in fs:
+            seen_in[(f.rule, f.subject)] = seen_in.get((f.rule, f.subject), 0) + 1
+    storm_key = ("pfc_storm", "node3/enp65s0f0np0/prio3")  # the stuck receiver, held
+    assert seen_in.get(storm_key, 0) >= 2, seen_in
+    assert len(per_key[storm_key]) < seen_in[storm_key], (per_key[storm_key], seen_in)
     # Recording time is the recorder's clock: the demo ran SPEED times real time, and
     # its storm runs from 45 s to 70 s of simulated time.
     storm = [t for t, kind, f in changes if kind == "raised" and f.rule == "pfc_storm"]
