@@ -285,7 +285,6 @@ def simulate(
     wd = watchdog(cast(pf.Probe, probe))
     netdev = SimHostConfig(HOST).netdev(0)
     subject = f"{HOST}/{netdev}/prio{PRIO}"
-    wd.ports([netdev])
     run = Run()
     paused_key = b"%s_prio%d_pause_duration" % (side.encode(), PRIO)
     taken: dict[float, float] = {}  # the watchdog's reading stamps -> when the NIC took them

@@ -229,10 +229,14 @@ class Scan(object):
         self.ethtool = []  # type: List[str]
         self.cpu = []  # type: List[Tuple[str, str]]
         self.dirs = {}  # type: Dict[str, Tuple[int, int]]  # tree dirs -> (mtime_ns, inode)
+        self.speed = {}  # type: Dict[str, Entry]  # netdev -> its speed file
 
     def one(self, code: str, kind: str, rel: str, path: str) -> None:
         if regular(path):
-            self.entries.append(Entry(code, kind, rel, path))
+            e = Entry(code, kind, rel, path)
+            self.entries.append(e)
+            if kind == "sysnet" and rel.endswith("/speed") and rel.count("/") == 1:
+                self.speed[rel[:-6]] = e
         elif exists(path):
             self.p.once("-odd " + rel, "not a regular file, not read: " + rel)
 
@@ -809,7 +813,6 @@ class Probe(object):
                                if k in self.have), "none")
         self.scan = None  # type: Optional[Scan]
         self.fd_budget = self._raise_nofile()
-        self.open_count = 0
         self.eth = None  # type: Optional[Ethtool]
         self.rtnl = None  # type: Optional[Rtnl]
         if self.real:
@@ -886,14 +889,11 @@ class Probe(object):
         if old is not None:
             for e in old.entries:
                 keep[e.path] = e
-        n_open = 0
         for e in s.entries:
             o = keep.pop(e.path, None)
             if o is not None and o.fd >= 0:
                 e.fd = o.fd
                 o.fd = -1
-            if e.code in ("N", "S") and e.fd >= 0:
-                n_open += 1
         for o in keep.values():
             close_fd(o)
         if self.real and self.rtnl is not None:
@@ -915,7 +915,6 @@ class Probe(object):
                 if d not in s.dirs:
                     s.dirs[d] = self._mtime(d)
         self.scan = s
-        self.wd.ports(s.ethtool)
 
     @staticmethod
     def _mtime(d: str) -> Tuple[int, int]:
@@ -1303,17 +1302,12 @@ class Watchdog(object):
 
     def __init__(self, probe: Probe) -> None:
         self.p = probe
-        self.watch = []  # type: List[str]
         self.last = {}  # type: Dict[str, Tuple[float, Dict[bytes, int]]]
         self.took = {}  # type: Dict[str, float]  # how long the baseline's read took
         self.fast_until = {}  # type: Dict[str, float]
         self.storm = {}  # type: Dict[Tuple[str, int, str], float]  # -> last event sent
         self.next_t = float("inf")
         self.event_seq = 0
-        self.reads = 0
-
-    def ports(self, names: List[str]) -> None:
-        self.watch = list(names)
 
     def next_read(self) -> float:
         if not self.fast_until or self.p.eth is None:
@@ -1407,11 +1401,11 @@ class Watchdog(object):
         s = self.p.scan
         if s is None:
             return None
-        for e in s.entries:
-            if e.rel == n + "/speed" and e.fd >= 0:
-                v = pread_value(e)
-                if v is not None and v.isdigit() and int(v) > 0:
-                    return int(v) * 1e6 / 8
+        e = s.speed.get(n)  # looked up, not searched: this runs on every fast read
+        if e is not None and e.fd >= 0:
+            v = pread_value(e)
+            if v is not None and v.isdigit() and int(v) > 0:
+                return int(v) * 1e6 / 8
         return None
 
     def _event(self, mono: float, lines: List[bytes]) -> bytes:
@@ -1442,7 +1436,6 @@ class Watchdog(object):
                 got = eth.read(n)
             except OSError:
                 continue
-            self.reads += 1
             self.seen(n, m, got, time.monotonic() - m)
         r.item = None
         if self.fast_until:
