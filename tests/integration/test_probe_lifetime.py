@@ -124,16 +124,20 @@ def _lifetime_args(node: Path, fixtures_dir: Path) -> ProbeArgs:
     )
 
 
+def _waits_on_pipe(pid: int) -> bool:
+    """A member may exit between the listing and this read: gone is not blocked."""
+    try:
+        wchan = (Path("/proc") / str(pid) / "wchan").read_text().strip()
+    except OSError:
+        return False
+    return wchan.startswith("fifo") or "pipe" in wchan
+
+
 def _has_hung_gpu_and_blocked_reader(sid: int) -> None:
     argvs = [_cmdline(p) for p in _members(sid)]
     assert ["sleep", "100"] in argvs, argvs  # the hung nvidia-smi (exec sleep 100)
     # the abandoned reader: a shell blocked opening the FIFO
-    blocked = [
-        p
-        for p in _members(sid)
-        if (Path("/proc") / str(p) / "wchan").read_text().strip().startswith("fifo")
-        or "pipe" in (Path("/proc") / str(p) / "wchan").read_text()
-    ]
+    blocked = [p for p in _members(sid) if _waits_on_pipe(p)]
     assert blocked, _describe(_members(sid))
 
 
