@@ -29,7 +29,12 @@ from collectors.normalize import (
     saturated_ib_counters,
 )
 from collectors.numbers import U64_MAX, parse_uint
-from collectors.parsers.ethtool import DriverInfo, parse_ethtool_info, parse_ethtool_stats
+from collectors.parsers.ethtool import (
+    DriverInfo,
+    parse_ethtool_info,
+    parse_ethtool_stats,
+    stat_names,
+)
 from collectors.parsers.qos import (
     parse_dcb_app,
     parse_dcb_apptrust,
@@ -39,9 +44,13 @@ from collectors.parsers.qos import (
     parse_mlnx_qos,
 )
 from collectors.parsers.sysfs import (
+    CounterRun,
     NetdevRecord,
     RdmaDeviceRecord,
     RdmaPortRecord,
+    apply_sysib_counters,
+    apply_sysnet_counters,
+    counter_runs,
     parse_kv_dump,
     parse_sysib,
     parse_sysnet,
@@ -54,6 +63,7 @@ from collectors.samples import (
     QosConfig,
     SectionStatus,
 )
+from collectors.structured import COUNTER_KINDS, decode_values, section_values
 from collectors.text import clean
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
@@ -80,6 +90,7 @@ def _cleaned(frame: Frame) -> Frame:
             clean(s.status),
             clean(s.detail) if s.detail is not None else None,
             s.text,
+            s.schema,  # its names were cleaned when the stream defined it
         )
         for s in frame.sections
     ]
@@ -88,7 +99,11 @@ def _cleaned(frame: Frame) -> Frame:
 
 def _assemble(frame: Frame, sample: HostSample, warn: _Warner) -> None:
     for s in frame.sections:
-        sample.sections.append(SectionStatus(s.kind, s.subject, s.status, s.read_ns, s.detail))
+        detail = s.detail
+        if s.schema is not None:  # "schema=7": how the values came, nothing to show
+            detail = " ".join(t for t in (detail or "").split() if not t.startswith("schema="))
+        sample.sections.append(SectionStatus(s.kind, s.subject, s.status, s.read_ns,
+                                             detail or None))
 
     netdevs = _guard(warn, "sysnet", None, {}, _sysnet, frame, warn)
     devices = _guard(warn, "sysib", None, {}, _sysib, frame, warn)
@@ -187,7 +202,7 @@ class _Warner:
 
 def _texts(frame: Frame, kind: str) -> list[Section]:
     # A section that timed out or failed may still carry partial text worth reading.
-    return [s for s in frame.all(kind) if s.text.strip()]
+    return [s for s in frame.all(kind) if s.schema is None and s.text.strip()]
 
 
 def _sysfs_text(frame: Frame, kind: str) -> tuple[str, str]:
@@ -199,20 +214,66 @@ def _sysfs_text(frame: Frame, kind: str) -> tuple[str, str]:
 
 def _sysnet(frame: Frame, warn: _Warner) -> dict[str, NetdevRecord]:
     text, kind = _sysfs_text(frame, "sysnet")
-    if not text:
-        return {}
-    parsed = parse_sysnet(text)
-    warn.add(kind, None, parsed.warnings)
-    return dict(parsed.netdevs)
+    netdevs: dict[str, NetdevRecord] = {}
+    if text:
+        # With counters sent by position, the text left (state, MTU, speed) is mostly the
+        # same as last tick's: parsed once, copied where this frame adds to it.
+        parsed = _memo(parse_sysnet, text)
+        warn.add(kind, None, parsed.warnings)
+        netdevs = {name: _own_netdev(rec) for name, rec in parsed.netdevs.items()}
+    for sec, runs, vals in _counter_sections(frame, "sysnet", warn):
+        _guard(warn, sec.kind, None, None, apply_sysnet_counters, netdevs, runs, vals)
+    return netdevs
 
 
 def _sysib(frame: Frame, warn: _Warner) -> dict[str, RdmaDeviceRecord]:
     text, kind = _sysfs_text(frame, "sysib")
-    if not text:
-        return {}
-    parsed = parse_sysib(text)
-    warn.add(kind, None, parsed.warnings)
-    return dict(parsed.devices)
+    devices: dict[str, RdmaDeviceRecord] = {}
+    if text:
+        parsed = _memo(parse_sysib, text)
+        warn.add(kind, None, parsed.warnings)
+        devices = {name: _own_device(dev) for name, dev in parsed.devices.items()}
+    for sec, runs, vals in _counter_sections(frame, "sysib", warn):
+        _guard(warn, sec.kind, None, None, apply_sysib_counters, devices, runs, vals)
+    return devices
+
+
+def _own_netdev(rec: NetdevRecord) -> NetdevRecord:
+    """A frame's own copy of a memoized record: what the frame fills in is its own."""
+    mine = copy.copy(rec)
+    mine.statistics = dict(rec.statistics)
+    return mine
+
+
+def _own_device(dev: RdmaDeviceRecord) -> RdmaDeviceRecord:
+    mine = copy.copy(dev)
+    mine.ports = {}
+    for n, port in dev.ports.items():
+        p = mine.ports[n] = copy.copy(port)
+        p.counters, p.counters_ext = dict(port.counters), dict(port.counters_ext)
+        p.hw_counters = dict(port.hw_counters)
+    return mine
+
+
+_Placed = tuple[Section, tuple[CounterRun, ...], list[int | None]]
+
+
+def _counter_sections(frame: Frame, kind: str, warn: _Warner) -> list[_Placed]:
+    """The structured counter sections of ``sysnet``/``sysib``, decoded by position."""
+    out: list[_Placed] = []
+    for sec in frame.all(COUNTER_KINDS[kind]):
+        if sec.schema is None:
+            continue
+        plan: tuple[tuple[CounterRun, ...], list[str]] | None = sec.schema.plans.get("runs")
+        if plan is None:
+            plan = sec.schema.plans["runs"] = counter_runs(sec.kind, sec.schema.names)
+        runs, plan_warnings = plan
+        warn.add(sec.kind, None, plan_warnings)
+        vals, warnings = decode_values(sec.text, sec.schema.names)
+        warn.add(sec.kind, None, warnings)
+        if vals is not None:
+            out.append((sec, runs, vals))
+    return out
 
 
 def _slow_hw_names(frame: Frame) -> dict[tuple[str, int], frozenset[str]]:
@@ -257,7 +318,14 @@ def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
             continue  # a driver without ethtool stats (thunderbolt-net, veth): nothing to say
         if s.status != "ok":
             _tool_output(frame, s.kind, s.subject, warn)
-        if s.status in _PARTIAL_BUT_REAL:
+        if s.schema is not None:
+            names: tuple[str, ...] | None = s.schema.plans.get("ethtool")
+            if names is None:
+                names = s.schema.plans["ethtool"] = stat_names(s.schema.names)
+            counters, warnings = section_values(s, names)
+            warn.add(s.kind, s.subject, warnings)
+            out[s.subject] = counters
+        elif s.status in _PARTIAL_BUT_REAL:
             stats = _guard(warn, s.kind, s.subject, None, parse_ethtool_stats, s.text)
             if stats is not None:
                 warn.add(s.kind, s.subject, stats.warnings)

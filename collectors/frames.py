@@ -17,6 +17,19 @@ The fast probe also sends watchdog events between frames, framed alike::
 
 They decode to a :class:`Frame` with ``event`` set; their ``seq`` counts events only.
 
+Structured sections (the fast probe; docs/PROBE.md "Structured frames"): a section's
+names are sent once, in a ``schema`` section, and again under a new id when they change;
+each tick then carries one line of values by position (decimal, ``-`` for not read)::
+
+    @@section schema <sid> - ok for=<kind>
+    <name>            (one per line)
+    @@section <kind> <subject> <read_ns> ok schema=<sid>
+    <value> <value> ...
+
+Schema ids live as long as the stream (one decoder); the decoder keeps the schemas it
+was sent (bounded) and hands each values section over with its :class:`Schema`. A values
+section naming a schema it was not sent becomes an ``error`` section saying so.
+
 The decoder is incremental, bounded and never raises on bad input: garbage
 outside a frame and truncated frames become warnings.
 
@@ -29,12 +42,32 @@ keeps any status token as it came; consumers decide what an unknown one means.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from collectors.numbers import parse_float, parse_uint
+from collectors.text import clean
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # a frame larger than this is dropped, not buffered forever
 SECTION_STATUSES = ("ok", "missing", "timeout", "error", "stale", "truncated")
 MAX_LINE_BYTES = 1024 * 1024
+SCHEMA_KIND = "schema"
+MAX_SCHEMAS = 4096  # per stream: a schema per netdev's ethtool -S, a few more per host
+MAX_SCHEMA_NAMES = 200_000  # the fast probe's own cap on one netdev's ethtool names
+MAX_NAME_CHARS = 256
+
+
+@dataclass(slots=True, eq=False)
+class Schema:
+    """The names of one structured section, by position, as its stream defined them.
+
+    ``plans`` holds what consumers derive from the names once (a parser's placement of
+    each position): a schema never changes, so neither do they.
+    """
+
+    sid: int
+    kind: str
+    names: tuple[str, ...]
+    plans: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -47,6 +80,8 @@ class Section:
     status: str
     detail: str | None
     text: str
+    # Set on a structured section: ``text`` is then its one line of values by position.
+    schema: Schema | None = None
 
 
 @dataclass(slots=True)
@@ -77,11 +112,20 @@ def escape_line(line: str) -> str:
     return "@" + line if line.startswith("@@") else line
 
 
-def render_frame(frame: Frame) -> str:
-    """Serialize a frame to the wire format (used by simulated hosts and recordings)."""
+def render_frame(frame: Frame, schemas: bool = False) -> str:
+    """Serialize a frame to the wire format (used by simulated hosts and recordings).
+
+    With ``schemas``, each structured section is preceded by its schema (once per frame):
+    the text then decodes on its own, as a recording's frame must.
+    """
     head = "fabtop-event" if frame.event else "fabtop-frame"
     out = [f"@@{head} {frame.seq} {frame.clock_ns} {frame.uptime_s:.2f} {frame.unix_s:.3f}"]
+    sent: set[int] = set()
     for s in frame.sections:
+        if schemas and s.schema is not None and s.schema.sid not in sent:
+            sent.add(s.schema.sid)
+            out.append(f"@@section {SCHEMA_KIND} {s.schema.sid} - ok for={s.schema.kind}")
+            out.extend(escape_line(n) for n in s.schema.names)
         head = (
             f"@@section {s.kind} {s.subject or '-'} "
             f"{s.read_ns if s.read_ns is not None else '-'} {s.status}"
@@ -106,6 +150,7 @@ class FrameDecoder:
         self._frame_bytes = 0
         self._skipping_long_line = False
         self.warnings: list[str] = []
+        self.schemas: dict[int, Schema] = {}
 
     def feed(self, data: bytes) -> list[Frame]:
         """Consume bytes; return every frame that ended in them."""
@@ -163,11 +208,47 @@ class FrameDecoder:
         read_ns = parse_uint(h[2]) if len(h) > 2 else None
         status = h[3] if len(h) > 3 else "ok"
         detail = " ".join(h[4:]) or None
-        self._frame.sections.append(
-            Section(kind, subject, read_ns, status, detail, "\n".join(self._section_lines))
-        )
-        self._section_head = None
-        self._section_lines = []
+        lines, self._section_head, self._section_lines = self._section_lines, None, []
+        if kind == SCHEMA_KIND:
+            if status == "ok":
+                self._define(subject, detail, lines)
+            else:  # cut by a cap: the probe sends it again, whole, with its next frame
+                self._warn(f"schema {subject!r} {status}: not defined"[:120])
+            return
+        section = Section(kind, subject, read_ns, status, detail, "\n".join(lines))
+        if detail is not None and "schema=" in detail:
+            self._bind(section, detail)
+        self._frame.sections.append(section)
+
+    def _define(self, subject: str | None, detail: str | None, names: list[str]) -> None:
+        sid = parse_uint(subject) if subject else None
+        kind = detail[4:] if detail and detail.startswith("for=") else ""
+        if sid is None or not kind or " " in kind:
+            self._warn(f"bad schema header ignored: {subject!r} {detail!r}"[:120])
+            return
+        if len(names) > MAX_SCHEMA_NAMES:
+            self._warn(f"schema {sid} of {kind}: {len(names)} names, over {MAX_SCHEMA_NAMES}: "
+                       "refused (its values will not decode)")
+            self.schemas.pop(sid, None)
+            return
+        if sid not in self.schemas and len(self.schemas) >= MAX_SCHEMAS:
+            self._warn(f"more than {MAX_SCHEMAS} schemas on one stream: schema {sid} refused")
+            return
+        # Cleaned once here, for every tick that uses them.
+        self.schemas[sid] = Schema(sid, clean(kind, 64),
+                                   tuple(clean(n.strip(), MAX_NAME_CHARS) for n in names))
+
+    def _bind(self, section: Section, detail: str) -> None:
+        token = next((t for t in detail.split() if t.startswith("schema=")), "")
+        sid = parse_uint(token[7:])
+        schema = self.schemas.get(sid) if sid is not None else None
+        if schema is None or schema.kind != section.kind:
+            section.status = "error"
+            section.detail = f"values for schema {token[7:][:20]!r}, which this stream " \
+                "did not define"
+            section.text = ""
+            return
+        section.schema = schema
 
     def _line(self, line: str, nbytes: int) -> Frame | None:
         if line.startswith("@@") and not line.startswith("@@@"):

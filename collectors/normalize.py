@@ -211,31 +211,6 @@ IB_LEGACY_WIDTH: Mapping[str, int] = {
 }
 
 
-def _total(values: list[int], scale: int) -> int | None:
-    # Raw counters are at most 64 bits each; a scaled or summed value beyond 64 bits
-    # (4 x an all-ones port_rcv_data_64) is a glitch, not bytes: no value, a gap in the rate.
-    v = sum(values) * scale
-    return v if v <= U64_MAX else None
-
-
-def _read(src: Src, counters: Mapping[str, int]) -> tuple[bool, MetricValue | None]:
-    """Whether any of the source's names is present, and its value (None: not a number)."""
-    if not src.per_prio:
-        present = [counters[n] for n in src.names if n in counters]
-        return bool(present), _total(present, src.scale) if present else None
-    per: dict[int, int] = {}
-    found = False
-    for p, names in enumerate(src.per_prio):
-        present = [counters[n] for n in names if n in counters]
-        if present:
-            found = True
-            if (v := _total(present, src.scale)) is not None:
-                per[p] = v
-    if not per:
-        return found, None
-    return True, _total(list(per.values()), 1) if src.rollup else per
-
-
 def apply_map(
     table: Mapping[Metric, tuple[Src, ...]], counters: Mapping[str, int], driver: str | None = None
 ) -> dict[str, MetricValue]:
@@ -244,18 +219,71 @@ def apply_map(
     The first source with a name present decides: when its value is beyond 64 bits the
     metric is absent this tick, not read from the next source (switching sources for one
     tick would make a jump between two different counters look like traffic).
+
+    Which source decides depends on which names are present, not on their values: that
+    choice is made once per set of names (a tick of the same driver has the same names)
+    and only the sums are made each tick.
     """
+    key = (id(table), driver, tuple(counters))
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        plan = _PLANS[key] = _plan(table, counters, driver)
     out: dict[str, MetricValue] = {}
+    for metric, names, scale, prios, rollup in plan:
+        if prios is None:
+            if len(names) == 1:
+                v = counters[names[0]] * scale
+            else:
+                v = sum([counters[n] for n in names]) * scale
+            if v <= U64_MAX:
+                out[metric] = v
+            continue
+        per: dict[int, int] = {}
+        for p, pnames in prios:
+            v = sum([counters[n] for n in pnames]) * scale
+            if v <= U64_MAX:
+                per[p] = v
+        if per:
+            if rollup:
+                total = sum(per.values())
+                if total <= U64_MAX:
+                    out[metric] = total
+            else:
+                out[metric] = per
+    return out
+
+
+# (metric, present names, scale, per priority (priority, present names) or None, rollup)
+_Step = tuple[Metric, tuple[str, ...], int, tuple[tuple[int, tuple[str, ...]], ...] | None, bool]
+_PLANS: dict[tuple[int, str | None, tuple[str, ...]], tuple[_Step, ...]] = {}
+_PLANS_MAX = 4096  # distinct name sets (drivers x firmware x PFC settings); a bound, not a need
+
+
+def _plan(
+    table: Mapping[Metric, tuple[Src, ...]], counters: Mapping[str, int], driver: str | None
+) -> tuple[_Step, ...]:
+    steps: list[_Step] = []
     for metric, sources in table.items():
         for src in sources:
             if src.drivers is not None and driver not in src.drivers:
                 continue
-            found, value = _read(src, counters)
-            if found:
-                if value is not None:
-                    out[metric] = value
+            if not src.per_prio:
+                present = tuple(n for n in src.names if n in counters)
+                if present:
+                    steps.append((metric, present, src.scale, None, False))
+                    break
+                continue
+            prios = tuple(
+                (p, tuple(n for n in names if n in counters))
+                for p, names in enumerate(src.per_prio)
+            )
+            prios = tuple((p, ns) for p, ns in prios if ns)
+            if prios:
+                steps.append((metric, (), src.scale, prios, src.rollup))
                 break
-    return out
+    return tuple(steps)
 
 
 def normalize_ethtool(counters: Mapping[str, int], driver: str | None) -> dict[str, MetricValue]:

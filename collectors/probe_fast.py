@@ -158,7 +158,9 @@ class Sections(object):
         self.out = []  # type: List[bytes]
         self.fb = 0
 
-    def add(self, kind: str, subj: str, rns: int, st: str, det: str, lines: List[bytes]) -> None:
+    def add(self, kind: str, subj: str, rns: int, st: str, det: str,
+            lines: List[bytes]) -> bool:
+        """Append one section; False when a cap cut it."""
         kept = []  # type: List[bytes]
         sb = 0
         trunc = ""
@@ -185,6 +187,7 @@ class Sections(object):
         self.out.append(head.encode())
         self.out.extend(kept)
         self.fb += sb
+        return not trunc
 
 
 # ---------------------------------------------------------------- sysfs file table
@@ -192,7 +195,7 @@ class Sections(object):
 class Entry(object):
     """One file (or marker) of the scan, as the sh probe's `<code> <kind> <rel>` lines."""
 
-    __slots__ = ("code", "kind", "rel", "path", "fd", "netlink", "pre")
+    __slots__ = ("code", "kind", "rel", "path", "fd", "netlink", "pre", "ctr")
 
     def __init__(self, code: str, kind: str, rel: str, path: str) -> None:
         self.code = code  # N fast file, S slow file, n/s fast/slow marker
@@ -202,6 +205,11 @@ class Entry(object):
         self.fd = -1
         self.netlink = ""  # a real /sys netdev value taken from rtnetlink instead
         self.pre = rel.encode() + b" "  # the frame line's start, built once per scan
+        parts = rel.split("/")
+        # A counter file: sent by position (collectors/structured.py is_counter_path).
+        self.ctr = ((kind == "sysnet" and len(parts) == 3 and parts[1] == "statistics")
+                    or (kind == "sysib" and len(parts) == 5 and parts[1] == "ports"
+                        and parts[3] in ("counters", "counters_ext", "hw_counters")))
 
 
 def regular(p: str) -> bool:
@@ -342,6 +350,7 @@ ETHTOOL_GSTATS = 0x1D
 ETHTOOL_GSSET_INFO = 0x37
 ETH_SS_STATS = 1
 ETH_GSTRING_LEN = 32
+ROW = 512  # values per line of a structured section
 STATS_MAX = 200000  # names per netdev; more is a broken driver
 
 
@@ -506,13 +515,6 @@ def pause_counters(text: bytes) -> Tuple[List[bytes], Tuple[int, ...]]:
             names.append(k)
             vals.append(int(v))
     return names, tuple(vals)
-
-
-def stats_text(names: List[bytes], vals: Tuple[int, ...]) -> List[bytes]:
-    """`ethtool -S` text, as ethtool prints it."""
-    out = [b"NIC statistics:"]
-    out.extend(b"     %s: %d" % (n, v) for n, v in zip(names, vals))
-    return out
 
 
 # ---------------------------------------------------------------- reads with a deadline
@@ -830,6 +832,9 @@ class Probe(object):
         self.out_lock = threading.Lock()
         self.end_lock = threading.Lock()
         self.wd = Watchdog(self)
+        # Structured sections: (kind, subject) -> (schema id, names) as last sent.
+        self.schemas = {}  # type: Dict[Tuple[str, str], Tuple[int, List[bytes]]]
+        self.nsid = 0
         py = "%d.%d.%d" % sys.version_info[:3]
         self.impl = "python %s %s" % (py, clean(sys.executable or "python3"))
 
@@ -1083,16 +1088,27 @@ class Probe(object):
         rns = times.get("sys", clock_ns)
         for kind in ("sysnet", "sysib"):
             lines = []  # type: List[bytes]
+            names = []  # type: List[bytes]
+            nums = []  # type: List[bytes]
             for e in s.entries:
                 if e.kind != kind:
                     continue
                 if e.code == "N":
                     v = vals.get(e.rel)
+                    if e.ctr:
+                        names.append(e.pre[:-1])
+                        if v is not None and v.isdigit() and len(v) <= 20:
+                            nums.append(v)
+                            continue
+                        nums.append(b"-")  # not read, or not a number: its text says which
                     if v is not None:
                         lines.append(e.pre + v)
                 elif e.code == "n":
                     lines.append(e.pre + b"-")
             out.add(kind, "-", rns, "ok", "", lines)
+            if names:
+                self.values(out, kind + "_counters", "-", rns, names, [
+                    b" ".join(nums[i:i + ROW]) for i in range(0, len(nums), ROW)])
             if slow:
                 lines = []
                 for e in s.entries:
@@ -1116,7 +1132,10 @@ class Probe(object):
                 got = eth[n]
                 t = times.get("eth " + n, clock_ns)
                 if isinstance(got, tuple):
-                    out.add("ethtool_S", n, t, "ok", "", stats_text(*got))
+                    nv = got[1]
+                    self.values(out, "ethtool_S", n, t, got[0], [
+                        " ".join(map(str, nv[i:i + ROW])).encode()
+                        for i in range(0, len(nv), ROW)])
                 else:
                     out.add("ethtool_S", n, t, "error",
                             "ioctl: " + clean(got.strerror or str(got)), [])
@@ -1170,6 +1189,21 @@ class Probe(object):
         head = "@@fabtop-frame %d %d %s %d.%03d" % (self.seq, clock_ns, up, clock_ns // 10 ** 9,
                                                     (clock_ns // 10 ** 6) % 1000)
         return b"\n".join([head.encode()] + out.out + [b"@@end %d" % self.seq, b""])
+
+    def values(self, out: Sections, kind: str, subj: str, rns: int, names: List[bytes],
+               rows: List[bytes]) -> None:
+        """A structured section: its schema when new or changed, then values by position
+        (``rows`` of at most ROW values each: a line stays far below every line cap)."""
+        key = (kind, subj)
+        got = self.schemas.get(key)
+        if got is None or got[1] != names:
+            self.nsid += 1
+            got = (self.nsid, list(names))
+            if out.add("schema", str(self.nsid), 0, "ok", "for=" + kind, names):
+                self.schemas[key] = got
+            else:
+                self.schemas.pop(key, None)  # a cap cut it: sent again with the next frame
+        out.add(kind, subj, rns, "ok", "schema=%d" % got[0], rows or [b""])
 
     # -- output and lifetime
     def write(self, data: bytes) -> None:

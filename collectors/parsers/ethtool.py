@@ -115,3 +115,23 @@ def parse_ethtool_info(text: str) -> DriverInfo:
     out.firmware_version = f.get("firmware-version") or None
     out.bus_info = f.get("bus-info") or None
     return out
+
+
+def stat_names(raw: tuple[str, ...]) -> tuple[str, ...]:
+    """The counter key of each name of a structured ``ethtool_S`` schema, by position.
+
+    The same keys :func:`parse_ethtool_stats` gives (queue names as ``name[N]``); ``""``
+    for a position that is no counter (a repeat of an earlier name keeps the first).
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for name in raw:
+        key = clean(name.strip())
+        m = _QUEUE_RE.match(key)
+        if m:
+            key = f"{m.group(2).strip()}[{m.group(1)}]"
+        if not key or key.startswith("#") or key in seen:
+            key = ""
+        seen.add(key)
+        out.append(key)
+    return tuple(out)

@@ -8,6 +8,7 @@ XML element names from the ``nvidia_smi_q_x_*.xml`` captures (schemas v10-v13).
 from __future__ import annotations
 
 import csv
+import functools
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -133,6 +134,13 @@ def _clean(raw: str | None) -> str | None:
 
 
 def _num(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    # Nearly every cell is a plain number: the pattern admits digits, a unit and
+    # whitespace only, so what it takes needs no cleaning (and is never a "no value").
+    m = _NUM_UNIT.match(raw)
+    if m is not None:
+        return parse_float(m.group(1))
     v = _clean(raw)
     if v is None:
         return None
@@ -146,6 +154,7 @@ def _int(raw: str | None) -> int | None:
     return int(f) if f is not None and abs(f) < 2**32 else None
 
 
+@functools.lru_cache(maxsize=1024)
 def _canonical(name: str) -> str:
     n = _UNIT_SUFFIX.sub("", name.strip())
     n = _ALIASES.get(n, n)
@@ -165,8 +174,10 @@ def _ordered_throttles(active: set[str]) -> tuple[str, ...]:
 
 
 def _looks_like_header(cells: list[str]) -> bool:
+    if not cells or not _HEADER_CELL.match(_UNIT_SUFFIX.sub("", cells[0].strip())):
+        return False  # a data row, nearly always: its first cell tells
     names = [_UNIT_SUFFIX.sub("", c.strip()) for c in cells]
-    return bool(names) and all(_HEADER_CELL.match(n) for n in names) and any(
+    return all(_HEADER_CELL.match(n) for n in names) and any(
         "." in n or "_" in n or n in {"index", "name", "uuid", "timestamp"} for n in names
     )
 

@@ -318,3 +318,91 @@ def parse_kv_dump(text: str) -> tuple[dict[str, str], list[str]]:
             continue
         values[path] = value
     return values, warnings
+
+
+# --- counters sent by position (collectors/structured.py) ------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class CounterRun:
+    """Consecutive positions of a structured counter section that fill one dict."""
+
+    owner: str  # the netdev, or the RDMA device
+    port: int | None  # the RDMA port; None for a netdev
+    group: str  # statistics | counters | counters_ext | hw_counters
+    start: int
+    end: int
+    leaves: tuple[str, ...]
+
+
+def counter_runs(kind: str, names: tuple[str, ...]) -> tuple[tuple[CounterRun, ...], list[str]]:
+    """Where each position of a ``sysnet_counters``/``sysib_counters`` schema goes.
+
+    Built once per schema; a name that fits no counter file is left unplaced and said.
+    """
+    runs: list[CounterRun] = []
+    warnings: list[str] = []
+    cur: tuple[str, int | None, str] | None = None
+    start = 0
+    leaves: list[str] = []
+
+    def close(end: int) -> None:
+        if cur is not None and leaves:
+            runs.append(CounterRun(cur[0], cur[1], cur[2], start, end, tuple(leaves)))
+
+    for i, name in enumerate(names):
+        parts = name.split("/")
+        key: tuple[str, int | None, str] | None = None
+        if kind == "sysnet_counters" and len(parts) == 3 and parts[1] == "statistics":
+            key = (parts[0], None, "statistics")
+        elif kind == "sysib_counters" and len(parts) == 5 and parts[1] == "ports":
+            port = parse_uint(parts[2])
+            if port is not None and parts[3] in _COUNTER_DIRS:
+                key = (parts[0], port, parts[3])
+        if key is None or not parts[0] or not parts[-1]:
+            _warn(warnings, f"counter name not placed: {name[:80]!r}")
+            close(i)
+            cur, leaves = None, []
+            continue
+        if key != cur:
+            close(i)
+            cur, start, leaves = key, i, []
+        leaves.append(parts[-1])
+    close(len(names))
+    return tuple(runs), warnings
+
+
+def _run_values(run: CounterRun, vals: list[int | None]) -> dict[str, int]:
+    chunk = vals[run.start : run.end]
+    if None in chunk:
+        return {k: v for k, v in zip(run.leaves, chunk, strict=True) if v is not None}
+    return dict(zip(run.leaves, chunk, strict=True))  # type: ignore[arg-type]
+
+
+def apply_sysnet_counters(
+    netdevs: dict[str, NetdevRecord], runs: tuple[CounterRun, ...], vals: list[int | None]
+) -> None:
+    """Put one tick of ``sysnet_counters`` values into the netdevs' statistics."""
+    for run in runs:
+        rec = netdevs.get(run.owner)
+        if rec is None:
+            rec = netdevs[run.owner] = NetdevRecord(run.owner)
+        rec.statistics.update(_run_values(run, vals))
+
+
+def apply_sysib_counters(
+    devices: dict[str, RdmaDeviceRecord], runs: tuple[CounterRun, ...], vals: list[int | None]
+) -> None:
+    """Put one tick of ``sysib_counters`` values into the ports' counter dicts."""
+    for run in runs:
+        dev = devices.get(run.owner)
+        if dev is None:
+            dev = devices[run.owner] = RdmaDeviceRecord(run.owner)
+        assert run.port is not None
+        port = dev.ports.get(run.port)
+        if port is None:
+            port = dev.ports[run.port] = RdmaPortRecord(run.port)
+        target = {"counters": port.counters, "counters_ext": port.counters_ext}.get(
+            run.group, port.hw_counters
+        )
+        target.update(_run_values(run, vals))

@@ -161,19 +161,50 @@ INFERENCE_RATE_NAMES: tuple[str, ...] = tuple(InferenceRate)
 Histogram = tuple[tuple[float, ...], tuple[float, ...], float, float]
 
 
+# What raw-counter rates are made of when a view first asks: (counters now, before, 1/dt,
+# the sources to compute, the rates computed already (sources with an all-ones read),
+# their resets, raw names stuck at their maximum).
+_RawInputs = tuple[
+    dict[str, dict[str, int]], dict[str, dict[str, int]], float, tuple[str, ...],
+    dict[str, dict[str, float]], list[str], list[str],
+]
+
+
 @dataclass(slots=True)
 class LinkRates:
-    """Per-second rates of one link for one tick."""
+    """Per-second rates of one link for one tick.
+
+    Rates of the normalized metrics are made every tick; those of the raw counters (hundreds
+    per mlx5 port) only when something reads ``raw_rates`` or ``reset`` (the link detail).
+    """
 
     rates: dict[str, RateValue]  # normalized name + "_per_s", plus derived (rx_bps, ...)
-    raw_rates: dict[str, dict[str, float]]  # source -> raw counter name -> per second
+    raw: dict[str, dict[str, float]] | None = None  # made on first use: see raw_rates
     gap: bool = False  # a normalized counter reset or glitched / the host restarted: a gap
-    reset: list[str] = field(default_factory=list)  # raw names, then normalized names
+    norm_reset: list[str] = field(default_factory=list)  # normalized names that reset
     saturated: list[str] = field(default_factory=list)  # raw names, then normalized names
     # Normalized counters whose reading this tick is ignored: a delta that cannot be, or an
     # all-ones read that the next tick tells apart (back: a glitch; stays: saturated).
     glitched: list[str] = field(default_factory=list)
     confirmed: list[str] = field(default_factory=list)  # glitches known as such this tick
+    raw_inputs: _RawInputs | None = None
+    raw_reset: list[str] = field(default_factory=list)
+    # Seconds the rates span: the time between the link's two reads (the fast probe stamps
+    # each), else between the two frames. rate x span_s is the counter's change.
+    span_s: float | None = None
+
+    @property
+    def raw_rates(self) -> dict[str, dict[str, float]]:
+        """source -> raw counter name -> per second (made now if not yet)."""
+        if self.raw is None:
+            self.raw = _raw_rates(self)
+        return self.raw
+
+    @property
+    def reset(self) -> list[str]:
+        """Counters that went backwards: raw names, then normalized names."""
+        self.raw_rates  # noqa: B018  (makes raw_reset)
+        return [*self.raw_reset, *self.norm_reset]
 
 
 @dataclass(slots=True)
@@ -445,7 +476,7 @@ def _careful(
                 lr.gap = True
                 held_out[name] = _Held(base, dt, True)
                 return
-            lr.reset.append(name)
+            lr.norm_reset.append(name)
             lr.gap = True
             return
         top = delta = d
@@ -457,8 +488,8 @@ def _careful(
                 continue
             d = v - pv
             if d < 0:
-                if name not in lr.reset:
-                    lr.reset.append(name)
+                if name not in lr.norm_reset:
+                    lr.norm_reset.append(name)
                 lr.gap = True
             else:
                 per[prio] = d
@@ -515,15 +546,19 @@ def _link_rates(
     Also returns what to hold for the next tick, and the counter sources of ``cur`` that
     hold no all-ones value (``prev_clean``: the same of ``prev``, known from its own tick).
     """
-    lr = LinkRates(rates={}, raw_rates={})
+    lr = LinkRates(rates={})
     if prev is None:
+        lr.raw = {}
         return lr, None, frozenset()
+    lr.span_s = dt
     inv_dt = 1.0 / dt
     clean: list[str] = []
-    reset = lr.reset
+    reset = lr.norm_reset
+    raw_reset: list[str] = []
     ones: list[tuple[str, str, bool]] = []  # (source, raw name, read all-ones before too)
 
-    raw_rates = lr.raw_rates
+    raw_rates: dict[str, dict[str, float]] = {}
+    later: list[str] = []
     for source, counters in cur.counters.items():
         pcounters = prev.counters.get(source)
         if pcounters is None or source == SLOW_SOURCE:
@@ -533,15 +568,7 @@ def _link_rates(
         if ok:
             clean.append(source)
         if ok and (source in prev_clean or ALL_ONES.isdisjoint(pcounters.values())):
-            for name, value in counters.items():  # the common case: one test per source
-                pvalue = pcounters.get(name)
-                if pvalue is None:
-                    continue
-                d = value - pvalue
-                if d >= 0:
-                    out[name] = d * inv_dt
-                else:
-                    reset.append(name)
+            later.append(source)  # the common case: one test per source, rates on demand
         else:
             for name, value in counters.items():
                 pvalue = pcounters.get(name)
@@ -556,12 +583,11 @@ def _link_rates(
                 if d >= 0:
                     out[name] = d * inv_dt
                 else:
-                    reset.append(name)
-        raw_rates[source] = out
+                    raw_reset.append(name)
+            raw_rates[source] = out
     stuck_raw = _stuck_legacy(cur, prev) if cur.saturated else []
-    for name in stuck_raw:
-        for out in raw_rates.values():
-            out.pop(name, None)
+    lr.raw_inputs = (cur.counters, prev.counters, inv_dt, tuple(later), raw_rates, raw_reset,
+                     stuck_raw)
 
     # Raw-only resets drop that rate but do not cut the charts: some drivers list
     # gauges among their statistics, and those go down all the time.
@@ -653,6 +679,38 @@ def _link_rates(
 
     _derive(rates)
     return lr, held_out or None, frozenset(clean)
+
+
+def _raw_rates(lr: LinkRates) -> dict[str, dict[str, float]]:
+    """The raw-counter rates of one link's tick, made from what _link_rates kept."""
+    if lr.raw_inputs is None:
+        return {}
+    counters, pcounters_of, inv_dt, later, done, reset, stuck = lr.raw_inputs
+    lr.raw_inputs = None  # the two readings are not kept past this
+    out: dict[str, dict[str, float]] = {}
+    for source in counters:
+        if source in done:
+            out[source] = done[source]
+            continue
+        if source not in later:
+            continue
+        now, before = counters[source], pcounters_of[source]
+        rates: dict[str, float] = {}
+        for name, value in now.items():
+            pvalue = before.get(name)
+            if pvalue is None:
+                continue
+            d = value - pvalue
+            if d >= 0:
+                rates[name] = d * inv_dt
+            else:
+                reset.append(name)
+        out[source] = rates
+    for name in stuck:
+        for rates in out.values():
+            rates.pop(name, None)
+    lr.raw_reset = reset
+    return out
 
 
 def _derive(rates: dict[str, RateValue]) -> None:
@@ -770,7 +828,7 @@ class RateEngine:
         return rates
 
     def _empty(self, sample: HostSample, *, gap: bool, restarted: bool) -> HostRates:
-        links = {lid: LinkRates(rates={}, raw_rates={}, gap=gap) for lid in sample.links}
+        links = {lid: LinkRates(rates={}, raw={}, gap=gap) for lid in sample.links}
         inference = {inf.url: dict.fromkeys(INFERENCE_RATE_NAMES) for inf in sample.inference}
         return HostRates(sample.host, None, False, links, inference, restarted,
                          glitch_count=self._glitches.get(sample.host, 0))  # fmt: skip

@@ -202,9 +202,31 @@ class Series:
             self._last_dt = dt
         self._last_t = t
         v = NAN if value is None else float(value)
-        self._raw.push(t, v)
+        raw = self._raw
+        start = raw.start
+        if start or len(raw.times) == raw.capacity:  # a full ring: the steady state, inline
+            raw.times[start] = t
+            raw.values[start] = v
+            start += 1
+            raw.start = start if start < raw.capacity else 0
+        else:
+            raw.push(t, v)
+        floor = math.floor
         for tier in self._coarse:
-            tier.add(t, v)
+            # Inline, the common case: one more value in the tier's current bucket.
+            if v == v and floor(t / tier.step) == tier.cur_bucket:
+                n = tier.cur_n + 1
+                total = tier.cur_sum + v
+                tier.cur_n, tier.cur_sum = n, total
+                i = (tier.start + len(tier.means) - 1) % tier.capacity
+                tier.means[i] = total / n
+                maxes = tier.maxes
+                if maxes is not None:
+                    if not tier.cur_max >= v:
+                        tier.cur_max = v
+                    maxes[i] = tier.cur_max
+            else:
+                tier.add(t, v)
 
     def latest(self) -> float | None:
         """The newest point's value (None for a gap or an empty series)."""

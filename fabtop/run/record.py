@@ -1,7 +1,9 @@
-"""Recordings (``.fabrec``, schema ``fabtop.rec/1``): the raw inputs of a run, crash-safe.
+"""Recordings (``.fabrec``, schema ``fabtop.rec/2``): the raw inputs of a run, crash-safe.
 
 A recording keeps what moved the FabricState, in the order it moved it: every probe
-frame as wire text (``collectors.frames.render_frame``), every raw ``/metrics`` body,
+frame as wire text (``collectors.frames.render_frame``, each frame with the schemas of its
+structured sections, so any frame decodes alone and a recording may start mid-session;
+zlib makes the repeats nearly free), every raw ``/metrics`` body,
 every host status change and every point where the live session ran the rules.
 Replay feeds these back through the live code path, so its findings are the live ones.
 
@@ -52,7 +54,10 @@ from fabtop.run.outputs import OutputError, open_stream
 from fabtop.run.session import MetricsReading
 from fabtop.run.snapshot import clean_tree
 
-SCHEMA = "fabtop.rec/1"
+SCHEMA = "fabtop.rec/2"
+# What this reader replays: /1 frames are all text (before structured sections), /2 frames
+# may hold structured sections, each with its schema.
+READ_SCHEMAS = ("fabtop.rec/1", SCHEMA)
 MAGIC = b"FABREC1\n"
 _HEAD = struct.Struct(">cII")
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # a length beyond this is corruption, not a frame
@@ -265,7 +270,7 @@ class Recorder:
         head: dict[str, Any] = {"t": self._t(), "host": host}
         if arrived_unix is not None:
             head["arrived_unix"] = arrived_unix
-        if self._put(FRAME, head, render_frame(frame)):
+        if self._put(FRAME, head, render_frame(frame, schemas=True)):
             self.frames += 1
 
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
@@ -410,9 +415,10 @@ class RecordingReader:
                               f"({_KIND_NAMES.get(kind, repr(kind))})")
                 index += 1
                 if rec.kind == HEADER:
-                    if rec.head.get("schema") != SCHEMA:
+                    if rec.head.get("schema") not in READ_SCHEMAS:
                         raise RecordError(
-                            f"{self.path}: schema {rec.head.get('schema')!r} is not {SCHEMA}"
+                            f"{self.path}: recording format {rec.head.get('schema')!r} is "
+                            f"not one this fabtop reads ({', '.join(READ_SCHEMAS)})"
                         )
                     self.header = rec.head
                     continue

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from collectors.frames import Frame, Section, render_frame
+from collectors.structured import StructuredEncoder
 from fabtop.sim import host_text
 from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.gpu import SimGpu
@@ -223,7 +224,11 @@ class SimHost:
         return [*names, "eno1"]
 
     def frame(
-        self, t: float, interval: float | None = None, only: Sequence[str] | None = None
+        self,
+        t: float,
+        interval: float | None = None,
+        only: Sequence[str] | None = None,
+        encoder: StructuredEncoder | None = None,
     ) -> str:
         """Wire text of this host's probe frame at simulation time ``t`` (see docs/PROBE.md).
 
@@ -231,6 +236,8 @@ class SimHost:
         ``interval_ms`` and ``ifaces=`` (focus mode): its frames carry only those netdevs'
         ``ethtool -S`` and no slow or GPU sections. Counters grow linearly inside a grid
         cell, so any ``t`` at or after the latest grid time reads exact values.
+        With an ``encoder`` (one per stream), counters go by position against schemas
+        sent once, as the fast probe sends them.
         """
         fab = self.fabric
         fab.at(t)
@@ -271,7 +278,8 @@ class SimHost:
             text = host_text.gpu_text(self, read_ns / 1e9)
             sections.append(Section("gpu_nvidia", None, read_ns, "ok", None, text))
         uptime = self.cfg.uptime_s + t
-        return render_frame(Frame(seq, clock_ns, uptime, clock_s, sections))
+        frame = Frame(seq, clock_ns, uptime, clock_s, sections)
+        return render_frame(encoder.encode(frame) if encoder is not None else frame)
 
     def metrics_text(self) -> str:
         """``/metrics`` of this host's inference server (empty when it runs none)."""

@@ -1,7 +1,8 @@
 """The demo transport: a simulated host (fabtop.sim) behind the same interface as ssh/local.
 
 Frames come from the simulation at the fabric's interval, stamped with the simulation
-clock, so everything downstream runs the live code path unchanged.
+clock, so everything downstream runs the live code path unchanged: structured, as the
+fast probe sends them (collectors/structured.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from urllib.parse import urlsplit
 
+from collectors.structured import StructuredEncoder
 from collectors.transport.base import HTTP_MAX_BODY, Transport
 from fabtop.sim.fabric import Fabric
 from fabtop.sim.host import SimHost
@@ -87,6 +89,7 @@ class DemoTransport(Transport):
         # The fast probe's PFC watchdog runs on the main stream (a focus stream's would
         # only repeat it).
         wd = SimWatchdog(self.host, iv) if not own and self.host.ports else None
+        enc = StructuredEncoder()  # counters by position, as the fast probe sends them
         while self._connected:
             tick = math.floor(self.clock.now() / iv + 1e-9) * iv
             nxt = max(last + iv, tick + iv)
@@ -111,9 +114,9 @@ class DemoTransport(Transport):
             if not self.host.answers(t):
                 continue  # silent: the connection stays open and nothing arrives
             if own:
-                yield self.host.frame(t, interval=iv, only=only).encode()
+                yield self.host.frame(t, interval=iv, only=only, encoder=enc).encode()
             else:
-                yield self.host.frame(t).encode()
+                yield self.host.frame(t, encoder=enc).encode()
             if wd is not None:
                 for ev in wd.read(t):
                     yield ev

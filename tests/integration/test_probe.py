@@ -194,6 +194,20 @@ def _lines(text: str) -> dict[str, str]:
     return out
 
 
+def _tree(frame: Frame, kind: str) -> dict[str, str]:
+    """``relpath -> value`` of a ``sysnet``/``sysib`` section with the counters the fast
+    probe sends by position (``<kind>_counters``) put back: what the probe read."""
+    sec = frame.find(kind)
+    assert sec is not None, kind
+    out = _lines(sec.text)
+    for c in frame.all(kind + "_counters"):
+        assert c.schema is not None
+        vals = c.text.split()
+        assert len(vals) == len(c.schema.names)
+        out.update({n: v for n, v in zip(c.schema.names, vals, strict=True) if v != "-"})
+    return out
+
+
 def _expected_sysfs(root: Path, kind: str) -> dict[str, str]:
     """The files docs/PROBE.md says a first (slow) frame carries, read straight from disk."""
     want: dict[str, str] = {}

@@ -29,6 +29,7 @@ class Tick:
     gap: dict[str, bool]
     saturated: dict[str, list[str]]
     warnings: list[str]
+    spans: dict[str, float | None] = field(default_factory=dict)  # link id -> rates' span
 
 
 @dataclass(slots=True)
@@ -72,6 +73,7 @@ class Watch:
                     {lid: lr.gap for lid, lr in links.items()},
                     {lid: list(ln.saturated) for lid, ln in hs.sample.links.items()},
                     list(hs.sample.warnings),
+                    {lid: lr.span_s for lid, lr in links.items()},
                 ))
             st = (hs.status, hs.error)
             if st != self._status[name]:
@@ -127,8 +129,10 @@ def steady_mean(ticks: list[Tick], link: str, key: str, t0: float, t1: float) ->
 def counted(ticks: list[Tick], link: str, key: str, after: Tick, upto: Tick) -> float:
     """What a shown per-second rate adds up to from frame ``after`` to frame ``upto``.
 
-    The sum of rate x dt over the frames after ``after`` up to ``upto`` inclusive: the
-    counter's change between those two frames as fabtop's own rates tell it. Every frame
+    The sum of rate x span over the frames after ``after`` up to ``upto`` inclusive (the
+    span the rate was made over: the link's two reads, which the fast probe stamps, not the
+    frames' interval): the counter's change between those two frames as fabtop's own rates
+    tell it. Every frame
     in between must carry the rate over its whole interval since the previous frame, or
     an interval would be lost from the sum (AssertionError).
     """
@@ -141,7 +145,8 @@ def counted(ticks: list[Tick], link: str, key: str, after: Tick, upto: Tick) -> 
             raise AssertionError(f"{t.host} {link}: no {key} at {t.clock_s:.2f}")
         if abs(t.clock_s - prev.clock_s - t.dt) > 1e-3:
             raise AssertionError(f"{t.host}: a frame is missing before {t.clock_s:.2f}")
-        total += v * t.dt
+        span = t.spans.get(link)
+        total += v * (span if span is not None else t.dt)
         prev = t
     return total
 

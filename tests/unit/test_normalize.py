@@ -18,6 +18,7 @@ from collectors.normalize import (
 )
 from collectors.parsers.ethtool import parse_ethtool_stats
 from collectors.parsers.sysfs import parse_sysib
+from collectors.vocabulary import Metric
 from tests.unit.test_parse_sysfs import sysfs_dump
 
 
@@ -250,3 +251,19 @@ def test_value_beyond_64_bits_is_absent_not_read_elsewhere() -> None:
     assert "ecn_marked" not in prio  # the roll-up overflows
     assert prio["ecn_marked_prio"] == {0: all_ones, 1: all_ones}
     assert prio["rx_pause"] == {3: 4}
+
+
+def test_the_source_choice_follows_the_names_present_tick_by_tick() -> None:
+    """Which source decides is worked out once per set of names: a new name set (PFC on,
+    a counter gone) gets its own choice, and values never leak from one tick to the next."""
+    base = {"rx_bytes_phy": 100, "tx_bytes_phy": 50, "rx_prio3_bytes": 7}
+    first = normalize_ethtool(base, "mlx5_core")
+    pfc = {**base, "rx_prio3_pause": 4, "rx_prio3_pause_duration": 9}
+    second = normalize_ethtool(pfc, "mlx5_core")
+    again = normalize_ethtool({**base, "rx_bytes_phy": 300}, "mlx5_core")
+    assert Metric.RX_PAUSE not in first
+    assert second[Metric.RX_PAUSE] == {3: 4}
+    assert again[Metric.RX_BYTES] == 300 and Metric.RX_PAUSE not in again
+    # beyond 64 bits: absent, and the plan holds no value over
+    huge = normalize_ethtool({**base, "rx_bytes_phy": 2**64 - 1, "rx_bytes": 5}, "mlx5_core")
+    assert huge[Metric.RX_BYTES] == 2**64 - 1

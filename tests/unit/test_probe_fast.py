@@ -14,6 +14,7 @@ import pytest
 from collectors import probe_fast as pf
 from collectors.frames import Frame, FrameDecoder
 from collectors.parsers.pfcwd import parse_pfcwd
+from collectors.structured import section_values
 from fabtop.config import HostConfig
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
@@ -280,5 +281,17 @@ def test_driver_names_cannot_start_a_frame_line_and_a_growing_count_is_read_agai
     assert names == [b"rx_bytes", b"evil?@@end 9", b"rx_prio3_pause", b"tx_prio3_pause",
                      b"rx_prio3_pause_duration"]  # fmt: skip
     assert vals == (1000, 1001, 1002, 1003, 1004)
-    text = b"\n".join(pf.stats_text(names, vals))
-    assert b"\n@@" not in text and text.count(b"\n") == 5
+    # Sent as the fast probe sends them: a schema of names, then values by position.
+    out = pf.Sections(1 << 20, 1 << 24)
+    probe = pf.Probe.__new__(pf.Probe)
+    probe.schemas, probe.nsid = {}, 0
+    pf.Probe.values(probe, out, "ethtool_S", "eth2", 7, names,
+                    [" ".join(map(str, vals)).encode()])
+    wire = b"\n".join([b"@@fabtop-frame 1 1 1.00 1.000", *out.out, b"@@end 1", b""])
+    dec = FrameDecoder()
+    (frame,) = dec.feed(wire)
+    assert dec.take_warnings() == []
+    (sec,) = frame.sections
+    assert sec.schema is not None
+    assert sec.schema.names == tuple(n.decode() for n in names)
+    assert section_values(sec)[0] == {n.decode(): v for n, v in zip(names, vals, strict=True)}

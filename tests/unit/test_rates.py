@@ -385,3 +385,21 @@ def test_failed_scrape_gives_none(vllm: InferenceSample) -> None:
     broken = InferenceSample(url=URL, error="connection refused")
     r = eng.update(frame(2, 101.0, 11.0, inference=[broken]))
     assert all(v is None for v in r.inference[URL].values())
+
+
+def test_raw_rates_are_made_when_asked_and_match_the_counters(mlx5: dict[str, int]) -> None:
+    """Hundreds of raw counters per port: rated on demand (the link detail), not per tick."""
+    eng = RateEngine()
+    eng.update(frame(1, 1_700_000_000.0, 50.00, [eth_link(mlx5)]))
+    nxt = bump(mlx5, rx_bytes_phy=2_000_000_000, tx_packets_phy=10)
+    nxt["rx_packets"] = mlx5["rx_packets"] - 1  # a raw counter that went backwards
+    lr = eng.update(frame(2, 1_700_000_002.0, 52.00, [eth_link(nxt)])).links["eth2"]
+    assert lr.raw is None  # nothing made yet
+    assert lr.rates["rx_bytes_per_s"] == 1e9  # the normalized ones are there at once
+    assert lr.span_s == 2.0
+    assert lr.raw_rates["ethtool"]["rx_bytes_phy"] == 1e9
+    assert lr.raw_rates["ethtool"]["tx_packets_phy"] == 5.0
+    assert "rx_packets" not in lr.raw_rates["ethtool"]
+    assert "rx_packets" in lr.reset
+    assert len(lr.raw_rates["ethtool"]) == len(nxt) - 1
+    assert lr.raw_inputs is None  # the two readings are let go once made

@@ -46,7 +46,7 @@ def test_round_trip_keeps_wire_text_config_and_order(tmp_path: Path) -> None:
     reader = RecordingReader(path)
     recs = list(reader.records())
     assert reader.clean_end and reader.torn is None
-    assert reader.header["schema"] == "fabtop.rec/1"
+    assert reader.header["schema"] == "fabtop.rec/2"
     cfg = reader.config()
     assert [h.name for h in cfg.hosts] == ["n1", "n2"] and cfg.interval == 0.5
     assert cfg.thresholds == {"detect_s": 3.0}

@@ -99,7 +99,7 @@ def _hostile_state() -> FabricState:
     rates = HostRates(
         host="n1", interval_s=1.0, clock_stepped=False,
         links={"eth0": LinkRates(rates={"rx_bytes_per_s": nan, "rx_pause_per_s": {3: inf},
-                                        "rx_bps": 8.0}, raw_rates={})},
+                                        "rx_bps": 8.0}, raw={})},
         inference={"http://127.0.0.1:8000/metrics": {"generated_tokens_per_s": nan}},
     )
     state = FabricState([HostConfig(name="n1")])
