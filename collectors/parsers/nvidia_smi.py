@@ -123,29 +123,52 @@ class NvidiaQueryResult:
     timestamp: str | None = None  # nvidia-smi's own "YYYY/MM/DD HH:MM:SS.msec", when asked
 
 
+# Cells repeat from one line to the next (names, totals, limits, clocks, temperatures):
+# short ones are read once. Bounded: cleared when full, never holding a long cell.
+_CELL_CACHE_MAX = 8192
+_CELL_MAX = 64
+_CLEAN_CACHE: dict[str, str | None] = {}
+_NUM_CACHE: dict[str, float | None] = {}
+_MISS = object()
+
+
 def _clean(raw: str | None) -> str | None:
     """A cell or element text, cleaned of control characters; None when it says 'no value'."""
     if raw is None:
         return None
-    v = clean(raw).strip()
-    if v.lower() in _MISSING or v.startswith("[") or v.lower().startswith("n/a"):
-        return None
+    hit = _CLEAN_CACHE.get(raw, _MISS)
+    if hit is not _MISS:
+        return hit  # type: ignore[return-value]
+    v: str | None = clean(raw).strip()
+    if v is not None and (
+        v.lower() in _MISSING or v.startswith("[") or v.lower().startswith("n/a")
+    ):
+        v = None
+    if len(raw) <= _CELL_MAX:
+        if len(_CLEAN_CACHE) >= _CELL_CACHE_MAX:
+            _CLEAN_CACHE.clear()
+        _CLEAN_CACHE[raw] = v
     return v
 
 
 def _num(raw: str | None) -> float | None:
     if raw is None:
         return None
+    hit = _NUM_CACHE.get(raw, _MISS)
+    if hit is not _MISS:
+        return hit  # type: ignore[return-value]
     # Nearly every cell is a plain number: the pattern admits digits, a unit and
     # whitespace only, so what it takes needs no cleaning (and is never a "no value").
     m = _NUM_UNIT.match(raw)
-    if m is not None:
-        return parse_float(m.group(1))
-    v = _clean(raw)
-    if v is None:
-        return None
-    m = _NUM_UNIT.match(v)
-    return parse_float(m.group(1)) if m else None  # None for nan, inf and 400-digit text
+    if m is None:
+        v = _clean(raw)
+        m = _NUM_UNIT.match(v) if v is not None else None
+    num = parse_float(m.group(1)) if m else None  # None for nan, inf and 400-digit text
+    if len(raw) <= _CELL_MAX:
+        if len(_NUM_CACHE) >= _CELL_CACHE_MAX:
+            _NUM_CACHE.clear()
+        _NUM_CACHE[raw] = num
+    return num
 
 
 def _int(raw: str | None) -> int | None:
