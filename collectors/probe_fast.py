@@ -33,6 +33,7 @@ FIELDS_RE = re.compile(r"[A-Za-z0-9_.]+(,[A-Za-z0-9_.]+)*\Z")
 CLEAN_RE = re.compile(r"[^A-Za-z0-9_.:@/ =,()-]")
 CTRL_RE = re.compile(rb"[\x00-\x1f\x7f]")
 VALUE_MAX = 2048  # as the sh readers: a longer sysfs value is left out
+PLAIN_ROW = re.compile(rb"(?:[0-9]{1,20}|-)(?: (?:[0-9]{1,20}|-))*")
 FRAME_HARD_MAX = 16711680
 WARN_MAX = 200
 
@@ -238,6 +239,20 @@ class Scan(object):
         self.cpu = []  # type: List[Tuple[str, str]]
         self.dirs = {}  # type: Dict[str, Tuple[int, int]]  # tree dirs -> (mtime_ns, inode)
         self.speed = {}  # type: Dict[str, Entry]  # netdev -> its speed file
+        # Per kind, built once per scan: the per-tick text lines, the counters sent by
+        # position (and their names), the slow-tick lines.
+        self.tick = {}  # type: Dict[str, List[Entry]]
+        self.ctr = {}  # type: Dict[str, List[Entry]]
+        self.ctr_names = {}  # type: Dict[str, List[bytes]]
+        self.slow = {}  # type: Dict[str, List[Entry]]
+
+    def index(self) -> None:
+        for kind in ("sysnet", "sysib"):
+            mine = [e for e in self.entries if e.kind == kind]
+            self.tick[kind] = [e for e in mine if e.code == "n" or (e.code == "N" and not e.ctr)]
+            self.ctr[kind] = [e for e in mine if e.code == "N" and e.ctr]
+            self.ctr_names[kind] = [e.pre[:-1] for e in self.ctr[kind]]
+            self.slow[kind] = [e for e in mine if e.code in ("s", "S")]
 
     def one(self, code: str, kind: str, rel: str, path: str) -> None:
         if regular(path):
@@ -919,6 +934,7 @@ class Probe(object):
                 d = os.path.dirname(e.path)
                 if d not in s.dirs:
                     s.dirs[d] = self._mtime(d)
+        s.index()
         self.scan = s
 
     @staticmethod
@@ -1088,32 +1104,36 @@ class Probe(object):
         rns = times.get("sys", clock_ns)
         for kind in ("sysnet", "sysib"):
             lines = []  # type: List[bytes]
-            names = []  # type: List[bytes]
-            nums = []  # type: List[bytes]
-            for e in s.entries:
-                if e.kind != kind:
-                    continue
+            for e in s.tick[kind]:
                 if e.code == "N":
                     v = vals.get(e.rel)
-                    if e.ctr:
-                        names.append(e.pre[:-1])
-                        if v is not None and v.isdigit() and len(v) <= 20:
-                            nums.append(v)
-                            continue
-                        nums.append(b"-")  # not read, or not a number: its text says which
                     if v is not None:
                         lines.append(e.pre + v)
-                elif e.code == "n":
+                else:
                     lines.append(e.pre + b"-")
+            ctr = s.ctr[kind]
+            rows = []  # type: List[bytes]
+            if ctr:
+                nums = [vals.get(e.rel, b"-") for e in ctr]
+                row = b" ".join(nums)
+                if (len(nums) > ROW or PLAIN_ROW.fullmatch(row) is None
+                        or row.count(b" ") != len(nums) - 1):
+                    # Rare: a value that is no number (N/A, garbage) goes as "-", and its
+                    # line goes in the text, where the parser says what it held.
+                    for i, e in enumerate(ctr):
+                        v = nums[i]
+                        if v != b"-" and not (v.isdigit() and len(v) <= 20):
+                            nums[i] = b"-"
+                            lines.append(e.pre + v)
+                    rows = [b" ".join(nums[i:i + ROW]) for i in range(0, len(nums), ROW)]
+                else:
+                    rows = [row]
             out.add(kind, "-", rns, "ok", "", lines)
-            if names:
-                self.values(out, kind + "_counters", "-", rns, names, [
-                    b" ".join(nums[i:i + ROW]) for i in range(0, len(nums), ROW)])
+            if ctr:
+                self.values(out, kind + "_counters", "-", rns, s.ctr_names[kind], rows)
             if slow:
                 lines = []
-                for e in s.entries:
-                    if e.kind != kind:
-                        continue
+                for e in s.slow[kind]:
                     if e.code == "s":
                         lines.append(e.rel.encode() + b" -")
                     elif e.code == "S" and e.rel in vals:
@@ -1196,9 +1216,9 @@ class Probe(object):
         (``rows`` of at most ROW values each: a line stays far below every line cap)."""
         key = (kind, subj)
         got = self.schemas.get(key)
-        if got is None or got[1] != names:
+        if got is None or (got[1] is not names and got[1] != names):
             self.nsid += 1
-            got = (self.nsid, list(names))
+            got = (self.nsid, names)
             if out.add("schema", str(self.nsid), 0, "ok", "for=" + kind, names):
                 self.schemas[key] = got
             else:

@@ -295,3 +295,31 @@ def test_driver_names_cannot_start_a_frame_line_and_a_growing_count_is_read_agai
     assert sec.schema is not None
     assert sec.schema.names == tuple(n.decode() for n in names)
     assert section_values(sec)[0] == {n.decode(): v for n, v in zip(names, vals, strict=True)}
+
+
+def test_a_counter_file_that_holds_no_number_costs_that_counter(tmp_path: Path) -> None:
+    """Counters go by position; one that holds garbage goes as "-" with its line in the
+    text, where the parser says what it held. The other counters of the host stay."""
+    from collectors.assemble import assemble
+
+    net = tmp_path / "sys" / "class" / "net" / "eth0"
+    (net / "statistics").mkdir(parents=True)
+    for name, value in (("rx_bytes", "100"), ("tx_bytes", "12 34"), ("rx_packets", "7"),
+                        ("tx_packets", "N/A (no PMA)"), ("rx_errors", "\x1b]0;owned\x07")):
+        (net / "statistics" / name).write_text(value + "\n")
+    (net / "mtu").write_text("9000\n")
+    (net / "operstate").write_text("up\n")
+    probe = pf.Probe(pf.Args([f"sysfs={tmp_path / 'sys'}", "gpu=off", "interval_ms=250"]))
+    dec = FrameDecoder()
+    samples = [assemble("n1", f) for f in dec.feed(probe.tick(True) + probe.tick(False))]
+    assert dec.take_warnings() == []
+    for sample in samples:
+        stats = sample.links["eth0"].counters["netdev"]
+        assert stats == {"rx_bytes": 100, "rx_packets": 7}
+        assert sample.links["eth0"].mtu == 9000
+        said = "\n".join(sample.warnings)
+        assert "tx_bytes: bad value '12 34'" in said and "tx_packets: bad value" in said
+        assert "\x1b" not in said and "owned" not in said
+    sec = next(s for s in dec.feed(probe.tick(False)) for s in s.sections
+               if s.kind == "sysnet_counters")
+    assert sec.schema is not None and sec.text.split().count("-") == 3
