@@ -314,6 +314,16 @@ def normalize_netdev(
     return apply_map(NETDEV_MAP, merged)
 
 
+# The mlx5 names that exist only for a PFC-enabled priority, per priority (built once).
+_PFC_NAMES: tuple[tuple[str, ...], ...] = tuple(
+    tuple(n.format(p=p) for n in ("rx_prio{p}_pause", "tx_prio{p}_pause",
+                                  "rx_prio{p}_pause_duration", "tx_prio{p}_pause_duration",
+                                  "rx_prio{p}_pause_transition"))
+    for p in PRIORITIES
+)  # fmt: skip
+_PRIO_BYTES: tuple[str, ...] = tuple(f"rx_prio{p}_bytes" for p in PRIORITIES)
+
+
 def pfc_priorities_from_names(counters: Mapping[str, int]) -> tuple[int, ...] | None:
     """PFC-enabled priorities as told by which mlx5 per-priority pause names exist.
 
@@ -321,17 +331,10 @@ def pfc_priorities_from_names(counters: Mapping[str, int]) -> tuple[int, ...] | 
     while ``rx_prio{p}_bytes`` exists for all eight: with the latter present and no pause
     names, no priority is lossless. Without either, nothing can be said (None).
     """
-    names = (
-        "rx_prio{p}_pause",
-        "tx_prio{p}_pause",
-        "rx_prio{p}_pause_duration",
-        "tx_prio{p}_pause_duration",
-        "rx_prio{p}_pause_transition",
-    )
-    enabled = tuple(p for p in PRIORITIES if any(n.format(p=p) in counters for n in names))
+    enabled = tuple(p for p in PRIORITIES if any(n in counters for n in _PFC_NAMES[p]))
     if enabled:
         return enabled
-    if any(f"rx_prio{p}_bytes" in counters for p in PRIORITIES):
+    if any(n in counters for n in _PRIO_BYTES):
         return ()
     return None
 
