@@ -181,7 +181,10 @@ class Sections(object):
             kept.append(ln)
             sb += n
         if trunc:
-            det = trunc + ("" if st == "ok" else "; " + st + (" " + det if det else ""))
+            if st == "ok":  # a values section keeps its schema=N: the collector says the cut
+                det = trunc + ("; " + det if det.startswith("schema=") else "")
+            else:
+                det = trunc + "; " + st + (" " + det if det else "")
             st = "truncated"
         head = "@@section %s %s %s %s%s" % (kind, subj, rns if rns else "-", st,
                                             " " + det if det else "")

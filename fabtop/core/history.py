@@ -85,7 +85,7 @@ def keeps_max(key: SeriesKey) -> bool:
 class History:
     """All series of all hosts, keyed by tuples such as ``("gpu1", "eth2", "rx_bps")``."""
 
-    __slots__ = ("_keep_max", "_pruned", "_seen", "_series", "_typecode", "tiers")
+    __slots__ = ("_keep_max", "_keys", "_pruned", "_seen", "_series", "_typecode", "tiers")
 
     def __init__(
         self,
@@ -102,6 +102,8 @@ class History:
         self._series: dict[SeriesKey, Series] = {}
         self._seen: dict[tuple[str, str], float] = {}  # (host, link/gpu/url) -> last time
         self._pruned: dict[str, float] = {}
+        # (host, link) -> the series keys of its rates, built once, not per tick
+        self._keys: dict[tuple[str, str], _LinkKeys] = {}
 
     def series(self, key: SeriesKey) -> Series:
         """The series for ``key``, created on first use."""
@@ -178,19 +180,26 @@ class History:
             del self._series[key]
         for subj in gone:
             del self._seen[(host, subj)]
+            self._keys.pop((host, subj), None)
 
     def _record_link_rates(
         self, host: str, lid: str, t: float, r: dict[str, RateValue], gap: bool
     ) -> None:
+        keys = self._keys.get((host, lid))
+        if keys is None:
+            keys = self._keys[(host, lid)] = _link_keys(host, lid)
         put = self._put
-        for name in _LINK_RATES:
-            rv = None if gap else r.get(name)
+        if gap:
+            r = {}
+        for name, key in keys[0]:
+            rv = r.get(name)
             if isinstance(rv, dict):  # ecn_marked may be per priority (rx_prio{p}_marked)
-                put((host, lid, name), t, sum(rv.values()) if rv else None)
+                put(key, t, sum(rv.values()) if rv else None)
             else:
-                put((host, lid, name), t, rv)
-        for name, is_ratio in _LINK_PRIO_RATES:
-            v = None if gap else r.get(name)
+                put(key, t, rv)
+        series = self._series
+        for name, is_ratio, total_key, prio_keys in keys[1]:
+            v = r.get(name)
             per = v if isinstance(v, dict) else {}
             total: float | None
             if isinstance(v, float):
@@ -199,9 +208,28 @@ class History:
                 total = max(per.values()) if is_ratio else sum(per.values())
             else:
                 total = None
-            put((host, lid, name, ""), t, total)
-            for p, pkey in enumerate(_PRIO_KEYS):
-                put((host, lid, name, pkey), t, per.get(p))
+            put(total_key, t, total)
+            for p, pkey in enumerate(prio_keys):
+                pv = per.get(p)
+                if pv is not None:
+                    put(pkey, t, pv)
+                elif (s := series.get(pkey)) is not None:
+                    s.append(t, None)  # a priority that had values: its hole is recorded
+
+
+_LinkKeys = tuple[
+    tuple[tuple[str, SeriesKey], ...],
+    tuple[tuple[str, bool, SeriesKey, tuple[SeriesKey, ...]], ...],
+]
+
+
+def _link_keys(host: str, lid: str) -> _LinkKeys:
+    return (
+        tuple((name, (host, lid, name)) for name in _LINK_RATES),
+        tuple((name, is_ratio, (host, lid, name, ""),
+               tuple((host, lid, name, pk) for pk in _PRIO_KEYS))
+              for name, is_ratio in _LINK_PRIO_RATES),
+    )  # fmt: skip
 
 
 # The series History.record creates for one mlx5 RoCE port with one lossless priority

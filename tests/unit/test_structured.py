@@ -206,3 +206,22 @@ def test_structured_section_rendered_with_schemas_decodes_alone() -> None:
     assert [s.kind for s in again.sections] == [s.kind for s in frames[2].sections]
     assert all(isinstance(s, Section) for s in again.sections)
     _same(assemble("n1", again), assemble("n1", frames[2]))
+
+
+def test_a_values_section_cut_by_a_cap_is_said_and_costs_that_section() -> None:
+    from collectors import probe_fast as pf
+
+    out = pf.Sections(4096, 1 << 20)
+    probe = pf.Probe.__new__(pf.Probe)
+    probe.schemas, probe.nsid = {}, 0
+    names = [b"c%d" % i for i in range(400)]
+    row = " ".join(str(10**15 + i) for i in range(400)).encode()  # 6.8 kB: over the cap
+    pf.Probe.values(probe, out, "ethtool_S", "eth0", 5, names, [row])
+    wire = b"\n".join([b"@@fabtop-frame 1 1 1.00 1.000", *out.out,
+                       b"@@section sysnet - 1 ok", b"eth0/mtu 9000", b"@@end 1", b""])
+    (frame,) = FrameDecoder().feed(wire)
+    sample = assemble("n1", frame)
+    sec = next(s for s in sample.sections if s.kind == "ethtool_S")
+    assert sec.status == "truncated" and "section cap 4096 bytes" in (sec.detail or "")
+    assert "ethtool" not in sample.links["eth0"].counters
+    assert any("no values for 400 names" in w for w in sample.warnings), sample.warnings
