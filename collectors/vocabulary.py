@@ -34,12 +34,14 @@ class Metric(StrEnum):
     per_priority: bool
     category: str
     help: str
+    per_s: str  # the name of this counter's per-second rate (what the rate engine writes)
 
     def __new__(
         cls, name: str, unit: str, per_priority: bool, category: str, help_: str
     ) -> Metric:
         obj = str.__new__(cls, name)
         obj._value_ = name
+        obj.per_s = f"{name}_per_s"  # an attribute, not a property: rules read it per link
         obj.unit = unit
         obj.per_priority = per_priority
         obj.category = category
@@ -110,11 +112,6 @@ class Metric(StrEnum):
     TX_BYTES_PRIO = ("tx_bytes_prio", BYTES, True, "traffic", "Bytes sent, per priority")
     RX_PACKETS = ("rx_packets", PACKETS, False, "traffic", "Packets received")
     TX_PACKETS = ("tx_packets", PACKETS, False, "traffic", "Packets sent")
-
-    @property
-    def per_s(self) -> str:
-        """The name of this counter's per-second rate (what the rate engine writes)."""
-        return f"{self.value}_per_s"
 
 
 class Derived(StrEnum):
