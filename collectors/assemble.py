@@ -162,6 +162,11 @@ def _guard(
 
 _MEMO: dict[tuple[Callable[[str], object], str], object] = {}
 _MEMO_MAX = 1024
+# The memo's keys are remote text: bounded in bytes too, not only in entries (1024 texts
+# at a section's 8 MiB cap would be 8 GiB). A text beyond _MEMO_TEXT_MAX is parsed, not kept.
+_MEMO_BYTES_MAX = 32 * 1024 * 1024
+_MEMO_TEXT_MAX = 1024 * 1024
+_memo_bytes = 0
 
 
 def _memo(parse: Callable[[str], _T], text: str) -> _T:
@@ -169,12 +174,17 @@ def _memo(parse: Callable[[str], _T], text: str) -> _T:
 
     Callers treat the result as read-only (parsers are pure, so sharing is safe).
     """
+    global _memo_bytes
+    if len(text) > _MEMO_TEXT_MAX:
+        return parse(text)
     key = (parse, text)
     hit = _MEMO.get(key)
     if hit is None:
-        if len(_MEMO) >= _MEMO_MAX:
+        if len(_MEMO) >= _MEMO_MAX or _memo_bytes + len(text) > _MEMO_BYTES_MAX:
             _MEMO.clear()
+            _memo_bytes = 0
         hit = _MEMO[key] = parse(text)
+        _memo_bytes += len(text)
     return hit  # type: ignore[return-value]
 
 

@@ -54,6 +54,9 @@ SCHEMA_KIND = "schema"
 MAX_SCHEMAS = 4096  # per stream: a schema per netdev's ethtool -S, a few more per host
 MAX_SCHEMA_NAMES = 200_000  # the fast probe's own cap on one netdev's ethtool names
 MAX_NAME_CHARS = 256
+# All names of one stream's schemas together: 4096 schemas of 200,000 names each would be
+# 200 GB; a real host needs a few MB (259 netdevs x 300 names x 30 characters is 2.3 MB).
+MAX_SCHEMA_CHARS = 64 * 1024 * 1024
 
 
 @dataclass(slots=True, eq=False)
@@ -68,6 +71,7 @@ class Schema:
     kind: str
     names: tuple[str, ...]
     plans: dict[str, Any] = field(default_factory=dict)
+    chars: int = 0  # what its names take of the stream's MAX_SCHEMA_CHARS
 
 
 @dataclass(slots=True)
@@ -151,6 +155,7 @@ class FrameDecoder:
         self._skipping_long_line = False
         self.warnings: list[str] = []
         self.schemas: dict[int, Schema] = {}
+        self._schema_chars = 0
 
     def feed(self, data: bytes) -> list[Frame]:
         """Consume bytes; return every frame that ended in them."""
@@ -235,8 +240,17 @@ class FrameDecoder:
             self._warn(f"more than {MAX_SCHEMAS} schemas on one stream: schema {sid} refused")
             return
         # Cleaned once here, for every tick that uses them.
-        self.schemas[sid] = Schema(sid, clean(kind, 64),
-                                   tuple(clean(n.strip(), MAX_NAME_CHARS) for n in names))
+        cleaned = tuple(clean(n.strip(), MAX_NAME_CHARS) for n in names)
+        size = sum(map(len, cleaned)) + len(cleaned)
+        old = self.schemas.pop(sid, None)
+        if old is not None:
+            self._schema_chars -= old.chars
+        if self._schema_chars + size > MAX_SCHEMA_CHARS:
+            self._warn(f"schemas of one stream over {MAX_SCHEMA_CHARS} characters: "
+                       f"schema {sid} of {kind} refused (its values will not decode)")
+            return
+        self._schema_chars += size
+        self.schemas[sid] = Schema(sid, clean(kind, 64), cleaned, chars=size)
 
     def _bind(self, section: Section, detail: str) -> None:
         token = next((t for t in detail.split() if t.startswith("schema=")), "")

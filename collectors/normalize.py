@@ -224,12 +224,16 @@ def apply_map(
     choice is made once per set of names (a tick of the same driver has the same names)
     and only the sums are made each tick.
     """
-    key = (id(table), driver, tuple(counters))
-    plan = _PLANS.get(key)
-    if plan is None:
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.clear()
-        plan = _PLANS[key] = _plan(table, counters, driver)
+    if len(counters) > _PLAN_NAMES_MAX:
+        plan = _plan(table, counters, driver)  # a key this long is not kept (memory)
+    else:
+        key = (id(table), driver, tuple(counters))
+        hit = _PLANS.get(key)
+        if hit is None:
+            if len(_PLANS) >= _PLANS_MAX:
+                _PLANS.clear()
+            hit = _PLANS[key] = _plan(table, counters, driver)
+        plan = hit
     out: dict[str, MetricValue] = {}
     for metric, names, scale, prios, rollup in plan:
         if prios is None:
@@ -258,7 +262,10 @@ def apply_map(
 # (metric, present names, scale, per priority (priority, present names) or None, rollup)
 _Step = tuple[Metric, tuple[str, ...], int, tuple[tuple[int, tuple[str, ...]], ...] | None, bool]
 _PLANS: dict[tuple[int, str | None, tuple[str, ...]], tuple[_Step, ...]] = {}
-_PLANS_MAX = 4096  # distinct name sets (drivers x firmware x PFC settings); a bound, not a need
+# Distinct name sets (drivers x firmware x PFC settings), each key at most _PLAN_NAMES_MAX
+# names: at most 256 x 20,000 references kept, whatever a host sends.
+_PLANS_MAX = 256
+_PLAN_NAMES_MAX = 20_000
 
 
 def _plan(

@@ -8,7 +8,6 @@ XML element names from the ``nvidia_smi_q_x_*.xml`` captures (schemas v10-v13).
 from __future__ import annotations
 
 import csv
-import functools
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -177,8 +176,22 @@ def _int(raw: str | None) -> int | None:
     return int(f) if f is not None and abs(f) < 2**32 else None
 
 
-@functools.lru_cache(maxsize=1024)
+_CANONICAL: dict[str, str] = {}
+
+
 def _canonical(name: str) -> str:
+    """``name`` as this parser spells it (cached: a line's header repeats every tick)."""
+    hit = _CANONICAL.get(name)
+    if hit is None:
+        hit = _canonical_of(name)
+        if len(name) <= _CELL_MAX:
+            if len(_CANONICAL) >= _CELL_CACHE_MAX:
+                _CANONICAL.clear()
+            _CANONICAL[name] = hit
+    return hit
+
+
+def _canonical_of(name: str) -> str:
     n = _UNIT_SUFFIX.sub("", name.strip())
     n = _ALIASES.get(n, n)
     for prefix in ("clocks_event_reasons.", "clocks_throttle_reasons."):

@@ -259,3 +259,20 @@ def test_warnings_of_one_frame_are_bounded() -> None:
     sample = assemble("h", _frame(*sections))
     assert len(sample.warnings) == 201
     assert sample.warnings[-1] == "h: further warnings of this frame suppressed"
+
+
+def test_the_parse_memo_is_bounded_in_bytes_whatever_a_host_sends() -> None:
+    """The sysfs text is memoized (it repeats once counters go by position); a host whose
+    text changes every tick, at the section cap, must not grow the collector's memory."""
+    from collectors import assemble as asm
+
+    for i in range(40):
+        alias = "x" * 1900
+        body = "\n".join(f"eth{i}_{k}/ifalias {alias}" for k in range(500))  # ~0.97 MB
+        text = (f"@@fabtop-frame {i + 1} 1 1.00 1.000\n@@section sysnet - 1 ok\n{body}\n"
+                f"@@end {i + 1}\n")
+        (frame,) = FrameDecoder().feed(text.encode())
+        sample = assemble("n1", frame)
+        assert len(sample.links) == 500
+        assert asm._memo_bytes <= asm._MEMO_BYTES_MAX
+        assert sum(len(k[1]) for k in asm._MEMO) <= asm._MEMO_BYTES_MAX

@@ -225,3 +225,24 @@ def test_a_values_section_cut_by_a_cap_is_said_and_costs_that_section() -> None:
     assert sec.status == "truncated" and "section cap 4096 bytes" in (sec.detail or "")
     assert "ethtool" not in sample.links["eth0"].counters
     assert any("no values for 400 names" in w for w in sample.warnings), sample.warnings
+
+
+def test_the_schemas_of_one_stream_are_bounded_in_bytes() -> None:
+    """A host that keeps defining large schemas cannot make the collector hold gigabytes."""
+    from collectors import frames as fr
+
+    names = "\n".join("n" * 200 + str(i) for i in range(20_000))  # ~4 MB per schema
+    dec = FrameDecoder()
+    for sid in range(40):
+        dec.feed((HEAD.format(seq=sid + 1, ns=1)
+                  + f"@@section schema {sid} - ok for=ethtool_S\n{names}\n"
+                  + f"@@end {sid + 1}\n").encode())
+    held = sum(len(n) for s in dec.schemas.values() for n in s.names)
+    assert held <= fr.MAX_SCHEMA_CHARS
+    assert any("refused" in w for w in dec.take_warnings())
+    # Redefining an id frees what it held: a probe that resends never runs out.
+    dec2 = FrameDecoder()
+    for seq in range(40):
+        dec2.feed((HEAD.format(seq=seq + 1, ns=1) + f"@@section schema 1 - ok for=ethtool_S\n"
+                   f"{names}\n@@end {seq + 1}\n").encode())
+    assert dec2.take_warnings() == [] and len(dec2.schemas) == 1
