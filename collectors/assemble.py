@@ -18,7 +18,7 @@ import copy
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from collectors.frames import Frame, Section
+from collectors.frames import UNKNOWN_SCHEMA, Frame, Section
 from collectors.gpu_sections import gpus_from_frame
 from collectors.guard import Guard
 from collectors.normalize import (
@@ -273,17 +273,29 @@ def _counter_sections(frame: Frame, kind: str, warn: _Warner) -> list[_Placed]:
     out: list[_Placed] = []
     for sec in frame.all(COUNTER_KINDS[kind]):
         if sec.schema is None:
+            if sec.status != "ok":
+                detail = f" ({sec.detail})" if sec.detail else ""
+                warn.add(sec.kind, None, [f"{sec.status}{detail}"])
             continue
-        plan: tuple[tuple[CounterRun, ...], list[str]] | None = sec.schema.plans.get("runs")
-        if plan is None:
-            plan = sec.schema.plans["runs"] = counter_runs(sec.kind, sec.schema.names)
-        runs, plan_warnings = plan
-        warn.add(sec.kind, None, plan_warnings)
-        vals, warnings = decode_values(sec.text, sec.schema.names)
-        warn.add(sec.kind, None, warnings)
-        if vals is not None:
-            out.append((sec, runs, vals))
+        placed = _guard(warn, sec.kind, None, None, _placed, sec, warn)
+        if placed is not None:
+            out.append(placed)
     return out
+
+
+def _placed(sec: Section, warn: _Warner) -> _Placed | None:
+    assert sec.schema is not None
+    plan: tuple[tuple[CounterRun, ...], list[str]] | None = sec.schema.plans.get("runs")
+    if plan is None:
+        plan = sec.schema.plans["runs"] = counter_runs(sec.kind, sec.schema.names)
+    runs, plan_warnings = plan
+    warn.add(sec.kind, None, plan_warnings)
+    if sec.status != "ok":
+        detail = f" ({sec.detail})" if sec.detail else ""
+        warn.add(sec.kind, None, [f"{sec.status}{detail}"])
+    vals, warnings = decode_values(sec.text, sec.schema.names)
+    warn.add(sec.kind, None, warnings)
+    return (sec, runs, vals) if vals is not None else None
 
 
 def _slow_hw_names(frame: Frame) -> dict[tuple[str, int], frozenset[str]]:
@@ -324,7 +336,10 @@ def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
             continue
         # A timed-out or truncated dump is partial but real (parsed, and said); an error
         # exit printed a message instead of counters (said, not parsed).
-        if s.status == "error" and (not s.text.strip() or "no stats available" in s.text):
+        unplaced = (s.detail or "").startswith(UNKNOWN_SCHEMA)
+        if s.status == "error" and not unplaced and (
+            not s.text.strip() or "no stats available" in s.text
+        ):
             continue  # a driver without ethtool stats (thunderbolt-net, veth): nothing to say
         if s.status != "ok":
             _tool_output(frame, s.kind, s.subject, warn)
@@ -332,9 +347,10 @@ def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
             names: tuple[str, ...] | None = s.schema.plans.get("ethtool")
             if names is None:
                 names = s.schema.plans["ethtool"] = stat_names(s.schema.names)
-            counters, warnings = section_values(s, names)
-            warn.add(s.kind, s.subject, warnings)
-            out[s.subject] = counters
+            got = _guard(warn, s.kind, s.subject, None, section_values, s, names)
+            if got is not None:
+                warn.add(s.kind, s.subject, got[1])
+                out[s.subject] = got[0]
         elif s.status in _PARTIAL_BUT_REAL:
             stats = _guard(warn, s.kind, s.subject, None, parse_ethtool_stats, s.text)
             if stats is not None:

@@ -54,6 +54,7 @@ SCHEMA_KIND = "schema"
 MAX_SCHEMAS = 4096  # per stream: a schema per netdev's ethtool -S, a few more per host
 MAX_SCHEMA_NAMES = 200_000  # the fast probe's own cap on one netdev's ethtool names
 MAX_NAME_CHARS = 256
+UNKNOWN_SCHEMA = "values for schema"  # how the detail of such a section starts
 # All names of one stream's schemas together: 4096 schemas of 200,000 names each would be
 # 200 GB; a real host needs a few MB (259 netdevs x 300 names x 30 characters is 2.3 MB).
 MAX_SCHEMA_CHARS = 64 * 1024 * 1024
@@ -258,7 +259,7 @@ class FrameDecoder:
         schema = self.schemas.get(sid) if sid is not None else None
         if schema is None or schema.kind != section.kind:
             section.status = "error"
-            section.detail = f"values for schema {token[7:][:20]!r}, which this stream " \
+            section.detail = f"{UNKNOWN_SCHEMA} {token[7:][:20]!r}, which this stream " \
                 "did not define"
             section.text = ""
             return

@@ -118,6 +118,10 @@ def test_values_for_a_schema_never_sent_are_an_error_not_text() -> None:
     sec = next(s for s in sample.sections if s.kind == "ethtool_S")
     assert sec.status == "error" and "did not define" in (sec.detail or "")
     assert "ethtool" not in sample.links["eth0"].counters
+    assert any("ethtool_S eth0: error (values for schema '99'" in w for w in sample.warnings)
+    counters = wire.replace("ethtool_S eth0", "sysnet_counters -")
+    sample, _ = _one(counters)
+    assert any("sysnet_counters: error (values for schema" in w for w in sample.warnings)
 
 
 def test_a_schema_for_another_kind_is_not_used() -> None:
