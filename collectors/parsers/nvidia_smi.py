@@ -218,7 +218,15 @@ def _looks_like_header(cells: list[str]) -> bool:
     )
 
 
-def _sample_from_row(row: dict[str, str], position: int, warnings: list[str]) -> GpuSample:
+def _reason_keys(names: list[str]) -> tuple[str, ...]:
+    """The per-reason ``Active``/``Not Active`` columns of a header."""
+    return tuple(k for k in names if k.startswith("reasons.")
+                 and k not in ("reasons.active", "reasons.supported"))  # fmt: skip
+
+
+def _sample_from_row(
+    row: dict[str, str], position: int, warnings: list[str], reason_keys: tuple[str, ...]
+) -> GpuSample:
     index = _int(row.get("index"))
     gpu = GpuSample(index=index if index is not None else position)
     gpu.name = _clean(row.get("name"))
@@ -249,12 +257,8 @@ def _sample_from_row(row: dict[str, str], position: int, warnings: list[str]) ->
             warnings.append(f"GPU {gpu.index}: bad clock-event bitmask {mask[:40]!r}")
         else:
             active |= reasons_from_mask(bits)
-    for key, value in row.items():
-        if (
-            key.startswith("reasons.")
-            and key not in ("reasons.active", "reasons.supported")
-            and (_clean(value) or "").lower() == "active"
-        ):
+    for key in reason_keys:
+        if (_clean(row[key]) or "").lower() == "active":
             name = key[len("reasons.") :]
             active.add(_REASON_ALIASES.get(name, name))
     gpu.throttle_reasons = _ordered_throttles(active)
@@ -269,6 +273,8 @@ def parse_query_csv(
     names = [_canonical(f) for f in fields]
     by_index: dict[int, GpuSample] = {}
     position = 0
+    keys_of: list[str] | None = None  # the header reason_keys was made from
+    reason_keys: tuple[str, ...] = ()
     try:
         rows = list(csv.reader(text.splitlines(), skipinitialspace=True))
     except csv.Error as e:
@@ -288,7 +294,9 @@ def parse_query_csv(
             )
             continue
         row = dict(zip(names, cells, strict=True))
-        gpu = _sample_from_row(row, position, result.warnings)
+        if keys_of is not names:
+            keys_of, reason_keys = names, _reason_keys(names)
+        gpu = _sample_from_row(row, position, result.warnings, reason_keys)
         position += 1
         by_index[gpu.index] = gpu
         ts = _clean(row.get("timestamp"))
