@@ -235,7 +235,7 @@ class FrameDecoder:
         if len(names) > MAX_SCHEMA_NAMES:
             self._warn(f"schema {sid} of {kind}: {len(names)} names, over {MAX_SCHEMA_NAMES}: "
                        "refused (its values will not decode)")
-            self.schemas.pop(sid, None)
+            self._forget(sid)
             return
         if sid not in self.schemas and len(self.schemas) >= MAX_SCHEMAS:
             self._warn(f"more than {MAX_SCHEMAS} schemas on one stream: schema {sid} refused")
@@ -243,15 +243,18 @@ class FrameDecoder:
         # Cleaned once here, for every tick that uses them.
         cleaned = tuple(clean(n.strip(), MAX_NAME_CHARS) for n in names)
         size = sum(map(len, cleaned)) + len(cleaned)
-        old = self.schemas.pop(sid, None)
-        if old is not None:
-            self._schema_chars -= old.chars
+        self._forget(sid)
         if self._schema_chars + size > MAX_SCHEMA_CHARS:
             self._warn(f"schemas of one stream over {MAX_SCHEMA_CHARS} characters: "
                        f"schema {sid} of {kind} refused (its values will not decode)")
             return
         self._schema_chars += size
         self.schemas[sid] = Schema(sid, clean(kind, 64), cleaned, chars=size)
+
+    def _forget(self, sid: int) -> None:
+        old = self.schemas.pop(sid, None)
+        if old is not None:
+            self._schema_chars -= old.chars
 
     def _bind(self, section: Section, detail: str) -> None:
         token = next((t for t in detail.split() if t.startswith("schema=")), "")

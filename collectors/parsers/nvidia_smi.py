@@ -10,7 +10,9 @@ from __future__ import annotations
 import csv
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from collectors.numbers import parse_float, parse_hex
 from collectors.samples import GpuSample
@@ -128,46 +130,47 @@ _CELL_CACHE_MAX = 8192
 _CELL_MAX = 64
 _CLEAN_CACHE: dict[str, str | None] = {}
 _NUM_CACHE: dict[str, float | None] = {}
+_CANONICAL: dict[str, str] = {}
 _MISS = object()
+_V = TypeVar("_V")
+
+
+def _cached(cache: dict[str, _V], raw: str, read: Callable[[str], _V]) -> _V:
+    hit = cache.get(raw, _MISS)
+    if hit is not _MISS:
+        return hit  # type: ignore[return-value]
+    v = read(raw)
+    if len(raw) <= _CELL_MAX:
+        if len(cache) >= _CELL_CACHE_MAX:
+            cache.clear()
+        cache[raw] = v
+    return v
 
 
 def _clean(raw: str | None) -> str | None:
     """A cell or element text, cleaned of control characters; None when it says 'no value'."""
-    if raw is None:
+    return None if raw is None else _cached(_CLEAN_CACHE, raw, _clean_of)
+
+
+def _clean_of(raw: str) -> str | None:
+    v = clean(raw).strip()
+    if v.lower() in _MISSING or v.startswith("[") or v.lower().startswith("n/a"):
         return None
-    hit = _CLEAN_CACHE.get(raw, _MISS)
-    if hit is not _MISS:
-        return hit  # type: ignore[return-value]
-    v: str | None = clean(raw).strip()
-    if v is not None and (
-        v.lower() in _MISSING or v.startswith("[") or v.lower().startswith("n/a")
-    ):
-        v = None
-    if len(raw) <= _CELL_MAX:
-        if len(_CLEAN_CACHE) >= _CELL_CACHE_MAX:
-            _CLEAN_CACHE.clear()
-        _CLEAN_CACHE[raw] = v
     return v
 
 
 def _num(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    hit = _NUM_CACHE.get(raw, _MISS)
-    if hit is not _MISS:
-        return hit  # type: ignore[return-value]
+    return None if raw is None else _cached(_NUM_CACHE, raw, _num_of)
+
+
+def _num_of(raw: str) -> float | None:
     # Nearly every cell is a plain number: the pattern admits digits, a unit and
     # whitespace only, so what it takes needs no cleaning (and is never a "no value").
     m = _NUM_UNIT.match(raw)
     if m is None:
         v = _clean(raw)
         m = _NUM_UNIT.match(v) if v is not None else None
-    num = parse_float(m.group(1)) if m else None  # None for nan, inf and 400-digit text
-    if len(raw) <= _CELL_MAX:
-        if len(_NUM_CACHE) >= _CELL_CACHE_MAX:
-            _NUM_CACHE.clear()
-        _NUM_CACHE[raw] = num
-    return num
+    return parse_float(m.group(1)) if m else None  # None for nan, inf and 400-digit text
 
 
 def _int(raw: str | None) -> int | None:
@@ -176,19 +179,9 @@ def _int(raw: str | None) -> int | None:
     return int(f) if f is not None and abs(f) < 2**32 else None
 
 
-_CANONICAL: dict[str, str] = {}
-
-
 def _canonical(name: str) -> str:
     """``name`` as this parser spells it (cached: a line's header repeats every tick)."""
-    hit = _CANONICAL.get(name)
-    if hit is None:
-        hit = _canonical_of(name)
-        if len(name) <= _CELL_MAX:
-            if len(_CANONICAL) >= _CELL_CACHE_MAX:
-                _CANONICAL.clear()
-            _CANONICAL[name] = hit
-    return hit
+    return _cached(_CANONICAL, name, _canonical_of)
 
 
 def _canonical_of(name: str) -> str:

@@ -250,3 +250,17 @@ def test_the_schemas_of_one_stream_are_bounded_in_bytes() -> None:
         dec2.feed((HEAD.format(seq=seq + 1, ns=1) + f"@@section schema 1 - ok for=ethtool_S\n"
                    f"{names}\n@@end {seq + 1}\n").encode())
     assert dec2.take_warnings() == [] and len(dec2.schemas) == 1
+
+
+def test_a_schema_refused_for_too_many_names_frees_what_its_id_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collectors import frames as fr
+
+    monkeypatch.setattr(fr, "MAX_SCHEMA_NAMES", 3)
+    dec = FrameDecoder()
+    for seq, names in ((1, "a\nb"), (2, "a\nb\nc\nd")):
+        dec.feed((HEAD.format(seq=seq, ns=1) + f"@@section schema 1 - ok for=ethtool_S\n"
+                  f"{names}\n@@end {seq}\n").encode())
+    assert dec.schemas == {}
+    assert dec._schema_chars == 0  # else every refusal would leak from the stream's budget

@@ -31,7 +31,7 @@ from fabtop.core.rules import (
     pfc_storm,
     traffic,
 )
-from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time
+from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time, iter_links
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, effective, unknown_thresholds
 
 Rule = Callable[[RuleContext], list[Finding]]
@@ -96,7 +96,7 @@ class Evaluator:
             return []
         now = max(times)
         memory = self.memory(state)
-        ctx = RuleContext(state, self.thresholds, now, memory)
+        ctx = RuleContext(state, self.thresholds, now, memory, links=list(iter_links(state)))
         for rule in self.rules:
             try:
                 ctx.findings.extend(rule(ctx))

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 
 from fabtop.core.findings import Finding, PortRef
-from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, iter_links
+from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet
 
 # Links that carry the GPU fabric; management NICs (kind "netdev") may rightly differ.
 _FABRIC_KINDS = {"roce": "RoCE", "tb": "Thunderbolt"}
@@ -39,7 +39,7 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different netdev MTUs on the fabric links of different hosts."""
     groups: dict[str, dict[str, int | str]] = {}
     ports: dict[str, PortRef] = {}
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         kind = _fabric_kind(lt)
         if kind is None or lt.link.mtu is None or (not lt.link.physical and kind != "roce"):
             continue
@@ -79,7 +79,7 @@ def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
     """A RoCE port whose netdev MTU is too small for RoCE MTU 4096."""
     out: list[Finding] = []
     need = ctx.th("roce_min_mtu")
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         key = ("roce_mtu_low", lt.subject)
         found = None
         mtu = lt.link.mtu
@@ -129,7 +129,7 @@ def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different NIC firmware across hosts for the same kind of NIC."""
     groups: dict[str, dict[str, set[str]]] = {}
     names: dict[tuple[str, str], str] = {}
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         gv = _firmware_group(lt)
         if gv is None:
             continue

@@ -206,6 +206,8 @@ class RuleContext:
     now: float  # newest unix time among the hosts' frames, on the operator's axis
     memory: RuleMemory
     findings: list[Finding] = field(default_factory=list)  # earlier rules' findings this pass
+    # Every link of the pass (iter_links), listed once: some twenty rules walk them.
+    links: list[LinkTick] = field(default_factory=list)
 
     def th(self, name: str) -> float:
         """One threshold (defaults merged with the config's ``[thresholds]``)."""
@@ -300,33 +302,17 @@ def watchdog_storms(state: StateView) -> Mapping[tuple[str, str, int, str], Watc
 
 
 def iter_links(state: StateView) -> Iterator[LinkTick]:
-    """Every link of every host that has a sample, with its rates.
-
-    Some twenty rules walk the links in one pass: the list is built once per set of
-    samples (checked by identity, so a new frame of any host builds it again).
-    """
-    seen = tuple((hs.name, hs.sample, hs.rates) for hs in state.hosts.values())
-    cached = _LINKS.get("last")
-    if cached is not None and len(cached[0]) == len(seen) and all(
-        a[0] == b[0] and a[1] is b[1] and a[2] is b[2]
-        for a, b in zip(cached[0], seen, strict=True)
-    ):
-        return iter(cached[1])
-    ticks: list[LinkTick] = []
-    for name, s, r in seen:
+    """Every link of every host that has a sample, with its rates."""
+    for hs in state.hosts.values():
+        s = hs.sample
         if s is None:
             continue
+        r = hs.rates
         dt = r.interval_s if r is not None else None
         t = host_time(s, r)
         for lid, link in s.links.items():
             lr = r.links.get(lid) if r is not None else None
-            ticks.append(LinkTick(name, link, lr, t, dt))
-    _LINKS["last"] = (seen, ticks)
-    return iter(ticks)
-
-
-_LINKS: dict[str, tuple[tuple[tuple[str, HostSample | None, HostRates | None], ...],
-                        list[LinkTick]]] = {}
+            yield LinkTick(hs.name, link, lr, t, dt)
 
 
 # A link whose state says it carries traffic: a netdev's operstate "up", an RDMA port's

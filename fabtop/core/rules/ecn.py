@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collectors.vocabulary import Metric
 from fabtop.core.findings import PAUSED_PEERS, Finding
-from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, iter_links, r3
+from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, r3
 from fabtop.core.rules.pauses import BYTES_PER_S, PAUSE_PER_S, flat_limit
 
 _ECN_RATES = tuple(m.per_s for m in (Metric.ECN_MARKED, Metric.CNP_SENT, Metric.CNP_HANDLED))
@@ -35,7 +35,7 @@ def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
     need = ctx.th("ecn_pause_per_s")
     points: list[Finding] = []
     victims: list[Finding] = []
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         if lt.dt is None or not is_rdma_ethernet(lt.link):
             continue
         key = ("congestion_without_ecn", lt.subject)

@@ -6,13 +6,13 @@ from dataclasses import replace
 
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
-from fabtop.core.rules.context import RuleContext, iter_links, link_down, r3
+from fabtop.core.rules.context import RuleContext, link_down, r3
 
 
 def pcie_degraded(ctx: RuleContext) -> list[Finding]:
     """A NIC whose PCIe link trained narrower or slower than it can."""
     out: list[Finding] = []
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         pcie = lt.link.pcie
         key = ("pcie_degraded", lt.subject)
         found = None
@@ -50,7 +50,7 @@ def nic_temperature(ctx: RuleContext) -> list[Finding]:
     """NIC (hwmon) temperature at or above the warning / critical threshold."""
     out: list[Finding] = []
     warn, crit = ctx.th("nic_temp_warn_c"), ctx.th("nic_temp_crit_c")
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         temp = lt.link.temperature_c
         key = ("nic_temperature", lt.subject)
         found = None
@@ -82,7 +82,7 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
     """link_down_events / carrier changes rising: the link went down and (maybe) came back."""
     out: list[Finding] = []
     hold = ctx.th("event_hold_s")
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         if lt.dt is None:
             continue
         key = ("link_flap", lt.subject)
@@ -134,7 +134,7 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
 def module_high_temp(ctx: RuleContext) -> list[Finding]:
     """mlx5 ``module_high_temp`` events rising: the transceiver overheated."""
     out: list[Finding] = []
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         if lt.dt is None:
             continue
         key = ("module_high_temp", lt.subject)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
-from fabtop.core.rules.context import RuleContext, is_rdma_ethernet, iter_links, lossless_prios, r3
+from fabtop.core.rules.context import RuleContext, is_rdma_ethernet, lossless_prios, r3
 from fabtop.core.rules.pauses import PRIOS
 
 # Per-priority drop counters; any of them moving on a lossless priority is a loss.
@@ -16,7 +16,7 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
     out: list[Finding] = []
     limit = ctx.th("lossless_drops_per_s")
     flapped = {f.port.key for f in ctx.findings if f.rule == "link_flap" and f.port is not None}
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         if lt.dt is None:
             continue
         prios = lossless_prios(lt.link) or ()

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections import Counter
 
 from fabtop.core.findings import Finding, prio_text
-from fabtop.core.rules.context import RuleContext, is_rdma_ethernet, iter_links, r3
+from fabtop.core.rules.context import RuleContext, is_rdma_ethernet, r3
 from fabtop.core.rules.pauses import PAUSE_PER_S, PRIOS
 
 
 def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
     """Pauses counted on a priority where this host's PFC configuration has PFC off."""
     out: list[Finding] = []
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         qos = lt.link.qos
         if lt.dt is None or qos is None or qos.pfc_enabled is None or qos.source == "ethtool":
             continue  # "ethtool" qos is inferred from the counters themselves: always agrees
@@ -75,7 +75,7 @@ def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
     pfc: dict[str, str] = {}
     trust: dict[str, str] = {}
     names: dict[str, tuple[str, str]] = {}  # label -> (host, what to type)
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         if not is_rdma_ethernet(lt.link) or lt.link.qos is None:
             continue
         q = lt.link.qos

@@ -28,7 +28,6 @@ from fabtop.core.findings import (
 from fabtop.core.rules.context import (
     LinkTick,
     RuleContext,
-    iter_links,
     placed_time,
     r3,
     watchdog_storms,
@@ -66,7 +65,7 @@ def _others(ends: list[PauseEnd], skip: PortRef) -> list[PortRef]:
 
 def pfc_storm(ctx: RuleContext) -> list[Finding]:
     """A priority paused for nearly the whole interval while its traffic does not move."""
-    ticks = list(iter_links(ctx.state))
+    ticks = list(ctx.links)
     senders = pausers(ticks, "tx", ctx.thresholds)  # sending pauses: receivers that cannot drain
     receivers = pausers(ticks, "rx", ctx.thresholds)  # being paused
     min_ratio = ctx.th("storm_pause_ratio")
@@ -241,7 +240,7 @@ def pfc_pressure(ctx: RuleContext) -> list[Finding]:
     out: list[Finding] = []
     lo, hi = ctx.th("pressure_pause_ratio"), ctx.th("storm_pause_ratio")
     tracks = ctx.memory.tracks
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         if lt.dt is None or lt.rates is None:
             continue
         active = _pausing(lt)
@@ -291,7 +290,7 @@ def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
     """mlx5's own stall watchdog fired (tx_pause_storm_warning/error_events rising)."""
     out: list[Finding] = []
     warn_m, err_m = Metric.TX_PAUSE_STORM_WARNING_EVENTS, Metric.TX_PAUSE_STORM_ERROR_EVENTS
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         if lt.dt is None:
             continue
         warn = lt.rate(warn_m.per_s) or 0.0

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collectors.vocabulary import Derived, Metric
 from fabtop.core.findings import Finding
-from fabtop.core.rules.context import RuleContext, fmt_rate, iter_links, r3
+from fabtop.core.rules.context import RuleContext, fmt_rate, r3
 
 
 def rdma_fallback(ctx: RuleContext) -> list[Finding]:
     """Traffic flows on an RDMA-capable port but the RDMA share of its bytes is near zero."""
     out: list[Finding] = []
-    for lt in iter_links(ctx.state):
+    for lt in ctx.links:
         if lt.dt is None:
             continue
         key = ("rdma_fallback", lt.subject)
