@@ -172,28 +172,48 @@ class FrameDecoder:
         # sequence, so a bad byte spoils only its own line, as it would line by line.
         text = self._buf[:end].decode("utf-8", errors="replace")
         del self._buf[: end + 1]
-        lines = text.split("\n")
-        if self._skipping_long_line:
+        pos = 0
+        if self._skipping_long_line:  # the rest of a line already dropped as too long
             self._skipping_long_line = False
-            lines = lines[1:]
+            pos = text.find("\n") + 1
+            if pos == 0:
+                return []
         done: list[Frame] = []
-        append = self._section_lines.append
-        for line in lines:
-            if line.endswith("\r"):
-                line = line[:-1]
-            # Fast path: a plain content line inside a section (nearly every line).
-            if (
-                self._section_head is not None
-                and not line.startswith("@@")
-                and self._frame_bytes <= MAX_FRAME_BYTES
-            ):
-                self._frame_bytes += len(line) + 1
-                append(line)
+        n = len(text)
+        # Section bodies are taken whole, between control lines ("@@..."): a frame's few
+        # hundred content lines cost a find and a slice, not a Python step each.
+        while pos <= n:
+            if text.startswith("@@", pos):
+                e = text.find("\n", pos)
+                e = n if e < 0 else e
+                line = text[pos:e]
+                frame = self._line(line[:-1] if line.endswith("\r") else line, e - pos + 1)
+                if frame is not None:
+                    done.append(frame)
+                pos = e + 1
                 continue
-            frame = self._line(line, len(line) + 1)
-            append = self._section_lines.append  # _line may start a new list
-            if frame is not None:
-                done.append(frame)
+            j = text.find("\n@@", pos)
+            end_body = n if j < 0 else j
+            chunk = text[pos:end_body]
+            pos = end_body + 1
+            size = len(chunk) + 1
+            if self._section_head is not None and self._frame_bytes + size <= MAX_FRAME_BYTES:
+                if "\r" in chunk:
+                    chunk = "\n".join(ln[:-1] if ln.endswith("\r") else ln
+                                      for ln in chunk.split("\n"))
+                self._frame_bytes += size
+                self._section_lines.append(chunk)
+                continue
+            for line in chunk.split("\n"):  # outside a section, or at the frame cap
+                if line.endswith("\r"):
+                    line = line[:-1]
+                if self._section_head is not None and self._frame_bytes <= MAX_FRAME_BYTES:
+                    self._frame_bytes += len(line) + 1
+                    self._section_lines.append(line)
+                    continue
+                frame = self._line(line, len(line) + 1)
+                if frame is not None:
+                    done.append(frame)
         return done
 
     def take_warnings(self) -> list[str]:
@@ -216,8 +236,8 @@ class FrameDecoder:
         detail = " ".join(h[4:]) or None
         lines, self._section_head, self._section_lines = self._section_lines, None, []
         if kind == SCHEMA_KIND:
-            if status == "ok":
-                self._define(subject, detail, lines)
+            if status == "ok":  # its body came in chunks of lines (feed): one name a line
+                self._define(subject, detail, "\n".join(lines).split("\n") if lines else [])
             else:  # cut by a cap: the probe sends it again, whole, with its next frame
                 self._warn(f"schema {subject!r} {status}: not defined"[:120])
             return

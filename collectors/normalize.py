@@ -237,16 +237,17 @@ def apply_map(
     out: dict[str, MetricValue] = {}
     for metric, names, scale, prios, rollup in plan:
         if prios is None:
-            if len(names) == 1:
-                v = counters[names[0]] * scale
-            else:
-                v = sum([counters[n] for n in names]) * scale
+            v = counters[names[0]] if len(names) == 1 else sum([counters[n] for n in names])
+            if scale != 1:
+                v *= scale
             if v <= U64_MAX:
                 out[metric] = v
             continue
         per: dict[int, int] = {}
         for p, pnames in prios:
-            v = sum([counters[n] for n in pnames]) * scale
+            v = counters[pnames[0]] if len(pnames) == 1 else sum([counters[n] for n in pnames])
+            if scale != 1:
+                v *= scale
             if v <= U64_MAX:
                 per[p] = v
         if per:

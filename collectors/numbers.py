@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 U64_MAX = 2**64 - 1
 U32_MAX = 2**32 - 1
 ALL_ONES = frozenset({U64_MAX, U32_MAX})  # what a glitched or saturated read looks like
 
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_HEX = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
 MAX_FLOAT_TEXT = 64  # longer than any real float a tool prints
 
 
@@ -42,11 +43,9 @@ def parse_int(text: str) -> int | None:
 def parse_hex(text: str) -> int | None:
     """``0x``-prefixed hexadecimal (a sysfs flag word, a bitmask) of at most 64 bits; else None."""
     t = text.strip()
-    if len(t) < 3 or len(t) > 18 or t[:2] not in ("0x", "0X"):
+    if _HEX.fullmatch(t) is None:
         return None
     digits = t[2:]
-    if not (digits.isascii() and all(c in _HEX_DIGITS for c in digits)):
-        return None
     return int(digits, 16)
 
 

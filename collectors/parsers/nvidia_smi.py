@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from collectors.numbers import parse_float, parse_hex
 from collectors.samples import GpuSample
@@ -211,50 +211,107 @@ def _looks_like_header(cells: list[str]) -> bool:
     )
 
 
-def _reason_keys(names: list[str]) -> tuple[str, ...]:
-    """The per-reason ``Active``/``Not Active`` columns of a header."""
-    return tuple(k for k in names if k.startswith("reasons.")
-                 and k not in ("reasons.active", "reasons.supported"))  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class _RowPlan:
+    """Where each GpuSample field sits in a row of one header: found once per header.
+
+    Numeric fields name their columns in order of preference: the first one that holds
+    a value wins (power.draw, then its .average and .instant spellings).
+    """
+
+    index: int | None
+    texts: tuple[tuple[str, int], ...]  # (attribute, column): cleaned strings
+    nums: tuple[tuple[str, tuple[int, ...]], ...]  # (attribute, columns): floats
+    ints: tuple[tuple[str, int], ...]  # (attribute, column): small integers
+    mask: int | None  # the clock-event bitmask column
+    reasons: tuple[tuple[int, str], ...]  # (column, reason): "Active"/"Not Active" columns
+    timestamp: int | None
+
+
+_NUM_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("utilization_pct", ("utilization.gpu",)),
+    ("memory_used_mib", ("memory.used",)),
+    ("memory_total_mib", ("memory.total",)),
+    ("power_w", ("power.draw", "power.draw.average", "power.draw.instant")),
+    ("power_limit_w", ("enforced.power.limit", "power.limit")),
+    ("temperature_c", ("temperature.gpu",)),
+    ("memory_temperature_c", ("temperature.memory",)),
+    ("sm_clock_mhz", ("clocks.sm",)),
+    ("mem_clock_mhz", ("clocks.mem",)),
+    ("fan_pct", ("fan.speed",)),
+)
+_TEXT_FIELDS = (("name", "name"), ("bus_id", "pci.bus_id"), ("uuid", "uuid"))
+_INT_FIELDS = (("pcie_gen", "pcie.link.gen.current"), ("pcie_width", "pcie.link.width.current"))
+_PLAN_CACHE: dict[tuple[str, ...], _RowPlan] = {}
+_PLAN_CACHE_MAX = 64
+
+
+def _row_plan(names: list[str]) -> _RowPlan:
+    key = tuple(names)
+    hit = _PLAN_CACHE.get(key)
+    if hit is not None:
+        return hit
+    # A repeated name keeps its last column, as a dict of the row would.
+    col = {n: i for i, n in enumerate(names)}
+    plan = _RowPlan(
+        index=col.get("index"),
+        texts=tuple((a, col[f]) for a, f in _TEXT_FIELDS if f in col),
+        nums=tuple((a, cols) for a, fs in _NUM_FIELDS
+                   if (cols := tuple(col[f] for f in fs if f in col))),
+        ints=tuple((a, col[f]) for a, f in _INT_FIELDS if f in col),
+        mask=col.get("reasons.active"),
+        reasons=tuple(
+            (i, _REASON_ALIASES.get(n[len("reasons."):], n[len("reasons."):]))
+            for n, i in col.items()
+            if n.startswith("reasons.") and n not in ("reasons.active", "reasons.supported")
+        ),
+        timestamp=col.get("timestamp"),
+    )  # fmt: skip
+    if len(key) <= 256:  # a header is a few dozen names; a longer one is not kept
+        if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = plan
+    return plan
 
 
 def _sample_from_row(
-    row: dict[str, str], position: int, warnings: list[str], reason_keys: tuple[str, ...]
+    cells: list[str], plan: _RowPlan, position: int, warnings: list[str]
 ) -> GpuSample:
-    index = _int(row.get("index"))
-    gpu = GpuSample(index=index if index is not None else position)
-    gpu.name = _clean(row.get("name"))
-    gpu.bus_id = _clean(row.get("pci.bus_id"))
-    gpu.uuid = _clean(row.get("uuid"))
-    gpu.utilization_pct = _num(row.get("utilization.gpu"))
-    gpu.memory_used_mib = _num(row.get("memory.used"))
-    gpu.memory_total_mib = _num(row.get("memory.total"))
-    for key in ("power.draw", "power.draw.average", "power.draw.instant"):
-        gpu.power_w = _num(row.get(key))
-        if gpu.power_w is not None:
-            break
-    gpu.power_limit_w = _num(row.get("enforced.power.limit"))
-    if gpu.power_limit_w is None:
-        gpu.power_limit_w = _num(row.get("power.limit"))
-    gpu.temperature_c = _num(row.get("temperature.gpu"))
-    gpu.memory_temperature_c = _num(row.get("temperature.memory"))
-    gpu.sm_clock_mhz = _num(row.get("clocks.sm"))
-    gpu.mem_clock_mhz = _num(row.get("clocks.mem"))
-    gpu.fan_pct = _num(row.get("fan.speed"))
-    gpu.pcie_gen = _int(row.get("pcie.link.gen.current"))
-    gpu.pcie_width = _int(row.get("pcie.link.width.current"))
+    # The caches are read inline: eight GPUs of ~25 cells each, every tick (issue 13).
+    nums, texts = _NUM_CACHE.get, _CLEAN_CACHE.get
+    index = _int(cells[plan.index]) if plan.index is not None else None
+    fields: dict[str, object] = {}
+    for attr, i in plan.texts:
+        raw = cells[i]
+        t = texts(raw, _MISS)
+        fields[attr] = _clean(raw) if t is _MISS else t
+    for attr, cols in plan.nums:
+        for i in cols:
+            raw = cells[i]
+            v = nums(raw, _MISS)
+            if v is _MISS:
+                v = _num(raw)
+            if v is not None:
+                fields[attr] = v
+                break
+    for attr, i in plan.ints:
+        fields[attr] = _int(cells[i])
+    gpu = GpuSample(index=index if index is not None else position, **fields)  # type: ignore[arg-type]
     active: set[str] = set()
-    mask = _clean(row.get("reasons.active"))
+    mask = _clean(cells[plan.mask]) if plan.mask is not None else None
     if mask is not None:
         bits = parse_hex(mask if mask[:2] in ("0x", "0X") else "0x" + mask)
         if bits is None:
             warnings.append(f"GPU {gpu.index}: bad clock-event bitmask {mask[:40]!r}")
-        else:
+        elif bits:
             active |= reasons_from_mask(bits)
-    for key in reason_keys:
-        if (_clean(row[key]) or "").lower() == "active":
-            name = key[len("reasons.") :]
-            active.add(_REASON_ALIASES.get(name, name))
-    gpu.throttle_reasons = _ordered_throttles(active)
+    for i, reason in plan.reasons:
+        raw = cells[i]
+        t = texts(raw, _MISS)
+        v = _clean(raw) if t is _MISS else cast("str | None", t)
+        if v is not None and v.lower() == "active":
+            active.add(reason)
+    gpu.throttle_reasons = _ordered_throttles(active) if active else ()
     return gpu
 
 
@@ -266,18 +323,18 @@ def parse_query_csv(
     names = [_canonical(f) for f in fields]
     by_index: dict[int, GpuSample] = {}
     position = 0
-    keys_of: list[str] | None = None  # the header reason_keys was made from
-    reason_keys: tuple[str, ...] = ()
     try:
         rows = list(csv.reader(text.splitlines(), skipinitialspace=True))
     except csv.Error as e:
         result.warnings.append(clean(f"nvidia-smi CSV unreadable: {e}"))
         return result
+    plan = _row_plan(names)
     for cells in rows:
         if not cells or not "".join(cells).strip():
             continue
         if _looks_like_header(cells):
             names = [_canonical(c) for c in cells]
+            plan = _row_plan(names)
             continue
         if len(cells) != len(names):
             line = clean(", ".join(cells))
@@ -286,13 +343,10 @@ def parse_query_csv(
                 f"{line[:120]!r}"
             )
             continue
-        row = dict(zip(names, cells, strict=True))
-        if keys_of is not names:
-            keys_of, reason_keys = names, _reason_keys(names)
-        gpu = _sample_from_row(row, position, result.warnings, reason_keys)
+        gpu = _sample_from_row(cells, plan, position, result.warnings)
         position += 1
         by_index[gpu.index] = gpu
-        ts = _clean(row.get("timestamp"))
+        ts = _clean(cells[plan.timestamp]) if plan.timestamp is not None else None
         if ts is not None:
             result.timestamp = ts
     result.gpus = [by_index[i] for i in sorted(by_index)]

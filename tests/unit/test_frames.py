@@ -112,3 +112,21 @@ def test_a_truncated_section_keeps_its_text_detail_and_the_rest_of_the_frame() -
     assert [s.kind for s in frame.sections] == ["ethtool_S", "sysnet", "probe"]
     (again,) = FrameDecoder().feed(render_frame(frame).encode())
     assert again.find("ethtool_S", "eth0") == eth
+
+
+def test_crlf_bodies_and_schemas_decode_as_lf_however_chunked() -> None:
+    # Section bodies are taken whole between control lines (issue 13): a stream through
+    # a pty ends its lines in \r\n, and each line loses its \r as it did line by line.
+    lf = (b"@@fabtop-frame 1 5 1.0 1.0\n@@section schema 4 - ok for=ethtool_S\n"
+          b"rx_bytes\ntx_bytes\n@@section ethtool_S eth0 5 ok schema=4\n7 9\n"
+          b"@@section sysnet - 5 ok\neth0/mtu 9000\neth0/operstate up\n@@@x\n\n@@end 1\n")
+    crlf = lf.replace(b"\n", b"\r\n")
+    for data in (lf, crlf):
+        for cut in range(len(data) + 1):
+            d = FrameDecoder()
+            (f,) = d.feed(data[:cut]) + d.feed(data[cut:])
+            eth, net = f.find("ethtool_S", "eth0"), f.find("sysnet")
+            assert eth is not None and eth.schema is not None and net is not None
+            assert eth.schema.names == ("rx_bytes", "tx_bytes") and eth.text == "7 9"
+            assert net.text == "eth0/mtu 9000\neth0/operstate up\n@@x\n"
+            assert d.take_warnings() == []
