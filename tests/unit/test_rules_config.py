@@ -61,3 +61,25 @@ def test_firmware_board_id_separates_groups() -> None:
     fab.port("node4", firmware="16.28.1002 (MT_0000000008)")
     found = by_rule(fab.tick(), "firmware_mismatch")
     assert "node4 (16.28.1002)" in found[0].summary
+
+
+def test_firmware_mismatch_clears_once_the_odd_host_is_flashed() -> None:
+    fab = four(firmware="22.36.1010")
+    assert by_rule(fab.tick(), "firmware_mismatch")
+    fab.ports[("node3", "enp65s0f0np0")].firmware = "22.39.2048"
+    assert not by_rule(fab.tick(), "firmware_mismatch")
+    fab.ports[("node3", "enp65s0f0np0")].firmware = "22.36.1010"  # and back: named again
+    assert by_rule(fab.tick(), "firmware_mismatch")
+
+
+def test_two_firmware_versions_on_one_host_alone_are_no_mismatch_across_hosts() -> None:
+    # Hosts are compared with each other; one host with two cards of the family that run
+    # different versions has no other host to differ from.
+    fab = Fabric()
+    fab.port("node1", firmware="22.36.1010")
+    fab.port("node1", "enp66s0f0np0", firmware="22.39.2048", rdma_device="mlx5_1")
+    assert not by_rule(fab.tick(), "firmware_mismatch")
+    fab.port("node2", firmware="22.39.2048")
+    found = by_rule(fab.tick(), "firmware_mismatch")
+    assert [f.subject for f in found] == ["fabric"]
+    assert "22.36.1010+22.39.2048" in found[0].summary and "(22.39.2048)" in found[0].summary

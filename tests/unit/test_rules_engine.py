@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fabtop.core.findings import Finding
 from fabtop.core.rules import DEFAULT_THRESHOLDS, RULES, Evaluator, unknown_thresholds
-from fabtop.core.rules.context import RuleContext, RuleMemory
+from fabtop.core.rules.context import RuleContext, RuleMemory, Track
 from fabtop.core.thresholds import __doc__ as rules_doc
 from tests.unit.rules_support import Fabric, by_rule
 
@@ -98,3 +98,32 @@ def test_one_noisy_sample_does_not_restart_a_hold_but_two_do() -> None:
     mem = RuleMemory()
     for i, cand in enumerate([f, None, f, None, f, None, f, None]):
         assert mem.debounce(cand, key, 20.0 + i, 1.0, 3.0, 4.0) is None
+
+
+def test_memory_knows_which_rules_hold_a_track() -> None:
+    # A rule passes by the subjects whose condition does not hold when it holds no track at
+    # all (nothing to carry on or clear): the count behind that follows every way a track
+    # comes and goes.
+    f = Finding("r", "warning", "s", "x")
+    mem = RuleMemory()
+    assert not mem.remembers("r")
+    mem.debounce(f, ("r", "a"), 10.0, 1.0, 0.0, 2.0)  # reported at once, held 2 s after
+    mem.debounce(f, ("r", "b"), 10.0, 1.0, 0.0, 2.0)
+    mem.mark(f, ("m", "a"), 10.0)
+    assert mem.remembers("r") and mem.remembers("m") and not mem.remembers("s")
+    mem.debounce(None, ("r", "a"), 11.0, 1.0, 0.0, 2.0)
+    mem.debounce(None, ("r", "a"), 12.0, 1.0, 0.0, 2.0)  # quiet for 2 s: restored
+    assert ("r", "a") not in mem.tracks and mem.remembers("r")  # b still held
+    mem.mark(None, ("m", "a"), 12.0)
+    mem.mark(None, ("m", "a"), 13.0)  # clearing what is clear changes nothing
+    assert not mem.remembers("m")
+    mem.forget_before(11.0)  # b was last updated at 10 s: its host went away
+    assert not mem.remembers("r") and mem.tracks == {}
+    # Broken before it was confirmed: one miss is noise, the second drops the track.
+    mem.debounce(f, ("d", "a"), 20.0, 1.0, 5.0, 2.0)
+    mem.debounce(None, ("d", "a"), 21.0, 1.0, 5.0, 2.0)
+    assert mem.remembers("d")
+    mem.debounce(None, ("d", "a"), 22.0, 1.0, 5.0, 2.0)
+    assert not mem.remembers("d")
+    # A memory made with tracks counts them.
+    assert RuleMemory(tracks={("r", "a"): Track(since=0.0, last_t=0.0)}).remembers("r")

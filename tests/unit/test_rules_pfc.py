@@ -199,6 +199,37 @@ def test_drops_on_the_lossless_priority() -> None:
     assert found[0].number(Metric.RX_DISCARDS_PRIO.per_s) == 40.0
 
 
+def test_lossless_drops_are_held_for_the_restore_time_then_clear() -> None:
+    # A healthy port beside it, and a priority whose drops stopped: the held finding still
+    # counts its quiet time (rules pass by only the subjects with nothing held).
+    fab = Fabric()
+    p = fab.port("node1").traffic(70)
+    fab.port("node2").traffic(70)
+    fab.run(2)
+    p.set(rx_discards_prio={3: 40.0})
+    assert by_rule(fab.tick(), "lossless_drops")
+    p.set(rx_discards_prio={3: 0.0})
+    fab.run(3)  # 3 s quiet of the 4 s restore time
+    held = by_rule(fab.findings, "lossless_drops")
+    assert [f.subject for f in held] == ["node1/enp65s0f0np0/prio3"]
+    assert "clears in 1 s" in held[0].summary
+    fab.tick()
+    assert not by_rule(fab.findings, "lossless_drops")
+
+
+def test_lossless_drops_clear_when_the_priority_is_no_longer_lossless() -> None:
+    fab = Fabric()
+    p = fab.port("node1").traffic(70)
+    fab.run(2)
+    p.set(rx_discards_prio={3: 40.0})
+    assert by_rule(fab.tick(), "lossless_drops")
+    p.pfc = (4,)  # PFC moved to prio 4: prio 3 drops what it likes, its finding restores
+    fab.run(3)
+    assert "clears in 1 s" in by_rule(fab.findings, "lossless_drops")[0].summary
+    fab.tick()
+    assert not by_rule(fab.findings, "lossless_drops")
+
+
 def test_out_of_sequence_on_roce_with_pfc() -> None:
     fab = Fabric()
     p = fab.port("node1").traffic(70)

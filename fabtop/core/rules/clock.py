@@ -49,6 +49,8 @@ def clock_skew(ctx: RuleContext) -> list[Finding]:
                 ),
                 host=hs.name,
             )
+        elif not ctx.memory.remembers("clock_skew"):
+            continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, ("clock_skew", hs.name), host_time(s, r))
         if f is not None:
             out.append(f)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
@@ -21,6 +22,8 @@ def _fabric_kind(lt: LinkTick) -> str | None:
 
 
 def _odd_ones(values: dict[str, int | str]) -> tuple[int | str, list[str]] | None:
+    if len(set(values.values())) < 2:
+        return None  # all agree (the usual case): no need to count them
     counts = Counter(values.values())
     if len(counts) < 2:
         return None
@@ -69,6 +72,8 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
                     "(and the switch ports), fabtop changes nothing itself"
                 ),
             )
+        if found is None and not ctx.memory.remembers("mtu_mismatch"):
+            continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, ("mtu_mismatch", f"fabric/{kind}"), ctx.now)
         if f is not None:
             out.append(f)
@@ -79,11 +84,11 @@ def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
     """A RoCE port whose netdev MTU is too small for RoCE MTU 4096."""
     out: list[Finding] = []
     need = ctx.th("roce_min_mtu")
+    memory = ctx.memory
     for lt in ctx.links:
-        key = ("roce_mtu_low", lt.subject)
         found = None
         mtu = lt.link.mtu
-        if is_rdma_ethernet(lt.link) and mtu is not None and mtu < need:
+        if mtu is not None and mtu < need and is_rdma_ethernet(lt.link):
             found = Finding(
                 rule="roce_mtu_low",
                 severity="warning",
@@ -100,7 +105,9 @@ def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        f = ctx.memory.mark(found, key, lt.t)
+        elif not memory.remembers("roce_mtu_low"):
+            continue  # nothing to report and nothing to clear
+        f = memory.mark(found, ("roce_mtu_low", lt.subject), lt.t)
         if f is not None:
             out.append(f)
     return out
@@ -112,36 +119,58 @@ def _firmware_group(lt: LinkTick) -> tuple[str, str] | None:
     fw = link.firmware
     if not fw or not (link.physical or link.rdma_device):
         return None
+    return _firmware_of(fw, link.kind, link.driver, link.rdma_device)
+
+
+# Firmware, driver and device change when a NIC is flashed or swapped, not from one tick to
+# the next: every port of every host asks the same few questions every pass. The bound
+# keeps a fabric that reports ever new names (remote text) from growing it.
+@functools.lru_cache(maxsize=512)
+def _firmware_of(
+    fw: str, kind: str, driver: str | None, rdma_device: str | None
+) -> tuple[str, str]:
     m = _PSID_RE.search(fw)
     board = m.group(1) if m else ""
     version = _PSID_RE.sub("", fw).strip()
-    mlx5 = link.driver == "mlx5_core" or (link.rdma_device or "").startswith("mlx5")
+    mlx5 = driver == "mlx5_core" or (rdma_device or "").startswith("mlx5")
     if mlx5 and not board:
         # mlx5 firmware majors name the device family (16 ConnectX-5, 20 ConnectX-6,
         # 22 ConnectX-6 Dx, 28 ConnectX-7): different families run different firmware.
         board = "family " + version.split(".", 1)[0]
-    driver = link.driver or ("mlx5" if mlx5 else "")
-    parts = [p for p in (link.kind, driver, board) if p]
+    driver = driver or ("mlx5" if mlx5 else "")
+    parts = [p for p in (kind, driver, board) if p]
     return " ".join(parts), version
 
 
 def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different NIC firmware across hosts for the same kind of NIC."""
     groups: dict[str, dict[str, set[str]]] = {}
-    names: dict[tuple[str, str], str] = {}
+    first: dict[tuple[str, str], LinkTick] = {}  # the port to name in the next step
     for lt in ctx.links:
         gv = _firmware_group(lt)
         if gv is None:
             continue
         group, version = gv
         # Per host: two ports of one NIC share the firmware anyway.
-        groups.setdefault(group, {}).setdefault(lt.host, set()).add(version)
-        names.setdefault((group, lt.host), lt.name)
+        by_host = groups.get(group)
+        if by_host is None:
+            by_host = groups[group] = {}
+        versions = by_host.get(lt.host)
+        if versions is None:
+            by_host[lt.host] = {version}
+            first[(group, lt.host)] = lt
+        else:
+            versions.add(version)
     out: list[Finding] = []
     for group in sorted(groups):
-        values: dict[str, int | str] = {h: "+".join(sorted(v)) for h, v in groups[group].items()}
-        odd = _odd_ones(values)
+        by_host = groups[group]
         found = None
+        # One host always agrees with itself: most groups are done without comparing.
+        values: dict[str, int | str] = {}
+        odd = None
+        if len(by_host) > 1:
+            values = {h: "+".join(sorted(v)) for h, v in by_host.items()}
+            odd = _odd_ones(values)
         if odd is not None:
             majority, hosts = odd
             shown = ", ".join(f"{h} ({values[h]})" for h in hosts[:4])
@@ -155,10 +184,12 @@ def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
                 ),
                 evidence={"values": _grouped(values), "majority": majority, "group": group},
                 next_step=(
-                    f"on {hosts[0]}: ethtool -i {names[(group, hosts[0])]}; align firmware "
+                    f"on {hosts[0]}: ethtool -i {first[(group, hosts[0])].name}; align firmware "
                     "(mlxfwmanager --query) so all hosts behave the same under congestion"
                 ),
             )
+        if found is None and not ctx.memory.remembers("firmware_mismatch"):
+            continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, ("firmware_mismatch", f"fabric/{group}"), ctx.now)
         if f is not None:
             out.append(f)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Protocol
 
 from collectors.parsers.pfcwd import WatchdogEvent
@@ -21,6 +22,7 @@ from collectors.vocabulary import Metric
 from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates, LinkRates
+from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
 
 # Floating-point slack when comparing accumulated intervals against a detection time:
 # two 1.0 s intervals measured on a remote clock add up to 1.9999 as often as to 2.0001.
@@ -83,9 +85,39 @@ class Track:
 
 @dataclass(slots=True)
 class RuleMemory:
-    """Per-fabric memory of the rules: condition tracks keyed by (rule, subject)."""
+    """Per-fabric memory of the rules: condition tracks keyed by (rule, subject).
+
+    ``tracks`` is written only by the methods below, which keep the count per rule that
+    :meth:`remembers` reads.
+    """
 
     tracks: dict[tuple[str, str], Track] = field(default_factory=dict)
+    # Tracks per rule name. A rule that remembers nothing has nothing to carry on or clear
+    # for a subject whose condition does not hold now, so it can pass such subjects by
+    # without building their keys: on a healthy fabric that is nearly every subject.
+    _per_rule: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for rule, _ in self.tracks:
+            self._per_rule[rule] = self._per_rule.get(rule, 0) + 1
+
+    def remembers(self, rule: str) -> bool:
+        """True when ``rule`` has a track for any subject (a condition held or is held)."""
+        return rule in self._per_rule
+
+    def _add(self, key: tuple[str, str], tr: Track) -> Track:
+        self.tracks[key] = tr
+        self._per_rule[key[0]] = self._per_rule.get(key[0], 0) + 1
+        return tr
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        if self.tracks.pop(key, None) is None:
+            return
+        left = self._per_rule[key[0]] - 1
+        if left:
+            self._per_rule[key[0]] = left
+        else:
+            del self._per_rule[key[0]]
 
     def debounce(
         self,
@@ -108,7 +140,7 @@ class RuleMemory:
             return self._report(tr, restore_s)
         if found is not None:
             if tr is None:
-                tr = self.tracks[key] = Track(since=t - dt, last_t=t)
+                tr = self._add(key, Track(since=t - dt, last_t=t))
             tr.last_t = t
             tr.held_s += dt
             tr.quiet_s = 0.0
@@ -131,23 +163,23 @@ class RuleMemory:
                 tr.missed_s += dt
                 return None
             # Broken before it was confirmed: the next occurrence starts over.
-            del self.tracks[key]
+            self._drop(key)
             return None
         tr.last_t = t
         tr.quiet_s += dt
         if tr.quiet_s >= restore_s - _SLACK_S:
-            del self.tracks[key]
+            self._drop(key)
             return None
         return self._report(tr, restore_s)
 
     def mark(self, found: Finding | None, key: tuple[str, str], t: float) -> Finding | None:
         """For state (not rate) conditions: report at once, clear at once, remember ``since``."""
         if found is None:
-            self.tracks.pop(key, None)
+            self._drop(key)
             return None
         tr = self.tracks.get(key)
         if tr is None:
-            tr = self.tracks[key] = Track(since=t, last_t=t, active=True)
+            tr = self._add(key, Track(since=t, last_t=t, active=True))
         tr.last_t = max(tr.last_t, t)
         tr.last = found
         found.since = tr.since
@@ -194,7 +226,7 @@ class RuleMemory:
     def forget_before(self, t: float) -> None:
         """Drop tracks not updated since ``t`` (their host went away)."""
         for key in [k for k, tr in self.tracks.items() if tr.last_t < t]:
-            del self.tracks[key]
+            self._drop(key)
 
 
 @dataclass(slots=True)
@@ -214,20 +246,47 @@ class RuleContext:
         return self.thresholds[name]
 
 
+# What a link measured on a tick without rates (its first frame, a gap): nothing.
+_NOTHING: Mapping[str, RateValue] = MappingProxyType({})
+_NO_PRIOS: Mapping[int, float] = MappingProxyType({})
+_NO_PAUSES: frozenset[int] = frozenset()
+# Pause time and pause frames, both sides: a priority none of them counts did not pause.
+_PAUSE_NAMES = (*PAUSE_RATIO.values(), *PAUSE_PER_S.values())
+
+
 @dataclass(slots=True)
 class LinkTick:
-    """One link of one host at one frame, with the rates against the previous frame."""
+    """One link of one host at one frame, with the rates against the previous frame.
+
+    Made once per pass and read by some twenty rules: what they all ask for (the rates
+    that count, the port's names, which priorities paused) is worked out once, on first
+    use, and kept for the pass.
+    """
 
     host: str
     link: LinkSample
     rates: LinkRates | None
     t: float  # unix time of the frame on the operator's axis
     dt: float | None  # seconds the rates cover; None when there are no rates this tick
+    # The rates the rules may read this tick: none across a gap.
+    measured: Mapping[str, RateValue] = field(init=False, repr=False)
+    _ref: PortRef | None = field(default=None, init=False, repr=False)
+    _label: str | None = field(default=None, init=False, repr=False)
+    _subject: str | None = field(default=None, init=False, repr=False)
+    _prio_subjects: tuple[str, ...] | None = field(default=None, init=False, repr=False)
+    _pausing: frozenset[int] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        r = self.rates
+        self.measured = _NOTHING if r is None or r.gap else r.rates
 
     @property
     def ref(self) -> PortRef:
         """This port as findings name it in their data."""
-        return port_ref(self.host, self.link)
+        ref = self._ref
+        if ref is None:
+            ref = self._ref = port_ref(self.host, self.link)
+        return ref
 
     @property
     def name(self) -> str:
@@ -237,36 +296,61 @@ class LinkTick:
     @property
     def subject(self) -> str:
         """``host/link`` as findings name it."""
-        return f"{self.host}/{self.link.id}"
+        subject = self._subject
+        if subject is None:
+            subject = self._subject = f"{self.host}/{self.link.id}"
+        return subject
 
     def prio_subject(self, prio: int) -> str:
         """``host/link/prioN``."""
-        return f"{self.host}/{self.link.id}/prio{prio}"
+        subjects = self._prio_subjects
+        if subjects is None:
+            base = self.subject
+            subjects = self._prio_subjects = tuple(f"{base}/prio{p}" for p in range(len(PRIOS)))
+        if 0 <= prio < len(subjects):
+            return subjects[prio]
+        return f"{self.subject}/prio{prio}"
 
     @property
     def label(self) -> str:
         """``host/netdev`` for summaries."""
-        return self.ref.label
+        label = self._label
+        if label is None:
+            label = self._label = self.ref.label
+        return label
 
     def rate(self, name: str) -> float | None:
         """A scalar rate (a per-priority one summed), None when not measured this tick."""
-        if self.rates is None or self.rates.gap:
-            return None
-        v = self.rates.rates.get(name)
+        v = self.measured.get(name)
         if isinstance(v, dict):
             return sum(v.values()) if v else None
         return v
 
-    def prio_rates(self, name: str) -> dict[int, float]:
+    def prio_rates(self, name: str) -> Mapping[int, float]:
         """A per-priority rate as ``{prio: value}`` (empty when absent or not per priority)."""
-        if self.rates is None or self.rates.gap:
-            return {}
-        v: RateValue | None = self.rates.rates.get(name)
-        return v if isinstance(v, dict) else {}
+        v = self.measured.get(name)
+        return v if isinstance(v, dict) else _NO_PRIOS
 
     def prio_rate(self, name: str, prio: int) -> float | None:
         """One priority of a per-priority rate."""
-        return self.prio_rates(name).get(prio)
+        v = self.measured.get(name)
+        return v.get(prio) if isinstance(v, dict) else None
+
+    @property
+    def pausing(self) -> frozenset[int]:
+        """Priorities with any pause time or pause frames this tick (the rest cannot storm)."""
+        got = self._pausing
+        if got is None:
+            out: list[int] = []
+            m = self.measured
+            for name in _PAUSE_NAMES:
+                v = m.get(name)
+                if isinstance(v, dict):
+                    for p, x in v.items():
+                        if x > 0:
+                            out.append(p)
+            got = self._pausing = frozenset(out) if out else _NO_PAUSES
+        return got
 
     @property
     def line_rate_bytes(self) -> float | None:

@@ -35,13 +35,16 @@ def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
     need = ctx.th("ecn_pause_per_s")
     points: list[Finding] = []
     victims: list[Finding] = []
+    memory = ctx.memory
     for lt in ctx.links:
         if lt.dt is None or not is_rdma_ethernet(lt.link):
             continue
-        key = ("congestion_without_ecn", lt.subject)
-        ecn = {n: lt.rate(n) for n in _ECN_RATES}
         rx = lt.rate(PAUSE_PER_S["rx"]) or 0.0
         tx = lt.rate(PAUSE_PER_S["tx"]) or 0.0
+        if max(rx, tx) < need and not memory.remembers("congestion_without_ecn"):
+            continue  # too few pauses to find anything, and nothing tracked to carry on
+        key = ("congestion_without_ecn", lt.subject)
+        ecn = {n: lt.rate(n) for n in _ECN_RATES}
         found = None
         # Without any ECN/CNP counter we cannot tell "zero" from "not counted".
         if (

@@ -21,7 +21,7 @@ def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
         r = hs.rates
         t = placed_time(s.gpu_read_ns / 1e9, s, r) if s.gpu_read_ns else host_time(s, r)
         dt = hs.rates.interval_s if hs.rates is not None and hs.rates.interval_s else 0.0
-        out.extend((hs.name, g, t, dt) for g in s.gpus)
+        out.extend([(hs.name, g, t, dt) for g in s.gpus])
     return out
 
 
@@ -29,9 +29,13 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     """A GPU whose clocks are held down for thermal reasons, sustained for the detection time."""
     out: list[Finding] = []
     for host, g, t, dt in _gpus(ctx):
+        reasons = (
+            [r for r in g.throttle_reasons if "thermal" in r.lower()] if g.throttle_reasons else []
+        )
+        if not reasons and not ctx.memory.remembers("gpu_thermal_slowdown"):
+            continue  # not throttled and nothing tracked: debouncing would do nothing
         subject = f"{host}/gpu{g.index}"
         key = ("gpu_thermal_slowdown", subject)
-        reasons = [r for r in g.throttle_reasons if "thermal" in r.lower()]
         found = None
         if reasons:
             hw = any(r.lower() == _HW_THERMAL for r in reasons)
@@ -70,13 +74,18 @@ def gpu_hot(ctx: RuleContext) -> list[Finding]:
     out: list[Finding] = []
     warn, mem_warn = ctx.th("gpu_temp_warn_c"), ctx.th("gpu_mem_temp_warn_c")
     for host, g, t, dt in _gpus(ctx):
+        core, mem = g.temperature_c, g.memory_temperature_c
+        core_hot = core is not None and core >= warn
+        mem_hot = mem is not None and mem >= mem_warn
+        if not (core_hot or mem_hot) and not ctx.memory.remembers("gpu_hot"):
+            continue  # as above
+        hot = []
+        if core_hot:
+            hot.append(f"core {core:.0f} °C (warning at {warn:.0f})")
+        if mem_hot:
+            hot.append(f"memory {mem:.0f} °C (warning at {mem_warn:.0f})")
         subject = f"{host}/gpu{g.index}"
         key = ("gpu_hot", subject)
-        hot = []
-        if g.temperature_c is not None and g.temperature_c >= warn:
-            hot.append(f"core {g.temperature_c:.0f} °C (warning at {warn:.0f})")
-        if g.memory_temperature_c is not None and g.memory_temperature_c >= mem_warn:
-            hot.append(f"memory {g.memory_temperature_c:.0f} °C (warning at {mem_warn:.0f})")
         found = None
         if hot:
             found = Finding(

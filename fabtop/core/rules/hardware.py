@@ -8,13 +8,16 @@ from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, link_down, r3
 
+# Looked up once: an enum member costs a class attribute lookup per read, per link.
+_LINK_DOWN_PER_S = Metric.LINK_DOWN_EVENTS.per_s
+_MODULE_HIGH_TEMP_PER_S = Metric.MODULE_HIGH_TEMP_EVENTS.per_s
+
 
 def pcie_degraded(ctx: RuleContext) -> list[Finding]:
     """A NIC whose PCIe link trained narrower or slower than it can."""
     out: list[Finding] = []
     for lt in ctx.links:
         pcie = lt.link.pcie
-        key = ("pcie_degraded", lt.subject)
         found = None
         if pcie is not None and pcie.degraded:
             now = f"x{pcie.width or '?'} at {pcie.speed_gts or '?'} GT/s"
@@ -40,7 +43,9 @@ def pcie_degraded(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        f = ctx.memory.mark(found, key, lt.t)
+        elif not ctx.memory.remembers("pcie_degraded"):
+            continue  # nothing to report and nothing to clear
+        f = ctx.memory.mark(found, ("pcie_degraded", lt.subject), lt.t)
         if f is not None:
             out.append(f)
     return out
@@ -50,9 +55,9 @@ def nic_temperature(ctx: RuleContext) -> list[Finding]:
     """NIC (hwmon) temperature at or above the warning / critical threshold."""
     out: list[Finding] = []
     warn, crit = ctx.th("nic_temp_warn_c"), ctx.th("nic_temp_crit_c")
+    restore_s = ctx.th("restore_s")
     for lt in ctx.links:
         temp = lt.link.temperature_c
-        key = ("nic_temperature", lt.subject)
         found = None
         if temp is not None and temp >= warn:
             critical = temp >= crit
@@ -72,7 +77,10 @@ def nic_temperature(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        f = ctx.memory.debounce(found, key, lt.t, lt.dt or 0.0, 0.0, ctx.th("restore_s"))
+        elif not ctx.memory.remembers("nic_temperature"):
+            continue  # not hot and nothing tracked: debouncing would do nothing
+        key = ("nic_temperature", lt.subject)
+        f = ctx.memory.debounce(found, key, lt.t, lt.dt or 0.0, 0.0, restore_s)
         if f is not None:
             out.append(f)
     return out
@@ -85,8 +93,10 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
     for lt in ctx.links:
         if lt.dt is None:
             continue
+        per_s = lt.rate(_LINK_DOWN_PER_S) or 0.0
+        if not per_s > 0 and not ctx.memory.remembers("link_flap"):
+            continue  # no event now and none being shown: debouncing would do nothing
         key = ("link_flap", lt.subject)
-        per_s = lt.rate(Metric.LINK_DOWN_EVENTS.per_s) or 0.0
         found = None
         if per_s > 0:
             found = Finding(
@@ -137,8 +147,10 @@ def module_high_temp(ctx: RuleContext) -> list[Finding]:
     for lt in ctx.links:
         if lt.dt is None:
             continue
+        per_s = lt.rate(_MODULE_HIGH_TEMP_PER_S) or 0.0
+        if not per_s > 0 and not ctx.memory.remembers("module_high_temp"):
+            continue  # as in link_flap
         key = ("module_high_temp", lt.subject)
-        per_s = lt.rate(Metric.MODULE_HIGH_TEMP_EVENTS.per_s) or 0.0
         found = None
         if per_s > 0:
             found = Finding(

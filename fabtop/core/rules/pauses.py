@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from collectors.vocabulary import Derived, Metric
 from fabtop.core.findings import PortRef
-from fabtop.core.rules.context import LinkTick
+
+if TYPE_CHECKING:  # the context reads the pause names below: it is imported after them
+    from fabtop.core.rules.context import LinkTick
 
 PRIOS = tuple(range(8))
 SIDES = ("rx", "tx")  # rx: being paused by the peer; tx: sending pauses to the peer

@@ -5,17 +5,23 @@ from __future__ import annotations
 from collections import Counter
 
 from fabtop.core.findings import Finding, prio_text
-from fabtop.core.rules.context import RuleContext, is_rdma_ethernet, r3
+from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, r3
 from fabtop.core.rules.pauses import PAUSE_PER_S, PRIOS
 
 
 def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
     """Pauses counted on a priority where this host's PFC configuration has PFC off."""
     out: list[Finding] = []
+    memory = ctx.memory
+    restore_s = ctx.th("restore_s")
     for lt in ctx.links:
         qos = lt.link.qos
         if lt.dt is None or qos is None or qos.pfc_enabled is None or qos.source == "ethtool":
             continue  # "ethtool" qos is inferred from the counters themselves: always agrees
+        # Only a priority with pause frames finds anything (they are among lt.pausing);
+        # with nothing tracked, the quiet ones have nothing to clear either.
+        if not lt.pausing and not memory.remembers("pfc_disabled_prio"):
+            continue
         for p in PRIOS:
             if p in qos.pfc_enabled:
                 continue
@@ -47,7 +53,7 @@ def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
                     port=lt.ref,
                     priority=p,
                 )
-            f = ctx.memory.debounce(found, key, lt.t, lt.dt, 0.0, ctx.th("restore_s"))
+            f = memory.debounce(found, key, lt.t, lt.dt, 0.0, restore_s)
             if f is not None:
                 out.append(f)
     return out
@@ -55,6 +61,8 @@ def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
 
 def _majority_report(values: dict[str, str]) -> tuple[str, list[str], Counter[str]] | None:
     """(majority value, labels that differ from it, counts) when not all values agree."""
+    if len(set(values.values())) < 2:
+        return None  # all agree (the usual case): no need to count them
     counts = Counter(values.values())
     if len(counts) < 2:
         return None
@@ -74,12 +82,12 @@ def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
     """PFC priorities or trust mode differing across the RoCE ports of the fabric."""
     pfc: dict[str, str] = {}
     trust: dict[str, str] = {}
-    names: dict[str, tuple[str, str]] = {}  # label -> (host, what to type)
+    ports: dict[str, LinkTick] = {}  # label -> the port (its host, what to type)
     for lt in ctx.links:
         if not is_rdma_ethernet(lt.link) or lt.link.qos is None:
             continue
         q = lt.link.qos
-        names[lt.label] = (lt.host, lt.name)
+        ports[lt.label] = lt
         if q.pfc_enabled is not None:
             pfc[lt.label] = prio_text(q.pfc_enabled)
         if q.trust is not None:
@@ -96,7 +104,7 @@ def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
             odd_text = ", ".join(f"{label} ({values[label]})" for label in odd[:4])
             more = f" and {len(odd) - 4} more" if len(odd) > 4 else ""
             shown = "prio " + majority if rule == "pfc_mismatch" else majority
-            host, name = names[odd[0]]
+            host, name = ports[odd[0]].host, ports[odd[0]].name
             found = Finding(
                 rule=rule,
                 severity="warning",
@@ -108,6 +116,8 @@ def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
                     "switch (lossless traffic needs the same map end to end)"
                 ),
             )
+        if found is None and not ctx.memory.remembers(rule):
+            continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, (rule, "fabric"), ctx.now)
         if f is not None:
             out.append(f)

@@ -63,25 +63,56 @@ def _others(ends: list[PauseEnd], skip: PortRef) -> list[PortRef]:
     return [e.port for e in ends if e.port != skip]
 
 
+class _Pausers:
+    """Who pauses hard on each side this tick (:func:`pausers`), found when a storm needs it.
+
+    Only a storm finding names them, and on most ticks nothing storms.
+    """
+
+    __slots__ = ("_receivers", "_senders", "_thresholds", "_ticks")
+
+    def __init__(self, ticks: list[LinkTick], thresholds: Mapping[str, float]) -> None:
+        self._ticks = ticks
+        self._thresholds = thresholds
+        self._senders: dict[int, list[PauseEnd]] | None = None
+        self._receivers: dict[int, list[PauseEnd]] | None = None
+
+    @property
+    def senders(self) -> dict[int, list[PauseEnd]]:
+        """Sending pauses: receivers that cannot drain."""
+        if self._senders is None:
+            self._senders = pausers(self._ticks, "tx", self._thresholds)
+        return self._senders
+
+    @property
+    def receivers(self) -> dict[int, list[PauseEnd]]:
+        """Being paused."""
+        if self._receivers is None:
+            self._receivers = pausers(self._ticks, "rx", self._thresholds)
+        return self._receivers
+
+
 def pfc_storm(ctx: RuleContext) -> list[Finding]:
     """A priority paused for nearly the whole interval while its traffic does not move."""
     ticks = list(ctx.links)
-    senders = pausers(ticks, "tx", ctx.thresholds)  # sending pauses: receivers that cannot drain
-    receivers = pausers(ticks, "rx", ctx.thresholds)  # being paused
+    ends = _Pausers(ticks, ctx.thresholds)
     min_ratio = ctx.th("storm_pause_ratio")
     min_per_s = ctx.th("storm_min_pause_per_s")
     watchdog = watchdog_storms(ctx.state)
     out: list[Finding] = []
-    tracks = ctx.memory.tracks
+    memory = ctx.memory
+    tracks = memory.tracks
     for lt in ticks:
-        active = _pausing(lt)
+        active = lt.pausing
+        if not active and not watchdog and not memory.remembers("pfc_storm"):
+            continue  # every priority would be passed by below: nothing pauses, nothing to forget
         for p in PRIOS:
             key = ("pfc_storm", lt.prio_subject(p))
             if p not in active and key not in tracks and not watchdog:
                 continue  # nothing pauses and nothing to forget: the same as a quiet pass
             wd = _watched(watchdog, lt, p)
             if wd is not None:
-                out.append(_from_watchdog(ctx, lt, p, wd, key, senders, receivers))
+                out.append(_from_watchdog(ctx, lt, p, wd, key, ends.senders, ends.receivers))
                 continue
             if lt.dt is None or lt.rates is None:
                 continue
@@ -112,8 +143,8 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
                     moved_name,
                     held,
                     mean,
-                    senders.get(p, []),
-                    receivers.get(p, []),
+                    ends.senders.get(p, []),
+                    ends.receivers.get(p, []),
                 )
                 break
             f = ctx.memory.debounce(
@@ -121,15 +152,6 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
             )
             if f is not None:
                 out.append(f)
-    return out
-
-
-def _pausing(lt: LinkTick) -> set[int]:
-    """Priorities with any pause time or pause frames this tick (the rest cannot storm)."""
-    out: set[int] = set()
-    for side in ("tx", "rx"):
-        for name in (PAUSE_RATIO[side], PAUSE_PER_S[side]):
-            out.update(p for p, v in lt.prio_rates(name).items() if v > 0)
     return out
 
 
@@ -239,11 +261,14 @@ def pfc_pressure(ctx: RuleContext) -> list[Finding]:
     """Heavy but moving PFC pausing (incast): information, not a fault."""
     out: list[Finding] = []
     lo, hi = ctx.th("pressure_pause_ratio"), ctx.th("storm_pause_ratio")
-    tracks = ctx.memory.tracks
+    memory = ctx.memory
+    tracks = memory.tracks
     for lt in ctx.links:
         if lt.dt is None or lt.rates is None:
             continue
-        active = _pausing(lt)
+        active = lt.pausing
+        if not active and not memory.remembers("pfc_pressure"):
+            continue  # as below, for every priority at once
         for p in PRIOS:
             key = ("pfc_pressure", lt.prio_subject(p))
             if p not in active and key not in tracks:
@@ -290,14 +315,18 @@ def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
     """mlx5's own stall watchdog fired (tx_pause_storm_warning/error_events rising)."""
     out: list[Finding] = []
     warn_m, err_m = Metric.TX_PAUSE_STORM_WARNING_EVENTS, Metric.TX_PAUSE_STORM_ERROR_EVENTS
+    warn_name, err_name = warn_m.per_s, err_m.per_s
     for lt in ctx.links:
         if lt.dt is None:
             continue
-        warn = lt.rate(warn_m.per_s) or 0.0
-        err = lt.rate(err_m.per_s) or 0.0
+        warn = lt.rate(warn_name) or 0.0
+        err = lt.rate(err_name) or 0.0
+        fired = warn > 0 or err > 0
+        if not fired and not ctx.memory.remembers("pfc_stall"):
+            continue  # nothing fired and no episode to carry on: debouncing would do nothing
         key = ("pfc_stall", lt.subject)
         found = None
-        if warn > 0 or err > 0:
+        if fired:
             total = ctx.memory.total(key, lt.t, (warn + err) * lt.dt)
             critical = err > 0
             what = (

@@ -6,20 +6,26 @@ from collectors.vocabulary import Derived, Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, fmt_rate, r3
 
+# Looked up once: an enum member costs a class attribute lookup per read, per link.
+_SHARE = Derived.RDMA_SHARE
+_RX_PER_S, _TX_PER_S = Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s
+
 
 def rdma_fallback(ctx: RuleContext) -> list[Finding]:
     """Traffic flows on an RDMA-capable port but the RDMA share of its bytes is near zero."""
     out: list[Finding] = []
+    min_bps, share_min = ctx.th("rdma_min_traffic_bps"), ctx.th("rdma_share_min")
     for lt in ctx.links:
         if lt.dt is None:
             continue
-        key = ("rdma_fallback", lt.subject)
-        share = lt.rate(Derived.RDMA_SHARE)
-        rx, tx = lt.rate(Metric.RX_BYTES.per_s), lt.rate(Metric.TX_BYTES.per_s)
+        share = lt.rate(_SHARE)
+        if share is None and not ctx.memory.remembers("rdma_fallback"):
+            continue  # no RDMA share measured (not an RDMA port): nothing to find or carry on
+        rx, tx = lt.rate(_RX_PER_S), lt.rate(_TX_PER_S)
         found = None
         if share is not None and rx is not None and tx is not None:
-            busy = (rx + tx) * 8.0 >= ctx.th("rdma_min_traffic_bps")
-            if busy and share <= ctx.th("rdma_share_min"):
+            busy = (rx + tx) * 8.0 >= min_bps
+            if busy and share <= share_min:
                 found = Finding(
                     rule="rdma_fallback",
                     severity="warning",
@@ -45,6 +51,9 @@ def rdma_fallback(ctx: RuleContext) -> list[Finding]:
                     host=lt.host,
                     port=lt.ref,
                 )
+        if found is None and not ctx.memory.remembers("rdma_fallback"):
+            continue  # nothing found and nothing tracked: debouncing would do nothing
+        key = ("rdma_fallback", lt.subject)
         f = ctx.memory.debounce(found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"))
         if f is not None:
             out.append(f)
