@@ -13,7 +13,9 @@ never a rate, an event count or a spike in the history's max tiers.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from collectors.normalize import ETHTOOL_MAP, IB_HW_MAP, IB_PORT_MAP, NETDEV_MAP, Src
 from collectors.numbers import ALL_ONES
@@ -139,13 +141,11 @@ def _is_ones(v: MetricValue | None) -> bool:
 _RATE_NAME: dict[str, str] = {m: m.per_s for m in Metric}
 # ... and with its bound kind, for the per-tick loop's one lookup per counter.
 _RATE_KIND: dict[str, tuple[str, int]] = {m: (m.per_s, _bound_kind(m)) for m in Metric}
-# Per direction: byte rate -> bits/s, pause-duration rate -> share of the interval paused.
-_SIDES: tuple[tuple[str, Derived, str, Derived], ...] = (
-    (Metric.RX_BYTES.per_s, Derived.RX_BPS, Metric.RX_PAUSE_US.per_s, Derived.RX_PAUSE_TIME_RATIO),
-    (Metric.TX_BYTES.per_s, Derived.TX_BPS, Metric.TX_PAUSE_US.per_s, Derived.TX_PAUSE_TIME_RATIO),
-)
-_RDMA_BYTES = (Metric.RDMA_RX_BYTES.per_s, Metric.RDMA_TX_BYTES.per_s)
-_PORT_BYTES = (Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s)
+# What _derive reads: byte rates (-> bits/s, the RDMA share), pause-duration rates (-> the
+# share of the interval paused).
+_RX_BYTES_RATE, _TX_BYTES_RATE = Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s
+_RX_PAUSE_RATE, _TX_PAUSE_RATE = Metric.RX_PAUSE_US.per_s, Metric.TX_PAUSE_US.per_s
+_RDMA_RX_RATE, _RDMA_TX_RATE = Metric.RDMA_RX_BYTES.per_s, Metric.RDMA_TX_BYTES.per_s
 
 # Histogram names as servers expose them (llm_metrics/LLM_METRICS_NOTES.md); matched
 # by suffix so a parser may keep or strip the "vllm:"/"sglang:" prefix.
@@ -162,12 +162,8 @@ Histogram = tuple[tuple[float, ...], tuple[float, ...], float, float]
 
 
 # What raw-counter rates are made of when a view first asks: (counters now, before, 1/dt,
-# the sources to compute, the rates computed already (sources with an all-ones read),
-# their resets, raw names stuck at their maximum).
-_RawInputs = tuple[
-    dict[str, dict[str, int]], dict[str, dict[str, int]], float, tuple[str, ...],
-    dict[str, dict[str, float]], list[str], list[str],
-]
+# raw names stuck at their maximum).
+_RawInputs = tuple[dict[str, dict[str, int]], dict[str, dict[str, int]], float, list[str]]
 
 
 @dataclass(slots=True)
@@ -254,7 +250,7 @@ class _Baseline:
     inference: dict[str, _InferenceBase]
     cpu_throttle: int | None
     held: dict[str, dict[str, _Held]] = field(default_factory=dict)  # link id -> name -> held
-    clean: dict[str, frozenset[str]] = field(default_factory=dict)  # link id -> sources
+    shapes: dict[str, _Shape] = field(default_factory=dict)  # link id -> what it read
 
 
 def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
@@ -534,60 +530,212 @@ def _read_interval(
     return rdt if 0.5 * dt < rdt < 1.5 * dt else dt
 
 
+# How each normalized counter of a link becomes a rate: (rate name, bound kind, an int
+# counter (else per priority)), one per metric in the read's order.
+_Plan = tuple[tuple[str, int, bool], ...]
+
+
+@dataclass(slots=True)
+class _Shape:
+    """What one read of a link held, kept so that the next tick compares against it."""
+
+    sample: LinkSample  # the read it describes
+    counter_names: dict[str, tuple[str, ...]]  # source -> raw names, in the read's order
+    feed_names: dict[str, tuple[str, ...]]  # source -> those of them a metric is made of
+    metric_names: tuple[str, ...]
+    metric_types: tuple[type, ...]
+    plan: _Plan | None  # None: a metric outside the vocabulary, or neither int nor dict
+    plain: bool  # _plain_rates made its rates: none of its metrics reads all-ones
+
+
+_NO_NAMES: dict[str, tuple[str, ...]] = {}
+
+
+def _feed_names(source: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The raw names of ``names`` that feed a normalized metric (any driver)."""
+    feeds = _FEEDS.get(source)
+    if feeds is None or source == SLOW_SOURCE:
+        return ()
+    return tuple(n for n in names if n in feeds)
+
+
+def _has_ones(cur: LinkSample, prev: LinkSample) -> bool:
+    """Whether a raw counter that has a rate to make (read before too) reads all-ones."""
+    for source, counters in cur.counters.items():
+        pcounters = prev.counters.get(source)
+        if pcounters is None or source == SLOW_SOURCE or ALL_ONES.isdisjoint(counters.values()):
+            continue
+        if any(v in ALL_ONES and n in pcounters for n, v in counters.items()):
+            return True
+    return False
+
+
+def _plan(names: tuple[str, ...], types: tuple[type, ...]) -> _Plan | None:
+    plan: list[tuple[str, int, bool]] = []
+    for name, t in zip(names, types, strict=True):
+        rk = _RATE_KIND.get(name)
+        if rk is None or (t is not int and t is not dict):
+            return None  # left to the per-counter loop, which knows what to skip
+        plan.append((*rk, t is int))
+    return tuple(plan)
+
+
+# Per-priority rates of counters that did not move, by priorities: copied, not rebuilt.
+_ZERO_RATES: dict[tuple[int, ...], dict[int, float]] = {}
+_MAX_ZERO_RATES = 64
+
+
+def _zero_rates(per: dict[int, int]) -> dict[int, float]:
+    prios = tuple(per)
+    zeros = _ZERO_RATES.get(prios)
+    if zeros is None:
+        if len(_ZERO_RATES) >= _MAX_ZERO_RATES:
+            _ZERO_RATES.clear()
+        zeros = _ZERO_RATES[prios] = dict.fromkeys(prios, 0.0)
+    return zeros.copy()
+
+
+def _plain_rates(
+    plan: _Plan,
+    metrics: Iterable[Any],
+    pmetrics: Iterable[Any],
+    limits: tuple[float, float, float, float],
+    inv_dt: float,
+    pclean: bool,
+) -> dict[str, RateValue] | None:
+    """The normalized counters' rates when nothing is in doubt; None as soon as one is.
+
+    ``metrics`` and ``pmetrics``: the two reads' values, their names and value types those
+    of ``plan`` (the caller checked); ``pclean``: no value of ``pmetrics`` reads all-ones
+    (this function said so on their own tick). The checks are those of _link_rates'
+    per-counter loop, which takes the link over on None (a reset, a glitch, a priority
+    gone) and judges it counter by counter. This one is the common tick, so it is kept to
+    few operations.
+    """
+    rates: dict[str, RateValue] = {}
+    for (rname, kind, scalar), v, pv in zip(plan, metrics, pmetrics, strict=False):
+        if scalar:
+            d = v - pv
+            if 0 <= d <= limits[kind] and v not in ALL_ONES:
+                # most counters did not move: one 0.0 for all of them, not a new float each
+                rates[rname] = d * inv_dt if d else 0.0
+                continue
+            return None
+        if v == pv:  # nothing counted: most per-priority counters on most ticks
+            if not v:
+                continue
+            if not (pclean or ALL_ONES.isdisjoint(v.values())):
+                return None
+            rates[rname] = _zero_rates(v)  # 0 x inv_dt, within any bound
+            continue
+        per: dict[int, float] = {}
+        top = 0
+        for prio, x in v.items():
+            px = pv.get(prio)
+            if px is None:
+                continue
+            d = x - px
+            if d < 0:
+                return None
+            if d > top:
+                top = d
+            per[prio] = d * inv_dt if d else 0.0
+        if not per:  # no priority read both times: no rate
+            if not ALL_ONES.isdisjoint(v.values()):
+                return None  # (so that a tick with rates made here never reads all-ones)
+            continue
+        # The delta itself against the bound, as the careful look (where a raw all-ones
+        # read sends every counter) judges it; rounding is monotonic, so the largest rate is
+        # then within the bound per second too, which is the per-counter loop's own test.
+        if not (top <= limits[kind] and ALL_ONES.isdisjoint(v.values())):
+            return None
+        rates[rname] = per
+    return rates
+
+
+def _eager_raw_rates(
+    counters: dict[str, int],
+    pcounters: dict[str, int],
+    inv_dt: float,
+    source: str,
+    ones: list[tuple[str, str, bool]],
+    reset: list[str],
+) -> dict[str, float]:
+    """Raw rates of a source with an all-ones read in either read (those get none)."""
+    out: dict[str, float] = {}
+    for name, value in counters.items():
+        pvalue = pcounters.get(name)
+        if pvalue is None:
+            continue
+        if value in ALL_ONES:
+            ones.append((source, name, value == pvalue))  # no rate: glitch or stuck
+            continue
+        if pvalue in ALL_ONES:
+            continue  # back from an all-ones read: nothing to measure against
+        d = value - pvalue
+        if d >= 0:
+            out[name] = d * inv_dt
+        else:
+            reset.append(name)
+    return out
+
+
 def _link_rates(
     cur: LinkSample,
     prev: LinkSample | None,
     dt: float,
     held: dict[str, _Held] | None,
-    prev_clean: frozenset[str] = frozenset(),
-) -> tuple[LinkRates, dict[str, _Held] | None, frozenset[str]]:
+    pshape: _Shape | None = None,
+) -> tuple[LinkRates, dict[str, _Held] | None, _Shape | None]:
     """Rates of one link against its previous reading.
 
-    Also returns what to hold for the next tick, and the counter sources of ``cur`` that
-    hold no all-ones value (``prev_clean``: the same of ``prev``, known from its own tick).
+    Also returns what to hold for the next tick, and what ``cur`` read, for the next tick
+    to compare against (``pshape``: the same of ``prev``, from its own tick).
     """
     lr = LinkRates(rates={})
     if prev is None:
         lr.raw = {}
-        return lr, None, frozenset()
+        return lr, None, None
+    if pshape is not None and pshape.sample is not prev:
+        pshape = None
     lr.span_s = dt
     inv_dt = 1.0 / dt
-    clean: list[str] = []
     reset = lr.norm_reset
-    raw_reset: list[str] = []
     ones: list[tuple[str, str, bool]] = []  # (source, raw name, read all-ones before too)
 
-    raw_rates: dict[str, dict[str, float]] = {}
-    later: list[str] = []
-    for source, counters in cur.counters.items():
-        pcounters = prev.counters.get(source)
-        if pcounters is None or source == SLOW_SOURCE:
-            continue  # slow-cadence values: a rate per frame would be 0, then a spike
-        out: dict[str, float] = {}
-        ok = ALL_ONES.isdisjoint(counters.values())
-        if ok:
-            clean.append(source)
-        if ok and (source in prev_clean or ALL_ONES.isdisjoint(pcounters.values())):
-            later.append(source)  # the common case: one test per source, rates on demand
+    # Of the raw counters (hundreds per mlx5 port), each tick looks at their names (the same
+    # as last time?) and at the values of those that feed a metric (all-ones?). The rest
+    # waits for raw_rates (the link detail), which judges every counter itself.
+    counters_of, pcounters_of = cur.counters, prev.counters
+    pnames_of = _NO_NAMES if pshape is None else pshape.counter_names
+    pfeeds_of = _NO_NAMES if pshape is None else pshape.feed_names
+    names_of: dict[str, tuple[str, ...]] = {}
+    feeds_of: dict[str, tuple[str, ...]] = {}
+    # The same raw names in both reads (the usual tick): no metric moved to another source.
+    # They come in the same order tick after tick, so one compare of the tuples kept does.
+    same_names = len(counters_of) == len(pcounters_of)
+    for source, counters in counters_of.items():
+        names = tuple(counters)
+        pnames = pnames_of.get(source)
+        pcounters = pcounters_of.get(source)
+        if names == pnames:
+            names, feeds = pnames, pfeeds_of[source]
         else:
-            for name, value in counters.items():
-                pvalue = pcounters.get(name)
-                if pvalue is None:
-                    continue
+            feeds = _feed_names(source, names)
+            if same_names:
+                same_names = pcounters is not None and counters.keys() == pcounters.keys()
+        names_of[source], feeds_of[source] = names, feeds
+        if pcounters is None:
+            same_names = False
+        elif feeds and not ALL_ONES.isdisjoint(map(counters.__getitem__, feeds)):
+            for name in feeds:
+                value = counters[name]
                 if value in ALL_ONES:
-                    ones.append((source, name, value == pvalue))  # no rate: glitch or stuck
-                    continue
-                if pvalue in ALL_ONES:
-                    continue  # back from an all-ones read: nothing to measure against
-                d = value - pvalue
-                if d >= 0:
-                    out[name] = d * inv_dt
-                else:
-                    raw_reset.append(name)
-            raw_rates[source] = out
+                    pvalue = pcounters.get(name)
+                    if pvalue is not None:
+                        ones.append((source, name, value == pvalue))  # glitch or stuck
     stuck_raw = _stuck_legacy(cur, prev) if cur.saturated else []
-    lr.raw_inputs = (cur.counters, prev.counters, inv_dt, tuple(later), raw_rates, raw_reset,
-                     stuck_raw)
+    lr.raw_inputs = (counters_of, pcounters_of, inv_dt, stuck_raw)
 
     # Raw-only resets drop that rate but do not cut the charts: some drivers list
     # gauges among their statistics, and those go down all the time.
@@ -595,55 +743,76 @@ def _link_rates(
     line = _line_bytes_per_s(cur, prev)
     limits = _limits(line, dt)
     rate_caps = (_INF, limits[1] * inv_dt, limits[2] * inv_dt, limits[3] * inv_dt)
-    rates = lr.rates
     held_out: dict[str, _Held] = {}
     sat_norm: list[str] = []
     # With an all-ones read or a held counter on the link, every counter gets a careful look.
+    # (Known so far: those that feed a metric. Other raw counters reading all-ones change
+    # no rate _plain_rates makes, so they are looked for only when it makes none.)
     slow = bool(ones) or bool(held)
-    pmetrics = prev.metrics
-    switched = _switched_feeds(cur, prev)
-    for name, metric in cur.metrics.items():
-        rk = _RATE_KIND.get(name)
-        if rk is None:  # outside the vocabulary: nothing could name it
-            continue
-        pmetric = pmetrics.get(name)
-        if pmetric is None:
-            continue
-        if switched and name in switched:
-            reset.append(name)
-            lr.gap = True
-            continue
-        rname, kind = rk
-        if isinstance(metric, int):
-            if not isinstance(pmetric, int):
+    metrics, pmetrics = cur.metrics, prev.metrics
+    switched = _NONE if same_names else _switched_feeds(cur, prev)
+    mnames = tuple(metrics)
+    mtypes = tuple(map(type, metrics.values()))
+    if pshape is not None and mnames == pshape.metric_names and mtypes == pshape.metric_types:
+        aligned, pclean = True, pshape.plain
+        mnames, mtypes, plan = pshape.metric_names, pshape.metric_types, pshape.plan
+    else:
+        aligned = mnames == tuple(pmetrics) and mtypes == tuple(map(type, pmetrics.values()))
+        pclean = False
+        plan = _plan(mnames, mtypes)
+    plain = None
+    # (a finite 1/dt: 0 x inv_dt is then 0.0, as _plain_rates takes it to be)
+    if plan is not None and aligned and not (slow or switched) and 0.0 < inv_dt < _INF:
+        plain = _plain_rates(plan, metrics.values(), pmetrics.values(), limits, inv_dt, pclean)
+    if plain is not None:
+        rates = lr.rates = plain
+    else:
+        rates = lr.rates
+        slow = slow or _has_ones(cur, prev)
+        for name, metric in metrics.items():
+            rk = _RATE_KIND.get(name)
+            if rk is None:  # outside the vocabulary: nothing could name it
                 continue
-            d = metric - pmetric
-            if 0 <= d <= limits[kind] and not slow and metric not in ALL_ONES:
-                rates[rname] = d * inv_dt  # the common case: nothing to doubt
+            pmetric = pmetrics.get(name)
+            if pmetric is None:
                 continue
-        elif isinstance(pmetric, dict):
-            per: dict[int, float] = {}
-            bad = False
-            for prio, v in metric.items():
-                pv = pmetric.get(prio)
-                if pv is None:
+            if switched and name in switched:
+                reset.append(name)
+                lr.gap = True
+                continue
+            rname, kind = rk
+            if isinstance(metric, int):
+                if not isinstance(pmetric, int):
                     continue
-                d = v - pv
-                if d < 0:
-                    bad = True
-                else:
-                    per[prio] = d * inv_dt
-            if not (slow or bad) and per:
-                if max(per.values()) <= rate_caps[kind] and ALL_ONES.isdisjoint(metric.values()):
-                    rates[rname] = per
+                d = metric - pmetric
+                if 0 <= d <= limits[kind] and not slow and metric not in ALL_ONES:
+                    rates[rname] = d * inv_dt  # the common case: nothing to doubt
                     continue
-            elif not per and not bad:
+            elif isinstance(pmetric, dict):
+                per: dict[int, float] = {}
+                bad = False
+                for prio, v in metric.items():
+                    pv = pmetric.get(prio)
+                    if pv is None:
+                        continue
+                    d = v - pv
+                    if d < 0:
+                        bad = True
+                    else:
+                        per[prio] = d * inv_dt
+                if not (slow or bad) and per:
+                    if max(per.values()) <= rate_caps[kind] and ALL_ONES.isdisjoint(
+                        metric.values()
+                    ):
+                        rates[rname] = per
+                        continue
+                elif not per and not bad:
+                    continue
+            else:
                 continue
-        else:
-            continue
-        h = held.get(name) if held else None
-        _careful(name, rname, kind, metric, pmetric, h, lr, held_out, sat_norm, dt, line,
-                 name in jumped, name in stuck)  # fmt: skip
+            h = held.get(name) if held else None
+            _careful(name, rname, kind, metric, pmetric, h, lr, held_out, sat_norm, dt, line,
+                     name in jumped, name in stuck)  # fmt: skip
 
     if cur.physical:
         for pkts, pkts_rate, bytes_rate in _PACKETS_OF_BYTES_RATES:
@@ -678,23 +847,26 @@ def _link_rates(
             lr.saturated.append(name)
 
     _derive(rates)
-    return lr, held_out or None, frozenset(clean)
+    shape = _Shape(cur, names_of, feeds_of, mnames, mtypes, plan, plain is not None)
+    return lr, held_out or None, shape
 
 
 def _raw_rates(lr: LinkRates) -> dict[str, dict[str, float]]:
     """The raw-counter rates of one link's tick, made from what _link_rates kept."""
     if lr.raw_inputs is None:
         return {}
-    counters, pcounters_of, inv_dt, later, done, reset, stuck = lr.raw_inputs
+    counters, pcounters_of, inv_dt, stuck = lr.raw_inputs
     lr.raw_inputs = None  # the two readings are not kept past this
     out: dict[str, dict[str, float]] = {}
-    for source in counters:
-        if source in done:
-            out[source] = done[source]
+    reset: list[str] = []  # sources with an all-ones read first, as they always came
+    later: list[str] = []
+    for source, now in counters.items():
+        before = pcounters_of.get(source)
+        if before is None or source == SLOW_SOURCE:
+            continue  # slow-cadence values: a rate per frame would be 0, then a spike
+        if not (ALL_ONES.isdisjoint(now.values()) and ALL_ONES.isdisjoint(before.values())):
+            out[source] = _eager_raw_rates(now, before, inv_dt, source, [], reset)
             continue
-        if source not in later:
-            continue
-        now, before = counters[source], pcounters_of[source]
         rates: dict[str, float] = {}
         for name, value in now.items():
             pvalue = before.get(name)
@@ -704,37 +876,49 @@ def _raw_rates(lr: LinkRates) -> dict[str, dict[str, float]]:
             if d >= 0:
                 rates[name] = d * inv_dt
             else:
-                reset.append(name)
+                later.append(name)
         out[source] = rates
     for name in stuck:
         for rates in out.values():
             rates.pop(name, None)
-    lr.raw_reset = reset
+    lr.raw_reset = reset + later
     return out
 
 
 def _derive(rates: dict[str, RateValue]) -> None:
-    for bytes_rate, bps, pause_rate, ratio in _SIDES:
-        b = rates.get(bytes_rate)
-        if isinstance(b, float):
-            rates[bps] = b * 8.0
-        us = rates.get(pause_rate)
-        if isinstance(us, dict):
-            # Pause duration counters are in microseconds (mlx5 en_stats.c).
-            rates[ratio] = {p: min(1.0, max(0.0, v / 1e6)) for p, v in us.items()}
-        elif isinstance(us, float):
-            rates[ratio] = min(1.0, max(0.0, us / 1e6))
-    rdma_rx, rdma_tx = (rates.get(n) for n in _RDMA_BYTES)
-    rx, tx = (rates.get(n) for n in _PORT_BYTES)
-    if (
-        isinstance(rdma_rx, float)
-        and isinstance(rdma_tx, float)
-        and isinstance(rx, float)
-        and isinstance(tx, float)
-        and rx + tx > 0
-    ):
-        # vport and phy counters frame bytes differently: keep the share a share.
-        rates[Derived.RDMA_SHARE] = min(1.0, max(0.0, (rdma_rx + rdma_tx) / (rx + tx)))
+    get = rates.get
+    rx = get(_RX_BYTES_RATE)
+    if isinstance(rx, float):
+        rates[Derived.RX_BPS] = rx * 8.0
+    us = get(_RX_PAUSE_RATE)
+    if us is not None:
+        rates[Derived.RX_PAUSE_TIME_RATIO] = _paused(us)
+    tx = get(_TX_BYTES_RATE)
+    if isinstance(tx, float):
+        rates[Derived.TX_BPS] = tx * 8.0
+    us = get(_TX_PAUSE_RATE)
+    if us is not None:
+        rates[Derived.TX_PAUSE_TIME_RATIO] = _paused(us)
+    if isinstance(rx, float) and isinstance(tx, float) and rx + tx > 0:
+        rdma_rx, rdma_tx = get(_RDMA_RX_RATE), get(_RDMA_TX_RATE)
+        if isinstance(rdma_rx, float) and isinstance(rdma_tx, float):
+            # vport and phy counters frame bytes differently: keep the share a share.
+            r = (rdma_rx + rdma_tx) / (rx + tx)
+            rates[Derived.RDMA_SHARE] = (r if r < 1.0 else 1.0) if r > 0.0 else 0.0
+
+
+def _paused(us: RateValue) -> RateValue:
+    """Pause-duration rates (microseconds per second, mlx5 en_stats.c) as the share paused.
+
+    Each is min(1.0, max(0.0, us / 1e6)) without the builtins' cost (every port, every
+    tick): division is monotonic, so us < 1e6 iff the share is below 1 (or rounds to 1.0).
+    """
+    if isinstance(us, dict):
+        shares: dict[int, float] = {}
+        for p, v in us.items():
+            shares[p] = (v / 1e6 if v < 1e6 else 1.0) if v > 0.0 else 0.0
+        return shares
+    return (us / 1e6 if us < 1e6 else 1.0) if us > 0.0 else 0.0
 
 
 class RateEngine:
@@ -766,16 +950,18 @@ class RateEngine:
 
         links: dict[str, LinkRates] = {}
         held: dict[str, dict[str, _Held]] = {}
-        clean: dict[str, frozenset[str]] = {}
+        shapes: dict[str, _Shape] = {}
         notes: list[str] = []
-        pclean = prev.clean
+        pshapes = prev.shapes
         for lid, link in sample.links.items():
             plink = prev.links.get(lid)
-            lr, hold, clean[lid] = _link_rates(
+            lr, hold, shape = _link_rates(
                 link, plink, _read_interval(link, plink, dt, stepped), prev.held.get(lid),
-                pclean.get(lid, _NONE),
+                pshapes.get(lid),
             )  # fmt: skip
             links[lid] = lr
+            if shape is not None:
+                shapes[lid] = shape
             if hold:
                 held[lid] = hold
             if lr.confirmed:
@@ -786,7 +972,7 @@ class RateEngine:
         # lower: the count was reset; all-ones: a glitched read
         if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
             cpu = (n - pn) * inv_dt
-        inference = self._rebaseline(sample, prev.inference, held, clean)
+        inference = self._rebaseline(sample, prev.inference, held, shapes)
         count = self._glitches.get(host, 0) + len(notes)
         if notes:
             self._glitches[host] = count
@@ -798,7 +984,7 @@ class RateEngine:
         sample: HostSample,
         prev: dict[str, _InferenceBase],
         held: dict[str, dict[str, _Held]],
-        clean: dict[str, frozenset[str]],
+        shapes: dict[str, _Shape],
     ) -> dict[str, dict[str, float | None]]:
         """Make ``sample`` the new baseline; return its inference rates against ``prev``."""
         bases: dict[str, _InferenceBase] = {}
@@ -823,7 +1009,7 @@ class RateEngine:
         # Samples are not mutated downstream, so keeping references costs no copy.
         self._base[sample.host] = _Baseline(
             sample.seq, sample.clock_ns, sample.uptime_s, sample.links, bases,
-            sample.cpu_throttle_count, held, clean,
+            sample.cpu_throttle_count, held, shapes,
         )
         return rates
 
