@@ -55,4 +55,8 @@ def histogram_quantile(q: float, bounds: Buckets, counts: Buckets) -> float | No
     inside = fixed[i] - below
     if inside <= 0:
         return bounds[i]
-    return start + (bounds[i] - start) * (rank - below) / inside
+    frac = (rank - below) / inside  # in [0, 1]: divided first, so huge bounds cannot overflow
+    v = start + (bounds[i] - start) * frac
+    # Bounds of opposite sign near the float limit overflow their difference: the same
+    # point as a weighted mean of the two, which stays between them.
+    return v if math.isfinite(v) else start * (1.0 - frac) + bounds[i] * frac
