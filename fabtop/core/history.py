@@ -15,12 +15,20 @@ import os
 import resource
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import cast
 
 from collectors.numbers import ALL_ONES
-from collectors.samples import HostSample, RateValue
+from collectors.samples import GpuSample, HostSample, RateValue
 from collectors.vocabulary import Derived, InferenceRate, Metric
 from fabtop.core.rates import HostRates
-from fabtop.core.series import DEFAULT_COARSE_TYPECODE, DEFAULT_TIERS, FloatTypecode, Series
+from fabtop.core.series import (
+    DEFAULT_COARSE_TYPECODE,
+    DEFAULT_TIERS,
+    FloatTypecode,
+    Series,
+    append_all,
+)
 
 # A link, GPU or server not reported for this long loses its history (the finest tier's
 # span: 15 min at the defaults); checked once a minute per host.
@@ -82,10 +90,153 @@ def keeps_max(key: SeriesKey) -> bool:
     return name in _SPIKY
 
 
+class _Row:
+    """The series of one subject for a tuple of fields: those that exist, and the rest.
+
+    Resolved once rather than looked up by key every tick. A field's series is created
+    by its first value (a metric the host never reports costs nothing); an existing one
+    records every tick, a hole included.
+    """
+
+    __slots__ = ("fields", "keys", "names", "series", "want")
+
+    def __init__(self, hist: History, host: str, subject: str, fields: tuple[str, ...]) -> None:
+        self.fields = fields
+        self.keys: tuple[SeriesKey, ...] = tuple((host, subject, f) for f in fields)
+        self.names: list[str] = []  # the fields with a series, in field order
+        self.series: list[Series] = []  # their series
+        self.want: frozenset[str] = frozenset()  # the fields without one yet
+        self._resolve(hist)
+
+    def _resolve(self, hist: History) -> None:
+        self.names, self.series = [], []
+        for f, key in zip(self.fields, self.keys, strict=True):
+            s = hist.get(key)
+            if s is not None:
+                self.names.append(f)
+                self.series.append(s)
+        self.want = frozenset(self.fields).difference(self.names)
+
+    def grow(self, hist: History, t: float, value_of: Callable[[str], object]) -> None:
+        """Create, in field order (the order keys() lists), the series of fields with a value."""
+        made = False
+        for f, key in zip(self.fields, self.keys, strict=True):
+            if f in self.want and (v := value_of(f)) is not None:
+                hist._new(key).append(t, cast("float", v))
+                made = True
+        if made:
+            self._resolve(hist)
+
+
+class _Prio:
+    """One per-priority rate of one link: the aggregate series and one per priority."""
+
+    __slots__ = (
+        "has_total",
+        "is_ratio",
+        "keys",
+        "name",
+        "only",
+        "prios",
+        "series",
+        "total_key",
+        "want",
+    )
+
+    def __init__(self, hist: History, host: str, lid: str, name: str, is_ratio: bool) -> None:
+        self.name = name
+        self.is_ratio = is_ratio
+        self.total_key: SeriesKey = (host, lid, name, "")
+        self.keys: tuple[SeriesKey, ...] = tuple((host, lid, name, pk) for pk in _PRIO_KEYS)
+        self.has_total = False
+        self.series: list[Series] = []  # the aggregate's series (if any), then the priorities'
+        self.prios: list[int] = []  # the priorities with a series
+        self.want: set[int] = set()  # the priorities without one yet
+        self.only = -1  # the one priority, when the aggregate and it are all the series
+        self._resolve(hist)
+
+    def _resolve(self, hist: History) -> None:
+        total = hist.get(self.total_key)
+        self.has_total = total is not None
+        self.series = [] if total is None else [total]
+        self.prios, self.want = [], set()
+        for p, key in enumerate(self.keys):
+            s = hist.get(key)
+            if s is None:
+                self.want.add(p)
+            else:
+                self.prios.append(p)
+                self.series.append(s)
+        self.only = self.prios[0] if self.has_total and len(self.prios) == 1 else -1
+
+    def grow(self, hist: History, t: float, total: float | None, per: dict[int, float]) -> None:
+        """Create (the aggregate first, then by priority) the series that get a first value."""
+        if not self.has_total and total is not None:
+            hist._new(self.total_key).append(t, total)
+        for p in range(len(self.keys)):
+            if p in self.want and (pv := per.get(p)) is not None:
+                hist._new(self.keys[p]).append(t, pv)
+        self._resolve(hist)
+
+
+class _Link:
+    __slots__ = ("down", "down_key", "prio", "prio_live", "rates", "temp", "temp_key")
+
+    def __init__(self, hist: History, host: str, lid: str) -> None:
+        self.rates = _Row(hist, host, lid, _LINK_RATES)
+        self.prio = tuple(_Prio(hist, host, lid, n, r) for n, r in _LINK_PRIO_RATES)
+        self.prio_live = any(g.series for g in self.prio)  # else: skipped while all are None
+        self.down_key: SeriesKey = (host, lid, _DOWN)
+        self.down = hist.get(self.down_key)
+        self.temp_key: SeriesKey = (host, lid, "temperature_c")
+        self.temp = hist.get(self.temp_key)
+
+
+class _Gpu:
+    __slots__ = ("fields", "gid", "row", "thermal", "thermal_key")
+
+    def __init__(self, hist: History, host: str, gid: str) -> None:
+        self.gid = gid
+        self.fields = _Row(hist, host, gid, _GPU_FIELDS)
+        self.thermal_key: SeriesKey = (host, gid, "thermal_slowdown")
+        self.thermal = hist.get(self.thermal_key)
+        # once every field has a series: them and the thermal one, as record() lists values
+        self.row: list[Series] = []
+
+
+class _Host:
+    """One host's subjects with their series resolved, and when each was last reported."""
+
+    __slots__ = ("gpus", "links", "pruned", "seen", "servers")
+
+    def __init__(self) -> None:
+        self.links: dict[str, _Link] = {}
+        self.gpus: dict[int, _Gpu] = {}
+        self.servers: dict[str, _Row] = {}
+        self.seen: dict[str, float] = {}  # link id, "gpu<i>" or url -> last time reported
+        self.pruned: float | None = None
+
+
+_DOWN = Metric.LINK_DOWN_EVENTS
+_PRIO_NAMES = frozenset(name for name, _ in _LINK_PRIO_RATES)
+_NO_RATES: dict[str, RateValue] = {}  # a gap tick's rates (never written to)
+_NO_PRIOS: dict[int, float] = {}
+
+
+def _number(v: object) -> float | None:
+    """A value as Series.append takes it; a rate per priority where one value is
+    recorded (a dict): the sum."""
+    if v is None:
+        return None
+    if isinstance(v, dict):
+        return sum(v.values()) if v else None
+    return float(cast("float", v))
+
+
 class History:
     """All series of all hosts, keyed by tuples such as ``("gpu1", "eth2", "rx_bps")``."""
 
-    __slots__ = ("_keep_max", "_keys", "_pruned", "_seen", "_series", "_typecode", "tiers")
+    __slots__ = ("_hosts", "_keep_max", "_series", "_typecode", "tiers")
 
     def __init__(
         self,
@@ -100,17 +251,17 @@ class History:
         # "d" keeps them exact
         self._typecode = coarse_typecode
         self._series: dict[SeriesKey, Series] = {}
-        self._seen: dict[tuple[str, str], float] = {}  # (host, link/gpu/url) -> last time
-        self._pruned: dict[str, float] = {}
-        # (host, link) -> the series keys of its rates, built once, not per tick
-        self._keys: dict[tuple[str, str], _LinkKeys] = {}
+        # Per host, its subjects' series resolved once: record() is the hot path (about a
+        # hundred points per host each second) and looks no key up in the steady state.
+        self._hosts: dict[str, _Host] = {}
 
     def series(self, key: SeriesKey) -> Series:
         """The series for ``key``, created on first use."""
         s = self._series.get(key)
         if s is None:
-            s = Series(self.tiers, self._keep_max(key), self._typecode)
-            self._series[key] = s
+            s = self._new(key)
+            if len(key) > 1:
+                self._unresolve(key[0], {key[1]})  # record() appends to it from now on
         return s
 
     def get(self, key: SeriesKey) -> Series | None:
@@ -128,108 +279,186 @@ class History:
             s.nbytes + sys.getsizeof(k) for k, s in self._series.items()
         )
 
-    def _put(self, key: SeriesKey, t: float, value: float | None) -> None:
-        # A series is created by its first value; a metric the host never reports
-        # costs nothing, yet an existing series records the hole.
-        if value is None:
-            s = self._series.get(key)
-            if s is not None:
-                s.append(t, None)
-        else:
-            self.series(key).append(t, value)
+    def _new(self, key: SeriesKey) -> Series:
+        s = self._series.get(key)
+        if s is None:
+            s = self._series[key] = Series(self.tiers, self._keep_max(key), self._typecode)
+        return s
 
     def record(self, t: float, sample: HostSample, rates: HostRates) -> None:
         """Append the standard series of one frame (``t``: its unix time on the operator's axis)."""
         host = sample.host
-        put = self._put
+        h = self._hosts.get(host)
+        if h is None:
+            h = self._hosts[host] = _Host()
+        seen = h.seen
+        # The existing series and their values, appended in one loop at the end; a series
+        # is created (with its first value) where its subject is read, so keys() keeps the
+        # order of first values.
+        row: list[Series] = []
+        values: list[object] = []
+        links, lrates = h.links, rates.links
         for lid, link in sample.links.items():
-            lr = rates.links.get(lid)
+            c = links.get(lid)
+            if c is None:
+                c = links[lid] = _Link(self, host, lid)
+            lr = lrates.get(lid)
             if lr is not None:
-                self._record_link_rates(host, lid, t, lr.rates, lr.gap)
-            down = link.metrics.get(Metric.LINK_DOWN_EVENTS)
+                lrs = _NO_RATES if lr.gap else lr.rates
+                get = lrs.get
+                r = c.rates
+                row += r.series
+                values += map(get, r.names)
+                # a metric without a series yet, or per-priority rates: are they in there?
+                if r.want and not lrs.keys().isdisjoint(r.want):
+                    r.grow(self, t, lambda name: _number(get(name)))  # noqa: B023 (called right here)
+                if c.prio_live or not lrs.keys().isdisjoint(_PRIO_NAMES):
+                    self._record_prio(c, t, get, row, values)
+            down = link.metrics.get(_DOWN)
             if not isinstance(down, int) or down in ALL_ONES or (
-                lr is not None and Metric.LINK_DOWN_EVENTS in lr.glitched
+                lr is not None and _DOWN in lr.glitched
             ):
                 down = None  # a glitched count is no count (the next good read follows)
-            put((host, lid, Metric.LINK_DOWN_EVENTS), t, down)
-            put((host, lid, "temperature_c"), t, link.temperature_c)
+            if c.down is not None:
+                row.append(c.down)
+                values.append(down)
+            elif down is not None:
+                c.down = self._new(c.down_key)
+                c.down.append(t, down)
+            temp = link.temperature_c
+            if c.temp is not None:
+                row.append(c.temp)
+                values.append(temp)
+            elif temp is not None:
+                c.temp = self._new(c.temp_key)
+                c.temp.append(t, temp)
+            seen[lid] = t
+        gpus = h.gpus
         for gpu in sample.gpus:
-            gid = f"gpu{gpu.index}"
-            for name in _GPU_FIELDS:
-                put((host, gid, name), t, getattr(gpu, name))
-            thermal = any("thermal" in r.lower() for r in gpu.throttle_reasons)
-            put((host, gid, "thermal_slowdown"), t, 1.0 if thermal else 0.0)
-        for url, values in rates.inference.items():
-            for name in _INFERENCE_FIELDS:
-                put((host, url, name), t, values.get(name))
-        seen = self._seen
-        for subject in (*sample.links, *(f"gpu{g.index}" for g in sample.gpus), *rates.inference):
-            seen[(host, subject)] = t
-        if t - self._pruned.get(host, t - PRUNE_EVERY_S) >= PRUNE_EVERY_S:
-            self._prune(host, t)
+            g = gpus.get(gpu.index)
+            if g is None:
+                g = gpus[gpu.index] = _Gpu(self, host, f"gpu{gpu.index}")
+            reasons = gpu.throttle_reasons
+            # as the driver words them: "SW Thermal Slowdown", "HW_THERMAL_SLOWDOWN", ...
+            thermal = 1.0 if reasons and any("thermal" in why.lower() for why in reasons) else 0.0
+            if g.row:  # all its series exist: _GPU_FIELDS, read as attributes, then thermal
+                row += g.row
+                values += (
+                    gpu.utilization_pct,
+                    gpu.temperature_c,
+                    gpu.power_w,
+                    gpu.sm_clock_mhz,
+                    gpu.memory_used_mib,
+                    thermal,
+                )
+            else:
+                self._record_gpu(g, t, gpu, thermal, row, values)
+            seen[g.gid] = t
+        servers = h.servers
+        for url, got in rates.inference.items():
+            srv = servers.get(url)
+            if srv is None:
+                srv = servers[url] = _Row(self, host, url, _INFERENCE_FIELDS)
+            row += srv.series
+            values += map(got.get, srv.names)
+            if srv.want and not got.keys().isdisjoint(srv.want):
+                srv.grow(self, t, got.get)
+            seen[url] = t
+        try:
+            append_all(t, row, cast("list[float | None]", values))
+        except TypeError:
+            # A rate given per priority where one value is recorded (ecn_marked may come
+            # as rx_prio{p}_marked): its series gets the sum. Not checked value by value,
+            # at a cost every tick: the array refused it before its series changed, and
+            # the series appended already drop the repeated time.
+            append_all(t, row, [_number(v) for v in values])
+        last = t - PRUNE_EVERY_S if h.pruned is None else h.pruned
+        if t - last >= PRUNE_EVERY_S:
+            self._prune(h, host, t)
 
-    def _prune(self, host: str, t: float) -> None:
+    def _record_gpu(
+        self,
+        g: _Gpu,
+        t: float,
+        gpu: GpuSample,
+        thermal: float,
+        row: list[Series],
+        values: list[object],
+    ) -> None:
+        """A GPU with series still to create (its first ticks; a field it never reports)."""
+        f = g.fields
+        row += f.series
+        values += [getattr(gpu, name) for name in f.names]
+        if any(getattr(gpu, name) is not None for name in f.want):
+            f.grow(self, t, partial(getattr, gpu))
+        if g.thermal is not None:
+            row.append(g.thermal)
+            values.append(thermal)
+        else:
+            g.thermal = self._new(g.thermal_key)
+            g.thermal.append(t, thermal)
+        if not f.want:
+            g.row = [*f.series, g.thermal]
+
+    def _record_prio(
+        self,
+        c: _Link,
+        t: float,
+        get: Callable[[str], RateValue | None],
+        row: list[Series],
+        values: list[object],
+    ) -> None:
+        for g in c.prio:
+            v = get(g.name)
+            if g.only >= 0 and v.__class__ is dict and len(v) == 1 and g.only in v:
+                # The usual lossless port: one priority, as before. The aggregate of one
+                # value: max() gives it, sum() gives 0 + it.
+                x = v[g.only]
+                row += g.series
+                values.append(x if g.is_ratio else 0 + x)
+                values.append(x)
+                continue
+            if v is None and not g.series:
+                continue  # the link never reported it
+            per = v if isinstance(v, dict) else _NO_PRIOS
+            total: float | None
+            if isinstance(v, float):
+                total = v
+            elif per:
+                total = max(per.values()) if g.is_ratio else sum(per.values())
+            else:
+                total = None
+            row += g.series
+            if g.has_total:
+                values.append(total)
+            values += map(per.get, g.prios)  # None: a priority that had values, its hole
+            if (per and not g.want.isdisjoint(per)) or (total is not None and not g.has_total):
+                g.grow(self, t, total, per)
+                c.prio_live = True
+
+    def _prune(self, h: _Host, host: str, t: float) -> None:
         # Interfaces come and go (veth pairs of containers): forget the series of a subject
         # gone longer than the finest tier spans, so memory stays bounded on such nodes.
-        self._pruned[host] = t
-        gone = {subj for (h, subj), last in self._seen.items()
-                if h == host and t - last > FORGET_AFTER_S}
+        h.pruned = t
+        gone = {subj for subj, last in h.seen.items() if t - last > FORGET_AFTER_S}
         if not gone:
             return
         for key in [k for k in self._series if k[0] == host and k[1] in gone]:
             del self._series[key]
         for subj in gone:
-            del self._seen[(host, subj)]
-            self._keys.pop((host, subj), None)
+            del h.seen[subj]
+        self._unresolve(host, gone)
 
-    def _record_link_rates(
-        self, host: str, lid: str, t: float, r: dict[str, RateValue], gap: bool
-    ) -> None:
-        keys = self._keys.get((host, lid))
-        if keys is None:
-            keys = self._keys[(host, lid)] = _link_keys(host, lid)
-        put = self._put
-        if gap:
-            r = {}
-        for name, key in keys[0]:
-            rv = r.get(name)
-            if isinstance(rv, dict):  # ecn_marked may be per priority (rx_prio{p}_marked)
-                put(key, t, sum(rv.values()) if rv else None)
-            else:
-                put(key, t, rv)
-        series = self._series
-        for name, is_ratio, total_key, prio_keys in keys[1]:
-            v = r.get(name)
-            per = v if isinstance(v, dict) else {}
-            total: float | None
-            if isinstance(v, float):
-                total = v
-            elif per:
-                total = max(per.values()) if is_ratio else sum(per.values())
-            else:
-                total = None
-            put(total_key, t, total)
-            for p, pkey in enumerate(prio_keys):
-                pv = per.get(p)
-                if pv is not None:
-                    put(pkey, t, pv)
-                elif (s := series.get(pkey)) is not None:
-                    s.append(t, None)  # a priority that had values: its hole is recorded
-
-
-_LinkKeys = tuple[
-    tuple[tuple[str, SeriesKey], ...],
-    tuple[tuple[str, bool, SeriesKey, tuple[SeriesKey, ...]], ...],
-]
-
-
-def _link_keys(host: str, lid: str) -> _LinkKeys:
-    return (
-        tuple((name, (host, lid, name)) for name in _LINK_RATES),
-        tuple((name, is_ratio, (host, lid, name, ""),
-               tuple((host, lid, name, pk) for pk in _PRIO_KEYS))
-              for name, is_ratio in _LINK_PRIO_RATES),
-    )  # fmt: skip
+    def _unresolve(self, host: str, subjects: set[str]) -> None:
+        """Forget the resolved series of these subjects: record() looks them up again."""
+        h = self._hosts.get(host)
+        if h is None:
+            return
+        for subj in subjects:
+            h.links.pop(subj, None)
+            h.servers.pop(subj, None)
+        for index in [i for i, g in h.gpus.items() if g.gid in subjects]:
+            del h.gpus[index]
 
 
 # The series History.record creates for one mlx5 RoCE port with one lossless priority

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import random
+from array import array
 from pathlib import Path
 
 import pytest
@@ -13,8 +15,8 @@ from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample
 from fabtop.core.history import History, estimate_24h
 from fabtop.core.pipeline import Pipeline
-from fabtop.core.rates import RateEngine
-from fabtop.core.series import DEFAULT_TIERS, Series
+from fabtop.core.rates import HostRates, LinkRates, RateEngine
+from fabtop.core.series import DEFAULT_TIERS, Series, append_all
 
 SMALL = ((1.0, 10), (10.0, 5), (60.0, 3))
 MLX5 = "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"
@@ -387,3 +389,169 @@ def test_series_of_vanished_links_are_forgotten_bounded() -> None:
     assert "veth1" not in subjects and "eth0" in subjects
     eth0 = hist.get(("n1", "eth0", "rx_bps"))
     assert eth0 is not None and eth0.latest() == 8000.0
+
+
+# --- the coarse tiers take raw points in batches: what a point-by-point update makes ---
+
+
+class _RefTier:
+    """One coarse tier updated point by point (the batches in Series must agree)."""
+
+    def __init__(self, step: float, capacity: int) -> None:
+        self.step, self.capacity = step, capacity
+        self.slots: list[tuple[float, float]] = []  # (mean, max), oldest first
+        self.first = 0
+        self.cur: int | None = None
+        self.total, self.n, self.top = 0.0, 0, math.nan
+
+    def add(self, t: float, v: float) -> None:
+        b = math.floor(t / self.step)
+        if self.cur is None or b > self.cur:
+            if self.cur is None or b - self.cur > self.capacity:
+                self.slots, self.first = [], b
+            else:
+                self.slots += [(math.nan, math.nan)] * (b - self.cur - 1)
+            self.slots.append((math.nan, math.nan))
+            self.cur, self.total, self.n, self.top = b, 0.0, 0, math.nan
+            excess = len(self.slots) - self.capacity
+            if excess > 0:
+                del self.slots[:excess]
+                self.first += excess
+        if v == v:
+            self.total += v
+            self.n += 1
+            if not self.top >= v:
+                self.top = v
+            self.slots[-1] = (self.total / self.n, self.top)
+
+    def content(self, typecode: str) -> tuple[list[float], str, str]:
+        times = [(self.first + i) * self.step for i in range(len(self.slots))]
+        means = array(typecode, [m for m, _ in self.slots])
+        tops = array(typecode, [x for _, x in self.slots])
+        return times, repr(list(means)), repr(list(tops))
+
+
+def _tiers_agree(s: Series, ref: list[_RefTier], typecode: str) -> None:
+    s._fold()  # what a reader of a coarse tier does first: the tiers take what waits
+    for tier, r in zip(s._coarse, ref, strict=True):
+        times, means = tier.ordered(False)
+        _, tops = tier.ordered(True)
+        want_times, want_means, want_tops = r.content(typecode)
+        assert times == want_times
+        assert repr(list(means)) == want_means
+        if tier.maxes is not None:
+            assert repr(list(tops)) == want_tops
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_coarse_tiers_are_what_point_by_point_updates_make(seed: int) -> None:
+    # Points wait in the raw ring and reach the coarse tiers in batches (when the ring
+    # comes round, or a reader asks): bucket for bucket, the sums, counts and maxima
+    # must be those of one update per point, in order, whatever the batches.
+    rnd = random.Random(seed)
+    tiers = rnd.choice([SMALL, ((1.0, 7), (3.0, 4), (7.0, 9)), ((1.0, 60), (10.0, 30))])
+    typecode = rnd.choice(["d", "f"])
+    s = Series(tiers, keep_max=seed % 2 == 0, coarse_typecode=typecode)  # type: ignore[arg-type]
+    ref = [_RefTier(step, cap) for step, cap in tiers[1:]]
+    t, last = T0 + rnd.random(), -math.inf
+    for _ in range(600):
+        r = rnd.random()
+        t += rnd.uniform(8, 90) if r < 0.03 else (-1.0 if r < 0.05 else rnd.uniform(0.9, 1.1))
+        value = None if rnd.random() < 0.1 else rnd.choice([0.0, -0.0, 1e300, rnd.uniform(-5, 5)])
+        s.append(t, value)
+        if t > last:  # what append takes (an older point is dropped)
+            for r_tier in ref:
+                r_tier.add(t, math.nan if value is None else value)
+            last = t
+        if rnd.random() < 0.02:
+            _tiers_agree(s, ref, typecode)
+        if rnd.random() < 0.01:
+            s.points(10**9)  # a read in the middle of a bucket changes nothing
+    _tiers_agree(s, ref, typecode)
+
+
+def test_append_all_is_append_point_by_point() -> None:
+    # History appends a host's series in one loop; series appended together share one
+    # clock. A series skipped for a tick, appended alone, or added later must still end
+    # up as if each of its points had been appended on its own.
+    rnd = random.Random(7)
+    fed: list[Series] = []
+    twins: list[Series] = []
+    t = T0
+    for tick in range(400):
+        if tick % 50 == 0:
+            fed.append(Series(SMALL))
+            twins.append(Series(SMALL))
+        t += 30.0 if tick == 200 else 1.0 + rnd.uniform(-0.01, 0.01)
+        row, values = [], []
+        for a, b in zip(fed, twins, strict=True):
+            v = None if rnd.random() < 0.05 else rnd.uniform(0, 10)
+            r = rnd.random()
+            if r < 0.05:
+                continue  # not reported this tick
+            b.append(t, v)
+            if r < 0.1:
+                a.append(t, v)
+            else:
+                row.append(a)
+                values.append(v)
+        append_all(t, row, values)
+    for a, b in zip(fed, twins, strict=True):
+        for span in (5, 60, 600, 10**6):
+            assert a.points(span) == b.points(span)
+            assert a.points(span, stat="max") == b.points(span, stat="max")
+        assert a.last(20, 15.0) == b.last(20, 15.0)
+        assert a.nbytes == b.nbytes
+
+
+# --- History.record, the resolved series ------------------------------------------------
+
+
+def _tick(hist: History, i: int, rates: dict[str, object], gpu: GpuSample | None = None) -> None:
+    link = LinkSample("eth0", netdev="eth0", metrics={"link_down_events": 1})
+    sample = HostSample("n1", i, int((T0 + i) * 1e9), 100.0 + i, links={"eth0": link},
+                        gpus=[gpu] if gpu else [])
+    lr = LinkRates(rates=dict(rates))  # type: ignore[arg-type]
+    hist.record(T0 + i, sample, HostRates("n1", 1.0, False, {"eth0": lr}, {}))
+
+
+def test_a_rate_given_per_priority_is_recorded_as_its_sum() -> None:
+    hist = History(SMALL)
+    _tick(hist, 0, {"rx_bps": 1.0, "ecn_marked_per_s": 2.0})
+    _tick(hist, 1, {"rx_bps": 2.0, "ecn_marked_per_s": {3: 5.0, 4: 2.0}})
+    _tick(hist, 2, {"rx_bps": 3.0, "ecn_marked_per_s": {}})
+    ecn = hist.get(("n1", "eth0", "ecn_marked_per_s"))
+    bps = hist.get(("n1", "eth0", "rx_bps"))
+    assert ecn is not None and bps is not None
+    assert ecn.points(10) == ([T0, T0 + 1, T0 + 2], [2.0, 7.0, None])
+    assert bps.points(10) == ([T0, T0 + 1, T0 + 2], [1.0, 2.0, 3.0])  # each point once
+    # a metric seen first per priority gets its series from its first sum
+    _tick(hist, 3, {"cnp_sent_per_s": {0: 1.0, 1: 1.5}})
+    cnp = hist.get(("n1", "eth0", "cnp_sent_per_s"))
+    assert cnp is not None and cnp.points(10) == ([T0 + 3], [2.5])
+
+
+def test_gpu_series_take_their_own_fields() -> None:
+    hist = History(SMALL)
+    for i in range(3):
+        gpu = GpuSample(index=0, utilization_pct=10.0 + i, temperature_c=20.0 + i,
+                        power_w=30.0 + i, sm_clock_mhz=40.0 + i, memory_used_mib=50.0 + i,
+                        throttle_reasons=("HW Thermal Slowdown",) if i == 2 else ())
+        _tick(hist, i, {}, gpu)
+        for name in ("utilization_pct", "temperature_c", "power_w", "sm_clock_mhz",
+                     "memory_used_mib"):
+            s = hist.get(("n1", "gpu0", name))
+            assert s is not None and s.latest() == getattr(gpu, name), name
+        thermal = hist.get(("n1", "gpu0", "thermal_slowdown"))
+        assert thermal is not None and thermal.latest() == (1.0 if i == 2 else 0.0)
+
+
+def test_a_series_made_by_hand_records_the_holes_too() -> None:
+    # record() resolves a link's series once; one made since by History.series() must
+    # still get every tick (a hole where the host reports nothing), as any existing one.
+    hist = History(SMALL)
+    _tick(hist, 0, {"rx_bps": 1.0})
+    made = hist.series(("n1", "eth0", "cnp_sent_per_s"))
+    _tick(hist, 1, {"rx_bps": 2.0})
+    _tick(hist, 2, {"rx_bps": 3.0, "cnp_sent_per_s": 4.0})
+    assert made.points(10) == ([T0 + 1, T0 + 2], [None, 4.0])
