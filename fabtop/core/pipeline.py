@@ -66,14 +66,27 @@ class Pipeline:
         return rates
 
     def _with_slow_sections(self, host: str, frame: Frame) -> Frame:
+        """``frame`` with the latest slow sections it lacks, every slow section last.
+
+        The slow ones go in the order they were first seen, whether this frame brought them
+        or they were carried: a slow tick's frame is then laid out as the frames between,
+        and assembles with the host's kept shape (collectors/assemble.py).
+        """
         kept = self._slow.setdefault(host, {})
-        present = set()
+        came: dict[tuple[str, str | None], list[Section]] = {}
+        others: list[Section] = []
         for sec in frame.sections:
             if sec.kind in SLOW_KINDS:
-                kept[(sec.kind, sec.subject)] = sec
-                present.add((sec.kind, sec.subject))
-        missing = [sec for key, sec in kept.items() if key not in present]
-        if not missing:
+                key = (sec.kind, sec.subject)
+                kept[key] = sec
+                came.setdefault(key, []).append(sec)
+            else:
+                others.append(sec)
+        if not kept:
             return frame
-        return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s,
-                     [*frame.sections, *missing])
+        if not came:
+            others.extend(kept.values())
+        else:
+            for key, sec in kept.items():
+                others.extend(came.get(key, (sec,)))
+        return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, others)
