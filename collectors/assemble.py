@@ -10,17 +10,30 @@ Assembly is total: each section (and each link) is read behind a guard, so a par
 still raises costs that section, said in one warning line (``host: section: error: ...``),
 never the frame. Section headers are cleaned of control characters here, and every
 warning line once more as it is added.
+
+A frame is assembled in two steps. Its *shape* (section headers, every text section but
+the GPUs', the structured sections' names and which of their values came) is what stays
+the same tick after tick on a host; it is built by the code below with each structured
+value standing for its position, and kept per host. Each tick then only decodes the
+values, puts them where the shape says, and makes what depends on them (normalized
+metrics, saturated IB counters, read times, GPUs): the links, their records, QoS and the
+parse of the text are not redone while the host's shape holds. One path builds every
+sample, so a kept shape gives exactly what a new one would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any, ParamSpec, TypeVar, cast
 
 from collectors.frames import UNKNOWN_SCHEMA, Frame, Section
 from collectors.gpu_sections import gpus_from_frame
 from collectors.guard import Guard
 from collectors.normalize import (
+    IB_LEGACY_WIDTH,
     normalize_ethtool,
     normalize_ib,
     normalize_netdev,
@@ -62,7 +75,7 @@ from collectors.samples import (
     QosConfig,
     SectionStatus,
 )
-from collectors.structured import COUNTER_KINDS, decode_values, section_values
+from collectors.structured import COUNTER_KINDS, decode_changed
 from collectors.text import clean
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
@@ -75,7 +88,7 @@ def assemble(host: str, frame: Frame) -> HostSample:
     sample = HostSample(host=host, seq=frame.seq, clock_ns=frame.clock_ns, uptime_s=frame.uptime_s)
     warn = _Warner(host, sample.warnings)
     # A bug outside the per-section guards costs the rest of this frame, said in one line.
-    _guard(warn, "assemble", None, None, _assemble, _cleaned(frame), sample, warn)
+    _guard(warn, "assemble", None, None, _assemble, host, _cleaned(frame), sample, warn)
     return sample
 
 
@@ -99,20 +112,254 @@ def _cleaned(frame: Frame) -> Frame:
     return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, sections)
 
 
-def _assemble(frame: Frame, sample: HostSample, warn: _Warner) -> None:
-    for s in frame.sections:
+# --- the two steps: a host's shape, kept; each tick's values, put where it says ----------
+
+# Structured sections whose values the links hold (the rest of a frame is text).
+_VALUE_KINDS = frozenset({"ethtool_S", *COUNTER_KINDS.values()})
+# Sections read anew every tick whatever the shape (their text changes every tick).
+_PER_TICK_KINDS = frozenset({"gpu_nvidia", "gpu_amd"})
+
+_Decoded = dict[int, tuple[list[int | None] | None, list[str]]]  # section index -> values
+
+
+def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> None:
+    sections = frame.sections
+    kept = _SHAPES.get(host)
+    last = kept.values if kept is not None else {}
+    values: dict[int, tuple[str, str | None, _Last]] = {}
+    decoded: _Decoded = {}
+    temps: dict[str, dict[str, int]] = {}
+    shaped = sections
+    for i, s in enumerate(sections):
+        if s.schema is not None:
+            if s.kind in _VALUE_KINDS:
+                before = last.get(i)
+                since = before[2] if before is not None and before[:2] == (s.kind, s.subject) \
+                    else None
+                vals, warnings, keep = decode_changed(s.text, s.schema.names, since)
+                decoded[i] = (vals, warnings)
+                if keep is not None:
+                    values[i] = (s.kind, s.subject, keep)
+        elif s.kind in _TEMP_KINDS and "/hwmon/" in s.text:
+            blank = _hwmon_values(s.text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
+            if blank is not s.text:
+                if shaped is sections:
+                    shaped = list(sections)
+                shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, blank)
+    key = _shape_key(shaped, decoded)
+    if kept is not None and kept.key == key:
+        kept.values = values
+    else:
+        bare = frame if shaped is sections else Frame(
+            frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, shaped)
+        kept = _Kept(key, _build_shape(host, bare, decoded), values)
+        if len(_SHAPES) >= _SHAPES_MAX and host not in _SHAPES:
+            del _SHAPES[next(iter(_SHAPES))]  # the host kept longest ago
+        _SHAPES[host] = kept
+    _fill(kept.shape, frame, decoded, temps, sample, warn)
+
+
+_Last = tuple[str, list[int | None]]  # a values line and its values (decode_changed)
+
+
+@dataclass(slots=True)
+class _Kept:
+    """What is kept of a host between its frames: its shape, and its last values (which
+    decode_changed reads the next values against), by section."""
+
+    key: tuple[object, ...]
+    shape: _Shape
+    values: dict[int, tuple[str, str | None, _Last]]
+
+
+# NIC temperatures (hwmon, millidegrees) are in the sysfs text and move every few ticks:
+# read as values, like the counters, so that the shape holds while they move. A line
+# that is not plain stays in the shape's text, where the parser says what is wrong. Only
+# printable ASCII is taken: such a line reads the same to the parser (nothing to clean).
+_TEMP_KINDS = {"sysnet": "net", "sysnet_slow": "net", "sysib": "ib", "sysib_slow": "ib"}
+_HWMON_LINE = re.compile(
+    r"([!-.0-~]{1,64})(/device/hwmon/[!-.0-~]{1,64}/temp[0-9]{1,4}_input) ([0-9]{1,9})"
+)
+
+
+def _hwmon_values(text: str, into: dict[str, int]) -> str:
+    """``text`` without its hwmon temperature values; the hottest of each owner goes to
+    ``into`` (in millidegrees, as the parser reads them)."""
+    parts: list[str] = []
+    done = 0
+    at = text.find("/hwmon/")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        m = _HWMON_LINE.fullmatch(text, start, end)
+        if m is not None:
+            owner, path, milli = m.groups()
+            v = int(milli)
+            if v > into.get(owner, -1):
+                into[owner] = v
+            parts.append(text[done:start])
+            parts.append(owner + path)
+            done = end
+        at = text.find("/hwmon/", end)
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return "".join(parts)
+
+
+# A host's last shape and values; one per host: bounded by the hosts watched (and this).
+_SHAPES: dict[str, _Kept] = {}
+_SHAPES_MAX = 4096
+
+
+def _shape_key(sections: list[Section], decoded: _Decoded) -> tuple[object, ...]:
+    """What a frame's shape depends on: all of it but the values, the GPUs and read times."""
+    parts: list[object] = []
+    for i, s in enumerate(sections):
+        got = decoded.get(i)
+        if got is not None:
+            assert s.schema is not None
+            vals = got[0]
+            # Which values came: a value not read ("-", or no number) is no key of a dict.
+            came = None if vals is None else (
+                tuple(j for j, v in enumerate(vals) if v is None) if None in vals else ()
+            )
+            parts.append((s.kind, s.subject, s.status, s.detail, s.schema.names, came))
+        elif s.kind in _PER_TICK_KINDS:
+            parts.append((s.kind, s.subject, s.status, s.detail))
+        else:
+            parts.append((s.kind, s.subject, s.status, s.detail, s.text, s.schema is None))
+    return tuple(parts)
+
+
+class _Pos:
+    """A structured value while a shape is built: the section and position it comes from."""
+
+    __slots__ = ("index", "section")
+
+    def __init__(self, section: int, index: int) -> None:
+        self.section = section
+        self.index = index
+
+
+class _Resolver:
+    """One dict of a shape (name -> position, or a value read from text), made each tick."""
+
+    __slots__ = ("get", "items", "names", "section")
+
+    def __init__(self, template: Mapping[str, object]) -> None:
+        self.names = tuple(template)
+        places = [v for v in template.values() if isinstance(v, _Pos)]
+        self.section = -1
+        self.get: Callable[[list[int | None]], Any] | None = None
+        self.items: tuple[tuple[str, object], ...] = ()
+        if len(places) > 1 and len(places) == len(template) and all(
+            p.section == places[0].section for p in places
+        ):
+            # The usual dict: every value from one section, taken in one call into C.
+            self.section = places[0].section
+            first, last = places[0].index, places[-1].index
+            if [p.index for p in places] == list(range(first, last + 1)):
+                self.get = itemgetter(slice(first, last + 1))  # a run: one slice
+            else:
+                self.get = itemgetter(*(p.index for p in places))
+        else:
+            self.items = tuple(template.items())
+
+    def __call__(self, decoded: _Decoded) -> dict[str, int]:
+        if self.get is not None:
+            vals = decoded[self.section][0]
+            assert vals is not None  # a shape places values only where they came
+            return dict(zip(self.names, self.get(vals), strict=True))
+        out: dict[str, int] = {}
+        for name, v in self.items:
+            if isinstance(v, _Pos):
+                got = decoded[v.section][0]
+                assert got is not None
+                out[name] = cast(int, got[v.index])
+            else:
+                out[name] = cast(int, v)
+        return out
+
+
+@dataclass(slots=True)
+class _LinkPlan:
+    """One link of a shape: what stays, and how each tick fills the rest."""
+
+    link: LinkSample  # its fixed facts; counters, metrics, saturated and read_ns stay empty
+    counters: tuple[tuple[str, _Resolver], ...] = ()  # LinkSample.counters, source by source
+    # What the normalizers take beside link.counters (None: that normalizer is not run):
+    carrier: tuple[int | None, int | None] | None = None  # the netdev's carrier counts
+    hw: _Resolver | None = None  # the RDMA port's hw_counters, those read slowly included
+    ethtool: bool = False
+    legacy: _Resolver | None = None  # the RDMA port's legacy PMA counters (saturation)
+    read_at: int | None = None  # the section whose read time the counters have
+    # Whose hwmon temperatures the link shows: its netdev's, else its RDMA device's, each
+    # with the hottest read from the shape's own text (a line that was not plain).
+    temp: tuple[str | None, float | None, str | None, float | None] | None = None
+
+
+@dataclass(slots=True)
+class _Shape:
+    """What a host's frames keep tick after tick, and where each tick's values go."""
+
+    sections: tuple[tuple[int, str, str | None, str, str | None], ...]  # index, header
+    # Warning lines in frame order; (index, kind, subject): that structured section's decode
+    # warnings go there; a _LinkPlan: that link's metrics are made there (and a failure said).
+    warnings: list[str | tuple[int, str, str | None] | _LinkPlan]
+    links: list[_LinkPlan]
+    cpu_throttle_count: int | None
+    probe: str | None
+
+
+def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
+    """Run the whole assembly once, each structured value standing for its position."""
+    index = {id(s): i for i, s in enumerate(frame.sections)}
+    values: dict[int, list[int | None] | None] = {}
+    for i, (vals, _) in decoded.items():
+        values[i] = None if vals is None else cast(
+            list[int | None], [None if v is None else _Pos(i, j) for j, v in enumerate(vals)]
+        )
+    warn = _ShapeWarner(host)
+    b = _Build(frame, warn, index, values)
+    statuses = []
+    for i, s in enumerate(frame.sections):
         detail = s.detail
         if s.schema is not None:  # "schema=7": how the values came, nothing to show
             detail = " ".join(t for t in (detail or "").split() if not t.startswith("schema="))
-        sample.sections.append(SectionStatus(s.kind, s.subject, s.status, s.read_ns,
-                                             detail or None))
+        statuses.append((i, s.kind, s.subject, s.status, detail or None))
+    links = _guard(warn, "assemble", None, [], _links, b)
+    probe = HostSample("", 0, 0, 0.0)
+    cpu = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
+    _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
+    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe)
 
-    netdevs = _guard(warn, "sysnet", None, {}, _sysnet, frame, warn)
-    devices = _guard(warn, "sysib", None, {}, _sysib, frame, warn)
+
+@dataclass(slots=True)
+class _Build:
+    """What the steps of a shape's build share."""
+
+    frame: Frame
+    warn: _ShapeWarner
+    index: dict[int, int]  # id(section) -> its index in the frame
+    values: dict[int, list[int | None] | None]  # section index -> its values, as positions
+
+    def of(self, sec: Section) -> tuple[int, list[int | None] | None]:
+        i = self.index[id(sec)]
+        return i, self.values[i]
+
+
+def _links(b: _Build) -> list[_LinkPlan]:
+    frame, warn = b.frame, b.warn
+    netdevs = _guard(warn, "sysnet", None, {}, _sysnet, b)
+    devices = _guard(warn, "sysib", None, {}, _sysib, b)
     slow_hw = _guard(warn, "sysib_slow", None, {}, _slow_hw_names, frame)
     infos = _driver_infos(frame, warn)
-    ethtool = _ethtool_stats(frame, warn)
+    ethtool = _ethtool_stats(b)
 
+    found: dict[str, _LinkPlan] = {}
     claimed: set[str] = set()
     for dev in devices.values():
         for port in dev.ports.values():
@@ -123,21 +370,98 @@ def _assemble(frame: Frame, sample: HostSample, warn: _Warner) -> None:
                 claimed.add(ndev)
             rec = netdevs.get(ndev) if ndev else None
             where = f"{dev.name}/{port.port}"
-            link = _guard(warn, "sysib", where, None, _rdma_link, dev, port, rec, ndev, slow_hw)
-            if link is not None:
-                sample.links[link.id] = link
+            lp = _guard(warn, "sysib", where, None, _rdma_link, dev, port, rec, ndev, slow_hw)
+            if lp is not None:
+                found[lp.link.id] = lp
     for name, netdev in netdevs.items():
         if name not in claimed:
             net_link = _guard(warn, "sysnet", name, None, _netdev_link, netdev)
             if net_link is not None:
-                sample.links[name] = net_link
+                found[name] = net_link
 
-    for link in sample.links.values():
-        _finish(link, frame, infos, ethtool, netdevs, devices, warn)
+    for lp in found.values():
+        _finish(lp, b, infos, ethtool, netdevs, warn)
+    return list(found.values())
 
-    sample.cpu_throttle_count = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
-    _guard(warn, "probe", None, None, _probe_notes, frame, sample, warn)
+
+def _fill(
+    shape: _Shape,
+    frame: Frame,
+    decoded: _Decoded,
+    temps: dict[str, dict[str, int]],
+    sample: HostSample,
+    warn: _Warner,
+) -> None:
+    """One tick's sample from its host's shape and its own values."""
+    sections = frame.sections
+    sample.sections = [SectionStatus(kind, subject, status, sections[i].read_ns, detail)
+                       for i, kind, subject, status, detail in shape.sections]
+    links = sample.links
+    for lp in shape.links:
+        fixed = lp.link
+        link = links[fixed.id] = _shallow(fixed)
+        link.counters = {source: r(decoded) for source, r in lp.counters}
+        link.metrics = {}  # made where the warnings say (below)
+        if fixed.qos is not None:
+            link.qos = _shallow(fixed.qos)  # each sample's own, as a new build gives
+        if lp.legacy is not None:
+            link.saturated = saturated_ib_counters(lp.legacy(decoded))
+        else:
+            link.saturated = []
+        if lp.read_at is not None:
+            link.read_ns = sections[lp.read_at].read_ns
+        if temps and lp.temp is not None:
+            link.temperature_c = _temperature(lp.temp, temps)
+    for item in shape.warnings:
+        if isinstance(item, str):
+            warn.put(item)
+        elif isinstance(item, tuple):
+            i, kind, subject = item
+            warn.add(kind, subject, decoded[i][1])
+        else:
+            link = links[item.link.id]
+            _guard(warn, "link", link.id, None, _metrics, link, item, decoded)
+    sample.cpu_throttle_count = shape.cpu_throttle_count
+    sample.probe = shape.probe
     _gpus(frame, sample, warn)
+
+
+def _metrics(link: LinkSample, lp: _LinkPlan, decoded: _Decoded) -> None:
+    # Precedence: netdev < RDMA port < ethtool port counters, metric by metric. Each
+    # source's counters are the link's own (netdev: its statistics; ib_port: counters with
+    # counters_ext over them); only hw_counters differ, the slow ones included here.
+    counters = link.counters
+    metrics: dict[str, MetricValue] = {}
+    if lp.carrier is not None:
+        metrics.update(normalize_netdev(counters.get("netdev", _EMPTY), *lp.carrier))
+    if lp.hw is not None:
+        metrics.update(normalize_ib(counters.get("ib_port", _EMPTY), lp.hw(decoded)))
+    if lp.ethtool:
+        metrics.update(normalize_ethtool(counters["ethtool"], link.driver))
+    link.metrics = metrics
+
+
+_EMPTY: dict[str, int] = {}
+
+
+def _temperature(
+    temp: tuple[str | None, float | None, str | None, float | None],
+    temps: dict[str, dict[str, int]],
+) -> float | None:
+    """The link's temperature this tick, as the parser would make it of the whole text."""
+    rec, rec_base, dev, dev_base = temp
+    if rec is not None:
+        t = _hotter(rec_base, temps.get("net", _EMPTY).get(rec))
+        if t is not None:  # the netdev's wins over its RDMA device's
+            return t
+    return _hotter(dev_base, temps.get("ib", _EMPTY).get(dev)) if dev is not None else None
+
+
+def _hotter(base: float | None, milli: int | None) -> float | None:
+    if milli is None:
+        return base
+    t = milli / 1000.0
+    return t if base is None or t > base else base
 
 
 _T = TypeVar("_T")
@@ -203,13 +527,45 @@ class _Warner:
     def add(self, kind: str, subject: str | None, messages: list[str]) -> None:
         where = f"{kind} {subject}" if subject else kind
         for m in messages:
-            if len(self.sink) < MAX_FRAME_WARNINGS:
-                # Parsers clean what they read; this is the backstop for anything quoted
-                # into a message (an exception's text, a probe note, a section detail).
-                self.sink.append(clean(f"{self.host}: {where}: {m}"))
-            elif len(self.sink) == MAX_FRAME_WARNINGS:
-                self.sink.append(f"{self.host}: further warnings of this frame suppressed")
+            # Parsers clean what they read; this is the backstop for anything quoted
+            # into a message (an exception's text, a probe note, a section detail).
+            if not self.put(clean(f"{self.host}: {where}: {m}")):
                 return
+
+    def put(self, line: str) -> bool:
+        """Add one finished line; False once the frame's bound is reached."""
+        n = len(self.sink)
+        if n < MAX_FRAME_WARNINGS:
+            self.sink.append(line)
+            return True
+        if n == MAX_FRAME_WARNINGS:
+            self.sink.append(f"{self.host}: further warnings of this frame suppressed")
+        return False
+
+
+class _ShapeWarner(_Warner):
+    """Keeps a shape's warnings in order, with the places of what each tick adds."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__(host, [])
+        self.plan: list[str | tuple[int, str, str | None] | _LinkPlan] = []
+        self._lines = 0
+
+    def put(self, line: str) -> bool:
+        # Past the frame's bound a line is never shown, whatever a tick adds before it.
+        if self._lines > MAX_FRAME_WARNINGS:
+            return False
+        self._lines += 1
+        self.plan.append(line)
+        return True
+
+    def values(self, section: int, kind: str, subject: str | None) -> None:
+        """Here go the warnings of decoding section ``section``'s values, each tick."""
+        self.plan.append((section, kind, subject))
+
+    def metrics(self, lp: _LinkPlan) -> None:
+        """Here the link's metrics are made each tick (a failure is said here)."""
+        self.plan.append(lp)
 
 
 def _texts(frame: Frame, kind: str) -> list[Section]:
@@ -224,37 +580,35 @@ def _sysfs_text(frame: Frame, kind: str) -> tuple[str, str]:
     return "\n".join(s.text for s in secs), kind
 
 
-def _sysnet(frame: Frame, warn: _Warner) -> dict[str, NetdevRecord]:
-    text, kind = _sysfs_text(frame, "sysnet")
+def _sysnet(b: _Build) -> dict[str, NetdevRecord]:
+    text, kind = _sysfs_text(b.frame, "sysnet")
     netdevs: dict[str, NetdevRecord] = {}
     if text:
-        # With counters sent by position, the text left (state, MTU, speed) is mostly the
-        # same as last tick's: parsed once, copied where this frame adds to it.
         parsed = _memo(parse_sysnet, text)
-        warn.add(kind, None, parsed.warnings)
+        b.warn.add(kind, None, parsed.warnings)
         netdevs = {name: _own_netdev(rec) for name, rec in parsed.netdevs.items()}
-    for sec, runs, vals in _counter_sections(frame, "sysnet", warn):
-        _guard(warn, sec.kind, None, None, apply_sysnet_counters, netdevs, runs, vals)
+    for sec, runs, vals in _counter_sections(b, "sysnet"):
+        _guard(b.warn, sec.kind, None, None, apply_sysnet_counters, netdevs, runs, vals)
     return netdevs
 
 
-def _sysib(frame: Frame, warn: _Warner) -> dict[str, RdmaDeviceRecord]:
-    text, kind = _sysfs_text(frame, "sysib")
+def _sysib(b: _Build) -> dict[str, RdmaDeviceRecord]:
+    text, kind = _sysfs_text(b.frame, "sysib")
     devices: dict[str, RdmaDeviceRecord] = {}
     if text:
         parsed = _memo(parse_sysib, text)
-        warn.add(kind, None, parsed.warnings)
+        b.warn.add(kind, None, parsed.warnings)
         devices = {name: _own_device(dev) for name, dev in parsed.devices.items()}
-    for sec, runs, vals in _counter_sections(frame, "sysib", warn):
-        _guard(warn, sec.kind, None, None, apply_sysib_counters, devices, runs, vals)
+    for sec, runs, vals in _counter_sections(b, "sysib"):
+        _guard(b.warn, sec.kind, None, None, apply_sysib_counters, devices, runs, vals)
     return devices
 
 
-_R = TypeVar("_R", NetdevRecord, RdmaDeviceRecord, RdmaPortRecord, QosConfig)
+_R = TypeVar("_R", NetdevRecord, RdmaDeviceRecord, RdmaPortRecord, QosConfig, LinkSample)
 
 
 def _shallow(obj: _R) -> _R:
-    """``copy.copy`` of a slots dataclass at a third of its cost (ten per frame)."""
+    """``copy.copy`` of a slots dataclass at a third of its cost."""
     cls = type(obj)
     mine = cls.__new__(cls)
     for name in cls.__slots__:
@@ -282,33 +636,33 @@ def _own_device(dev: RdmaDeviceRecord) -> RdmaDeviceRecord:
 _Placed = tuple[Section, tuple[CounterRun, ...], list[int | None]]
 
 
-def _counter_sections(frame: Frame, kind: str, warn: _Warner) -> list[_Placed]:
-    """The structured counter sections of ``sysnet``/``sysib``, decoded by position."""
+def _counter_sections(b: _Build, kind: str) -> list[_Placed]:
+    """The structured counter sections of ``sysnet``/``sysib``, placed by position."""
     out: list[_Placed] = []
-    for sec in frame.all(COUNTER_KINDS[kind]):
+    for sec in b.frame.all(COUNTER_KINDS[kind]):
         if sec.schema is None:
             if sec.status != "ok":
                 detail = f" ({sec.detail})" if sec.detail else ""
-                warn.add(sec.kind, None, [f"{sec.status}{detail}"])
+                b.warn.add(sec.kind, None, [f"{sec.status}{detail}"])
             continue
-        placed = _guard(warn, sec.kind, None, None, _placed, sec, warn)
+        placed = _guard(b.warn, sec.kind, None, None, _placed, b, sec)
         if placed is not None:
             out.append(placed)
     return out
 
 
-def _placed(sec: Section, warn: _Warner) -> _Placed | None:
+def _placed(b: _Build, sec: Section) -> _Placed | None:
     assert sec.schema is not None
     plan: tuple[tuple[CounterRun, ...], list[str]] | None = sec.schema.plans.get("runs")
     if plan is None:
         plan = sec.schema.plans["runs"] = counter_runs(sec.kind, sec.schema.names)
     runs, plan_warnings = plan
-    warn.add(sec.kind, None, plan_warnings)
+    b.warn.add(sec.kind, None, plan_warnings)
     if sec.status != "ok":
         detail = f" ({sec.detail})" if sec.detail else ""
-        warn.add(sec.kind, None, [f"{sec.status}{detail}"])
-    vals, warnings = decode_values(sec.text, sec.schema.names)
-    warn.add(sec.kind, None, warnings)
+        b.warn.add(sec.kind, None, [f"{sec.status}{detail}"])
+    i, vals = b.of(sec)
+    b.warn.values(i, sec.kind, None)
     return (sec, runs, vals) if vals is not None else None
 
 
@@ -343,7 +697,8 @@ def _driver_infos(frame: Frame, warn: _Warner) -> dict[str, DriverInfo]:
     return out
 
 
-def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
+def _ethtool_stats(b: _Build) -> dict[str, dict[str, int]]:
+    frame, warn = b.frame, b.warn
     out: dict[str, dict[str, int]] = {}
     for s in frame.all("ethtool_S"):  # an empty timed-out section still needs saying
         if not s.subject:
@@ -361,15 +716,28 @@ def _ethtool_stats(frame: Frame, warn: _Warner) -> dict[str, dict[str, int]]:
             names: tuple[str, ...] | None = s.schema.plans.get("ethtool")
             if names is None:
                 names = s.schema.plans["ethtool"] = stat_names(s.schema.names)
-            got = _guard(warn, s.kind, s.subject, None, section_values, s, names)
+            got = _guard(warn, s.kind, s.subject, None, _keyed_values, b, s, names)
             if got is not None:
-                warn.add(s.kind, s.subject, got[1])
-                out[s.subject] = got[0]
+                out[s.subject] = got
         elif s.status in _PARTIAL_BUT_REAL:
             stats = _guard(warn, s.kind, s.subject, None, parse_ethtool_stats, s.text)
             if stats is not None:
                 warn.add(s.kind, s.subject, stats.warnings)
                 out[s.subject] = stats.counters
+    return out
+
+
+def _keyed_values(b: _Build, sec: Section, keys: tuple[str, ...]) -> dict[str, int]:
+    """A structured section as ``key -> value``, one key per position (``""`` drops one);
+    a repeated key keeps its first value, as the text parser does; unread values go."""
+    i, vals = b.of(sec)
+    b.warn.values(i, sec.kind, sec.subject)
+    out: dict[str, int] = {}
+    if vals is None:
+        return out
+    for key, v in zip(keys, vals, strict=True):
+        if v is not None and key and key not in out:
+            out[key] = v
     return out
 
 
@@ -388,7 +756,7 @@ def _rdma_link(
     rec: NetdevRecord | None,
     ndev: str | None,
     slow_hw: dict[tuple[str, int], frozenset[str]],
-) -> LinkSample:
+) -> _LinkPlan:
     ib = port.link_layer == "InfiniBand" or (rec is not None and rec.type == _ARPHRD_INFINIBAND)
     link = LinkSample(
         id=ndev or f"{dev.name}/{port.port}",
@@ -414,17 +782,21 @@ def _rdma_link(
             link.counters["ib_hw"] = hw
         if slow:
             link.counters[SLOW_SOURCE] = slow
-    link.saturated = saturated_ib_counters(port.counters)
+    lp = _LinkPlan(link, hw=_Resolver(port.hw_counters))
+    legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
+    lp.legacy = _Resolver(legacy)
+    lp.temp = (None, None, dev.name, dev.temperature_c)
     if rec is not None:
         _apply_netdev(link, rec)
-    return link
+        lp.temp = (rec.name, rec.temperature_c, dev.name, dev.temperature_c)
+    return lp
 
 
-def _netdev_link(rec: NetdevRecord) -> LinkSample:
+def _netdev_link(rec: NetdevRecord) -> _LinkPlan:
     link = LinkSample(id=rec.name, netdev=rec.name, physical=rec.physical)
     link.kind = "netdev" if rec.physical else "virtual"
     _apply_netdev(link, rec)
-    return link
+    return _LinkPlan(link, temp=(rec.name, rec.temperature_c, None, None))
 
 
 def _apply_netdev(link: LinkSample, rec: NetdevRecord) -> None:
@@ -450,39 +822,42 @@ def _ib_state(port: RdmaPortRecord) -> str | None:
 
 
 def _finish(
-    link: LinkSample,
-    frame: Frame,
+    lp: _LinkPlan,
+    b: _Build,
     infos: dict[str, DriverInfo],
     ethtool: dict[str, dict[str, int]],
     netdevs: dict[str, NetdevRecord],
-    devices: dict[str, RdmaDeviceRecord],
     warn: _Warner,
 ) -> None:
-    """Driver facts, normalized metrics and QoS of one link, each behind its own guard."""
-    _guard(warn, "link", link.id, None, _finish_metrics, link, infos, ethtool, netdevs, devices)
-    link.read_ns = _read_ns(link, frame, ethtool)
+    """Driver facts, where the metrics go, and QoS of one link, each behind its own guard."""
+    link = lp.link
     ndev = link.netdev
     rec = netdevs.get(ndev) if ndev else None
+    _guard(warn, "link", link.id, None, _driver_facts, link, infos, ethtool)
+    if rec is not None:
+        lp.carrier = (rec.carrier_changes, rec.carrier_down_count)
+    lp.ethtool = "ethtool" in link.counters
+    b.warn.metrics(lp)
+    lp.read_at = _read_at(link, b, ethtool)
     raw_ethtool = ethtool.get(ndev) if ndev else None
-    link.qos = _guard(warn, "qos", ndev, None, _qos, frame, ndev, rec, raw_ethtool, warn)
+    link.qos = _guard(warn, "qos", ndev, None, _qos, b.frame, ndev, rec, raw_ethtool, warn)
+    lp.counters = tuple((source, _Resolver(c)) for source, c in link.counters.items())
+    link.counters = {}
 
 
-def _read_ns(link: LinkSample, frame: Frame, ethtool: dict[str, dict[str, int]]) -> int | None:
-    """When the link's counters were read: its ethtool -S, else its RDMA port, else sysfs."""
+def _read_at(link: LinkSample, b: _Build, ethtool: dict[str, dict[str, int]]) -> int | None:
+    """Which section's read time the link's counters have: its ethtool -S, else its RDMA
+    port, else sysfs."""
+    sec = None
     if link.netdev is not None and link.netdev in ethtool:
-        sec = frame.find("ethtool_S", link.netdev)
-        if sec is not None:
-            return sec.read_ns
-    sec = frame.find("sysib" if link.rdma_device is not None else "sysnet")
-    return sec.read_ns if sec is not None else None
+        sec = b.frame.find("ethtool_S", link.netdev)
+    if sec is None:
+        sec = b.frame.find("sysib" if link.rdma_device is not None else "sysnet")
+    return b.index[id(sec)] if sec is not None else None
 
 
-def _finish_metrics(
-    link: LinkSample,
-    infos: dict[str, DriverInfo],
-    ethtool: dict[str, dict[str, int]],
-    netdevs: dict[str, NetdevRecord],
-    devices: dict[str, RdmaDeviceRecord],
+def _driver_facts(
+    link: LinkSample, infos: dict[str, DriverInfo], ethtool: dict[str, dict[str, int]]
 ) -> None:
     ndev = link.netdev
     info = infos.get(ndev) if ndev else None
@@ -492,23 +867,9 @@ def _finish_metrics(
         link.firmware = info.firmware_version or link.firmware
         if info.driver in _TB_DRIVERS:
             link.kind = "tb"
-    rec = netdevs.get(ndev) if ndev else None
     raw_ethtool = ethtool.get(ndev) if ndev else None
     if raw_ethtool:
         link.counters["ethtool"] = raw_ethtool
-
-    # Precedence: netdev < RDMA port < ethtool port counters, metric by metric.
-    metrics: dict[str, MetricValue] = {}
-    if rec is not None:
-        metrics.update(
-            normalize_netdev(rec.statistics, rec.carrier_changes, rec.carrier_down_count)
-        )
-    if link.rdma_device is not None and link.port is not None:
-        port = devices[link.rdma_device].ports[link.port]
-        metrics.update(normalize_ib({**port.counters, **port.counters_ext}, port.hw_counters))
-    if raw_ethtool:
-        metrics.update(normalize_ethtool(raw_ethtool, link.driver))
-    link.metrics = metrics
 
 
 # Statuses whose text is tool output worth parsing: a timeout or the byte cap cut it short.

@@ -15,6 +15,8 @@ on the node with the standard library only).
 from __future__ import annotations
 
 import re
+from itertools import compress, count
+from operator import ne
 from typing import cast
 
 from collectors.frames import SCHEMA_KIND, Frame, Schema, Section
@@ -83,6 +85,50 @@ def decode_values(
             _warn(warnings, f"{name[:64]}: bad value {tok[:40]!r}")
         out.append(v)
     return out, warnings
+
+
+def decode_changed(
+    text: str, names: tuple[str, ...], last: tuple[str, list[int | None]] | None
+) -> tuple[list[int | None] | None, list[str], tuple[str, list[int | None]] | None]:
+    """:func:`decode_values`, reading only the values that changed since ``last``.
+
+    ``last``: this section's previous values line and its values, as this function
+    returned it (None: none kept). Most counters of a port do not move between two ticks
+    (three in four here), and reading a number is most of what decoding costs, so a value
+    whose token is the same as last time is taken from ``last``. Returns the values, the
+    warnings and what to pass as ``last`` next tick; the values are those decode_values
+    gives, and are shared with that next call: read them, do not change them.
+    """
+    if "\n" in text:
+        text = text.replace("\n", " ")
+    if last is not None:
+        ptext, pvals = last
+        if text == ptext:
+            return pvals, [], last
+        tokens, ptokens = text.split(" "), ptext.split(" ")
+        if len(tokens) == len(ptokens):
+            moved = list(compress(count(), map(ne, tokens, ptokens)))
+            if 2 * len(moved) <= len(tokens):
+                vals = pvals.copy()
+                for i in moved:
+                    t = tokens[i]
+                    # What _PLAIN takes (the unchanged tokens passed it last time); "-" and
+                    # anything odd go to the whole decode, which says what it is.
+                    if not (len(t) <= 20 and t.isdigit() and t.isascii()):
+                        break
+                    v = int(t)
+                    if v > U64_MAX:
+                        break
+                    vals[i] = v
+                else:
+                    return vals, [], (text, vals)
+    got, warnings = decode_values(text, names)
+    # Kept only when every token was plain and read: a later line differs from it only
+    # where a value moved, which is then read alone.
+    keep = None
+    if got is not None and not warnings and _PLAIN.fullmatch(text) is not None:
+        keep = (text, got)
+    return got, warnings, keep
 
 
 def _warn(warnings: list[str], msg: str) -> None:

@@ -1,0 +1,166 @@
+"""A host's kept shape and last values: a tick assembled from them is exactly what a new
+build of the same frame gives, whatever moves between ticks (collectors/assemble.py)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import collectors.assemble as asm
+from collectors.assemble import assemble
+from collectors.frames import Frame, FrameDecoder, Section, render_frame
+from collectors.parsers.sysfs import parse_sysnet
+from collectors.structured import StructuredEncoder, decode_changed, decode_values
+from fabtop.core.pipeline import Pipeline
+from fabtop.sim import Fabric
+from fabtop.sim import HostConfig as SimHostConfig
+
+
+def _stream(ticks: int, seed: int = 0) -> list[Frame]:
+    """Structured frames of a 2-port mlx5 + IB host, slow sections carried as the pipeline
+    carries them; NIC temperatures move from tick to tick, slow ticks come every 60 s."""
+    fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2),
+                  SimHostConfig("n2")], seed=seed)
+    dec, enc, wire_dec, pipe = FrameDecoder(), StructuredEncoder(), FrameDecoder(), Pipeline()
+    out = []
+    for i in range(ticks):
+        for f in dec.feed(fab.hosts["n1"].frame(25.0 + i, 1.0).encode()):
+            (g,) = wire_dec.feed(render_frame(enc.encode(f)).encode())
+            out.append(pipe._with_slow_sections("n1", g))
+    return out
+
+
+def _fresh(host: str, frame: Frame) -> str:
+    """The sample a new build gives: nothing kept of the host."""
+    kept = asm._SHAPES.pop(host, None)
+    try:
+        return repr(assemble(host, frame))
+    finally:
+        if kept is not None:
+            asm._SHAPES[host] = kept
+
+
+def _spoil(frame: Frame, rng: random.Random) -> Frame:
+    """Hostile values: not read, not numbers, too many digits, a count that is wrong."""
+    secs = []
+    for s in frame.sections:
+        if s.schema is not None and rng.random() < 0.4:
+            toks = s.text.split(" ")
+            i = rng.randrange(len(toks))
+            toks[i] = rng.choice(["-", "x1", "99999999999999999999", str(2**32 - 1), "07",
+                                  "", "1\t2"])
+            if rng.random() < 0.1:
+                toks.pop()
+            s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks),
+                        s.schema)
+        elif s.kind == "sysnet" and rng.random() < 0.3:
+            # a temperature that is no number, then one that is
+            bad = rng.choice(["x", "-5", "57000\r", "12345678901"])
+            s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail,
+                        s.text.replace("temp1_input 5", f"temp1_input {bad}5", 1))
+        secs.append(s)
+    return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, secs)
+
+
+def test_a_kept_shape_gives_what_a_new_build_gives() -> None:
+    frames = _stream(130)
+    builds = 0
+    for f in frames:
+        before = asm._SHAPES.get("n1")
+        got = repr(assemble("n1", f))
+        builds += asm._SHAPES["n1"] is not before and (
+            before is None or asm._SHAPES["n1"].shape is not before.shape)
+        assert got == _fresh("n1", f), f.seq
+    # Counters, temperatures and GPUs move every tick, slow sections come twice: the
+    # shape is built on the first frame only.
+    assert builds == 1
+
+
+def test_hostile_values_and_temperatures_give_what_a_new_build_gives() -> None:
+    rng = random.Random(7)
+    for f in _stream(60, seed=3):
+        g = _spoil(f, rng)
+        assert repr(assemble("n2", g)) == _fresh("n2", g), g.seq
+
+
+def test_a_kept_shape_follows_a_change_of_state_and_of_names() -> None:
+    frames = _stream(8)
+    assemble("n1", frames[0])
+    down = [Section(s.kind, s.subject, s.read_ns, s.status, s.detail,
+                    s.text.replace("enp65s0f0np0/operstate up", "enp65s0f0np0/operstate down"),
+                    s.schema) for s in frames[1].sections]
+    f = Frame(frames[1].seq, frames[1].clock_ns, frames[1].uptime_s, frames[1].unix_s, down)
+    assert assemble("n1", f).links["enp65s0f0np0"].state == "down"
+    assert assemble("n1", frames[2]).links["enp65s0f0np0"].state == "up"
+
+
+_TOKEN = st.one_of(st.integers(0, 2**64 + 10).map(str), st.sampled_from(
+    ["-", "0", "1", "", "x", "+1", "٣", "00000000000000000000001", "1\t2"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_TOKEN, min_size=3, max_size=3), min_size=1, max_size=6),
+       st.lists(st.integers(0, 2), min_size=6, max_size=6))
+def test_reading_only_what_changed_gives_what_reading_all_gives(
+    lines: list[list[str]], keep_same: list[int]
+) -> None:
+    names = ("a", "b", "c")
+    last = None
+    prev: list[str] | None = None
+    for line, same in zip(lines, keep_same, strict=False):
+        if prev is not None and same:  # most tokens as last tick's: the path that reuses
+            line = [*prev[:same], *line[same:]]
+        text = " ".join(line)
+        vals, warnings, last = decode_changed(text, names, last)
+        assert (vals, warnings) == decode_values(text, names)
+        prev = line
+
+
+@pytest.mark.parametrize("texts", [["1 2 3", "1 2 4", "1 2 4", "1 - 4", "1 2 4"],
+                                   ["1 2\n3", "1 2 3", "5 2 3"]])
+def test_reading_only_what_changed_on_plain_lines(texts: list[str]) -> None:
+    last = None
+    for t in texts:
+        vals, warnings, last = decode_changed(t, ("a", "b", "c"), last)
+        assert (vals, warnings) == decode_values(t, ("a", "b", "c"))
+
+
+def test_nic_temperatures_follow_the_text_every_tick() -> None:
+    """Temperatures are read as values (the shape holds while they move): each tick's are
+    those the sysfs parser reads from that tick's whole text, hottest sensor first."""
+    rng = random.Random(11)
+    seen = set()
+    for f in _stream(40):
+        g = _spoil(f, rng)
+        text = "\n".join(s.text for s in g.sections if s.kind in ("sysnet", "sysnet_slow"))
+        records = parse_sysnet(text).netdevs
+        sample = assemble("n1", g)
+        for name in ("enp65s0f0np0", "enp65s0f1np1"):
+            want = records[name].temperature_c
+            assert sample.links[name].temperature_c == want, (g.seq, name)
+            seen.add(want)
+    assert len(seen) > 3  # they did move
+
+
+def test_slow_sections_are_carried_last_in_one_order() -> None:
+    """A slow tick's frame is laid out as the frames between (its shape is kept), and the
+    newest of each slow section is the one carried."""
+    pipe = Pipeline()
+
+    def frame(seq: int, *sections: tuple[str, str | None, str]) -> Frame:
+        return Frame(seq, seq, 1.0, 1.0, [Section(k, s, 1, "ok", None, t) for k, s, t in sections])
+
+    slow = (("ethtool_i", "eth0", "driver: mlx5_core"), ("mlnx_qos", "eth0", "old"))
+    first = pipe._with_slow_sections("h", frame(1, slow[0], ("sysnet", None, "a"), slow[1]))
+    between = pipe._with_slow_sections("h", frame(2, ("sysnet", None, "b")))
+    again = pipe._with_slow_sections(
+        "h", frame(3, ("mlnx_qos", "eth0", "new"), ("sysnet", None, "c"), slow[0]))
+    layouts = [[(s.kind, s.subject) for s in f.sections] for f in (first, between, again)]
+    assert layouts[0] == layouts[1] == layouts[2] == [
+        ("sysnet", None), ("ethtool_i", "eth0"), ("mlnx_qos", "eth0")]
+    assert [s.text for s in again.sections] == ["c", "driver: mlx5_core", "new"]
+    after = pipe._with_slow_sections("h", frame(4, ("sysnet", None, "d")))
+    assert after.sections[2].text == "new"
