@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 from collectors.frames import Frame, Section
+from collectors.memo import Memo
 from collectors.parsers.amd_smi import parse_amd_smi_metric_json, parse_rocm_smi_json
 from collectors.parsers.nvidia_smi import parse_query_csv
 from collectors.samples import GpuSample
 
 
-def _nvidia(section: Section) -> tuple[list[GpuSample], list[str]]:
-    lines = section.text.split("\n")
-    first = lines[0].strip() if lines else ""
+def _query_fields(first: str) -> tuple[str, ...] | str:
+    """The fields a section's ``# <fields>`` line names, or what is wrong with it."""
+    first = first.strip()
     if not first.startswith("#"):
-        return [], ["gpu_nvidia section has no '# <fields>' line"]
-    fields = [f.strip() for f in first[1:].split(",") if f.strip()]
-    if not fields:
-        return [], ["gpu_nvidia section names no query fields"]
-    result = parse_query_csv("\n".join(lines[1:]), fields)
+        return "gpu_nvidia section has no '# <fields>' line"
+    fields = tuple(f.strip() for f in first[1:].split(",") if f.strip())
+    return fields or "gpu_nvidia section names no query fields"
+
+
+# The first line repeats every tick, the same on every host of a kind.
+_FIELD_LINES = Memo(_query_fields, 16, 4096)
+
+
+def _nvidia(section: Section) -> tuple[list[GpuSample], list[str]]:
+    first, _, body = section.text.partition("\n")
+    fields = _FIELD_LINES[first]
+    if isinstance(fields, str):
+        return [], [fields]
+    result = parse_query_csv(body, fields)
     return result.gpus, result.warnings
 
 
@@ -52,7 +63,8 @@ def gpus_from_frame(frame: Frame) -> tuple[list[GpuSample], int | None, list[str
             warnings.append(f"{kind} section {section.status}{detail}: GPUs not shown")
             continue
         found, notes = reader(section)
-        warnings.extend(f"{kind}: {n}" for n in notes)
+        if notes:
+            warnings.extend(f"{kind}: {n}" for n in notes)
         if found:
             gpus.extend(found)
             if read_ns is None:

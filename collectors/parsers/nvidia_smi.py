@@ -10,13 +10,14 @@ from __future__ import annotations
 import csv
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from operator import itemgetter, methodcaller
 
+from collectors.memo import Memo
 from collectors.numbers import parse_float, parse_hex
 from collectors.samples import GpuSample
-from collectors.text import clean
+from collectors.text import MAX_TEXT, clean
 
 # Driver >= 535 names the clock limiters "clocks_event_reasons"; every driver in the
 # captures (590, 595, 610) still accepts "clocks_throttle_reasons.*" as an alias (see
@@ -124,32 +125,10 @@ class NvidiaQueryResult:
     timestamp: str | None = None  # nvidia-smi's own "YYYY/MM/DD HH:MM:SS.msec", when asked
 
 
-# Cells repeat from one line to the next (names, totals, limits, clocks, temperatures):
-# short ones are read once. Bounded: cleared when full, never holding a long cell.
-_CELL_CACHE_MAX = 8192
+# Cells repeat from one line to the next and one tick to the next (names, totals, limits,
+# clocks, most readings): each short one is read once.
+_CELL_MEMO_MAX = 8192
 _CELL_MAX = 64
-_CLEAN_CACHE: dict[str, str | None] = {}
-_NUM_CACHE: dict[str, float | None] = {}
-_CANONICAL: dict[str, str] = {}
-_MISS = object()
-_V = TypeVar("_V")
-
-
-def _cached(cache: dict[str, _V], raw: str, read: Callable[[str], _V]) -> _V:
-    hit = cache.get(raw, _MISS)
-    if hit is not _MISS:
-        return hit  # type: ignore[return-value]
-    v = read(raw)
-    if len(raw) <= _CELL_MAX:
-        if len(cache) >= _CELL_CACHE_MAX:
-            cache.clear()
-        cache[raw] = v
-    return v
-
-
-def _clean(raw: str | None) -> str | None:
-    """A cell or element text, cleaned of control characters; None when it says 'no value'."""
-    return None if raw is None else _cached(_CLEAN_CACHE, raw, _clean_of)
 
 
 def _clean_of(raw: str) -> str | None:
@@ -159,32 +138,42 @@ def _clean_of(raw: str) -> str | None:
     return v
 
 
-def _num(raw: str | None) -> float | None:
-    return None if raw is None else _cached(_NUM_CACHE, raw, _num_of)
-
-
 def _num_of(raw: str) -> float | None:
     # Nearly every cell is a plain number: the pattern admits digits, a unit and
     # whitespace only, so what it takes needs no cleaning (and is never a "no value").
     m = _NUM_UNIT.match(raw)
     if m is None:
-        v = _clean(raw)
+        v = _clean_of(raw)
         m = _NUM_UNIT.match(v) if v is not None else None
     return parse_float(m.group(1)) if m else None  # None for nan, inf and 400-digit text
 
 
-def _int(raw: str | None) -> int | None:
-    f = _num(raw)
+def _int_of(raw: str) -> int | None:
+    f = _NUMS[raw]
     # An index, a PCIe generation or width: anything beyond 32 bits is not one.
     return int(f) if f is not None and abs(f) < 2**32 else None
 
 
+_TEXTS = Memo(_clean_of, _CELL_MEMO_MAX, _CELL_MAX)
+_NUMS = Memo(_num_of, _CELL_MEMO_MAX, _CELL_MAX)
+_INTS = Memo(_int_of, _CELL_MEMO_MAX, _CELL_MAX)
+
+
+def _clean(raw: str | None) -> str | None:
+    """A cell or element text, cleaned of control characters; None when it says 'no value'."""
+    return None if raw is None else _TEXTS[raw]
+
+
+def _num(raw: str | None) -> float | None:
+    return None if raw is None else _NUMS[raw]
+
+
+def _int(raw: str | None) -> int | None:
+    return None if raw is None else _INTS[raw]
+
+
 def _canonical(name: str) -> str:
-    """``name`` as this parser spells it (cached: a line's header repeats every tick)."""
-    return _cached(_CANONICAL, name, _canonical_of)
-
-
-def _canonical_of(name: str) -> str:
+    """``name`` as this parser spells it."""
     n = _UNIT_SUFFIX.sub("", name.strip())
     n = _ALIASES.get(n, n)
     for prefix in ("clocks_event_reasons.", "clocks_throttle_reasons."):
@@ -211,108 +200,96 @@ def _looks_like_header(cells: list[str]) -> bool:
     )
 
 
+_NUM_FIELDS: tuple[tuple[str, ...], ...] = (  # in GpuSample's order; first with a value wins
+    ("utilization.gpu",),
+    ("memory.used",),
+    ("memory.total",),
+    ("power.draw", "power.draw.average", "power.draw.instant"),
+    ("enforced.power.limit", "power.limit"),
+    ("temperature.gpu",),
+    ("temperature.memory",),
+    ("clocks.sm",),
+    ("clocks.mem",),
+    ("fan.speed",),
+)
+_HEADS_MAX = 512  # per plan: eight GPUs of a few dozen hosts, in their usual states
+_HEAD_FIELDS = ("index", "name", "pci.bus_id", "uuid", "pcie.link.gen.current",
+                "pcie.link.width.current", "reasons.active")  # fmt: skip
+# index, name, bus id, uuid, PCIe generation and width, throttles, what is wrong with the mask
+_Head = tuple[int | None, str | None, str | None, str | None, int | None, int | None,
+              tuple[str, ...], str | None]  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class _RowPlan:
-    """Where each GpuSample field sits in a row of one header: found once per header.
+    """How a row of one header becomes a GpuSample: found once per header.
 
-    Numeric fields name their columns in order of preference: the first one that holds
-    a value wins (power.draw, then its .average and .instant spellings).
+    Each getter picks a fixed set of cells out of a row in one call; a field the header
+    lacks reads the empty cell appended at ``width``, which every memo reads as None.
+    A GPU's identity, link and clock-event cells change seldom: they are read as one.
     """
 
-    index: int | None
-    texts: tuple[tuple[str, int], ...]  # (attribute, column): cleaned strings
-    nums: tuple[tuple[str, tuple[int, ...]], ...]  # (attribute, columns): floats
-    ints: tuple[tuple[str, int], ...]  # (attribute, column): small integers
-    mask: int | None  # the clock-event bitmask column
-    reasons: tuple[tuple[int, str], ...]  # (column, reason): "Active"/"Not Active" columns
-    timestamp: int | None
+    width: int  # cells in a row of this header
+    head_cells: Callable[[list[str]], tuple[str, ...]]  # _HEAD_FIELDS, then reason columns
+    heads: Memo[tuple[str, ...], _Head]
+    nums: Callable[[list[str]], tuple[str, ...]]  # one cell per _NUM_FIELDS entry
+    # (position in nums, later columns): a field spelled more than one way
+    num_fallbacks: tuple[tuple[int, tuple[int, ...]], ...]
+    timestamp: int
 
 
-_NUM_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("utilization_pct", ("utilization.gpu",)),
-    ("memory_used_mib", ("memory.used",)),
-    ("memory_total_mib", ("memory.total",)),
-    ("power_w", ("power.draw", "power.draw.average", "power.draw.instant")),
-    ("power_limit_w", ("enforced.power.limit", "power.limit")),
-    ("temperature_c", ("temperature.gpu",)),
-    ("memory_temperature_c", ("temperature.memory",)),
-    ("sm_clock_mhz", ("clocks.sm",)),
-    ("mem_clock_mhz", ("clocks.mem",)),
-    ("fan_pct", ("fan.speed",)),
-)
-_TEXT_FIELDS = (("name", "name"), ("bus_id", "pci.bus_id"), ("uuid", "uuid"))
-_INT_FIELDS = (("pcie_gen", "pcie.link.gen.current"), ("pcie_width", "pcie.link.width.current"))
-_PLAN_CACHE: dict[tuple[str, ...], _RowPlan] = {}
-_PLAN_CACHE_MAX = 64
-
-
-def _row_plan(names: list[str]) -> _RowPlan:
-    key = tuple(names)
-    hit = _PLAN_CACHE.get(key)
-    if hit is not None:
-        return hit
+def _plan_of(fields: tuple[str, ...]) -> _RowPlan:
+    names = [_canonical(f) for f in fields]
+    pad = len(names)
     # A repeated name keeps its last column, as a dict of the row would.
     col = {n: i for i, n in enumerate(names)}
-    plan = _RowPlan(
-        index=col.get("index"),
-        texts=tuple((a, col[f]) for a, f in _TEXT_FIELDS if f in col),
-        nums=tuple((a, cols) for a, fs in _NUM_FIELDS
-                   if (cols := tuple(col[f] for f in fs if f in col))),
-        ints=tuple((a, col[f]) for a, f in _INT_FIELDS if f in col),
-        mask=col.get("reasons.active"),
-        reasons=tuple(
-            (i, _REASON_ALIASES.get(n[len("reasons."):], n[len("reasons."):]))
-            for n, i in col.items()
-            if n.startswith("reasons.") and n not in ("reasons.active", "reasons.supported")
-        ),
-        timestamp=col.get("timestamp"),
+    num_cols = [[col[f] for f in fs if f in col] for fs in _NUM_FIELDS]
+    reasons = [
+        (i, _REASON_ALIASES.get(n[len("reasons."):], n[len("reasons."):]))
+        for n, i in col.items()
+        if n.startswith("reasons.") and n not in ("reasons.active", "reasons.supported")
+    ]  # fmt: skip
+    reason_names = tuple(r for _, r in reasons)
+
+    def head(key: tuple[str, ...]) -> _Head:
+        index, name, bus_id, uuid, gen, width, mask_raw, *reason_raws = key
+        active: set[str] = set()
+        note = None
+        mask = _TEXTS[mask_raw]
+        if mask is not None:
+            bits = parse_hex(mask if mask[:2] in ("0x", "0X") else "0x" + mask)
+            if bits is None:
+                note = f"bad clock-event bitmask {mask[:40]!r}"
+            elif bits:
+                active |= reasons_from_mask(bits)
+        for reason, raw in zip(reason_names, reason_raws, strict=True):
+            v = _TEXTS[raw]
+            if v is not None and v.lower() == "active":
+                active.add(reason)
+        return (
+            _INTS[index], _TEXTS[name], _TEXTS[bus_id], _TEXTS[uuid], _INTS[gen], _INTS[width],
+            _ordered_throttles(active) if active else (), note,
+        )  # fmt: skip
+
+    return _RowPlan(
+        width=len(names),
+        head_cells=itemgetter(*(col.get(f, pad) for f in _HEAD_FIELDS), *(i for i, _ in reasons)),
+        heads=Memo(head, _HEADS_MAX, 512),
+        nums=itemgetter(*(cols[0] if cols else pad for cols in num_cols)),
+        num_fallbacks=tuple((k, tuple(cols[1:])) for k, cols in enumerate(num_cols)
+                            if len(cols) > 1),
+        timestamp=col.get("timestamp", pad),
     )  # fmt: skip
-    if len(key) <= 256:  # a header is a few dozen names; a longer one is not kept
-        if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
-            _PLAN_CACHE.clear()
-        _PLAN_CACHE[key] = plan
-    return plan
 
 
-def _sample_from_row(
-    cells: list[str], plan: _RowPlan, position: int, warnings: list[str]
-) -> GpuSample:
-    # The caches are read inline: eight GPUs of ~25 cells each, every tick (issue 13).
-    nums, texts = _NUM_CACHE.get, _CLEAN_CACHE.get
-    index = _int(cells[plan.index]) if plan.index is not None else None
-    fields: dict[str, object] = {}
-    for attr, i in plan.texts:
-        raw = cells[i]
-        t = texts(raw, _MISS)
-        fields[attr] = _clean(raw) if t is _MISS else t
-    for attr, cols in plan.nums:
-        for i in cols:
-            raw = cells[i]
-            v = nums(raw, _MISS)
-            if v is _MISS:
-                v = _num(raw)
-            if v is not None:
-                fields[attr] = v
-                break
-    for attr, i in plan.ints:
-        fields[attr] = _int(cells[i])
-    gpu = GpuSample(index=index if index is not None else position, **fields)  # type: ignore[arg-type]
-    active: set[str] = set()
-    mask = _clean(cells[plan.mask]) if plan.mask is not None else None
-    if mask is not None:
-        bits = parse_hex(mask if mask[:2] in ("0x", "0X") else "0x" + mask)
-        if bits is None:
-            warnings.append(f"GPU {gpu.index}: bad clock-event bitmask {mask[:40]!r}")
-        elif bits:
-            active |= reasons_from_mask(bits)
-    for i, reason in plan.reasons:
-        raw = cells[i]
-        t = texts(raw, _MISS)
-        v = _clean(raw) if t is _MISS else cast("str | None", t)
-        if v is not None and v.lower() == "active":
-            active.add(reason)
-    gpu.throttle_reasons = _ordered_throttles(active) if active else ()
-    return gpu
+# A header is a few dozen names, the same on every host of a kind: a fabric has a few.
+_PLANS = Memo(_plan_of, 16, 4096)
+
+# Without quotes, the csv module's row is the line split at commas with the blanks after
+# each comma (and at the start) dropped. A cell read with those blanks reads the same while
+# clean() does not shorten it (MAX_TEXT), so rows are split by str.split (half the csv
+# module's cost) and their cells read as they are.
+_SPLIT_ROW = methodcaller("split", ",")
 
 
 def parse_query_csv(
@@ -320,36 +297,66 @@ def parse_query_csv(
 ) -> NvidiaQueryResult:
     """Parse ``--query-gpu`` CSV (with or without header and units); later rows of a GPU win."""
     result = NvidiaQueryResult()
-    names = [_canonical(f) for f in fields]
+    warnings = result.warnings
+    lines = text.splitlines()
+    rows: Iterable[list[str]]
+    # The csv module refuses a field beyond its limit: text that long keeps its verdict.
+    split = (
+        '"' not in text
+        and len(text) <= csv.field_size_limit()
+        and max(map(len, lines), default=0) <= MAX_TEXT
+    )
+    if split:
+        rows = map(_SPLIT_ROW, lines)
+    else:
+        try:
+            rows = list(csv.reader(lines, skipinitialspace=True))
+        except csv.Error as e:
+            warnings.append(clean(f"nvidia-smi CSV unreadable: {e}"))
+            return result
+    plan = _PLANS[tuple(fields)]
+    nums = _NUMS.__getitem__
     by_index: dict[int, GpuSample] = {}
+    stamps: list[str] = []
     position = 0
-    try:
-        rows = list(csv.reader(text.splitlines(), skipinitialspace=True))
-    except csv.Error as e:
-        result.warnings.append(clean(f"nvidia-smi CSV unreadable: {e}"))
-        return result
-    plan = _row_plan(names)
     for cells in rows:
-        if not cells or not "".join(cells).strip():
-            continue
-        if _looks_like_header(cells):
-            names = [_canonical(c) for c in cells]
-            plan = _row_plan(names)
-            continue
-        if len(cells) != len(names):
-            line = clean(", ".join(cells))
-            result.warnings.append(
-                f"nvidia-smi line with {len(cells)} values for {len(names)} fields ignored: "
+        # A data row starts with a date or an index: neither blank nor a header name.
+        if not (cells and cells[0][:1].isdigit()):
+            if not "".join(cells).strip():
+                continue
+            if _looks_like_header(cells):
+                plan = _PLANS[tuple(cells)]
+                continue
+        if len(cells) != plan.width:
+            shown = [c.lstrip(" ") for c in cells] if split else cells
+            line = clean(", ".join(shown))
+            warnings.append(
+                f"nvidia-smi line with {len(cells)} values for {plan.width} fields ignored: "
                 f"{line[:120]!r}"
             )
             continue
-        gpu = _sample_from_row(cells, plan, position, result.warnings)
+        cells.append("")
+        index, name, bus_id, uuid, pcie_gen, pcie_width, throttles, note = plan.heads[
+            plan.head_cells(cells)
+        ]
+        v = list(map(nums, plan.nums(cells)))
+        for k, later in plan.num_fallbacks:
+            if v[k] is None:
+                v[k] = next((f for i in later if (f := nums(cells[i])) is not None), None)
+        if index is None:
+            index = position
+        if note is not None:
+            warnings.append(f"GPU {index}: {note}")
+        # By position, in GpuSample's field order: keywords cost twice as much per row.
+        by_index[index] = GpuSample(
+            index, name, bus_id, uuid, "nvidia", v[0], v[1], v[2], v[3], v[4], v[5], v[6],
+            v[7], v[8], v[9], None, None, pcie_gen, pcie_width, throttles,
+        )  # fmt: skip
         position += 1
-        by_index[gpu.index] = gpu
-        ts = _clean(cells[plan.timestamp]) if plan.timestamp is not None else None
-        if ts is not None:
-            result.timestamp = ts
-    result.gpus = [by_index[i] for i in sorted(by_index)]
+        stamps.append(cells[plan.timestamp])
+    # Only the last readable timestamp counts; each tick's is new, so none is memoized.
+    result.timestamp = next(filter(None, map(_clean_of, reversed(stamps))), None)
+    result.gpus = list(map(by_index.__getitem__, sorted(by_index)))
     return result
 
 
