@@ -328,7 +328,7 @@ def parse_query_csv(
                 plan = _PLANS[tuple(cells)]
                 continue
         if len(cells) != plan.width:
-            shown = [c.lstrip(" ") for c in cells] if split else cells
+            shown = [c.lstrip(" ") for c in cells] if split else cells  # the csv module's
             line = clean(", ".join(shown))
             warnings.append(
                 f"nvidia-smi line with {len(cells)} values for {plan.width} fields ignored: "
