@@ -13,8 +13,9 @@ never a rate, an event count or a spike in the history's max tiers.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from collectors.normalize import ETHTOOL_MAP, IB_HW_MAP, IB_PORT_MAP, NETDEV_MAP, Src
@@ -146,6 +147,11 @@ _RATE_KIND: dict[str, tuple[str, int]] = {m: (m.per_s, _bound_kind(m)) for m in 
 _RX_BYTES_RATE, _TX_BYTES_RATE = Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s
 _RX_PAUSE_RATE, _TX_PAUSE_RATE = Metric.RX_PAUSE_US.per_s, Metric.TX_PAUSE_US.per_s
 _RDMA_RX_RATE, _RDMA_TX_RATE = Metric.RDMA_RX_BYTES.per_s, Metric.RDMA_TX_BYTES.per_s
+# ... and what it writes, as plain strings: a StrEnum key turns the rates dict (plain-string
+# keys) into one of general keys, rebuilt on the spot and slower to read for every view.
+_RX_BPS, _TX_BPS = Derived.RX_BPS.value, Derived.TX_BPS.value
+_RX_PAUSED, _TX_PAUSED = Derived.RX_PAUSE_TIME_RATIO.value, Derived.TX_PAUSE_TIME_RATIO.value
+_RDMA_SHARE = Derived.RDMA_SHARE.value
 
 # Histogram names as servers expose them (llm_metrics/LLM_METRICS_NOTES.md); matched
 # by suffix so a parser may keep or strip the "vllm:"/"sglang:" prefix.
@@ -542,6 +548,7 @@ class _Shape:
     sample: LinkSample  # the read it describes
     counter_names: dict[str, tuple[str, ...]]  # source -> raw names, in the read's order
     feed_names: dict[str, tuple[str, ...]]  # source -> those of them a metric is made of
+    feed_pickers: dict[str, _Pick | None]  # source -> reads those (None: there are none)
     metric_names: tuple[str, ...]
     metric_types: tuple[type, ...]
     plan: _Plan | None  # None: a metric outside the vocabulary, or neither int nor dict
@@ -549,6 +556,18 @@ class _Shape:
 
 
 _NO_NAMES: dict[str, tuple[str, ...]] = {}
+
+# The values of a source's feeds, as one tuple (one C call: the usual tick looks at them all).
+_Pick = Callable[[dict[str, int]], tuple[int, ...]]
+
+
+def _pickers(feeds_of: dict[str, tuple[str, ...]]) -> dict[str, _Pick | None]:
+    out: dict[str, _Pick | None] = {}
+    for source, feeds in feeds_of.items():
+        if len(feeds) == 1:  # itemgetter of one name gives the value, not a tuple
+            feeds = (feeds[0], feeds[0])
+        out[source] = itemgetter(*feeds) if feeds else None
+    return out
 
 
 def _feed_names(source: str, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -580,21 +599,6 @@ def _plan(names: tuple[str, ...], types: tuple[type, ...]) -> _Plan | None:
     return tuple(plan)
 
 
-# Per-priority rates of counters that did not move, by priorities: copied, not rebuilt.
-_ZERO_RATES: dict[tuple[int, ...], dict[int, float]] = {}
-_MAX_ZERO_RATES = 64
-
-
-def _zero_rates(per: dict[int, int]) -> dict[int, float]:
-    prios = tuple(per)
-    zeros = _ZERO_RATES.get(prios)
-    if zeros is None:
-        if len(_ZERO_RATES) >= _MAX_ZERO_RATES:
-            _ZERO_RATES.clear()
-        zeros = _ZERO_RATES[prios] = dict.fromkeys(prios, 0.0)
-    return zeros.copy()
-
-
 def _plain_rates(
     plan: _Plan,
     metrics: Iterable[Any],
@@ -613,7 +617,15 @@ def _plain_rates(
     few operations.
     """
     rates: dict[str, RateValue] = {}
-    for (rname, kind, scalar), v, pv in zip(plan, metrics, pmetrics, strict=False):
+    for (rname, kind, scalar), v, pv in zip(plan, metrics, pmetrics):  # noqa: B905 (a keyword parse a call)
+        if pclean and v == pv:
+            # Nothing counted (most counters on most ticks), and that value was judged clean
+            # on its own tick: the rate is 0, within any bound.
+            if scalar:
+                rates[rname] = 0.0
+            elif v:
+                rates[rname] = dict.fromkeys(v, 0.0)
+            continue
         if scalar:
             d = v - pv
             if 0 <= d <= limits[kind] and v not in ALL_ONES:
@@ -621,12 +633,12 @@ def _plain_rates(
                 rates[rname] = d * inv_dt if d else 0.0
                 continue
             return None
-        if v == pv:  # nothing counted: most per-priority counters on most ticks
+        if v == pv:  # nothing counted, on a read after one not judged clean
             if not v:
                 continue
-            if not (pclean or ALL_ONES.isdisjoint(v.values())):
+            if not ALL_ONES.isdisjoint(v.values()):
                 return None
-            rates[rname] = _zero_rates(v)  # 0 x inv_dt, within any bound
+            rates[rname] = dict.fromkeys(v, 0.0)  # 0 x inv_dt, within any bound
             continue
         per: dict[int, float] = {}
         top = 0
@@ -692,13 +704,12 @@ def _link_rates(
     Also returns what to hold for the next tick, and what ``cur`` read, for the next tick
     to compare against (``pshape``: the same of ``prev``, from its own tick).
     """
-    lr = LinkRates(rates={})
     if prev is None:
-        lr.raw = {}
-        return lr, None, None
+        return LinkRates(rates={}, raw={}), None, None
     if pshape is not None and pshape.sample is not prev:
         pshape = None
-    lr.span_s = dt
+    # every field given: a default factory is a call per list, per link and tick
+    lr = LinkRates({}, None, False, [], [], [], [], None, [], dt)
     inv_dt = 1.0 / dt
     reset = lr.norm_reset
     ones: list[tuple[str, str, bool]] = []  # (source, raw name, read all-ones before too)
@@ -709,31 +720,49 @@ def _link_rates(
     counters_of, pcounters_of = cur.counters, prev.counters
     pnames_of = _NO_NAMES if pshape is None else pshape.counter_names
     pfeeds_of = _NO_NAMES if pshape is None else pshape.feed_names
-    names_of: dict[str, tuple[str, ...]] = {}
-    feeds_of: dict[str, tuple[str, ...]] = {}
-    # The same raw names in both reads (the usual tick): no metric moved to another source.
-    # They come in the same order tick after tick, so one compare of the tuples kept does.
-    same_names = len(counters_of) == len(pcounters_of)
-    for source, counters in counters_of.items():
-        names = tuple(counters)
-        pnames = pnames_of.get(source)
-        pcounters = pcounters_of.get(source)
-        if names == pnames:
-            names, feeds = pnames, pfeeds_of[source]
-        else:
-            feeds = _feed_names(source, names)
-            if same_names:
-                same_names = pcounters is not None and counters.keys() == pcounters.keys()
-        names_of[source], feeds_of[source] = names, feeds
-        if pcounters is None:
-            same_names = False
-        elif feeds and not ALL_ONES.isdisjoint(map(counters.__getitem__, feeds)):
-            for name in feeds:
-                value = counters[name]
-                if value in ALL_ONES:
-                    pvalue = pcounters.get(name)
-                    if pvalue is not None:
-                        ones.append((source, name, value == pvalue))  # glitch or stuck
+    names_of: dict[str, tuple[str, ...]]
+    feeds_of: dict[str, tuple[str, ...]]
+    # The usual tick: last tick's raw names, in its order (the same name objects, so one
+    # compare of tuples), and no counter a metric is made of at all-ones. Known so, the
+    # tick keeps last tick's tables.
+    same_names = False
+    if pshape is not None and len(counters_of) == len(pnames_of):
+        same_names = True
+        pick_of = pshape.feed_pickers
+        for source, counters in counters_of.items():
+            if tuple(counters) != pnames_of.get(source):
+                same_names = False
+                break
+            pick = pick_of[source]
+            if pick is not None and not ALL_ONES.isdisjoint(pick(counters)):
+                same_names = False
+                break
+    if same_names:
+        names_of, feeds_of = pnames_of, pfeeds_of
+    else:
+        names_of, feeds_of = {}, {}
+        # The same raw names in both reads: no metric moved to another source.
+        same_names = len(counters_of) == len(pcounters_of)
+        for source, counters in counters_of.items():
+            names = tuple(counters)
+            pnames = pnames_of.get(source)
+            pcounters = pcounters_of.get(source)
+            if names == pnames:
+                names, feeds = pnames, pfeeds_of[source]
+            else:
+                feeds = _feed_names(source, names)
+                if same_names:
+                    same_names = pcounters is not None and counters.keys() == pcounters.keys()
+            names_of[source], feeds_of[source] = names, feeds
+            if pcounters is None:
+                same_names = False
+            elif feeds and not ALL_ONES.isdisjoint(map(counters.__getitem__, feeds)):
+                for name in feeds:
+                    value = counters[name]
+                    if value in ALL_ONES:
+                        pvalue = pcounters.get(name)
+                        if pvalue is not None:
+                            ones.append((source, name, value == pvalue))  # glitch or stuck
     stuck_raw = _stuck_legacy(cur, prev) if cur.saturated else []
     lr.raw_inputs = (counters_of, pcounters_of, inv_dt, stuck_raw)
 
@@ -742,7 +771,6 @@ def _link_rates(
     jumped, stuck = _ones_feeds(cur, ones) if ones else (_NONE, _NONE)
     line = _line_bytes_per_s(cur, prev)
     limits = _limits(line, dt)
-    rate_caps = (_INF, limits[1] * inv_dt, limits[2] * inv_dt, limits[3] * inv_dt)
     held_out: dict[str, _Held] = {}
     sat_norm: list[str] = []
     # With an all-ones read or a held counter on the link, every counter gets a careful look.
@@ -769,6 +797,7 @@ def _link_rates(
     else:
         rates = lr.rates
         slow = slow or _has_ones(cur, prev)
+        rate_caps = (_INF, limits[1] * inv_dt, limits[2] * inv_dt, limits[3] * inv_dt)
         for name, metric in metrics.items():
             rk = _RATE_KIND.get(name)
             if rk is None:  # outside the vocabulary: nothing could name it
@@ -847,7 +876,8 @@ def _link_rates(
             lr.saturated.append(name)
 
     _derive(rates)
-    shape = _Shape(cur, names_of, feeds_of, mnames, mtypes, plan, plain is not None)
+    pickers = pshape.feed_pickers if pshape and names_of is pnames_of else _pickers(feeds_of)
+    shape = _Shape(cur, names_of, feeds_of, pickers, mnames, mtypes, plan, plain is not None)
     return lr, held_out or None, shape
 
 
@@ -889,22 +919,22 @@ def _derive(rates: dict[str, RateValue]) -> None:
     get = rates.get
     rx = get(_RX_BYTES_RATE)
     if isinstance(rx, float):
-        rates[Derived.RX_BPS] = rx * 8.0
+        rates[_RX_BPS] = rx * 8.0
     us = get(_RX_PAUSE_RATE)
     if us is not None:
-        rates[Derived.RX_PAUSE_TIME_RATIO] = _paused(us)
+        rates[_RX_PAUSED] = _paused(us)
     tx = get(_TX_BYTES_RATE)
     if isinstance(tx, float):
-        rates[Derived.TX_BPS] = tx * 8.0
+        rates[_TX_BPS] = tx * 8.0
     us = get(_TX_PAUSE_RATE)
     if us is not None:
-        rates[Derived.TX_PAUSE_TIME_RATIO] = _paused(us)
+        rates[_TX_PAUSED] = _paused(us)
     if isinstance(rx, float) and isinstance(tx, float) and rx + tx > 0:
         rdma_rx, rdma_tx = get(_RDMA_RX_RATE), get(_RDMA_TX_RATE)
         if isinstance(rdma_rx, float) and isinstance(rdma_tx, float):
             # vport and phy counters frame bytes differently: keep the share a share.
             r = (rdma_rx + rdma_tx) / (rx + tx)
-            rates[Derived.RDMA_SHARE] = (r if r < 1.0 else 1.0) if r > 0.0 else 0.0
+            rates[_RDMA_SHARE] = (r if r < 1.0 else 1.0) if r > 0.0 else 0.0
 
 
 def _paused(us: RateValue) -> RateValue:

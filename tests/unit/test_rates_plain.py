@@ -258,3 +258,51 @@ def test_a_delta_on_the_bounds_rounding_edge_is_judged_as_counter_by_counter(
     assert ("rx_bytes_prio_per_s" in lr.rates) is rated
     assert lr.glitched == ([] if rated else ["rx_bytes_prio"])
     assert lr.rates["rx_pause_per_s"] == {3: 0.0}
+
+
+def without_last_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every link judged as on a tick after a new shape: no table kept from the tick before
+    (its raw names, the pickers of its feeds, whether its values were judged clean)."""
+    link_rates = rates_module._link_rates
+
+    def fresh(*args: Any) -> Any:
+        return link_rates(*args[:4], None)
+
+    monkeypatch.setattr(rates_module, "_link_rates", fresh)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_what_the_tick_before_left_gives_what_a_fresh_look_gives(
+    seed: int, mlx5: dict[str, int], mlx4_ib: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frames = faulty_frames(seed, mlx5, mlx4_ib)
+    eng = RateEngine()
+    kept = [seen(eng.update(f)) for f in frames]
+    without_last_tick(monkeypatch)
+    eng = RateEngine()
+    assert kept == [seen(eng.update(f)) for f in frames]
+
+
+def one_feed_link(raw: int, other: int) -> LinkSample:
+    """A source with one counter a metric is made of (and one no metric is); the metric
+    reads as if another source had it (as rx_bytes_phy stands in for netdev rx_bytes)."""
+    return LinkSample(
+        id="veth0", netdev="veth0", physical=True, rate_gbps=100.0,
+        counters={"netdev": {"rx_bytes": raw, "rx_fifo_errors": other}},
+        metrics={"rx_bytes": GB * other},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_the_one_counter_a_metric_is_made_of_read_at_all_ones_is_looked_at(
+    kept: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not kept:
+        without_last_tick(monkeypatch)
+    eng = RateEngine()
+    reads = [(1, 1), (2, 2), (U64_MAX, 3), (4, 4), (5, 5), (6, 6)]
+    got = [eng.update(frame(seq, T0 + seq, one_feed_link(*r))).links["veth0"]
+           for seq, r in enumerate(reads)]  # fmt: skip
+    assert [lr.rates.get("rx_bytes_per_s") for lr in got] == [None, 1e9, None, 1e9, 1e9, 1e9]
+    assert got[2].glitched == ["rx_bytes"] and got[3].confirmed == ["rx_bytes"]
+    assert not got[4].gap and not got[5].gap
