@@ -1,9 +1,10 @@
 """One metric over time, bounded: a ring of raw points plus coarser rings of bucket means.
 
-Memory is bounded whatever the run length (DESIGN.md §4): each tier is a ring of
-``array`` that grows up to its capacity and then overwrites its oldest slot. Raw points
-keep float64 (timestamps need it); coarse buckets default to float32, which halves them
-and is far finer than any chart can show.
+Memory is bounded whatever the run length (DESIGN.md §4): each tier is a ring (an
+``array``; the raw times a list of floats that the series of a subject share) that grows
+up to its capacity and then overwrites its oldest slot. Raw points keep float64
+(timestamps need it); coarse buckets default to float32, which halves them and is far
+finer than any chart can show.
 A gap (``None``) is stored as NaN and a bucket that saw no value is NaN too,
 never 0, so charts show the hole instead of a fake drop.
 """
@@ -83,11 +84,11 @@ class _Spans:
 _SPANS: dict[float, tuple[bytes, _Spans]] = {}
 
 
-def _spans(times: array[float], key: bytes, step: float) -> _Spans:
+def _spans(times: list[float], key: bytes, step: float) -> _Spans:
     got = _SPANS.get(step)
     if got is not None and got[0] == key:
         return got[1]
-    spans = _Spans(times.tolist(), step)
+    spans = _Spans(times, step)
     _SPANS[step] = (key, spans)
     return spans
 
@@ -317,7 +318,10 @@ class Series:
         # rather than 1-s buckets: a 1 Hz remote clock that jitters by a few ms would
         # otherwise leave empty buckets (false gaps) next to doubly filled ones.
         self._step, self._cap = tiers[0]
-        self._times = array("d")
+        # Times in a list, values in an array: the series of one subject are appended the
+        # same time object (a list slot is a pointer to it, as small as a float64), and a
+        # list store takes it as is where an array store parses it (PyArg_Parse, per point).
+        self._times: list[float] = []
         self._values = array("d")
         self._wi = -1  # once the ring is full: the slot the next point overwrites (the oldest)
         self._pend = 0  # the oldest raw point the coarse tiers have not taken yet
@@ -330,6 +334,7 @@ class Series:
 
     def append(self, t: float, value: float | None) -> None:
         """Add one point; ``None`` is a gap. A point not newer than the last one is dropped."""
+        t = float(t)  # a time kept as a float64 array would keep it
         # The steady state inline (as in append_all): newer, and no silence before it.
         last, last_dt = self._clock
         dt = t - last
@@ -404,7 +409,7 @@ class Series:
         """Go on writing from slot 0, the oldest point."""
         if self._wi < 0:
             # without the slack ``append`` over-allocates: a full ring never grows again
-            self._times, self._values = _exact(self._times), _exact(self._values)
+            self._times, self._values = self._times[:], _exact(self._values)
         self._wi = 0
 
     def _fold(self) -> None:
@@ -415,7 +420,7 @@ class Series:
         lo = self._pend
         if hi > lo and self._coarse:
             times = self._times[lo:hi]
-            key = times.tobytes()
+            key = array("d", times).tobytes()
             values = self._values[lo:hi].tolist()  # a list: reading an array makes floats
             for tier in self._coarse:
                 tier.fold(_spans(times, key, tier.step), values)
@@ -511,6 +516,7 @@ def append_all(t: float, series: Iterable[Series], values: Iterable[float | None
     for them. Values are numbers or None, stored as the array converts them (as float()
     does numbers); one it refuses (TypeError) leaves its series as it was.
     """
+    t = float(t)  # a time kept as a float64 array would keep it
     seen: object = None  # the clock of the series before
     ok = False
     clock = _NO_CLOCK

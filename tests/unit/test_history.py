@@ -555,3 +555,15 @@ def test_a_series_made_by_hand_records_the_holes_too() -> None:
     _tick(hist, 1, {"rx_bps": 2.0})
     _tick(hist, 2, {"rx_bps": 3.0, "cnp_sent_per_s": 4.0})
     assert made.points(10) == ([T0 + 1, T0 + 2], [None, 4.0])
+
+
+def test_times_given_as_ints_come_back_as_floats() -> None:
+    """Raw times are kept as float64 would keep them, by append and append_all alike."""
+    one, many = Series(), [Series(), Series()]
+    for t in range(1_700_000_000, 1_700_000_004):
+        one.append(t, 1.0)
+        append_all(t, many, [1.0, None])
+    for s in (one, *many):
+        times, _ = s.points(10.0)
+        assert times == [1_700_000_000.0, 1_700_000_001.0, 1_700_000_002.0, 1_700_000_003.0]
+        assert all(type(t) is float for t in times)
