@@ -160,61 +160,74 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[Frame]:
         """Consume bytes; return every frame that ended in them."""
-        self._buf += data
-        end = self._buf.rfind(b"\n")
-        if end < 0:
-            if len(self._buf) > MAX_LINE_BYTES:
-                self._warn(f"line longer than {MAX_LINE_BYTES} bytes dropped")
-                self._buf.clear()
-                self._skipping_long_line = True
-            return []
-        # Decode all complete lines at once: a newline byte is never inside a UTF-8
-        # sequence, so a bad byte spoils only its own line, as it would line by line.
-        text = self._buf[:end].decode("utf-8", errors="replace")
-        del self._buf[: end + 1]
-        pos = 0
+        buf = self._buf
+        if not buf and data[-1:] == b"\n":  # whole lines, nothing held over: no copy
+            text = str(data, "utf-8", "replace")
+        else:
+            buf += data
+            end = buf.rfind(b"\n")
+            if end < 0:
+                if len(buf) > MAX_LINE_BYTES:
+                    self._warn(f"line longer than {MAX_LINE_BYTES} bytes dropped")
+                    buf.clear()
+                    self._skipping_long_line = True
+                return []
+            # Decode all complete lines at once: a newline byte is never inside a UTF-8
+            # sequence, so a bad byte spoils only its own line, as it would line by line.
+            text = buf[: end + 1].decode("utf-8", errors="replace")
+            del buf[: end + 1]
+        # ``text`` ends with the newline of its last line.
+        done: list[Frame] = []
         if self._skipping_long_line:  # the rest of a line already dropped as too long
             self._skipping_long_line = False
             pos = text.find("\n") + 1
-            if pos == 0:
+            if pos == len(text):
                 return []
-        done: list[Frame] = []
-        n = len(text)
-        # Section bodies are taken whole, between control lines ("@@..."): a frame's few
-        # hundred content lines cost a find and a slice, not a Python step each.
-        while pos <= n:
-            if text.startswith("@@", pos):
-                e = text.find("\n", pos)
-                e = n if e < 0 else e
-                line = text[pos:e]
-                frame = self._line(line[:-1] if line.endswith("\r") else line, e - pos + 1)
-                if frame is not None:
-                    done.append(frame)
-                pos = e + 1
-                continue
-            j = text.find("\n@@", pos)
-            end_body = n if j < 0 else j
-            chunk = text[pos:end_body]
-            pos = end_body + 1
-            size = len(chunk) + 1
-            if self._section_head is not None and self._frame_bytes + size <= MAX_FRAME_BYTES:
-                if "\r" in chunk:
-                    chunk = "\n".join(ln[:-1] if ln.endswith("\r") else ln
-                                      for ln in chunk.split("\n"))
-                self._frame_bytes += size
-                self._section_lines.append(chunk)
-                continue
-            for line in chunk.split("\n"):  # outside a section, or at the frame cap
-                if line.endswith("\r"):
-                    line = line[:-1]
-                if self._section_head is not None and self._frame_bytes <= MAX_FRAME_BYTES:
-                    self._frame_bytes += len(line) + 1
-                    self._section_lines.append(line)
-                    continue
-                frame = self._line(line, len(line) + 1)
-                if frame is not None:
-                    done.append(frame)
+            text = text[pos:]
+        # Cut at control lines ("@@..." at a line's start) in one call: each part is a
+        # control line (without its "@@") and the section body up to the next one, so a
+        # frame's few hundred content lines cost a slice, not a Python step each. The
+        # first part is a body (a section continued from the last feed) unless the text
+        # starts with a control line.
+        parts = text.split("\n@@")
+        parts[-1] = parts[-1][:-1]
+        if parts[0].startswith("@@"):
+            parts[0] = parts[0][2:]
+        else:
+            self._body(parts[0], done)
+            del parts[0]
+        for part in parts:
+            line, sep, body = part.partition("\n")
+            nbytes = len(line) + 3
+            if line.endswith("\r"):
+                line = line[:-1]
+            frame = self._control(line, nbytes)
+            if frame is not None:
+                done.append(frame)
+            if sep:
+                self._body(body, done)
         return done
+
+    def _body(self, chunk: str, done: list[Frame]) -> None:
+        """Content lines between two control lines (or the text's ends)."""
+        size = len(chunk) + 1
+        if self._section_head is not None and self._frame_bytes + size <= MAX_FRAME_BYTES:
+            if "\r" in chunk:
+                chunk = "\n".join(ln[:-1] if ln.endswith("\r") else ln
+                                  for ln in chunk.split("\n"))
+            self._frame_bytes += size
+            self._section_lines.append(chunk)
+            return
+        for line in chunk.split("\n"):  # outside a section, or at the frame cap
+            if line.endswith("\r"):
+                line = line[:-1]
+            if self._section_head is not None and self._frame_bytes <= MAX_FRAME_BYTES:
+                self._frame_bytes += len(line) + 1
+                self._section_lines.append(line)
+                continue
+            frame = self._line(line, len(line) + 1)
+            if frame is not None:
+                done.append(frame)
 
     def take_warnings(self) -> list[str]:
         """Return and clear the warnings gathered so far."""
@@ -229,11 +242,13 @@ class FrameDecoder:
         if self._frame is None or self._section_head is None:
             return
         h = self._section_head
-        kind = h[0] if h else "?"
-        subject = h[1] if len(h) > 1 and h[1] != "-" else None
-        read_ns = parse_uint(h[2]) if len(h) > 2 else None
-        status = h[3] if len(h) > 3 else "ok"
-        detail = " ".join(h[4:]) or None
+        n = len(h)
+        kind = h[0] if n else "?"
+        subject = h[1] if n > 1 and h[1] != "-" else None
+        read_ns = parse_uint(h[2]) if n > 2 else None
+        status = h[3] if n > 3 else "ok"
+        # Tokens are never empty: one is its own detail (most sections), no join needed.
+        detail = h[4] if n == 5 else " ".join(h[4:]) or None
         lines, self._section_head, self._section_lines = self._section_lines, None, []
         if kind == SCHEMA_KIND:
             if status == "ok":  # its body came in chunks of lines (feed): one name a line
@@ -243,7 +258,7 @@ class FrameDecoder:
             return
         section = Section(kind, subject, read_ns, status, detail, "\n".join(lines))
         if detail is not None and "schema=" in detail:
-            self._bind(section, detail)
+            self._bind(section, h[4:])
         self._frame.sections.append(section)
 
     def _define(self, subject: str | None, detail: str | None, names: list[str]) -> None:
@@ -276,8 +291,12 @@ class FrameDecoder:
         if old is not None:
             self._schema_chars -= old.chars
 
-    def _bind(self, section: Section, detail: str) -> None:
-        token = next((t for t in detail.split() if t.startswith("schema=")), "")
+    def _bind(self, section: Section, detail: list[str]) -> None:
+        token = ""
+        for t in detail:
+            if t.startswith("schema="):
+                token = t
+                break
         sid = parse_uint(token[7:])
         schema = self.schemas.get(sid) if sid is not None else None
         if schema is None or schema.kind != section.kind:
@@ -289,28 +308,38 @@ class FrameDecoder:
         section.schema = schema
 
     def _line(self, line: str, nbytes: int) -> Frame | None:
-        if line.startswith("@@") and not line.startswith("@@@"):
-            tok = line[2:].split()
-            head = tok[0] if tok else ""
-            if head in ("fabtop-frame", "fabtop-event"):
-                if self._frame is not None:
-                    what = "event" if self._frame.event else "frame"
-                    self._warn(f"{what} {self._frame.seq} truncated (no @@end)")
-                self._start_frame(tok[1:], head == "fabtop-event")
-                return None
-            if self._frame is None:
-                self._warn(f"control line outside a frame ignored: {line[:80]!r}")
-                return None
-            if head == "section":
-                self._close_section()
-                self._section_head = tok[1:]
-                return None
-            if head == "end":
-                self._close_section()
-                frame, self._frame = self._frame, None
-                return frame
-            self._warn(f"unknown control line ignored: {line[:80]!r}")
+        if line.startswith("@@"):
+            return self._control(line[2:], nbytes)
+        return self._content(line, nbytes)
+
+    def _control(self, line: str, nbytes: int) -> Frame | None:
+        """A line that started with "@@", given without it (``nbytes``: the whole line's)."""
+        if line.startswith("@"):  # escaped content ("@@@..."): one "@" goes
+            return self._content("@@" + line, nbytes, "@" + line)
+        tok = line.split()
+        head = tok[0] if tok else ""
+        if head == "section" and self._frame is not None:  # most control lines
+            self._close_section()
+            self._section_head = tok[1:]
             return None
+        if head in ("fabtop-frame", "fabtop-event"):
+            if self._frame is not None:
+                what = "event" if self._frame.event else "frame"
+                self._warn(f"{what} {self._frame.seq} truncated (no @@end)")
+            self._start_frame(tok[1:], head == "fabtop-event")
+            return None
+        if self._frame is None:
+            self._warn(f"control line outside a frame ignored: {('@@' + line)[:80]!r}")
+            return None
+        if head == "end":
+            self._close_section()
+            frame, self._frame = self._frame, None
+            return frame
+        self._warn(f"unknown control line ignored: {('@@' + line)[:80]!r}")
+        return None
+
+    def _content(self, line: str, nbytes: int, kept: str | None = None) -> Frame | None:
+        """A content line outside the bulk path; ``kept``: what a section keeps of it."""
         if self._frame is None:
             if line.strip():
                 self._warn(f"text outside a frame ignored: {line[:80]!r}")
@@ -325,7 +354,7 @@ class FrameDecoder:
         if self._section_head is None:
             self._warn("text before the first section ignored")
             return None
-        self._section_lines.append(line[1:] if line.startswith("@@@") else line)
+        self._section_lines.append(line if kept is None else kept)
         return None
 
     def _start_frame(self, args: list[str], event: bool = False) -> None:

@@ -130,3 +130,34 @@ def test_crlf_bodies_and_schemas_decode_as_lf_however_chunked() -> None:
             assert eth.schema.names == ("rx_bytes", "tx_bytes") and eth.text == "7 9"
             assert net.text == "eth0/mtu 9000\neth0/operstate up\n@@x\n"
             assert d.take_warnings() == []
+
+
+_HOSTILE_LINES = st.sampled_from([
+    "@@fabtop-frame 1 1 1 1", "@@fabtop-event 2 2 2 2", "@@fabtop-frame x", "@@end 1", "@@end",
+    "@@section sysnet - 5 ok", "@@section\tx\x0by 1 ok rc=1", "@@section x - 1 ok schema=1",
+    "@@section schema 1 - ok for=x", "@@section schema 2 - truncated for=x", "@@", "@@bogus",
+    "@@@escaped", "@@@", "@", " @@section x", "", "a\tb", "rx: 1", "1 2 -", "\x1b[31m\x00", "é",
+    "x" * 70,
+])
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(st.tuples(_HOSTILE_LINES, st.sampled_from(["\n", "\r\n", "\r\r\n"])),
+                      max_size=40),
+       bad=st.booleans())
+def test_hostile_streams_decode_the_same_whole_or_byte_by_byte(
+    lines: list[tuple[str, str]], bad: bool
+) -> None:
+    """Control lines, escapes, CR, odd whitespace, bad bytes: every chunking, one result."""
+    data = "".join(a + b for a, b in lines).encode() + (b"r\xff\n" if bad else b"")
+
+    def run(chunks: list[bytes]) -> tuple[object, ...]:
+        d = FrameDecoder()
+        got = [f for c in chunks for f in d.feed(c)]
+        return ([(f.seq, f.event, [(s.kind, s.subject, s.read_ns, s.status, s.detail, s.text,
+                                    s.schema and s.schema.names) for s in f.sections])
+                 for f in got], d.take_warnings(), sorted(d.schemas))
+
+    whole = run([data])
+    assert run([data[i : i + 1] for i in range(len(data))]) == whole
+    assert run(data.splitlines(keepends=True)) == whole
