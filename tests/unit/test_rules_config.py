@@ -83,3 +83,15 @@ def test_two_firmware_versions_on_one_host_alone_are_no_mismatch_across_hosts() 
     found = by_rule(fab.tick(), "firmware_mismatch")
     assert [f.subject for f in found] == ["fabric"]
     assert "22.36.1010+22.39.2048" in found[0].summary and "(22.39.2048)" in found[0].summary
+
+
+def test_each_fabric_kind_is_compared_with_itself_only() -> None:
+    # The pass that finds every kind agreeing stops early: a kind of its own MTU is no
+    # mismatch, a second MTU within one kind still is.
+    fab = four()
+    for h in ("node1", "node2"):
+        fab.port(h, "tb0", kind="tb", mtu=1500, rdma_device=None, pfc=None, trust=None)
+    assert not by_rule(fab.tick(), "mtu_mismatch")
+    fab.ports[("node2", "tb0")].mtu = 9000
+    found = by_rule(fab.tick(), "mtu_mismatch")
+    assert [f.summary.split(":")[0] for f in found] == ["MTU differs across Thunderbolt links"]

@@ -24,6 +24,7 @@ def _span(seconds: float) -> str:
 
 def clock_skew(ctx: RuleContext) -> list[Finding]:
     """A host's clock ahead of or behind the operator's by more than the threshold."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     limit = ctx.th("clock_skew_s")
     for hs in ctx.state.hosts.values():
@@ -49,7 +50,7 @@ def clock_skew(ctx: RuleContext) -> list[Finding]:
                 ),
                 host=hs.name,
             )
-        elif not ctx.memory.remembers("clock_skew"):
+        elif "clock_skew" not in tracked:
             continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, ("clock_skew", hs.name), host_time(s, r))
         if f is not None:

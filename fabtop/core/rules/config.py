@@ -38,15 +38,29 @@ def _grouped(values: dict[str, int | str]) -> str:
     return "; ".join(f"{v}: {', '.join(labels)}" for v, labels in by.items())
 
 
-def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
-    """Different netdev MTUs on the fabric links of different hosts."""
-    groups: dict[str, dict[str, int | str]] = {}
-    ports: dict[str, PortRef] = {}
+def _mtu_links(ctx: RuleContext) -> list[tuple[LinkTick, str, int]]:
+    """(link, fabric kind, MTU) of each fabric link that reports its MTU."""
+    out: list[tuple[LinkTick, str, int]] = []
     for lt in ctx.links:
         kind = _fabric_kind(lt)
-        if kind is None or lt.link.mtu is None or (not lt.link.physical and kind != "roce"):
+        mtu = lt.link.mtu
+        if kind is None or mtu is None or (not lt.link.physical and kind != "roce"):
             continue
-        groups.setdefault(kind, {})[lt.label] = lt.link.mtu
+        out.append((lt, kind, mtu))
+    return out
+
+
+def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
+    """Different netdev MTUs on the fabric links of different hosts."""
+    tracked = ctx.memory.held
+    links = _mtu_links(ctx)
+    one_each = len({(kind, mtu) for _, kind, mtu in links}) == len({k for _, k, _ in links})
+    if one_each and "mtu_mismatch" not in tracked:
+        return []  # one MTU per kind (the usual case): nothing to find, nothing to clear
+    groups: dict[str, dict[str, int | str]] = {}
+    ports: dict[str, PortRef] = {}
+    for lt, kind, mtu in links:
+        groups.setdefault(kind, {})[lt.label] = mtu
         ports[lt.label] = lt.ref
     out: list[Finding] = []
     for kind, pretty in _FABRIC_KINDS.items():
@@ -72,7 +86,7 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
                     "(and the switch ports), fabtop changes nothing itself"
                 ),
             )
-        if found is None and not ctx.memory.remembers("mtu_mismatch"):
+        if found is None and "mtu_mismatch" not in tracked:
             continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, ("mtu_mismatch", f"fabric/{kind}"), ctx.now)
         if f is not None:
@@ -82,6 +96,7 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
 
 def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
     """A RoCE port whose netdev MTU is too small for RoCE MTU 4096."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     need = ctx.th("roce_min_mtu")
     memory = ctx.memory
@@ -105,7 +120,7 @@ def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        elif not memory.remembers("roce_mtu_low"):
+        elif "roce_mtu_low" not in tracked:
             continue  # nothing to report and nothing to clear
         f = memory.mark(found, ("roce_mtu_low", lt.subject), lt.t)
         if f is not None:
@@ -144,6 +159,7 @@ def _firmware_of(
 
 def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different NIC firmware across hosts for the same kind of NIC."""
+    tracked = ctx.memory.held
     groups: dict[str, dict[str, set[str]]] = {}
     first: dict[tuple[str, str], LinkTick] = {}  # the port to name in the next step
     for lt in ctx.links:
@@ -188,7 +204,7 @@ def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
                     "(mlxfwmanager --query) so all hosts behave the same under congestion"
                 ),
             )
-        if found is None and not ctx.memory.remembers("firmware_mismatch"):
+        if found is None and "firmware_mismatch" not in tracked:
             continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, ("firmware_mismatch", f"fabric/{group}"), ctx.now)
         if f is not None:

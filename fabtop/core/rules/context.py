@@ -88,36 +88,38 @@ class RuleMemory:
     """Per-fabric memory of the rules: condition tracks keyed by (rule, subject).
 
     ``tracks`` is written only by the methods below, which keep the count per rule that
-    :meth:`remembers` reads.
+    :meth:`remembers` and ``held`` read.
     """
 
     tracks: dict[tuple[str, str], Track] = field(default_factory=dict)
-    # Tracks per rule name. A rule that remembers nothing has nothing to carry on or clear
-    # for a subject whose condition does not hold now, so it can pass such subjects by
-    # without building their keys: on a healthy fabric that is nearly every subject.
-    _per_rule: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    # Tracks per rule name, for reading only. A rule that remembers nothing has nothing to
+    # carry on or clear for a subject whose condition does not hold now, so it can pass
+    # such subjects by without building their keys: on a healthy fabric that is nearly
+    # every subject. A rule's loop asks ``name in held`` of this live dict per subject (a
+    # method call per subject cost more than the rest of a quiet subject's check).
+    held: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for rule, _ in self.tracks:
-            self._per_rule[rule] = self._per_rule.get(rule, 0) + 1
+            self.held[rule] = self.held.get(rule, 0) + 1
 
     def remembers(self, rule: str) -> bool:
         """True when ``rule`` has a track for any subject (a condition held or is held)."""
-        return rule in self._per_rule
+        return rule in self.held
 
     def _add(self, key: tuple[str, str], tr: Track) -> Track:
         self.tracks[key] = tr
-        self._per_rule[key[0]] = self._per_rule.get(key[0], 0) + 1
+        self.held[key[0]] = self.held.get(key[0], 0) + 1
         return tr
 
     def _drop(self, key: tuple[str, str]) -> None:
         if self.tracks.pop(key, None) is None:
             return
-        left = self._per_rule[key[0]] - 1
+        left = self.held[key[0]] - 1
         if left:
-            self._per_rule[key[0]] = left
+            self.held[key[0]] = left
         else:
-            del self._per_rule[key[0]]
+            del self.held[key[0]]
 
     def debounce(
         self,
@@ -270,15 +272,25 @@ class LinkTick:
     dt: float | None  # seconds the rates cover; None when there are no rates this tick
     # The rates the rules may read this tick: none across a gap.
     measured: Mapping[str, RateValue] = field(init=False, repr=False)
+    # Priorities with any pause time or pause frames this tick (the rest cannot storm).
+    # Three rules ask on every link every pass: a plain attribute, not a property.
+    pausing: frozenset[int] = field(init=False, repr=False)
     _ref: PortRef | None = field(default=None, init=False, repr=False)
     _label: str | None = field(default=None, init=False, repr=False)
     _subject: str | None = field(default=None, init=False, repr=False)
     _prio_subjects: tuple[str, ...] | None = field(default=None, init=False, repr=False)
-    _pausing: frozenset[int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         r = self.rates
-        self.measured = _NOTHING if r is None or r.gap else r.rates
+        m = self.measured = _NOTHING if r is None or r.gap else r.rates
+        out: list[int] = []
+        for name in _PAUSE_NAMES:
+            v = m.get(name)
+            if isinstance(v, dict):
+                for p, x in v.items():
+                    if x > 0:
+                        out.append(p)
+        self.pausing = frozenset(out) if out else _NO_PAUSES
 
     @property
     def ref(self) -> PortRef:
@@ -336,21 +348,14 @@ class LinkTick:
         v = self.measured.get(name)
         return v.get(prio) if isinstance(v, dict) else None
 
-    @property
-    def pausing(self) -> frozenset[int]:
-        """Priorities with any pause time or pause frames this tick (the rest cannot storm)."""
-        got = self._pausing
-        if got is None:
-            out: list[int] = []
-            m = self.measured
-            for name in _PAUSE_NAMES:
-                v = m.get(name)
-                if isinstance(v, dict):
-                    for p, x in v.items():
-                        if x > 0:
-                            out.append(p)
-            got = self._pausing = frozenset(out) if out else _NO_PAUSES
-        return got
+    def prio_rate_of(self, names: tuple[str, ...], prio: int) -> list[float | None]:
+        """:meth:`prio_rate` of each of ``names``, in one call."""
+        m = self.measured
+        out: list[float | None] = []
+        for name in names:
+            v = m.get(name)
+            out.append(v.get(prio) if isinstance(v, dict) else None)
+        return out
 
     @property
     def line_rate_bytes(self) -> float | None:

@@ -31,17 +31,17 @@ def _sends(f: Finding, need: float) -> bool:
 
 def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
     """Pauses keep coming while ECN marks and CNPs stay at zero."""
+    tracked = ctx.memory.held
     stormy = {f.port.key for f in ctx.findings if f.rule == "pfc_storm" and f.port is not None}
     need = ctx.th("ecn_pause_per_s")
     points: list[Finding] = []
     victims: list[Finding] = []
-    memory = ctx.memory
     for lt in ctx.links:
         if lt.dt is None or not is_rdma_ethernet(lt.link):
             continue
         rx = lt.rate(PAUSE_PER_S["rx"]) or 0.0
         tx = lt.rate(PAUSE_PER_S["tx"]) or 0.0
-        if max(rx, tx) < need and not memory.remembers("congestion_without_ecn"):
+        if max(rx, tx) < need and "congestion_without_ecn" not in tracked:
             continue  # too few pauses to find anything, and nothing tracked to carry on
         key = ("congestion_without_ecn", lt.subject)
         ecn = {n: lt.rate(n) for n in _ECN_RATES}

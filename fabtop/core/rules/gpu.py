@@ -27,12 +27,13 @@ def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
 
 def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     """A GPU whose clocks are held down for thermal reasons, sustained for the detection time."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     for host, g, t, dt in _gpus(ctx):
         reasons = (
             [r for r in g.throttle_reasons if "thermal" in r.lower()] if g.throttle_reasons else []
         )
-        if not reasons and not ctx.memory.remembers("gpu_thermal_slowdown"):
+        if not reasons and "gpu_thermal_slowdown" not in tracked:
             continue  # not throttled and nothing tracked: debouncing would do nothing
         subject = f"{host}/gpu{g.index}"
         key = ("gpu_thermal_slowdown", subject)
@@ -71,13 +72,14 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
 
 def gpu_hot(ctx: RuleContext) -> list[Finding]:
     """GPU core or memory temperature at or above its warning threshold."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     warn, mem_warn = ctx.th("gpu_temp_warn_c"), ctx.th("gpu_mem_temp_warn_c")
     for host, g, t, dt in _gpus(ctx):
         core, mem = g.temperature_c, g.memory_temperature_c
         core_hot = core is not None and core >= warn
         mem_hot = mem is not None and mem >= mem_warn
-        if not (core_hot or mem_hot) and not ctx.memory.remembers("gpu_hot"):
+        if not (core_hot or mem_hot) and "gpu_hot" not in tracked:
             continue  # as above
         hot = []
         if core_hot:

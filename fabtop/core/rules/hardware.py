@@ -15,6 +15,7 @@ _MODULE_HIGH_TEMP_PER_S = Metric.MODULE_HIGH_TEMP_EVENTS.per_s
 
 def pcie_degraded(ctx: RuleContext) -> list[Finding]:
     """A NIC whose PCIe link trained narrower or slower than it can."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     for lt in ctx.links:
         pcie = lt.link.pcie
@@ -43,7 +44,7 @@ def pcie_degraded(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        elif not ctx.memory.remembers("pcie_degraded"):
+        elif "pcie_degraded" not in tracked:
             continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, ("pcie_degraded", lt.subject), lt.t)
         if f is not None:
@@ -53,6 +54,7 @@ def pcie_degraded(ctx: RuleContext) -> list[Finding]:
 
 def nic_temperature(ctx: RuleContext) -> list[Finding]:
     """NIC (hwmon) temperature at or above the warning / critical threshold."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     warn, crit = ctx.th("nic_temp_warn_c"), ctx.th("nic_temp_crit_c")
     restore_s = ctx.th("restore_s")
@@ -77,7 +79,7 @@ def nic_temperature(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        elif not ctx.memory.remembers("nic_temperature"):
+        elif "nic_temperature" not in tracked:
             continue  # not hot and nothing tracked: debouncing would do nothing
         key = ("nic_temperature", lt.subject)
         f = ctx.memory.debounce(found, key, lt.t, lt.dt or 0.0, 0.0, restore_s)
@@ -88,13 +90,14 @@ def nic_temperature(ctx: RuleContext) -> list[Finding]:
 
 def link_flap(ctx: RuleContext) -> list[Finding]:
     """link_down_events / carrier changes rising: the link went down and (maybe) came back."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     hold = ctx.th("event_hold_s")
     for lt in ctx.links:
         if lt.dt is None:
             continue
         per_s = lt.rate(_LINK_DOWN_PER_S) or 0.0
-        if not per_s > 0 and not ctx.memory.remembers("link_flap"):
+        if not per_s > 0 and "link_flap" not in tracked:
             continue  # no event now and none being shown: debouncing would do nothing
         key = ("link_flap", lt.subject)
         found = None
@@ -143,12 +146,13 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
 
 def module_high_temp(ctx: RuleContext) -> list[Finding]:
     """mlx5 ``module_high_temp`` events rising: the transceiver overheated."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     for lt in ctx.links:
         if lt.dt is None:
             continue
         per_s = lt.rate(_MODULE_HIGH_TEMP_PER_S) or 0.0
-        if not per_s > 0 and not ctx.memory.remembers("module_high_temp"):
+        if not per_s > 0 and "module_high_temp" not in tracked:
             continue  # as in link_flap
         key = ("module_high_temp", lt.subject)
         found = None

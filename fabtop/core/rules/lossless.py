@@ -26,6 +26,7 @@ def _in_order(prios: tuple[int, ...]) -> tuple[int, ...]:
 
 def lossless_drops(ctx: RuleContext) -> list[Finding]:
     """Drops on a lossless priority, or RoCE out-of-sequence: PFC is not protecting the flow."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     limit = ctx.th("lossless_drops_per_s")
     restore_s = ctx.th("restore_s")
@@ -37,13 +38,13 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
         prios = lossless_prios(lt.link) or ()
         # A priority that is not lossless finds nothing; with no drops tracked it has
         # nothing to clear either, and is passed by.
-        remembered = memory.remembers("lossless_drops")
+        remembered = "lossless_drops" in tracked
         visit = PRIOS if remembered else _in_order(prios)
         for p in visit:
             found = None
             if p in prios:
-                drops = [lt.prio_rate(name, p) for name in _DROP_RATES]
-                total = sum(v for v in drops if v is not None)
+                drops = lt.prio_rate_of(_DROP_RATES, p)
+                total = sum([v for v in drops if v is not None])
                 if total > limit:
                     found = Finding(
                         rule="lossless_drops",
@@ -98,7 +99,7 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
                     host=lt.host,
                     port=lt.ref,
                 )
-        if found is None and not memory.remembers("roce_out_of_sequence"):
+        if found is None and "roce_out_of_sequence" not in tracked:
             continue
         key = ("roce_out_of_sequence", lt.subject)
         f = memory.debounce(found, key, lt.t, lt.dt, 0.0, restore_s)

@@ -11,6 +11,7 @@ from fabtop.core.rules.pauses import PAUSE_PER_S, PRIOS
 
 def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
     """Pauses counted on a priority where this host's PFC configuration has PFC off."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     memory = ctx.memory
     restore_s = ctx.th("restore_s")
@@ -20,7 +21,7 @@ def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
             continue  # "ethtool" qos is inferred from the counters themselves: always agrees
         # Only a priority with pause frames finds anything (they are among lt.pausing);
         # with nothing tracked, the quiet ones have nothing to clear either.
-        if not lt.pausing and not memory.remembers("pfc_disabled_prio"):
+        if not lt.pausing and "pfc_disabled_prio" not in tracked:
             continue
         for p in PRIOS:
             if p in qos.pfc_enabled:
@@ -80,13 +81,20 @@ def _grouped(values: dict[str, str]) -> str:
 
 def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
     """PFC priorities or trust mode differing across the RoCE ports of the fabric."""
+    tracked = ctx.memory.held
+    roce = [(lt, lt.link.qos) for lt in ctx.links
+            if lt.link.qos is not None and is_rdma_ethernet(lt.link)]  # fmt: skip
+    if (
+        "pfc_mismatch" not in tracked
+        and "trust_mismatch" not in tracked
+        and len({q.pfc_enabled for _, q in roce if q.pfc_enabled is not None}) < 2
+        and len({q.trust for _, q in roce if q.trust is not None}) < 2
+    ):
+        return []  # every port agrees (the usual case): nothing to find, nothing to clear
     pfc: dict[str, str] = {}
     trust: dict[str, str] = {}
     ports: dict[str, LinkTick] = {}  # label -> the port (its host, what to type)
-    for lt in ctx.links:
-        if not is_rdma_ethernet(lt.link) or lt.link.qos is None:
-            continue
-        q = lt.link.qos
+    for lt, q in roce:
         ports[lt.label] = lt
         if q.pfc_enabled is not None:
             pfc[lt.label] = prio_text(q.pfc_enabled)
@@ -116,7 +124,7 @@ def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
                     "switch (lossless traffic needs the same map end to end)"
                 ),
             )
-        if found is None and not ctx.memory.remembers(rule):
+        if found is None and rule not in tracked:
             continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, (rule, "fabric"), ctx.now)
         if f is not None:

@@ -94,6 +94,7 @@ class _Pausers:
 
 def pfc_storm(ctx: RuleContext) -> list[Finding]:
     """A priority paused for nearly the whole interval while its traffic does not move."""
+    tracked = ctx.memory.held
     ticks = list(ctx.links)
     ends = _Pausers(ticks, ctx.thresholds)
     min_ratio = ctx.th("storm_pause_ratio")
@@ -104,7 +105,7 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
     tracks = memory.tracks
     for lt in ticks:
         active = lt.pausing
-        if not active and not watchdog and not memory.remembers("pfc_storm"):
+        if not active and not watchdog and "pfc_storm" not in tracked:
             continue  # every priority would be passed by below: nothing pauses, nothing to forget
         for p in PRIOS:
             key = ("pfc_storm", lt.prio_subject(p))
@@ -259,6 +260,7 @@ def _storm_finding(
 
 def pfc_pressure(ctx: RuleContext) -> list[Finding]:
     """Heavy but moving PFC pausing (incast): information, not a fault."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     lo, hi = ctx.th("pressure_pause_ratio"), ctx.th("storm_pause_ratio")
     memory = ctx.memory
@@ -267,7 +269,7 @@ def pfc_pressure(ctx: RuleContext) -> list[Finding]:
         if lt.dt is None or lt.rates is None:
             continue
         active = lt.pausing
-        if not active and not memory.remembers("pfc_pressure"):
+        if not active and "pfc_pressure" not in tracked:
             continue  # as below, for every priority at once
         for p in PRIOS:
             key = ("pfc_pressure", lt.prio_subject(p))
@@ -313,6 +315,7 @@ def pfc_pressure(ctx: RuleContext) -> list[Finding]:
 
 def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
     """mlx5's own stall watchdog fired (tx_pause_storm_warning/error_events rising)."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     warn_m, err_m = Metric.TX_PAUSE_STORM_WARNING_EVENTS, Metric.TX_PAUSE_STORM_ERROR_EVENTS
     warn_name, err_name = warn_m.per_s, err_m.per_s
@@ -322,7 +325,7 @@ def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
         warn = lt.rate(warn_name) or 0.0
         err = lt.rate(err_name) or 0.0
         fired = warn > 0 or err > 0
-        if not fired and not ctx.memory.remembers("pfc_stall"):
+        if not fired and "pfc_stall" not in tracked:
             continue  # nothing fired and no episode to carry on: debouncing would do nothing
         key = ("pfc_stall", lt.subject)
         found = None

@@ -13,13 +13,14 @@ _RX_PER_S, _TX_PER_S = Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s
 
 def rdma_fallback(ctx: RuleContext) -> list[Finding]:
     """Traffic flows on an RDMA-capable port but the RDMA share of its bytes is near zero."""
+    tracked = ctx.memory.held
     out: list[Finding] = []
     min_bps, share_min = ctx.th("rdma_min_traffic_bps"), ctx.th("rdma_share_min")
     for lt in ctx.links:
         if lt.dt is None:
             continue
         share = lt.rate(_SHARE)
-        if share is None and not ctx.memory.remembers("rdma_fallback"):
+        if share is None and "rdma_fallback" not in tracked:
             continue  # no RDMA share measured (not an RDMA port): nothing to find or carry on
         rx, tx = lt.rate(_RX_PER_S), lt.rate(_TX_PER_S)
         found = None
@@ -51,7 +52,7 @@ def rdma_fallback(ctx: RuleContext) -> list[Finding]:
                     host=lt.host,
                     port=lt.ref,
                 )
-        if found is None and not ctx.memory.remembers("rdma_fallback"):
+        if found is None and "rdma_fallback" not in tracked:
             continue  # nothing found and nothing tracked: debouncing would do nothing
         key = ("rdma_fallback", lt.subject)
         f = ctx.memory.debounce(found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"))
