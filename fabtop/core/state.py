@@ -83,12 +83,14 @@ class HostState:
 
     def note_sections(self, sample: HostSample) -> None:
         """Remember which of this frame's sections were read, and why others were not."""
+        unread = self.unread
         for sec in sample.sections:
             if sec.status == "ok":
-                self.unread.pop(sec.kind, None)
-            elif sec.kind in self.unread or len(self.unread) < MAX_SECTION_NOTES:
+                if unread:  # nearly always empty: no pop per section per frame
+                    unread.pop(sec.kind, None)
+            elif sec.kind in unread or len(unread) < MAX_SECTION_NOTES:
                 detail = f" ({sec.detail})" if sec.detail else ""
-                self.unread[sec.kind] = clean(f"{sec.status}{detail}", 200)
+                unread[sec.kind] = clean(f"{sec.status}{detail}", 200)
 
 
 def effective_status(hs: HostState, now: float, interval: float) -> str:
