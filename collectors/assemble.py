@@ -75,7 +75,7 @@ from collectors.samples import (
     QosConfig,
     SectionStatus,
 )
-from collectors.structured import COUNTER_KINDS, decode_changed
+from collectors.structured import COUNTER_KINDS, LastValues, decode_changed
 from collectors.text import clean
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
@@ -126,7 +126,7 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> Non
     sections = frame.sections
     kept = _SHAPES.get(host)
     last = kept.values if kept is not None else {}
-    values: dict[int, tuple[str, str | None, _Last]] = {}
+    values: dict[int, tuple[str, str | None, LastValues]] = {}
     decoded: _Decoded = {}
     temps: dict[str, dict[str, int]] = {}
     shaped = sections
@@ -159,9 +159,6 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> Non
     _fill(kept.shape, frame, decoded, temps, sample, warn)
 
 
-_Last = tuple[str, list[int | None]]  # a values line and its values (decode_changed)
-
-
 @dataclass(slots=True)
 class _Kept:
     """What is kept of a host between its frames: its shape, and its last values (which
@@ -169,7 +166,7 @@ class _Kept:
 
     key: tuple[object, ...]
     shape: _Shape
-    values: dict[int, tuple[str, str | None, _Last]]
+    values: dict[int, tuple[str, str | None, LastValues]]
 
 
 # NIC temperatures (hwmon, millidegrees) are in the sysfs text and move every few ticks:
@@ -249,12 +246,16 @@ class _Resolver:
 
     __slots__ = ("get", "items", "names", "section")
 
-    def __init__(self, template: Mapping[str, object]) -> None:
+    def __init__(self, template: Mapping[str, object], placed: bool = True) -> None:
+        """``placed``: the frame had values by position (else none is looked for)."""
         self.names = tuple(template)
-        places = [v for v in template.values() if isinstance(v, _Pos)]
         self.section = -1
         self.get: Callable[[list[int | None]], Any] | None = None
-        self.items: tuple[tuple[str, object], ...] = ()
+        places = [v for v in template.values() if isinstance(v, _Pos)] if placed else []
+        if not places:  # all read from text (the sh probe): a copy each tick
+            self.items: dict[str, object] | tuple[tuple[str, object], ...] = dict(template)
+            return
+        self.items = tuple(template.items())
         if len(places) > 1 and len(places) == len(template) and all(
             p.section == places[0].section for p in places
         ):
@@ -265,14 +266,14 @@ class _Resolver:
                 self.get = itemgetter(slice(first, last + 1))  # a run: one slice
             else:
                 self.get = itemgetter(*(p.index for p in places))
-        else:
-            self.items = tuple(template.items())
 
     def __call__(self, decoded: _Decoded) -> dict[str, int]:
         if self.get is not None:
             vals = decoded[self.section][0]
             assert vals is not None  # a shape places values only where they came
             return dict(zip(self.names, self.get(vals), strict=True))
+        if isinstance(self.items, dict):
+            return cast(dict[str, int], self.items.copy())
         out: dict[str, int] = {}
         for name, v in self.items:
             if isinstance(v, _Pos):
@@ -370,7 +371,8 @@ def _links(b: _Build) -> list[_LinkPlan]:
                 claimed.add(ndev)
             rec = netdevs.get(ndev) if ndev else None
             where = f"{dev.name}/{port.port}"
-            lp = _guard(warn, "sysib", where, None, _rdma_link, dev, port, rec, ndev, slow_hw)
+            lp = _guard(warn, "sysib", where, None, _rdma_link, dev, port, rec, ndev, slow_hw,
+                        bool(b.values))
             if lp is not None:
                 found[lp.link.id] = lp
     for name, netdev in netdevs.items():
@@ -756,6 +758,7 @@ def _rdma_link(
     rec: NetdevRecord | None,
     ndev: str | None,
     slow_hw: dict[tuple[str, int], frozenset[str]],
+    placed: bool,
 ) -> _LinkPlan:
     ib = port.link_layer == "InfiniBand" or (rec is not None and rec.type == _ARPHRD_INFINIBAND)
     link = LinkSample(
@@ -782,9 +785,9 @@ def _rdma_link(
             link.counters["ib_hw"] = hw
         if slow:
             link.counters[SLOW_SOURCE] = slow
-    lp = _LinkPlan(link, hw=_Resolver(port.hw_counters))
+    lp = _LinkPlan(link, hw=_Resolver(port.hw_counters, placed))
     legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
-    lp.legacy = _Resolver(legacy)
+    lp.legacy = _Resolver(legacy, placed)
     lp.temp = (None, None, dev.name, dev.temperature_c)
     if rec is not None:
         _apply_netdev(link, rec)
@@ -841,7 +844,8 @@ def _finish(
     lp.read_at = _read_at(link, b, ethtool)
     raw_ethtool = ethtool.get(ndev) if ndev else None
     link.qos = _guard(warn, "qos", ndev, None, _qos, b.frame, ndev, rec, raw_ethtool, warn)
-    lp.counters = tuple((source, _Resolver(c)) for source, c in link.counters.items())
+    placed = bool(b.values)
+    lp.counters = tuple((source, _Resolver(c, placed)) for source, c in link.counters.items())
     link.counters = {}
 
 

@@ -87,13 +87,17 @@ def decode_values(
     return out, warnings
 
 
+# A values line as decode_changed keeps it: the line, its tokens and its values.
+LastValues = tuple[str, list[str], list[int | None]]
+
+
 def decode_changed(
-    text: str, names: tuple[str, ...], last: tuple[str, list[int | None]] | None
-) -> tuple[list[int | None] | None, list[str], tuple[str, list[int | None]] | None]:
+    text: str, names: tuple[str, ...], last: LastValues | None
+) -> tuple[list[int | None] | None, list[str], LastValues | None]:
     """:func:`decode_values`, reading only the values that changed since ``last``.
 
-    ``last``: this section's previous values line and its values, as this function
-    returned it (None: none kept). Most counters of a port do not move between two ticks
+    ``last``: this section's previous values line, its tokens and its values, as this
+    function returned it (None: none kept). Most counters of a port do not move between two ticks
     (three in four here), and reading a number is most of what decoding costs, so a value
     whose token is the same as last time is taken from ``last``. Returns the values, the
     warnings and what to pass as ``last`` next tick; the values are those decode_values
@@ -102,10 +106,10 @@ def decode_changed(
     if "\n" in text:
         text = text.replace("\n", " ")
     if last is not None:
-        ptext, pvals = last
+        ptext, ptokens, pvals = last
         if text == ptext:
             return pvals, [], last
-        tokens, ptokens = text.split(" "), ptext.split(" ")
+        tokens = text.split(" ")
         if len(tokens) == len(ptokens):
             moved = list(compress(count(), map(ne, tokens, ptokens)))
             if 2 * len(moved) <= len(tokens):
@@ -121,13 +125,13 @@ def decode_changed(
                         break
                     vals[i] = v
                 else:
-                    return vals, [], (text, vals)
+                    return vals, [], (text, tokens, vals)
     got, warnings = decode_values(text, names)
     # Kept only when every token was plain and read: a later line differs from it only
     # where a value moved, which is then read alone.
     keep = None
     if got is not None and not warnings and _PLAIN.fullmatch(text) is not None:
-        keep = (text, got)
+        keep = (text, text.split(" "), got)
     return got, warnings, keep
 
 
