@@ -120,6 +120,8 @@ _VALUE_KINDS = frozenset({"ethtool_S", *COUNTER_KINDS.values()})
 _PER_TICK_KINDS = frozenset({"gpu_nvidia", "gpu_amd"})
 
 _Decoded = dict[int, tuple[list[int | None] | None, list[str]]]  # section index -> values
+# Section index -> the values it was read against and the positions that moved since.
+_Deltas = dict[int, tuple[list[int | None], list[int]]]
 
 
 def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> None:
@@ -128,6 +130,7 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> Non
     last = kept.values if kept is not None else {}
     values: dict[int, tuple[str, str | None, LastValues]] = {}
     decoded: _Decoded = {}
+    deltas: _Deltas = {}
     temps: dict[str, dict[str, int]] = {}
     shaped = sections
     for i, s in enumerate(sections):
@@ -136,10 +139,12 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> Non
                 before = last.get(i)
                 since = before[2] if before is not None and before[:2] == (s.kind, s.subject) \
                     else None
-                vals, warnings, keep = decode_changed(s.text, s.schema.names, since)
+                vals, warnings, keep, moved = decode_changed(s.text, s.schema.names, since)
                 decoded[i] = (vals, warnings)
                 if keep is not None:
                     values[i] = (s.kind, s.subject, keep)
+                if moved is not None and since is not None:
+                    deltas[i] = (since[2], moved)
         elif s.kind in _TEMP_KINDS and "/hwmon/" in s.text:
             blank = _hwmon_values(s.text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
             if blank is not s.text:
@@ -156,7 +161,7 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> Non
         if len(_SHAPES) >= _SHAPES_MAX and host not in _SHAPES:
             del _SHAPES[next(iter(_SHAPES))]  # the host kept longest ago
         _SHAPES[host] = kept
-    _fill(kept.shape, frame, decoded, temps, sample, warn)
+    _fill(kept.shape, frame, decoded, deltas, temps, sample, warn)
 
 
 @dataclass(slots=True)
@@ -242,15 +247,22 @@ class _Pos:
 
 
 class _Resolver:
-    """One dict of a shape (name -> position, or a value read from text), made each tick."""
+    """One dict of a shape (name -> position, or a value read from text), made each tick.
 
-    __slots__ = ("get", "items", "names", "section")
+    A shape is its host's own, so a resolver keeps the dict it made last and the values it
+    made it of: when this tick's values were read against those, only the positions that
+    moved are set, in a copy of it (three in four counters do not move in a tick).
+    """
+
+    __slots__ = ("first", "get", "items", "last", "names", "section")
 
     def __init__(self, template: Mapping[str, object], placed: bool = True) -> None:
         """``placed``: the frame had values by position (else none is looked for)."""
         self.names = tuple(template)
         self.section = -1
+        self.first = -1  # where the run starts (-1: not one run)
         self.get: Callable[[list[int | None]], Any] | None = None
+        self.last: tuple[list[int | None], dict[str, int]] | None = None
         places = [v for v in template.values() if isinstance(v, _Pos)] if placed else []
         if not places:  # all read from text (the sh probe): a copy each tick
             self.items: dict[str, object] | tuple[tuple[str, object], ...] = dict(template)
@@ -263,18 +275,30 @@ class _Resolver:
             self.section = places[0].section
             first, last = places[0].index, places[-1].index
             if [p.index for p in places] == list(range(first, last + 1)):
+                self.first = first
                 self.get = itemgetter(slice(first, last + 1))  # a run: one slice
             else:
                 self.get = itemgetter(*(p.index for p in places))
 
-    def __call__(self, decoded: _Decoded) -> dict[str, int]:
+    def __call__(self, decoded: _Decoded, deltas: _Deltas) -> dict[str, int]:
         if self.get is not None:
             vals = decoded[self.section][0]
             assert vals is not None  # a shape places values only where they came
-            return dict(zip(self.names, self.get(vals), strict=True))
+            delta = deltas.get(self.section)
+            if delta is not None and self.last is not None and self.last[0] is delta[0] \
+                    and self.first >= 0:
+                out = self.last[1].copy()
+                names, first, end = self.names, self.first, self.first + len(self.names)
+                for p in delta[1]:
+                    if first <= p < end:
+                        out[names[p - first]] = vals[p]  # type: ignore[assignment]
+            else:
+                out = dict(zip(self.names, self.get(vals), strict=True))
+            self.last = (vals, out)
+            return out
         if isinstance(self.items, dict):
             return cast(dict[str, int], self.items.copy())
-        out: dict[str, int] = {}
+        out = {}
         for name, v in self.items:
             if isinstance(v, _Pos):
                 got = decoded[v.section][0]
@@ -390,6 +414,7 @@ def _fill(
     shape: _Shape,
     frame: Frame,
     decoded: _Decoded,
+    deltas: _Deltas,
     temps: dict[str, dict[str, int]],
     sample: HostSample,
     warn: _Warner,
@@ -402,12 +427,12 @@ def _fill(
     for lp in shape.links:
         fixed = lp.link
         link = links[fixed.id] = _shallow(fixed)
-        link.counters = {source: r(decoded) for source, r in lp.counters}
+        link.counters = {source: r(decoded, deltas) for source, r in lp.counters}
         link.metrics = {}  # made where the warnings say (below)
         if fixed.qos is not None:
             link.qos = _shallow(fixed.qos)  # each sample's own, as a new build gives
         if lp.legacy is not None:
-            link.saturated = saturated_ib_counters(lp.legacy(decoded))
+            link.saturated = saturated_ib_counters(lp.legacy(decoded, deltas))
         else:
             link.saturated = []
         if lp.read_at is not None:
@@ -422,13 +447,13 @@ def _fill(
             warn.add(kind, subject, decoded[i][1])
         else:
             link = links[item.link.id]
-            _guard(warn, "link", link.id, None, _metrics, link, item, decoded)
+            _guard(warn, "link", link.id, None, _metrics, link, item, decoded, deltas)
     sample.cpu_throttle_count = shape.cpu_throttle_count
     sample.probe = shape.probe
     _gpus(frame, sample, warn)
 
 
-def _metrics(link: LinkSample, lp: _LinkPlan, decoded: _Decoded) -> None:
+def _metrics(link: LinkSample, lp: _LinkPlan, decoded: _Decoded, deltas: _Deltas) -> None:
     # Precedence: netdev < RDMA port < ethtool port counters, metric by metric. Each
     # source's counters are the link's own (netdev: its statistics; ib_port: counters with
     # counters_ext over them); only hw_counters differ, the slow ones included here.
@@ -437,7 +462,7 @@ def _metrics(link: LinkSample, lp: _LinkPlan, decoded: _Decoded) -> None:
     if lp.carrier is not None:
         metrics.update(normalize_netdev(counters.get("netdev", _EMPTY), *lp.carrier))
     if lp.hw is not None:
-        metrics.update(normalize_ib(counters.get("ib_port", _EMPTY), lp.hw(decoded)))
+        metrics.update(normalize_ib(counters.get("ib_port", _EMPTY), lp.hw(decoded, deltas)))
     if lp.ethtool:
         metrics.update(normalize_ethtool(counters["ethtool"], link.driver))
     link.metrics = metrics

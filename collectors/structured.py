@@ -93,22 +93,23 @@ LastValues = tuple[str, list[str], list[int | None]]
 
 def decode_changed(
     text: str, names: tuple[str, ...], last: LastValues | None
-) -> tuple[list[int | None] | None, list[str], LastValues | None]:
+) -> tuple[list[int | None] | None, list[str], LastValues | None, list[int] | None]:
     """:func:`decode_values`, reading only the values that changed since ``last``.
 
     ``last``: this section's previous values line, its tokens and its values, as this
     function returned it (None: none kept). Most counters of a port do not move between two ticks
     (three in four here), and reading a number is most of what decoding costs, so a value
     whose token is the same as last time is taken from ``last``. Returns the values, the
-    warnings and what to pass as ``last`` next tick; the values are those decode_values
-    gives, and are shared with that next call: read them, do not change them.
+    warnings, what to pass as ``last`` next tick, and the positions whose value changed
+    since ``last`` (None: any may have); the values are those decode_values gives, and are
+    shared with that next call: read them, do not change them.
     """
     if "\n" in text:
         text = text.replace("\n", " ")
     if last is not None:
         ptext, ptokens, pvals = last
         if text == ptext:
-            return pvals, [], last
+            return pvals, [], last, []
         tokens = text.split(" ")
         if len(tokens) == len(ptokens):
             moved = list(compress(count(), map(ne, tokens, ptokens)))
@@ -125,14 +126,14 @@ def decode_changed(
                         break
                     vals[i] = v
                 else:
-                    return vals, [], (text, tokens, vals)
+                    return vals, [], (text, tokens, vals), moved
     got, warnings = decode_values(text, names)
     # Kept only when every token was plain and read: a later line differs from it only
     # where a value moved, which is then read alone.
     keep = None
     if got is not None and not warnings and _PLAIN.fullmatch(text) is not None:
         keep = (text, text.split(" "), got)
-    return got, warnings, keep
+    return got, warnings, keep, None
 
 
 def _warn(warnings: list[str], msg: str) -> None:

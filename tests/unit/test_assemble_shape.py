@@ -114,7 +114,7 @@ def test_reading_only_what_changed_gives_what_reading_all_gives(
         if prev is not None and same:  # most tokens as last tick's: the path that reuses
             line = [*prev[:same], *line[same:]]
         text = " ".join(line)
-        vals, warnings, last = decode_changed(text, names, last)
+        vals, warnings, last, _ = decode_changed(text, names, last)
         assert (vals, warnings) == decode_values(text, names)
         prev = line
 
@@ -124,7 +124,7 @@ def test_reading_only_what_changed_gives_what_reading_all_gives(
 def test_reading_only_what_changed_on_plain_lines(texts: list[str]) -> None:
     last = None
     for t in texts:
-        vals, warnings, last = decode_changed(t, ("a", "b", "c"), last)
+        vals, warnings, last, _ = decode_changed(t, ("a", "b", "c"), last)
         assert (vals, warnings) == decode_values(t, ("a", "b", "c"))
 
 
