@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from operator import itemgetter
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -128,30 +128,45 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> Non
     sections = frame.sections
     kept = _SHAPES.get(host)
     last = kept.values if kept is not None else {}
-    values: dict[int, tuple[str, str | None, LastValues]] = {}
+    values: dict[int, _Values] = {}
     decoded: _Decoded = {}
     deltas: _Deltas = {}
     temps: dict[str, dict[str, int]] = {}
     shaped = sections
+    # The shape's key: all of the frame but the values, the GPUs and the read times.
+    parts: list[tuple[object, ...]] = []
     for i, s in enumerate(sections):
-        if s.schema is not None:
-            if s.kind in _VALUE_KINDS:
-                before = last.get(i)
-                since = before[2] if before is not None and before[:2] == (s.kind, s.subject) \
-                    else None
-                vals, warnings, keep, moved = decode_changed(s.text, s.schema.names, since)
-                decoded[i] = (vals, warnings)
-                if keep is not None:
-                    values[i] = (s.kind, s.subject, keep)
-                if moved is not None and since is not None:
-                    deltas[i] = (since[2], moved)
-        elif s.kind in _TEMP_KINDS and "/hwmon/" in s.text:
-            blank = _hwmon_values(s.text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
-            if blank is not s.text:
-                if shaped is sections:
-                    shaped = list(sections)
-                shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, blank)
-    key = _shape_key(shaped, decoded)
+        if s.schema is not None and s.kind in _VALUE_KINDS:
+            before = last.get(i)
+            since = before[2] if before is not None and before[:2] == (s.kind, s.subject) \
+                else None
+            vals, warnings, keep, moved = decode_changed(s.text, s.schema.names, since)
+            decoded[i] = (vals, warnings)
+            # Which values came: a value not read ("-", or no number) is no key of a dict.
+            if moved is not None and before is not None and since is not None:
+                deltas[i] = (since[2], moved)
+            came: tuple[int, ...] | None
+            if deltas.get(i) is not None and before is not None and before[3] == ():
+                came = ()  # all were read, and what moved is a number
+            elif vals is None:
+                came = None
+            else:
+                came = tuple(j for j, v in enumerate(vals) if v is None) if None in vals else ()
+            if keep is not None:
+                values[i] = (s.kind, s.subject, keep, came)
+            parts.append((s.kind, s.subject, s.status, s.detail, s.schema.names, came))
+        elif s.kind in _PER_TICK_KINDS:
+            parts.append((s.kind, s.subject, s.status, s.detail))
+        else:
+            text = s.text
+            if s.kind in _TEMP_KINDS and s.schema is None and "/hwmon/" in text:
+                text = _hwmon_values(text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
+                if text is not s.text:
+                    if shaped is sections:
+                        shaped = list(sections)
+                    shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
+            parts.append((s.kind, s.subject, s.status, s.detail, text, s.schema is None))
+    key = tuple(parts)
     if kept is not None and kept.key == key:
         kept.values = values
     else:
@@ -171,7 +186,11 @@ class _Kept:
 
     key: tuple[object, ...]
     shape: _Shape
-    values: dict[int, tuple[str, str | None, LastValues]]
+    values: dict[int, _Values]
+
+
+# A structured section's kind, subject, last values, and the positions not read in them.
+_Values = tuple[str, str | None, LastValues, tuple[int, ...] | None]
 
 
 # NIC temperatures (hwmon, millidegrees) are in the sysfs text and move every few ticks:
@@ -214,26 +233,6 @@ def _hwmon_values(text: str, into: dict[str, int]) -> str:
 # A host's last shape and values; one per host: bounded by the hosts watched (and this).
 _SHAPES: dict[str, _Kept] = {}
 _SHAPES_MAX = 4096
-
-
-def _shape_key(sections: list[Section], decoded: _Decoded) -> tuple[object, ...]:
-    """What a frame's shape depends on: all of it but the values, the GPUs and read times."""
-    parts: list[object] = []
-    for i, s in enumerate(sections):
-        got = decoded.get(i)
-        if got is not None:
-            assert s.schema is not None
-            vals = got[0]
-            # Which values came: a value not read ("-", or no number) is no key of a dict.
-            came = None if vals is None else (
-                tuple(j for j, v in enumerate(vals) if v is None) if None in vals else ()
-            )
-            parts.append((s.kind, s.subject, s.status, s.detail, s.schema.names, came))
-        elif s.kind in _PER_TICK_KINDS:
-            parts.append((s.kind, s.subject, s.status, s.detail))
-        else:
-            parts.append((s.kind, s.subject, s.status, s.detail, s.text, s.schema is None))
-    return tuple(parts)
 
 
 class _Pos:
@@ -324,6 +323,9 @@ class _LinkPlan:
     # Whose hwmon temperatures the link shows: its netdev's, else its RDMA device's, each
     # with the hottest read from the shape's own text (a line that was not plain).
     temp: tuple[str | None, float | None, str | None, float | None] | None = None
+    # The link's and its QoS's fields in order: a tick's own are made in one call.
+    fields: tuple[Any, ...] = ()
+    qos: tuple[Any, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -425,12 +427,11 @@ def _fill(
                        for i, kind, subject, status, detail in shape.sections]
     links = sample.links
     for lp in shape.links:
-        fixed = lp.link
-        link = links[fixed.id] = _shallow(fixed)
+        link = links[lp.link.id] = LinkSample(*lp.fields)
         link.counters = {source: r(decoded, deltas) for source, r in lp.counters}
         link.metrics = {}  # made where the warnings say (below)
-        if fixed.qos is not None:
-            link.qos = _shallow(fixed.qos)  # each sample's own, as a new build gives
+        if lp.qos is not None:
+            link.qos = QosConfig(*lp.qos)  # each sample's own, as a new build gives
         if lp.legacy is not None:
             link.saturated = saturated_ib_counters(lp.legacy(decoded, deltas))
         else:
@@ -469,6 +470,9 @@ def _metrics(link: LinkSample, lp: _LinkPlan, decoded: _Decoded, deltas: _Deltas
 
 
 _EMPTY: dict[str, int] = {}
+# In the order their classes take them.
+_LINK_FIELDS = tuple(f.name for f in fields(LinkSample))
+_QOS_FIELDS = tuple(f.name for f in fields(QosConfig))
 
 
 def _temperature(
@@ -872,6 +876,9 @@ def _finish(
     placed = bool(b.values)
     lp.counters = tuple((source, _Resolver(c, placed)) for source, c in link.counters.items())
     link.counters = {}
+    lp.fields = tuple(getattr(link, name) for name in _LINK_FIELDS)
+    if link.qos is not None:
+        lp.qos = tuple(getattr(link.qos, name) for name in _QOS_FIELDS)
 
 
 def _read_at(link: LinkSample, b: _Build, ethtool: dict[str, dict[str, int]]) -> int | None:

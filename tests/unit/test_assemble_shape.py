@@ -164,3 +164,21 @@ def test_slow_sections_are_carried_last_in_one_order() -> None:
     assert [s.text for s in again.sections] == ["c", "driver: mlx5_core", "new"]
     after = pipe._with_slow_sections("h", frame(4, ("sysnet", None, "d")))
     assert after.sections[2].text == "new"
+
+
+def test_a_value_not_read_then_read_again() -> None:
+    """A counter the probe could not read ("-": no key) and read again next tick."""
+    frames = _stream(26)
+    for n, f in enumerate(frames):
+        secs = []
+        for s in f.sections:
+            if s.kind == "ethtool_S" and s.subject == "enp65s0f0np0" and n in (20, 22):
+                toks = s.text.split(" ")
+                toks[3] = "-"
+                s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks),
+                            s.schema)
+            secs.append(s)
+        g = Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s, secs)
+        got = assemble("n3", g)
+        assert repr(got) == _fresh("n3", g), n
+        assert (len(got.links["enp65s0f0np0"].counters["ethtool"]) == 248) == (n in (20, 22))
