@@ -296,15 +296,15 @@ class _Resolver:
             self.last = (vals, out)
             return out
         if isinstance(self.items, dict):
-            return cast(dict[str, int], self.items.copy())
+            return self.items.copy()  # type: ignore[return-value]
         out = {}
         for name, v in self.items:
             if isinstance(v, _Pos):
                 got = decoded[v.section][0]
                 assert got is not None
-                out[name] = cast(int, got[v.index])
+                out[name] = got[v.index]  # type: ignore[assignment]
             else:
-                out[name] = cast(int, v)
+                out[name] = v  # type: ignore[assignment]
         return out
 
 
