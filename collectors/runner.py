@@ -28,6 +28,10 @@ HostState = Literal["connecting", "up", "stale", "down"]
 
 MAX_WARNINGS = 20
 BACKOFF_S: tuple[float, ...] = (1, 2, 4, 8, 15, 30)
+# A probe that sent no first frame in time is reconnected with twice the patience, up to
+# 2**this times the first wait: a node that always starts it slowly (loaded, a heavy
+# login shell) comes up on a later try instead of being restarted forever.
+START_PATIENCE_DOUBLINGS = 3
 
 
 @dataclass(slots=True, frozen=True)
@@ -82,6 +86,9 @@ class HostRunner:
         # Shared by a session's runners: at most so many hosts between "connecting" and
         # their first frame at once (a bastion's MaxStartups, one machine's CPUs).
         self._gate = gate
+        self._gate_held = False
+        # Consecutive sessions given up on before their first frame (the next waits longer).
+        self._slow_starts = 0
 
     @property
     def status(self) -> HostStatus:
@@ -142,9 +149,9 @@ class HostRunner:
                 await self.transport.close()
 
     async def _stream(self) -> str:
-        gate = self._gate
-        if gate is not None:
-            await gate.acquire()
+        if self._gate is not None:
+            await self._gate.acquire()
+            self._gate_held = True
         try:
             await self.transport.connect()
             decoder = FrameDecoder()
@@ -156,13 +163,16 @@ class HostRunner:
                     warnings = decoder.take_warnings()
                     if frames or warnings:
                         self._delivered(frames, warnings)
-                    if frames and gate is not None:
-                        gate.release()  # streaming: the next host may start
-                        gate = None
+                    if frames:
+                        self._release_gate()  # streaming: the next host may start
         finally:
-            if gate is not None:
-                gate.release()
+            self._release_gate()
         return f"{self.transport.describe()}: probe ended"
+
+    def _release_gate(self) -> None:
+        if self._gate_held and self._gate is not None:
+            self._gate_held = False
+            self._gate.release()
 
     def _delivered(self, frames: list[Frame], warnings: list[str]) -> None:
         now = time.monotonic()
@@ -177,6 +187,7 @@ class HostRunner:
             rtt_s=self.transport.rtt_s,
             frames=self._status.frames + len(frames),
         )
+        self._slow_starts = 0
         if self._status.state != "up":
             self._update(state="up", error=None, failures=0)
         guard = Guard(f"{self.name}: frame consumer failed")
@@ -204,14 +215,32 @@ class HostRunner:
         silence = now - max(last or started, started)
         if self._status.state == "up" and last is not None and silence > self.stale_after:
             self._update(state="stale", error=f"no frame for {silence:.1f} s")
-        # A session's first frame waits for the probe to start on the node, which a busy
-        # node (or 64 handshakes at once on one sshd) makes slow: twice the time, so
-        # one slow start is not a reconnect that adds another handshake to the storm.
-        limit = self.down_after if last is not None and last >= started else 2 * self.down_after
+        if last is not None and last >= started:
+            if silence > self.down_after and self._abort_reason is None:
+                self._abort(f"no frame for {silence:.1f} s, reconnecting")
+            return
+        # No first frame yet: the probe is starting, which a busy node (or 256 handshakes
+        # and probe starts at once on one machine) makes slow. Past down_after the host
+        # gives its connect slot to the next one (it waits, it costs nothing); it is given
+        # up on at twice that, and each consecutive slow start is given twice as long.
+        if silence > self.down_after:
+            self._release_gate()
+        limit = self.first_frame_limit
         if silence > limit and self._abort_reason is None:
-            self._abort_reason = (
-                f"{self.transport.describe()}: no frame for {silence:.1f} s, reconnecting"
+            self._slow_starts += 1
+            self._abort(
+                f"probe sent no frame in {silence:.1f} s of starting, reconnecting "
+                f"(next try waits {self.first_frame_limit:g} s)"
             )
+
+    @property
+    def first_frame_limit(self) -> float:
+        """How long a new session may wait for its first frame before a reconnect."""
+        return 2.0 * self.down_after * (1 << min(self._slow_starts, START_PATIENCE_DOUBLINGS))
+
+    def _abort(self, why: str) -> None:
+        self._abort_reason = f"{self.transport.describe()}: {why}"
+        if self._session is not None:
             self._session.cancel()
 
     def _update(self, **changes: object) -> None:

@@ -199,8 +199,8 @@ async def test_a_slow_first_frame_gets_twice_the_silence_before_a_reconnect() ->
         runner.stop()
         await asyncio.wait_for(task, 5)
     err = rec.statuses[rec.states.index("down")].error or ""
-    assert err.startswith("node8 (local): no frame for 1.") or err.startswith(
-        "node8 (local): no frame for 2."
+    assert err.startswith("node8 (local): probe sent no frame in 1.") or err.startswith(
+        "node8 (local): probe sent no frame in 2."
     ), err
 
 
@@ -254,3 +254,49 @@ async def test_collect_once_reports_missing_frames() -> None:
             LocalTransport("node7"), 'echo "@@fabtop-frame 1 1 1 1"; echo "@@end 1"; exit 0\n',
             [], 2, 5
         )
+
+
+async def test_a_probe_always_slower_to_start_than_the_deadline_still_comes_up() -> None:
+    # A loaded node (256 probe starts on one machine, a heavy login shell) starts the probe
+    # in 2 s every time; the first-frame deadline here is 1.6 s. Reconnecting at the same
+    # deadline forever is a livelock: each try waits longer than the last.
+    script = 'sleep 2; echo "@@fabtop-frame 1 1 1.00 1"; echo "@@end 1"; exec sleep 30\n'
+    rec = Recorder()
+    runner = HostRunner(
+        "node9", LocalTransport("node9"), script, [], rec.on_frame, rec.on_status,
+        backoff=FAST, stale_after=0.2, down_after=0.8,
+    )  # fmt: skip
+    task = asyncio.create_task(runner.run())
+    try:
+        await wait_until(lambda: "up" in rec.states, 15, "a first frame after a slow start")
+    finally:
+        runner.stop()
+        await asyncio.wait_for(task, 5)
+    down = [s.error or "" for s in rec.statuses if s.state == "down"]
+    assert down and all("probe sent no frame" in e and "next try waits" in e for e in down), down
+
+
+async def test_a_host_slow_to_start_does_not_hold_the_connect_gate() -> None:
+    # One slot for hosts between connecting and their first frame: a host whose probe
+    # never starts holds it for down_after at most, not until it is given up on.
+    gate = asyncio.Semaphore(1)
+    rec_slow, rec_fast = Recorder(), Recorder()
+    slow = HostRunner(
+        "slow", LocalTransport("slow"), "exec sleep 30\n", [], rec_slow.on_frame,
+        rec_slow.on_status, backoff=(30,), stale_after=1.0, down_after=2.0, gate=gate,
+    )  # fmt: skip
+    fast = HostRunner(
+        "fast", LocalTransport("fast"), FRAMES_SH, ["0.1", "x"], rec_fast.on_frame,
+        rec_fast.on_status, backoff=FAST, interval=0.1, gate=gate,
+    )  # fmt: skip
+    t_slow = asyncio.create_task(slow.run())
+    await wait_until(lambda: gate.locked(), 5, "the slow host holding the gate")
+    t_fast = asyncio.create_task(fast.run())
+    try:
+        await wait_until(lambda: "up" in rec_fast.states, 10, "the fast host up")
+        # The slow host is still in its first session: not given up on, not reconnected.
+        assert rec_slow.states == [], rec_slow.states
+    finally:
+        slow.stop()
+        fast.stop()
+        await asyncio.wait_for(asyncio.gather(t_slow, t_fast), 5)
