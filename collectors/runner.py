@@ -28,6 +28,10 @@ HostState = Literal["connecting", "up", "stale", "down"]
 
 MAX_WARNINGS = 20
 BACKOFF_S: tuple[float, ...] = (1, 2, 4, 8, 15, 30)
+# A probe's start (a login shell, python3, the first tick's full read) does not scale with
+# the display interval: it is given at least this long before its first frame (or twice
+# down_after when that is longer). 256 starts at once on a 2-CPU machine took 20 s.
+START_AFTER_S = 30.0
 # A probe that sent no first frame in time is reconnected with twice the patience, up to
 # 2**this times the first wait: a node that always starts it slowly (loaded, a heavy
 # login shell) comes up on a later try instead of being restarted forever.
@@ -64,6 +68,7 @@ class HostRunner:
         interval: float = 1.0,
         stale_after: float | None = None,
         down_after: float | None = None,
+        start_after: float | None = None,
         gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.name = name
@@ -77,6 +82,10 @@ class HostRunner:
         # A host silent this long is given up on and reconnected, even if its transport
         # cannot tell (a stopped local process, an SSH session without keepalives).
         self.down_after = down_after if down_after is not None else 4 * self.stale_after
+        # A new session's first frame: the probe is starting (see START_AFTER_S).
+        self.start_after = (
+            start_after if start_after is not None else max(START_AFTER_S, 2 * self.down_after)
+        )
         self._status = HostStatus(since_monotonic=time.monotonic())
         self._stopping = False
         self._stop_event = asyncio.Event()
@@ -220,10 +229,10 @@ class HostRunner:
                 self._abort(f"no frame for {silence:.1f} s, reconnecting")
             return
         # No first frame yet: the probe is starting, which a busy node (or 256 handshakes
-        # and probe starts at once on one machine) makes slow. Past down_after the host
-        # gives its connect slot to the next one (it waits, it costs nothing); it is given
-        # up on at twice that, and each consecutive slow start is given twice as long.
-        if silence > self.down_after:
+        # and probe starts at once on one machine) makes slow. A host holds its connect
+        # slot for start_after at most (a hung start must not hold back the others); it is
+        # given up on then, and each consecutive slow start is given twice as long.
+        if silence > self.start_after:
             self._release_gate()
         limit = self.first_frame_limit
         if silence > limit and self._abort_reason is None:
@@ -236,7 +245,7 @@ class HostRunner:
     @property
     def first_frame_limit(self) -> float:
         """How long a new session may wait for its first frame before a reconnect."""
-        return 2.0 * self.down_after * (1 << min(self._slow_starts, START_PATIENCE_DOUBLINGS))
+        return self.start_after * (1 << min(self._slow_starts, START_PATIENCE_DOUBLINGS))
 
     def _abort(self, why: str) -> None:
         self._abort_reason = f"{self.transport.describe()}: {why}"

@@ -177,7 +177,7 @@ async def test_a_slow_first_frame_gets_twice_the_silence_before_a_reconnect() ->
     rec = Recorder()
     runner = HostRunner(
         "node7", LocalTransport("node7"), script, [], rec.on_frame, rec.on_status,
-        backoff=FAST, stale_after=0.3, down_after=0.8,
+        backoff=FAST, stale_after=0.3, down_after=0.8, start_after=1.6,
     )  # fmt: skip
     task = asyncio.create_task(runner.run())
     try:
@@ -190,7 +190,7 @@ async def test_a_slow_first_frame_gets_twice_the_silence_before_a_reconnect() ->
     rec = Recorder()
     runner = HostRunner(
         "node8", LocalTransport("node8"), "exec sleep 30\n", [], rec.on_frame, rec.on_status,
-        backoff=FAST, stale_after=0.3, down_after=0.8,
+        backoff=FAST, stale_after=0.3, down_after=0.8, start_after=1.6,
     )  # fmt: skip
     task = asyncio.create_task(runner.run())
     try:
@@ -264,7 +264,7 @@ async def test_a_probe_always_slower_to_start_than_the_deadline_still_comes_up()
     rec = Recorder()
     runner = HostRunner(
         "node9", LocalTransport("node9"), script, [], rec.on_frame, rec.on_status,
-        backoff=FAST, stale_after=0.2, down_after=0.8,
+        backoff=FAST, stale_after=0.2, down_after=0.8, start_after=1.6,
     )  # fmt: skip
     task = asyncio.create_task(runner.run())
     try:
@@ -278,24 +278,28 @@ async def test_a_probe_always_slower_to_start_than_the_deadline_still_comes_up()
 
 async def test_a_host_slow_to_start_does_not_hold_the_connect_gate() -> None:
     # One slot for hosts between connecting and their first frame: a host whose probe
-    # never starts holds it for down_after at most, not until it is given up on.
+    # never starts holds it for start_after at most, not for the longer wait of a retry.
     gate = asyncio.Semaphore(1)
     rec_slow, rec_fast = Recorder(), Recorder()
     slow = HostRunner(
         "slow", LocalTransport("slow"), "exec sleep 30\n", [], rec_slow.on_frame,
-        rec_slow.on_status, backoff=(30,), stale_after=1.0, down_after=2.0, gate=gate,
+        rec_slow.on_status, backoff=FAST, stale_after=0.5, down_after=1.0, start_after=1.0,
+        gate=gate,
     )  # fmt: skip
     fast = HostRunner(
         "fast", LocalTransport("fast"), FRAMES_SH, ["0.1", "x"], rec_fast.on_frame,
         rec_fast.on_status, backoff=FAST, interval=0.1, gate=gate,
     )  # fmt: skip
     t_slow = asyncio.create_task(slow.run())
-    await wait_until(lambda: gate.locked(), 5, "the slow host holding the gate")
+    await wait_until(lambda: rec_slow.states == ["down"], 5, "the slow host's first give-up")
+    # Its second try (given 2 s) takes the slot again before the fast host asks for it.
+    await wait_until(lambda: gate.locked(), 5, "the slow host's second try holding the slot")
     t_fast = asyncio.create_task(fast.run())
     try:
         await wait_until(lambda: "up" in rec_fast.states, 10, "the fast host up")
-        # The slow host is still in its first session: not given up on, not reconnected.
-        assert rec_slow.states == [], rec_slow.states
+        # Up during the slow host's second try: it gave the slot away after 1 s, and it
+        # is still waiting for its probe (not given up on a second time).
+        assert rec_slow.states == ["down"], rec_slow.states
     finally:
         slow.stop()
         fast.stop()
