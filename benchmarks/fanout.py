@@ -2,8 +2,9 @@
 
 One OpenSSH sshd on 127.0.0.1 serves every host (its own name, its own small sysfs
 tree, the fast probe: python3 is on this machine); a Session collects them all. CI's
-tests/integration/test_scale.py runs 64. Prints the sample age a 10 Hz viewer sees (p50/p99)
-and the collector's CPU share. Needs /usr/sbin/sshd.
+tests/integration/test_scale.py runs 64. Prints the sample age a 10 Hz viewer sees (p50/p99),
+how long until every host streamed, the collector's CPU share and, on the same machine,
+the CPU of the sshd sessions and the probes during the measurement. Needs /usr/sbin/sshd.
 
     .venv/bin/python benchmarks/fanout.py [--hosts 64] [--seconds 20]
 """
@@ -39,7 +40,8 @@ def main() -> None:
         try:
             cfg = fleet_config(sshd, Path(tmp), ns.hosts)
             cfg.hosts = [replace(h, probe="python") for h in cfg.hosts]
-            r = asyncio.run(fanout(cfg, warmup_s=3.0, measure_s=ns.seconds))
+            pid = sshd.proc.pid if sshd.proc is not None else None
+            r = asyncio.run(fanout(cfg, warmup_s=3.0, measure_s=ns.seconds, node_pid=pid))
         finally:
             sshd.stop()
     print(r.summary())

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from fabtop.config import Config, HostConfig, SshTarget
 from fabtop.run.compose import open_session
-from tests.integration.sshd import Sshd
+from tests.integration.sshd import Sshd, descendants
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def small_tree(root: Path, i: int) -> Path:
@@ -59,6 +61,10 @@ class FanoutResult:
     # Hosts not yet streaming when the warm-up gave up waiting, with their status and
     # error: a connection-storm failure is named, not shown only as an infinite age.
     late: dict[str, str] = field(default_factory=dict)
+    startup_s: float = 0.0  # from the session's start until every host had 2 frames (or gave up)
+    # CPU seconds on the node side during the measurement, per kind of process under the
+    # sshd (sshd, probe = python3, other): where the machine's CPU went besides the collector.
+    node_cpu_s: dict[str, float] = field(default_factory=dict)
 
     def pct(self, q: float) -> float:
         """Quantile ``q`` of the sample ages."""
@@ -72,16 +78,26 @@ class FanoutResult:
 
     def summary(self) -> str:
         """One line of figures."""
-        return (f"{self.hosts} hosts at 1 Hz over real sshd: {self.up} up, sample age "
+        node = ", ".join(f"{k} {100 * v / self.wall_s:.1f} %"
+                         for k, v in sorted(self.node_cpu_s.items()))
+        return (f"{self.hosts} hosts at 1 Hz over real sshd: {self.up} up "
+                f"(all streaming {self.startup_s:.0f} s after the start), sample age "
                 f"p50 {self.pct(0.5):.2f} s p99 {self.pct(0.99):.2f} s max {max(self.ages):.2f} s; "
                 f"collector CPU {100 * self.cpu_share:.1f} % of one core "
                 f"({1000 * self.cpu_s / max(1, self.frames):.2f} ms per host-frame)"
+                + (f"; node side {node} of one core" if node else "")
                 + "".join(f"; {h} not streaming after warm-up: {why}"
                           for h, why in sorted(self.late.items())))
 
 
-async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutResult:
-    """Run a Session on ``config``; sample every host's age at 10 Hz after warm-up."""
+async def fanout(
+    config: Config, warmup_s: float, measure_s: float, node_pid: int | None = None
+) -> FanoutResult:
+    """Run a Session on ``config``; sample every host's age at 10 Hz after warm-up.
+
+    ``node_pid``: the sshd serving the hosts; its sessions' CPU is measured too.
+    """
+    started = time.monotonic()
     session = open_session(config)
     state = session.state
     task = asyncio.create_task(session.run())
@@ -93,11 +109,13 @@ async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutRes
             await asyncio.sleep(0.2)
             if all(h.frames >= 2 for h in state.hosts.values()):
                 break
+        startup_s = time.monotonic() - started
         late = {h.name: f"{h.status}, {h.frames} frames, last said: "
                         f"{h.error or (h.warnings[-1] if h.warnings else 'nothing')}"
                 for h in state.hosts.values() if h.frames < 2}
         await asyncio.sleep(warmup_s)
         frames0 = sum(h.frames for h in state.hosts.values())
+        node0 = _tree_cpu(node_pid)
         cpu0, t0 = _cpu(), time.monotonic()
         ages: list[float] = []
         while time.monotonic() - t0 < measure_s:
@@ -105,12 +123,33 @@ async def fanout(config: Config, warmup_s: float, measure_s: float) -> FanoutRes
             ages.extend(_age_or_inf(h.age_s(now)) for h in state.hosts.values())
             await asyncio.sleep(0.1)
         cpu, wall = _cpu() - cpu0, time.monotonic() - t0
+        node1 = _tree_cpu(node_pid)
+        node_cpu: dict[str, float] = {}
+        for pid, (kind, used) in node1.items():
+            node_cpu[kind] = node_cpu.get(kind, 0.0) + used - node0.get(pid, (kind, 0.0))[1]
         frames = sum(h.frames for h in state.hosts.values()) - frames0
         up = sum(h.status == "up" for h in state.hosts.values())
     finally:
         await session.stop()
         task.cancel()
-    return FanoutResult(len(config.hosts), up, ages, cpu, wall, frames, late)
+    return FanoutResult(len(config.hosts), up, ages, cpu, wall, frames, late,
+                        startup_s, node_cpu)
+
+
+def _tree_cpu(root: int | None) -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) of every process below ``root``, by pid, with its kind."""
+    out: dict[int, tuple[str, float]] = {}
+    for pid in descendants(root) if root is not None else ():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+        f = stat[stat.rfind(")") + 2 :].split()
+        kind = ("sshd" if comm.startswith("sshd")
+                else "probe" if comm.startswith("python") else "other")
+        out[pid] = (kind, (int(f[11]) + int(f[12])) / _CLK_TCK)
+    return out
 
 
 def _age_or_inf(age: float | None) -> float:
