@@ -83,12 +83,18 @@ _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
 _ARPHRD_INFINIBAND = 32  # include/uapi/linux/if_arp.h: IPoIB netdevs
 
 
-def assemble(host: str, frame: Frame) -> HostSample:
-    """Build the typed sample of one host from one frame; never raises, whatever the frame."""
+def assemble(host: str, frame: Frame, kept: Shapes | None = None) -> HostSample:
+    """Build the typed sample of one host from one frame; never raises, whatever the frame.
+
+    ``kept``: what is kept of each host between its frames, one per stream of frames (a
+    Pipeline's own: the dashboard's and focus mode's frames of one host have two shapes);
+    None: this module's.
+    """
     sample = HostSample(host=host, seq=frame.seq, clock_ns=frame.clock_ns, uptime_s=frame.uptime_s)
     warn = _Warner(host, sample.warnings)
     # A bug outside the per-section guards costs the rest of this frame, said in one line.
-    _guard(warn, "assemble", None, None, _assemble, host, _cleaned(frame), sample, warn)
+    _guard(warn, "assemble", None, None, _assemble, host, _cleaned(frame), sample, warn,
+           _SHAPES if kept is None else kept)
     return sample
 
 
@@ -124,9 +130,11 @@ _Decoded = dict[int, tuple[list[int | None] | None, list[str]]]  # section index
 _Deltas = dict[int, tuple[list[int | None], list[int]]]
 
 
-def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> None:
+def _assemble(
+    host: str, frame: Frame, sample: HostSample, warn: _Warner, shapes: Shapes
+) -> None:
     sections = frame.sections
-    kept = _SHAPES.get(host)
+    kept = shapes.get(host)
     last = kept.values if kept is not None else {}
     values: dict[int, _Values] = {}
     decoded: _Decoded = {}
@@ -173,9 +181,9 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner) -> Non
         bare = frame if shaped is sections else Frame(
             frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, shaped)
         kept = _Kept(key, _build_shape(host, bare, decoded), values)
-        if len(_SHAPES) >= _SHAPES_MAX and host not in _SHAPES:
-            del _SHAPES[next(iter(_SHAPES))]  # the host kept longest ago
-        _SHAPES[host] = kept
+        if len(shapes) >= _SHAPES_MAX and host not in shapes:
+            del shapes[next(iter(shapes))]  # the host kept longest ago
+        shapes[host] = kept
     _fill(kept.shape, frame, decoded, deltas, temps, sample, warn)
 
 
@@ -231,7 +239,8 @@ def _hwmon_values(text: str, into: dict[str, int]) -> str:
 
 
 # A host's last shape and values; one per host: bounded by the hosts watched (and this).
-_SHAPES: dict[str, _Kept] = {}
+Shapes = dict[str, "_Kept"]
+_SHAPES: Shapes = {}
 _SHAPES_MAX = 4096
 
 

@@ -9,7 +9,7 @@ others out of the window.
 
 from __future__ import annotations
 
-from collectors.assemble import assemble
+from collectors.assemble import Shapes, assemble
 from collectors.frames import Frame, Section
 from collectors.samples import HostSample
 from fabtop.core.clock import Clocks
@@ -33,6 +33,7 @@ class Pipeline:
         self.clocks = Clocks()
         self._slow: dict[str, dict[tuple[str, str | None], Section]] = {}
         self._latest: dict[str, HostSample] = {}
+        self._shapes: Shapes = {}  # what assemble keeps of each host of this stream
 
     def apply_frame(
         self, host: str, frame: Frame, arrived_unix: float | None = None
@@ -42,7 +43,7 @@ class Pipeline:
         ``arrived_unix``: the operator's wall clock when the frame arrived; None (replays,
         tests) means no clock estimate from this frame.
         """
-        sample = assemble(host, self._with_slow_sections(host, frame))
+        sample = assemble(host, self._with_slow_sections(host, frame), self._shapes)
         prev = self._latest.get(host)
         if prev is not None and prev.inference and not sample.inference:
             # /metrics is polled on its own cadence: keep the last reading on frames without it.

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from collectors.assemble import Shapes
 from collectors.frames import Frame
 from collectors.samples import HostSample
 from collectors.transport.base import HTTP_MAX_BODY, Transport
@@ -112,10 +113,10 @@ async def test_a_frame_step_that_raises_marks_its_host_failing_and_spares_the_re
     real = pipeline.assemble
     broken = {"on": True}
 
-    def assemble(host: str, frame: Frame) -> HostSample:
+    def assemble(host: str, frame: Frame, kept: Shapes | None = None) -> HostSample:
         if host == BAD and broken["on"]:
             raise StopIteration  # what histogram_quantile raised on a NaN bucket
-        return real(host, frame)
+        return real(host, frame, kept)
 
     monkeypatch.setattr(pipeline, "assemble", assemble)
     async with _running(_config()) as (s, task):

@@ -182,3 +182,21 @@ def test_a_value_not_read_then_read_again() -> None:
         got = assemble("n3", g)
         assert repr(got) == _fresh("n3", g), n
         assert (len(got.links["enp65s0f0np0"].counters["ethtool"]) == 248) == (n in (20, 22))
+
+
+def test_two_streams_of_one_host_keep_a_shape_each() -> None:
+    """Focus mode reads one port of a host at 4 Hz beside the dashboard's whole frames:
+    each Pipeline keeps its own shapes, so neither stream rebuilds the other's."""
+    whole = _stream(12)
+    one_port = [Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s,
+                      [s for s in f.sections if s.subject in (None, "enp65s0f0np0")
+                       and not s.kind.startswith("gpu")]) for f in whole]
+    main, focus = Pipeline(), Pipeline()
+    shapes = []
+    for a, b in zip(whole, one_port, strict=True):
+        main.apply_frame("n1", a)
+        focus.apply_frame("n1", b)
+        shapes.append((main._shapes["n1"].shape, focus._shapes["n1"].shape))
+    assert len({id(m) for m, _ in shapes[1:]}) == 1
+    assert len({id(f) for _, f in shapes[1:]}) == 1
+    assert shapes[-1][0] is not shapes[-1][1]

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from collectors.assemble import Shapes
 from collectors.frames import Frame, FrameDecoder
 from collectors.guard import Guard, failure_line
 from collectors.runner import OffLoop, supervise
@@ -32,10 +33,10 @@ def broken(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     real = pipeline.assemble
     switch = {"on": False}
 
-    def assemble(host: str, frame: Frame) -> HostSample:
+    def assemble(host: str, frame: Frame, kept: Shapes | None = None) -> HostSample:
         if host == BAD and switch["on"]:
             raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
-        return real(host, frame)
+        return real(host, frame, kept)
 
     monkeypatch.setattr(pipeline, "assemble", assemble)
     return switch
