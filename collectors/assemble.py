@@ -33,10 +33,15 @@ from collectors.frames import UNKNOWN_SCHEMA, Frame, Section
 from collectors.gpu_sections import gpus_from_frame
 from collectors.guard import Guard
 from collectors.normalize import (
+    IB_HW_MAP,
     IB_LEGACY_WIDTH,
-    normalize_ethtool,
-    normalize_ib,
-    normalize_netdev,
+    IB_PORT_MAP,
+    NETDEV_MAP,
+    MetricPlan,
+    apply_plan,
+    ethtool_plan,
+    metric_plan,
+    netdev_counters,
     pfc_priorities_from_names,
     saturated_ib_counters,
 )
@@ -332,6 +337,9 @@ class _LinkPlan:
     # Whose hwmon temperatures the link shows: its netdev's, else its RDMA device's, each
     # with the hottest read from the shape's own text (a line that was not plain).
     temp: tuple[str | None, float | None, str | None, float | None] | None = None
+    # normalize's plans for its netdev, RDMA port, hw_counters and ethtool counters (the
+    # names are the shape's: which raw names make each metric is found once).
+    plans: tuple[MetricPlan, MetricPlan, MetricPlan, MetricPlan] = ((), (), (), ())
     # The link's and its QoS's fields in order: a tick's own are made in one call.
     fields: tuple[Any, ...] = ()
     qos: tuple[Any, ...] | None = None
@@ -468,13 +476,16 @@ def _metrics(link: LinkSample, lp: _LinkPlan, decoded: _Decoded, deltas: _Deltas
     # source's counters are the link's own (netdev: its statistics; ib_port: counters with
     # counters_ext over them); only hw_counters differ, the slow ones included here.
     counters = link.counters
+    netdev, ib, hw, ethtool = lp.plans
     metrics: dict[str, MetricValue] = {}
     if lp.carrier is not None:
-        metrics.update(normalize_netdev(counters.get("netdev", _EMPTY), *lp.carrier))
+        stats = counters.get("netdev", _EMPTY)
+        metrics.update(apply_plan(netdev, netdev_counters(stats, *lp.carrier)))
     if lp.hw is not None:
-        metrics.update(normalize_ib(counters.get("ib_port", _EMPTY), lp.hw(decoded, deltas)))
+        metrics.update(apply_plan(ib, counters.get("ib_port", _EMPTY)))
+        metrics.update(apply_plan(hw, lp.hw(decoded, deltas)))
     if lp.ethtool:
-        metrics.update(normalize_ethtool(counters["ethtool"], link.driver))
+        metrics.update(apply_plan(ethtool, counters["ethtool"]))
     link.metrics = metrics
 
 
@@ -884,10 +895,29 @@ def _finish(
     link.qos = _guard(warn, "qos", ndev, None, _qos, b.frame, ndev, rec, raw_ethtool, warn)
     placed = bool(b.values)
     lp.counters = tuple((source, _Resolver(c, placed)) for source, c in link.counters.items())
+    _guard(warn, "link", link.id, None, _plan_metrics, lp)
     link.counters = {}
     lp.fields = tuple(getattr(link, name) for name in _LINK_FIELDS)
     if link.qos is not None:
         lp.qos = tuple(getattr(link.qos, name) for name in _QOS_FIELDS)
+
+
+def _plan_metrics(lp: _LinkPlan) -> None:
+    """The metric plans of a link of the shape, from the names its dicts will have."""
+    c = lp.link.counters
+    netdev: MetricPlan = ()
+    ib: MetricPlan = ()
+    hw: MetricPlan = ()
+    ethtool: MetricPlan = ()
+    if lp.carrier is not None:
+        netdev = metric_plan(NETDEV_MAP, netdev_counters(c.get("netdev", _EMPTY), *lp.carrier),
+                             None)
+    if lp.hw is not None:
+        ib = metric_plan(IB_PORT_MAP, c.get("ib_port", _EMPTY), None)
+        hw = metric_plan(IB_HW_MAP, dict.fromkeys(lp.hw.names), None)
+    if lp.ethtool:
+        ethtool = ethtool_plan(c["ethtool"], lp.link.driver)
+    lp.plans = (netdev, ib, hw, ethtool)
 
 
 def _read_at(link: LinkSample, b: _Build, ethtool: dict[str, dict[str, int]]) -> int | None:

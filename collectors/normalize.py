@@ -224,16 +224,26 @@ def apply_map(
     choice is made once per set of names (a tick of the same driver has the same names)
     and only the sums are made each tick.
     """
-    if len(counters) > _PLAN_NAMES_MAX:
-        plan = _plan(table, counters, driver)  # a key this long is not kept (memory)
-    else:
-        key = (id(table), driver, tuple(counters))
-        hit = _PLANS.get(key)
-        if hit is None:
-            if len(_PLANS) >= _PLANS_MAX:
-                _PLANS.clear()
-            hit = _PLANS[key] = _plan(table, counters, driver)
-        plan = hit
+    return apply_plan(metric_plan(table, counters, driver), counters)
+
+
+def metric_plan(
+    table: Mapping[Metric, tuple[Src, ...]], names: Mapping[str, object], driver: str | None
+) -> MetricPlan:
+    """Which raw names make each metric of ``table`` for this set of names (apply_plan)."""
+    if len(names) > _PLAN_NAMES_MAX:
+        return _plan(table, names, driver)  # a key this long is not kept (memory)
+    key = (id(table), driver, tuple(names))
+    hit = _PLANS.get(key)
+    if hit is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        hit = _PLANS[key] = _plan(table, names, driver)
+    return hit
+
+
+def apply_plan(plan: MetricPlan, counters: Mapping[str, int]) -> dict[str, MetricValue]:
+    """The metrics of ``plan`` made of ``counters`` (which have the names it was made for)."""
     out: dict[str, MetricValue] = {}
     for metric, names, scale, prios, rollup in plan:
         if prios is None:
@@ -262,7 +272,8 @@ def apply_map(
 
 # (metric, present names, scale, per priority (priority, present names) or None, rollup)
 _Step = tuple[Metric, tuple[str, ...], int, tuple[tuple[int, tuple[str, ...]], ...] | None, bool]
-_PLANS: dict[tuple[int, str | None, tuple[str, ...]], tuple[_Step, ...]] = {}
+MetricPlan = tuple[_Step, ...]
+_PLANS: dict[tuple[int, str | None, tuple[str, ...]], MetricPlan] = {}
 # Distinct name sets (drivers x firmware x PFC settings), each key at most _PLAN_NAMES_MAX
 # names: at most 256 x 20,000 references kept, whatever a host sends.
 _PLANS_MAX = 256
@@ -270,8 +281,8 @@ _PLAN_NAMES_MAX = 20_000
 
 
 def _plan(
-    table: Mapping[Metric, tuple[Src, ...]], counters: Mapping[str, int], driver: str | None
-) -> tuple[_Step, ...]:
+    table: Mapping[Metric, tuple[Src, ...]], counters: Mapping[str, object], driver: str | None
+) -> MetricPlan:
     steps: list[_Step] = []
     for metric, sources in table.items():
         for src in sources:
@@ -299,6 +310,11 @@ def normalize_ethtool(counters: Mapping[str, int], driver: str | None) -> dict[s
     return apply_map(ETHTOOL_MAP, counters, _driver_key(driver))
 
 
+def ethtool_plan(names: Mapping[str, object], driver: str | None) -> MetricPlan:
+    """normalize_ethtool's plan for counters of these names (apply_plan makes the metrics)."""
+    return metric_plan(ETHTOOL_MAP, names, _driver_key(driver))
+
+
 def normalize_ib(
     counters: Mapping[str, int], hw_counters: Mapping[str, int]
 ) -> dict[str, MetricValue]:
@@ -314,12 +330,20 @@ def normalize_netdev(
     carrier_down_count: int | None = None,
 ) -> dict[str, MetricValue]:
     """Normalized metrics from sysfs ``statistics/*`` and the carrier counters."""
+    merged = netdev_counters(statistics, carrier_changes, carrier_down_count)
+    return apply_map(NETDEV_MAP, merged)
+
+
+def netdev_counters(
+    statistics: Mapping[str, int], carrier_changes: int | None, carrier_down_count: int | None
+) -> dict[str, int]:
+    """What normalize_netdev reads: the statistics and the carrier counts."""
     merged = dict(statistics)
     if carrier_changes is not None:
         merged["carrier_changes"] = carrier_changes
     if carrier_down_count is not None:
         merged["carrier_down_count"] = carrier_down_count
-    return apply_map(NETDEV_MAP, merged)
+    return merged
 
 
 # The mlx5 names that exist only for a PFC-enabled priority, per priority (built once).

@@ -210,7 +210,7 @@ def _boom(*_: object) -> object:
         ("parse_sysnet", "sysnet"),
         ("parse_sysib", "sysib"),
         ("parse_ethtool_stats", "ethtool_S eth0"),
-        ("normalize_ethtool", "link eth0"),
+        ("ethtool_plan", "link eth0"),
         ("parse_kv_dump", "cputhrottle"),
         ("gpus_from_frame", "gpu"),
     ],
