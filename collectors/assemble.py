@@ -24,6 +24,7 @@ sample, so a kept shape gives exactly what a new one would.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from operator import itemgetter
@@ -306,10 +307,10 @@ class _Resolver:
             if delta is not None and self.last is not None and self.last[0] is delta[0] \
                     and self.first >= 0:
                 out = self.last[1].copy()
-                names, first, end = self.names, self.first, self.first + len(self.names)
-                for p in delta[1]:
-                    if first <= p < end:
-                        out[names[p - first]] = vals[p]  # type: ignore[assignment]
+                names, first, moved = self.names, self.first, delta[1]
+                # moved is in order: the run's part of it lies between two bisections
+                for p in moved[bisect_left(moved, first):bisect_left(moved, first + len(names))]:
+                    out[names[p - first]] = vals[p]  # type: ignore[assignment]
             else:
                 out = dict(zip(self.names, self.get(vals), strict=True))
             self.last = (vals, out)
@@ -335,7 +336,7 @@ class _LinkPlan:
     counters: tuple[tuple[str, _Resolver], ...] = ()  # LinkSample.counters, source by source
     # What the normalizers take beside link.counters (None: that normalizer is not run):
     carrier: tuple[int | None, int | None] | None = None  # the netdev's carrier counts
-    hw: _Resolver | None = None  # the RDMA port's hw_counters, those read slowly included
+    rdma: bool = False  # an RDMA port's link: its counters and hw_counters make metrics
     ethtool: bool = False
     legacy: _Resolver | None = None  # the RDMA port's legacy PMA counters (saturation)
     read_at: int | None = None  # the section whose read time the counters have
@@ -470,13 +471,13 @@ def _fill(
             warn.add(kind, subject, decoded[i][1])
         else:
             link = links[item.link.id]
-            _guard(warn, "link", link.id, None, _metrics, link, item, decoded, deltas)
+            _guard(warn, "link", link.id, None, _metrics, link, item)
     sample.cpu_throttle_count = shape.cpu_throttle_count
     sample.probe = shape.probe
     _gpus(frame, sample, warn)
 
 
-def _metrics(link: LinkSample, lp: _LinkPlan, decoded: _Decoded, deltas: _Deltas) -> None:
+def _metrics(link: LinkSample, lp: _LinkPlan) -> None:
     # Precedence: netdev < RDMA port < ethtool port counters, metric by metric. Each
     # source's counters are the link's own (netdev: its statistics; ib_port: counters with
     # counters_ext over them); only hw_counters differ, the slow ones included here.
@@ -486,9 +487,11 @@ def _metrics(link: LinkSample, lp: _LinkPlan, decoded: _Decoded, deltas: _Deltas
     if lp.carrier is not None:
         stats = counters.get("netdev", _EMPTY)
         metrics.update(apply_plan(netdev, netdev_counters(stats, *lp.carrier)))
-    if lp.hw is not None:
+    if lp.rdma:
         metrics.update(apply_plan(ib, counters.get("ib_port", _EMPTY)))
-        metrics.update(apply_plan(hw, lp.hw(decoded, deltas)))
+        # all of the port's hw_counters: those read every tick and those read slowly
+        metrics.update(apply_plan(hw, {**counters.get("ib_hw", _EMPTY),
+                                       **counters.get(SLOW_SOURCE, _EMPTY)}))
     if lp.ethtool:
         metrics.update(apply_plan(ethtool, counters["ethtool"]))
     link.metrics = metrics
@@ -839,7 +842,7 @@ def _rdma_link(
             link.counters["ib_hw"] = hw
         if slow:
             link.counters[SLOW_SOURCE] = slow
-    lp = _LinkPlan(link, hw=_Resolver(port.hw_counters, placed))
+    lp = _LinkPlan(link, rdma=True)
     legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
     lp.legacy = _Resolver(legacy, placed)
     lp.temp = (None, None, dev.name, dev.temperature_c)
@@ -917,9 +920,9 @@ def _plan_metrics(lp: _LinkPlan) -> None:
     if lp.carrier is not None:
         netdev = metric_plan(NETDEV_MAP, netdev_counters(c.get("netdev", _EMPTY), *lp.carrier),
                              None)
-    if lp.hw is not None:
+    if lp.rdma:
         ib = metric_plan(IB_PORT_MAP, c.get("ib_port", _EMPTY), None)
-        hw = metric_plan(IB_HW_MAP, dict.fromkeys(lp.hw.names), None)
+        hw = metric_plan(IB_HW_MAP, {**c.get("ib_hw", _EMPTY), **c.get(SLOW_SOURCE, _EMPTY)}, None)
     if lp.ethtool:
         ethtool = ethtool_plan(c["ethtool"], lp.link.driver)
     lp.plans = (netdev, ib, hw, ethtool)
