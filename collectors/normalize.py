@@ -245,21 +245,30 @@ def metric_plan(
 def apply_plan(plan: MetricPlan, counters: Mapping[str, int]) -> dict[str, MetricValue]:
     """The metrics of ``plan`` made of ``counters`` (which have the names it was made for)."""
     out: dict[str, MetricValue] = {}
-    for metric, names, scale, prios, rollup in plan:
+    for metric, names, scale, prios, rollup, one in plan:
         if prios is None:
-            v = counters[names[0]] if len(names) == 1 else sum([counters[n] for n in names])
-            if scale != 1:
-                v *= scale
+            if one is not None:  # the usual step: one name, scale 1 (a str on a scalar step)
+                v = counters[one]  # type: ignore[index]
+            else:
+                v = counters[names[0]] if len(names) == 1 else sum([counters[n] for n in names])
+                if scale != 1:
+                    v *= scale
             if v <= U64_MAX:
                 out[metric] = v
             continue
         per: dict[int, int] = {}
-        for p, pnames in prios:
-            v = counters[pnames[0]] if len(pnames) == 1 else sum([counters[n] for n in pnames])
-            if scale != 1:
-                v *= scale
-            if v <= U64_MAX:
-                per[p] = v
+        if one is not None:  # (priority, name) pairs on a per-priority step
+            for p, name in one:  # type: ignore[str-unpack]
+                v = counters[name]
+                if v <= U64_MAX:
+                    per[p] = v  # type: ignore[index]
+        else:
+            for p, pnames in prios:
+                v = counters[pnames[0]] if len(pnames) == 1 else sum([counters[n] for n in pnames])
+                if scale != 1:
+                    v *= scale
+                if v <= U64_MAX:
+                    per[p] = v
         if per:
             if rollup:
                 total = sum(per.values())
@@ -270,8 +279,10 @@ def apply_plan(plan: MetricPlan, counters: Mapping[str, int]) -> dict[str, Metri
     return out
 
 
-# (metric, present names, scale, per priority (priority, present names) or None, rollup)
-_Step = tuple[Metric, tuple[str, ...], int, tuple[tuple[int, tuple[str, ...]], ...] | None, bool]
+# (metric, present names, scale, per priority (priority, present names) or None, rollup,
+# and where every sum is of one name at scale 1: that name, or per priority (priority, name))
+_Step = tuple[Metric, tuple[str, ...], int, tuple[tuple[int, tuple[str, ...]], ...] | None, bool,
+              str | tuple[tuple[int, str], ...] | None]
 MetricPlan = tuple[_Step, ...]
 _PLANS: dict[tuple[int, str | None, tuple[str, ...]], MetricPlan] = {}
 # Distinct name sets (drivers x firmware x PFC settings), each key at most _PLAN_NAMES_MAX
@@ -291,7 +302,8 @@ def _plan(
             if not src.per_prio:
                 present = tuple(n for n in src.names if n in counters)
                 if present:
-                    steps.append((metric, present, src.scale, None, False))
+                    one = present[0] if len(present) == 1 and src.scale == 1 else None
+                    steps.append((metric, present, src.scale, None, False, one))
                     break
                 continue
             prios = tuple(
@@ -300,7 +312,10 @@ def _plan(
             )
             prios = tuple((p, ns) for p, ns in prios if ns)
             if prios:
-                steps.append((metric, (), src.scale, prios, src.rollup))
+                each = None
+                if src.scale == 1 and all(len(ns) == 1 for _, ns in prios):
+                    each = tuple((p, ns[0]) for p, ns in prios)
+                steps.append((metric, (), src.scale, prios, src.rollup, each))
                 break
     return tuple(steps)
 
