@@ -161,11 +161,11 @@ def _assemble(
                 else None
             vals, warnings, keep, moved = decode_changed(s.text, s.schema.names, since)
             decoded[i] = (vals, warnings)
-            # Which values came: a value not read ("-", or no number) is no key of a dict.
-            if moved is not None and before is not None and since is not None:
+            if moved is not None and since is not None:
                 deltas[i] = (since[2], moved)
+            # Which values came: a value not read ("-", or no number) is no key of a dict.
             came: tuple[int, ...] | None
-            if deltas.get(i) is not None and before is not None and before[3] == ():
+            if i in deltas and before is not None and before[3] == ():
                 came = ()  # all were read, and what moved is a number
             elif vals is None:
                 came = None
