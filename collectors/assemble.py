@@ -81,7 +81,7 @@ from collectors.samples import (
     QosConfig,
     SectionStatus,
 )
-from collectors.structured import COUNTER_KINDS, LastValues, decode_changed
+from collectors.structured import COUNTER_KINDS, LastValues, decode_changed, keyed_values
 from collectors.text import MAX_TEXT, clean
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
@@ -663,7 +663,7 @@ def _sysib(b: _Build) -> dict[str, RdmaDeviceRecord]:
     return devices
 
 
-_R = TypeVar("_R", NetdevRecord, RdmaDeviceRecord, RdmaPortRecord, QosConfig, LinkSample)
+_R = TypeVar("_R", NetdevRecord, RdmaDeviceRecord, RdmaPortRecord, QosConfig)
 
 
 def _shallow(obj: _R) -> _R:
@@ -787,17 +787,10 @@ def _ethtool_stats(b: _Build) -> dict[str, dict[str, int]]:
 
 
 def _keyed_values(b: _Build, sec: Section, keys: tuple[str, ...]) -> dict[str, int]:
-    """A structured section as ``key -> value``, one key per position (``""`` drops one);
-    a repeated key keeps its first value, as the text parser does; unread values go."""
+    """A structured section as ``key -> value`` (keyed_values: its values, as positions)."""
     i, vals = b.of(sec)
     b.warn.values(i, sec.kind, sec.subject)
-    out: dict[str, int] = {}
-    if vals is None:
-        return out
-    for key, v in zip(keys, vals, strict=True):
-        if v is not None and key and key not in out:
-            out[key] = v
-    return out
+    return {} if vals is None else keyed_values(keys, vals)
 
 
 def _netdev_of(dev: RdmaDeviceRecord, port: RdmaPortRecord) -> str | None:

@@ -97,9 +97,9 @@ def decode_changed(
     """:func:`decode_values`, reading only the values that changed since ``last``.
 
     ``last``: this section's previous values line, its tokens and its values, as this
-    function returned it (None: none kept). Most counters of a port do not move between two ticks
-    (three in four here), and reading a number is most of what decoding costs, so a value
-    whose token is the same as last time is taken from ``last``. Returns the values, the
+    function returned it (None: none kept). Most counters of a port do not move between
+    two ticks (three in four here), and reading a number is most of what decoding costs,
+    so a value whose token is the same as last time is taken from ``last``. Returns the values, the
     warnings, what to pass as ``last`` next tick, and the positions whose value changed
     since ``last`` (None: any may have); the values are those decode_values gives, and are
     shared with that next call: read them, do not change them.
@@ -151,19 +151,23 @@ def section_values(
     schema = section.schema
     if schema is None:
         return {}, []
-    names = schema.names if keys is None else keys
     vals, warnings = decode_values(section.text, schema.names)
     if vals is None:
         return {}, warnings
-    pairs = dict(zip(names, vals, strict=True))
+    return keyed_values(schema.names if keys is None else keys, vals), warnings
+
+
+def keyed_values(keys: tuple[str, ...], vals: list[int | None]) -> dict[str, int]:
+    """``key -> value`` by position (``""`` drops one); a repeated key keeps its first value
+    (as the text parser does), an unread value (None) goes."""
+    pairs = dict(zip(keys, vals, strict=True))
     if len(pairs) == len(vals) and None not in pairs.values() and "" not in pairs:
-        return cast(dict[str, int], pairs), warnings
-    # Rare: repeats keep their first value (as the text parser does), unread go.
-    out: dict[str, int] = {}
-    for name, v in zip(names, vals, strict=True):
-        if v is not None and name and name not in out:
-            out[name] = v
-    return out, warnings
+        return cast(dict[str, int], pairs)
+    out: dict[str, int] = {}  # rare: repeats or unread values
+    for key, v in zip(keys, vals, strict=True):
+        if v is not None and key and key not in out:
+            out[key] = v
+    return out
 
 
 class StructuredEncoder:

@@ -617,7 +617,7 @@ def _plain_rates(
     few operations.
     """
     rates: dict[str, RateValue] = {}
-    for (rname, kind, scalar), v, pv in zip(plan, metrics, pmetrics):  # noqa: B905 (a keyword parse a call)
+    for (rname, kind, scalar), v, pv in zip(plan, metrics, pmetrics):  # noqa: B905 (strict= is a keyword parse per call)
         if pclean and v == pv:
             # Nothing counted (most counters on most ticks), and that value was judged clean
             # on its own tick: the rate is 0, within any bound.
