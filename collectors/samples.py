@@ -63,6 +63,76 @@ class LinkSample:
     # Node time (ns) its counters were read: the section they came from (ethtool -S
     # first). The fast probe stamps each read; the sh probe stamps the tick's start.
     read_ns: int | None = None
+    # The RDMA port's GID table (sysfs ``gids/N`` + ``gid_attrs``, or ``ibv_devinfo -v``):
+    # None when it was not read, () when read and empty. Slow cadence.
+    gids: tuple[GidEntry, ...] | None = None
+    # IPv4/IPv6 addresses of the netdev (``ip -j addr``, ``ifconfig``): None when not read.
+    addresses: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class GidEntry:
+    """One populated entry of an RDMA port's GID table."""
+
+    index: int
+    gid: str  # as the kernel prints it: fe80:0000:...; ::ffff:a.b.c.d style for IPv4-mapped
+    type: str | None = None  # "RoCE v2", "IB/RoCE v1", or None where the source does not say
+    netdev: str | None = None  # gid_attrs/ndevs/N
+
+    @property
+    def ipv4_mapped(self) -> bool:
+        """True for a GID that carries an IPv4 address (``::ffff:a.b.c.d``)."""
+        g = self.gid.replace(":", "").lower()
+        return len(g) == 32 and g.startswith("0" * 20 + "ffff")
+
+    @property
+    def link_local(self) -> bool:
+        """True for the ``fe80::`` GID every port has, whatever its addresses."""
+        return self.gid.replace(":", "").lower().startswith("fe80" + "0" * 12)
+
+
+@dataclass(slots=True)
+class ThunderboltPeer:
+    """One Thunderbolt cable as one host sees it: the far end and how the link trained.
+
+    Linux: an XDomain under ``/sys/bus/thunderbolt/devices``; macOS: an entry of
+    ``system_profiler SPThunderboltDataType -json`` with a peer. Per-lane speeds in Gb/s.
+    """
+
+    port: str | None = None  # the local receptacle or router port ("Receptacle 1", "0-1")
+    netdev: str | None = None  # the local netdev that carries IP over it (thunderbolt0, en3)
+    peer_uid: str | None = None  # the far end's identity: XDomain unique_id / peer domain UUID
+    peer_name: str | None = None  # device_name / the peer's name as the tool prints it
+    rx_gbps_per_lane: float | None = None
+    tx_gbps_per_lane: float | None = None
+    rx_lanes: int | None = None
+    tx_lanes: int | None = None
+    # What the receptacle can do, where the source says (to tell "trained below it").
+    max_gbps_per_lane: float | None = None
+    max_lanes: int | None = None
+
+    @property
+    def total_gbps(self) -> float | None:
+        """Lane speed times lanes of the slower direction, None when either is unknown."""
+        tots = [
+            s * n
+            for s, n in (
+                (self.rx_gbps_per_lane, self.rx_lanes),
+                (self.tx_gbps_per_lane, self.tx_lanes),
+            )
+            if s is not None and n is not None
+        ]
+        return min(tots) if tots else None
+
+
+@dataclass(slots=True)
+class ThunderboltInfo:
+    """A host's Thunderbolt domain: its own identity and the cables it sees (slow cadence)."""
+
+    source: str  # "sysfs" (Linux) | "system_profiler" (macOS)
+    self_uid: str | None = None  # host router unique_id (Linux) / domain UUID (macOS)
+    generation: int | None = None  # controller generation: 3, 4 (USB4/TB4), 5 (TB5)
+    peers: list[ThunderboltPeer] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -157,6 +227,8 @@ class HostSample:
     sections: list[SectionStatus] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cpu_throttle_count: int | None = None
+    # Thunderbolt domain (issue 14): None when the host has none or it was not read.
+    thunderbolt: ThunderboltInfo | None = None
     # Which probe sent the frame: "sh", or "python <version> <executable>" (the fast one);
     # None when the frame does not say (older recordings, Prometheus sources).
     probe: str | None = None
