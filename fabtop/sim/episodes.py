@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-KINDS = ("healthy", "incast", "pfc_storm", "link_flap", "gpu_thermal", "no_ecn")
+KINDS = ("healthy", "incast", "pfc_storm", "link_flap", "gpu_thermal", "no_ecn", "switch_no_pfc")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,8 @@ DEFAULT_TARGET = {
     "link_flap": ("node2", 1),
     "gpu_thermal": ("node4", 1),
     "no_ecn": ("node2", 0),
+    # Scenario only (not in the demo's cycle): --demo-scenario switch_no_pfc.
+    "switch_no_pfc": ("node1", 0),
 }
 FLAP_DOWN_AT_S = 8.0
 FLAP_DOWN_FOR_S = 4.0
@@ -84,6 +86,7 @@ class PortMods:
     link_down_events: int = 0
     storm_warnings: int = 0
     retransmits: int = 0
+    switch_drop_frac: float = 0.0  # share of the RDMA packets toward this port the switch drops
 
 
 @dataclass(slots=True)
@@ -175,6 +178,20 @@ def apply_episode(
         mods.gpu_heat_c[(target, idx)] = heat
         if heat > 0.85:
             mods.token_factor *= 0.72
+    elif ep.kind == "switch_no_pfc":
+        # Incast into the target through a switch that runs no PFC on the RoCE class: the
+        # hosts have PFC on, but the switch never pauses anyone; its buffer overflows and
+        # drops, so the target sees out-of-sequence and no host ever receives a pause.
+        tp = mods.port(target, idx)
+        tp.rx_scale = 1.5
+        tp.switch_drop_frac = 0.002 + 0.002 * wobble
+        tp.ecn_marked_pps = 150_000.0 + 50_000.0 * wobble
+        tp.cnp_sent_pps = tp.ecn_marked_pps * 0.35
+        for h in peers[:3]:
+            pm = mods.port(h, idx)
+            pm.tx_scale = 0.9
+            pm.cnp_handled_pps = tp.cnp_sent_pps / max(len(peers[:3]), 1)
+        mods.token_factor *= 0.7
     elif ep.kind == "no_ecn":
         # DCQCN off on the target: congestion is handled by PFC alone, nothing is marked.
         mods.ecn_off.add(target)

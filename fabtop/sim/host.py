@@ -177,6 +177,7 @@ class SimHost:
                 ecn_marked_pps=pm.ecn_marked_pps if ecn else 0.0,
                 cnp_sent_pps=pm.cnp_sent_pps if ecn else 0.0,
                 cnp_handled_pps=pm.cnp_handled_pps if ecn else 0.0,
+                switch_drop_frac=pm.switch_drop_frac,
             ))  # fmt: skip
             self.nic_temp[i] = cfg.nic_temp_c + 3.0 * min(tf, 1.0) + 0.4 * noise(seed, k, i, 7)
         if self.ib is not None:

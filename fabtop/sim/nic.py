@@ -44,6 +44,7 @@ class PortTraffic:
     ecn_marked_pps: float = 0.0  # CE-marked RoCE packets received
     cnp_sent_pps: float = 0.0
     cnp_handled_pps: float = 0.0
+    switch_drop_frac: float = 0.0  # share of the RDMA packets toward this port lost in the switch
 
 
 PAUSE_FRAMES_PER_S = 6000.0  # a fully paused 100G port refreshes XOFF about every 170 us
@@ -202,10 +203,15 @@ class Mlx5Port:
         hw.rate("np_cnp_sent", cnp_tx_pps)
         hw.rate("rp_cnp_handled", cnp_rx_pps * 0.995)
         hw.rate("rp_cnp_ignored", cnp_rx_pps * 0.005)
+        # Packets lost in the NIC (no PFC on the RoCE priority) or in the switch (none there)
+        # reach the responder as gaps in the PSN sequence.
+        lost = tr.switch_drop_frac
         if not self.lossless and tr.tx_pause_frac > 0:
-            hw.rate("out_of_sequence", rdma_rx_pps * 0.002 * tr.tx_pause_frac)
-            hw.rate("packet_seq_err", rdma_rx_pps * 0.0005 * tr.tx_pause_frac)
+            lost += 0.002 * tr.tx_pause_frac
             hw.rate("roce_adp_retrans", rdma_tx_pps * 0.0005)
+        if lost > 0:
+            hw.rate("out_of_sequence", rdma_rx_pps * lost)
+            hw.rate("packet_seq_err", rdma_rx_pps * lost / 4)
 
     def commit(self, dt: float) -> None:
         """Advance every counter set to the next grid point."""

@@ -114,6 +114,29 @@ def test_pfc_storm_restores_after_it_ends() -> None:
     assert not [f for f in run.state.findings if f.rule == "pfc_storm"]
 
 
+def test_switch_without_pfc_is_named_in_the_drop_finding() -> None:
+    # Hosts with PFC on prio 3 behind a switch that runs none: the switch drops under
+    # incast and nobody is ever paused. One finding, naming the switch as the cause.
+    run = episode("switch_no_pfc")
+    run.until(START + 4)
+    subject = "node1/enp65s0f0np0"
+    first = run.first("roce_out_of_sequence", subject)
+    assert first is not None and first <= START + 2
+    found = [f for f in run.state.findings if f.severity in ("warning", "critical")]
+    assert [(f.rule, f.subject) for f in found] == [("roce_out_of_sequence", subject)]
+    f = found[0]
+    assert "the switch likely does not run PFC on this class" in f.summary
+    assert f.number("rx_pause_prio3_total_all_hosts") == 0.0
+    assert "PFC is enabled for priority 3" in f.next_step
+
+
+def test_a_plain_incast_never_blames_the_switch() -> None:
+    # Incast on a switch that does run PFC: hosts receive pauses, nothing is dropped.
+    run = episode("incast")
+    run.until(START + 10)
+    assert not any("switch likely" in f.summary for _, found in run.log for f in found)
+
+
 def test_no_ecn_points_at_the_host_without_dcqcn() -> None:
     run = episode("no_ecn")
     run.until(START + 4)

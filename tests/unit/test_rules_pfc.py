@@ -257,3 +257,76 @@ def test_qos_dataclass_shape_used_by_the_rules() -> None:
     # The rules read these fields; a rename in the model must break here, not silently.
     q = QosConfig(source="mlnx_qos", trust="dscp", pfc_enabled=(3,))
     assert (q.trust, q.pfc_enabled, q.ecn_np_enabled) == ("dscp", (3,), None)
+
+
+# Issue 15, item 5: drops on a lossless priority while no host ever receives a pause on
+# it say the switch does not run PFC on that class, in the drop finding itself.
+_NO_SWITCH_PFC = "the switch likely does not run PFC on this class"
+
+
+def test_drops_with_no_pause_received_anywhere_blame_the_switch() -> None:
+    fab = Fabric()
+    p = fab.port("node1").traffic(70)
+    fab.port("node2").traffic(70)
+    fab.run(2)
+    p.set(rx_discards_prio={3: 40.0})
+    found = by_rule(fab.tick(), "lossless_drops")
+    assert len(found) == 1
+    f = found[0]
+    assert _NO_SWITCH_PFC in f.summary and "since their counters started" in f.summary
+    assert f.number("ports_counting_rx_pause_prio3") == 2.0
+    assert f.number("rx_pause_prio3_total_all_hosts") == 0.0
+    assert "show pfc counters" in f.next_step and "priority 3" in f.next_step
+    assert len(by_rule(fab.findings, "lossless_drops")) == 1  # one cause, one finding
+
+
+def test_a_pause_received_by_any_host_keeps_the_switch_out_of_it() -> None:
+    fab = Fabric()
+    p = fab.port("node1").traffic(70)
+    fab.port("node2").traffic(70).set(rx_pause={3: 300.0}, rx_pause_us={3: 20_000.0})
+    fab.run(2)
+    p.set(rx_discards_prio={3: 40.0})
+    f = by_rule(fab.tick(), "lossless_drops")[0]
+    assert _NO_SWITCH_PFC not in f.summary
+    assert f.number("rx_pause_prio3_total_all_hosts") is None
+    assert "check the switch buffer/headroom" in f.next_step
+
+
+def test_pauses_from_before_fabtop_watched_need_the_watch_time() -> None:
+    # Counters that moved before fabtop started prove nothing about now: the switch is
+    # named only after switch_pfc_watch_s without one pause received anywhere.
+    fab = Fabric({"switch_pfc_watch_s": 10.0})
+    p = fab.port("node1").traffic(70)
+    q = fab.port("node2").traffic(70)
+    rx_pause = q.metrics["rx_pause"]
+    assert isinstance(rx_pause, dict)
+    rx_pause[3] = 12_345
+    fab.run(2)
+    p.set(rx_discards_prio={3: 40.0})
+    assert _NO_SWITCH_PFC not in by_rule(fab.tick(), "lossless_drops")[0].summary
+    fab.run(8)
+    f = by_rule(fab.tick(), "lossless_drops")[0]
+    assert _NO_SWITCH_PFC in f.summary and "in the 1" in f.summary and "s watched" in f.summary
+    assert f.number("rx_pause_prio3_total_all_hosts") == 12_345.0
+
+
+def test_hosts_that_count_no_received_pauses_say_nothing_about_the_switch() -> None:
+    fab = Fabric()
+    p = fab.port("node1").traffic(70)
+    for port in (p,):
+        del port.rates["rx_pause"], port.metrics["rx_pause"]
+    fab.run(2)
+    p.set(rx_discards_prio={3: 40.0})
+    f = by_rule(fab.tick(), "lossless_drops")[0]
+    assert _NO_SWITCH_PFC not in f.summary
+
+
+def test_out_of_sequence_with_no_pause_anywhere_blames_the_switch() -> None:
+    fab = Fabric()
+    p = fab.port("node1").traffic(70)
+    fab.port("node2").traffic(70)
+    fab.run(2)
+    p.set(out_of_sequence=12.0)
+    f = by_rule(fab.tick(), "roce_out_of_sequence")[0]
+    assert _NO_SWITCH_PFC in f.summary and "prio 3" in f.summary
+    assert "show pfc counters" in f.next_step

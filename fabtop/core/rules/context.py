@@ -98,6 +98,10 @@ class RuleMemory:
     # every subject. A rule's loop asks ``name in held`` of this live dict per subject (a
     # method call per subject cost more than the rest of a quiet subject's check).
     held: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    # Priorities on which any host received a PFC pause since this memory began
+    # (``watch_start``): the lossless-drop rule's evidence about the switch.
+    rx_paused: set[int] = field(default_factory=set, init=False, repr=False)
+    watch_start: float | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for rule, _ in self.tracks:

@@ -1,4 +1,12 @@
-"""Lossless rules: drops on a PFC-enabled priority, RoCE out-of-sequence (PFC not protecting)."""
+"""Lossless rules: drops on a PFC-enabled priority, RoCE out-of-sequence (PFC not protecting).
+
+Both findings also say when the switch, not the host, is the likely cause: packets of a
+lossless priority are lost while no host receives a PFC pause on it. A switch that runs
+PFC on a class pauses its senders before its buffer drops; one that does not just drops,
+and the hosts never see a pause on that priority (the guide's "killer number one": PFC
+configured on the hosts but not on the switch). One cause, one finding: this is said in
+the drop finding itself, with the evidence, never as a second finding.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,7 @@ import functools
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, is_rdma_ethernet, lossless_prios, r3
-from fabtop.core.rules.pauses import PRIOS
+from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
 
 # Per-priority drop counters; any of them moving on a lossless priority is a loss.
 _DROP_RATES = tuple(
@@ -16,6 +24,70 @@ _DROP_RATES = tuple(
 # Looked up once: an enum member costs a class attribute lookup per read, per link.
 _OOS_PER_S = Metric.OUT_OF_SEQUENCE.per_s
 _SEQ_ERR_PER_S = Metric.PACKET_SEQ_ERR.per_s
+# Either measure of received pauses: frames per second or the share of time held.
+_RX_PAUSED = (PAUSE_PER_S["rx"], PAUSE_RATIO["rx"])
+_SWITCH_CHECK = (
+    "on the switch, check that PFC is enabled for priority {p} on every port facing these "
+    "hosts and that its pause counters move under load (SONiC: show pfc counters; "
+    "Cumulus: nv show qos pfc; Onyx: show dcb priority-flow-control)"
+)
+
+
+def _note_rx_pauses(ctx: RuleContext) -> None:
+    """Remember the priorities on which any host received a pause this pass."""
+    memory = ctx.memory
+    if memory.watch_start is None:
+        memory.watch_start = ctx.now
+    seen = memory.rx_paused
+    for lt in ctx.links:
+        if not lt.pausing:
+            continue
+        for name in _RX_PAUSED:
+            for p, x in lt.prio_rates(name).items():
+                if x > 0:
+                    seen.add(p)
+
+
+def switch_without_pfc(ctx: RuleContext, prios: tuple[int, ...]) -> tuple[str, dict[str, float]]:
+    """What says the switch does not run PFC on ``prios``: a summary clause and evidence.
+
+    A priority counts when no host received a pause on it: every port that has it lossless
+    and counts its received pauses reads 0 since its counters started, or none received
+    one in the ``switch_pfc_watch_s`` fabtop has watched. ``("", {})`` when no priority
+    qualifies or no host counts received pauses per priority (nothing to go on).
+    """
+    quiet: list[int] = []
+    evidence: dict[str, float] = {}
+    watched = ctx.now - ctx.memory.watch_start if ctx.memory.watch_start is not None else 0.0
+    since_start = True
+    for p in prios:
+        if p in ctx.memory.rx_paused:
+            continue
+        ports = total = 0
+        for lt in ctx.links:
+            lp = lossless_prios(lt.link)
+            if not lp or p not in lp:
+                continue
+            v = lt.link.metrics.get(Metric.RX_PAUSE)
+            if isinstance(v, dict) and p in v:
+                ports += 1
+                total += v[p]
+        if not ports:
+            continue
+        if total and watched < ctx.th("switch_pfc_watch_s"):
+            continue
+        since_start = since_start and not total
+        quiet.append(p)
+        evidence[f"ports_counting_rx_pause_prio{p}"] = float(ports)
+        evidence[f"rx_pause_prio{p}_total_all_hosts"] = float(total)
+    if not quiet:
+        return "", {}
+    when = "since their counters started" if since_start else f"in the {watched:.0f} s watched"
+    clause = (
+        f"; no host received a PFC pause on prio {','.join(map(str, quiet))} {when}: "
+        "the switch likely does not run PFC on this class"
+    )
+    return clause, evidence
 
 
 @functools.lru_cache(maxsize=64)
@@ -32,6 +104,7 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
     restore_s = ctx.th("restore_s")
     flapped = {f.port.key for f in ctx.findings if f.rule == "link_flap" and f.port is not None}
     memory = ctx.memory
+    _note_rx_pauses(ctx)
     for lt in ctx.links:
         if lt.dt is None:
             continue
@@ -46,19 +119,26 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
                 drops = lt.prio_rate_of(_DROP_RATES, p)
                 total = sum([v for v in drops if v is not None])
                 if total > limit:
+                    clause, sw = switch_without_pfc(ctx, (p,))
+                    switch = _SWITCH_CHECK.format(p=p) if clause else (
+                        "check the switch buffer/headroom and PFC on this priority"
+                    )
+                    evidence: dict[str, float | None] = {
+                        k: r3(v) for k, v in zip(_DROP_RATES, drops, strict=True)
+                    }
+                    evidence.update(sw)
                     found = Finding(
                         rule="lossless_drops",
                         severity="warning",
                         subject=lt.prio_subject(p),
                         summary=(
                             f"{lt.label} prio {p}: {total:.1f} drops/s on a lossless priority "
-                            "(PFC is not protecting it end to end)"
+                            f"(PFC is not protecting it end to end){clause}"
                         ),
-                        evidence={k: r3(v) for k, v in zip(_DROP_RATES, drops, strict=True)},
+                        evidence=dict(evidence),
                         next_step=(
                             f"ethtool -S {lt.name} | grep -E 'prio{p}_(discard|buf_discard|"
-                            f"cong_discard|pause)'; mlnx_qos -i {lt.name}; check the switch "
-                            "buffer/headroom and PFC on this priority"
+                            f"cong_discard|pause)'; mlnx_qos -i {lt.name}; {switch}"
                         ),
                         host=lt.host,
                         port=lt.ref,
@@ -78,23 +158,28 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
             seq = lt.rate(_SEQ_ERR_PER_S)
             total = (oos or 0.0) + (seq or 0.0)
             if total > limit:
+                clause, sw = switch_without_pfc(ctx, prios)
+                oos_evidence: dict[str, float | None] = {
+                    Metric.OUT_OF_SEQUENCE.per_s: r3(oos),
+                    Metric.PACKET_SEQ_ERR.per_s: r3(seq),
+                    Metric.RX_BYTES.per_s: r3(lt.rate(Metric.RX_BYTES.per_s)),
+                }
+                oos_evidence.update(sw)
+                on = ",".join(map(str, prios))
+                switch = _SWITCH_CHECK.format(p=on) if clause else "check PFC on the switch ports"
                 found = Finding(
                     rule="roce_out_of_sequence",
                     severity="warning",
                     subject=lt.subject,
                     summary=(
                         f"{lt.label}: RoCE saw {total:.1f} out-of-sequence packets/s although "
-                        f"PFC is on (prio {','.join(map(str, prios))}): packets are being dropped"
+                        f"PFC is on (prio {on}): packets are being dropped{clause}"
                     ),
-                    evidence={
-                        Metric.OUT_OF_SEQUENCE.per_s: r3(oos),
-                        Metric.PACKET_SEQ_ERR.per_s: r3(seq),
-                        Metric.RX_BYTES.per_s: r3(lt.rate(Metric.RX_BYTES.per_s)),
-                    },
+                    evidence=dict(oos_evidence),
                     next_step=(
                         f"rdma statistic show link {lt.link.rdma_device or lt.name}/"
                         f"{lt.link.port or 1}; check that the traffic is marked with the lossless "
-                        "priority (trust mode, DSCP map) and PFC on the switch ports"
+                        f"priority (trust mode, DSCP map); {switch}"
                     ),
                     host=lt.host,
                     port=lt.ref,
