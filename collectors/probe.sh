@@ -49,7 +49,7 @@ FAB_PY=
 # NCCL scan: each distinct libnccl.so* file a readable process maps, and for a pip
 # wheel's libnccl.so.2 (no version in its name) the dist-info beside it. Paths from
 # the node are only ever expanded inside double quotes.
-FAB_NCCL='grep -s -h -m 1 -o "/.*/libnccl\.so[^/]*" /proc/[0-9]*/maps | sort -u | head -n 16 |
+FAB_NCCL='grep -s -h -o "/.*/libnccl\.so[^/]*" /proc/[0-9]*/maps | sort -u | head -n 16 |
 while IFS= read -r p; do
 	printf "lib %s\n" "$p"
 	case $p in

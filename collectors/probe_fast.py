@@ -40,7 +40,7 @@ FRAME_HARD_MAX = 16711680
 # beside a pip wheel's libnccl.so.2 (no version in its name); node paths are expanded
 # only inside double quotes. It runs as a child (sh -c) under the per-section timeout,
 # never in this process: reading a hung process's maps can block in the kernel.
-NCCL_SCAN = """grep -s -h -m 1 -o "/.*/libnccl\\.so[^/]*" /proc/[0-9]*/maps | sort -u | head -n 16 |
+NCCL_SCAN = """grep -s -h -o "/.*/libnccl\\.so[^/]*" /proc/[0-9]*/maps | sort -u | head -n 16 |
 while IFS= read -r p; do
 	printf "lib %s\\n" "$p"
 	case $p in
