@@ -83,11 +83,6 @@ FIELDS: tuple[VersionField, ...] = (
 )  # fmt: skip
 
 
-def _read(v: SoftwareVersions, f: VersionField) -> VersionRead | None:
-    got = getattr(v, f.attr)
-    return got if isinstance(got, VersionRead) else None
-
-
 def _shown(hosts: list[str], values: dict[str, str]) -> str:
     shown = ", ".join(f"{h} ({values[h]})" for h in hosts[:_NAMED])
     return shown + (f" and {len(hosts) - _NAMED} more" if len(hosts) > _NAMED else "")
@@ -130,27 +125,44 @@ def _finding(f: VersionField, keys: dict[str, str], full: dict[str, str],
 def software_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different kernel, rdma-core, OFED, NVIDIA driver or loaded NCCL across hosts."""
     tracked = RULE in ctx.memory.held
-    hosts = [(hs.name, hs.sample.versions) for hs in ctx.state.hosts.values()
-             if hs.sample is not None and hs.sample.versions is not None]
+    names: list[str] = []
+    vers: list[SoftwareVersions] = []
+    for hs in ctx.state.hosts.values():
+        s = hs.sample
+        if s is not None and s.versions is not None:
+            names.append(hs.name)
+            vers.append(s.versions)
     out: list[Finding] = []
     for f in FIELDS:
-        keys: dict[str, str] = {}
-        full: dict[str, str] = {}
-        unknown: dict[str, str] = {}
-        for name, v in hosts:
-            got = _read(v, f)
-            if got is None:
-                continue  # not read at all (gpu=off, an older recording): nothing to say
-            key = f.key(got.value) if got.value is not None else None
-            if key is None:
-                unknown[name] = got.note or "unknown"
-                continue
-            keys[name] = key
-            full[name] = got.value or key
-        found = _finding(f, keys, full, unknown) if len(set(keys.values())) > 1 else None
+        reads = [getattr(v, f.attr) for v in vers]
+        found = None
+        # The usual fabric runs one version of each: one value (or none) is no mismatch,
+        # whatever the key, and nothing more is worked out (this runs every tick).
+        if len({r.value for r in reads if r is not None}) > 1:
+            found = _compare(f, names, reads)
         if found is None and not tracked:
             continue  # nothing to report and nothing to clear
-        got_f = ctx.memory.mark(found, (RULE, f"fabric/software/{f.attr}"), ctx.now)
-        if got_f is not None:
-            out.append(got_f)
+        got = ctx.memory.mark(found, (RULE, f"fabric/software/{f.attr}"), ctx.now)
+        if got is not None:
+            out.append(got)
     return out
+
+
+def _compare(f: VersionField, names: list[str], reads: list[VersionRead | None]) -> Finding | None:
+    keys: dict[str, str] = {}
+    full: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    key_of: dict[str, str | None] = {}  # each distinct value's key, worked out once
+    for name, got in zip(names, reads, strict=True):
+        if got is None:
+            continue  # not read at all (gpu=off, an older recording): nothing to say
+        value = got.value
+        key = None
+        if value is not None:
+            key = key_of[value] if value in key_of else key_of.setdefault(value, f.key(value))
+        if key is None or value is None:
+            unknown[name] = got.note or "unknown"
+            continue
+        keys[name] = key
+        full[name] = value
+    return _finding(f, keys, full, unknown)
