@@ -41,14 +41,14 @@ def _read(sec: Section) -> VersionRead:
         source = sec.subject or "package manager"
     else:
         source, parse = _PARSERS[sec.kind]
-    if parse is None or sec.status == "missing":
-        return unread(source, sec.status, sec.detail)
-    if sec.status in ("timeout", "truncated") or (sec.kind == "nccl" and sec.status != "ok"):
-        return unread(source, sec.status, sec.detail)
-    got = parse(sec.text)
-    if got.value is None and sec.status != "ok" and got.note and "not installed" not in got.note:
-        return unread(source, sec.status, sec.detail)  # a tool that failed: say how
-    return got
+    if parse is not None and sec.status == "ok":
+        return parse(sec.text)
+    if parse is not None and sec.kind == "rdma_core" and sec.status == "error":
+        # dpkg-query and rpm exit 1 for a package they do not have: that is an answer.
+        got = parse(sec.text)
+        if got.note is not None and got.note.startswith("rdma-core not installed"):
+            return got
+    return unread(source, sec.status, sec.detail)  # missing, timed out, failed, cut
 
 
 def versions_from_frame(frame: Frame) -> SoftwareVersions | None:
