@@ -80,9 +80,11 @@ from collectors.samples import (
     MetricValue,
     QosConfig,
     SectionStatus,
+    SoftwareVersions,
 )
 from collectors.structured import COUNTER_KINDS, LastValues, decode_changed, keyed_values
 from collectors.text import MAX_TEXT, clean
+from collectors.version_sections import versions_from_frame
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
 
@@ -362,6 +364,7 @@ class _Shape:
     links: list[_LinkPlan]
     cpu_throttle_count: int | None
     probe: str | None
+    versions: SoftwareVersions | None = None  # slow text sections: part of the shape
 
 
 def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
@@ -384,7 +387,8 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
     probe = HostSample("", 0, 0, 0.0)
     cpu = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
     _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
-    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe)
+    versions = _guard(warn, "versions", None, None, versions_from_frame, frame)
+    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe, versions)
 
 
 @dataclass(slots=True)
@@ -474,6 +478,7 @@ def _fill(
             _guard(warn, "link", link.id, None, _metrics, link, item)
     sample.cpu_throttle_count = shape.cpu_throttle_count
     sample.probe = shape.probe
+    sample.versions = shape.versions  # frozen: shared by the samples of one shape
     _gpus(frame, sample, warn)
 
 

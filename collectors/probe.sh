@@ -44,6 +44,24 @@
 
 export LC_ALL=C
 FAB_PY=
+# Software versions (issue 15; docs/PROBE.md): constants both probes run on slow ticks of
+# NVIDIA GPU nodes, passed in the environment (the fast probe reads them there). The
+# NCCL scan: each distinct libnccl.so* file a readable process maps, and for a pip
+# wheel's libnccl.so.2 (no version in its name) the dist-info beside it. Paths from
+# the node are only ever expanded inside double quotes.
+FAB_NCCL='grep -s -h -o "/.*/libnccl\.so[^/]*" /proc/[0-9]*/maps | sort -u | head -n 16 |
+while IFS= read -r p; do
+	printf "lib %s\n" "$p"
+	case $p in
+	*" (deleted)") ;;
+	*/nvidia/nccl/lib/libnccl.so.2)
+		for d in "${p%/nvidia/nccl/lib/*}"/nvidia_nccl_cu*.dist-info; do
+			if [ -d "$d" ]; then printf "dist %s\n" "${d##*/}"; fi
+		done ;;
+	esac
+done'
+FAB_DPKGF='${db:Status-Abbrev} ${Version}\n'
+export FAB_NCCL FAB_DPKGF
 NL='
 '
 
@@ -443,7 +461,7 @@ fab_main() {
 		timeout -k 1 10 true 2>/dev/null && TK="timeout -k 1"
 	fi
 	HAVE=
-	for t in ethtool mlnx_qos dcb nvidia-smi amd-smi rocm-smi; do
+	for t in ethtool mlnx_qos dcb nvidia-smi amd-smi rocm-smi uname dpkg-query rpm ofed_info; do
 		command -v "$t" >/dev/null 2>&1 && HAVE="$HAVE $t"
 	done
 	HAVE="$HAVE "
@@ -843,6 +861,14 @@ function tick(ns, up, slow,   a, lag, ms, i) {
 		if (has("dcb")) job("dcb_ets", E[i], "dcb ets show dev " E[i])
 		if (has("dcb")) job("dcb_buffer", E[i], "dcb buffer show dev " E[i])
 	}
+	if (slow) {
+		if (has("uname")) job("uname_r", "-", "uname -r")
+		if (has("dpkg-query")) job("rdma_core", "dpkg-query", "dpkg-query -W -f \"$FAB_DPKGF\" rdma-core")
+		else if (has("rpm")) job("rdma_core", "rpm", "rpm -q rdma-core")
+		if (has("ofed_info")) job("ofed_info", "-", "ofed_info -s")
+		if (GKIND == "nvidia") job("nvidia_driver", "-", "cat /proc/driver/nvidia/version")
+		if (GKIND == "nvidia") job("nccl", "-", "sh -c \"$FAB_NCCL\"")
+	}
 	if (slow && (GKIND == "amd-smi" || GKIND == "rocm-smi")) {
 		JT_ = GKIND
 		if (GKIND == "amd-smi") job("gpu_amd", "-", "amd-smi metric --json")
@@ -866,6 +892,10 @@ function finalize(   i, n, p) {
 		if (!has("mlnx_qos")) section("mlnx_qos", "-", CNS, "missing", "mlnx_qos")
 		if (!has("dcb")) section("dcb_pfc", "-", CNS, "missing", "dcb")
 		if (GKIND == "none") section("gpu_nvidia", "-", CNS, "missing", "no nvidia-smi, amd-smi or rocm-smi")
+		if (!has("uname")) section("uname_r", "-", CNS, "missing", "uname")
+		if (!has("dpkg-query") && !has("rpm")) section("rdma_core", "-", CNS, "missing", "dpkg-query or rpm")
+		if (!has("ofed_info")) section("ofed_info", "-", CNS, "missing", "ofed_info")
+		if (GKIND == "none") { section("nvidia_driver", "-", CNS, "missing", "nvidia-smi"); section("nccl", "-", CNS, "missing", "nvidia-smi") }
 		n = split(SKIPS, p, " ")
 		for (i = 1; i <= n; i++) warn("sysfs file skipped (its read blocked): " clean(p[i]))
 	}

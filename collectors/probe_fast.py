@@ -35,6 +35,23 @@ CTRL_RE = re.compile(rb"[\x00-\x1f\x7f]")
 VALUE_MAX = 2048  # as the sh readers: a longer sysfs value is left out
 PLAIN_ROW = re.compile(rb"(?:[0-9]{1,20}|-)(?: (?:[0-9]{1,20}|-))*")
 FRAME_HARD_MAX = 16711680
+# Software versions (issue 15; docs/PROBE.md), byte for byte probe.sh's FAB_NCCL and
+# FAB_DPKGF: each distinct libnccl.so* file a readable process maps, and the dist-info
+# beside a pip wheel's libnccl.so.2 (no version in its name); node paths are expanded
+# only inside double quotes. It runs as a child (sh -c) under the per-section timeout,
+# never in this process: reading a hung process's maps can block in the kernel.
+NCCL_SCAN = """grep -s -h -o "/.*/libnccl\\.so[^/]*" /proc/[0-9]*/maps | sort -u | head -n 16 |
+while IFS= read -r p; do
+	printf "lib %s\\n" "$p"
+	case $p in
+	*" (deleted)") ;;
+	*/nvidia/nccl/lib/libnccl.so.2)
+		for d in "${p%/nvidia/nccl/lib/*}"/nvidia_nccl_cu*.dist-info; do
+			if [ -d "$d" ]; then printf "dist %s\\n" "${d##*/}"; fi
+		done ;;
+	esac
+done"""
+DPKG_FORMAT = "${db:Status-Abbrev} ${Version}\\n"
 WARN_MAX = 200
 
 
@@ -826,7 +843,11 @@ class Probe(object):
         self.mono0 = time.monotonic()
         self.wall0 = time.time()
         self.have = set(t for t in ("ethtool", "mlnx_qos", "dcb", "nvidia-smi", "amd-smi",
-                                    "rocm-smi") if which(t))
+                                    "rocm-smi", "dpkg-query", "rpm", "ofed_info") if which(t))
+        # Software versions (issue 15): the same commands as probe.sh's (a test holds
+        # NCCL_SCAN and DPKG_FORMAT equal to its FAB_NCCL and FAB_DPKGF).
+        self.nccl_scan = NCCL_SCAN
+        self.dpkg_format = DPKG_FORMAT
         self.gkind = "off"
         if a.gpu == "auto":
             self.gkind = next((k for k in ("nvidia-smi", "amd-smi", "rocm-smi")
@@ -995,6 +1016,8 @@ class Probe(object):
             if "dcb" in self.have:
                 for k in ("pfc", "apptrust", "app", "ets", "buffer"):
                     jobs.append(Job("dcb_" + k, n, ["dcb", k, "show", "dev", n]))
+        if slow:
+            jobs.extend(self.version_jobs())
         if slow and self.gkind == "amd-smi":
             jobs.append(Job("gpu_amd", "-", ["amd-smi", "metric", "--json"]))
         elif slow and self.gkind == "rocm-smi":
@@ -1099,6 +1122,22 @@ class Probe(object):
                         self.wd.seen(j.subj, j.mono, pause_counters(b"".join(j.buf)))
         return self.frame(clock_ns, up, slow, s, vals, eth, times, cpu, jobs)
 
+    def version_jobs(self) -> List[Job]:
+        """Software versions (as probe.sh's slow jobs; uname -r is read in-process below)."""
+        jobs = []  # type: List[Job]
+        if "dpkg-query" in self.have and self.dpkg_format:
+            jobs.append(Job("rdma_core", "dpkg-query",
+                            ["dpkg-query", "-W", "-f", self.dpkg_format, "rdma-core"]))
+        elif "rpm" in self.have:
+            jobs.append(Job("rdma_core", "rpm", ["rpm", "-q", "rdma-core"]))
+        if "ofed_info" in self.have:
+            jobs.append(Job("ofed_info", "-", ["ofed_info", "-s"]))
+        if self.gkind == "nvidia-smi":
+            jobs.append(Job("nvidia_driver", "-", ["cat", "/proc/driver/nvidia/version"]))
+            if self.nccl_scan:
+                jobs.append(Job("nccl", "-", ["sh", "-c", self.nccl_scan]))
+        return jobs
+
     def frame(self, clock_ns: int, up: str, slow: bool, s: Scan, vals: Dict[str, bytes],
               eth: Dict[str, Any], times: Dict[str, int], cpu: Dict[str, int],
               jobs: List[Job]) -> bytes:
@@ -1195,6 +1234,14 @@ class Probe(object):
             if self.gkind == "none":
                 out.add("gpu_nvidia", "-", clock_ns, "missing",
                         "no nvidia-smi, amd-smi or rocm-smi", [])
+            out.add("uname_r", "-", clock_ns, "ok", "", [os.uname()[2].encode()])
+            if not self.have & {"dpkg-query", "rpm"}:
+                out.add("rdma_core", "-", clock_ns, "missing", "dpkg-query or rpm", [])
+            if "ofed_info" not in self.have:
+                out.add("ofed_info", "-", clock_ns, "missing", "ofed_info", [])
+            if self.gkind == "none":
+                out.add("nvidia_driver", "-", clock_ns, "missing", "nvidia-smi", [])
+                out.add("nccl", "-", clock_ns, "missing", "nvidia-smi", [])
             for p in sorted(self.skip):
                 self.warn("sysfs file skipped (its read blocked): " + p)
         if self.gpu is not None:

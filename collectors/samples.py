@@ -212,6 +212,35 @@ class SectionStatus:
     detail: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class VersionRead:
+    """One software version as a host's tool reported it (issue 15), or why it is unknown.
+
+    ``value`` None is unknown, never "fine": ``note`` says why (the tool is missing, it
+    timed out, the package is not installed, no process has the library loaded).
+    """
+
+    value: str | None  # as the source printed it, cleaned and bounded
+    source: str  # where it was read: "uname -r", "dpkg-query", "rpm", "ofed_info -s", ...
+    note: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class SoftwareVersions:
+    """The software stack of one host, read at slow cadence (issue 15).
+
+    A field is None when its section never came (a recording older than these sections,
+    ``gpu=off`` for the NVIDIA fields); the NIC driver and firmware stay per link
+    (:attr:`LinkSample.driver_version`, :attr:`LinkSample.firmware`).
+    """
+
+    kernel: VersionRead | None = None  # uname -r
+    rdma_core: VersionRead | None = None  # the rdma-core package (dpkg-query or rpm)
+    ofed: VersionRead | None = None  # MLNX_OFED / DOCA-OFED (ofed_info -s)
+    nvidia_driver: VersionRead | None = None  # /proc/driver/nvidia/version
+    nccl: VersionRead | None = None  # the NCCL that running processes have mapped
+
+
 @dataclass(slots=True)
 class HostSample:
     """Everything one frame says about one host, stamped with the remote clock."""
@@ -232,3 +261,5 @@ class HostSample:
     # Which probe sent the frame: "sh", or "python <version> <executable>" (the fast one);
     # None when the frame does not say (older recordings, Prometheus sources).
     probe: str | None = None
+    # Software versions (issue 15): None when no version section came (older recordings).
+    versions: SoftwareVersions | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collectors.assemble import Shapes, assemble
 from collectors.frames import Frame, Section
 from collectors.samples import HostSample
+from collectors.version_sections import VERSION_KINDS
 from fabtop.core.clock import Clocks
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates, RateEngine
@@ -21,6 +22,7 @@ from fabtop.core.rates import HostRates, RateEngine
 SLOW_KINDS = frozenset({
     "ethtool_i", "mlnx_qos", "dcb_pfc", "dcb_apptrust", "dcb_app", "dcb_ets", "dcb_buffer",
     "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow",
+    *VERSION_KINDS,  # software versions (issue 15)
 })  # fmt: skip
 
 

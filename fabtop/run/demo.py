@@ -36,6 +36,9 @@ MISCONFIGS: dict[str, dict[str, Any]] = {
     "firmware_mismatch": {"firmware": "22.36.1010"},
     "pcie_degraded": {"pcie_width": 8},
     "no_ecn_config": {"ecn": False},
+    # issue 15: another rdma-core build and kernel minor on one host (captured versions:
+    # tests/fixtures/versions/SOURCES.md)
+    "version_mismatch": {"rdma_core": "2307mlnx47-1.2307050", "kernel": "6.5.0-35-generic"},
 }
 SCENARIOS: tuple[str, ...] = (*EPISODE_KINDS, *MISCONFIGS)
 

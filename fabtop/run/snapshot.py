@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from collectors.samples import GpuSample, InferenceSample, LinkSample
+from collectors.samples import GpuSample, InferenceSample, LinkSample, SoftwareVersions
 from collectors.text import clean, csv_cell
 from collectors.vocabulary import InferenceRate, Metric
 from fabtop.core.coverage import coverage
@@ -129,6 +129,17 @@ def gpu_entry(g: GpuSample) -> dict[str, Any]:
     return d
 
 
+def versions_entry(v: SoftwareVersions | None) -> dict[str, Any] | None:
+    """A host's software versions (issue 15): each field ``{"value", "source", "note"}``,
+    ``value`` null when unknown (``note`` says why), the field null when never read."""
+    if v is None:
+        return None
+    return {name: asdict(read) if read is not None else None
+            for name, read in (("kernel", v.kernel), ("rdma_core", v.rdma_core),
+                               ("ofed", v.ofed), ("nvidia_driver", v.nvidia_driver),
+                               ("nccl", v.nccl))}  # fmt: skip
+
+
 def finding_entry(f: Finding) -> dict[str, Any]:
     """One finding in snapshot form (also the format of ``doctor --json``).
 
@@ -199,6 +210,7 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
                 "links": links,
                 "gpus": gpus,
                 "inference": inference,
+                "versions": versions_entry(s.versions if s else None),
                 "sections": [asdict(x) for x in s.sections] if s else [],
                 # The host's recent distinct warnings, not only this frame's: the probe
                 # says some things (a refused interface name) once, on its first frame.

@@ -50,6 +50,12 @@ class HostConfig:
     inference_url: str | None = None
     model: str = "meta-llama/Llama-3.1-70B-Instruct"
     kernel: str = "6.8.0-45-generic"
+    # Software versions (issue 15; text in host_text.version_sections). None: not
+    # installed (rdma-core), no ofed_info (OFED), no process with NCCL loaded (nccl).
+    rdma_core: str | None = "2307mlnx47-1.2310119"
+    ofed: str | None = "MLNX_OFED_LINUX-23.10-1.1.9.0"
+    nvidia_driver: str = "580.95.05"
+    nccl: str | None = "2.21.5"
     uptime_s: float = 86400.0 * 12
     reload_at: tuple[float, ...] = ()  # driver reloads: NIC counters restart from 0
     silent_after: float | None = None  # the host stops answering from this time on
@@ -273,6 +279,8 @@ class SimHost:
             qos = host_text.mlnx_qos(self.cfg)
             for i in range(self.cfg.roce_ports):
                 sections.append(Section("mlnx_qos", self.cfg.netdev(i), clock_ns, "ok", None, qos))
+            for kind, subject, status, detail, text in host_text.version_sections(self.cfg):
+                sections.append(Section(kind, subject, clock_ns, status, detail, text))
         if self.gpus and only is None:
             # A background reader: its latest line arrived a little before the tick.
             read_ns = clock_ns - 120_000_000

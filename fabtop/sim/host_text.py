@@ -170,3 +170,39 @@ def _ethtool_i(
         f"supports-test: {test}", f"supports-eeprom-access: {eeprom}",
         f"supports-register-dump: {regdump}", f"supports-priv-flags: {priv}",
     ])  # fmt: skip
+
+
+# /proc/driver/nvidia/version of the open kernel module, as captured
+# (tests/fixtures/versions/proc_driver_nvidia_version_open_580.95.05.txt); the version
+# is the host's.
+_NVRM = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build  "
+         "(dvs-builder@U22-I3-B17-02-5)  Tue Sep 23 09:55:41 UTC 2025\n"
+         "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04.2) \n")
+# Where a pip-installed vLLM keeps NCCL: the wheel's libnccl.so.2 and its dist-info.
+_SITE = "/opt/vllm/lib/python3.12/site-packages"
+
+
+def version_sections(
+    cfg: HostConfig,
+) -> list[tuple[str, str | None, str, str | None, str]]:
+    """``(kind, subject, status, detail, text)`` of the software-version sections, shaped
+    like the captures in tests/fixtures/versions (docs/PROBE.md, "Software versions")."""
+    out: list[tuple[str, str | None, str, str | None, str]] = [
+        ("uname_r", None, "ok", None, cfg.kernel),
+    ]
+    if cfg.rdma_core is None:
+        out.append(("rdma_core", "dpkg-query", "error", "rc=1",
+                    "dpkg-query: no packages found matching rdma-core"))
+    else:
+        out.append(("rdma_core", "dpkg-query", "ok", None, f"ii  {cfg.rdma_core}"))
+    if cfg.ofed is None:
+        out.append(("ofed_info", None, "missing", "ofed_info", ""))
+    else:
+        out.append(("ofed_info", None, "ok", None, f"{cfg.ofed}:"))
+    if cfg.gpus:
+        out.append(("nvidia_driver", None, "ok", None, _NVRM.format(v=cfg.nvidia_driver)))
+        scan = "" if cfg.nccl is None else (
+            f"lib {_SITE}/nvidia/nccl/lib/libnccl.so.2\n"
+            f"dist nvidia_nccl_cu12-{cfg.nccl}.dist-info")
+        out.append(("nccl", None, "ok", None, scan))
+    return out

@@ -7,6 +7,7 @@ Layout under ``root``::
     bin/ethtool                shims printing what the simulator last wrote; put bin/ first
     bin/nvidia-smi             in the host's PATH
     bin/mlnx_qos
+    bin/dpkg-query, bin/ofed_info  (software versions, issue 15)
     state/...                  the shims' data, rewritten by :func:`update`
 """
 
@@ -83,6 +84,24 @@ while sleep "$loop"; do once || exit 2; done
 """
 
 
+_DPKG_QUERY = """#!/bin/sh
+# Simulated dpkg-query (fabtop.sim.tree): '-W -f <format> rdma-core' prints the simulator's
+# file (the probe's format, docs/PROBE.md); anything else is refused.
+S={state}
+[ "$1 $2 $4" = "-W -f rdma-core" ] || {{ echo "simulated dpkg-query: rdma-core only" >&2; exit 2; }}
+if [ -f "$S/versions/rdma_core" ]; then cat "$S/versions/rdma_core"; exit 0; fi
+echo "dpkg-query: no packages found matching rdma-core" >&2
+exit 1
+"""
+
+_OFED_INFO = """#!/bin/sh
+# Simulated ofed_info (fabtop.sim.tree): '-s' prints the simulator's release line.
+S={state}
+[ "$1" = "-s" ] || {{ echo "simulated ofed_info: -s only" >&2; exit 1; }}
+cat "$S/versions/ofed_info"
+"""
+
+
 def _put(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -112,6 +131,13 @@ def write(host: SimHost, root: Path, t: float | None = None) -> None:
     _shim(root / "bin" / "ethtool", _ETHTOOL.format(state=q))
     _shim(root / "bin" / "mlnx_qos", _MLNX_QOS.format(state=q))
     _shim(root / "bin" / "nvidia-smi", _NVIDIA_SMI.format(state=q))
+    _shim(root / "bin" / "dpkg-query", _DPKG_QUERY.format(state=q))
+    if host.cfg.ofed is not None:  # a host without OFED has no ofed_info
+        _shim(root / "bin" / "ofed_info", _OFED_INFO.format(state=q))
+    (state / "versions").mkdir(parents=True, exist_ok=True)
+    for kind, _, status, _, text in host_text.version_sections(host.cfg):
+        if kind in ("rdma_core", "ofed_info") and status == "ok":
+            _put(state / "versions" / kind, text + "\n")
     update(host, root, host.fabric.grid_t if t is None else t)
 
 

@@ -172,6 +172,7 @@ def test_gpu_thermal_slowdown_is_reported() -> None:
         ({"pfc_prios": (3, 4)}, "pfc_mismatch", "fabric"),
         ({"trust": "pcp"}, "trust_mismatch", "fabric"),
         ({"firmware": "22.36.1010"}, "firmware_mismatch", "fabric"),
+        ({"rdma_core": "2307mlnx47-1.2307050"}, "firmware_mismatch", "fabric"),  # issue 15
         ({"pcie_width": 8}, "pcie_degraded", "node3/enp65s0f0np0"),
         ({"nic_temp_c": 100.0}, "nic_temperature", "node3/enp65s0f0np0"),
         (dict(rdma_share=0.01), "rdma_fallback", "node3/enp65s0f0np0"),

@@ -18,6 +18,7 @@ from collectors.samples import (
     MetricValue,
     PcieLink,
     QosConfig,
+    SoftwareVersions,
 )
 from fabtop.core.findings import Finding
 from fabtop.core.pipeline import Pipeline
@@ -49,6 +50,7 @@ class Fabric:
         self.ports: dict[tuple[str, str], Port] = {}
         self.gpus: dict[str, list[GpuSample]] = {}
         self.inference: dict[str, list[InferenceSample]] = {}
+        self.versions: dict[str, SoftwareVersions] = {}  # a host's software (issue 15)
         self.t = T0
         self.seq = 0
         self.findings: list[Finding] = []
@@ -76,6 +78,7 @@ class Fabric:
                 links=links,
                 gpus=copy.deepcopy(self.gpus.get(name, [])),
                 inference=copy.deepcopy(self.inference.get(name, [])),
+                versions=self.versions.get(name),
             )
             h.rates = self.pipeline.apply_sample(sample, self.arrived_unix(name))
             h.sample = sample

@@ -173,3 +173,35 @@ def test_snapshot_says_what_was_seen_and_keeps_the_finding_episodes() -> None:
     assert 1_767_225_600.0 + 44 <= root["raised"] <= 1_767_225_600.0 + 50
     # the probe's warnings per host are there as before
     assert all("warnings" in h for h in back["hosts"])
+
+
+def test_each_host_carries_its_software_versions(doc: dict) -> None:  # type: ignore[type-arg]
+    back = json.loads(snapshot.render(doc, "json"))
+    node1 = next(h for h in back["hosts"] if h["name"] == "node1")
+    v = node1["versions"]
+    assert v["kernel"] == {"value": "6.8.0-45-generic", "source": "uname -r", "note": None}
+    assert v["rdma_core"]["value"] == "2307mlnx47-1.2310119"
+    assert v["rdma_core"]["source"] == "dpkg-query"
+    assert v["ofed"]["value"] == "MLNX_OFED_LINUX-23.10-1.1.9.0"
+    assert v["nvidia_driver"]["value"] == "580.95.05"
+    assert v["nccl"] == {"value": "2.21.5", "source": "mapped libnccl", "note": None}
+
+
+def test_an_unknown_version_is_null_with_its_reason() -> None:
+    from dataclasses import replace
+
+    from collectors.frames import FrameDecoder
+    from fabtop.sim import Fabric, demo_hosts
+
+    hosts = demo_hosts()
+    hosts[2] = replace(hosts[2], ofed=None, nccl=None)  # no ofed_info; NCCL not loaded
+    fab = Fabric(hosts)
+    state = FabricState([HostConfig(name=n) for n in fab.hosts])
+    for name, host in fab.hosts.items():
+        (frame,) = FrameDecoder().feed(host.frame(1.0).encode())
+        state.apply_frame(name, frame)
+    node3 = next(h for h in snapshot.build(state, 1.0)["hosts"] if h["name"] == "node3")
+    assert node3["versions"]["ofed"] == {"value": None, "source": "ofed_info -s",
+                                         "note": "no ofed_info"}
+    assert node3["versions"]["nccl"]["value"] is None
+    assert "no readable process" in node3["versions"]["nccl"]["note"]

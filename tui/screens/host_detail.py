@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
+from collectors.samples import HostSample, VersionRead
 from collectors.text import clean, clean_lines
 from fabtop.core.coverage import host_gaps
 from fabtop.core.state import FabricState, HostState, effective_status
@@ -59,6 +60,51 @@ def _probe_line(impl: str | None) -> str:
     return f"fast ({kind} {version}{f' at {exe}' if exe else ''}): no fork per tick, PFC watchdog"
 
 
+# A host's software (issue 15), in the order people check it.
+_VERSION_ROWS = (("kernel", "kernel"), ("rdma-core", "rdma_core"), ("OFED", "ofed"),
+                 ("NVIDIA driver", "nvidia_driver"), ("NCCL (loaded)", "nccl"))
+
+
+def _version_text(read: VersionRead | None) -> Text:
+    """A version with where it came from; unknown in yellow with why (never blank)."""
+    if read is None:
+        return Text("not read", "dim")
+    if read.value is None:
+        return Text(f"unknown ({clean(read.note or 'no reason given')})", "yellow")
+    t = Text(clean(read.value))
+    t.append(f"  {clean(read.source)}" + (f"; {clean(read.note)}" if read.note else ""), "dim")
+    return t
+
+
+def _nic_versions(s: HostSample) -> list[tuple[str, str]]:
+    """``(driver and firmware, its ports)`` of the host's NICs, one row per distinct pair."""
+    by: dict[str, list[str]] = {}
+    for link in s.links.values():
+        if not (link.physical or link.rdma_device) or not (link.driver or link.firmware):
+            continue
+        what = " ".join(x for x in (link.driver, link.driver_version) if x) or "driver ?"
+        what += f", fw {link.firmware}" if link.firmware else ""
+        by.setdefault(what, []).append(link.netdev or link.id)
+    return [(what, ", ".join(ports)) for what, ports in by.items()]
+
+
+def _versions(s: HostSample | None) -> list[RenderableType]:
+    if s is None:
+        return [Text("nothing read yet", "dim")]
+    kv = _kv()
+    v = s.versions
+    for label, attr in _VERSION_ROWS:
+        kv.add_row(Text(label), _version_text(getattr(v, attr) if v is not None else None))
+    nics = _nic_versions(s)
+    for what, ports in nics:
+        row = Text(clean(what))
+        row.append(f"  {clean(ports)}", "dim")
+        kv.add_row(Text("NIC"), row)
+    if not nics:
+        kv.add_row(Text("NIC"), Text("no driver or firmware read", "dim"))
+    return [kv]
+
+
 def host_detail(state: FabricState, hs: HostState, now: float, interval: float) -> RenderableType:
     """Everything fabtop knows about one host, wrapped to the width."""
     status = effective_status(hs, now, state.interval)
@@ -81,6 +127,8 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
             (len(s.inference), "inference server")))))
         kv.add_row(Text("probe"), Text(_probe_line(s.probe)))
     parts.append(kv)
+    parts += _heading("Software")
+    parts += _versions(s)
     parts += _heading("Error")
     parts.append(Text(clean_lines(hs.error), "red") if hs.error else Text("none", "dim"))
     found = [f for f in state.findings

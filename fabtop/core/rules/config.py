@@ -1,4 +1,4 @@
-"""Configuration rules: MTU across the fabric, RoCE MTU, firmware drift across hosts."""
+"""Configuration rules: MTU across the fabric, RoCE MTU, firmware and software drift."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections import Counter
 
 from fabtop.core.findings import Finding, PortRef
 from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet
+from fabtop.core.rules.versions import software_mismatch
 
 # Links that carry the GPU fabric; management NICs (kind "netdev") may rightly differ.
 _FABRIC_KINDS = {"roce": "RoCE", "tb": "Thunderbolt"}
@@ -158,7 +159,9 @@ def _firmware_of(
 
 
 def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
-    """Different NIC firmware across hosts for the same kind of NIC."""
+    """Different NIC firmware across hosts for the same kind of NIC, or different software
+    (kernel, rdma-core, OFED, NVIDIA driver, loaded NCCL: which fields and how exactly in
+    :mod:`fabtop.core.rules.versions`)."""
     tracked = ctx.memory.held
     groups: dict[str, dict[str, set[str]]] = {}
     first: dict[tuple[str, str], LinkTick] = {}  # the port to name in the next step
@@ -209,4 +212,5 @@ def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
         f = ctx.memory.mark(found, ("firmware_mismatch", f"fabric/{group}"), ctx.now)
         if f is not None:
             out.append(f)
+    out.extend(software_mismatch(ctx))  # one cause (hosts run different software), one rule
     return out
