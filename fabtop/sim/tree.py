@@ -112,6 +112,15 @@ def write(host: SimHost, root: Path, t: float | None = None) -> None:
     _shim(root / "bin" / "ethtool", _ETHTOOL.format(state=q))
     _shim(root / "bin" / "mlnx_qos", _MLNX_QOS.format(state=q))
     _shim(root / "bin" / "nvidia-smi", _NVIDIA_SMI.format(state=q))
+    # GID table entries the kernel lists but nothing fills: an all-zero GID, types and
+    # ndevs that fail to read (EINVAL on a real /sys; empty here). The probes skip them.
+    for i in range(host.cfg.roce_ports):
+        port = root / "sys" / "class" / "infiniband" / f"mlx5_{i}" / "ports" / "1"
+        first = 2 + 2 * len(host.cfg.roce_addrs)
+        for idx in range(first, first + 4):
+            _put(port / "gids" / str(idx), "0000:0000:0000:0000:0000:0000:0000:0000\n")
+            _put(port / "gid_attrs" / "types" / str(idx), "")
+            _put(port / "gid_attrs" / "ndevs" / str(idx), "")
     update(host, root, host.fabric.grid_t if t is None else t)
 
 
