@@ -62,6 +62,12 @@ def v2_ipv4_index(gids: tuple[GidEntry, ...]) -> int | None:
     return next((g.index for g in gids if g.type == ROCE_V2 and g.ipv4_mapped), None)
 
 
+def v2_address(gids: tuple[GidEntry, ...]) -> GidEntry | None:
+    """The GID RoCE v2 traffic would use: the first with IPv4, else the first with IPv6."""
+    ipv4 = next((g for g in gids if g.type == ROCE_V2 and g.ipv4_mapped), None)
+    return ipv4 or next((g for g in gids if ip_v2(g)), None)
+
+
 def _judged(lt: LinkTick) -> tuple[GidEntry, ...] | None:
     """The whole GID table of an up RoCE port, or None (not RoCE, down, unknown, cut)."""
     link = lt.link
