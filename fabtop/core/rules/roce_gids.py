@@ -23,6 +23,7 @@ GIDs are read on slow ticks: these are state conditions, reported and cleared at
 from __future__ import annotations
 
 import ipaddress
+from typing import NamedTuple
 
 from collectors.samples import GidEntry
 from fabtop.core.findings import Finding
@@ -68,6 +69,34 @@ def v2_address(gids: tuple[GidEntry, ...]) -> GidEntry | None:
     return ipv4 or next((g for g in gids if ip_v2(g)), None)
 
 
+class GidFacts(NamedTuple):
+    """What the rules ask of one GID table."""
+
+    has_v2: bool  # any RoCE v2 entry (the default link-local one on a RoCE v2 device)
+    has_ip_v2: bool  # a RoCE v2 entry with an address
+    ipv4_index: int | None  # v2_ipv4_index
+
+
+# A port's GID table is one tuple from frame to frame while its host's shape holds
+# (collectors/assemble.py), so its facts are kept by identity: every pass asks them of
+# every RoCE port. The entry holds the tuple, so its id cannot be reused while kept.
+_FACTS: dict[int, tuple[tuple[GidEntry, ...], GidFacts]] = {}
+_FACTS_MAX = 4096
+
+
+def gid_facts(gids: tuple[GidEntry, ...]) -> GidFacts:
+    """The facts of one GID table, worked out once per table."""
+    hit = _FACTS.get(id(gids))
+    if hit is not None and hit[0] is gids:
+        return hit[1]
+    facts = GidFacts(any(g.type == ROCE_V2 for g in gids), any(ip_v2(g) for g in gids),
+                     v2_ipv4_index(gids))
+    if len(_FACTS) >= _FACTS_MAX:
+        _FACTS.clear()
+    _FACTS[id(gids)] = (gids, facts)
+    return facts
+
+
 def _judged(lt: LinkTick) -> tuple[GidEntry, ...] | None:
     """The whole GID table of an up RoCE port, or None (not RoCE, down, unknown, cut)."""
     link = lt.link
@@ -85,9 +114,8 @@ def roce_no_ip_gid(ctx: RuleContext) -> list[Finding]:
     for lt in ctx.links:
         gids = _judged(lt)
         found = None
-        if gids is not None and any(g.type == ROCE_V2 for g in gids) and not any(
-            ip_v2(g) for g in gids
-        ):
+        facts = gid_facts(gids) if gids is not None else None
+        if gids is not None and facts is not None and facts.has_v2 and not facts.has_ip_v2:
             link = lt.link
             dev = f"{link.rdma_device}/{link.port}" if link.rdma_device else lt.name
             nd = link.netdev or "<netdev>"
@@ -125,7 +153,7 @@ def gid_index_mismatch(ctx: RuleContext) -> list[Finding]:
     first: dict[str, LinkTick] = {}
     for lt in ctx.links:
         gids = _judged(lt)
-        index = v2_ipv4_index(gids) if gids is not None else None
+        index = gid_facts(gids).ipv4_index if gids is not None else None
         if index is None:
             continue
         per_host.setdefault(lt.host, set()).add(index)
