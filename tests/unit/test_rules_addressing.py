@@ -8,6 +8,7 @@ captures in tests/fixtures/rdma_gids.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from collectors.samples import GidEntry
 from tests.unit.gid_captures import table
@@ -149,3 +150,48 @@ def test_two_pods_at_5_and_7_and_a_fabric_that_agrees() -> None:
         _roce(same, h, table(NCCL1131, "mlx5_1"))
     _roce(same, "node3", None)  # unknown: no index to compare
     assert by_rule(same.run(2), "gid_index_mismatch") == []
+
+
+# --- every port of the real ibstat captures -------------------------------------------------
+
+# ibstat prints the numbers of sysfs state/phys_state by name (infiniband-diags): back to
+# the kernel's forms (sysfs.c state_name, phys_state_to_str).
+_STATE = {"Down": "DOWN", "Initializing": "INIT", "Armed": "ARMED", "Active": "ACTIVE"}
+
+
+def _ibstat_ports(text: str) -> list[dict[str, object]]:
+    ports: list[dict[str, object]] = []
+    for raw in text.splitlines():
+        key, _, value = raw.strip().partition(": ")
+        if raw.strip().startswith("Port ") and raw.strip().endswith(":"):
+            ports.append({})
+        elif ports and key == "State":
+            ports[-1]["port_state"] = _STATE[value]
+        elif ports and key == "Physical state":
+            ports[-1]["phys_state"] = value
+        elif ports and key == "SM lid":
+            ports[-1]["sm_lid"] = int(value)
+        elif ports and key == "Link layer":
+            ports[-1]["link_layer"] = value
+    return ports
+
+
+def test_no_port_of_the_real_ibstat_captures_fires_until_one_is_left_without_an_sm(
+    fixtures_dir: Path,
+) -> None:
+    ports = [p for f in sorted((fixtures_dir / "infiniband").glob("ibstat_*.txt"))
+             for p in _ibstat_ports(f.read_text())]  # fmt: skip
+    assert len(ports) > 80
+    assert {p.get("link_layer") for p in ports} >= {"Ethernet", "InfiniBand"}
+    assert any(p["link_layer"] == "Ethernet" and p["sm_lid"] == 0 for p in ports)
+    fab = Fabric()
+    for i, p in enumerate(ports):
+        fab.port(f"h{i // 8}", f"p{i % 8}", pfc=None, trust=None,
+                 fields={**p, "state": str(p["port_state"]).lower()})  # fmt: skip
+    assert by_rule(fab.run(4), "no_subnet_manager") == []
+    # one IB port the SM never reached: a real Active port, as it reads without an SM
+    i = next(i for i, p in enumerate(ports) if p["link_layer"] == "InfiniBand"
+             and p["port_state"] == "ACTIVE")  # fmt: skip
+    fab.ports[(f"h{i // 8}", f"p{i % 8}")].fields.update(port_state="INIT", sm_lid=0)
+    f = by_rule(fab.run(4), "no_subnet_manager")
+    assert len(f) == 1 and f[0].host == f"h{i // 8}" and "no subnet manager reaches" in f[0].summary

@@ -3,11 +3,13 @@
 An InfiniBand port trains on its own (physical state LinkUp) but carries nothing until
 a subnet manager (opensm, or a managed switch's SM) gives it a LID and moves it through
 ARMED to ACTIVE; until then it sits in INIT with SM LID 0 ("Initializing: ... it hasn't
-been discovered by the subnet manager; make sure opensm is running", Advanced
-Clustering's InfiniBand port states note). RoCE ports report SM LID 0 by design (the
-ibstat captures of Ethernet ports in ../shared/fixtures/infiniband all read "SM lid:
-0"), so only ports whose link layer is InfiniBand are judged, and only while physically
-up: a port Polling (no peer) or Disabled is the link-flap and cabling rules' business.
+been discovered by the subnet manager ... make sure ... the 'opensm' process is running",
+https://advancedclustering.com/act_kb/infiniband-port-states). RoCE ports report SM LID 0
+by design (the ibstat captures of Ethernet ports in ../shared/fixtures/infiniband all
+read "SM lid: 0"; ``rdma link`` in openshift/sriov-network-operator#635 shows ACTIVE IB
+ports at sm_lid 1 beside DOWN/DISABLED ones at 0), so only ports whose link layer is
+InfiniBand are judged, and only while physically up: a port Polling (no peer) or
+Disabled is the link-flap and cabling rules' business.
 
 One cause, one finding: every stuck port of the fabric goes into one finding (subject
 ``fabric``), listed in its evidence with host, state, physical state and SM LID, since
