@@ -823,6 +823,7 @@ def _rdma_link(
     )
     link.state = _ib_state(port)
     link.port_state, link.phys_state, link.sm_lid = port.state, port.phys_state, port.sm_lid
+    link.node_type = dev.node_type
     if port.gids is not None:
         link.gids = tuple(GidEntry(i, g, port.gid_types.get(i), port.gid_ndevs.get(i))
                           for i, g in sorted(port.gids.items()))

@@ -241,7 +241,7 @@ fab_scan() {
 		fab_exists "$d" || continue
 		n=${d##*/}
 		fab_okname "$n" 64 || { fab_refuse rdma "$n"; continue; }
-		for f in fw_ver hca_type board_id node_guid; do
+		for f in fw_ver hca_type board_id node_guid node_type; do
 			fab_one S sysib "$n/$f" "$d/$f"
 		done
 		for p in "$d"/ports/*; do

@@ -335,7 +335,7 @@ class Scan(object):
             if not okname(n, 64):
                 self.p.refuse("rdma", n)
                 continue
-            for f in ("fw_ver", "hca_type", "board_id", "node_guid"):
+            for f in ("fw_ver", "hca_type", "board_id", "node_guid", "node_type"):
                 self.one("S", "sysib", n + "/" + f, d + "/" + f)
             for pn in listdir(d + "/ports"):
                 p = d + "/ports/" + pn

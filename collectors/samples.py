@@ -77,6 +77,9 @@ class LinkSample:
     # True when the probe sent only the first populated entries of a long GID table
     # (``gids`` is then incomplete: what it lacks cannot be said missing).
     gids_truncated: bool = False
+    # The RDMA device's sysfs node_type: "CA" (InfiniBand, RoCE), "RNIC" (iWARP); None
+    # when not read. iWARP has no RoCE GIDs to judge.
+    node_type: str | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -16,6 +16,7 @@ from the kernel (torvalds/linux drivers/infiniband/core/sysfs.c, e04360a2):
 ``show_port_gid`` prints ``%pI6`` (eight groups of four hex digits) and an all-zero GID
 for an empty entry; ``types`` and ``ndevs`` of an empty entry fail with EINVAL (nothing
 to read); ``types`` is ``ib_cache_gid_type_str``: "IB/RoCE v1" or "RoCE v2" (cache.c).
+``node_type`` prints "1: CA" (InfiniBand and RoCE) or "4: RNIC" (iWARP);
 ``sm_lid`` and ``lid`` print ``0x%x``; ``state`` "4: ACTIVE" (NOP, DOWN, INIT, ARMED,
 ACTIVE, ACTIVE_DEFER), ``phys_state`` "5: LinkUp" (Sleep, Polling, Disabled,
 PortConfigurationTraining, LinkUp, LinkErrorRecovery, Phy Test).
@@ -93,6 +94,7 @@ class RdmaDeviceRecord:
     hca_type: str | None = None
     board_id: str | None = None
     node_guid: str | None = None
+    node_type: str | None = None  # "1: CA" -> "CA" (IB, RoCE); "RNIC" (iWARP)
     ports: dict[int, RdmaPortRecord] = field(default_factory=dict)
     netdevs: list[str] = field(default_factory=list)  # from device/net/<name>
     pcie: PcieLink | None = None
@@ -348,6 +350,8 @@ def parse_sysib(text: str) -> SysIb:
             _device_bit(bits[name], rel, value, out.warnings, name)
         elif rel in ("fw_ver", "hca_type", "board_id", "node_guid"):
             setattr(dev, rel, value or None)
+        elif rel == "node_type":
+            dev.node_type = _after_colon(value)
     for name, dev in out.devices.items():
         dev.pcie = bits[name].pcie()
         dev.temperature_c = bits[name].temperature()

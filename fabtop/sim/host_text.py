@@ -85,6 +85,7 @@ def sysib_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
             (f"{dev}/hca_type", "MT4125"),
             (f"{dev}/board_id", "MT_0000000359"),
             (f"{dev}/node_guid", f"0c42:a103:00{host.index:02x}:{i:04x}"),
+            (f"{dev}/node_type", "1: CA"),
             (f"{pp}/state", "4: ACTIVE" if up else "1: DOWN"),
             (f"{pp}/phys_state", "5: LinkUp" if up else "3: Disabled"),
             (f"{pp}/rate", ROCE_RATE.get(cfg.link_gbps, f"{cfg.link_gbps} Gb/sec (4X)")),
@@ -104,6 +105,7 @@ def sysib_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
             (f"{dev}/hca_type", "MT4123"),
             (f"{dev}/board_id", "MT_0000000223"),
             (f"{dev}/node_guid", f"b83f:d203:00{host.index:02x}:0a00"),
+            (f"{dev}/node_type", "1: CA"),
             # Without a subnet manager the port trains (LinkUp) but is never configured:
             # INIT, no LID, SM LID 0 (sysfs formats: collectors/parsers/sysfs.py).
             (f"{pp}/state", "4: ACTIVE" if cfg.ib_sm else "2: INIT"),

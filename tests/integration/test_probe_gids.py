@@ -65,7 +65,8 @@ def _samples(frames: list[Frame]) -> list[HostSample]:
 
 
 def _addressing(link: LinkSample) -> tuple[object, ...]:
-    return (link.gids, link.gids_truncated, link.port_state, link.phys_state, link.sm_lid)
+    return (link.gids, link.gids_truncated, link.port_state, link.phys_state, link.sm_lid,
+            link.node_type)
 
 
 @pytest.mark.parametrize("awk", ["mawk", "gawk", "busybox"])
@@ -101,6 +102,7 @@ def test_both_probes_send_populated_gids_capped_and_the_ib_ports_sm_lid(
         (i, ("IB/RoCE v1", "RoCE v2")[i % 2], "enp65s0f0np0") for i in range(6)]
     assert [g.index for g in roce.gids if g.ipv4_mapped and g.type == "RoCE v2"] == [5]
     assert roce.sm_lid == 0 and roce.port_state == "ACTIVE"  # RoCE: SM LID 0 by design
+    assert roce.node_type == "CA"
     long = second["enp65s0f1np1"]
     assert long.gids is not None and len(long.gids) == 64 and long.gids_truncated
     ib = second["mlx5_2/1"]

@@ -91,9 +91,11 @@ def test_links_carry_the_ports_states_sm_lid_and_gid_table(fixtures_dir: Path) -
     layer = "mlx5_0/ports/1/link_layer "
     roce = base.replace(layer + "InfiniBand", layer + "Ethernet")
     slow = sysib_text("show_gids_mlx5_ipv4_at_3_nccl1131.txt")
-    sample = assemble("n2", _frame(roce + "mlx5_0/ports/1/sm_lid 0x0\n", slow))
+    sample = assemble("n2", _frame(roce + "mlx5_0/ports/1/sm_lid 0x0\n",
+                                   slow + "\nmlx5_0/node_type 1: CA"))
     link = sample.links["ens3np0"]  # the GIDs' netdev names the port's link
     assert link.kind == "roce" and link.sm_lid == 0 and link.port_state == "ACTIVE"
+    assert link.node_type == "CA" and ib.node_type is None  # not read: unknown
     assert link.gids == table("show_gids_mlx5_ipv4_at_3_nccl1131.txt", "mlx5_0")
     assert link.gids[3] == GidEntry(3, "0000:0000:0000:0000:0000:ffff:0b00:0048", "RoCE v2",
                                     "ens3np0")

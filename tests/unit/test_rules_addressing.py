@@ -116,12 +116,22 @@ def test_quiet_with_an_ipv4_or_ipv6_gid_unknown_cut_down_or_without_roce_v2() ->
         "unknown": {"gids": None},  # the slow section not read yet: never "fine", never a fault
         "cut": {"gids": table(NCCL1131, "mlx5_0")[:2], "gids_truncated": True},
         "down": {"gids": table(NCCL1131, "mlx5_0")[:2], "state": "down"},
-        "no_v2": {"gids": v1_only},  # iWARP or RoCE v1 only: not this rule's business
+        "no_v2": {"gids": v1_only},  # iWARP or RoCE v1 only: node type not read
+        "iwarp": {"gids": v1_only, "node_type": "RNIC"},  # no RoCE GIDs to judge
     }
     for name, fields in cases.items():
         fab = Fabric()
         _roce(fab, "node1", **fields)  # type: ignore[arg-type]
         assert by_rule(fab.run(3), "roce_no_ip_gid") == [], name
+
+
+def test_a_roce_device_whose_addresses_are_roce_v1_only_cannot_run_roce_v2_either() -> None:
+    v1 = tuple(replace(g, type="IB/RoCE v1") for g in table(NCCL1131, "mlx5_0"))
+    for gids, why in ((v1, "RoCE v1 GIDs only"), (v1[:2], "only link-local GIDs")):
+        fab = Fabric()
+        _roce(fab, "node1", gids, node_type="CA")  # sysfs node_type "1: CA": not iWARP
+        f = by_rule(fab.tick(), "roce_no_ip_gid")
+        assert len(f) == 1 and why in f[0].summary, why
 
 
 # --- gid_index_mismatch -------------------------------------------------------------------

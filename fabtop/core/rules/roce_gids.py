@@ -5,11 +5,12 @@ RoCE v2 packets are UDP/IP: a queue pair can only use a GID that carries an IP a
 kernel adds such a pair of entries (RoCE v1 and v2) for each address of the netdev, after
 the two default link-local ones (show_gids captures: tests/fixtures/rdma_gids).
 
-- ``roce_no_ip_gid`` (warning): an up RoCE port that speaks RoCE v2 (its default
-  link-local RoCE v2 GID is there) but has no RoCE v2 GID with an address: the netdev
-  has no IP address, so RoCE v2 cannot work on it. Only said when the table was read
-  whole (not read, or cut by the probe: unknown, never "fine" and never a fault).
-  Ports without any RoCE v2 GID (iWARP, RoCE v1-only) are not judged.
+- ``roce_no_ip_gid`` (warning): an up RoCE port with no RoCE v2 GID that carries an
+  address: the netdev has no IP address (only the link-local GIDs are there), or its
+  addresses have RoCE v1 GIDs only; RoCE v2 cannot work on it. Only said when the table
+  was read whole (not read, or cut by the probe: unknown, never "fine" and never a
+  fault). iWARP devices (node_type RNIC) have no RoCE GIDs; where the node type was not
+  read, a table without any RoCE v2 entry could be one, and is not judged.
 - ``gid_index_mismatch`` (info): the GID index that carries RoCE v2 with IPv4 differs
   across hosts. ``NCCL_IB_GID_INDEX`` and perftest's ``-x`` take one index: set the same
   everywhere, they pick a link-local or RoCE v1 GID on the odd hosts (multus-cni#1100:
@@ -114,27 +115,31 @@ def roce_no_ip_gid(ctx: RuleContext) -> list[Finding]:
     for lt in ctx.links:
         gids = _judged(lt)
         found = None
-        facts = gid_facts(gids) if gids is not None else None
-        if gids is not None and facts is not None and facts.has_v2 and not facts.has_ip_v2:
-            link = lt.link
+        link = lt.link
+        facts = gid_facts(gids) if gids is not None and link.node_type != "RNIC" else None
+        if (gids is not None and facts is not None and not facts.has_ip_v2
+                and (facts.has_v2 or link.node_type == "CA")):
             dev = f"{link.rdma_device}/{link.port}" if link.rdma_device else lt.name
             nd = link.netdev or "<netdev>"
+            v1_only = any(not g.link_local for g in gids)  # addresses, as RoCE v1 only
+            why = (f"{dev} has addresses as RoCE v1 GIDs only" if v1_only else
+                   f"{dev} has only link-local GIDs: the netdev has no IP address")
+            step = (f"show_gids {link.rdma_device or ''}: every entry with an address is "
+                    "v1, so the device runs RoCE v1 only; check its RoCE mode") if v1_only else (
+                    f"ip addr show dev {nd}; give it an address (ip addr add <addr>/<len> "
+                    f"dev {nd}, or its network config), then show_gids "
+                    f"{link.rdma_device or ''} or rdma link show {dev}: a RoCE v2 GID with "
+                    "the address appears")
             found = Finding(
                 rule="roce_no_ip_gid",
                 severity="warning",
                 subject=lt.subject,
                 summary=(
                     f"{lt.label}: RoCE v2 cannot work on this port: no RoCE v2 GID carries an "
-                    f"IPv4 or IPv6 address ({dev} has only link-local GIDs), so the netdev "
-                    "has no IP address the RDMA stack can use"
+                    f"IPv4 or IPv6 address ({why})"
                 ),
                 evidence={"gids": table_text(gids), "netdev": link.netdev, "device": dev},
-                next_step=(
-                    f"on {lt.host}: ip addr show dev {nd}; give it an address "
-                    f"(ip addr add <addr>/<len> dev {nd}, or its network config), then "
-                    f"show_gids {link.rdma_device or ''} or rdma link show {dev}: a RoCE v2 "
-                    "GID with the address appears"
-                ),
+                next_step=f"on {lt.host}: {step}",
                 host=lt.host,
                 port=lt.ref,
             )
