@@ -198,7 +198,8 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
         sec("sysib", None, inject(sysib, p)),
         sec("sysib", None, inject(sysfs_dump(node_ib), p)),
         # a GID table (show_gids capture): GIDs, their types and netdevs
-        sec("sysib_slow", None, inject(sysib_text("show_gids_mlx5_ipv4_at_3_nccl1131.txt"), p)),
+        sec("sysib_slow", None, inject(sysib_text("show_gids_mlx5_ipv4_at_3_nccl1131.txt")
+                                       + "\nmlx5_0/node_type 1: CA", p)),
         sec("ethtool_S", "eth0",
             inject(read("ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"), p)),
         sec("ethtool_i", "eth0", inject(read("ethtool/ethtool_i_e1000e_node_exporter.txt"), p)),
