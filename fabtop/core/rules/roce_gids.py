@@ -109,46 +109,51 @@ def _judged(lt: LinkTick) -> tuple[GidEntry, ...] | None:
 
 
 def roce_no_ip_gid(ctx: RuleContext) -> list[Finding]:
-    """An up RoCE port with RoCE v2 but no RoCE v2 GID carrying an IP address."""
+    """An up RoCE port without a RoCE v2 GID that carries an IP address."""
     tracked = "roce_no_ip_gid" in ctx.memory.held
     out: list[Finding] = []
     for lt in ctx.links:
         gids = _judged(lt)
-        found = None
-        link = lt.link
-        facts = gid_facts(gids) if gids is not None and link.node_type != "RNIC" else None
-        if (gids is not None and facts is not None and not facts.has_ip_v2
-                and (facts.has_v2 or link.node_type == "CA")):
-            dev = f"{link.rdma_device}/{link.port}" if link.rdma_device else lt.name
-            nd = link.netdev or "<netdev>"
-            v1_only = any(not g.link_local for g in gids)  # addresses, as RoCE v1 only
-            why = (f"{dev} has addresses as RoCE v1 GIDs only" if v1_only else
-                   f"{dev} has only link-local GIDs: the netdev has no IP address")
-            step = (f"show_gids {link.rdma_device or ''}: every entry with an address is "
-                    "v1, so the device runs RoCE v1 only; check its RoCE mode") if v1_only else (
-                    f"ip addr show dev {nd}; give it an address (ip addr add <addr>/<len> "
-                    f"dev {nd}, or its network config), then show_gids "
-                    f"{link.rdma_device or ''} or rdma link show {dev}: a RoCE v2 GID with "
-                    "the address appears")
-            found = Finding(
-                rule="roce_no_ip_gid",
-                severity="warning",
-                subject=lt.subject,
-                summary=(
-                    f"{lt.label}: RoCE v2 cannot work on this port: no RoCE v2 GID carries an "
-                    f"IPv4 or IPv6 address ({why})"
-                ),
-                evidence={"gids": table_text(gids), "netdev": link.netdev, "device": dev},
-                next_step=f"on {lt.host}: {step}",
-                host=lt.host,
-                port=lt.ref,
-            )
-        elif not tracked:
+        found = _no_ip_gid(lt, gids) if gids is not None else None
+        if found is None and not tracked:
             continue  # nothing to report and nothing to clear
         f = ctx.memory.mark(found, ("roce_no_ip_gid", lt.subject), lt.t)
         if f is not None:
             out.append(f)
     return out
+
+
+def _no_ip_gid(lt: LinkTick, gids: tuple[GidEntry, ...]) -> Finding | None:
+    link = lt.link
+    if link.node_type == "RNIC":
+        return None  # iWARP: no RoCE GIDs
+    facts = gid_facts(gids)
+    if facts.has_ip_v2 or not (facts.has_v2 or link.node_type == "CA"):
+        return None  # fine, or (node type unknown, no RoCE v2 at all) maybe iWARP
+    dev = f"{link.rdma_device}/{link.port}" if link.rdma_device else lt.name
+    nd = link.netdev or "<netdev>"
+    if any(not g.link_local for g in gids):  # addresses, as RoCE v1 GIDs only
+        why = f"{dev} has addresses as RoCE v1 GIDs only"
+        step = (f"show_gids {link.rdma_device or ''}: every entry with an address is v1, "
+                "so the device runs RoCE v1 only; check its RoCE mode")
+    else:
+        why = f"{dev} has only link-local GIDs: the netdev has no IP address"
+        step = (f"ip addr show dev {nd}; give it an address (ip addr add <addr>/<len> dev "
+                f"{nd}, or its network config), then show_gids {link.rdma_device or ''} or "
+                f"rdma link show {dev}: a RoCE v2 GID with the address appears")
+    return Finding(
+        rule="roce_no_ip_gid",
+        severity="warning",
+        subject=lt.subject,
+        summary=(
+            f"{lt.label}: RoCE v2 cannot work on this port: no RoCE v2 GID carries an IPv4 "
+            f"or IPv6 address ({why})"
+        ),
+        evidence={"gids": table_text(gids), "netdev": link.netdev, "device": dev},
+        next_step=f"on {lt.host}: {step}",
+        host=lt.host,
+        port=lt.ref,
+    )
 
 
 def gid_index_mismatch(ctx: RuleContext) -> list[Finding]:
