@@ -62,13 +62,13 @@ def no_subnet_manager(ctx: RuleContext) -> list[Finding]:
     memory = ctx.memory
     tracked = RULE in memory.held
     stuck: list[LinkTick] = []
-    managed: set[int] = set()  # SM LIDs of ports an SM configured
+    managed: set[int] = set()  # SM LIDs of ACTIVE ports: an SM configured them
     detect, restore = ctx.th("detect_s"), ctx.th("restore_s")
     for lt in ctx.links:
         if lt.link.link_layer != "InfiniBand":
             continue
         reason = stuck_reason(lt)
-        if reason is None and lt.link.sm_lid:
+        if reason is None and lt.link.sm_lid and lt.link.port_state == "ACTIVE":
             managed.add(lt.link.sm_lid)
         if reason is None and not tracked:
             continue  # the usual case: nothing to confirm, nothing to clear
