@@ -83,6 +83,15 @@ def test_ports_an_sm_does_not_reach_beside_managed_ones_name_the_other_fabric() 
     assert "no subnet manager reaches" in f[0].summary and "LID 0x1" in f[0].summary
 
 
+def test_a_disabled_port_with_an_old_sm_lid_does_not_count_as_managed() -> None:
+    fab = Fabric()
+    # rdma-core#847's ibstat: Down/Disabled keeps "SM lid: 13" from before
+    _ib(fab, "node1", "DOWN", "Disabled", 13)
+    _ib(fab, "node2", "INIT", "LinkUp", 0)
+    f = by_rule(fab.run(4), "no_subnet_manager")
+    assert len(f) == 1 and "no subnet manager is running on this fabric" in f[0].summary
+
+
 def test_the_finding_clears_once_the_sm_configured_the_ports() -> None:
     fab = Fabric()
     _ib(fab, "node1", "INIT", "LinkUp", 0)
