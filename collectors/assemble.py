@@ -75,6 +75,7 @@ from collectors.parsers.sysfs import (
 )
 from collectors.samples import (
     SLOW_SOURCE,
+    GidEntry,
     HostSample,
     LinkSample,
     MetricValue,
@@ -826,6 +827,12 @@ def _rdma_link(
         kind="ib" if ib else "roce",
     )
     link.state = _ib_state(port)
+    link.port_state, link.phys_state, link.sm_lid = port.state, port.phys_state, port.sm_lid
+    link.node_type = dev.node_type
+    if port.gids is not None:
+        link.gids = tuple(GidEntry(i, g, port.gid_types.get(i), port.gid_ndevs.get(i))
+                          for i, g in sorted(port.gids.items()))
+        link.gids_truncated = port.gids_truncated
     link.rate_gbps = port.rate_gbps
     link.firmware = dev.fw_ver
     link.pcie = dev.pcie

@@ -259,7 +259,7 @@ fab_scan() {
 		fab_exists "$d" || continue
 		n=${d##*/}
 		fab_okname "$n" 64 || { fab_refuse rdma "$n"; continue; }
-		for f in fw_ver hca_type board_id node_guid; do
+		for f in fw_ver hca_type board_id node_guid node_type; do
 			fab_one S sysib "$n/$f" "$d/$f"
 		done
 		for p in "$d"/ports/*; do
@@ -274,6 +274,11 @@ fab_scan() {
 			done
 			fab_hw "$n/ports/$pn/hw_counters" "$p/hw_counters"
 			fab_files S sysib "$n/ports/$pn/gid_attrs/ndevs" "$p/gid_attrs/ndevs"
+			# The GID table (RoCE addressing), slow: the marker after the files says it
+			# was read (see gid_keep in the awk).
+			fab_files S sysib "$n/ports/$pn/gids" "$p/gids"
+			fab_files S sysib "$n/ports/$pn/gid_attrs/types" "$p/gid_attrs/types"
+			fab_exists "$p/gids" && fab_em "s sysib $n/ports/$pn/gids"
 		done
 		fab_files s sysib "$n/device/net" "$d/device/net"
 	done
@@ -718,12 +723,37 @@ function sysfs_section(kind, slow,   i) {
 	sl_emit(kind, "-", CNS, "ok", "")
 	if (!slow) return
 	sl_reset()
+	split("", GNUM); split("", GSENT); split("", GCAP)
 	for (i = 1; i <= nf; i++) {
 		if (FK[i] != kind) continue
-		if (FM[i] == "s") { if (!sl_add(FR[i] " -")) break; continue }
-		if (FM[i] == "S" && (FP[i] in VAL) && !sl_add(FR[i] " " VAL[FP[i]])) break
+		if (FM[i] == "s") { if (!sl_add(FR[i] " " gid_mark(FR[i]))) break; continue }
+		if (FM[i] == "S" && (FP[i] in VAL) && gid_keep(FR[i], VAL[FP[i]]) && !sl_add(FR[i] " " VAL[FP[i]])) break
 	}
 	sl_emit(kind "_slow", "-", CNS, "ok", "")
+}
+# GID tables: the kernel lists every entry (256 per mlx5 RoCE port) and an empty one
+# reads as the zero GID while its types/ndevs fail; so only populated entries go out,
+# the first GIDMAX of a port, and a type only with its GID. (probe_fast.py: GidTable)
+function gid_keep(r, v,   p, k) {
+	p = index(r, "/gids/")
+	if (p) {
+		if (v == ZGID) return 0
+		k = substr(r, 1, p - 1)
+		if (++GNUM[k] > GIDMAX) { GCAP[k] = 1; return 0 }
+		GSENT[k "/" substr(r, p + 6)] = 1
+		return 1
+	}
+	p = index(r, "/gid_attrs/types/")
+	if (p) return ((substr(r, 1, p - 1) "/" substr(r, p + 17)) in GSENT)
+	return 1
+}
+# A marker line value: the gids marker of a port says "capped" when entries were left out.
+function gid_mark(r,   k) {
+	if (r !~ /\/gids$/) return "-"
+	k = substr(r, 1, length(r) - 5)
+	if (!(k in GCAP)) return "-"
+	warn("GID table of " clean(k) ": more than " GIDMAX " entries populated, the first " GIDMAX " sent")
+	return "capped"
 }
 function cpu_section(   i, k, b, sum, ord, no) {
 	no = 0
@@ -918,6 +948,8 @@ BEGIN {
 	srand()
 	NONCE = sprintf("@@fabtop-%d-%d", int(rand() * 2147483647), int(rand() * 2147483647))
 	TKC = (TK == "" ? "" : TK " " TO " ")
+	ZGID = "0000:0000:0000:0000:0000:0000:0000:0000"
+	GIDMAX = 64
 	if (TK == "") warn("no timeout command: tools run without a time limit")
 	gpu_fields(GF)
 	MAXF += 0; IV += 0; TO += 0; SCAP += 0; FCAP += 0

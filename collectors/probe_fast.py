@@ -352,7 +352,7 @@ class Scan(object):
             if not okname(n, 64):
                 self.p.refuse("rdma", n)
                 continue
-            for f in ("fw_ver", "hca_type", "board_id", "node_guid"):
+            for f in ("fw_ver", "hca_type", "board_id", "node_guid", "node_type"):
                 self.one("S", "sysib", n + "/" + f, d + "/" + f)
             for pn in listdir(d + "/ports"):
                 p = d + "/ports/" + pn
@@ -366,6 +366,13 @@ class Scan(object):
                 self.hw("%s/ports/%s/hw_counters" % (n, pn), p + "/hw_counters")
                 self.files("S", "sysib", "%s/ports/%s/gid_attrs/ndevs" % (n, pn),
                            p + "/gid_attrs/ndevs")
+                # The GID table (RoCE addressing), slow; the marker after it says it was read.
+                self.files("S", "sysib", "%s/ports/%s/gids" % (n, pn), p + "/gids")
+                self.files("S", "sysib", "%s/ports/%s/gid_attrs/types" % (n, pn),
+                           p + "/gid_attrs/types")
+                if exists(p + "/gids"):
+                    self.entries.append(Entry("s", "sysib", "%s/ports/%s/gids" % (n, pn),
+                                              p + "/gids"))
             self.files("s", "sysib", n + "/device/net", d + "/device/net")
         cpus = sysroot + "/devices/system/cpu"
         for cb in listdir(cpus):
@@ -376,6 +383,45 @@ class Scan(object):
                 if regular(c + "/" + f):
                     self.cpu.append((f, c + "/" + f))
 
+
+class GidTable(object):
+    """GID tables, as the sh probe's gid_keep: the kernel lists every entry (256 per
+    mlx5 RoCE port) and an empty one reads as the zero GID while its types/ndevs fail;
+    so only populated entries go out, the first GID_MAX of a port, a type only with its
+    GID, and a port's gids marker says "capped" when entries were left out."""
+
+    ZERO = b"0000:0000:0000:0000:0000:0000:0000:0000"
+
+    def __init__(self) -> None:
+        self.count = {}  # type: Dict[str, int]
+        self.sent = set()  # type: Set[str]
+        self.capped = set()  # type: Set[str]
+
+    def keep(self, rel: str, v: bytes) -> bool:
+        port, sep, index = rel.partition("/gids/")
+        if sep:
+            if v == self.ZERO:
+                return False
+            n = self.count[port] = self.count.get(port, 0) + 1
+            if n > GID_MAX:
+                self.capped.add(port)
+                return False
+            self.sent.add(port + "/" + index)
+            return True
+        port, sep, index = rel.partition("/gid_attrs/types/")
+        if sep:
+            return port + "/" + index in self.sent
+        return True
+
+    def mark(self, rel: str, probe: "Probe") -> bytes:
+        if not rel.endswith("/gids") or rel[:-5] not in self.capped:
+            return b"-"
+        probe.warn("GID table of %s: more than %d entries populated, the first %d sent"
+                   % (clean(rel[:-5]), GID_MAX, GID_MAX))
+        return b"capped"
+
+
+GID_MAX = 64
 
 # ---------------------------------------------------------------- kernel interfaces
 
@@ -1175,10 +1221,11 @@ class Probe(object):
                 self.values(out, kind + "_counters", "-", rns, s.ctr_names[kind], rows)
             if slow:
                 lines = []
+                gt = GidTable()
                 for e in s.slow[kind]:
                     if e.code == "s":
-                        lines.append(e.rel.encode() + b" -")
-                    elif e.code == "S" and e.rel in vals:
+                        lines.append(e.rel.encode() + b" " + gt.mark(e.rel, self))
+                    elif e.code == "S" and e.rel in vals and gt.keep(e.rel, vals[e.rel]):
                         lines.append(e.rel.encode() + b" " + vals[e.rel])
                 out.add(kind + "_slow", "-", rns, "ok", "", lines)
         if slow and s.cpu:

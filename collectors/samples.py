@@ -68,6 +68,18 @@ class LinkSample:
     gids: tuple[GidEntry, ...] | None = None
     # IPv4/IPv6 addresses of the netdev (``ip -j addr``, ``ifconfig``): None when not read.
     addresses: tuple[str, ...] | None = None
+    # An RDMA port's own states and its subnet manager, as sysfs ``ports/N/state``,
+    # ``phys_state`` and ``sm_lid`` say (``state`` above may be the netdev's operstate).
+    # None when not read. ``port_state``: "ACTIVE", "INIT", "ARMED", "DOWN", ...
+    port_state: str | None = None
+    phys_state: str | None = None  # "LinkUp", "Polling", "Disabled", ...
+    sm_lid: int | None = None  # 0 on RoCE ports by design; on InfiniBand: no SM reached it
+    # True when the probe sent only the first populated entries of a long GID table
+    # (``gids`` is then incomplete: what it lacks cannot be said missing).
+    gids_truncated: bool = False
+    # The RDMA device's sysfs node_type: "CA" (InfiniBand, RoCE), "RNIC" (iWARP); None
+    # when not read. iWARP has no RoCE GIDs to judge.
+    node_type: str | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -8,6 +8,18 @@ devices without a performance-management agent) are left out: absent, never zero
 Every path and value is cleaned of control characters as it is read; numbers go through
 :mod:`collectors.numbers`, so a counter beyond 64 bits or a value of 5000 digits costs
 that one value (with a warning), never the section.
+
+An RDMA port's GID table (``gids/<N>``, ``gid_attrs/types/<N>``, ``gid_attrs/ndevs/<N>``)
+comes on slow ticks, with a ``gids`` marker line that says it was read: ``-`` for the
+whole table, ``capped`` when the probe sent only the first populated entries. Formats
+from the kernel (torvalds/linux drivers/infiniband/core/sysfs.c, e04360a2):
+``show_port_gid`` prints ``%pI6`` (eight groups of four hex digits) and an all-zero GID
+for an empty entry; ``types`` and ``ndevs`` of an empty entry fail with EINVAL (nothing
+to read); ``types`` is ``ib_cache_gid_type_str``: "IB/RoCE v1" or "RoCE v2" (cache.c).
+``node_type`` prints "1: CA" (InfiniBand and RoCE) or "4: RNIC" (iWARP);
+``sm_lid`` and ``lid`` print ``0x%x``; ``state`` "4: ACTIVE" (NOP, DOWN, INIT, ARMED,
+ACTIVE, ACTIVE_DEFER), ``phys_state`` "5: LinkUp" (Sleep, Polling, Disabled,
+PortConfigurationTraining, LinkUp, LinkErrorRecovery, Phy Test).
 """
 
 from __future__ import annotations
@@ -25,6 +37,10 @@ _NO_PMA = "N/A (no PMA)"
 _RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
 _GTS_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
 _TEMP_RE = re.compile(r"^device/hwmon/[^/]+/temp\d+_input$")
+_GID_RE = re.compile(r"^[0-9a-f]{4}(?::[0-9a-f]{4}){7}$")
+ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"  # an empty GID table entry
+GID_INDEX_MAX = 65535  # gid_tbl_len is an int; mlx5 has 256 entries per RoCE port
+_GID_TYPE_MAX = 32  # "IB/RoCE v1", "RoCE v2", "Invalid GID type"
 
 
 @dataclass(slots=True)
@@ -62,6 +78,11 @@ class RdmaPortRecord:
     counters_ext: dict[str, int] = field(default_factory=dict)
     hw_counters: dict[str, int] = field(default_factory=dict)
     netdevs: list[str] = field(default_factory=list)  # from gid_attrs/ndevs/*, in order
+    # GID table: populated entries by index; None when the table was not read.
+    gids: dict[int, str] | None = None
+    gid_types: dict[int, str] = field(default_factory=dict)  # gid_attrs/types/<N>
+    gid_ndevs: dict[int, str] = field(default_factory=dict)  # gid_attrs/ndevs/<N>
+    gids_truncated: bool = False  # the probe sent only the first populated entries
 
 
 @dataclass(slots=True)
@@ -73,6 +94,7 @@ class RdmaDeviceRecord:
     hca_type: str | None = None
     board_id: str | None = None
     node_guid: str | None = None
+    node_type: str | None = None  # "1: CA" -> "CA" (IB, RoCE); "RNIC" (iWARP)
     ports: dict[int, RdmaPortRecord] = field(default_factory=dict)
     netdevs: list[str] = field(default_factory=list)  # from device/net/<name>
     pcie: PcieLink | None = None
@@ -257,6 +279,27 @@ def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], 
     elif group == "gid_attrs" and leaf.startswith("ndevs/"):
         if value and value not in port.netdevs:
             port.netdevs.append(value)
+        index = _gid_index(leaf[len("ndevs/") :])
+        if value and index is not None:
+            port.gid_ndevs[index] = value
+    elif group == "gid_attrs" and leaf.startswith("types/"):
+        index = _gid_index(leaf[len("types/") :])
+        if value and index is not None:
+            port.gid_types[index] = value[:_GID_TYPE_MAX]
+    elif rel == "gids":  # the probe's marker: the table was read
+        if port.gids is None:
+            port.gids = {}
+        if value == "capped":
+            port.gids_truncated = True
+    elif group == "gids" and leaf:
+        if port.gids is None:
+            port.gids = {}
+        index = _gid_index(leaf)
+        gid = value.lower()
+        if index is None or not _GID_RE.match(gid):
+            _warn(warnings, f"{where}/{rel}: bad GID {value[:48]!r}")
+        elif gid != ZERO_GID:
+            port.gids[index] = gid
     elif rel == "state":
         port.state = _after_colon(value)
     elif rel == "phys_state":
@@ -269,6 +312,11 @@ def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], 
         port.lid = _int(value)
     elif rel == "sm_lid":
         port.sm_lid = _int(value)
+
+
+def _gid_index(text: str) -> int | None:
+    n = parse_uint(text)
+    return n if n is not None and n <= GID_INDEX_MAX else None
 
 
 def parse_sysib(text: str) -> SysIb:
@@ -302,6 +350,8 @@ def parse_sysib(text: str) -> SysIb:
             _device_bit(bits[name], rel, value, out.warnings, name)
         elif rel in ("fw_ver", "hca_type", "board_id", "node_guid"):
             setattr(dev, rel, value or None)
+        elif rel == "node_type":
+            dev.node_type = _after_colon(value)
     for name, dev in out.devices.items():
         dev.pcie = bits[name].pcie()
         dev.temperature_c = bits[name].temperature()

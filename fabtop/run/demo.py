@@ -39,8 +39,19 @@ MISCONFIGS: dict[str, dict[str, Any]] = {
     # issue 15: another rdma-core build and kernel minor on one host (captured versions:
     # tests/fixtures/versions/SOURCES.md)
     "version_mismatch": {"rdma_core": "2307mlnx47-1.2307050", "kernel": "6.5.0-35-generic"},
+    # node3's RoCE netdevs lost their IPv4 address: only link-local GIDs are left
+    "roce_no_ipv4_gid": {"roce_addrs": ()},
+    "roce_no_ip_gid": {"roce_addrs": ()},  # the same, by the rule's name
+    # a second link-local IPv6 address (NetworkManager stable-privacy) came first on
+    # node3: its RoCE v2 IPv4 GID sits at index 5, the others' at 3
+    "gid_index_mismatch": {"roce_addrs": ("ll6", "ipv4")},
 }
-SCENARIOS: tuple[str, ...] = (*EPISODE_KINDS, *MISCONFIGS)
+# Misconfigurations of the whole fabric: every host's config changes.
+FABRIC_MISCONFIGS: dict[str, dict[str, Any]] = {
+    # nobody started opensm: node1's and node2's IB ports train but stay INIT
+    "no_subnet_manager": {"ib_sm": False},
+}
+SCENARIOS: tuple[str, ...] = (*EPISODE_KINDS, *MISCONFIGS, *FABRIC_MISCONFIGS)
 
 
 def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
@@ -63,6 +74,9 @@ def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fa
     hosts = demo_hosts()
     if scenario in MISCONFIGS:
         hosts[2] = dataclasses.replace(hosts[2], **MISCONFIGS[scenario])
+        return Fabric(hosts, seed=seed, interval_s=interval_s)
+    if scenario in FABRIC_MISCONFIGS:
+        hosts = [dataclasses.replace(h, **FABRIC_MISCONFIGS[scenario]) for h in hosts]
         return Fabric(hosts, seed=seed, interval_s=interval_s)
     if scenario == "healthy":
         return Fabric(hosts, seed=seed, interval_s=interval_s)

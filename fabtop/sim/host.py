@@ -59,6 +59,13 @@ class HostConfig:
     uptime_s: float = 86400.0 * 12
     reload_at: tuple[float, ...] = ()  # driver reloads: NIC counters restart from 0
     silent_after: float | None = None  # the host stops answering from this time on
+    # A subnet manager runs on the IB fabric: the IB port goes ACTIVE with an SM LID.
+    # Without one it stays INIT (physically LinkUp) with SM LID 0 and carries nothing.
+    ib_sm: bool = True
+    # The addresses of each RoCE netdev in the order they were added, each a GID pair
+    # (RoCE v1, v2) after the two default link-local ones: "ipv4", or "ll6" (a second
+    # link-local IPv6 address, as NetworkManager's stable-privacy mode adds one).
+    roce_addrs: tuple[str, ...] = ("ipv4",)
 
     def netdev(self, i: int) -> str:
         """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""
@@ -188,7 +195,8 @@ class SimHost:
             self.nic_temp[i] = cfg.nic_temp_c + 3.0 * min(tf, 1.0) + 0.4 * noise(seed, k, i, 7)
         if self.ib is not None:
             ib = 200e9 / 8 * 0.35 * tf
-            self.ib.apply(True, ib * self._flow(k, 11, TX), ib * self._flow(k, 11, RX), 0.01 * tf)
+            self.ib.apply(cfg.ib_sm, ib * self._flow(k, 11, TX), ib * self._flow(k, 11, RX),
+                          0.01 * tf)
         if self.tb is not None:
             tbr = 1.0e9 * tf
             self.tb.apply(True, tbr * self._flow(k, 12, TX, 0.1), tbr * self._flow(k, 12, RX, 0.1))

@@ -85,14 +85,18 @@ def sysib_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
             (f"{dev}/hca_type", "MT4125"),
             (f"{dev}/board_id", "MT_0000000359"),
             (f"{dev}/node_guid", f"0c42:a103:00{host.index:02x}:{i:04x}"),
+            (f"{dev}/node_type", "1: CA"),
             (f"{pp}/state", "4: ACTIVE" if up else "1: DOWN"),
             (f"{pp}/phys_state", "5: LinkUp" if up else "3: Disabled"),
             (f"{pp}/rate", ROCE_RATE.get(cfg.link_gbps, f"{cfg.link_gbps} Gb/sec (4X)")),
             (f"{pp}/link_layer", "Ethernet"),
+            (f"{pp}/lid", "0x0"),  # RoCE has no LIDs and no subnet manager
+            (f"{pp}/sm_lid", "0x0"),
         ]
         out += [(f"{pp}/counters/{n}", str(v)) for n, v in port.ib.items(frac)]
         out += [(f"{pp}/hw_counters/{n}", str(v)) for n, v in port.hw.items(frac)]
         out += [(f"{pp}/gid_attrs/ndevs/0", nd), (f"{dev}/device/net/{nd}", "-")]
+        out += roce_gid_lines(host, i)
     if host.ib is not None:
         dev = f"mlx5_{cfg.roce_ports}"
         pp = f"{dev}/ports/1"
@@ -101,13 +105,47 @@ def sysib_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
             (f"{dev}/hca_type", "MT4123"),
             (f"{dev}/board_id", "MT_0000000223"),
             (f"{dev}/node_guid", f"b83f:d203:00{host.index:02x}:0a00"),
-            (f"{pp}/state", "4: ACTIVE"),
+            (f"{dev}/node_type", "1: CA"),
+            # Without a subnet manager the port trains (LinkUp) but is never configured:
+            # INIT, no LID, SM LID 0 (sysfs formats: collectors/parsers/sysfs.py).
+            (f"{pp}/state", "4: ACTIVE" if cfg.ib_sm else "2: INIT"),
             (f"{pp}/phys_state", "5: LinkUp"),
             (f"{pp}/rate", "200 Gb/sec (4X HDR)"),
             (f"{pp}/link_layer", "InfiniBand"),
+            (f"{pp}/lid", f"0x{host.index + 1:x}" if cfg.ib_sm else "0x0"),
+            (f"{pp}/sm_lid", "0x1" if cfg.ib_sm else "0x0"),  # node1 runs opensm: LID 1
+            (f"{pp}/gids/0", f"fe80:0000:0000:0000:b83f:d203:00{host.index:02x}:0a01"),
+            (f"{pp}/gid_attrs/types/0", "IB/RoCE v1"),
+            (f"{pp}/gids", "-"),
         ]
         out += [(f"{pp}/counters/{n}", str(v)) for n, v in host.ib.ib.items(frac)]
         out += [(f"{pp}/hw_counters/{n}", str(v)) for n, v in host.ib.hw.items(frac)]
+    return out
+
+
+def roce_gid_lines(host: SimHost, i: int) -> list[tuple[str, str]]:
+    """The populated GID table of RoCE port ``i``, then the probe's marker line.
+
+    Laid out as mlx5 fills it (show_gids captures in tests/fixtures/rdma_gids): the
+    default link-local GID as RoCE v1 and v2 at 0 and 1, then a v1/v2 pair per address
+    in the order the addresses were added; IPv4 as ``::ffff:a.b.c.d``.
+    """
+    pp, nd = f"mlx5_{i}/ports/1", host.cfg.netdev(i)
+    # EUI-64 of the netdev's MAC (sysnet_lines: 0c:42:a1:<host>:<port>:5e)
+    gids = [f"fe80:0000:0000:0000:0e42:a1ff:fe{host.index:02x}:{i:02x}5e"]
+    for n, addr in enumerate(host.cfg.roce_addrs):
+        if addr == "ipv4":  # 10.<port>.0.<host + 1>
+            gids.append(f"0000:0000:0000:0000:0000:ffff:0a{i:02x}:00{host.index + 1:02x}")
+        else:  # a stable-privacy link-local address: its own interface identifier
+            gids.append(f"fe80:0000:0000:0000:5d1c:{n:02x}{i:02x}:a6b1:{host.index:04x}")
+    out: list[tuple[str, str]] = []
+    for k, gid in enumerate(gids):
+        for v, kind in enumerate(("IB/RoCE v1", "RoCE v2")):
+            idx = 2 * k + v
+            out += [(f"{pp}/gids/{idx}", gid), (f"{pp}/gid_attrs/types/{idx}", kind)]
+            if idx:  # ndevs/0 is written with the port's netdev above
+                out.append((f"{pp}/gid_attrs/ndevs/{idx}", nd))
+    out.append((f"{pp}/gids", "-"))
     return out
 
 

@@ -138,6 +138,15 @@ def write(host: SimHost, root: Path, t: float | None = None) -> None:
     for kind, _, status, _, text in host_text.version_sections(host.cfg):
         if kind in ("rdma_core", "ofed_info") and status == "ok":
             _put(state / "versions" / kind, text + "\n")
+    # GID table entries the kernel lists but nothing fills: an all-zero GID, types and
+    # ndevs that fail to read (EINVAL on a real /sys; empty here). The probes skip them.
+    for i in range(host.cfg.roce_ports):
+        port = root / "sys" / "class" / "infiniband" / f"mlx5_{i}" / "ports" / "1"
+        first = 2 + 2 * len(host.cfg.roce_addrs)
+        for idx in range(first, first + 4):
+            _put(port / "gids" / str(idx), "0000:0000:0000:0000:0000:0000:0000:0000\n")
+            _put(port / "gid_attrs" / "types" / str(idx), "")
+            _put(port / "gid_attrs" / "ndevs" / str(idx), "")
     update(host, root, host.fabric.grid_t if t is None else t)
 
 

@@ -85,6 +85,7 @@ def _comparable(s: HostSample) -> dict[str, object]:
             ln.netdev, ln.rdma_device, ln.port, ln.link_layer, ln.state, ln.rate_gbps, ln.mtu,
             ln.driver, ln.driver_version, ln.firmware, ln.pcie, ln.temperature_c, ln.physical,
             ln.kind, ln.counters, ln.metrics, sorted(ln.saturated), ln.qos,
+            ln.gids, ln.gids_truncated, ln.port_state, ln.phys_state, ln.sm_lid, ln.node_type,
         )
         for lid, ln in s.links.items()
     }  # fmt: skip

@@ -7,8 +7,10 @@ does after assembling a frame, so the rules read exactly what they read live.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from collectors.samples import (
     GpuSample,
@@ -119,6 +121,8 @@ class Port:
     temperature_c: float | None = 55.0
     rates: dict[str, float | dict[int, float]] = field(default_factory=dict)
     metrics: dict[str, MetricValue] = field(default_factory=dict)
+    # Any other LinkSample field, as the sample should carry it (link_layer, sm_lid, gids).
+    fields: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Counters a healthy mlx5 RoCE port always reports, so "zero" is measured.
@@ -186,7 +190,7 @@ class Port:
         qos = None
         if self.pfc is not None or self.trust is not None:
             qos = QosConfig(source=self.qos_source, trust=self.trust, pfc_enabled=self.pfc)
-        return LinkSample(
+        link = LinkSample(
             id=self.netdev,
             netdev=self.netdev,
             rdma_device=self.rdma_device,
@@ -204,6 +208,7 @@ class Port:
             metrics=copy.deepcopy(self.metrics),
             qos=qos,
         )
+        return dataclasses.replace(link, **self.fields) if self.fields else link
 
 
 def by_rule(findings: list[Finding], rule: str) -> list[Finding]:

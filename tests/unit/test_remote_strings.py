@@ -34,6 +34,7 @@ from collectors.parsers.nvidia_smi import QUERY_FIELDS
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.samples import HostSample
 from collectors.text import has_control
+from tests.unit.gid_captures import sysib_text
 from tests.unit.test_parse_sysfs import sysfs_dump
 
 URL = "http://127.0.0.1:8000/metrics"
@@ -196,6 +197,9 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
         sec("sysnet", None, inject(sysfs_dump(procfs / "net"), p)),
         sec("sysib", None, inject(sysib, p)),
         sec("sysib", None, inject(sysfs_dump(node_ib), p)),
+        # a GID table (show_gids capture): GIDs, their types and netdevs
+        sec("sysib_slow", None, inject(sysib_text("show_gids_mlx5_ipv4_at_3_nccl1131.txt")
+                                       + "\nmlx5_0/node_type 1: CA", p)),
         sec("ethtool_S", "eth0",
             inject(read("ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"), p)),
         sec("ethtool_i", "eth0", inject(read("ethtool/ethtool_i_e1000e_node_exporter.txt"), p)),

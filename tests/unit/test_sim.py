@@ -426,7 +426,7 @@ def test_the_readme_tells_the_demo_cycle_as_the_simulation_plays_it() -> None:
     assert "about three minutes" in section and 150 <= DEMO_CYCLE_S <= 210
     for kind, (host, _) in DEFAULT_TARGET.items():
         assert host in next(ln for ln in section.splitlines() if f"| {kind} |" in ln)
-    named = re.findall(r"`([a-z_]+)`", section.split("The names:", 1)[1])
+    named = re.findall(r"`([a-z0-9_]+)`", section.split("The names:", 1)[1])
     assert sorted(set(named) & set(SCENARIOS)) == sorted(SCENARIOS)
     flap = next(ep.start_s for ep in DEMO_CYCLE if ep.kind == "link_flap")
     down, up = flap + FLAP_DOWN_AT_S, flap + FLAP_DOWN_AT_S + FLAP_DOWN_FOR_S

@@ -10,9 +10,13 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.widgets import Footer, Input, Static
 
+from collectors.samples import LinkSample
+from collectors.text import clean
 from collectors.vocabulary import Derived, Metric
 from fabtop.core.history import SeriesKey
 from fabtop.core.rates import LinkRates
+from fabtop.core.rules.context import is_rdma_ethernet
+from fabtop.core.rules.roce_gids import gid_text, v2_address
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.links import summary
@@ -43,6 +47,21 @@ def _rate_of(lr: LinkRates | None, key: str) -> float:
         return 0.0
     source, _, name = key.partition("\x1f")
     return lr.raw_rates.get(source, {}).get(name, 0.0)
+
+
+def _addressing(link: LinkSample) -> tuple[str, str]:
+    """(text, style): an InfiniBand port's SM LID; a RoCE port's RoCE v2 GID (index and
+    address), or that it has none; empty when unknown."""
+    if link.link_layer == "InfiniBand" and link.sm_lid is not None:
+        stuck = link.sm_lid == 0 and link.phys_state == "LinkUp"
+        return f"sm_lid 0x{link.sm_lid:x}", "bold red" if stuck else ""
+    if is_rdma_ethernet(link) and link.gids is not None:
+        g = v2_address(link.gids)
+        if g is not None:
+            return f"v2 GID {g.index} {clean(gid_text(g), 64)}", ""
+        if not link.gids_truncated:
+            return "no v2 GID with an address", "bold red"
+    return "", ""
 
 
 class LinkDetailScreen(DataScreen):
@@ -140,9 +159,14 @@ class LinkDetailScreen(DataScreen):
                 link.kind, link.link_layer or link.kind)
             bits = [kind, fmt.speed(link.rate_gbps),
                     link.state or "", f"mtu {link.mtu}" if link.mtu else "",
-                    f"{link.rdma_device}/{link.port}" if link.rdma_device else "",
-                    link.driver or "", f"fw {link.firmware}" if link.firmware else ""]
+                    f"{link.rdma_device}/{link.port}" if link.rdma_device else ""]
             t.append("  " + "  ".join(b for b in bits if b), "")
+            text, style = _addressing(link)  # beside the RDMA port it belongs to
+            if text:
+                t.append("  ")
+                t.append(text, style)
+            more = [link.driver or "", f"fw {link.firmware}" if link.firmware else ""]
+            t.append("".join(f"  {b}" for b in more if b), "")
         return t
 
     def _key(self, *parts: str) -> SeriesKey:

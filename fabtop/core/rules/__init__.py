@@ -26,9 +26,11 @@ from fabtop.core.rules import (
     gpu,
     hardware,
     inference,
+    infiniband,
     lossless,
     pfc_config,
     pfc_storm,
+    roce_gids,
     traffic,
 )
 from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time, iter_links
@@ -59,6 +61,9 @@ RULES: tuple[Rule, ...] = (
     gpu.gpu_hot,
     inference.token_drop_with_fabric_event,
     clock.clock_skew,
+    infiniband.no_subnet_manager,
+    roce_gids.roce_no_ip_gid,
+    roce_gids.gid_index_mismatch,
 )
 
 # Tracks not updated for this long belong to hosts that went away.
