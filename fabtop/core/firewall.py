@@ -1,0 +1,315 @@
+"""Would this host's packet filter let it in? The input path, evaluated as the kernel runs it.
+
+Pure: a :class:`~collectors.ruleset.Ruleset` (from ``nft -j`` or ``iptables-save``) and
+a question in, an :class:`Outcome` out. The kernel's order (nft(8), "CHAINS" and
+"VERDICT STATEMENT"; the netfilter hooks): every base chain of the input hook whose
+family sees the packet (``ip`` and ``inet`` for IPv4, ``ip6`` and ``inet`` for IPv6; a
+``netdev`` ingress chain bound to the interface first), lowest priority first. An
+``accept`` ends only that base chain, the packet goes on to the next one; ``drop`` or
+``reject`` anywhere ends it for good; a base chain that runs out of rules applies its
+policy. ``jump`` returns to the rule after it, ``goto`` does not (its chain's end
+returns to the chain that jumped to the one holding the goto), ``return`` goes back one
+level (from a base chain: its policy). The forward and output hooks never see a packet
+for this host, so Docker's ``FORWARD`` policy of DROP counts for nothing here.
+Pre-routing chains (raw, mangle, reverse-path filters) are not evaluated.
+
+A question is symbolic where it says "any": a port range (the ephemeral ports NCCL
+bootstraps on), or "any packet" on an interface whose every packet passes netfilter
+(IP over Thunderbolt, soft-RoCE). The evaluator follows each rule both ways where the
+packet may or may not match, narrowing what the packet can be (protocol, port ranges,
+conntrack state, first SYN or not) so a branch no packet can take is dropped:
+
+- ``drop``: some packet of the question is dropped whatever the rules it could not
+  read do; the rule that drops it is quoted.
+- ``accept``: every packet of the question is accepted.
+- ``unknown``: neither can be said: a match the evaluator cannot decide (a rate limit,
+  a mark, a source address it does not know...) stands between the packet and a drop;
+  ``undecided`` names those rules ("could not evaluate rule X").
+
+The question's facts: the packet comes in on the interface, from a peer that reached it
+directly (no DNAT), as unicast to this host; a new TCP connection is its first SYN with
+conntrack state ``new``; "any packet" is any protocol, port and valid conntrack state
+(an ``invalid`` packet is no traffic anyone needs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from collectors.ruleset import Chain, Match, PortRange, Ruleset
+
+ALL_PORTS: tuple[PortRange, ...] = ((0, 65535),)
+_VALID_CT = frozenset({"new", "established", "related", "untracked"})
+_PKTTYPES = frozenset({"host", "broadcast", "multicast"})
+_MAX_STEPS = 50_000  # rule visits per question: a ruleset past it is "unknown (too complex)"
+_MAX_DEPTH = 64  # jumps nested deeper than this are a loop (the kernel refuses them too)
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What arrives: on ``iface``, over ``family``; a new TCP connection to ``ports``
+    (``proto="tcp"``), or any packet at all (``proto=None``)."""
+
+    iface: str
+    proto: str | None = "tcp"
+    ports: tuple[PortRange, ...] = ALL_PORTS
+    family: str = "ipv4"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answer to one :class:`Question`."""
+
+    verdict: str  # accept | drop | unknown
+    rule: str | None = None  # the rule that drops (drop), or a drop it could not rule out
+    undecided: tuple[str, ...] = ()  # rules it could not evaluate on the way (unknown)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pkt:
+    """What the packet can still be on one path through the rules."""
+
+    iface: str
+    family: str
+    protos: frozenset[str] | None  # None: any protocol but those in ``not_protos``
+    not_protos: frozenset[str]
+    ports: tuple[PortRange, ...]
+    ct: frozenset[str]
+    syn: frozenset[bool]  # the connection's first SYN (True) or any other packet (False)
+    pkttype: frozenset[str]
+
+
+@dataclass(slots=True)
+class _Sum:
+    """What the paths below a point can end in."""
+
+    sure: str | None = None  # a drop some packet meets whatever the undecided rules do
+    maybe: str | None = None  # a drop some path reaches
+    open: bool = True  # every path accepts
+    undecided: list[str] = field(default_factory=list)
+
+
+_ACCEPT = _Sum()
+
+
+def evaluate(rs: Ruleset, q: Question) -> Outcome:
+    """The fate of ``q``'s packets under ``rs``."""
+    chains = [c for c in rs.base_chains("ingress") if c.family == "netdev"
+              and c.device == q.iface] + [
+        c for c in rs.base_chains("input") if c.family in _FAMILIES[q.family]]  # fmt: skip
+    chains.sort(key=lambda c: (c.hook != "ingress", c.prio))
+    pkt = _Pkt(
+        iface=q.iface,
+        family=q.family,
+        protos=frozenset({q.proto}) if q.proto else None,
+        not_protos=frozenset(),
+        ports=_norm(q.ports),
+        ct=frozenset({"new"}) if q.proto == "tcp" else _VALID_CT,
+        syn=frozenset({True}) if q.proto == "tcp" else frozenset({True, False}),
+        pkttype=frozenset({"host"}) if q.proto == "tcp" else _PKTTYPES,
+    )
+    w = _Walk(rs, chains)
+    s = w.base(0, pkt)
+    undecided = tuple(dict.fromkeys(s.undecided))[:8]
+    if w.steps > _MAX_STEPS:
+        return Outcome("unknown", s.maybe, ("ruleset too complex to evaluate",))
+    if s.sure is not None:
+        return Outcome("drop", s.sure)
+    if s.open:
+        return Outcome("accept")
+    return Outcome("unknown", s.maybe, undecided)
+
+
+_FAMILIES = {"ipv4": ("ip", "inet"), "ipv6": ("ip6", "inet")}
+
+
+class _Walk:
+    def __init__(self, rs: Ruleset, bases: list[Chain]) -> None:
+        self.rs = rs
+        self.bases = bases
+        self.steps = 0
+
+    def base(self, bi: int, pkt: _Pkt) -> _Sum:
+        """Base chain ``bi`` onwards (past the last one the packet is accepted)."""
+        if bi >= len(self.bases):
+            return _ACCEPT
+        return self.walk(bi, ((self.bases[bi], 0),), pkt)
+
+    def walk(self, bi: int, frames: tuple[tuple[Chain, int], ...], pkt: _Pkt) -> _Sum:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            return _Sum(None, None, False, ["ruleset too complex to evaluate"])
+        chain, i = frames[-1]
+        if i >= len(chain.rules):
+            return self.leave(bi, frames[:-1], pkt)
+        rule = chain.rules[i]
+        after = (*frames[:-1], (chain, i + 1))
+        quote = _quote(chain, rule.text, rule.handle)
+        return self.matches(bi, after, pkt, rule.matches, 0, rule, quote)
+
+    def matches(self, bi: int, after: tuple[tuple[Chain, int], ...], pkt: _Pkt,
+                ms: tuple[Match, ...], k: int, rule: object, quote: str) -> _Sum:
+        """Matches ``ms[k:]`` of a rule on ``pkt``; ``after`` resumes past the rule."""
+        if k >= len(ms):
+            return self.verdict(bi, after, pkt, rule, quote)
+        yes, no, unsure = _test(ms[k], pkt)
+        a = self.matches(bi, after, yes, ms, k + 1, rule, quote) if yes is not None else None
+        b = self.walk(bi, after, no) if no is not None else None
+        if a is None:
+            return b if b is not None else _Sum(None, None, True)
+        if b is None:
+            return a
+        return _both(a, b, quote if unsure else None)
+
+    def verdict(self, bi: int, after: tuple[tuple[Chain, int], ...], pkt: _Pkt,
+                rule: object, quote: str) -> _Sum:
+        v = getattr(rule, "verdict", None)
+        if v is None or v.kind == "continue":
+            return self.walk(bi, after, pkt)
+        if v.kind == "accept":
+            return self.base(bi + 1, pkt)
+        if v.kind in ("drop", "reject"):
+            return _Sum(quote, quote, False)
+        if v.kind == "return":
+            return self.leave(bi, after[:-1], pkt)
+        if v.kind in ("jump", "goto"):
+            chain = after[-1][0]
+            target = self.rs.chains.get((chain.family, chain.table, v.target or ""))
+            if target is None or len(after) >= _MAX_DEPTH:
+                return _Sum(None, quote, False, [quote])
+            frames = (*after, (target, 0)) if v.kind == "jump" else (*after[:-1], (target, 0))
+            return self.walk(bi, frames, pkt)
+        return _Sum(None, quote, False, [quote])  # queue: userspace decides
+
+    def leave(self, bi: int, frames: tuple[tuple[Chain, int], ...], pkt: _Pkt) -> _Sum:
+        """A chain ran out of rules (or returned): back to its caller, or the policy."""
+        if frames:
+            return self.walk(bi, frames, pkt)
+        base = self.bases[bi]
+        if base.policy == "drop":
+            q = f"{base.family} {base.table} {base.name}: policy drop"
+            return _Sum(q, q, False)
+        return self.base(bi + 1, pkt)
+
+
+def _both(a: _Sum, b: _Sum, unsure: str | None) -> _Sum:
+    """Two paths: the packet may take either (``unsure`` None), or a rule the evaluator
+    cannot decide chooses (``unsure``: that rule)."""
+    if unsure is None:
+        sure = a.sure or b.sure
+    else:
+        sure = a.sure if a.sure is not None and b.sure is not None else None
+    out = _Sum(sure, a.maybe or b.maybe, a.open and b.open, [*a.undecided, *b.undecided])
+    if unsure is not None and _shape(a) != _shape(b):
+        out.undecided.append(unsure)  # the outcome hangs on this rule
+    return out
+
+
+def _shape(s: _Sum) -> tuple[bool, bool, bool]:
+    return s.open, s.sure is None, s.maybe is None
+
+
+def _quote(chain: Chain, text: str, handle: int | None) -> str:
+    h = f" (handle {handle})" if handle is not None else ""
+    return f"{chain.family} {chain.table} {chain.name}: {text}{h}"
+
+
+# --- one match on what the packet can be: (when it holds, when not, undecidable) --------
+
+def _test(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
+    f = m.field
+    if f == "iifname":
+        hit = any(_name_match(str(v), p.iface) for v in m.values)
+        return _fixed(hit != m.negate, p)
+    if f == "nfproto":
+        return _fixed((p.family in m.values) != m.negate, p)
+    if f == "ct_status":
+        # A peer connecting straight to this host: no NAT on the connection.
+        if set(map(str, m.values)) <= {"dnat", "snat"}:
+            return _fixed(m.negate, p)
+        return p, p, True
+    if f == "l4proto":
+        return _split_proto(m, p)
+    if f == "dport":
+        vals = _norm(tuple(v for v in m.values if isinstance(v, tuple)))
+        inside, outside = _cut(p.ports, vals), _minus(p.ports, vals)
+        if m.negate:
+            inside, outside = outside, inside
+        return (replace(p, ports=inside) if inside else None,
+                replace(p, ports=outside) if outside else None, False)
+    if f == "ct_state":
+        vals = frozenset(map(str, m.values))
+        yes, no = p.ct & vals, p.ct - vals
+        if m.negate:
+            yes, no = no, yes
+        return (replace(p, ct=yes) if yes else None, replace(p, ct=no) if no else None, False)
+    if f == "tcp_syn":
+        want = frozenset({True}) if not m.negate else frozenset({False})
+        yes, no = p.syn & want, p.syn - want
+        return (replace(p, syn=yes) if yes else None, replace(p, syn=no) if no else None, False)
+    if f == "pkttype":
+        vals = frozenset("host" if v == "unicast" else str(v) for v in m.values)
+        yes, no = p.pkttype & vals, p.pkttype - vals
+        if m.negate:
+            yes, no = no, yes
+        return (replace(p, pkttype=yes) if yes else None,
+                replace(p, pkttype=no) if no else None, False)
+    return p, p, True  # addresses, marks, limits, anything else: either way
+
+
+def _fixed(hit: bool, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
+    return (p, None, False) if hit else (None, p, False)
+
+
+def _name_match(pattern: str, name: str) -> bool:
+    """An interface name pattern: a trailing ``*`` (nft) matches any rest of the name."""
+    if pattern.endswith("*") and not pattern.endswith("\\*"):
+        return name.startswith(pattern[:-1])
+    return name == pattern.replace("\\*", "*")
+
+
+def _split_proto(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
+    vals = frozenset(map(str, m.values))
+    if p.protos is not None:
+        yes_set, no_set = p.protos & vals, p.protos - vals
+        if m.negate:
+            yes_set, no_set = no_set, yes_set
+        return (replace(p, protos=yes_set) if yes_set else None,
+                replace(p, protos=no_set) if no_set else None, False)
+    inside = replace(p, protos=vals - p.not_protos) if vals - p.not_protos else None
+    outside = replace(p, not_protos=p.not_protos | vals)
+    if m.negate:
+        return outside, inside, False
+    return inside, outside, False
+
+
+def _norm(ranges: tuple[PortRange, ...]) -> tuple[PortRange, ...]:
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((a, b) for a, b in out)
+
+
+def _cut(a: tuple[PortRange, ...], b: tuple[PortRange, ...]) -> tuple[PortRange, ...]:
+    out = [(max(x0, y0), min(x1, y1)) for x0, x1 in a for y0, y1 in b
+           if max(x0, y0) <= min(x1, y1)]  # fmt: skip
+    return _norm(tuple(out))
+
+
+def _minus(a: tuple[PortRange, ...], b: tuple[PortRange, ...]) -> tuple[PortRange, ...]:
+    out = list(a)
+    for y0, y1 in b:
+        nxt: list[PortRange] = []
+        for x0, x1 in out:
+            if y1 < x0 or y0 > x1:
+                nxt.append((x0, x1))
+                continue
+            if x0 < y0:
+                nxt.append((x0, y0 - 1))
+            if y1 < x1:
+                nxt.append((y1 + 1, x1))
+        out = nxt
+    return tuple(out)
