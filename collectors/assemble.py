@@ -53,6 +53,7 @@ from collectors.parsers.ethtool import (
     parse_ethtool_stats,
     stat_names,
 )
+from collectors.parsers.firewall import firewall_state
 from collectors.parsers.qos import (
     parse_dcb_app,
     parse_dcb_apptrust,
@@ -73,6 +74,7 @@ from collectors.parsers.sysfs import (
     parse_sysib,
     parse_sysnet,
 )
+from collectors.ruleset import FirewallState
 from collectors.samples import (
     SLOW_SOURCE,
     HostSample,
@@ -362,6 +364,7 @@ class _Shape:
     links: list[_LinkPlan]
     cpu_throttle_count: int | None
     probe: str | None
+    firewall: FirewallState | None = None  # parsed once per shape: never changed after
 
 
 def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
@@ -384,7 +387,8 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
     probe = HostSample("", 0, 0, 0.0)
     cpu = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
     _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
-    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe)
+    fw = _guard(warn, "firewall", None, None, _firewall, frame, warn)
+    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe, fw)
 
 
 @dataclass(slots=True)
@@ -474,6 +478,7 @@ def _fill(
             _guard(warn, "link", link.id, None, _metrics, link, item)
     sample.cpu_throttle_count = shape.cpu_throttle_count
     sample.probe = shape.probe
+    sample.firewall = shape.firewall
     _gpus(frame, sample, warn)
 
 
@@ -1067,6 +1072,16 @@ def _probe_notes(frame: Frame, sample: HostSample, warn: _Warner) -> None:
             if ln.startswith("warning ") and ln[8:].strip()
         ]
         warn.add(s.kind, None, notes)
+
+
+def _firewall(frame: Frame, warn: _ShapeWarner) -> FirewallState | None:
+    sec = frame.find("firewall")
+    if sec is None:
+        return None
+    fw = firewall_state(sec.status, sec.detail, sec.text)
+    if fw.ruleset is not None:
+        warn.add("firewall", None, fw.ruleset.warnings[:20])
+    return fw
 
 
 def _gpus(frame: Frame, sample: HostSample, warn: _Warner) -> None:

@@ -74,6 +74,7 @@ class Args(object):
         self.gfb = "index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw"
         self.probe = "auto"
         self.hw_tick = None  # type: Optional[Set[str]]
+        self.fw_sudo = False
         for a in argv:
             key, sep, v = a.partition("=")
             if not sep:
@@ -120,6 +121,10 @@ class Args(object):
                 if not re.match(r"[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*\Z", v) or len(v) > 1500:
                     raise Refused("bad ib_hw_tick")
                 self.hw_tick = set(v.split(","))
+            elif key == "fw_sudo":
+                if v not in ("0", "1"):
+                    raise Refused("bad fw_sudo")
+                self.fw_sudo = v == "1"
             elif key == "probe":
                 if v not in ("auto", "python", "sh"):
                     raise Refused("bad probe")
@@ -827,6 +832,10 @@ class Probe(object):
         self.wall0 = time.time()
         self.have = set(t for t in ("ethtool", "mlnx_qos", "dcb", "nvidia-smi", "amd-smi",
                                     "rocm-smi") if which(t))
+        # The packet filter (slow cadence), as the sh probe reads it: nft's JSON, else
+        # iptables-save; root (or sudo -n where configured) or a "needs root" section.
+        self.fw = next((t for t in ("nft", "iptables-save") if which(t)), "")
+        self.fw_run = 1 if os.geteuid() == 0 else (2 if a.fw_sudo else 0)
         self.gkind = "off"
         if a.gpu == "auto":
             self.gkind = next((k for k in ("nvidia-smi", "amd-smi", "rocm-smi")
@@ -1000,6 +1009,10 @@ class Probe(object):
         elif slow and self.gkind == "rocm-smi":
             jobs.append(Job("gpu_amd", "-", ["rocm-smi", "--showuse", "--showtemp",
                                              "--showpower", "--showmeminfo", "vram", "--json"]))
+        if slow and self.fw and self.fw_run:
+            cmd = ["nft", "-j", "list", "ruleset"] if self.fw == "nft" else ["iptables-save"]
+            sudo = ["sudo", "-n"] if self.fw_run == 2 else []
+            jobs.append(Job("firewall", "-", sudo + cmd))
         vals = {}  # type: Dict[str, bytes]
         eth = {}  # type: Dict[str, Any]
         times = {}  # type: Dict[str, int]
@@ -1195,6 +1208,10 @@ class Probe(object):
             if self.gkind == "none":
                 out.add("gpu_nvidia", "-", clock_ns, "missing",
                         "no nvidia-smi, amd-smi or rocm-smi", [])
+            if not self.fw:
+                out.add("firewall", "-", clock_ns, "missing", "no nft or iptables-save", [])
+            elif not self.fw_run:
+                out.add("firewall", "-", clock_ns, "missing", "needs root", [])
             for p in sorted(self.skip):
                 self.warn("sysfs file skipped (its read blocked): " + p)
         if self.gpu is not None:

@@ -81,9 +81,13 @@ class Chain:
         return self.family, self.table, self.name
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class Ruleset:
-    """A host's whole ruleset as one reader saw it, with what it could not read."""
+    """A host's whole ruleset as one reader saw it, with what it could not read.
+
+    Compared by identity: a host's ruleset stays the same object while its text does
+    (assemble's shape), so what was evaluated on it can be kept beside it (weakly).
+    """
 
     source: str  # "nft" | "iptables"
     chains: dict[tuple[str, str, str], Chain] = field(default_factory=dict)

@@ -153,7 +153,9 @@ def _rule(body: dict[str, Any], rs: Ruleset, sets: dict[tuple[str, str, str], An
             words.append(f"{k} {verdict.target}")
         elif k == "reject":
             verdict = Verdict("reject")
-            words.append("reject")
+            how = " ".join(clean(str(v.get(x)), 40) for x in ("type", "expr")
+                           if isinstance(v, dict) and v.get(x))
+            words.append("reject" + (f" with {how}" if how else ""))
         elif k in _NAT:
             verdict = Verdict("accept")  # a NAT statement ends the chain as an accept
             words.append(k)

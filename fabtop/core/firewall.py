@@ -198,7 +198,8 @@ def _both(a: _Sum, b: _Sum, unsure: str | None) -> _Sum:
     if unsure is None:
         sure = a.sure or b.sure
     else:
-        sure = a.sure if a.sure is not None and b.sure is not None else None
+        # both ways some packet is dropped: quote the way that does not need the rule
+        sure = b.sure if a.sure is not None and b.sure is not None else None
     out = _Sum(sure, a.maybe or b.maybe, a.open and b.open, [*a.undecided, *b.undecided])
     if unsure is not None and _shape(a) != _shape(b):
         out.undecided.append(unsure)  # the outcome hangs on this rule
@@ -238,22 +239,22 @@ def _test(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
         return (replace(p, ports=inside) if inside else None,
                 replace(p, ports=outside) if outside else None, False)
     if f == "ct_state":
-        vals = frozenset(map(str, m.values))
-        yes, no = p.ct & vals, p.ct - vals
+        states = frozenset(map(str, m.values))
+        yes, no = p.ct & states, p.ct - states
         if m.negate:
             yes, no = no, yes
         return (replace(p, ct=yes) if yes else None, replace(p, ct=no) if no else None, False)
     if f == "tcp_syn":
-        want = frozenset({True}) if not m.negate else frozenset({False})
-        yes, no = p.syn & want, p.syn - want
-        return (replace(p, syn=yes) if yes else None, replace(p, syn=no) if no else None, False)
+        want = frozenset({not m.negate})
+        sy, sn = p.syn & want, p.syn - want
+        return (replace(p, syn=sy) if sy else None, replace(p, syn=sn) if sn else None, False)
     if f == "pkttype":
-        vals = frozenset("host" if v == "unicast" else str(v) for v in m.values)
-        yes, no = p.pkttype & vals, p.pkttype - vals
+        kinds = frozenset("host" if v == "unicast" else str(v) for v in m.values)
+        ky, kn = p.pkttype & kinds, p.pkttype - kinds
         if m.negate:
-            yes, no = no, yes
-        return (replace(p, pkttype=yes) if yes else None,
-                replace(p, pkttype=no) if no else None, False)
+            ky, kn = kn, ky
+        return (replace(p, pkttype=ky) if ky else None,
+                replace(p, pkttype=kn) if kn else None, False)
     return p, p, True  # addresses, marks, limits, anything else: either way
 
 

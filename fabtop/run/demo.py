@@ -36,6 +36,7 @@ MISCONFIGS: dict[str, dict[str, Any]] = {
     "firmware_mismatch": {"firmware": "22.36.1010"},
     "pcie_degraded": {"pcie_width": 8},
     "no_ecn_config": {"ecn": False},
+    "firewall_blocked": {"firewall": "firewalld"},
 }
 SCENARIOS: tuple[str, ...] = (*EPISODE_KINDS, *MISCONFIGS)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from collectors.frames import Frame, Section, render_frame
 from collectors.structured import StructuredEncoder
-from fabtop.sim import host_text
+from fabtop.sim import firewall, host_text
 from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.gpu import SimGpu
 from fabtop.sim.inference import VllmServer
@@ -53,6 +53,7 @@ class HostConfig:
     uptime_s: float = 86400.0 * 12
     reload_at: tuple[float, ...] = ()  # driver reloads: NIC counters restart from 0
     silent_after: float | None = None  # the host stops answering from this time on
+    firewall: str = "docker"  # its nft ruleset (fabtop.sim.firewall.PROFILES)
 
     def netdev(self, i: int) -> str:
         """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""
@@ -272,6 +273,8 @@ class SimHost:
             qos = host_text.mlnx_qos(self.cfg)
             for i in range(self.cfg.roce_ports):
                 sections.append(Section("mlnx_qos", self.cfg.netdev(i), clock_ns, "ok", None, qos))
+            sections.append(Section("firewall", None, clock_ns, "ok", None,
+                                    firewall.nft_json(self.cfg.firewall)))
         if self.gpus and only is None:
             # A background reader: its latest line arrived a little before the tick.
             read_ns = clock_ns - 120_000_000

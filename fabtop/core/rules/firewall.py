@@ -1,0 +1,159 @@
+"""A packet filter on the RDMA path (issue 15; the cluster guide's "firewall blocks RDMA").
+
+What a firewall can break, and what it cannot:
+
+- Hardware RoCE (ConnectX) and InfiniBand move RDMA in the NIC: those packets never pass
+  netfilter, so a rule on UDP 4791 does not touch them. Such a rule is left quiet (no
+  finding at all): saying "RoCE blocked" would send people after the wrong cause.
+- The TCP connection set-up around RDMA does pass netfilter, on the same interfaces:
+  perftest's 18515, the rendezvous port (``MASTER_PORT``), NCCL's bootstrap on ephemeral
+  ports (``[firewall] ports``, :mod:`fabtop.core.firewall_ports`). A new connection to
+  one of them dropped or rejected on a RoCE or IPoIB netdev is a warning.
+- IP over Thunderbolt (``thunderbolt-net``) and soft-RoCE (``rxe``; ``siw``, iWARP over
+  TCP) are ordinary IP traffic: anything dropped there is a warning (the guide: take
+  ``thunderbolt0`` out of firewalld/ufw).
+
+The verdict comes from :func:`fabtop.core.firewall.evaluate` on the host's ruleset; the
+rule that drops is quoted. What cannot be decided (a ruleset not read, a match the
+evaluator does not know) is no finding: :func:`host_firewall` tells the host detail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from weakref import WeakKeyDictionary
+
+from collectors.ruleset import Ruleset
+from collectors.samples import HostSample, LinkSample
+from fabtop.core.findings import Finding
+from fabtop.core.firewall import Outcome, Question, evaluate
+from fabtop.core.firewall_ports import port_text
+from fabtop.core.rules.context import LinkTick, RuleContext
+
+RULE = "firewall_blocks_rdma"
+_SOFT_RDMA = ("rxe", "siw")  # soft-RoCE and soft-iWARP device names (rdma link add ...)
+
+
+@dataclass(frozen=True, slots=True)
+class IfaceCheck:
+    """One fabric interface of a host and what its packet filter does there."""
+
+    netdev: str
+    kind: str  # "rdma" (TCP set-up ports only) | "tb" | "soft" (every packet)
+    outcomes: tuple[tuple[str, Outcome], ...]  # (what was asked, the answer)
+
+    @property
+    def drops(self) -> list[tuple[str, Outcome]]:
+        """The questions whose packets are dropped."""
+        return [(w, o) for w, o in self.outcomes if o.verdict == "drop"]
+
+    @property
+    def unknown(self) -> list[tuple[str, Outcome]]:
+        """The questions that could not be decided."""
+        return [(w, o) for w, o in self.outcomes if o.verdict == "unknown"]
+
+
+# Outcomes per ruleset object (a host's ruleset is one object while its text holds).
+_CACHE: WeakKeyDictionary[Ruleset, dict[Question, Outcome]] = WeakKeyDictionary()
+
+
+def _outcome(rs: Ruleset, q: Question) -> Outcome:
+    done = _CACHE.get(rs)
+    if done is None:
+        done = _CACHE[rs] = {}
+    got = done.get(q)
+    if got is None:
+        got = done[q] = evaluate(rs, q)
+    return got
+
+
+def fabric_kind(link: LinkSample) -> str | None:
+    """How a link's netdev meets the packet filter (None: not a fabric interface)."""
+    if not link.netdev:
+        return None
+    if link.kind == "tb":
+        return "tb"
+    if link.rdma_device:
+        return "soft" if link.rdma_device.startswith(_SOFT_RDMA) else "rdma"
+    return None
+
+
+def host_firewall(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> list[IfaceCheck]:
+    """Each fabric interface of ``sample`` with its packet filter's answers (empty when
+    the ruleset was not read)."""
+    fw = sample.firewall
+    if fw is None or not fw.known or fw.ruleset is None:
+        return []
+    rs = fw.ruleset
+    out: list[IfaceCheck] = []
+    seen: set[str] = set()
+    for link in sample.links.values():
+        kind = fabric_kind(link)
+        nd = link.netdev
+        if kind is None or nd is None or nd in seen:
+            continue
+        seen.add(nd)
+        if kind == "rdma":
+            answers = tuple((f"new TCP connections to {port_text(p)}",
+                             _outcome(rs, Question(nd, "tcp", (p,)))) for p in ports)
+        else:
+            answers = (("any packet", _outcome(rs, Question(nd, None))),)
+        out.append(IfaceCheck(nd, kind, answers))
+    return out
+
+
+def firewall_blocks_rdma(ctx: RuleContext) -> list[Finding]:
+    """New TCP connections to the RDMA set-up ports dropped on a RoCE/IPoIB netdev, or
+    anything dropped on IP over Thunderbolt or soft-RoCE."""
+    tracked = ctx.memory.held
+    out: list[Finding] = []
+    by_host: dict[str, dict[str, LinkTick]] = {}
+    for lt in ctx.links:
+        if lt.link.netdev:
+            by_host.setdefault(lt.host, {}).setdefault(lt.link.netdev, lt)
+    for hs in ctx.state.hosts.values():
+        s = hs.sample
+        if s is None or s.firewall is None:
+            continue
+        checks = {c.netdev: c for c in host_firewall(s, ctx.firewall_ports)}
+        for nd, lt in by_host.get(hs.name, {}).items():
+            c = checks.get(nd)
+            found = _finding(lt, c) if c is not None else None
+            if found is None and RULE not in tracked:
+                continue
+            f = ctx.memory.mark(found, (RULE, lt.subject), lt.t)
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def _finding(lt: LinkTick, c: IfaceCheck) -> Finding | None:
+    drops = c.drops
+    if not drops:
+        return None
+    rule = drops[0][1].rule or "?"
+    if c.kind == "rdma":
+        ports = ", ".join(w.removeprefix("new TCP connections to ") for w, _ in drops)
+        summary = (f"{lt.label}: the firewall drops new TCP connections to {ports} "
+                   f"(RDMA connection set-up: perftest, rendezvous, NCCL bootstrap): {rule}")
+        step = (f"allow TCP {ports} in on {c.netdev} (firewall-cmd --zone=trusted "
+                f"--change-interface={c.netdev}, or an accept rule before this one); RDMA "
+                "itself (UDP 4791) bypasses netfilter on this NIC")
+        evidence: dict[str, str | int | float | None] = {"rule": rule, "ports": ports}
+    else:
+        what = "IP over Thunderbolt" if c.kind == "tb" else "soft-RoCE (all of it passes netfilter)"
+        summary = f"{lt.label}: the firewall drops traffic on {what}: {rule}"
+        step = (f"take {c.netdev} out of the firewall, as the cluster guide says: "
+                f"firewall-cmd --zone=trusted --change-interface={c.netdev}, or "
+                f"ufw allow in on {c.netdev}")
+        evidence = {"rule": rule}
+    return Finding(
+        rule=RULE,
+        severity="warning",
+        subject=lt.subject,
+        summary=summary,
+        evidence=dict(evidence),
+        next_step=step,
+        host=lt.host,
+        port=lt.ref,
+    )
