@@ -51,6 +51,10 @@ def firewall_text(fw: FirewallState | None) -> str:
         n = sum(len(c.rules) for c in fw.ruleset.chains.values())
         bases = len(fw.ruleset.base_chains("input"))
         return f"firewall read ({fw.tool}): {bases} input base chain(s), {n} rule(s)"
-    why = {"needs root": "needs root", "truncated": "truncated", "missing": "no nft or "
-           "iptables-save"}.get(fw.status, fw.detail or fw.status)  # fmt: skip
-    return f"firewall state unknown ({why})"
+    return f"firewall state unknown ({unknown_reason(fw)})"
+
+
+def unknown_reason(fw: FirewallState) -> str:
+    """Why a host's ruleset was not read, in a few words."""
+    return {"needs root": "needs root", "truncated": "truncated", "missing": "no nft or "
+            "iptables-save"}.get(fw.status, fw.detail or fw.status)  # fmt: skip

@@ -120,6 +120,11 @@ def _chain(body: dict[str, Any], rs: Ruleset) -> None:
         dev = body.get("dev")
         if isinstance(dev, str):
             c.device = clean(dev, 64)
+        elif c.hook == "ingress":
+            # nft 1.0.6 prints no "dev" for an ingress chain (the custom.json capture):
+            # which interface it filters is not known, so it is not evaluated.
+            rs.warnings.append(f"{fam} {table} {name}: ingress chain without its device "
+                               "in nft's JSON, not evaluated")
     rs.chains[c.key] = c
 
 
