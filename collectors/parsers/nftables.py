@@ -245,7 +245,7 @@ def _match(
     except _Unknown as e:
         txt = f"{e.args[0]} {_opw(op)}{_show(right)}"
         return [Match("unknown", text=clean(txt, 160))], txt
-    txt = clean(f"{ltxt} {_opw(op)}{_show(right)}", 160)
+    txt = clean(f"{ltxt} {_opw(op)}{_show(right, fld == 'iifname')}", 160)
     try:
         ms = _typed(fld, op, right, sets, fam, table)
     except _Unknown:
@@ -365,11 +365,12 @@ def _net(e: Any) -> Any:
     return e
 
 
-def _show(v: Any) -> str:
-    """A value as nft prints it, roughly: ``22``, ``{ 22, 80 }``, ``10.0.0.0/8``."""
+def _show(v: Any, quote: bool = False) -> str:
+    """A value as nft prints it, roughly: ``22``, ``{ 22, 80 }``, ``10.0.0.0/8``;
+    ``quote``: strings in double quotes (interface names)."""
     if isinstance(v, dict):
         if "set" in v and isinstance(v["set"], list):
-            return "{ " + ", ".join(_show(x) for x in v["set"][:8]) + (
+            return "{ " + ", ".join(_show(x, quote) for x in v["set"][:8]) + (
                 ", ..." if len(v["set"]) > 8 else "") + " }"
         if "range" in v and isinstance(v["range"], list) and len(v["range"]) == 2:
             return f"{_show(v['range'][0])}-{_show(v['range'][1])}"
@@ -378,6 +379,7 @@ def _show(v: Any) -> str:
         return "{...}"
     if isinstance(v, list):
         return ",".join(_show(x) for x in v[:8])
-    if isinstance(v, str) and not v.startswith("@") and not v.replace("-", "").isalnum():
+    if isinstance(v, str) and not v.startswith("@") and (
+            quote or not v.replace("-", "").isalnum()):
         return f'"{clean(v, 64)}"'
     return clean(str(v), 64)
