@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
+from collectors.parsers.firewall import firewall_text
 from collectors.ruleset import Ruleset
 from collectors.samples import HostSample, LinkSample
 from fabtop.core.findings import Finding
@@ -99,6 +100,29 @@ def host_firewall(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> lis
         else:
             answers = (("any packet", _outcome(rs, Question(nd, None))),)
         out.append(IfaceCheck(nd, kind, answers))
+    return out
+
+
+_KIND_TEXT = {"rdma": "RDMA set-up ports", "tb": "IP over Thunderbolt, every packet",
+              "soft": "soft-RoCE, every packet"}  # fmt: skip
+
+
+def firewall_lines(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> list[str]:
+    """What the host detail says of the packet filter: read or why not, then per fabric
+    interface what it lets in (dropped, open, or what could not be evaluated)."""
+    out = [firewall_text(sample.firewall)]
+    for c in host_firewall(sample, ports):
+        head = f"{c.netdev} ({_KIND_TEXT[c.kind]}): "
+        if c.drops:
+            what = ", ".join(w.removeprefix("new TCP connections to ") for w, _ in c.drops)
+            if c.kind != "rdma":
+                what = "some of its traffic"
+            out.append(f"{head}dropped: {what} by {c.drops[0][1].rule}")
+        elif c.unknown:
+            rules = {u for _, o in c.unknown for u in o.undecided} or {"?"}
+            out.append(f"{head}unknown: could not evaluate rule {'; '.join(sorted(rules)[:3])}")
+        else:
+            out.append(f"{head}open")
     return out
 
 
