@@ -151,7 +151,13 @@ def _rule(line: str, table: str, family: str, rs: Ruleset) -> None:
         else:
             i += 1
         neg = False
-    chain.rules.append(Rule(tuple(matches), verdict, text))
+    chain.rules.append(Rule(tuple(_cleaned(m) for m in matches), verdict, text))
+
+
+def _cleaned(m: Match) -> Match:
+    """``m`` with its text and names cleaned (they are the node's bytes)."""
+    vals = tuple(clean(v, 64) if isinstance(v, str) else v for v in m.values)
+    return Match(m.field, vals, m.negate, clean(m.text, 120))  # type: ignore[arg-type]
 
 
 def _target(opt: str, name: str, chain: bool) -> Verdict | None:

@@ -110,3 +110,39 @@ def test_nft_reader_never_raises(doc: object) -> None:
 def test_iptables_reader_never_raises(words: list[str]) -> None:
     parse_iptables_save(" ".join(words).replace("COMMIT", "\nCOMMIT\n").replace(
         "-A", "\n-A").replace(":INPUT", "\n:INPUT"))
+
+
+def _strings(value: object) -> list[str]:
+    import dataclasses
+
+    if isinstance(value, str):
+        return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [s for f in dataclasses.fields(value) for s in _strings(getattr(value, f.name))]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_remote_names_comments_and_values_come_out_clean() -> None:
+    evil = "x\x1b]52;c;cHduZWQ=\x07\x1b[2J\u202e\x00y"
+    doc = {"nftables": [
+        {"metainfo": {"version": evil}},
+        {"table": {"family": "inet", "name": evil, "handle": 1}},
+        {"chain": {"family": "inet", "table": evil, "name": evil, "handle": 1,
+                   "type": evil, "hook": "input", "prio": 0, "policy": "drop"}},
+        {"rule": {"family": "inet", "table": evil, "chain": evil, "handle": 2,
+                  "comment": evil, "expr": [
+                      {"match": {"op": "==", "left": {"meta": {"key": "iifname"}},
+                                 "right": evil}},
+                      {"match": {"op": "==", "left": {"meta": {"key": evil}}, "right": evil}},
+                      {evil: None}, {"jump": {"target": evil}}]}},
+    ]}
+    fw = firewall_state("ok", evil, json.dumps(doc))
+    ipt = firewall_state("ok", None, f"*filter\n:INPUT DROP [0:0]\n-A INPUT -i {evil} "
+                                     f"-m comment --comment {evil} -j {evil}\nCOMMIT\n")
+    bad = firewall_state("error", evil, evil)
+    for s in _strings(fw) + _strings(ipt) + _strings(bad) + [firewall_text(bad)]:
+        assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or c == "\u202e" for c in s), s
