@@ -69,6 +69,15 @@ def test_rhel8_reject_after_ssh_drops_the_ephemeral_range() -> None:
     assert out.verdict == "drop" and "host-prohibited" in (out.rule or "")
 
 
+def test_arch_default_rejects_by_rate_limited_rule_or_policy_either_way() -> None:
+    # pkttype host limit rate 5/second reject: over the limit the policy drops anyway,
+    # so the packet is dropped whatever the limit does; the quote is the sure one
+    rs = nft("arch")
+    out = evaluate(rs, tcp("enp65s0f0np0"))
+    assert (out.verdict, out.rule) == ("drop", "inet filter input: policy drop")
+    assert evaluate(rs, tcp("enp65s0f0np0", ((22, 22),))).verdict == "accept"
+
+
 def test_named_sets_and_interface_sets_accept_before_the_policy_drop() -> None:
     rs = nft("custom")  # iifname @fabric_ifs tcp dport @rdma_tcp accept, policy drop
     assert evaluate(rs, tcp("enp65s0f1np1")).verdict == "accept"
