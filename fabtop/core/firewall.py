@@ -35,6 +35,7 @@ conntrack state ``new``; "any packet" is any protocol, port and valid conntrack 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from ipaddress import IPv4Interface, IPv6Interface, ip_interface, ip_network
 
 from collectors.ruleset import Chain, Match, PortRange, Ruleset
 
@@ -54,6 +55,10 @@ class Question:
     proto: str | None = "tcp"
     ports: tuple[PortRange, ...] = ALL_PORTS
     family: str = "ipv4"
+    # The interface's own addresses with their prefix ("10.0.0.1/24"; LinkSample.addresses):
+    # a packet's destination is one of them, and its source is a peer on one of their
+    # subnets. Empty: unknown, and address matches stay undecided.
+    addrs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,7 @@ class _Pkt:
 
     iface: str
     family: str
+    own: tuple[IPv4Interface | IPv6Interface, ...]  # the interface's addresses (this family)
     protos: frozenset[str] | None  # None: any protocol but those in ``not_protos``
     not_protos: frozenset[str]
     ports: tuple[PortRange, ...]
@@ -101,6 +107,7 @@ def evaluate(rs: Ruleset, q: Question) -> Outcome:
     pkt = _Pkt(
         iface=q.iface,
         family=q.family,
+        own=_own(q.addrs, 4 if q.family == "ipv4" else 6),
         protos=frozenset({q.proto}) if q.proto else None,
         not_protos=frozenset(),
         ports=_norm(q.ports),
@@ -255,7 +262,48 @@ def _test(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
             ky, kn = kn, ky
         return (replace(p, pkttype=ky) if ky else None,
                 replace(p, pkttype=kn) if kn else None, False)
-    return p, p, True  # addresses, marks, limits, anything else: either way
+    if f in ("saddr", "daddr") and p.own:
+        placed = _address(m, p, f == "daddr")
+        if placed is not None:
+            return _fixed(placed != m.negate, p)
+    return p, p, True  # addresses it cannot place, marks, limits, anything else: either way
+
+
+def _own(addrs: tuple[str, ...], version: int) -> tuple[IPv4Interface | IPv6Interface, ...]:
+    out = []
+    for a in addrs:
+        try:
+            i = ip_interface(a)
+        except ValueError:
+            continue
+        if i.version == version:
+            out.append(i)
+    return tuple(out)
+
+
+def _address(m: Match, p: _Pkt, dest: bool) -> bool | None:
+    """Whether an address match holds for this packet: None when it depends on which
+    address (the source: which peer of the subnet) or a value does not read."""
+    try:
+        nets = [ip_network(str(v), strict=False) for v in m.values]
+    except ValueError:
+        return None
+    nets = [n for n in nets if n.version == p.own[0].version]
+    if dest:  # one of this interface's own addresses
+        hits = {any(i.ip in n for n in nets) for i in p.own}
+    else:  # a peer on one of its subnets (a host route says nothing of the peers)
+        subnets = [i.network for i in p.own if i.network.num_addresses > 2]
+        if not subnets:
+            return None
+        hits = set()
+        for s in subnets:
+            if any(s.subnet_of(n) for n in nets):  # type: ignore[arg-type]
+                hits.add(True)
+            elif not any(s.overlaps(n) for n in nets):
+                hits.add(False)
+            else:
+                return None
+    return hits.pop() if len(hits) == 1 else None
 
 
 def _fixed(hit: bool, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:

@@ -53,7 +53,7 @@ class HostConfig:
     uptime_s: float = 86400.0 * 12
     reload_at: tuple[float, ...] = ()  # driver reloads: NIC counters restart from 0
     silent_after: float | None = None  # the host stops answering from this time on
-    firewall: str = "docker"  # its nft ruleset (fabtop.sim.firewall.PROFILES)
+    firewall: str = "docker"  # its nft ruleset: fabtop.sim.firewall.PROFILES, or nft JSON
 
     def netdev(self, i: int) -> str:
         """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""

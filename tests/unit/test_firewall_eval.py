@@ -174,3 +174,22 @@ def test_invalid_only_drop_is_no_drop_of_traffic() -> None:
 def test_a_jump_loop_is_unknown_not_a_crash() -> None:
     text = "*filter\n:INPUT ACCEPT [0:0]\n:a - [0:0]\n-A INPUT -j a\n-A a -j a\nCOMMIT\n"
     assert evaluate(_rules(text), tcp("eth0")).verdict == "unknown"
+
+
+def test_source_and_destination_matches_are_decided_from_the_interface_s_subnet() -> None:
+    rs = _rules("*filter\n:INPUT DROP [0:0]\n-A INPUT -s 10.0.0.0/8 -p tcp -j ACCEPT\n"
+                "-A INPUT -d 192.168.7.1/32 -j ACCEPT\nCOMMIT\n")
+    # unknown peers: the source match could go either way
+    assert evaluate(rs, tcp("eth0")).verdict == "unknown"
+    # the fabric subnet lies inside 10/8: its peers are accepted
+    assert evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("10.1.2.3/24",))).verdict \
+        == "accept"
+    # a subnet outside it: dropped by the policy (and the own address is not 192.168.7.1)
+    out = evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("172.16.0.5/24",)))
+    assert (out.verdict, out.rule) == ("drop", "ip filter INPUT: policy drop")
+    # the destination is this interface's own address
+    assert evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("192.168.7.1/24",))).verdict \
+        == "accept"
+    # a subnet that straddles the match: undecided
+    assert evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("10.0.0.1/4",))).verdict \
+        == "unknown"

@@ -94,11 +94,13 @@ def host_firewall(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> lis
         if kind is None or nd is None or nd in seen:
             continue
         seen.add(nd)
+        addrs = tuple(link.addresses or ())
         if kind == "rdma":
             answers = tuple((f"new TCP connections to {port_text(p)}",
-                             _outcome(rs, Question(nd, "tcp", (p,)))) for p in ports)
+                             _outcome(rs, Question(nd, "tcp", (p,), addrs=addrs)))
+                            for p in ports)
         else:
-            answers = (("any packet", _outcome(rs, Question(nd, None))),)
+            answers = (("any packet", _outcome(rs, Question(nd, None, addrs=addrs))),)
         out.append(IfaceCheck(nd, kind, answers))
     return out
 
