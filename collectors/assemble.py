@@ -53,7 +53,7 @@ from collectors.parsers.ethtool import (
     parse_ethtool_stats,
     stat_names,
 )
-from collectors.parsers.firewall import firewall_state
+from collectors.parsers.firewall import firewall_read, firewall_state
 from collectors.parsers.qos import (
     parse_dcb_app,
     parse_dcb_apptrust,
@@ -1078,7 +1078,9 @@ def _firewall(frame: Frame, warn: _ShapeWarner) -> FirewallState | None:
     sec = frame.find("firewall")
     if sec is None:
         return None
-    fw = firewall_state(sec.status, sec.detail, sec.text)
+    # A ruleset's text comes again each slow tick: parsed once while it stays the same.
+    fw = _memo(firewall_read, sec.text) if sec.status == "ok" else firewall_state(
+        sec.status, sec.detail, sec.text)
     if fw.ruleset is not None:
         warn.add("firewall", None, fw.ruleset.warnings[:20])
     return fw

@@ -32,6 +32,11 @@ def firewall_state(status: str, detail: str | None, text: str) -> FirewallState:
             return FirewallState(status="needs root", detail=clean(first, 160))
         return FirewallState(status="error", detail=clean(
             " ".join(x for x in (status, det, first[:120]) if x), 200))
+    return firewall_read(text)
+
+
+def firewall_read(text: str) -> FirewallState:
+    """A ruleset the tool printed (the section said ``ok``)."""
     body = text.lstrip()
     if body.startswith("{"):
         rs, _ = parse_nft_json(body)

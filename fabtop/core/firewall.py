@@ -34,10 +34,11 @@ conntrack state ``new``; "any packet" is any protocol, port and valid conntrack 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field, replace
 from ipaddress import IPv4Interface, IPv6Interface, ip_interface, ip_network
 
-from collectors.ruleset import Chain, Match, PortRange, Ruleset
+from collectors.ruleset import Chain, Match, PortRange, Rule, Ruleset
 
 ALL_PORTS: tuple[PortRange, ...] = ((0, 65535),)
 _VALID_CT = frozenset({"new", "established", "related", "untracked"})
@@ -116,7 +117,10 @@ def evaluate(rs: Ruleset, q: Question) -> Outcome:
         pkttype=frozenset({"host"}) if q.proto == "tcp" else _PKTTYPES,
     )
     w = _Walk(rs, chains)
-    s = w.base(0, pkt)
+    try:
+        s = w.base(0, pkt)
+    except RecursionError:  # matching paths nested past Python's stack: not decided
+        return Outcome("unknown", None, ("ruleset too complex to evaluate",))
     undecided = tuple(dict.fromkeys(s.undecided))[:8]
     if w.steps > _MAX_STEPS:
         return Outcome("unknown", s.maybe, ("ruleset too complex to evaluate",))
@@ -143,34 +147,79 @@ class _Walk:
         return self.walk(bi, ((self.bases[bi], 0),), pkt)
 
     def walk(self, bi: int, frames: tuple[tuple[Chain, int], ...], pkt: _Pkt) -> _Sum:
-        self.steps += 1
-        if self.steps > _MAX_STEPS:
-            return _Sum(None, None, False, ["ruleset too complex to evaluate"])
-        chain, i = frames[-1]
-        if i >= len(chain.rules):
-            return self.leave(bi, frames[:-1], pkt)
-        rule = chain.rules[i]
-        after = (*frames[:-1], (chain, i + 1))
-        quote = _quote(chain, rule.text, rule.handle)
-        return self.matches(bi, after, pkt, rule.matches, 0, rule, quote)
+        """From rule ``frames[-1]`` of base chain ``bi`` on.
+
+        The path of a packet that does not match a rule is followed in a loop, not by
+        recursion (a chain of thousands of rules stays one level deep); a path that
+        matches is evaluated on its own and joined with the rest at the end.
+        """
+        pending: list[tuple[_Sum, str | None]] = []  # (the matching path, rule if unsure)
+        res = self._run(bi, frames, pkt, pending)
+        for a, unsure in reversed(pending):
+            res = _both(a, res, unsure)
+        return res
+
+    def _run(self, bi: int, frames: tuple[tuple[Chain, int], ...], pkt: _Pkt,
+             pending: list[tuple[_Sum, str | None]]) -> _Sum:
+        while True:
+            self.steps += 1
+            if self.steps > _MAX_STEPS:
+                return _Sum(None, None, False, ["ruleset too complex to evaluate"])
+            chain, i = frames[-1]
+            if i >= len(chain.rules):  # the chain ran out: back to its caller, or the policy
+                frames = frames[:-1]
+                if frames:
+                    continue
+                return self.policy(bi, pkt)
+            rule = chain.rules[i]
+            after = (*frames[:-1], (chain, i + 1))
+            quote = _quote(chain, rule.text, rule.handle)
+            skipped = None
+            for k, m in enumerate(rule.matches):
+                yes, no, unsure = _test(m, pkt)
+                if yes is None:
+                    skipped = no
+                    break
+                if no is not None:  # either way: the matching way now, the other below
+                    a = self.matches(bi, after, yes, rule.matches, k + 1, rule, quote)
+                    pending.append((a, quote if unsure else None))
+                    skipped = no
+                    break
+                pkt = yes
+            if skipped is not None:
+                frames, pkt = after, skipped
+                continue
+            v = rule.verdict
+            # The verdicts that go on in this chain or another are followed in the loop.
+            if v is None or v.kind == "continue":
+                frames = after
+            elif v.kind == "return":
+                frames = after[:-1]
+                if not frames:
+                    return self.policy(bi, pkt)
+            elif v.kind in ("jump", "goto") and len(after) < _MAX_DEPTH and (
+                    target := self.rs.chains.get((chain.family, chain.table, v.target or ""))):
+                frames = (*after, (target, 0)) if v.kind == "jump" else \
+                    (*after[:-1], (target, 0))
+            else:
+                return self._apply(bi, after, pkt, rule, quote)
 
     def matches(self, bi: int, after: tuple[tuple[Chain, int], ...], pkt: _Pkt,
-                ms: tuple[Match, ...], k: int, rule: object, quote: str) -> _Sum:
-        """Matches ``ms[k:]`` of a rule on ``pkt``; ``after`` resumes past the rule."""
-        if k >= len(ms):
-            return self.verdict(bi, after, pkt, rule, quote)
-        yes, no, unsure = _test(ms[k], pkt)
-        a = self.matches(bi, after, yes, ms, k + 1, rule, quote) if yes is not None else None
-        b = self.walk(bi, after, no) if no is not None else None
-        if a is None:
-            return b if b is not None else _Sum(None, None, True)
-        if b is None:
-            return a
-        return _both(a, b, quote if unsure else None)
+                ms: tuple[Match, ...], k: int, rule: Rule, quote: str) -> _Sum:
+        """Matches ``ms[k:]`` of ``rule`` on a packet that matched those before."""
+        for j in range(k, len(ms)):
+            yes, no, unsure = _test(ms[j], pkt)
+            if yes is None:
+                return self.walk(bi, after, no) if no is not None else _Sum()
+            if no is not None:
+                a = self.matches(bi, after, yes, ms, j + 1, rule, quote)
+                return _both(a, self.walk(bi, after, no), quote if unsure else None)
+            pkt = yes
+        return self._apply(bi, after, pkt, rule, quote)  # every match held
 
-    def verdict(self, bi: int, after: tuple[tuple[Chain, int], ...], pkt: _Pkt,
-                rule: object, quote: str) -> _Sum:
-        v = getattr(rule, "verdict", None)
+    def _apply(self, bi: int, after: tuple[tuple[Chain, int], ...], pkt: _Pkt,
+               rule: Rule, quote: str) -> _Sum:
+        v = rule.verdict
         if v is None or v.kind == "continue":
             return self.walk(bi, after, pkt)
         if v.kind == "accept":
@@ -178,7 +227,7 @@ class _Walk:
         if v.kind in ("drop", "reject"):
             return _Sum(quote, quote, False)
         if v.kind == "return":
-            return self.leave(bi, after[:-1], pkt)
+            return self.walk(bi, after[:-1], pkt) if len(after) > 1 else self.policy(bi, pkt)
         if v.kind in ("jump", "goto"):
             chain = after[-1][0]
             target = self.rs.chains.get((chain.family, chain.table, v.target or ""))
@@ -186,12 +235,10 @@ class _Walk:
                 return _Sum(None, quote, False, [quote])
             frames = (*after, (target, 0)) if v.kind == "jump" else (*after[:-1], (target, 0))
             return self.walk(bi, frames, pkt)
-        return _Sum(None, quote, False, [quote])  # queue: userspace decides
+        return _Sum(None, quote, False, [quote])
 
-    def leave(self, bi: int, frames: tuple[tuple[Chain, int], ...], pkt: _Pkt) -> _Sum:
-        """A chain ran out of rules (or returned): back to its caller, or the policy."""
-        if frames:
-            return self.walk(bi, frames, pkt)
+    def policy(self, bi: int, pkt: _Pkt) -> _Sum:
+        """Base chain ``bi`` ran out of rules: its policy decides."""
         base = self.bases[bi]
         if base.policy == "drop":
             q = f"{base.family} {base.table} {base.name}: policy drop"
@@ -343,22 +390,40 @@ def _norm(ranges: tuple[PortRange, ...]) -> tuple[PortRange, ...]:
 
 
 def _cut(a: tuple[PortRange, ...], b: tuple[PortRange, ...]) -> tuple[PortRange, ...]:
-    out = [(max(x0, y0), min(x1, y1)) for x0, x1 in a for y0, y1 in b
-           if max(x0, y0) <= min(x1, y1)]  # fmt: skip
-    return _norm(tuple(out))
+    """The ports of ``a`` inside ``b`` (both sorted and disjoint, as _norm makes them).
+
+    Found by bisection: after a thousand port rules a packet's port set has a thousand
+    holes, and each rule after that looks at it again.
+    """
+    out: list[PortRange] = []
+    for y0, y1 in b:
+        i = bisect_left(a, y0, key=_hi)  # the first range ending at or after y0
+        j = bisect_right(a, y1, lo=i, key=_lo)  # the first starting after y1
+        if j - i == 1:
+            out.append((max(a[i][0], y0), min(a[i][1], y1)))
+        elif j > i:  # only the two ends can stick out of y
+            out.append((max(a[i][0], y0), a[i][1]))
+            out.extend(a[i + 1:j - 1])
+            out.append((a[j - 1][0], min(a[j - 1][1], y1)))
+    return tuple(out)
 
 
 def _minus(a: tuple[PortRange, ...], b: tuple[PortRange, ...]) -> tuple[PortRange, ...]:
-    out = list(a)
+    """The ports of ``a`` outside ``b``."""
+    gaps: list[PortRange] = []
+    nxt = 0
     for y0, y1 in b:
-        nxt: list[PortRange] = []
-        for x0, x1 in out:
-            if y1 < x0 or y0 > x1:
-                nxt.append((x0, x1))
-                continue
-            if x0 < y0:
-                nxt.append((x0, y0 - 1))
-            if y1 < x1:
-                nxt.append((y1 + 1, x1))
-        out = nxt
-    return tuple(out)
+        if y0 > nxt:
+            gaps.append((nxt, y0 - 1))
+        nxt = y1 + 1
+    if nxt <= 65535:
+        gaps.append((nxt, 65535))
+    return _cut(a, tuple(gaps))
+
+
+def _lo(r: PortRange) -> int:
+    return r[0]
+
+
+def _hi(r: PortRange) -> int:
+    return r[1]

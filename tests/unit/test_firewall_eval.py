@@ -193,3 +193,15 @@ def test_source_and_destination_matches_are_decided_from_the_interface_s_subnet(
     # a subnet that straddles the match: undecided
     assert evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("10.0.0.1/4",))).verdict \
         == "unknown"
+
+
+def test_thousands_of_rules_are_walked_without_running_out_of_stack() -> None:
+    # each port rule splits "any packet" in two; the path that goes on is a loop, not a
+    # recursion (Python's stack ends near 1000 frames)
+    ports = "".join(f"-A INPUT -p tcp -m tcp --dport {1000 + 2 * i} -j ACCEPT\n"
+                    for i in range(3000))
+    rs = _rules("*filter\n:INPUT DROP [0:0]\n" + ports + "COMMIT\n")
+    out = evaluate(rs, Question("thunderbolt0", None))
+    assert (out.verdict, out.rule) == ("drop", "ip filter INPUT: policy drop")
+    assert evaluate(rs, tcp("eth0", ((5998, 5998),))).verdict == "accept"
+    assert evaluate(rs, tcp("eth0", ((5998, 5999),))).verdict == "drop"

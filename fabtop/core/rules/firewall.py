@@ -54,17 +54,30 @@ class IfaceCheck:
         return [(w, o) for w, o in self.outcomes if o.verdict == "unknown"]
 
 
-# Outcomes per ruleset object (a host's ruleset is one object while its text holds).
-_CACHE: WeakKeyDictionary[Ruleset, dict[Question, Outcome]] = WeakKeyDictionary()
+# What each ruleset decides, by what it says: nft prints each rule's counters, so a busy
+# host's text (and its parsed object) is new every slow tick while its rules stay the
+# same; the answers are kept by the rules themselves. Bounded: cleared when full.
+_OUTCOMES: dict[tuple[int, Question], Outcome] = {}
+_OUTCOMES_MAX = 4096
+_PRINTS: WeakKeyDictionary[Ruleset, int] = WeakKeyDictionary()
+
+
+def _fingerprint(rs: Ruleset) -> int:
+    fp = _PRINTS.get(rs)
+    if fp is None:
+        fp = _PRINTS[rs] = hash(tuple(
+            (c.key, c.hook, c.prio, c.policy, c.device, tuple(c.rules))
+            for c in rs.chains.values()))
+    return fp
 
 
 def _outcome(rs: Ruleset, q: Question) -> Outcome:
-    done = _CACHE.get(rs)
-    if done is None:
-        done = _CACHE[rs] = {}
-    got = done.get(q)
+    key = (_fingerprint(rs), q)
+    got = _OUTCOMES.get(key)
     if got is None:
-        got = done[q] = evaluate(rs, q)
+        if len(_OUTCOMES) >= _OUTCOMES_MAX:
+            _OUTCOMES.clear()
+        got = _OUTCOMES[key] = evaluate(rs, q)
     return got
 
 
