@@ -738,7 +738,12 @@ function has(t) { return index(HAVE, " " t " ") > 0 }
 # A line of job i, kept while the section (SCAP) and the whole tick (FCAP, summed over
 # jobs) have room: lines past either cap are dropped as they arrive, so memory stays
 # bounded however much a tool prints within its timeout.
-function keep(i, l,   n) {
+function keep(i, l) {
+	# nft prints a whole ruleset as one line of JSON: it goes in pieces the collector joins
+	while (JK[i] == "firewall" && length(l) > 60000) { keep1(i, substr(l, 1, 60000)); l = substr(l, 60001) }
+	keep1(i, l)
+}
+function keep1(i, l,   n) {
 	if (JT[i] != "") return
 	if (length(l) > 65536) l = substr(l, 1, 65536)  # what esc() would send
 	n = length(l) + 1

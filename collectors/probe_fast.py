@@ -1192,6 +1192,8 @@ class Probe(object):
             lines = text.split(b"\n")
             if lines and lines[-1] == b"":
                 lines.pop()
+            if j.kind == "firewall":  # nft's one-line JSON in pieces, as the sh probe sends it
+                lines = [ln[k:k + 60000] for ln in lines for k in range(0, len(ln) or 1, 60000)]
             if j.trunc:
                 st, det = "truncated", j.trunc + ("" if st == "ok" else "; " + st +
                                                    (" " + det if det else ""))

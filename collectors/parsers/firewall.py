@@ -39,7 +39,9 @@ def firewall_read(text: str) -> FirewallState:
     """A ruleset the tool printed (the section said ``ok``)."""
     body = text.lstrip()
     if body.startswith("{"):
-        rs, _ = parse_nft_json(body)
+        # nft prints its JSON on one line, which the probe sends in pieces of at most
+        # 60000 bytes (a line's cap is 64 KiB): joined as they came.
+        rs, _ = parse_nft_json(body.replace("\n", ""))
         if rs is None:
             return FirewallState(status="error", tool="nft", detail="output is not nft JSON")
         return FirewallState(status="ok", tool="nft", ruleset=rs)

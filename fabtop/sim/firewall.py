@@ -7,6 +7,8 @@ Profiles:
 - ``docker``: what Docker leaves on a host (the ``docker.json`` capture): an ``INPUT``
   chain that accepts everything and a ``FORWARD`` policy of drop, which never sees a
   packet for the host itself. The healthy demo runs it: nothing to find.
+- ``needs_root``, ``truncated``: what the probe sends when it may not read the ruleset,
+  or when the ruleset is larger than the section's byte cap.
 - ``firewalld``: firewalld's default zone ``public`` on every interface (the
   ``firewalld.json`` capture's chains, the thunderbolt0 line taken out): only ssh and
   cockpit come in, the rest is rejected, so perftest, the rendezvous, NCCL's bootstrap
@@ -18,9 +20,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-PROFILES = ("docker", "firewalld")
+from collectors.frames import Section
+
+PROFILES = ("docker", "firewalld", "needs_root", "truncated")
 _META = {"metainfo": {"version": "1.0.6", "release_name": "Lester Gooch #5",
                       "json_schema_version": 1}}  # fmt: skip
+
+
+def section(profile: str, clock_ns: int) -> Section:
+    """The probe's ``firewall`` section for ``profile`` (see the module's docstring)."""
+    if profile == "needs_root":
+        return Section("firewall", None, clock_ns, "missing", "needs root", "")
+    if profile == "truncated":
+        text = nft_json("firewalld")[:4000]
+        return Section("firewall", None, clock_ns, "truncated", "section cap 4096 bytes", text)
+    return Section("firewall", None, clock_ns, "ok", None, nft_json(profile))
 
 
 def nft_json(profile: str) -> str:

@@ -273,8 +273,7 @@ class SimHost:
             qos = host_text.mlnx_qos(self.cfg)
             for i in range(self.cfg.roce_ports):
                 sections.append(Section("mlnx_qos", self.cfg.netdev(i), clock_ns, "ok", None, qos))
-            sections.append(Section("firewall", None, clock_ns, "ok", None,
-                                    firewall.nft_json(self.cfg.firewall)))
+            sections.append(firewall.section(self.cfg.firewall, clock_ns))
         if self.gpus and only is None:
             # A background reader: its latest line arrived a little before the tick.
             read_ns = clock_ns - 120_000_000

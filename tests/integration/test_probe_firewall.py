@@ -120,3 +120,22 @@ def test_a_ruleset_past_the_section_cap_is_truncated_never_half_read(
     assert sec is not None and sec.status == "truncated"
     fw = firewall_state(sec.status, sec.detail, sec.text)
     assert fw.status == "truncated" and not fw.known
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_ruleset_on_one_line_past_64_kib_comes_whole(node: Path, kind: str) -> None:
+    if os.geteuid() != 0:
+        skip_or_fail("reading the ruleset as root needs root")
+    # nft prints its JSON on one line; a line's cap is 64 KiB: 3000 chains are ~300 KiB
+    chains = ", ".join(
+        f'{{"chain": {{"family": "inet", "table": "t", "name": "c{i}", "handle": {i}}}}}'
+        for i in range(3000))
+    doc = ('{"nftables": [{"table": {"family": "inet", "name": "t", "handle": 1}}, '
+           + chains + "]}")
+    (node / "big.json").write_text(doc + "\n")
+    _tool(node, "nft", f"cat {node / 'big.json'}\n")
+    sec = _first_frame(node, kind).find("firewall")
+    assert sec is not None and sec.status == "ok"
+    assert max(len(ln) for ln in sec.text.splitlines()) <= 60000
+    fw = firewall_state(sec.status, sec.detail, sec.text)
+    assert fw.known and fw.ruleset is not None and len(fw.ruleset.chains) == 3000

@@ -14,7 +14,7 @@ from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates
 from fabtop.core.rules import Evaluator
-from fabtop.core.rules.firewall import firewall_blocks_rdma
+from fabtop.core.rules.firewall import firewall_blocks_rdma, firewall_lines
 
 T0 = 1_700_000_000
 
@@ -119,3 +119,43 @@ def test_config_ports_and_per_host_sudo() -> None:
             config_from_dict({"host": [{"name": "a"}], "firewall": bad}, "t")
     with pytest.raises(ConfigError, match="firewall_sudo"):
         config_from_dict({"host": [{"name": "a", "firewall_sudo": "yes"}]}, "t")
+
+
+@pytest.mark.parametrize(("profile", "why"), [("needs_root", "needs root"),
+                                              ("truncated", "truncated")])
+def test_an_unread_ruleset_is_said_on_the_host_and_in_the_calm_line(profile: str, why: str,
+                                                                     ) -> None:
+    from fabtop.core.coverage import coverage
+    from fabtop.run.demo import demo_state
+    from fabtop.sim import Fabric, demo_hosts
+
+    hosts = demo_hosts()
+    hosts[2].firewall = profile  # node3
+    state, clock, _ = demo_state(until_s=3, fabric=Fabric(hosts), history_s=3)
+    assert not [f for f in state.findings if f.rule == "firewall_blocks_rdma"]
+    cov = coverage(state, clock.t, 1.0)
+    assert f"firewall state unknown on node3 ({why})" in cov.gaps
+    sample = state.hosts["node3"].sample
+    assert sample is not None
+    lines = firewall_lines(sample, DEFAULT_FIREWALL_PORTS)
+    assert lines == [f"firewall state unknown ({why})"]
+
+
+def test_host_lines_name_what_could_not_be_evaluated() -> None:
+    s = host(iptables("-m limit --limit 3/min -j ACCEPT", policy="DROP"))
+    lines = firewall_lines(s, ((18515, 18515),))
+    assert lines[0] == "firewall read (iptables-save): 1 input base chain(s), 1 rule(s)"
+    assert "enp65s0f0np0 (RDMA set-up ports): unknown: could not evaluate rule ip filter " \
+        "INPUT: -A INPUT -m limit --limit 3/min -j ACCEPT" in lines
+
+
+def test_the_next_step_is_the_command_of_the_tool_that_owns_the_drop() -> None:
+    ev = Evaluator(rules=(firewall_blocks_rdma,))
+    state = State()
+    state.hosts["n1"] = Host("n1", host(iptables("-i enp65s0f0np0 -p tcp -m tcp --dport 18515 "
+                                                 "-j DROP", "-i thunderbolt0 -j DROP")))
+    steps = {f.subject: f.next_step for f in ev(state)}
+    assert steps["n1/mlx5_0/1"].startswith(
+        "allow TCP 18515 in on enp65s0f0np0: iptables -I INPUT -i enp65s0f0np0 -p tcp -m "
+        "multiport --dports 18515 -j ACCEPT")
+    assert steps["n1/thunderbolt0"].endswith("iptables -I INPUT -i thunderbolt0 -j ACCEPT")

@@ -166,6 +166,25 @@ def firewall_blocks_rdma(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+def _allow(rule: str, netdev: str, ports: str | None) -> str:
+    """The command that lets it in, for the tool that owns the rule that drops."""
+    fam, _, rest = rule.partition(" ")
+    table, _, rest = rest.partition(" ")
+    chain = rest.partition(":")[0]
+    if table == "firewalld" or chain.startswith(("IN_", "INPUT_ZONES")):
+        return f"firewall-cmd --zone=trusted --change-interface={netdev}"
+    if chain.startswith("ufw"):
+        if ports is None:
+            return f"ufw allow in on {netdev}"
+        return "; ".join(f"ufw allow in on {netdev} to any port {p.replace('-', ':')} "
+                         "proto tcp" for p in ports.split(", "))
+    nft_ports = "" if ports is None else f" tcp dport {{ {ports} }}"
+    if rule.startswith(("ip filter ", "ip6 filter ")) and chain.isupper():
+        ipt = "" if ports is None else f" -p tcp -m multiport --dports {ports.replace('-', ':')}"
+        return f"iptables -I {chain} -i {netdev}{ipt.replace(', ', ',')} -j ACCEPT"
+    return f"nft insert rule {fam} {table} {chain} iifname \"{netdev}\"{nft_ports} accept"
+
+
 def _finding(lt: LinkTick, c: IfaceCheck) -> Finding | None:
     drops = c.drops
     if not drops:
@@ -175,16 +194,14 @@ def _finding(lt: LinkTick, c: IfaceCheck) -> Finding | None:
         ports = ", ".join(w.removeprefix("new TCP connections to ") for w, _ in drops)
         summary = (f"{lt.label}: the firewall drops new TCP connections to {ports} "
                    f"(RDMA connection set-up: perftest, rendezvous, NCCL bootstrap): {rule}")
-        step = (f"allow TCP {ports} in on {c.netdev} (firewall-cmd --zone=trusted "
-                f"--change-interface={c.netdev}, or an accept rule before this one); RDMA "
-                "itself (UDP 4791) bypasses netfilter on this NIC")
+        step = (f"allow TCP {ports} in on {c.netdev}: {_allow(rule, c.netdev, ports)}; "
+                "RDMA itself (UDP 4791) bypasses netfilter on this NIC")
         evidence: dict[str, str | int | float | None] = {"rule": rule, "ports": ports}
     else:
         what = "IP over Thunderbolt" if c.kind == "tb" else "soft-RoCE (all of it passes netfilter)"
         summary = f"{lt.label}: the firewall drops traffic on {what}: {rule}"
         step = (f"take {c.netdev} out of the firewall, as the cluster guide says: "
-                f"firewall-cmd --zone=trusted --change-interface={c.netdev}, or "
-                f"ufw allow in on {c.netdev}")
+                f"{_allow(rule, c.netdev, None)}")
         evidence = {"rule": rule}
     return Finding(
         rule=RULE,
