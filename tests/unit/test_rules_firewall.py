@@ -159,3 +159,16 @@ def test_the_next_step_is_the_command_of_the_tool_that_owns_the_drop() -> None:
         "allow TCP 18515 in on enp65s0f0np0: iptables -I INPUT -i enp65s0f0np0 -p tcp -m "
         "multiport --dports 18515 -j ACCEPT")
     assert steps["n1/thunderbolt0"].endswith("iptables -I INPUT -i thunderbolt0 -j ACCEPT")
+
+
+def test_a_vlan_that_carries_the_port_s_roce_gids_is_asked_about_too() -> None:
+    from collectors.samples import GidEntry
+
+    s = host(iptables("-i enp65s0f0np0.100 -p tcp -m tcp --dport 18515 -j DROP"))
+    s.links["mlx5_0/1"].gids = (
+        GidEntry(0, "fe80:0000:0000:0000:0e42:a1ff:fe00:0000", "IB/RoCE v1", "enp65s0f0np0"),
+        GidEntry(3, "0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2", "enp65s0f0np0.100"),
+    )
+    (found,) = run(s)
+    assert [sub for sub, _ in found] == ["n1/mlx5_0/1"]
+    assert "new TCP connections on enp65s0f0np0.100 to 18515 " in found[0][1]

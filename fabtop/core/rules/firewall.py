@@ -42,6 +42,7 @@ class IfaceCheck:
     netdev: str
     kind: str  # "rdma" (TCP set-up ports only) | "tb" | "soft" (every packet)
     outcomes: tuple[tuple[str, Outcome], ...]  # (what was asked, the answer)
+    link: str = ""  # the link (LinkSample.id) it carries
 
     @property
     def drops(self) -> list[tuple[str, Outcome]]:
@@ -103,18 +104,23 @@ def host_firewall(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> lis
     seen: set[str] = set()
     for link in sample.links.values():
         kind = fabric_kind(link)
-        nd = link.netdev
-        if kind is None or nd is None or nd in seen:
+        if kind is None or link.netdev is None:
             continue
-        seen.add(nd)
-        addrs = tuple(link.addresses or ())
-        if kind == "rdma":
-            answers = tuple((f"new TCP connections to {port_text(p)}",
-                             _outcome(rs, Question(nd, "tcp", (p,), addrs=addrs)))
-                            for p in ports)
-        else:
-            answers = (("any packet", _outcome(rs, Question(nd, None, addrs=addrs))),)
-        out.append(IfaceCheck(nd, kind, answers))
+        # The IP interfaces that carry the port: its netdev, and those its RoCE GIDs name
+        # (a VLAN on it: gid_attrs/ndevs).
+        names = [link.netdev, *(g.netdev for g in link.gids or () if g.netdev)]
+        for nd in dict.fromkeys(names):
+            if nd in seen:
+                continue
+            seen.add(nd)
+            addrs = tuple(link.addresses or ()) if nd == link.netdev else ()
+            if kind == "rdma":
+                answers = tuple((f"new TCP connections to {port_text(p)}",
+                                 _outcome(rs, Question(nd, "tcp", (p,), addrs=addrs)))
+                                for p in ports)
+            else:
+                answers = (("any packet", _outcome(rs, Question(nd, None, addrs=addrs))),)
+            out.append(IfaceCheck(nd, kind, answers, link.id))
     return out
 
 
@@ -146,18 +152,19 @@ def firewall_blocks_rdma(ctx: RuleContext) -> list[Finding]:
     anything dropped on IP over Thunderbolt or soft-RoCE."""
     tracked = ctx.memory.held
     out: list[Finding] = []
-    by_host: dict[str, dict[str, LinkTick]] = {}
+    by_host: dict[str, list[LinkTick]] = {}
     for lt in ctx.links:
-        if lt.link.netdev:
-            by_host.setdefault(lt.host, {}).setdefault(lt.link.netdev, lt)
+        by_host.setdefault(lt.host, []).append(lt)
     for hs in ctx.state.hosts.values():
         s = hs.sample
         if s is None or s.firewall is None:
             continue
-        checks = {c.netdev: c for c in host_firewall(s, ctx.firewall_ports)}
-        for nd, lt in by_host.get(hs.name, {}).items():
-            c = checks.get(nd)
-            found = _finding(lt, c) if c is not None else None
+        checks: dict[str, list[IfaceCheck]] = {}
+        for c in host_firewall(s, ctx.firewall_ports):
+            checks.setdefault(c.link, []).append(c)
+        for lt in by_host.get(hs.name, ()):
+            dropping = [c for c in checks.get(lt.link.id, ()) if c.drops]
+            found = _finding(lt, dropping[0]) if dropping else None
             if found is None and RULE not in tracked:
                 continue
             f = ctx.memory.mark(found, (RULE, lt.subject), lt.t)
@@ -190,19 +197,21 @@ def _finding(lt: LinkTick, c: IfaceCheck) -> Finding | None:
     if not drops:
         return None
     rule = drops[0][1].rule or "?"
+    where = "" if c.netdev == lt.link.netdev else f" on {c.netdev}"  # a VLAN of the port
     if c.kind == "rdma":
         ports = ", ".join(w.removeprefix("new TCP connections to ") for w, _ in drops)
-        summary = (f"{lt.label}: the firewall drops new TCP connections to {ports} "
+        summary = (f"{lt.label}: the firewall drops new TCP connections{where} to {ports} "
                    f"(RDMA connection set-up: perftest, rendezvous, NCCL bootstrap): {rule}")
         step = (f"allow TCP {ports} in on {c.netdev}: {_allow(rule, c.netdev, ports)}; "
                 "RDMA itself (UDP 4791) bypasses netfilter on this NIC")
-        evidence: dict[str, str | int | float | None] = {"rule": rule, "ports": ports}
+        evidence: dict[str, str | int | float | None] = {"rule": rule, "ports": ports,
+                                                         "interface": c.netdev}
     else:
         what = "IP over Thunderbolt" if c.kind == "tb" else "soft-RoCE (all of it passes netfilter)"
-        summary = f"{lt.label}: the firewall drops traffic on {what}: {rule}"
+        summary = f"{lt.label}: the firewall drops traffic{where} on {what}: {rule}"
         step = (f"take {c.netdev} out of the firewall, as the cluster guide says: "
                 f"{_allow(rule, c.netdev, None)}")
-        evidence = {"rule": rule}
+        evidence = {"rule": rule, "interface": c.netdev}
     return Finding(
         rule=RULE,
         severity="warning",
