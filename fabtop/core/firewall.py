@@ -43,6 +43,7 @@ from collectors.ruleset import Chain, Match, PortRange, Rule, Ruleset
 ALL_PORTS: tuple[PortRange, ...] = ((0, 65535),)
 _VALID_CT = frozenset({"new", "established", "related", "untracked"})
 _PKTTYPES = frozenset({"host", "broadcast", "multicast"})
+_UNICAST = frozenset({"host"})
 _MAX_STEPS = 50_000  # rule visits per question: a ruleset past it is "unknown (too complex)"
 _MAX_DEPTH = 64  # jumps nested deeper than this are a loop (the kernel refuses them too)
 
@@ -309,7 +310,7 @@ def _test(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
             ky, kn = kn, ky
         return (replace(p, pkttype=ky) if ky else None,
                 replace(p, pkttype=kn) if kn else None, False)
-    if f in ("saddr", "daddr") and p.own:
+    if f in ("saddr", "daddr"):
         placed = _address(m, p, f == "daddr")
         if placed is not None:
             return _fixed(placed != m.negate, p)
@@ -335,7 +336,13 @@ def _address(m: Match, p: _Pkt, dest: bool) -> bool | None:
         nets = [ip_network(str(v), strict=False) for v in m.values]
     except ValueError:
         return None
-    nets = [n for n in nets if n.version == p.own[0].version]
+    version = 4 if p.family == "ipv4" else 6
+    nets = [n for n in nets if n.version == version]
+    if dest and p.iface != "lo" and nets and all(
+            n.is_loopback or (n.is_multicast and p.pkttype == _UNICAST) for n in nets):
+        return False  # a unicast packet on a real interface is for no loopback or group
+    if not p.own:
+        return None
     if dest:  # one of this interface's own addresses
         hits = {any(i.ip in n for n in nets) for i in p.own}
     else:  # a peer on one of its subnets (a host route says nothing of the peers)

@@ -7,6 +7,7 @@ would meet on a host running it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,23 @@ def test_thousands_of_rules_are_walked_without_running_out_of_stack() -> None:
     assert (out.verdict, out.rule) == ("drop", "ip filter INPUT: policy drop")
     assert evaluate(rs, tcp("eth0", ((5998, 5998),))).verdict == "accept"
     assert evaluate(rs, tcp("eth0", ((5998, 5999),))).verdict == "drop"
+
+
+def test_kube_firewall_s_loopback_guard_is_no_drop_on_a_fabric_interface() -> None:
+    # kube-proxy's KUBE-FIREWALL: drops what comes for 127.0.0.0/8 from elsewhere
+    rs = _rules("*filter\n:INPUT ACCEPT [0:0]\n:KUBE-FIREWALL - [0:0]\n"
+                "-A INPUT -j KUBE-FIREWALL\n"
+                '-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment '
+                '"block incoming localnet connections" -m conntrack ! --ctstate '
+                "RELATED,ESTABLISHED,DNAT -j DROP\nCOMMIT\n")
+    assert evaluate(rs, tcp("enp65s0f0np0")).verdict == "accept"
+
+
+def test_an_ipv6_only_interface_is_judged_by_the_ip6_chains() -> None:
+    rs, _ = parse_nft_json(json.dumps({"nftables": [
+        {"chain": {"family": "ip6", "table": "f", "name": "in", "handle": 1,
+                   "type": "filter", "hook": "input", "prio": 0, "policy": "drop"}}]}))
+    assert rs is not None
+    assert evaluate(rs, tcp("eth0")).verdict == "accept"
+    six = Question("eth0", "tcp", RDMA_PORT, family="ipv6", addrs=("fd00::1/64",))
+    assert evaluate(rs, six).verdict == "drop"

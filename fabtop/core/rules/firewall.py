@@ -114,14 +114,22 @@ def host_firewall(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> lis
                 continue
             seen.add(nd)
             addrs = tuple(link.addresses or ()) if nd == link.netdev else ()
+            fam = _family(addrs)
             if kind == "rdma":
-                answers = tuple((f"new TCP connections to {port_text(p)}",
-                                 _outcome(rs, Question(nd, "tcp", (p,), addrs=addrs)))
-                                for p in ports)
+                answers = tuple((f"new TCP connections to {port_text(p)}", _outcome(
+                    rs, Question(nd, "tcp", (p,), family=fam, addrs=addrs))) for p in ports)
             else:
-                answers = (("any packet", _outcome(rs, Question(nd, None, addrs=addrs))),)
+                answers = (("any packet", _outcome(
+                    rs, Question(nd, None, family=fam, addrs=addrs))),)
             out.append(IfaceCheck(nd, kind, answers, link.id))
     return out
+
+
+def _family(addrs: tuple[str, ...]) -> str:
+    """IPv6 for an interface with IPv6 addresses only (beyond its link-local one), else
+    IPv4: RDMA set-up runs over IPv4 nearly everywhere."""
+    v6 = [a for a in addrs if ":" in a and not a.lower().startswith("fe80")]
+    return "ipv6" if v6 and not any("." in a and ":" not in a for a in addrs) else "ipv4"
 
 
 _KIND_TEXT = {"rdma": "RDMA set-up ports", "tb": "IP over Thunderbolt, every packet",
