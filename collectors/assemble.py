@@ -53,6 +53,7 @@ from collectors.parsers.ethtool import (
     parse_ethtool_stats,
     stat_names,
 )
+from collectors.parsers.firewall import firewall_read, firewall_state
 from collectors.parsers.qos import (
     parse_dcb_app,
     parse_dcb_apptrust,
@@ -73,6 +74,7 @@ from collectors.parsers.sysfs import (
     parse_sysib,
     parse_sysnet,
 )
+from collectors.ruleset import FirewallState
 from collectors.samples import (
     SLOW_SOURCE,
     GidEntry,
@@ -366,6 +368,7 @@ class _Shape:
     cpu_throttle_count: int | None
     probe: str | None
     versions: SoftwareVersions | None = None  # slow text sections: part of the shape
+    firewall: FirewallState | None = None  # parsed once per shape: never changed after
 
 
 def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
@@ -389,7 +392,8 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
     cpu = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
     _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
     versions = _guard(warn, "versions", None, None, versions_from_frame, frame)
-    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe, versions)
+    fw = _guard(warn, "firewall", None, None, _firewall, frame, warn)
+    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe, versions, fw)
 
 
 @dataclass(slots=True)
@@ -480,6 +484,7 @@ def _fill(
     sample.cpu_throttle_count = shape.cpu_throttle_count
     sample.probe = shape.probe
     sample.versions = shape.versions  # frozen: shared by the samples of one shape
+    sample.firewall = shape.firewall
     _gpus(frame, sample, warn)
 
 
@@ -1079,6 +1084,18 @@ def _probe_notes(frame: Frame, sample: HostSample, warn: _Warner) -> None:
             if ln.startswith("warning ") and ln[8:].strip()
         ]
         warn.add(s.kind, None, notes)
+
+
+def _firewall(frame: Frame, warn: _ShapeWarner) -> FirewallState | None:
+    sec = frame.find("firewall")
+    if sec is None:
+        return None
+    # A ruleset's text comes again each slow tick: parsed once while it stays the same.
+    fw = _memo(firewall_read, sec.text) if sec.status == "ok" else firewall_state(
+        sec.status, sec.detail, sec.text)
+    if fw.ruleset is not None:
+        warn.add("firewall", None, fw.ruleset.warnings[:20])
+    return fw
 
 
 def _gpus(frame: Frame, sample: HostSample, warn: _Warner) -> None:

@@ -60,6 +60,9 @@ class ProbeArgs:
     # hw_counters/ files read on every tick; the others on slow ticks. None: every file on
     # every tick (as probes before this argument did).
     ib_hw_tick: tuple[str, ...] | None = None
+    # Read the packet filter through ``sudo -n`` when the SSH user is not root (off by
+    # default: a sudo that asks for a password fails, and is logged, once a minute).
+    fw_sudo: bool = False
 
     @staticmethod
     def path_default() -> tuple[str, ...]:
@@ -155,6 +158,8 @@ def build_argv(args: ProbeArgs) -> list[str]:
     ]
     if args.interfaces:
         argv.append(f"ifaces={','.join(args.interfaces)}")
+    if args.fw_sudo:
+        argv.append("fw_sudo=1")
     if args.ib_hw_tick is not None:
         names = args.ib_hw_tick or ("-",)  # "-": none per tick
         if not all(_HW_NAME_RE.fullmatch(n) for n in names) or len(",".join(names)) > 1500:
@@ -175,6 +180,7 @@ def probe_args(
     slow_ticks: int | None = None,
     probe: str = "auto",
     ib_hw_tick: Sequence[str] | None = IB_HW_TICK,
+    fw_sudo: bool = False,
 ) -> list[str]:
     """Validated argument words; the host's ``path`` dirs come before the sbin defaults.
 
@@ -197,6 +203,7 @@ def probe_args(
             max_frames=max_frames,
             probe=probe,
             ib_hw_tick=tuple(ib_hw_tick) if ib_hw_tick is not None else None,
+            fw_sudo=fw_sudo,
         )
     )
 

@@ -25,6 +25,7 @@
 #   max_frames=N      stop after N frames, 0 = forever (default 0)
 #   section_bytes=N   content bytes kept per section, 4096..frame_bytes (default 8 MiB)
 #   frame_bytes=N     content bytes kept per frame, 65536..16711680 (default 15 MiB)
+#   fw_sudo=0|1       read the packet filter through `sudo -n` when not root (default 0)
 #
 # Structure (fork cost matters: every fork per tick is paid on every node):
 #   producers | awk
@@ -90,7 +91,7 @@ fab_okdirs() {
 
 fab_args() {
 	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0 SCAP=8388608 FCAP=15728640
-	PROBE=auto HWT=
+	PROBE=auto HWT= FWS=0
 	GF=index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw
 	GFB=index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw
 	for a in "$@"; do
@@ -136,6 +137,7 @@ fab_args() {
 			[ "${#v}" -le 8 ] || fab_die "bad ${a%%=*}"
 			case $a in section_bytes=*) SCAP=$v ;; *) FCAP=$v ;; esac ;;
 		probe=auto | probe=python | probe=sh) PROBE=$v ;;
+		fw_sudo=0 | fw_sudo=1) FWS=$v ;;
 		ib_hw_tick=*)
 			case $v in '' | *[!A-Za-z0-9_,-]* | ,* | *, | *,,*) fab_die "bad ib_hw_tick" ;; esac
 			[ "${#v}" -le 1500 ] || fab_die "bad ib_hw_tick"
@@ -470,6 +472,14 @@ fab_main() {
 		command -v "$t" >/dev/null 2>&1 && HAVE="$HAVE $t"
 	done
 	HAVE="$HAVE "
+	# The packet filter (slow cadence): nft's JSON, else iptables-save. Reading it needs
+	# root (CAP_NET_ADMIN): without it the section says so instead of a tool's error.
+	FW= FWR=0
+	for t in nft iptables-save; do
+		command -v "$t" >/dev/null 2>&1 && { FW=$t; break; }
+	done
+	[ "$(id -u 2>/dev/null)" = 0 ] && FWR=1
+	[ "$FWS" = 1 ] && [ "$FWR" = 0 ] && FWR=2
 	GKIND=none
 	if [ "$GPU" = auto ]; then
 		case $HAVE in
@@ -484,7 +494,7 @@ fab_main() {
 	case $(awk -W version 2>&1 </dev/null) in *mawk*) AWKI="-W interactive" ;; esac
 	fab_producers 3<&- | awk $AWKI -v IV="$IV" -v SYS="$SYS" -v TK="$TK" -v TO="$TO" \
 		-v HAVE="$HAVE" -v GKIND="$GKIND" -v GF="$GF" -v MAXF="$MAXF" -v SLOW="$SLOW" \
-		-v SCAP="$SCAP" -v FCAP="$FCAP" "$FAB_AWK" 3<&- &
+		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" "$FAB_AWK" 3<&- &
 	AP=$!
 	fab_watch <&3 3<&- >/dev/null 2>&1 &
 	WP=$!
@@ -776,7 +786,12 @@ function has(t) { return index(HAVE, " " t " ") > 0 }
 # A line of job i, kept while the section (SCAP) and the whole tick (FCAP, summed over
 # jobs) have room: lines past either cap are dropped as they arrive, so memory stays
 # bounded however much a tool prints within its timeout.
-function keep(i, l,   n) {
+function keep(i, l) {
+	# nft prints a whole ruleset as one line of JSON: it goes in pieces the collector joins
+	while (JK[i] == "firewall" && length(l) > 60000) { keep1(i, substr(l, 1, 60000)); l = substr(l, 60001) }
+	keep1(i, l)
+}
+function keep1(i, l,   n) {
 	if (JT[i] != "") return
 	if (length(l) > 65536) l = substr(l, 1, 65536)  # what esc() would send
 	n = length(l) + 1
@@ -904,6 +919,8 @@ function tick(ns, up, slow,   a, lag, ms, i) {
 		if (GKIND == "amd-smi") job("gpu_amd", "-", "amd-smi metric --json")
 		else job("gpu_amd", "-", "rocm-smi --showuse --showtemp --showpower --showmeminfo vram --json")
 	}
+	if (slow && FW != "" && FWR > 0)
+		job("firewall", "-", (FWR == 2 ? "sudo -n " : "") (FW == "nft" ? "nft -j list ruleset" : "iptables-save"))
 	run_jobs()
 	PEND = 1
 	if (PW <= 0) finalize()
@@ -926,6 +943,8 @@ function finalize(   i, n, p) {
 		if (!has("dpkg-query") && !has("rpm")) section("rdma_core", "-", CNS, "missing", "dpkg-query or rpm")
 		if (!has("ofed_info")) section("ofed_info", "-", CNS, "missing", "ofed_info")
 		if (GKIND == "none") { section("nvidia_driver", "-", CNS, "missing", "nvidia-smi"); section("nccl", "-", CNS, "missing", "nvidia-smi") }
+		if (FW == "") section("firewall", "-", CNS, "missing", "no nft or iptables-save")
+		else if (FWR == 0) section("firewall", "-", CNS, "missing", "needs root")
 		n = split(SKIPS, p, " ")
 		for (i = 1; i <= n; i++) warn("sysfs file skipped (its read blocked): " clean(p[i]))
 	}

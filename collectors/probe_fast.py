@@ -91,6 +91,7 @@ class Args(object):
         self.gfb = "index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw"
         self.probe = "auto"
         self.hw_tick = None  # type: Optional[Set[str]]
+        self.fw_sudo = False
         for a in argv:
             key, sep, v = a.partition("=")
             if not sep:
@@ -137,6 +138,10 @@ class Args(object):
                 if not re.match(r"[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*\Z", v) or len(v) > 1500:
                     raise Refused("bad ib_hw_tick")
                 self.hw_tick = set(v.split(","))
+            elif key == "fw_sudo":
+                if v not in ("0", "1"):
+                    raise Refused("bad fw_sudo")
+                self.fw_sudo = v == "1"
             elif key == "probe":
                 if v not in ("auto", "python", "sh"):
                     raise Refused("bad probe")
@@ -894,6 +899,10 @@ class Probe(object):
         # NCCL_SCAN and DPKG_FORMAT equal to its FAB_NCCL and FAB_DPKGF).
         self.nccl_scan = NCCL_SCAN
         self.dpkg_format = DPKG_FORMAT
+        # The packet filter (slow cadence), as the sh probe reads it: nft's JSON, else
+        # iptables-save; root (or sudo -n where configured) or a "needs root" section.
+        self.fw = next((t for t in ("nft", "iptables-save") if which(t)), "")
+        self.fw_run = 1 if os.geteuid() == 0 else (2 if a.fw_sudo else 0)
         self.gkind = "off"
         if a.gpu == "auto":
             self.gkind = next((k for k in ("nvidia-smi", "amd-smi", "rocm-smi")
@@ -1069,6 +1078,10 @@ class Probe(object):
         elif slow and self.gkind == "rocm-smi":
             jobs.append(Job("gpu_amd", "-", ["rocm-smi", "--showuse", "--showtemp",
                                              "--showpower", "--showmeminfo", "vram", "--json"]))
+        if slow and self.fw and self.fw_run:
+            cmd = ["nft", "-j", "list", "ruleset"] if self.fw == "nft" else ["iptables-save"]
+            sudo = ["sudo", "-n"] if self.fw_run == 2 else []
+            jobs.append(Job("firewall", "-", sudo + cmd))
         vals = {}  # type: Dict[str, bytes]
         eth = {}  # type: Dict[str, Any]
         times = {}  # type: Dict[str, int]
@@ -1265,6 +1278,8 @@ class Probe(object):
             lines = text.split(b"\n")
             if lines and lines[-1] == b"":
                 lines.pop()
+            if j.kind == "firewall":  # nft's one-line JSON in pieces, as the sh probe sends it
+                lines = [ln[k:k + 60000] for ln in lines for k in range(0, len(ln) or 1, 60000)]
             if j.trunc:
                 st, det = "truncated", j.trunc + ("" if st == "ok" else "; " + st +
                                                    (" " + det if det else ""))
@@ -1289,6 +1304,10 @@ class Probe(object):
             if self.gkind == "none":
                 out.add("nvidia_driver", "-", clock_ns, "missing", "nvidia-smi", [])
                 out.add("nccl", "-", clock_ns, "missing", "nvidia-smi", [])
+            if not self.fw:
+                out.add("firewall", "-", clock_ns, "missing", "no nft or iptables-save", [])
+            elif not self.fw_run:
+                out.add("firewall", "-", clock_ns, "missing", "needs root", [])
             for p in sorted(self.skip):
                 self.warn("sysfs file skipped (its read blocked): " + p)
         if self.gpu is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from collectors.ruleset import FirewallState
+
 # A normalized metric is either one cumulative value or one per priority (0-7).
 MetricValue: TypeAlias = int | dict[int, int]
 # The counter source (LinkSample.counters) of raw counters read on slow ticks only (the
@@ -275,3 +277,6 @@ class HostSample:
     probe: str | None = None
     # Software versions (issue 15): None when no version section came (older recordings).
     versions: SoftwareVersions | None = None
+    # The packet filter's ruleset, or why it was not read (issue 15; slow cadence): None
+    # when the frame has no firewall section (older probes, recordings, Prometheus).
+    firewall: FirewallState | None = None

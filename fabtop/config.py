@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import hostlist
 
 from collectors.probe import PROBE_KINDS, ProbeArgError, ProbeArgs, build_argv
+from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS, PortRange, parse_port_spec
 from fabtop.core.thresholds import unknown_thresholds
 
 # Names fabtop puts on screen and in file names; SSH targets are checked separately.
@@ -77,6 +78,8 @@ class HostConfig:
     # Which probe runs on the node: "auto" (the fast probe where python3 >= 3.6 is,
     # else the sh probe), "python" (the fast one or an error) or "sh".
     probe: str = "auto"
+    # Read the packet filter through ``sudo -n`` where the SSH user is not root.
+    firewall_sudo: bool = False
 
     @property
     def target(self) -> str:
@@ -94,6 +97,8 @@ class Config:
     thresholds: dict[str, float] = field(default_factory=dict)
     known_hosts: str | None = None
     ssh_config: str | None = None
+    # TCP ports the RDMA path needs open on the fabric interfaces ([firewall] ports).
+    firewall_ports: tuple[PortRange, ...] = DEFAULT_FIREWALL_PORTS
 
 
 def parse_target(text: str, where: str) -> SshTarget:
@@ -343,8 +348,10 @@ def _unique(hosts: list[HostConfig], where: str) -> list[HostConfig]:
     return hosts
 
 
-_HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference", "probe"}
-_TOP_KEYS = {"interval", "host", "defaults", "thresholds", "known_hosts", "ssh_config"}
+_HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference", "probe",
+              "firewall_sudo"}
+_TOP_KEYS = {"interval", "host", "defaults", "thresholds", "known_hosts", "ssh_config",
+             "firewall"}
 
 
 def load_config(
@@ -411,7 +418,27 @@ def config_from_dict(
         thresholds={str(k): float(v) for k, v in thresholds.items()},
         known_hosts=known,
         ssh_config=ssh_cfg,
+        firewall_ports=_firewall_ports(data.get("firewall", {}), where),
     )
+
+
+def _firewall_ports(table: Any, where: str) -> tuple[PortRange, ...]:
+    """``[firewall] ports = [18515, 29500, "32768-60999"]``: numbers or "low-high" ranges."""
+    if not isinstance(table, dict) or set(table) - {"ports"}:
+        raise ConfigError(f"{where}: [firewall] takes one field, 'ports'")
+    raw = table.get("ports")
+    if raw is None:
+        return DEFAULT_FIREWALL_PORTS
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{where}: [firewall] ports must be a list of ports or 'low-high'")
+    out: list[PortRange] = []
+    for v in raw:
+        got = parse_port_spec(v)
+        if got is None:
+            raise ConfigError(f"{where}: [firewall] ports: bad port {v!r} (1..65535 or "
+                              "'low-high')")
+        out.append(got)
+    return tuple(out)
 
 
 def _hosts_from_table(
@@ -454,6 +481,9 @@ def _hosts_from_table(
         urls = tuple(_str_list(raw.get("inference", []), w, "inference"))
         for u in urls:
             check_metrics_url(u, f"{w}: field 'inference'")
+        fw_sudo = raw.get("firewall_sudo", False)
+        if not isinstance(fw_sudo, bool):
+            raise ConfigError(f"{w}: field 'firewall_sudo' must be true or false")
         probe = raw.get("probe", "auto")
         if probe not in PROBE_KINDS:
             raise ConfigError(
@@ -463,7 +493,7 @@ def _hosts_from_table(
         out.append(
             HostConfig(
                 name=name, ssh=target, path=tuple(path), sysfs=sysfs,
-                interfaces=ifaces, inference=urls, probe=probe,
+                interfaces=ifaces, inference=urls, probe=probe, firewall_sudo=fw_sudo,
             )
         )
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from collectors.parsers.firewall import unknown_reason
 from collectors.samples import HostSample
 from fabtop.core.state import (
     CONNECTING,
@@ -114,6 +115,9 @@ def _gaps(hosts: list[HostState]) -> tuple[str, ...]:
             found.append((2, "PFC/QoS config not read on ", f" ({qos})"))
         if not s.inference:
             found.append((3, "no inference server on ", ""))
+        fw = s.firewall
+        if fw is not None and not fw.known:
+            found.append((4, "firewall state unknown on ", f" ({unknown_reason(fw)})"))
         for key in found:
             groups.setdefault(key, []).append(hs.name)
     return tuple(f"{pre}{names(hs)}{post}" for (_, pre, post), hs in sorted(groups.items()))

@@ -23,6 +23,7 @@ SLOW_KINDS = frozenset({
     "ethtool_i", "mlnx_qos", "dcb_pfc", "dcb_apptrust", "dcb_app", "dcb_ets", "dcb_buffer",
     "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow",
     *VERSION_KINDS,  # software versions (issue 15)
+    "firewall",
 })  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from collectors.samples import HostSample, InferenceSample
 from collectors.text import clean
 from fabtop.core.finding_log import FindingLog
 from fabtop.core.findings import Finding
+from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.history import History
 from fabtop.core.pipeline import Pipeline
 from fabtop.core.rates import HostRates
@@ -182,6 +183,9 @@ class FabricState:
         self.thresholds: Mapping[str, float] = effective(
             {**(rule_thresholds or {}), **(thresholds or {})}
         )
+        # The ports the firewall rule asks about are the ones the host detail shows.
+        self.firewall_ports: tuple[tuple[int, int], ...] = getattr(
+            rules, "firewall_ports", DEFAULT_FIREWALL_PORTS)
         self.findings: list[Finding] = []
         self.baseline: dict[str, HostSample] = {}  # the 'r' key's diff baseline
         self.evaluate_per_frame = True  # a Session turns this off and evaluates once per tick

@@ -23,7 +23,8 @@ def fabric_state(
     config: Config, *, clock: Callable[[], float] = time.monotonic
 ) -> FabricState:
     """A fresh state for ``config``'s hosts, with the rules at the config's thresholds."""
-    return FabricState(config.hosts, rules=make_evaluator(config.thresholds), clock=clock,
+    rules = make_evaluator(config.thresholds, firewall_ports=config.firewall_ports)
+    return FabricState(config.hosts, rules=rules, clock=clock,
                        thresholds=config.thresholds, interval=config.interval)
 
 

@@ -45,6 +45,7 @@ MISCONFIGS: dict[str, dict[str, Any]] = {
     # a second link-local IPv6 address (NetworkManager stable-privacy) came first on
     # node3: its RoCE v2 IPv4 GID sits at index 5, the others' at 3
     "gid_index_mismatch": {"roce_addrs": ("ll6", "ipv4")},
+    "firewall_blocked": {"firewall": "firewalld"},
 }
 # Misconfigurations of the whole fabric: every host's config changes.
 FABRIC_MISCONFIGS: dict[str, dict[str, Any]] = {

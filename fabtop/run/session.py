@@ -200,6 +200,7 @@ class Session:
                     interfaces=list(host.interfaces) if host.interfaces else None,
                     max_frames=self.max_frames,
                     probe=host.probe,
+                    fw_sudo=host.firewall_sudo,
                 )
             if guard.error is not None:
                 self._host_down(name, guard.error)

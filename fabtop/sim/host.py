@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from collectors.frames import Frame, Section, render_frame
 from collectors.structured import StructuredEncoder
-from fabtop.sim import host_text
+from fabtop.sim import firewall, host_text
 from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.gpu import SimGpu
 from fabtop.sim.inference import VllmServer
@@ -66,6 +66,7 @@ class HostConfig:
     # (RoCE v1, v2) after the two default link-local ones: "ipv4", or "ll6" (a second
     # link-local IPv6 address, as NetworkManager's stable-privacy mode adds one).
     roce_addrs: tuple[str, ...] = ("ipv4",)
+    firewall: str = "docker"  # its nft ruleset: fabtop.sim.firewall.PROFILES, or nft JSON
 
     def netdev(self, i: int) -> str:
         """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""
@@ -289,6 +290,7 @@ class SimHost:
                 sections.append(Section("mlnx_qos", self.cfg.netdev(i), clock_ns, "ok", None, qos))
             for kind, subject, status, detail, text in host_text.version_sections(self.cfg):
                 sections.append(Section(kind, subject, clock_ns, status, detail, text))
+            sections.append(firewall.section(self.cfg.firewall, clock_ns))
         if self.gpus and only is None:
             # A background reader: its latest line arrived a little before the tick.
             read_ns = clock_ns - 120_000_000

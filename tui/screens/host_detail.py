@@ -19,6 +19,7 @@ from textual.widgets import Footer, Static
 from collectors.samples import HostSample, VersionRead
 from collectors.text import clean, clean_lines
 from fabtop.core.coverage import host_gaps
+from fabtop.core.rules.firewall import firewall_lines
 from fabtop.core.state import FabricState, HostState, effective_status
 from tui import format as fmt
 from tui.context import ViewContext
@@ -149,6 +150,11 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
     if not missing:
         parts.append(Text("every source fabtop knows was found" if s is not None
                           else "nothing read yet", "dim"))
+    if s is not None and s.firewall is not None:
+        parts += _heading("Firewall")
+        for ln in firewall_lines(s, state.firewall_ports):
+            parts.append(Text(clean(ln, 400), "yellow" if "unknown" in ln or "dropped" in ln
+                              else ""))
     parts += _heading("Not read on this host")
     if not hs.unread:
         parts.append(Text("every section was read in its last frame" if s is not None

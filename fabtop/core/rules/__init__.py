@@ -19,10 +19,12 @@ from collections.abc import Callable, Mapping
 from weakref import WeakKeyDictionary
 
 from fabtop.core.findings import Finding
+from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.rules import (
     clock,
     config,
     ecn,
+    firewall,
     gpu,
     hardware,
     inference,
@@ -64,6 +66,7 @@ RULES: tuple[Rule, ...] = (
     infiniband.no_subnet_manager,
     roce_gids.roce_no_ip_gid,
     roce_gids.gid_index_mismatch,
+    firewall.firewall_blocks_rdma,
 )
 
 # Tracks not updated for this long belong to hosts that went away.
@@ -73,15 +76,17 @@ _FORGET_AFTER_S = 3600.0
 class Evaluator:
     """Runs every rule over a state, with thresholds fixed and one memory per state."""
 
-    __slots__ = ("_memory", "rules", "thresholds")
+    __slots__ = ("_memory", "firewall_ports", "rules", "thresholds")
 
     def __init__(
         self,
         thresholds: Mapping[str, float] | None = None,
         rules: tuple[Rule, ...] = RULES,
+        firewall_ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS,
     ) -> None:
         self.thresholds: dict[str, float] = effective(thresholds)
         self.rules = rules
+        self.firewall_ports = firewall_ports
         self._memory: WeakKeyDictionary[StateView, RuleMemory] = WeakKeyDictionary()
 
     def memory(self, state: StateView) -> RuleMemory:
@@ -101,7 +106,8 @@ class Evaluator:
             return []
         now = max(times)
         memory = self.memory(state)
-        ctx = RuleContext(state, self.thresholds, now, memory, links=list(iter_links(state)))
+        ctx = RuleContext(state, self.thresholds, now, memory, links=list(iter_links(state)),
+                          firewall_ports=self.firewall_ports)
         for rule in self.rules:
             try:
                 ctx.findings.extend(rule(ctx))
@@ -126,9 +132,13 @@ def evaluate(state: StateView) -> list[Finding]:
     return _DEFAULT(state)
 
 
-def make_evaluator(thresholds: Mapping[str, float] | None = None) -> Evaluator:
-    """An evaluator with the config's ``[thresholds]`` over the defaults."""
-    return Evaluator(thresholds)
+def make_evaluator(
+    thresholds: Mapping[str, float] | None = None,
+    firewall_ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS,
+) -> Evaluator:
+    """An evaluator with the config's ``[thresholds]`` over the defaults (and its
+    ``[firewall] ports``)."""
+    return Evaluator(thresholds, firewall_ports=firewall_ports)
 
 
 __all__ = [

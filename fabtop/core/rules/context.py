@@ -20,6 +20,7 @@ from collectors.parsers.pfcwd import WatchdogEvent
 from collectors.samples import HostSample, LinkSample, RateValue
 from collectors.vocabulary import Metric
 from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
+from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates, LinkRates
 from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
@@ -246,6 +247,8 @@ class RuleContext:
     findings: list[Finding] = field(default_factory=list)  # earlier rules' findings this pass
     # Every link of the pass (iter_links), listed once: some twenty rules walk them.
     links: list[LinkTick] = field(default_factory=list)
+    # TCP ports the RDMA path needs open ([firewall] ports; the firewall rule).
+    firewall_ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS
 
     def th(self, name: str) -> float:
         """One threshold (defaults merged with the config's ``[thresholds]``)."""
