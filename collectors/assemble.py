@@ -73,6 +73,7 @@ from collectors.parsers.sysfs import (
     parse_sysib,
     parse_sysnet,
 )
+from collectors.parsers.thunderbolt import parse_systb
 from collectors.samples import (
     SLOW_SOURCE,
     HostSample,
@@ -80,6 +81,7 @@ from collectors.samples import (
     MetricValue,
     QosConfig,
     SectionStatus,
+    ThunderboltInfo,
 )
 from collectors.structured import COUNTER_KINDS, LastValues, decode_changed, keyed_values
 from collectors.text import MAX_TEXT, clean
@@ -362,6 +364,7 @@ class _Shape:
     links: list[_LinkPlan]
     cpu_throttle_count: int | None
     probe: str | None
+    thunderbolt: ThunderboltInfo | None = None  # shared by the samples: read-only
 
 
 def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
@@ -374,6 +377,7 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
         )
     warn = _ShapeWarner(host)
     b = _Build(frame, warn, index, values)
+    b.thunderbolt = _guard(warn, "systb_slow", None, None, _thunderbolt, frame, warn)
     statuses = []
     for i, s in enumerate(frame.sections):
         detail = s.detail
@@ -384,7 +388,7 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
     probe = HostSample("", 0, 0, 0.0)
     cpu = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
     _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
-    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe)
+    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe, b.thunderbolt)
 
 
 @dataclass(slots=True)
@@ -395,6 +399,7 @@ class _Build:
     warn: _ShapeWarner
     index: dict[int, int]  # id(section) -> its index in the frame
     values: dict[int, list[int | None] | None]  # section index -> its values, as positions
+    thunderbolt: ThunderboltInfo | None = None
 
     def of(self, sec: Section) -> tuple[int, list[int | None] | None]:
         i = self.index[id(sec)]
@@ -430,9 +435,31 @@ def _links(b: _Build) -> list[_LinkPlan]:
             if net_link is not None:
                 found[name] = net_link
 
+    if b.thunderbolt is not None:
+        _tb_rates(found, b.thunderbolt)
     for lp in found.values():
         _finish(lp, b, infos, ethtool, netdevs, warn)
     return list(found.values())
+
+
+def _thunderbolt(frame: Frame, warn: _Warner) -> ThunderboltInfo | None:
+    """The host's Thunderbolt domain (Linux sysfs), from its latest slow section."""
+    secs = _texts(frame, "systb_slow")
+    if not secs:
+        return None
+    parsed = _memo(parse_systb, secs[-1].text)
+    warn.add("systb_slow", None, parsed.warnings)
+    return parsed.info
+
+
+def _tb_rates(found: dict[str, _LinkPlan], tb: ThunderboltInfo) -> None:
+    """A thunderbolt-net netdev's rate from its XDomain (lane speed x lanes) where the
+    kernel gave it no ``speed`` (thunderbolt-net has link settings only since late 2025:
+    net: thunderbolt: Allow reading link settings, netdev list)."""
+    for peer in tb.peers:
+        lp = found.get(peer.netdev) if peer.netdev else None
+        if lp is not None and lp.link.rate_gbps is None:
+            lp.link.rate_gbps = peer.total_gbps
 
 
 def _fill(
@@ -474,6 +501,7 @@ def _fill(
             _guard(warn, "link", link.id, None, _metrics, link, item)
     sample.cpu_throttle_count = shape.cpu_throttle_count
     sample.probe = shape.probe
+    sample.thunderbolt = shape.thunderbolt
     _gpus(frame, sample, warn)
 
 

@@ -21,6 +21,7 @@ from fabtop.core.rates import HostRates, RateEngine
 SLOW_KINDS = frozenset({
     "ethtool_i", "mlnx_qos", "dcb_pfc", "dcb_apptrust", "dcb_app", "dcb_ets", "dcb_buffer",
     "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow",
+    "systb_slow",  # Thunderbolt bus (issue 14)
 })  # fmt: skip
 
 

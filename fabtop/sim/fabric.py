@@ -20,6 +20,7 @@ from fabtop.sim.episodes import (
     episode_at,
 )
 from fabtop.sim.host import HostConfig, SimHost
+from fabtop.sim.tb_ids import NODE3_UID, NODE4_UID
 
 GRID_S = 0.5
 DEMO_EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed wall clock for the demo
@@ -137,8 +138,10 @@ def demo_hosts() -> list[HostConfig]:
     return [
         HostConfig("node1", ib_port=True, gpu_profile="h100", inference_url=DEMO_METRICS_URL),
         HostConfig("node2", ib_port=True, gpu_profile="h100"),
-        HostConfig("node3", tb_link=True, gpu_profile="rtx4080s"),
-        HostConfig("node4", tb_link=True, gpu_profile="rtx4080s"),
+        HostConfig("node3", tb_link=True, gpu_profile="rtx4080s", tb_self_uid=NODE3_UID,
+                   tb_peer_uid=NODE4_UID, tb_peer_name="node4"),
+        HostConfig("node4", tb_link=True, gpu_profile="rtx4080s", tb_self_uid=NODE4_UID,
+                   tb_peer_uid=NODE3_UID, tb_peer_name="node3"),
     ]
 
 

@@ -53,6 +53,15 @@ class HostConfig:
     uptime_s: float = 86400.0 * 12
     reload_at: tuple[float, ...] = ()  # driver reloads: NIC counters restart from 0
     silent_after: float | None = None  # the host stops answering from this time on
+    # Its Thunderbolt bus (with tb_link): own and far identities (fabtop.sim.tb_ids), how
+    # the cable trained, and receive errors on thunderbolt0 (a bad cable).
+    tb_self_uid: str | None = None
+    tb_peer_uid: str | None = None
+    tb_peer_name: str | None = None
+    tb_gbps_per_lane: float = 20.0
+    tb_lanes: int = 2
+    tb_generation: int = 4
+    tb_errors_per_s: float = 0.0
 
     def netdev(self, i: int) -> str:
         """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""
@@ -185,6 +194,8 @@ class SimHost:
         if self.tb is not None:
             tbr = 1.0e9 * tf
             self.tb.apply(True, tbr * self._flow(k, 12, TX, 0.1), tbr * self._flow(k, 12, RX, 0.1))
+            if cfg.tb_errors_per_s:
+                self.tb.netdev.rate("rx_errors", cfg.tb_errors_per_s)
         self.mgmt.apply(True, 60_000.0, 150_000.0 * (1.0 + 0.2 * noise(seed, self.index, k, 13)))
         self.lo.apply(True, 2.0e6, 2.0e6)
         for gpu in self.gpus:
@@ -272,6 +283,10 @@ class SimHost:
             qos = host_text.mlnx_qos(self.cfg)
             for i in range(self.cfg.roce_ports):
                 sections.append(Section("mlnx_qos", self.cfg.netdev(i), clock_ns, "ok", None, qos))
+            tb = host_text.systb_lines(self)
+            if tb:
+                sections.append(Section("systb_slow", None, clock_ns, "ok", None,
+                                        "\n".join(f"{p} {v}" for p, v in tb)))
         if self.gpus and only is None:
             # A background reader: its latest line arrived a little before the tick.
             read_ns = clock_ns - 120_000_000

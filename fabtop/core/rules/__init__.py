@@ -29,6 +29,7 @@ from fabtop.core.rules import (
     lossless,
     pfc_config,
     pfc_storm,
+    thunderbolt,
     traffic,
 )
 from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time, iter_links
@@ -59,6 +60,8 @@ RULES: tuple[Rule, ...] = (
     gpu.gpu_hot,
     inference.token_drop_with_fabric_event,
     clock.clock_skew,
+    thunderbolt.tb_link_degraded,
+    thunderbolt.tb_link_errors,
 )
 
 # Tracks not updated for this long belong to hosts that went away.
