@@ -100,10 +100,11 @@ def speed_text(per_lane: float | None, lanes: int | None) -> str:
 
 
 def identities(tb: ThunderboltInfo) -> tuple[str, ...]:
-    """Every identity a peer may report for this host."""
+    """Every identity a peer may report for this host, lower case: Linux prints UUIDs in
+    lower case (``%pUb``), system_profiler in upper case."""
     if tb.domain_uids:
-        return tb.domain_uids
-    return (tb.self_uid,) if tb.self_uid else ()
+        return tuple(u.lower() for u in tb.domain_uids)
+    return (tb.self_uid.lower(),) if tb.self_uid else ()
 
 
 def pair_cables(samples: Mapping[str, HostSample | None]) -> list[Cable]:
@@ -126,7 +127,7 @@ def pair_cables(samples: Mapping[str, HostSample | None]) -> list[Cable]:
                 continue
             end = CableEnd(host, p.port, p.netdev, p)
             done.add((host, p.port or ""))
-            peer_uid = p.peer_uid
+            peer_uid = p.peer_uid.lower() if p.peer_uid else None
             if peer_uid is None:
                 cables.append(Cable(end, None, ONE_END, "the far end gave no identity",
                                     p.peer_name))  # fmt: skip
@@ -140,9 +141,9 @@ def pair_cables(samples: Mapping[str, HostSample | None]) -> list[Cable]:
                 cables.append(Cable(end, None, ONE_END,
                                     f"peer {peer_uid} is not a monitored host", p.peer_name))
                 continue
-            back = [q for q in tbs[far].peers if q.peer_uid in mine]
+            back = [q for q in tbs[far].peers if (q.peer_uid or "").lower() in mine]
             if not back:
-                elsewhere = sorted({owner.get(q.peer_uid or "", q.peer_name or "?")
+                elsewhere = sorted({owner.get((q.peer_uid or "").lower(), q.peer_name or "?")
                                     for q in tbs[far].peers})  # fmt: skip
                 why = (f"{far} sees no cable to {host}"
                        + (f" (its cables go to {', '.join(elsewhere)})" if elsewhere else ""))

@@ -36,8 +36,13 @@ MISCONFIGS: dict[str, dict[str, Any]] = {
     "firmware_mismatch": {"firmware": "22.36.1010"},
     "pcie_degraded": {"pcie_width": 8},
     "no_ecn_config": {"ecn": False},
+    "tb_link_errors": {"tb_errors_per_s": 40.0},  # thunderbolt0 corrupting frames
 }
-SCENARIOS: tuple[str, ...] = (*EPISODE_KINDS, *MISCONFIGS)
+# Thunderbolt faults of the cable itself: both ends report it (every Thunderbolt host).
+TB_MISCONFIGS: dict[str, dict[str, Any]] = {
+    "tb_lane_degraded": {"tb_lanes": 1},  # one lane where two are possible
+}
+SCENARIOS: tuple[str, ...] = (*EPISODE_KINDS, *MISCONFIGS, *TB_MISCONFIGS)
 
 
 def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
@@ -58,6 +63,10 @@ def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
 def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fabric:
     """The demo fabric with one fault from t=0 (``healthy``: none at all)."""
     hosts = demo_hosts()
+    if scenario in TB_MISCONFIGS:
+        hosts = [dataclasses.replace(h, **TB_MISCONFIGS[scenario]) if h.tb_link else h
+                 for h in hosts]  # fmt: skip
+        return Fabric(hosts, seed=seed, interval_s=interval_s)
     if scenario in MISCONFIGS:
         hosts[2] = dataclasses.replace(hosts[2], **MISCONFIGS[scenario])
         return Fabric(hosts, seed=seed, interval_s=interval_s)

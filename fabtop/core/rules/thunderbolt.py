@@ -11,7 +11,7 @@ the Thunderbolt view says what is unknown.
 from __future__ import annotations
 
 from collectors.vocabulary import Metric
-from fabtop.core.findings import Finding
+from fabtop.core.findings import Finding, port_ref
 from fabtop.core.rules.context import RuleContext, host_time, r3
 from fabtop.core.thunderbolt import below_capability, capability, speed_text
 
@@ -31,6 +31,8 @@ def tb_link_degraded(ctx: RuleContext) -> list[Finding]:
         for p in tb.peers:
             where = p.netdev or p.port or "?"
             subject = f"{name}/{where}"
+            link = s.links.get(p.netdev) if p.netdev else None
+            ref = port_ref(name, link) if link is not None else None
             why = below_capability(tb, p)
             cap = capability(tb, p)
             found = None
@@ -65,6 +67,7 @@ def tb_link_degraded(ctx: RuleContext) -> list[Finding]:
                         "{rx,tx}_{speed,lanes}"
                     ),
                     host=name,
+                    port=ref,
                 )
             elif "tb_link_degraded" not in ctx.memory.held:
                 continue
