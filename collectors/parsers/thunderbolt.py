@@ -101,7 +101,7 @@ def parse_systb(text: str) -> TbParse:
     net: dict[str, str] = {}  # xdomain -> the netdev on one of its services
     for line in text.splitlines():
         rel, _, value = line.partition(" ")
-        parts = rel.split("/")
+        parts = clean(rel, 512).split("/")
         if not parts or not parts[0] or len(parts[0]) > _NAME_MAX:
             continue
         name = parts[0]
