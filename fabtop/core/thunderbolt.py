@@ -231,3 +231,16 @@ def below_capability(tb: ThunderboltInfo, peer: ThunderboltPeer) -> str | None:
     if speeds and min(speeds) < cap[0]:
         why.append(f"{min(speeds):g} Gb/s per lane where {cap[0]:g} is possible")
     return "; ".join(why) or None
+
+
+def cables_of(cables: Iterable[Cable], host: str, netdev: str | None = None) -> list[Cable]:
+    """The cables with an end on ``host`` (on ``netdev`` when given)."""
+    return [c for c in cables for e in (c.a, c.b) if e is not None and e.host == host
+            and (netdev is None or e.netdev == netdev)]  # fmt: skip
+
+
+def domain_line(tb: ThunderboltInfo) -> str:
+    """A host's Thunderbolt domain in one line: source, identity, generation."""
+    ids = ", ".join(identities(tb)) or "unknown"
+    gen = f"generation {tb.generation}" if tb.generation is not None else "generation unknown"
+    return f"{tb.source}: identity {ids}; {gen}; {len(tb.peers)} cable(s) seen"

@@ -10,9 +10,11 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.widgets import Footer, Input, Static
 
+from collectors.text import clean
 from collectors.vocabulary import Derived, Metric
 from fabtop.core.history import SeriesKey
 from fabtop.core.rates import LinkRates
+from fabtop.core.thunderbolt import cables_of, pair_cables
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.links import summary
@@ -142,6 +144,10 @@ class LinkDetailScreen(DataScreen):
                     link.state or "", f"mtu {link.mtu}" if link.mtu else "",
                     f"{link.rdma_device}/{link.port}" if link.rdma_device else "",
                     link.driver or "", f"fw {link.firmware}" if link.firmware else ""]
+            if link.kind == "tb":  # the cable it rides on: lanes x lane speed, the far end
+                cab = cables_of(pair_cables({n: h.sample for n, h in self.ctx.state.hosts.items()}),
+                                self.host, link.netdev)  # fmt: skip
+                bits.append(clean(cab[0].text, 200) if cab else "Thunderbolt bus not read")
             t.append("  " + "  ".join(b for b in bits if b), "")
         return t
 
