@@ -69,9 +69,13 @@ class Cable:
 
     @property
     def total_gbps(self) -> float | None:
-        """Lane speed times lanes, None when either is unknown."""
+        """Lane speed times lanes; else the total an end's tool reports (macOS gives no
+        lanes); None when neither is known."""
         s, n = self.gbps_per_lane, self.lanes
-        return s * n if s is not None and n is not None else None
+        if s is not None and n is not None:
+            return s * n
+        totals = [t for p in self._peers() if (t := _link_gbps(p)) is not None]
+        return min(totals) if totals else None
 
     def _peers(self) -> list[ThunderboltPeer]:
         ends = [self.a, self.b] if self.b is not None else [self.a]
@@ -80,6 +84,8 @@ class Cable:
     @property
     def speed_text(self) -> str:
         """``2 x 40 = 80 Gb/s`` (with the multiplication sign), or what is unknown."""
+        if self.gbps_per_lane is None and self.lanes is None and self.total_gbps is not None:
+            return f"{self.total_gbps:g} Gb/s (lanes not reported)"
         return speed_text(self.gbps_per_lane, self.lanes)
 
     @property
@@ -99,12 +105,29 @@ def speed_text(per_lane: float | None, lanes: int | None) -> str:
     return f"{lanes} {TIMES} {per_lane:g} = {lanes * per_lane:g} Gb/s"
 
 
+def _self_uid(p: ThunderboltPeer) -> str | None:
+    """This end's own identity where the source gives one per port (macOS: one domain per
+    bus; the darwin reader's additive ``ThunderboltPeer.self_uid``), lower case."""
+    v = getattr(p, "self_uid", None)
+    return v.lower() if isinstance(v, str) and v else None
+
+
+def _link_gbps(p: ThunderboltPeer) -> float | None:
+    """The total an end's tool reports where it gives no lanes (the darwin reader's
+    additive ``ThunderboltPeer.link_gbps``), else lanes x lane speed."""
+    v = getattr(p, "link_gbps", None)
+    return float(v) if isinstance(v, int | float) else p.total_gbps
+
+
 def identities(tb: ThunderboltInfo) -> tuple[str, ...]:
     """Every identity a peer may report for this host, lower case: Linux prints UUIDs in
     lower case (``%pUb``), system_profiler in upper case."""
-    if tb.domain_uids:
-        return tuple(u.lower() for u in tb.domain_uids)
-    return (tb.self_uid.lower(),) if tb.self_uid else ()
+    out = [u.lower() for u in tb.domain_uids] or ([tb.self_uid.lower()] if tb.self_uid else [])
+    for p in tb.peers:
+        uid = _self_uid(p)
+        if uid is not None and uid not in out:
+            out.append(uid)
+    return tuple(out)
 
 
 def pair_cables(samples: Mapping[str, HostSample | None]) -> list[Cable]:
@@ -121,8 +144,10 @@ def pair_cables(samples: Mapping[str, HostSample | None]) -> list[Cable]:
     done: set[tuple[str, str]] = set()  # (host, port) ends already in a cable
     for host in sorted(tbs):
         tb = tbs[host]
-        mine = set(identities(tb))
+        everything = set(identities(tb))
         for p in tb.peers:
+            own = _self_uid(p)
+            mine = {own} if own is not None else everything
             if (host, p.port or "") in done:
                 continue
             end = CableEnd(host, p.port, p.netdev, p)

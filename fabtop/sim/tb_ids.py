@@ -11,8 +11,11 @@ from __future__ import annotations
 # The Linux <-> Linux pair (node3 <-> node4, Thunderbolt 4: 2 x 20 Gb/s).
 NODE3_UID = "d2030000-0072-6b0e-23a4-1c9b3f5e8a01"
 NODE4_UID = "d2030000-0072-6b0e-23a4-1c9b3f5e8a02"
-# The DGX Spark and the Mac Studio it is cabled to (Thunderbolt 5: 2 x 40 Gb/s). The Mac
-# simulation reports MAC_STUDIO1_UID as its domain UUID and SPARK1_UID as its peer's.
+# The DGX Spark and the Mac Studio it is cabled to (Thunderbolt 5: 2 x 40 Gb/s): mac1's
+# receptacle 3, whose bus's domain UUID is the one the Mac simulation gives it (the darwin
+# branch's fabtop/sim/mac_ids.py, MAC_DOMAINS["mac1"][3], from the captured Mac Studio).
+# That bus reports SPARK1_UID as its peer once its cable row names spark1.
 SPARK1_UID = "5a1e0000-0080-7e1a-4c2b-9d8e7f6a5b01"
-MAC_STUDIO1_UID = "a5c1d0e2-3f47-4b58-9c6d-7e8f90a1b2c3"
 MAC_STUDIO1_NAME = "mac1"
+MAC_STUDIO1_RECEPTACLE = 3
+MAC_STUDIO1_UID = "c9b32174-396a-4d89-9601-e8e83285c21a"  # as Linux prints it (lower case)
