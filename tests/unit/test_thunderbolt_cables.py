@@ -112,3 +112,17 @@ def test_no_bus_identity_pairs_by_subnet_and_says_it_is_not_proven() -> None:
                           "c": host("c", "10.9.1.1/30")})  # fmt: skip
     assert [c.status for c in cables] == [BY_ADDRESS]
     assert "not proven" in cables[0].why and cables[0].b is not None
+
+
+def test_the_snapshot_carries_each_hosts_domain_and_one_entry_per_cable() -> None:
+    from fabtop.run import snapshot
+    from fabtop.run.demo import demo_state
+
+    state, _, _ = demo_state(until_s=3.0)
+    doc = snapshot.build(state, 1.0)
+    tb = {h["name"]: h["thunderbolt"] for h in doc["hosts"]}
+    assert tb["node1"] is None  # no bus read: null, never an empty "healthy" domain
+    assert tb["node3"]["self_uid"] == "d2030000-0072-6b0e-23a4-1c9b3f5e8a01"
+    assert tb["node3"]["peers"][0]["netdev"] == "thunderbolt0"
+    (cable,) = doc["thunderbolt_cables"]
+    assert (cable["status"], cable["lanes"], cable["gbps_per_lane"]) == ("paired", 2, 20.0)
