@@ -67,6 +67,15 @@ def test_both_probes_read_the_bus_alike(probe: str, node: Path, run_probe: list[
     assert not (node / "pwned").exists()
 
 
+def test_the_two_probes_give_the_same_thunderbolt_info(node: Path, run_probe: list[Probe]) -> None:
+    _tb_node(node)
+    got = []
+    for probe in ("sh", "python"):
+        frames = _run(replace(_args(node), probe=probe, max_frames=1), node, run_probe, 1)
+        got.append(_tb(frames)[0])
+    assert got[0] is not None and got[0] == got[1]
+
+
 @pytest.mark.parametrize("awk", ["mawk", "busybox"])
 def test_sh_probe_under_other_awks(awk: str, node: Path, run_probe: list[Probe]) -> None:
     _tb_node(node)
