@@ -74,6 +74,7 @@ from collectors.parsers.sysfs import (
     parse_sysib,
     parse_sysnet,
 )
+from collectors.parsers.thunderbolt import parse_systb
 from collectors.ruleset import FirewallState
 from collectors.samples import (
     SLOW_SOURCE,
@@ -84,6 +85,7 @@ from collectors.samples import (
     QosConfig,
     SectionStatus,
     SoftwareVersions,
+    ThunderboltInfo,
 )
 from collectors.structured import COUNTER_KINDS, LastValues, decode_changed, keyed_values
 from collectors.text import MAX_TEXT, clean
@@ -369,6 +371,7 @@ class _Shape:
     probe: str | None
     versions: SoftwareVersions | None = None  # slow text sections: part of the shape
     firewall: FirewallState | None = None  # parsed once per shape: never changed after
+    thunderbolt: ThunderboltInfo | None = None  # shared by the samples: read-only
 
 
 def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
@@ -381,6 +384,7 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
         )
     warn = _ShapeWarner(host)
     b = _Build(frame, warn, index, values)
+    b.thunderbolt = _guard(warn, "systb_slow", None, None, _thunderbolt, frame, warn)
     statuses = []
     for i, s in enumerate(frame.sections):
         detail = s.detail
@@ -393,7 +397,9 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
     _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
     versions = _guard(warn, "versions", None, None, versions_from_frame, frame)
     fw = _guard(warn, "firewall", None, None, _firewall, frame, warn)
-    return _Shape(tuple(statuses), warn.plan, links, cpu, probe.probe, versions, fw)
+    return _Shape(
+        tuple(statuses), warn.plan, links, cpu, probe.probe, versions, fw, b.thunderbolt
+    )
 
 
 @dataclass(slots=True)
@@ -404,6 +410,7 @@ class _Build:
     warn: _ShapeWarner
     index: dict[int, int]  # id(section) -> its index in the frame
     values: dict[int, list[int | None] | None]  # section index -> its values, as positions
+    thunderbolt: ThunderboltInfo | None = None
 
     def of(self, sec: Section) -> tuple[int, list[int | None] | None]:
         i = self.index[id(sec)]
@@ -439,9 +446,31 @@ def _links(b: _Build) -> list[_LinkPlan]:
             if net_link is not None:
                 found[name] = net_link
 
+    if b.thunderbolt is not None:
+        _tb_rates(found, b.thunderbolt)
     for lp in found.values():
         _finish(lp, b, infos, ethtool, netdevs, warn)
     return list(found.values())
+
+
+def _thunderbolt(frame: Frame, warn: _Warner) -> ThunderboltInfo | None:
+    """The host's Thunderbolt domain (Linux sysfs), from its latest slow section."""
+    secs = _texts(frame, "systb_slow")
+    if not secs:
+        return None
+    parsed = _memo(parse_systb, secs[-1].text)
+    warn.add("systb_slow", None, parsed.warnings)
+    return parsed.info
+
+
+def _tb_rates(found: dict[str, _LinkPlan], tb: ThunderboltInfo) -> None:
+    """A thunderbolt-net netdev's rate from its XDomain (lane speed x lanes) where the
+    kernel gave it no ``speed`` (thunderbolt-net has link settings only since late 2025:
+    net: thunderbolt: Allow reading link settings, netdev list)."""
+    for peer in tb.peers:
+        lp = found.get(peer.netdev) if peer.netdev else None
+        if lp is not None and lp.link.rate_gbps is None:
+            lp.link.rate_gbps = peer.total_gbps
 
 
 def _fill(
@@ -485,6 +514,7 @@ def _fill(
     sample.probe = shape.probe
     sample.versions = shape.versions  # frozen: shared by the samples of one shape
     sample.firewall = shape.firewall
+    sample.thunderbolt = shape.thunderbolt
     _gpus(frame, sample, warn)
 
 

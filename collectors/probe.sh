@@ -284,6 +284,7 @@ fab_scan() {
 		done
 		fab_files s sysib "$n/device/net" "$d/device/net"
 	done
+	fab_tb
 	for c in "$SYS"/devices/system/cpu/cpu*/thermal_throttle; do
 		fab_exists "$c" || continue
 		cb=${c%/thermal_throttle}
@@ -292,6 +293,30 @@ fab_scan() {
 		for f in core_throttle_count package_throttle_count; do
 			fab_one C cputhrottle "devices/system/cpu/$cb/thermal_throttle/$f" "$c/$f"
 		done
+	done
+}
+
+# Thunderbolt (issue 14): bus/thunderbolt/devices at slow cadence. Host routers (<d>-0),
+# devices and XDomains (<d>-<route>: another host) give their identity and link; a
+# service (<xdomain>.<n>) its protocol key and the netdev on it (net/<name>, a marker).
+# A switch's own "key" is its secure-connect secret: only services' keys are read.
+# At most 64 entries: more is no small cluster.
+fab_tb() {
+	_tn=0
+	for d in "$SYS"/bus/thunderbolt/devices/*; do
+		fab_exists "$d" || continue
+		n=${d##*/}
+		fab_okname "$n" 64 || { fab_refuse thunderbolt "$n"; continue; }
+		_tn=$((_tn + 1))
+		[ "$_tn" -le 64 ] || { fab_em "W thunderbolt: more than 64 devices, the rest not read"; break; }
+		fab_em "s systb $n"
+		case $n in
+		*.*) fab_one S systb "$n/key" "$d/key"; fab_files s systb "$n/net" "$d/net" ;;
+		*)
+			for f in unique_id generation device_name vendor_name authorized rx_speed tx_speed rx_lanes tx_lanes; do
+				fab_one S systb "$n/$f" "$d/$f"
+			done ;;
+		esac
 	done
 }
 
@@ -765,6 +790,16 @@ function gid_mark(r,   k) {
 	warn("GID table of " clean(k) ": more than " GIDMAX " entries populated, the first " GIDMAX " sent")
 	return "capped"
 }
+# Thunderbolt files are all slow: only the slow section, on slow frames (see fab_tb).
+function tb_section(   i) {
+	sl_reset()
+	for (i = 1; i <= nf; i++) {
+		if (FK[i] != "systb") continue
+		if (FM[i] == "s") { if (!sl_add(FR[i] " -")) break; continue }
+		if (FM[i] == "S" && (FP[i] in VAL) && !sl_add(FR[i] " " VAL[FP[i]])) break
+	}
+	sl_emit("systb_slow", "-", CNS, "ok", "")
+}
 function cpu_section(   i, k, b, sum, ord, no) {
 	no = 0
 	for (i = 1; i <= nc; i++) {
@@ -932,6 +967,7 @@ function finalize(   i, n, p) {
 	PW = 0
 	sysfs_section("sysnet", FSLOW)
 	sysfs_section("sysib", FSLOW)
+	if (FSLOW && NTB) tb_section()
 	if (FSLOW && nc) cpu_section()
 	emit_jobs()
 	if (FSLOW) {
@@ -982,11 +1018,12 @@ $1 == "g" {
 	else if ($2 == "exit") warn("nvidia-smi exited rc=" clean($3))
 	next
 }
-$1 == "R" { if (PEND) finalize(); nf = 0; ne = 0; nc = 0; RDIRTY = 1; next }
+$1 == "R" { if (PEND) finalize(); nf = 0; ne = 0; nc = 0; NTB = 0; RDIRTY = 1; next }
 $1 == "N" || $1 == "S" || $1 == "n" || $1 == "s" {
 	if (NF != 3 || $3 ~ /\.\./) next
 	nf++; FM[nf] = $1; FK[nf] = $2; FR[nf] = $3
 	FP[nf] = "class/" ($2 == "sysib" ? "infiniband" : "net") "/" $3
+	if ($2 == "systb") { FP[nf] = "bus/thunderbolt/devices/" $3; NTB = 1 }
 	next
 }
 $1 == "C" { if (NF == 3 && $3 !~ /\.\./) { nc++; CR_[nc] = $3; CP[nc] = $3 }; next }

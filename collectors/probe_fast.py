@@ -272,7 +272,7 @@ class Scan(object):
         self.slow = {}  # type: Dict[str, List[Entry]]
 
     def index(self) -> None:
-        for kind in ("sysnet", "sysib"):
+        for kind in ("sysnet", "sysib", "systb"):
             mine = [e for e in self.entries if e.kind == kind]
             self.tick[kind] = [e for e in mine if e.code == "n" or (e.code == "N" and not e.ctr)]
             self.ctr[kind] = [e for e in mine if e.code == "N" and e.ctr]
@@ -379,6 +379,7 @@ class Scan(object):
                     self.entries.append(Entry("s", "sysib", "%s/ports/%s/gids" % (n, pn),
                                               p + "/gids"))
             self.files("s", "sysib", n + "/device/net", d + "/device/net")
+        self.thunderbolt(sysroot + "/bus/thunderbolt/devices")
         cpus = sysroot + "/devices/system/cpu"
         for cb in listdir(cpus):
             c = cpus + "/" + cb + "/thermal_throttle"
@@ -387,6 +388,35 @@ class Scan(object):
             for f in ("core_throttle_count", "package_throttle_count"):
                 if regular(c + "/" + f):
                     self.cpu.append((f, c + "/" + f))
+
+    def thunderbolt(self, tb: str) -> None:
+        """bus/thunderbolt/devices at slow cadence, as the sh probe's fab_tb: identity and
+        link of routers and XDomains, a service's key and its netdev; at most 64 entries.
+        A switch's own ``key`` is its secure-connect secret: only services' keys are read."""
+        n_seen = 0
+        for n in listdir(tb):
+            d = tb + "/" + n
+            if not exists(d):
+                continue
+            if not okname(n, 64):
+                self.p.refuse("thunderbolt", n)
+                continue
+            n_seen += 1
+            if n_seen > 64:
+                self.p.warn("thunderbolt: more than 64 devices, the rest not read")
+                break
+            self.entries.append(Entry("s", "systb", n, d))
+            if "." in n:
+                self.one("S", "systb", n + "/key", d + "/key")
+                self.files("s", "systb", n + "/net", d + "/net")
+                continue
+            for f in TB_FILES:
+                self.one("S", "systb", n + "/" + f, d + "/" + f)
+
+
+# What is read of each Thunderbolt router or XDomain (the sh probe's fab_tb list).
+TB_FILES = ("unique_id", "generation", "device_name", "vendor_name", "authorized",
+            "rx_speed", "tx_speed", "rx_lanes", "tx_lanes")
 
 
 class GidTable(object):
@@ -1241,6 +1271,14 @@ class Probe(object):
                     elif e.code == "S" and e.rel in vals and gt.keep(e.rel, vals[e.rel]):
                         lines.append(e.rel.encode() + b" " + vals[e.rel])
                 out.add(kind + "_slow", "-", rns, "ok", "", lines)
+        if slow and s.slow.get("systb"):  # all slow: only the slow section (see fab_tb)
+            lines = []
+            for e in s.slow["systb"]:
+                if e.code == "s":
+                    lines.append(e.rel.encode() + b" -")
+                elif e.rel in vals:
+                    lines.append(e.rel.encode() + b" " + vals[e.rel])
+            out.add("systb_slow", "-", rns, "ok", "", lines)
         if slow and s.cpu:
             order = []  # type: List[str]
             for base, _ in s.cpu:

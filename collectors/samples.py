@@ -147,6 +147,10 @@ class ThunderboltInfo:
     self_uid: str | None = None  # host router unique_id (Linux) / domain UUID (macOS)
     generation: int | None = None  # controller generation: 3, 4 (USB4/TB4), 5 (TB5)
     peers: list[ThunderboltPeer] = field(default_factory=list)
+    # Every identity of the host where it has more than one domain (two controllers on
+    # Linux, one bus per receptacle group on macOS): a peer may report any of them.
+    # self_uid is the first; () when the source gave one identity only.
+    domain_uids: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

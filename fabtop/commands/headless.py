@@ -25,6 +25,7 @@ from fabtop.core.state import (
     ssh_command,
 )
 from fabtop.core.thresholds import effective
+from fabtop.core.thunderbolt import Cable
 from fabtop.run import snapshot
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.outputs import STDOUT, OutputError, write_text
@@ -164,17 +165,29 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
                                     next_step=ssh_command(h.target, "true"), host=h.name))
     cov = coverage(state, time.monotonic(), config.interval)
     notes = host_notes(state)
+    tb_cables = snapshot.cables(state)
     if ns.json:
         print(json.dumps({
             "findings": [snapshot.finding_entry(f) for f in findings],
             "coverage": {"hosts": cov.hosts, "reporting": list(cov.reporting),
                          "not_reporting": list(cov.not_reporting), "gaps": list(cov.gaps)},
             "notes": notes,
+            "thunderbolt_cables": [snapshot.cable_entry(c) for c in tb_cables],
         }, indent=1))
     else:
         _print_findings(findings, cov, notes)
+        _print_cables(tb_cables)
     worst = max((f.rank for f in findings), default=0)
     return {0: 0, 1: 1, 2: 2}[worst]
+
+
+def _print_cables(found: list[Cable]) -> None:
+    """One line per Thunderbolt cable, and why a pair is not proven (remote names: cleaned)."""
+    if not found:
+        return
+    sys.stdout.write("thunderbolt cables:\n")
+    for c in found:
+        sys.stdout.write(clean(f"  {c.text}", 2000) + "\n")
 
 
 # What doctor prints of each host's warnings: enough to say why a section is missing,

@@ -24,6 +24,7 @@ SLOW_KINDS = frozenset({
     "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow",
     *VERSION_KINDS,  # software versions (issue 15)
     "firewall",
+    "systb_slow",  # Thunderbolt bus (issue 14)
 })  # fmt: skip
 
 

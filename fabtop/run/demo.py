@@ -20,7 +20,8 @@ from fabtop.config import Config, ConfigError, HostConfig
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.sim.episodes import DEFAULT_TARGET
-from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts
+from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts, spark_host
+from fabtop.sim.host import HostConfig as HostConfigSim
 from fabtop.sim.transport import sim_transports
 
 EPISODE_KINDS: tuple[str, ...] = ("healthy", *DEFAULT_TARGET)
@@ -46,13 +47,22 @@ MISCONFIGS: dict[str, dict[str, Any]] = {
     # node3: its RoCE v2 IPv4 GID sits at index 5, the others' at 3
     "gid_index_mismatch": {"roce_addrs": ("ll6", "ipv4")},
     "firewall_blocked": {"firewall": "firewalld"},
+    "tb_link_errors": {"tb_errors_per_s": 40.0},  # thunderbolt0 corrupting frames
 }
 # Misconfigurations of the whole fabric: every host's config changes.
 FABRIC_MISCONFIGS: dict[str, dict[str, Any]] = {
     # nobody started opensm: node1's and node2's IB ports train but stay INIT
     "no_subnet_manager": {"ib_sm": False},
 }
-SCENARIOS: tuple[str, ...] = (*EPISODE_KINDS, *MISCONFIGS, *FABRIC_MISCONFIGS)
+# Thunderbolt faults of the cable itself: both ends report it (every Thunderbolt host).
+TB_MISCONFIGS: dict[str, dict[str, Any]] = {
+    "tb_lane_degraded": {"tb_lanes": 1},  # one lane where two are possible
+}
+# Hosts added to the demo's four (healthy otherwise): the DGX Spark on its Mac Studio.
+EXTRA_HOSTS: dict[str, tuple[HostConfigSim, ...]] = {"tb_spark": (spark_host(),)}
+SCENARIOS: tuple[str, ...] = (
+    *EPISODE_KINDS, *MISCONFIGS, *FABRIC_MISCONFIGS, *TB_MISCONFIGS, *EXTRA_HOSTS
+)
 
 
 def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
@@ -61,7 +71,7 @@ def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
         raise ConfigError(
             f"command line: unknown --demo-scenario {scenario!r} (one of {', '.join(SCENARIOS)})"
         )
-    fab = demo_fabric()
+    fab = demo_fabric() if scenario is None else scenario_fabric(scenario)
     hosts = [
         HostConfig(name=n, inference=(h.cfg.inference_url,) if h.cfg.inference_url else ())
         for n, h in fab.hosts.items()
@@ -73,6 +83,12 @@ def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
 def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fabric:
     """The demo fabric with one fault from t=0 (``healthy``: none at all)."""
     hosts = demo_hosts()
+    if scenario in EXTRA_HOSTS:
+        return Fabric([*hosts, *EXTRA_HOSTS[scenario]], seed=seed, interval_s=interval_s)
+    if scenario in TB_MISCONFIGS:
+        hosts = [dataclasses.replace(h, **TB_MISCONFIGS[scenario]) if h.tb_link else h
+                 for h in hosts]  # fmt: skip
+        return Fabric(hosts, seed=seed, interval_s=interval_s)
     if scenario in MISCONFIGS:
         hosts[2] = dataclasses.replace(hosts[2], **MISCONFIGS[scenario])
         return Fabric(hosts, seed=seed, interval_s=interval_s)

@@ -27,6 +27,7 @@ from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Finding
 from fabtop.core.rates import LinkRates
 from fabtop.core.state import UP, FabricState
+from fabtop.core.thunderbolt import Cable, pair_cables
 from fabtop.run.outputs import OutputError, write_text
 
 SCHEMA = "fabtop.snapshot/1"
@@ -183,6 +184,26 @@ def episode_entry(ep: Episode) -> dict[str, Any]:
             "raised": ep.raised, "cleared": ep.cleared, "summary": ep.shown.summary}
 
 
+def cable_entry(c: Cable) -> dict[str, Any]:
+    """One Thunderbolt cable (fabtop/core/thunderbolt.py): its ends, speed and proof."""
+    ends = [c.a] + ([c.b] if c.b is not None else [])
+    return {
+        "text": c.text,
+        "status": c.status,
+        "why": c.why,
+        "ends": [{"host": e.host, "port": e.port, "netdev": e.netdev} for e in ends],
+        "far_name": c.far_name,
+        "gbps_per_lane": c.gbps_per_lane,
+        "lanes": c.lanes,
+        "total_gbps": c.total_gbps,
+    }
+
+
+def cables(state: FabricState) -> list[Cable]:
+    """The fabric's Thunderbolt cables, one per cable."""
+    return pair_cables({name: hs.sample for name, hs in state.hosts.items()})
+
+
 def build(state: FabricState, interval_s: float) -> dict[str, Any]:
     """The snapshot document for the current state."""
     hosts: list[dict[str, Any]] = []
@@ -211,6 +232,7 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
                 "gpus": gpus,
                 "inference": inference,
                 "versions": versions_entry(s.versions if s else None),
+                "thunderbolt": asdict(s.thunderbolt) if s and s.thunderbolt else None,
                 "sections": [asdict(x) for x in s.sections] if s else [],
                 # The host's recent distinct warnings, not only this frame's: the probe
                 # says some things (a refused interface name) once, on its first frame.
@@ -226,6 +248,7 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
         "interval_s": interval_s,
         "hosts": hosts,
         "findings": [finding_entry(f) for f in state.findings],
+        "thunderbolt_cables": [cable_entry(c) for c in cables(state)],
         # What was seen and what whole sources are missing ("no RDMA device on node3"):
         # "no findings" only means something over what was seen.
         "coverage": {"hosts": cov.hosts, "reporting": list(cov.reporting),

@@ -20,6 +20,7 @@ from fabtop.sim.episodes import (
     episode_at,
 )
 from fabtop.sim.host import HostConfig, SimHost
+from fabtop.sim.tb_ids import MAC_STUDIO1_NAME, MAC_STUDIO1_UID, NODE3_UID, NODE4_UID, SPARK1_UID
 
 GRID_S = 0.5
 DEMO_EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed wall clock for the demo
@@ -137,9 +138,20 @@ def demo_hosts() -> list[HostConfig]:
     return [
         HostConfig("node1", ib_port=True, gpu_profile="h100", inference_url=DEMO_METRICS_URL),
         HostConfig("node2", ib_port=True, gpu_profile="h100"),
-        HostConfig("node3", tb_link=True, gpu_profile="rtx4080s"),
-        HostConfig("node4", tb_link=True, gpu_profile="rtx4080s"),
+        HostConfig("node3", tb_link=True, gpu_profile="rtx4080s", tb_self_uid=NODE3_UID,
+                   tb_peer_uid=NODE4_UID, tb_peer_name="node4"),
+        HostConfig("node4", tb_link=True, gpu_profile="rtx4080s", tb_self_uid=NODE4_UID,
+                   tb_peer_uid=NODE3_UID, tb_peer_name="node3"),
     ]
+
+
+def spark_host() -> HostConfig:
+    """A DGX Spark (Linux, thunderbolt-net ``thunderbolt0``) on a Mac Studio's Thunderbolt 5
+    receptacle (fabtop.sim.tb_ids): USB4 v2, 2 lanes of 40 Gb/s. No GPU and no RDMA port
+    are simulated (no GB10 or DGX Spark capture to replay): the views say so."""
+    return HostConfig("spark1", roce_ports=0, gpus=0, tb_link=True, tb_self_uid=SPARK1_UID,
+                      tb_peer_uid=MAC_STUDIO1_UID, tb_peer_name=MAC_STUDIO1_NAME,
+                      tb_gbps_per_lane=40.0)
 
 
 def demo_fabric(seed: int = 0, **kw: Any) -> Fabric:

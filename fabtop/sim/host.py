@@ -67,6 +67,15 @@ class HostConfig:
     # link-local IPv6 address, as NetworkManager's stable-privacy mode adds one).
     roce_addrs: tuple[str, ...] = ("ipv4",)
     firewall: str = "docker"  # its nft ruleset: fabtop.sim.firewall.PROFILES, or nft JSON
+    # Its Thunderbolt bus (with tb_link): own and far identities (fabtop.sim.tb_ids), how
+    # the cable trained, and receive errors on thunderbolt0 (a bad cable).
+    tb_self_uid: str | None = None
+    tb_peer_uid: str | None = None
+    tb_peer_name: str | None = None
+    tb_gbps_per_lane: float = 20.0
+    tb_lanes: int = 2
+    tb_generation: int = 4
+    tb_errors_per_s: float = 0.0
 
     def netdev(self, i: int) -> str:
         """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""
@@ -201,6 +210,8 @@ class SimHost:
         if self.tb is not None:
             tbr = 1.0e9 * tf
             self.tb.apply(True, tbr * self._flow(k, 12, TX, 0.1), tbr * self._flow(k, 12, RX, 0.1))
+            if cfg.tb_errors_per_s:
+                self.tb.netdev.rate("rx_errors", cfg.tb_errors_per_s)
         self.mgmt.apply(True, 60_000.0, 150_000.0 * (1.0 + 0.2 * noise(seed, self.index, k, 13)))
         self.lo.apply(True, 2.0e6, 2.0e6)
         for gpu in self.gpus:
@@ -291,6 +302,10 @@ class SimHost:
             for kind, subject, status, detail, text in host_text.version_sections(self.cfg):
                 sections.append(Section(kind, subject, clock_ns, status, detail, text))
             sections.append(firewall.section(self.cfg.firewall, clock_ns))
+            tb = host_text.systb_lines(self)
+            if tb:
+                sections.append(Section("systb_slow", None, clock_ns, "ok", None,
+                                        "\n".join(f"{p} {v}" for p, v in tb)))
         if self.gpus and only is None:
             # A background reader: its latest line arrived a little before the tick.
             read_ns = clock_ns - 120_000_000

@@ -147,6 +147,26 @@ def roce_gid_lines(host: SimHost, i: int) -> list[tuple[str, str]]:
                 out.append((f"{pp}/gid_attrs/ndevs/{idx}", nd))
     out.append((f"{pp}/gids", "-"))
     return out
+def systb_lines(host: SimHost) -> list[tuple[str, str]]:
+    """``(relpath, value)`` under bus/thunderbolt/devices, as the probe's ``fab_tb`` lists
+    them: the host router (the attributes of the ``ls .../0-0/`` in intel/thunderbolt-utils#3),
+    the XDomain of the far host (formats of drivers/thunderbolt/xdomain.c: ``"20.0 Gb/s"``
+    per lane; vendor "Intel Corp." is what a Linux host announces, tb_xdomain_init) and
+    its network service with thunderbolt0 on it. Empty without a Thunderbolt identity."""
+    cfg = host.cfg
+    if host.tb is None or cfg.tb_self_uid is None:
+        return []
+    out = [("domain0", "-"), ("0-0", "-"), ("0-0/unique_id", cfg.tb_self_uid),
+           ("0-0/generation", str(cfg.tb_generation)), ("0-0/authorized", "1")]  # fmt: skip
+    if cfg.tb_peer_uid is not None:
+        speed = f"{cfg.tb_gbps_per_lane:.1f} Gb/s"
+        out += [("0-1", "-"), ("0-1/unique_id", cfg.tb_peer_uid),
+                ("0-1/device_name", cfg.tb_peer_name or ""), ("0-1/vendor_name", "Intel Corp."),
+                ("0-1/rx_speed", speed), ("0-1/tx_speed", speed),
+                ("0-1/rx_lanes", str(cfg.tb_lanes)), ("0-1/tx_lanes", str(cfg.tb_lanes)),
+                ("0-1.0", "-"), ("0-1.0/key", "network"),
+                ("0-1.0/net/thunderbolt0", "-")]  # fmt: skip
+    return [(r, v) for r, v in out if v != ""]
 
 
 def ethtool_s(host: SimHost, netdev: str, frac: float) -> tuple[str, str | None, str]:

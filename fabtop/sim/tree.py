@@ -159,6 +159,7 @@ def update(host: SimHost, root: Path, t: float) -> None:
     for base, lines in (
         (root / "sys" / "class" / "net", host_text.sysnet_lines(host, frac)),
         (root / "sys" / "class" / "infiniband", host_text.sysib_lines(host, frac)),
+        (root / "sys" / "bus" / "thunderbolt" / "devices", host_text.systb_lines(host)),
     ):
         for rel, value in lines:
             p = base / rel

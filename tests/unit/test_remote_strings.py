@@ -35,6 +35,7 @@ from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.samples import HostSample
 from collectors.text import has_control
 from tests.unit.gid_captures import sysib_text
+from tests.unit.tb_sysfs import TbHost, Xd, systb_text
 from tests.unit.test_parse_sysfs import sysfs_dump
 
 URL = "http://127.0.0.1:8000/metrics"
@@ -162,6 +163,10 @@ DCB_APPTRUST = "order: dscp pcp\n"
 DCB_APP = "dscp-prio 0:0 CS3:3 AF41:4\n"
 DCB_ETS = "willing off ets-cap 8 cbs off\nprio-tc 0:0 1:0 2:0 3:1\ntc-tsa 0:ets 1:strict\n"
 DCB_BUFFER = "prio-buffer 0:0 1:0 2:0 3:1\nbuffer-size 0:10Kb 1:1Mb\ntotal-size 1222Kb\n"
+# A Linux host with two Thunderbolt domains and a cable (tests/unit/tb_sysfs.py).
+TB_TWO_DOMAINS = systb_text(TbHost("d2030000-0072-6b0e-23a4-1c9b3f5e8a01", xds=[
+    Xd("1", "d2030000-0072-6b0e-23a4-1c9b3f5e8a02", "spark2")])) + (
+    "\n1-0 -\n1-0/unique_id d2030000-0072-6b0e-23a4-1c9b3f5e8a03\n")
 NVIDIA = (
     "nvidia_smi/captures_utkuozdemir/"
     "query_gpu_csv_idle__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt"
@@ -212,6 +217,11 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
         Section("dcb_pfc", "eth0", 1, "error", inject("rc=1 failed", p),
                 inject("Error: Operation not supported", p)),
         sec("cputhrottle", None, inject("cpu0/thermal_throttle/core_throttle_count 3\n", p)),
+        sec("systb_slow", None, inject(TB_TWO_DOMAINS, p)),
+        # software versions (tests/fixtures/versions: uname -r, ofed_info -s captures)
+        sec("uname_r", None, inject("6.8.0-58-generic", p)),
+        sec("ofed_info", None, inject("MLNX_OFED_LINUX-23.10-1.1.9.0:", p)),
+        Section("nccl", None, 1, "missing", inject("nvidia-smi", p), ""),
         sec("probe", None, inject("interval_ms 1000\nwarning interface name refused\n", p)
             + "impl " + inject("python 3.11.2 /usr/bin/python3", p) + "\n"),
         sec("gpu_nvidia", None, _nvidia(fixtures_dir, p)),

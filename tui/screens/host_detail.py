@@ -21,6 +21,7 @@ from collectors.text import clean, clean_lines
 from fabtop.core.coverage import host_gaps
 from fabtop.core.rules.firewall import firewall_lines
 from fabtop.core.state import FabricState, HostState, effective_status
+from fabtop.core.thunderbolt import PAIRED, cables_of, domain_line, pair_cables
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.messages import HostLinksChosen
@@ -144,6 +145,11 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
         line.append(" ")
         line.append(clean_lines(f.summary))
         parts.append(line)
+    if s is not None and s.thunderbolt is not None:
+        parts += _heading("Thunderbolt")
+        parts.append(Text(clean(domain_line(s.thunderbolt), 400)))
+        for c in cables_of(pair_cables({n: h.sample for n, h in state.hosts.items()}), hs.name):
+            parts.append(Text("  " + clean(c.text, 400), "" if c.status == PAIRED else "yellow"))
     missing = host_gaps(hs) if status == "up" else ()
     parts += _heading("Not monitored on this host")
     parts.extend(Text(clean(g), "yellow") for g in missing)

@@ -17,6 +17,7 @@ from fabtop.core.history import SeriesKey
 from fabtop.core.rates import LinkRates
 from fabtop.core.rules.context import is_rdma_ethernet
 from fabtop.core.rules.roce_gids import gid_text, v2_address
+from fabtop.core.thunderbolt import cables_of, pair_cables
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.links import summary
@@ -160,6 +161,10 @@ class LinkDetailScreen(DataScreen):
             bits = [kind, fmt.speed(link.rate_gbps),
                     link.state or "", f"mtu {link.mtu}" if link.mtu else "",
                     f"{link.rdma_device}/{link.port}" if link.rdma_device else ""]
+            if link.kind == "tb":  # the cable it rides on: lanes x lane speed, the far end
+                cab = cables_of(pair_cables({n: h.sample for n, h in self.ctx.state.hosts.items()}),
+                                self.host, link.netdev)  # fmt: skip
+                bits.append(clean(cab[0].text, 200) if cab else "Thunderbolt bus not read")
             t.append("  " + "  ".join(b for b in bits if b), "")
             text, style = _addressing(link)  # beside the RDMA port it belongs to
             if text:

@@ -33,6 +33,7 @@ from fabtop.core.rules import (
     pfc_config,
     pfc_storm,
     roce_gids,
+    thunderbolt,
     traffic,
 )
 from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time, iter_links
@@ -67,6 +68,8 @@ RULES: tuple[Rule, ...] = (
     roce_gids.roce_no_ip_gid,
     roce_gids.gid_index_mismatch,
     firewall.firewall_blocks_rdma,
+    thunderbolt.tb_link_degraded,
+    thunderbolt.tb_link_errors,
 )
 
 # Tracks not updated for this long belong to hosts that went away.
