@@ -195,11 +195,58 @@ class GpuSample:
 
 
 @dataclass(slots=True)
+class ExoRunner:
+    """One runner of an exo model instance: the node it runs on, its layers, its status."""
+
+    runner_id: str
+    node_id: str | None = None
+    status: str | None = None  # exo's runner status tag: RunnerReady, RunnerRunning, ...
+    shard: str | None = None  # PipelineShardMetadata | TensorShardMetadata | ...
+    start_layer: int | None = None
+    end_layer: int | None = None  # exclusive
+    n_layers: int | None = None
+    device_rank: int | None = None
+    world_size: int | None = None
+
+
+@dataclass(slots=True)
+class ExoInstance:
+    """One model instance of an exo cluster and where its runners are placed."""
+
+    instance_id: str
+    kind: str | None = None  # MlxRingInstance | MlxJacclInstance
+    model: str | None = None
+    runners: list[ExoRunner] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ExoNode:
+    """One node of an exo cluster as the cluster state names it."""
+
+    node_id: str
+    name: str | None = None  # friendlyName
+    chip: str | None = None  # chipId
+    ram_total_bytes: int | None = None
+    ram_available_bytes: int | None = None
+
+
+@dataclass(slots=True)
+class ExoCluster:
+    """What exo's ``GET /state`` says: nodes, model instances and their runners' placement."""
+
+    nodes: list[ExoNode] = field(default_factory=list)
+    instances: list[ExoInstance] = field(default_factory=list)
+    # Instances and nodes the state held beyond what is kept (a bounded view).
+    more_nodes: int = 0
+    more_instances: int = 0
+
+
+@dataclass(slots=True)
 class InferenceSample:
     """One inference server's /metrics at one instant (cumulative counters kept raw)."""
 
     url: str
-    server: str | None = None  # vllm | llamacpp | sglang | tgi
+    server: str | None = None  # vllm | llamacpp | sglang | tgi | exo | mlx_lm
     model: str | None = None
     generated_tokens_total: float | None = None
     prompt_tokens_total: float | None = None
@@ -217,6 +264,11 @@ class InferenceSample:
     # /metrics is polled apart from the frames, so rates divide by the time between two
     # readings, not between the frames that happened to carry them.
     read_s: float | None = None
+    # Why no token rate can be had from this server (it exposes no counter a passive
+    # monitor can read), one line naming the server; None for servers with counters.
+    rate_unknown: str | None = None
+    # An exo cluster's state (server "exo"); None for every other server.
+    cluster: ExoCluster | None = None
 
 
 @dataclass(slots=True)

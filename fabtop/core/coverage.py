@@ -3,7 +3,8 @@
 "No findings" means something only over what was seen (DESIGN §10): a host that does not
 report, or a node with no GPU tool, is not healthy, it is unseen. :func:`coverage`
 says which hosts report (UP, with a sample the rules ran on) and, for those, which whole
-sections are missing (no RDMA device, no GPU tool, no QoS tool, no inference server).
+sections are missing (no RDMA device, no GPU tool, no QoS tool, no inference server, a
+server whose token rate cannot be read).
 Missing sections are not failures: CPU-only nodes and nodes without an inference server
 are normal, so they are plain sentences, never findings. :func:`calm_line` is the line
 shown when there are no findings: it says "no problems in what was seen" only when every
@@ -118,6 +119,9 @@ def _gaps(hosts: list[HostState]) -> tuple[str, ...]:
         fw = s.firewall
         if fw is not None and not fw.known:
             found.append((4, "firewall state unknown on ", f" ({unknown_reason(fw)})"))
+        # A server with no counter a passive monitor can read: its rate is unseen, and why.
+        for why in sorted({i.rate_unknown for i in s.inference if i.rate_unknown}):
+            found.append((5, "token rate unknown on ", f" ({why})"))
         for key in found:
             groups.setdefault(key, []).append(hs.name)
     return tuple(f"{pre}{names(hs)}{post}" for (_, pre, post), hs in sorted(groups.items()))

@@ -315,6 +315,8 @@ def _inference_rates(
     out: dict[str, float | None] = dict.fromkeys(INFERENCE_RATE_NAMES)
     if not dt > 0 or cur.error is not None or prev.error is not None:
         return out
+    if cur.rate_unknown is not None or prev.rate_unknown is not None:
+        return out  # a server with no counter (exo, mlx_lm): unknown, never computed
     inv_dt = 1.0 / dt
     try:
         out[InferenceRate.GENERATED_TOKENS_PER_S] = _counter_rate(

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.frames import FrameDecoder
+from collectors.parsers.exo_state import parse_exo_state
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.transport.base import Transport
 from fabtop.config import Config, ConfigError, HostConfig
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.sim.episodes import DEFAULT_TARGET
+from fabtop.sim.exo import EXO_DEMO_URL
 from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts, spark_host
 from fabtop.sim.host import HostConfig as HostConfigSim
 from fabtop.sim.transport import sim_transports
@@ -60,9 +62,20 @@ TB_MISCONFIGS: dict[str, dict[str, Any]] = {
 }
 # Hosts added to the demo's four (healthy otherwise): the DGX Spark on its Mac Studio.
 EXTRA_HOSTS: dict[str, tuple[HostConfigSim, ...]] = {"tb_spark": (spark_host(),)}
+# Servers a scenario adds to node3 (not faults): ``exo_cluster`` runs exo there, in a
+# cluster with node4, whose token rate is unknown by construction (issue 14). The lead
+# moves it to the Mac Studio hosts once they are in the demo.
+SERVERS: dict[str, dict[str, Any]] = {
+    "exo_cluster": {"exo_url": EXO_DEMO_URL, "exo_peers": ("node4",)},
+}
 SCENARIOS: tuple[str, ...] = (
-    *EPISODE_KINDS, *MISCONFIGS, *FABRIC_MISCONFIGS, *TB_MISCONFIGS, *EXTRA_HOSTS
+    *EPISODE_KINDS, *MISCONFIGS, *FABRIC_MISCONFIGS, *TB_MISCONFIGS, *EXTRA_HOSTS, *SERVERS
 )
+
+
+def _urls(h: HostConfigSim) -> tuple[str, ...]:
+    """The inference URLs a simulated host serves (its /metrics, its exo /state)."""
+    return tuple(u for u in (h.inference_url, h.exo_url) if u)
 
 
 def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
@@ -72,10 +85,7 @@ def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
             f"command line: unknown --demo-scenario {scenario!r} (one of {', '.join(SCENARIOS)})"
         )
     fab = demo_fabric() if scenario is None else scenario_fabric(scenario)
-    hosts = [
-        HostConfig(name=n, inference=(h.cfg.inference_url,) if h.cfg.inference_url else ())
-        for n, h in fab.hosts.items()
-    ]
+    hosts = [HostConfig(name=n, inference=_urls(h.cfg)) for n, h in fab.hosts.items()]
     source = "demo" if scenario is None else f"demo:{scenario}"
     return Config(hosts=hosts, interval=interval, source=source)
 
@@ -89,8 +99,8 @@ def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fa
         hosts = [dataclasses.replace(h, **TB_MISCONFIGS[scenario]) if h.tb_link else h
                  for h in hosts]  # fmt: skip
         return Fabric(hosts, seed=seed, interval_s=interval_s)
-    if scenario in MISCONFIGS:
-        hosts[2] = dataclasses.replace(hosts[2], **MISCONFIGS[scenario])
+    if scenario in MISCONFIGS or scenario in SERVERS:
+        hosts[2] = dataclasses.replace(hosts[2], **{**MISCONFIGS, **SERVERS}[scenario])
         return Fabric(hosts, seed=seed, interval_s=interval_s)
     if scenario in FABRIC_MISCONFIGS:
         hosts = [dataclasses.replace(h, **FABRIC_MISCONFIGS[scenario]) for h in hosts]
@@ -149,11 +159,14 @@ def feed_until(
             if name in silent or name not in state.hosts or not host.answers(t):
                 continue
             text = host.frame(t)
-            url = host.cfg.inference_url
+            url, exo = host.cfg.inference_url, host.cfg.exo_url
             for frame in decoders[name].feed(text.encode()):
                 state.apply_frame(name, frame)
-            if url:
-                state.apply_inference(name, [parse_inference_metrics(host.metrics_text(), url)])
+            readings = [parse_inference_metrics(host.metrics_text(), url)] if url else []
+            if exo:
+                readings.append(parse_exo_state(host.exo_text(t), exo))
+            if readings:
+                state.apply_inference(name, readings)
 
 
 def demo_state(
@@ -163,10 +176,7 @@ def demo_state(
     """A FabricState holding the demo's last ``history_s`` seconds up to ``until_s``."""
     fab = fabric if fabric is not None else demo_fabric(seed=seed)
     clock = ManualClock()
-    hosts = [
-        HostConfig(name=n, inference=(h.cfg.inference_url,) if h.cfg.inference_url else ())
-        for n, h in fab.hosts.items()
-    ]
+    hosts = [HostConfig(name=n, inference=_urls(h.cfg)) for n, h in fab.hosts.items()]
     state = FabricState(hosts, rules=make_evaluator(), clock=clock, interval=interval)
     start = max(0.0, until_s - history_s)
     feed_until(fab, state, clock, start, until_s, interval)

@@ -6,6 +6,12 @@ answers 200 with text :func:`parse_inference_metrics` recognizes is polled from 
 like a configured URL. Decisions are pure (:class:`Discovery`); :func:`probe_ports` is
 the only I/O, and it is bounded by one short timeout for all ports together.
 
+A port that answers but has no Prometheus page may be a server that exposes no counter
+at all: exo (its ``/state``, port 52415) or ``mlx_lm.server`` (its ``/v1/models``, port
+8080, only when ``/metrics`` was 404: llama.cpp answers 200 or 501 there, see
+:mod:`collectors.parsers.mlx_lm`). Those are asked within the same time bound, and the
+URL polled from then on is the page that named them.
+
 What discovery parses is bounded too: only the head of a page (a server's own metric
 names come early), in a worker thread when a parser pool is given, and a port that
 answered as something else (a node_exporter with 100k series, say) is left alone for
@@ -15,10 +21,15 @@ answered as something else (a node_exporter with 100k series, say) is left alone
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from urllib.parse import urlsplit
 
+from collectors.parsers.exo_state import PORT as EXO_PORT
+from collectors.parsers.exo_state import STATE_PATH, recognize_exo
+from collectors.parsers.json_body import MAX_BYTES as JSON_MAX_BYTES
+from collectors.parsers.mlx_lm import MODELS_PATH, recognize_mlx_lm
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.runner import OffLoop
 from collectors.samples import InferenceSample
@@ -27,8 +38,9 @@ from collectors.transport.base import Transport
 # Default ports: vLLM 8000 (``vllm serve --port``), SGLang 30000 (``--port``), llama.cpp
 # server 8080 (``--port``; /metrics needs ``--metrics``), TGI 3000 (launcher ``--port``;
 # 8080 in its container image, same as llama.cpp), and 8001, where a second server on
-# the same node usually lands.
-DEFAULT_PORTS: tuple[int, ...] = (8000, 8001, 8080, 3000, 30000)
+# the same node usually lands. mlx_lm.server also defaults to 8080 (mlx_lm/server.py
+# ``--port``), and exo's API to 52415 (exo src/exo/main.py ``api_port``).
+DEFAULT_PORTS: tuple[int, ...] = (8000, 8001, 8080, 3000, 30000, EXO_PORT)
 LOOPBACK = "127.0.0.1"
 METRICS_PATH = "/metrics"
 REDISCOVER_S = 60.0
@@ -94,6 +106,9 @@ class Discovery:
     ports: tuple[int, ...] = DEFAULT_PORTS
     interval_s: float = REDISCOVER_S
     found: dict[str, str] = field(default_factory=dict)  # url -> server kind
+    # url -> the page polled for it, where that is not the url (exo's /state, mlx_lm's
+    # /v1/models found behind a port's /metrics URL)
+    polled: dict[str, str] = field(default_factory=dict)
     last_run: float | None = None
     enabled: bool = True
     not_servers: dict[str, float] = field(default_factory=dict)  # url -> when it said so
@@ -133,9 +148,14 @@ class Discovery:
                 if url not in self.found:
                     new.append(url)
                 self.found[url] = answer.server or "?"
+                if answer.url != url:
+                    self.polled[url] = answer.url
+                else:
+                    self.polled.pop(url, None)
                 self.not_servers.pop(url, None)
             elif answer is None:
                 self.found.pop(url, None)
+                self.polled.pop(url, None)
                 self.not_servers[url] = now
             else:
                 self.not_servers.pop(url, None)  # nothing listens: a server may start there
@@ -143,7 +163,7 @@ class Discovery:
 
     def urls(self) -> list[str]:
         """Configured URLs first, then discovered ones, in port order."""
-        extra = [u for u in self.candidates() if u in self.found]
+        extra = [self.polled.get(u, u) for u in self.candidates() if u in self.found]
         return [*self.configured, *extra]
 
 
@@ -160,6 +180,7 @@ async def probe_url(
     """
     parts = urlsplit(url)
     host, port = parts.hostname or LOOPBACK, parts.port or 80
+    deadline = asyncio.get_running_loop().time() + timeout
     try:
         status, body = await asyncio.wait_for(
             transport.http_get(host, port, parts.path or METRICS_PATH, timeout=timeout),
@@ -169,12 +190,50 @@ async def probe_url(
         return False
     try:
         if parser is None:
-            return recognize(url, status, body)
-        return await parser.run(("discover", key, url), recognize, url, status, body)
+            found = recognize(url, status, body)
+        else:
+            found = await parser.run(("discover", key, url), recognize, url, status, body)
+        if found is None:
+            found = await _api_server(transport, host, port, status, deadline, parser, key)
+        return found
     except TimeoutError:  # the head of a page takes milliseconds: a busy machine, ask again
         return False
     except Exception:  # a page the parser cannot read is no server we know
         return None
+
+
+async def _api_server(
+    transport: Transport, host: str, port: int, metrics_status: int, deadline: float,
+    parser: OffLoop | None, key: Hashable,
+) -> InferenceSample | None:
+    """A server with no counters on this port: exo (``/state``), else mlx_lm (``/v1/models``).
+
+    Asked in what is left of the port's time bound, bodies capped like any JSON page.
+    """
+    checks: list[tuple[str, Callable[[str, str], InferenceSample | None]]] = [
+        (STATE_PATH, recognize_exo)]
+    if metrics_status == 404:
+        checks.append((MODELS_PATH, partial(recognize_mlx_lm, metrics_status)))
+    loop = asyncio.get_running_loop()
+    for path, check in checks:
+        left = deadline - loop.time()
+        if left <= 0:
+            return None
+        try:
+            status, body = await asyncio.wait_for(
+                transport.http_get(host, port, path, timeout=left, max_bytes=JSON_MAX_BYTES),
+                timeout=left + 0.5)
+        except Exception:
+            continue  # that page did not come: the other may
+        if status != 200:
+            continue
+        url = f"http://{host}:{port}{path}"
+        text = body.decode("utf-8", errors="replace")
+        found = (check(text, url) if parser is None
+                 else await parser.run(("discover", key, url), check, text, url))
+        if found is not None:
+            return found
+    return None
 
 
 async def probe_ports(

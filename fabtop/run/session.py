@@ -20,7 +20,7 @@ from typing import Protocol
 
 from collectors.frames import Frame
 from collectors.guard import Guard, failure_line
-from collectors.parsers.prometheus_text import parse_inference_metrics
+from collectors.parsers.inference_page import parse_inference_page
 from collectors.probe import probe_args, probe_script
 from collectors.runner import HostRunner, HostStatus, OffLoop, supervise
 from collectors.samples import InferenceSample
@@ -82,7 +82,8 @@ def inference_sample(reading: MetricsReading, where: str) -> InferenceSample:
         sample = InferenceSample(url=clean(reading.url),
                                  error=f"{clean(where)}: HTTP {reading.status}")
     else:
-        sample = parse_inference_metrics(reading.body or "", reading.url)
+        # By path: /metrics text, exo's /state, mlx_lm's /v1/models.
+        sample = parse_inference_page(reading.body or "", reading.url)
     sample.read_s = reading.read_s
     return sample
 

@@ -15,6 +15,7 @@ from collectors.frames import Frame, Section, render_frame
 from collectors.structured import StructuredEncoder
 from fabtop.sim import firewall, host_text
 from fabtop.sim.episodes import Mods, PortMods
+from fabtop.sim.exo import exo_state_text
 from fabtop.sim.gpu import SimGpu
 from fabtop.sim.inference import VllmServer
 from fabtop.sim.nic import IbPort, Mlx5Port, PlainNetdev, PortTraffic
@@ -48,6 +49,9 @@ class HostConfig:
     gpu_profile: str = "h100"
     gpus: int = 2
     inference_url: str | None = None
+    # exo's /state (issue 14), off unless asked for: ``--demo-scenario exo_cluster``.
+    exo_url: str | None = None
+    exo_peers: tuple[str, ...] = ()  # the other nodes of its exo cluster
     model: str = "meta-llama/Llama-3.1-70B-Instruct"
     kernel: str = "6.8.0-45-generic"
     # Software versions (issue 15; text in host_text.version_sections). None: not
@@ -318,6 +322,10 @@ class SimHost:
     def metrics_text(self) -> str:
         """``/metrics`` of this host's inference server (empty when it runs none)."""
         return self.server.metrics_text() if self.server is not None else ""
+
+    def exo_text(self, t: float) -> str:
+        """exo's ``/state`` as this host's exo answers it at ``t`` (its cluster: it, its peers)."""
+        return exo_state_text([self.cfg.name, *self.cfg.exo_peers], t)
 
 
 def _uuid(seed: int, host: int, gpu: int) -> str:

@@ -134,6 +134,13 @@ class DemoTransport(Transport):
         if not self.host.answers(self.clock.now()):
             await asyncio.sleep(timeout)
             raise self.error(f"timeout fetching http://{host}:{port}{path}")
+        exo = self.host.cfg.exo_url
+        if exo:
+            u = urlsplit(exo)
+            if (u.hostname, u.port or 80, u.path) == (host, port, path):
+                return 200, self.host.exo_text(self.clock.tick()).encode()
+            if (u.hostname, u.port or 80) == (host, port):
+                return 404, b'{"detail":"Not Found"}'
         url = self.host.cfg.inference_url
         if url:
             u = urlsplit(url)

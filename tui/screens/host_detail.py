@@ -27,6 +27,7 @@ from tui.context import ViewContext
 from tui.messages import HostLinksChosen
 from tui.rows.links import summary
 from tui.screens.base import DataScreen
+from tui.widgets.exo_cluster import cluster_parts
 from tui.widgets.findings_panel import badge
 from tui.widgets.host_table import STATUS_CELL
 from tui.widgets.top_bar import TopBar
@@ -150,6 +151,10 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
         parts.append(Text(clean(domain_line(s.thunderbolt), 400)))
         for c in cables_of(pair_cables({n: h.sample for n, h in state.hosts.items()}), hs.name):
             parts.append(Text("  " + clean(c.text, 400), "" if c.status == PAIRED else "yellow"))
+    for inf in (s.inference if s is not None else []):
+        if inf.cluster is not None:  # exo: its nodes and where each model's runners sit
+            parts += _heading(f"exo cluster at {clean(inf.url)}")
+            parts += cluster_parts(inf)
     missing = host_gaps(hs) if status == "up" else ()
     parts += _heading("Not monitored on this host")
     parts.extend(Text(clean(g), "yellow") for g in missing)

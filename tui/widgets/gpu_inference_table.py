@@ -25,7 +25,10 @@ COLUMNS = (
     Column("itl50", "ITL p50", 5, drop=8),
     Column("itl99", "ITL p99", 5, drop=10),
     Column("error", "Error", None, False, flex=True, min_width=12, hide_empty=True),
+    # Why a server's token rate is unknown (exo, mlx_lm: no counter to read).
+    Column("note", "Note", None, False, flex=True, min_width=12, hide_empty=True),
 )
+UNKNOWN = "unknown"  # a rate no counter gives: never 0, never a dash that reads as "none"
 # Latency columns and the rate each shows.
 LATENCIES: tuple[tuple[str, str], ...] = (
     ("ttft50", InferenceRate.TTFT_P50_S),
@@ -40,10 +43,27 @@ def _count(v: float | None) -> str:
     return fmt.DASH if v is None else f"{v:.0f}"
 
 
+def _rate(v: float | None, unknown: str | None, style: str) -> Text:
+    """A server's token rate; "unknown" where the server has no counter to read."""
+    if unknown is not None:
+        return Text(UNKNOWN, "yellow", justify="right")
+    return Text(fmt.si(v), style, justify="right")
+
+
+def _total(v: float | None, unknown: int) -> Text:
+    """The cluster's rate: the known servers' sum, "+?" when some servers' rates are unknown."""
+    if not unknown:
+        return Text(fmt.si(v), "bold", justify="right")
+    if v is None:
+        return Text(UNKNOWN, "bold yellow", justify="right")
+    return Text(f"{fmt.si(v)}+?", "bold yellow", justify="right")
+
+
 def inference_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
     """A row per server, then the cluster total of the token rates."""
     rows: list[tuple[str, dict[str, Text]]] = []
     totals: dict[str, float | None] = {"gen": None, "prompt": None, "run": None, "wait": None}
+    unknown = 0  # servers whose token rate cannot be read: the total leaves them out, and says so
 
     def add(k: str, v: float | None) -> None:
         if v is not None:
@@ -63,24 +83,27 @@ def inference_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
             add("run", inf.requests_running)
             add("wait", inf.requests_waiting)
             waiting = inf.requests_waiting
+            why = inf.rate_unknown
+            unknown += why is not None
             rows.append((f"{name}\x1f{inf.url}", {
                 "host": Text(name),
                 "url": Text(inf.url, "dim"),
                 "server": Text(inf.server or fmt.DASH),
                 "model": Text(inf.model or fmt.DASH),
-                "gen": Text(fmt.si(gen), "bold", justify="right"),
-                "prompt": Text(fmt.si(prompt), justify="right"),
+                "gen": _rate(gen, why, "bold"),
+                "prompt": _rate(prompt, why, ""),
                 "run": Text(_count(inf.requests_running), justify="right"),
                 "wait": Text(_count(waiting), "yellow" if waiting else "", justify="right"),
                 **{col: Text(fmt.ms(r.get(rate)), justify="right") for col, rate in LATENCIES},
                 "error": Text(inf.error or "", "bold red"),
+                "note": Text(f"token rate unknown: {why}" if why else "", "yellow"),
             }))
     if rows:
         rows.append((TOTAL_KEY, {
             "host": Text("cluster", "bold"),
             "url": Text(f"{len(rows)} server{'s' if len(rows) != 1 else ''}", "dim"),
-            "gen": Text(fmt.si(totals["gen"]), "bold", justify="right"),
-            "prompt": Text(fmt.si(totals["prompt"]), "bold", justify="right"),
+            "gen": _total(totals["gen"], unknown),
+            "prompt": _total(totals["prompt"], unknown),
             "run": Text(_count(totals["run"]), justify="right"),
             "wait": Text(_count(totals["wait"]), justify="right"),
         }))

@@ -57,7 +57,11 @@ def token_drop_with_fabric_event(ctx: RuleContext) -> list[Finding]:
         if s is None or r is None or r.interval_s is None:
             continue
         t, dt = host_time(s, r), r.interval_s
+        # A server with no token counter (exo, mlx_lm) has no rate to drop: never judged.
+        unknown = {inf.url for inf in s.inference if inf.rate_unknown is not None}
         for url, values in r.inference.items():
+            if url in unknown:
+                continue
             key = ("token_drop", f"{hs.name}/{url}")
             rate = values.get(InferenceRate.GENERATED_TOKENS_PER_S)
             found = None
