@@ -30,6 +30,8 @@ import collectors.samples
 from collectors.assemble import assemble
 from collectors.frames import Frame, Section
 from collectors.numbers import U64_MAX
+from collectors.parsers.exo_state import parse_exo_state
+from collectors.parsers.mlx_lm import parse_mlx_lm_models
 from collectors.parsers.nvidia_smi import QUERY_FIELDS
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.samples import HostSample
@@ -236,7 +238,40 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
     nan_counter = vllm.replace(first, f'{first}x="1"}} NaN\n{first}', 1)
     broken = vllm + "\nvllm:broken{model_name=" + inject("broken", p) + "\n"
     sample.inference = [parse_inference_metrics(t, URL) for t in (nan_counter, broken)]
+    # Servers with no counter (issue 14): exo's /state, mlx_lm's /v1/models (documented).
+    sample.inference.append(parse_exo_state(inject_api(read_api("exo_state"), p), EXO_URL))
+    sample.inference.append(parse_mlx_lm_models(inject_api(read_api("mlx_lm"), p), MLX_URL))
     return sample
+
+
+API_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inference"
+EXO_URL = "http://127.0.0.1:52415/state"
+MLX_URL = "http://127.0.0.1:8080/v1/models"
+
+
+def read_api(prefix: str) -> Any:
+    """A documented API body of tests/fixtures/inference (see its SOURCES.md), parsed."""
+    return json.loads(next(API_FIXTURES.glob(f"{prefix}*.json")).read_text())
+
+
+def inject_api(doc: Any, payload: str) -> str:
+    """The payload inside every string value and every id key, consistently (ids still match).
+
+    Schema keys (``instances``, ``RunnerReady``) have no digit and are kept; ids as keys
+    (node, runner, instance ids) have one. ``object`` values are kept (``"list"``).
+    """
+    def f(x: str) -> str:
+        return x[:1] + payload + x[1:]
+
+    def walk(v: Any, key: str = "") -> Any:
+        if isinstance(v, dict):
+            return {(f(k) if any(c.isdigit() for c in k) else k): walk(x, k)
+                    for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x, key) for x in v]
+        return f(v) if isinstance(v, str) and key != "object" else v
+
+    return json.dumps(walk(doc))
 
 
 # --- the tests --------------------------------------------------------------------------
