@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 
+from fabtop.core.state import FabricState
 from tui.context import ViewContext
 from tui.rows.links import summary
 from tui.screens.base import DataScreen
+from tui.widgets.exo_cluster import node_names, placement_line
 from tui.widgets.gpu_inference_table import InferenceTable
 from tui.widgets.top_bar import TopBar
+
+
+def cluster_lines(state: FabricState) -> list[Text]:
+    """One line per exo model instance: the host whose exo said it, then the placement."""
+    out: list[Text] = []
+    for name, hs in state.hosts.items():
+        for inf in (hs.sample.inference if hs.sample is not None else []):
+            if inf.cluster is None:
+                continue
+            names = node_names(inf.cluster)
+            for inst in inf.cluster.instances:
+                line = Text(f"exo on {name}: ", "dim")
+                line.append_text(placement_line(inst, names))
+                out.append(line)
+    return out
 
 
 class InferenceScreen(DataScreen):
@@ -18,9 +37,15 @@ class InferenceScreen(DataScreen):
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="inference")
 
+    DEFAULT_CSS = """
+    InferenceScreen #inference-clusters { height: auto; max-height: 8; padding: 0 1; }
+    """
+
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
         yield InferenceTable(id="inference")
+        # exo clusters: where each model's runners sit (hidden when no host runs exo)
+        yield Static(id="inference-clusters")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -33,6 +58,11 @@ class InferenceScreen(DataScreen):
         ctx = self.ctx
         self.query_one(TopBar).show(summary(ctx.state, ctx.now(), ctx.interval), ctx.paused, None)
         self.query_one(InferenceTable).show(ctx.state)
+        lines = cluster_lines(ctx.state)
+        clusters = self.query_one("#inference-clusters", Static)
+        clusters.display = bool(lines)
+        if lines:
+            clusters.update(Group(*lines))
 
     def show_flags(self) -> None:
         """Redraw the PAUSED marker."""
