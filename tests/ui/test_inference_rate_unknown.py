@@ -19,6 +19,7 @@ from tui.context import ViewContext
 from tui.screens.host_detail import host_detail
 from tui.screens.inference import InferenceScreen
 from tui.widgets.gpu_inference_table import InferenceTable
+from tui.widgets.top_bar import TopBar
 
 VLLM = "http://127.0.0.1:8000/metrics"
 EXO_ROW = f"node3\x1f{EXO_DEMO_URL}"
@@ -57,7 +58,10 @@ async def test_inference_screen_says_token_rate_unknown_and_why() -> None:
         shown = app.screen.query_one("#inference-clusters", Static)
         assert shown.display and shown.size.height >= 1
         placement = _text(shown.content)
+        assert f"node3 exo: token rate unknown: {RATE_UNKNOWN}" in " ".join(placement.split())
         assert "exo on node3:" in placement
+        top = _text(app.screen.query_one(TopBar).render_line(0).text)
+        assert "+? tokens/s" in top, top  # the cluster's rate is a floor, said so
         assert "node3 0-40/80" in placement and "node4 40-80/80" in placement
 
 

@@ -225,6 +225,8 @@ class Summary:
     findings: dict[str, int]
     inference_servers: int
     coverage: Coverage  # which hosts report: "no findings" holds only over what was seen
+    # Servers whose token rate cannot be read (exo, mlx_lm): the sum leaves them out.
+    tokens_unknown: int = 0
 
 
 def summary(state: FabricState, now: float, interval: float) -> Summary:
@@ -241,10 +243,13 @@ def summary(state: FabricState, now: float, interval: float) -> Summary:
         elif hs.sample is not None:
             servers += len(hs.sample.inference)
     findings = Counter(f.severity for f in state.findings)
+    unknown = sum(1 for hs in state.hosts.values() if hs.sample is not None
+                  for i in hs.sample.inference if i.rate_unknown is not None)
     return Summary(
         tokens_per_s=_sum_present(tokens),
         hosts={s: hosts.get(s, 0) for s in (UP, STALE, CONNECTING, FAILING, DOWN)},
         findings={s: findings.get(s, 0) for s in reversed(SEVERITIES)},
         inference_servers=servers,
         coverage=coverage(state, now, state.interval),
+        tokens_unknown=unknown,
     )

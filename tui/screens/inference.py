@@ -17,8 +17,13 @@ from tui.widgets.top_bar import TopBar
 
 
 def cluster_lines(state: FabricState) -> list[Text]:
-    """One line per exo model instance: the host whose exo said it, then the placement."""
+    """Why each unknown rate is unknown (whole, wrapped), then each exo model's placement."""
     out: list[Text] = []
+    for name, hs in state.hosts.items():
+        for inf in (hs.sample.inference if hs.sample is not None else []):
+            if inf.rate_unknown is not None:
+                out.append(Text(f"{name} {inf.server or ''}: token rate unknown: "
+                                f"{inf.rate_unknown}", "yellow"))
     for name, hs in state.hosts.items():
         for inf in (hs.sample.inference if hs.sample is not None else []):
             if inf.cluster is None:
@@ -38,7 +43,7 @@ class InferenceScreen(DataScreen):
         super().__init__(ctx, name="inference")
 
     DEFAULT_CSS = """
-    InferenceScreen #inference-clusters { height: auto; max-height: 8; padding: 0 1; }
+    InferenceScreen #inference-clusters { height: auto; max-height: 10; padding: 0 1; }
     """
 
     def compose(self) -> ComposeResult:

@@ -31,7 +31,11 @@ def summary_text(s: Summary, width: int, paused: bool, delta: str | None,
     t.append("  ")
     if s.tokens_per_s is not None:
         t.append(fmt.si(s.tokens_per_s), "bold")
+        if s.tokens_unknown:  # some servers have no counter: a floor, not the total
+            t.append("+?", "bold yellow")
         t.append(" tok/s" if narrow else " tokens/s")
+    elif s.tokens_unknown and s.tokens_unknown == s.inference_servers:
+        t.append("tok/s unknown", "yellow")
     elif s.inference_servers:
         t.append(f"{fmt.DASH} tok/s", "dim")
     else:
