@@ -175,6 +175,10 @@ def inference_entry(inf: InferenceSample, rates: Mapping[str, float | None]) -> 
         "generated_tokens_total": inf.generated_tokens_total,
         "prompt_tokens_total": inf.prompt_tokens_total,
         "error": inf.error,
+        # A server with no token counter (exo, mlx_lm): why its rates are null.
+        "rate_unknown": inf.rate_unknown,
+        # exo's cluster state: nodes, model instances, each runner's node and layers.
+        "cluster": asdict(inf.cluster) if inf.cluster is not None else None,
     }
 
 

@@ -90,3 +90,19 @@ def test_coverage_names_the_server_and_the_reason() -> None:
     assert f"token rate unknown on node1 ({MLX_WHY})" in gaps
     assert EXO_WHY.startswith("exo ") and MLX_WHY.startswith("mlx_lm.server ")
     assert not any("0 tok/s" in g for g in gaps)
+
+
+def test_snapshot_says_why_the_rates_are_null() -> None:
+    import json
+    from pathlib import Path
+
+    from collectors.parsers.exo_state import parse_exo_state
+    from fabtop.run.snapshot import inference_entry
+
+    body = (Path(__file__).resolve().parents[1] / "fixtures" / "inference"
+            / "exo_state_two_studios_documented.json").read_text()
+    entry = inference_entry(parse_exo_state(body, EXO), {})
+    assert entry["generated_tokens_per_s"] is None and entry["rate_unknown"] == EXO_WHY
+    runners = entry["cluster"]["instances"][0]["runners"]
+    assert [(r["start_layer"], r["end_layer"]) for r in runners] == [(0, 40), (40, 80)]
+    json.dumps(entry)  # plain data all the way down
