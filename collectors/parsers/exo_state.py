@@ -16,6 +16,10 @@ token counter: per-request tokens/s go only to the client that asked (the
 ``_collect_text_generation_with_stats``; no ``/metrics`` route exists), so the sample's
 ``rate_unknown`` says so and no rate is ever made of it.
 
+Polling it every interval costs exo nothing it does not already bear: its own macOS app
+polls ``/state`` every 0.5 s (``app/EXO/EXO/Services/ClusterStateService.swift``
+``startPolling(interval: 0.5)``).
+
 The body is remote JSON: it is bounded before it is parsed (size, nesting depth), every
 value is type-checked where it is read (a wrong type costs that value and adds a
 warning), every string is cleaned of control characters and cut, and the lists kept are

@@ -8,6 +8,10 @@ is the server's own (repo ml-explore/mlx-lm, commit d78bf58, ``mlx_lm/server.py`
 So it has no counter a passive monitor can read: its token rate is unknown, said once
 per server, never made up.
 
+Each ``/v1/models`` request scans the node's Hugging Face cache (``scan_cache_dir``),
+a directory walk: the poll is one per interval, never concurrent (the session waits for
+each poll to finish before the next).
+
 Telling it from llama.cpp, which also listens on 8080 by default: llama.cpp answers
 ``/metrics`` 200 (with ``--metrics``, read as Prometheus text) or 501
 ``not_supported_error`` (without; ggml-org/llama.cpp ``tools/server/README.md``), never
