@@ -149,7 +149,7 @@ async def test_a_metrics_parser_that_raises_costs_that_url_only(
     def parse(text: str, url: str) -> Any:
         raise ValueError("parser bug")
 
-    monkeypatch.setattr(session_mod, "parse_inference_metrics", parse)
+    monkeypatch.setattr(session_mod, "parse_inference_page", parse)
     cfg = demo_config(IVAL, "healthy")  # node1 serves /metrics in the simulation
     async with _running(cfg) as (s, task):
         st = s.state
