@@ -40,6 +40,9 @@ PORT = 52415  # exo's API port (src/exo/main.py: api_port default)
 STATE_PATH = "/state"
 RATE_UNKNOWN = ("exo has no token counter; each request's tokens/s goes only to the client "
                 "that asked, and there is no /metrics")
+# Said with every reading (doctor's notes, the host detail): the format is not proven.
+UNVERIFIED = ("exo /state read as exo's source defines it (exo b5375f8); unverified: "
+              "no captured body to check against")
 MAX_NODES = 64
 MAX_INSTANCES = 32
 MAX_RUNNERS = 64
@@ -177,7 +180,7 @@ def _from_state(state: object, url: str) -> InferenceSample:
     sample.cluster = cluster
     models = sorted({i.model for i in cluster.instances if i.model})
     sample.model = clean(", ".join(models), MAX_NAME * 2) if models else None
-    sample.warnings = r.warnings
+    sample.warnings = [UNVERIFIED, *r.warnings]
     return sample
 
 

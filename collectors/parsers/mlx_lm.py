@@ -30,6 +30,9 @@ SERVER = "mlx_lm"
 MODELS_PATH = "/v1/models"
 RATE_UNKNOWN = ("mlx_lm.server has no token counter; it serves only /v1/models, /health "
                 "and completions, no /metrics")
+# Said with every reading (doctor's notes, the host detail): the format is not proven.
+UNVERIFIED = ("mlx_lm /v1/models read as mlx_lm's server.py writes it (mlx-lm d78bf58); "
+              "unverified: no captured body to check against")
 _ENTRY_KEYS = frozenset({"id", "object", "created"})
 MAX_MODELS = 16
 MAX_NAME = 120
@@ -68,6 +71,7 @@ def parse_mlx_lm_models(body: str, url: str) -> InferenceSample:
         sample.warnings.append("/v1/models: an entry without a string id left out")
     more = f" and {len(data) - MAX_MODELS} more" if len(data) > MAX_MODELS else ""
     sample.model = ", ".join(ids) + more if ids else None
+    sample.warnings.insert(0, UNVERIFIED)
     return sample
 
 

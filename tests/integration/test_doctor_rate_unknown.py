@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collectors.parsers.exo_state import RATE_UNKNOWN
+from collectors.parsers.exo_state import RATE_UNKNOWN, UNVERIFIED
+from fabtop.sim.exo import EXO_DEMO_URL as EXO_STATE
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = f"token rate unknown on node3 ({RATE_UNKNOWN})"
@@ -30,6 +31,7 @@ def test_doctor_says_token_rate_unknown_and_why() -> None:
     assert plain.returncode == 0, (out, err)  # not monitored is not a failure
     assert LINE in out, out
     assert "tok/s" not in out  # no number made up for it
+    assert f"node3: {EXO_STATE}: {UNVERIFIED}" in out  # documented only: unverified, said
     out, err = as_json.communicate(timeout=90)
     assert as_json.returncode == 0, err
     doc = json.loads(out)

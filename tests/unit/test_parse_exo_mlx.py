@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 from collectors.parsers.exo_state import MAX_INSTANCES, parse_exo_state, recognize_exo
+from collectors.parsers.exo_state import UNVERIFIED as EXO_UNVERIFIED
 from collectors.parsers.inference_page import parse_inference_page
 from collectors.parsers.json_body import MAX_BYTES, MAX_DEPTH
+from collectors.parsers.mlx_lm import UNVERIFIED as MLX_UNVERIFIED
 from collectors.parsers.mlx_lm import parse_mlx_lm_models, recognize_mlx_lm
 from collectors.samples import InferenceSample
 from collectors.text import has_control
@@ -61,7 +63,7 @@ def _strings(v: object) -> list[str]:
 
 def test_exo_state_gives_nodes_instances_and_placement() -> None:
     s = parse_exo_state(json.dumps(exo_doc()), EXO_URL)
-    assert (s.server, s.error, s.warnings, s.model) == ("exo", None, [], MODEL)
+    assert (s.server, s.error, s.warnings, s.model) == ("exo", None, [EXO_UNVERIFIED], MODEL)
     assert s.cluster is not None
     assert [(n.name, n.chip, n.ram_total_bytes) for n in s.cluster.nodes] == [
         ("studio-1", "Apple M3 Ultra", 256 * 1024**3),
@@ -157,8 +159,9 @@ def test_a_wrong_type_costs_that_value_only() -> None:
     assert (r1.start_layer, r1.end_layer, r1.n_layers, r1.status) == (
         None, None, 80, "RunnerRunning")
     assert (r2.status, r2.start_layer) == (None, 40)
-    assert len(s.warnings) == 5, s.warnings
-    assert all(w.startswith("/state ") for w in s.warnings)
+    assert s.warnings[0] == EXO_UNVERIFIED
+    assert len(s.warnings) == 6, s.warnings
+    assert all(w.startswith("/state ") for w in s.warnings[1:])
 
 
 @pytest.mark.parametrize("body", [
@@ -201,6 +204,7 @@ def test_mlx_lm_models_and_unknown_rate() -> None:
     assert (s.server, s.model, s.error) == ("mlx_lm", "mlx-community/Qwen3-30B-A3B-4bit", None)
     assert s.rate_unknown is not None and s.rate_unknown.startswith("mlx_lm.server ")
     assert s.generated_tokens_total is None
+    assert s.warnings == [MLX_UNVERIFIED]  # documented only: said with every reading
 
 
 # llama.cpp's /v1/models entries carry owned_by and meta (see collectors/parsers/mlx_lm.py).
