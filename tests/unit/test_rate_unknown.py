@@ -106,3 +106,19 @@ def test_snapshot_says_why_the_rates_are_null() -> None:
     runners = entry["cluster"]["instances"][0]["runners"]
     assert [(r["start_layer"], r["end_layer"]) for r in runners] == [(0, 40), (40, 80)]
     json.dumps(entry)  # plain data all the way down
+
+
+def test_a_recorded_reading_replays_by_its_path() -> None:
+    """Recordings keep the raw body; replay reads /state as exo, /v1/models as mlx_lm."""
+    from pathlib import Path
+
+    from fabtop.run.session import MetricsReading, inference_sample
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "inference"
+    exo = inference_sample(MetricsReading(
+        EXO, 200, (fix / "exo_state_two_studios_documented.json").read_text()), f"n1: {EXO}")
+    mlx_url = "http://127.0.0.1:8080/v1/models"
+    mlx = inference_sample(MetricsReading(
+        mlx_url, 200, (fix / "mlx_lm_v1_models_documented.json").read_text()), f"n1: {mlx_url}")
+    assert (exo.server, exo.rate_unknown, exo.cluster is not None) == ("exo", EXO_WHY, True)
+    assert (mlx.server, mlx.rate_unknown) == ("mlx_lm", MLX_WHY)
