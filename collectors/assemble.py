@@ -54,6 +54,7 @@ from collectors.parsers.ethtool import (
     stat_names,
 )
 from collectors.parsers.firewall import firewall_read, firewall_state
+from collectors.parsers.ipaddr import parse_ip_addr
 from collectors.parsers.qos import (
     parse_dcb_app,
     parse_dcb_apptrust,
@@ -448,9 +449,22 @@ def _links(b: _Build) -> list[_LinkPlan]:
 
     if b.thunderbolt is not None:
         _tb_rates(found, b.thunderbolt)
+    addresses = _guard(warn, "ip_addr", None, None, _addresses, frame, warn)
     for lp in found.values():
+        if addresses is not None and lp.link.netdev is not None:
+            lp.link.addresses = addresses.get(lp.link.netdev, ())  # read: none on it
         _finish(lp, b, infos, ethtool, netdevs, warn)
     return list(found.values())
+
+
+def _addresses(frame: Frame, warn: _Warner) -> dict[str, tuple[str, ...]] | None:
+    """Each netdev's addresses (``ip -o addr show``, slow): None when not read whole."""
+    sec = frame.find("ip_addr")
+    if sec is None or sec.schema is not None or sec.status != "ok":
+        return None  # a cut or failed listing cannot say a netdev has no address
+    parsed = _memo(parse_ip_addr, sec.text)
+    warn.add("ip_addr", None, parsed.warnings)
+    return parsed.addresses
 
 
 def _thunderbolt(frame: Frame, warn: _Warner) -> ThunderboltInfo | None:

@@ -493,7 +493,7 @@ fab_main() {
 		timeout -k 1 10 true 2>/dev/null && TK="timeout -k 1"
 	fi
 	HAVE=
-	for t in ethtool mlnx_qos dcb nvidia-smi amd-smi rocm-smi uname dpkg-query rpm ofed_info; do
+	for t in ethtool mlnx_qos dcb nvidia-smi amd-smi rocm-smi uname dpkg-query rpm ofed_info ip; do
 		command -v "$t" >/dev/null 2>&1 && HAVE="$HAVE $t"
 	done
 	HAVE="$HAVE "
@@ -943,6 +943,7 @@ function tick(ns, up, slow,   a, lag, ms, i) {
 	}
 	if (slow) {
 		if (has("uname")) job("uname_r", "-", "uname -r")
+		if (has("ip")) job("ip_addr", "-", "ip -o addr show")
 		if (has("dpkg-query")) job("rdma_core", "dpkg-query", "dpkg-query -W -f \"$FAB_DPKGF\" rdma-core")
 		else if (has("rpm")) job("rdma_core", "rpm", "rpm -q rdma-core")
 		if (has("ofed_info")) job("ofed_info", "-", "ofed_info -s")
@@ -976,6 +977,7 @@ function finalize(   i, n, p) {
 		if (!has("dcb")) section("dcb_pfc", "-", CNS, "missing", "dcb")
 		if (GKIND == "none") section("gpu_nvidia", "-", CNS, "missing", "no nvidia-smi, amd-smi or rocm-smi")
 		if (!has("uname")) section("uname_r", "-", CNS, "missing", "uname")
+		if (!has("ip")) section("ip_addr", "-", CNS, "missing", "ip")
 		if (!has("dpkg-query") && !has("rpm")) section("rdma_core", "-", CNS, "missing", "dpkg-query or rpm")
 		if (!has("ofed_info")) section("ofed_info", "-", CNS, "missing", "ofed_info")
 		if (GKIND == "none") { section("nvidia_driver", "-", CNS, "missing", "nvidia-smi"); section("nccl", "-", CNS, "missing", "nvidia-smi") }

@@ -924,7 +924,8 @@ class Probe(object):
         self.mono0 = time.monotonic()
         self.wall0 = time.time()
         self.have = set(t for t in ("ethtool", "mlnx_qos", "dcb", "nvidia-smi", "amd-smi",
-                                    "rocm-smi", "dpkg-query", "rpm", "ofed_info") if which(t))
+                                    "rocm-smi", "dpkg-query", "rpm", "ofed_info", "ip")
+                         if which(t))
         # Software versions (issue 15): the same commands as probe.sh's (a test holds
         # NCCL_SCAN and DPKG_FORMAT equal to its FAB_NCCL and FAB_DPKGF).
         self.nccl_scan = NCCL_SCAN
@@ -1103,6 +1104,8 @@ class Probe(object):
                     jobs.append(Job("dcb_" + k, n, ["dcb", k, "show", "dev", n]))
         if slow:
             jobs.extend(self.version_jobs())
+            if "ip" in self.have:  # netdev addresses, as probe.sh reads them
+                jobs.append(Job("ip_addr", "-", ["ip", "-o", "addr", "show"]))
         if slow and self.gkind == "amd-smi":
             jobs.append(Job("gpu_amd", "-", ["amd-smi", "metric", "--json"]))
         elif slow and self.gkind == "rocm-smi":
@@ -1335,6 +1338,8 @@ class Probe(object):
                 out.add("gpu_nvidia", "-", clock_ns, "missing",
                         "no nvidia-smi, amd-smi or rocm-smi", [])
             out.add("uname_r", "-", clock_ns, "ok", "", [os.uname()[2].encode()])
+            if "ip" not in self.have:
+                out.add("ip_addr", "-", clock_ns, "missing", "ip", [])
             if not self.have & {"dpkg-query", "rpm"}:
                 out.add("rdma_core", "-", clock_ns, "missing", "dpkg-query or rpm", [])
             if "ofed_info" not in self.have:

@@ -25,6 +25,7 @@ SLOW_KINDS = frozenset({
     *VERSION_KINDS,  # software versions (issue 15)
     "firewall",
     "systb_slow",  # Thunderbolt bus (issue 14)
+    "ip_addr",  # netdev addresses
 })  # fmt: skip
 
 

@@ -306,6 +306,8 @@ class SimHost:
             for kind, subject, status, detail, text in host_text.version_sections(self.cfg):
                 sections.append(Section(kind, subject, clock_ns, status, detail, text))
             sections.append(firewall.section(self.cfg.firewall, clock_ns))
+            sections.append(Section("ip_addr", None, clock_ns, "ok", None,
+                                    host_text.ip_addr(self)))
             tb = host_text.systb_lines(self)
             if tb:
                 sections.append(Section("systb_slow", None, clock_ns, "ok", None,

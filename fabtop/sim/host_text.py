@@ -7,6 +7,7 @@ current grid cell and returns text shaped like the real tool's (captures in
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING
 
 from collectors.parsers.nvidia_smi import QUERY_FIELDS
@@ -147,6 +148,41 @@ def roce_gid_lines(host: SimHost, i: int) -> list[tuple[str, str]]:
                 out.append((f"{pp}/gid_attrs/ndevs/{idx}", nd))
     out.append((f"{pp}/gids", "-"))
     return out
+
+
+def ip_addr(host: SimHost) -> str:
+    """``ip -o addr show`` (tests/fixtures/ipaddr: iproute2's one-line format).
+
+    The same addresses the GID table carries: RoCE port ``i`` at 10.<i>.0.<host + 1>/24
+    (and a stable-privacy link-local IPv6 per ``ll6``), thunderbolt0 at
+    10.254.0.<host + 1>/24, eno1 on the management network.
+    """
+    cfg, h = host.cfg, host.index
+    tail = "\\       valid_lft forever preferred_lft forever"
+    lines = [f"1: lo    inet 127.0.0.1/8 scope host lo{tail}",
+             f"1: lo    inet6 ::1/128 scope host {tail}"]  # fmt: skip
+    for i in range(cfg.roce_ports):
+        nd, n = cfg.netdev(i), i + 2
+        for k, addr in enumerate(cfg.roce_addrs):
+            if addr == "ipv4":
+                lines.append(f"{n}: {nd}    inet 10.{i}.0.{h + 1}/24 brd 10.{i}.0.255 "
+                             f"scope global {nd}{tail}")  # fmt: skip
+            else:
+                sp = ipaddress.ip_interface(f"fe80::5d1c:{k:02x}{i:02x}:a6b1:{h:04x}/64")
+                lines.append(f"{n}: {nd}    inet6 {sp.with_prefixlen} "
+                             f"scope link stable-privacy {tail}")  # fmt: skip
+        ll = ipaddress.ip_interface(f"fe80::e42:a1ff:fe{h:02x}:{i:02x}5e/64")  # as ip prints
+        lines.append(f"{n}: {nd}    inet6 {ll.with_prefixlen} scope link {tail}")
+    n = cfg.roce_ports + 2
+    if host.tb is not None:
+        lines.append(f"{n}: thunderbolt0    inet 10.254.0.{h + 1}/24 brd 10.254.0.255 "
+                     f"scope global thunderbolt0{tail}")  # fmt: skip
+        n += 1
+    lines.append(f"{n}: eno1    inet 192.168.1.{10 + h}/24 brd 192.168.1.255 "
+                 f"scope global eno1{tail}")  # fmt: skip
+    return "\n".join(lines)
+
+
 def systb_lines(host: SimHost) -> list[tuple[str, str]]:
     """``(relpath, value)`` under bus/thunderbolt/devices, as the probe's ``fab_tb`` lists
     them: the host router (the attributes of the ``ls .../0-0/`` in intel/thunderbolt-utils#3),

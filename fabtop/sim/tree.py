@@ -101,6 +101,13 @@ S={state}
 cat "$S/versions/ofed_info"
 """
 
+_IP = """#!/bin/sh
+# Simulated ip (fabtop.sim.tree): 'ip -o addr show' prints the simulator's addresses.
+S={state}
+[ "$*" = "-o addr show" ] || {{ echo "simulated ip: -o addr show only" >&2; exit 1; }}
+cat "$S/ip_addr"
+"""
+
 
 def _put(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,6 +139,8 @@ def write(host: SimHost, root: Path, t: float | None = None) -> None:
     _shim(root / "bin" / "mlnx_qos", _MLNX_QOS.format(state=q))
     _shim(root / "bin" / "nvidia-smi", _NVIDIA_SMI.format(state=q))
     _shim(root / "bin" / "dpkg-query", _DPKG_QUERY.format(state=q))
+    _shim(root / "bin" / "ip", _IP.format(state=q))
+    _put(state / "ip_addr", host_text.ip_addr(host) + "\n")
     if host.cfg.ofed is not None:  # a host without OFED has no ofed_info
         _shim(root / "bin" / "ofed_info", _OFED_INFO.format(state=q))
     (state / "versions").mkdir(parents=True, exist_ok=True)
