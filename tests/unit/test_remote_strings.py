@@ -165,7 +165,8 @@ DCB_APPTRUST = "order: dscp pcp\n"
 DCB_APP = "dscp-prio 0:0 CS3:3 AF41:4\n"
 DCB_ETS = "willing off ets-cap 8 cbs off\nprio-tc 0:0 1:0 2:0 3:1\ntc-tsa 0:ets 1:strict\n"
 DCB_BUFFER = "prio-buffer 0:0 1:0 2:0 3:1\nbuffer-size 0:10Kb 1:1Mb\ntotal-size 1222Kb\n"
-IP_ADDR = "2: eth0    inet 10.0.11.252/24 brd 10.0.11.255 scope global eth0\\       valid_lft forever\n"
+# ip -o addr show (tests/fixtures/ipaddr)
+IP_ADDR = "2: eth0    inet 10.0.11.252/24 brd 10.0.11.255 scope global eth0\\       valid_lft\n"
 # A Linux host with two Thunderbolt domains and a cable (tests/unit/tb_sysfs.py).
 TB_TWO_DOMAINS = systb_text(TbHost("d2030000-0072-6b0e-23a4-1c9b3f5e8a01", xds=[
     Xd("1", "d2030000-0072-6b0e-23a4-1c9b3f5e8a02", "spark2")])) + (
