@@ -10,6 +10,7 @@ others out of the window.
 from __future__ import annotations
 
 from collectors.assemble import Shapes, assemble
+from collectors.darwin import DARWIN_SLOW_KINDS
 from collectors.frames import Frame, Section
 from collectors.samples import HostSample
 from fabtop.core.clock import Clocks
@@ -22,6 +23,8 @@ SLOW_KINDS = frozenset({
     "ethtool_i", "mlnx_qos", "dcb_pfc", "dcb_apptrust", "dcb_app", "dcb_ets", "dcb_buffer",
     "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow",
 })  # fmt: skip
+# macOS probe's slow sections (collectors/darwin.py), carried alike.
+SLOW_KINDS = SLOW_KINDS | DARWIN_SLOW_KINDS
 
 
 class Pipeline:

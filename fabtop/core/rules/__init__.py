@@ -27,6 +27,7 @@ from fabtop.core.rules import (
     hardware,
     inference,
     lossless,
+    macos,
     pfc_config,
     pfc_storm,
     traffic,
@@ -59,6 +60,10 @@ RULES: tuple[Rule, ...] = (
     gpu.gpu_hot,
     inference.token_drop_with_fabric_event,
     clock.clock_skew,
+    macos.tb_bridge_loop,
+    macos.rdma_enabled_no_device,
+    macos.rdma_needs_tb5,
+    macos.rdma_port_no_ipv4,
 )
 
 # Tracks not updated for this long belong to hosts that went away.
