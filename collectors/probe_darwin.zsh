@@ -102,62 +102,86 @@ fab_uptime() {
 	fi
 }
 
-# Run "$@" with stdin from /dev/null, stderr into stdout, killed after $1 centiseconds
-# (TERM, KILL 1 s later). Prints the output, then "<nonce> rc <status>".
+# Run "$3..." with stdin from /dev/null, stderr into stdout, killed after $1 centiseconds
+# (TERM, KILL 1 s later), its output cut after $2 bytes (head closes the pipe: the tool
+# then dies on SIGPIPE). Prints the output, then "<nonce> rc <status>" unless cut.
 fab_bounded() {
-	local cs=$1; shift
-	"$@" </dev/null 2>&1 &
-	local p=$!
-	{ zselect -t $cs; kill -TERM $p; zselect -t 100; kill -KILL $p } </dev/null >/dev/null 2>&1 &
-	local w=$!
-	wait $p
-	local rc=$?
-	kill $w 2>/dev/null
-	print -r -- "$NONCE rc $rc"
+	local cs=$1 limit=$2; shift 2
+	{
+		"$@" </dev/null 2>&1 &
+		local p=$!
+		{ zselect -t $cs; kill -TERM $p; zselect -t 100; kill -KILL $p } </dev/null >/dev/null 2>&1 &
+		local w=$!
+		wait $p
+		local rc=$?
+		kill $w 2>/dev/null
+		print -r -- "$NONCE rc $rc"
+	} | head -c $limit
 }
 
-# A section's lines into the frame buffer FB, within the section and frame caps.
-# $1 kind $2 subject $3 read_ns $4 status $5 detail, $6 the text.
+# A section into the frame buffer FB, within the section and frame caps: whole lines
+# only, a line over 64 KiB cut, a content line starting "@@" sent with one more "@".
+# $1 kind $2 subject $3 read_ns $4 status $5 detail, $6 the text, $7 "cut" when the
+# text was cut at the section cap already.
 fab_section() {
-	local kind=$1 subj=$2 rns=$3 st=$4 det=$5 text=$6 l out= trunc=
-	integer sb=0 n
-	for l in "${(@ps:\n:)text}"; do
-		(( ${#l} > 65536 )) && l=${l[1,65536]}
-		[[ $l == @@* ]] && l=@$l
-		n=$(( ${#l} + 1 ))
-		if (( sb + n > SCAP )); then trunc="section cap $SCAP bytes"; break; fi
-		if (( FBN + sb + n > FCAP )); then trunc="frame cap $FCAP bytes"; break; fi
-		out+=$l$'\n'
-		sb+=n
-	done
+	local kind=$1 subj=$2 rns=$3 st=$4 det=$5 text=$6 trunc= l
+	local -a lines
+	integer budget used=0 k=0
+	[[ $7 == cut ]] && trunc="section cap $SCAP bytes"
+	if [[ -n $text ]]; then
+		lines=("${(@ps:\n:)text}")
+		lines=("${(@)lines//(#b)(?(#c65536))?*/${match[1]}}")
+		lines=("${(@)lines/#@@/@@@}")
+		text=${(pj:\n:)lines}$'\n'
+		# Whole lines within the caps (zsh's pattern trims are quadratic on long strings:
+		# count lines instead).
+		if (( ${#text} > SCAP || FBN + ${#text} > FCAP )); then
+			budget=$(( SCAP < FCAP - FBN ? SCAP : FCAP - FBN ))
+			trunc="section cap $SCAP bytes"
+			(( SCAP < FCAP - FBN )) || trunc="frame cap $FCAP bytes"
+			for l in "${lines[@]}"; do
+				(( used + ${#l} + 1 > budget )) && break
+				used+=$(( ${#l} + 1 ))
+				k+=1
+			done
+			text=
+			(( k > 0 )) && text=${(pj:\n:)${lines[1,k]}}$'\n'
+		fi
+	fi
 	if [[ -n $trunc ]]; then
 		det=$trunc${${st:#ok}:+; $st${det:+ $det}}
 		st=truncated
 	fi
-	FB+="@@section $kind $subj $rns $st${det:+ $det}"$'\n'$out
-	FBN+=sb
+	FB+="@@section $kind $subj $rns $st${det:+ $det}"$'\n'$text
+	FBN+=${#text}
 }
 
 # One tool's section from fab_bounded's output: status from the exit code.
+# $1 kind, $2 output, $3 read_ns, $4 the time bound in seconds.
 fab_tool_section() {
-	local kind=$1 out=$2 rns=$3 rc st det=
-	rc=${${out##*$NONCE rc }%%$'\n'*}
-	out=${out%$NONCE rc *}
+	local kind=$1 out=$2 rns=$3 rc= st det= cut=
+	if [[ $out == *$NONCE\ rc\ * ]]; then
+		rc=${${out##*$NONCE rc }%%$'\n'*}
+		out=${out%$NONCE rc *}
+	else
+		cut=cut
+	fi
 	out=${out%$'\n'}
 	case $rc in
 	0) st=ok ;;
-	143|137) st=timeout det="after ${DTO}s" ;;
-	127) st=missing det=$kind ;;
+	143|137) st=timeout det="after ${4}s" ;;
+	127) st=missing det=${kind} ;;
+	'') st=ok ;;
 	*) st=error det="rc=$rc" ;;
 	esac
-	fab_section $kind - $rns $st "$det" "$out"
+	fab_section $kind - $rns $st "$det" "$out" $cut
 }
 
-# Slow worker (a coprocess): runs the slow tools one after another, each bounded, and
-# prints every section as "S <kind> <read_ns> <rc>", its lines each prefixed "L ",
-# then "E" once all are done.
+# Slow worker (a coprocess): runs the slow tools one after another, each bounded in
+# time (DTO) and bytes (SCAP), and sends each as "S <kind> <read_ns> <len>" followed by
+# <len> bytes of fab_bounded's output; then "E" once all are done.
 fab_slow_worker() {
-	local kind cmd out l
+	local kind cmd out
 	for kind cmd in \
 		ibv_devinfo 'ibv_devinfo -v' \
 		rdma_ctl 'rdma_ctl status' \
@@ -168,31 +192,45 @@ fab_slow_worker() {
 		[[ $kind == pmset_therm && -n $HAVE_MACMON ]] && continue
 		fab_now
 		if ! whence -p ${cmd%% *} >/dev/null 2>&1; then
-			print -r -- "S $kind $NOW 127"
-			continue
+			out="$NONCE rc 127"
+		else
+			out=$(fab_bounded $((DTO * 100)) $((SCAP + 1)) ${=cmd})
 		fi
-		out=$(fab_bounded $((DTO * 100)) ${=cmd})
-		print -r -- "S $kind $NOW ${${out##*$NONCE rc }%%$'\n'*}"
-		out=${out%$NONCE rc *}
-		for l in "${(@ps:\n:)${out%$'\n'}}"; do
-			(( ${#l} > 65536 )) && l=${l[1,65536]}
-			print -r -- "L $l"
-		done
+		print -r -- "S $kind $NOW ${#out}"
+		print -rn -- "$out"
 	done
 	print E
 }
 
-# Drain what the slow worker has written so far (never blocks): lines into SLOWBUF; on
-# "E" the finished set becomes SLOWDONE (a list of kind/read_ns/rc/text).
+# Take what the slow worker has written so far, without waiting for more than it is
+# already writing: each "S" header is followed by its bytes (read with a time bound);
+# on "E" the set is done (SLOWDONE).
 fab_slow_drain() {
-	local line
+	local line data
 	while read -r -t 0 -u $SWFD line 2>/dev/null; do
 		case $line in
-		'S '*) SW_K+=(${${line#S }%% *}); SW_T+=("") ; SW_M+=(${line#S * }) ;;
-		'L '*) (( $#SW_T )) && SW_T[-1]+=${line#L }$'\n' ;;
+		'S '*)
+			local -a w=(${=line})
+			data=
+			if (( w[4] > 0 )) && ! read -r -t 5 -k $w[4] -u $SWFD data 2>/dev/null; then
+				data=
+			fi
+			SW_K+=($w[2]) SW_N+=($w[3]) SW_T+=("$data") ;;
 		E) SLOWDONE=1; break ;;
 		esac
 	done
+}
+
+# The probe's own end (max_frames, a failed write): leave with status 0 and let a
+# background copy of fab_end stop the rest (it would stop us too: TERM is ignored here).
+fab_leave() {
+	trap '' TERM PIPE
+	if (( PGOK )); then
+		( fab_end ) </dev/null >/dev/null 2>&1 &!
+	else
+		fab_end
+	fi
+	exit 0
 }
 
 fab_watch() {
@@ -210,7 +248,7 @@ exec 3<&0 </dev/null
 fab_watch <&3 3<&- >/dev/null 2>&1 &
 WPID=$!
 exec 3<&-
-trap 'fab_end; exit 0' PIPE
+trap fab_leave PIPE
 trap 'exit 0' TERM
 
 if [[ -n $HAVE_MACMON ]]; then
@@ -221,13 +259,13 @@ if [[ -n $HAVE_MACMON ]]; then
 fi
 
 integer seq=0 left=0 slowrun=0 FBN
-typeset -a SW_K SW_T SW_M
+typeset -a SW_K SW_T SW_N
 SLOWDONE=0
 dl=0
 while :; do
 	# A slow tick starts the worker (unless the last one is still running).
 	if (( left <= 0 )) && (( ! slowrun )); then
-		SW_K=() SW_T=() SW_M=() SLOWDONE=0
+		SW_K=() SW_T=() SW_N=() SLOWDONE=0
 		coproc fab_slow_worker
 		SWPID=$!
 		exec {SWFD}<&p
@@ -240,7 +278,7 @@ while :; do
 	seq+=1
 	CNS=$NOW
 	FB="@@fabtop-frame $seq $CNS $UP ${CNS[1,-10]}.${CNS[-9,-7]}"$'\n' FBN=0
-	out=$(fab_bounded $TOCS netstat -ibdn)
+	out=$(fab_bounded $TOCS $((SCAP + 1)) netstat -ibdn)
 	if [[ -n $IFACES ]]; then
 		filtered=
 		for l in "${(@f)out}"; do
@@ -249,7 +287,7 @@ while :; do
 		done
 		out=${filtered%$'\n'}
 	fi
-	fab_tool_section netstat_i "$out" $CNS
+	fab_tool_section netstat_i "$out" $CNS $TO
 	if [[ -n $HAVE_MACMON ]]; then
 		while read -r -t 0 -u $MMFD l 2>/dev/null; do
 			[[ $l == \{* ]] && (( ${#l} <= 65536 )) && MMLINE=$l
@@ -264,8 +302,7 @@ while :; do
 		fab_slow_drain
 		if (( SLOWDONE )); then
 			for i in {1..$#SW_K}; do
-				rc=${SW_M[i]#* } rns=${SW_M[i]%% *}
-				fab_tool_section ${SW_K[i]} "${SW_T[i]%$'\n'}"$'\n'"$NONCE rc $rc" $rns
+				fab_tool_section ${SW_K[i]} "${SW_T[i]}" ${SW_N[i]} $DTO
 			done
 			exec {SWFD}<&-
 			slowrun=0 SLOWDONE=0
@@ -277,8 +314,8 @@ while :; do
 		FSLOW=0
 	fi
 	FB+="@@section probe - $CNS ok"$'\n'"impl zsh-darwin ${ZSH_VERSION}"$'\n'"interval_ms $IV"$'\n'"slow $FSLOW"$'\n'"@@end $seq"$'\n'
-	print -rn -- "$FB" || { fab_end; exit 0 }
-	(( MAXF > 0 && seq >= MAXF )) && { fab_end; exit 0 }
+	print -rn -- "$FB" || fab_leave
+	(( MAXF > 0 && seq >= MAXF )) && fab_leave
 	# Sleep to the next tick in slices of at most 1 s, writing an empty keepalive line
 	# after each, so a closed channel is noticed within a second.
 	fab_now
@@ -288,7 +325,7 @@ while :; do
 	if (( rem <= 0 || rem > IV )); then dl=$(( NOW + ivns )); rem=$IV; fi
 	while (( rem > 1000 )); do
 		zselect -t 100
-		print -r -- "" || { fab_end; exit 0 }
+		print -r -- "" || fab_leave
 		(( rem -= 1000 ))
 	done
 	zselect -t $(( (rem + 9) / 10 ))
