@@ -36,6 +36,8 @@ DARWIN_SLOW_KINDS = frozenset(
 # Formats read from documentation only (no public capture): said in doctor and the host
 # detail. ibv_devinfo's GID lines on macOS (rdma-core's format, as on Linux).
 UNVERIFIED_GIDS = "ibv_devinfo -v GID lines (macOS: documented, never captured)"
+# macmon's JSON as its README shows it (the only public sample found is that example).
+UNVERIFIED_MACMON = "macmon pipe JSON (from its README's example only)"
 
 _T = TypeVar("_T")
 
@@ -154,8 +156,12 @@ def assemble_darwin(frame: Frame, sample: HostSample, warn: Warn) -> None:
                     link.rate_gbps = p.link_gbps
 
         _guarded(warn, "sp_thunderbolt", fill_tb)
+    unverified = []
     if any(lk.gids for lk in sample.links.values()):
-        mac.unverified = (UNVERIFIED_GIDS,)
+        unverified.append(UNVERIFIED_GIDS)
+    if mac.thermal_source == "macmon":
+        unverified.append(UNVERIFIED_MACMON)
+    mac.unverified = tuple(unverified)
     _probe_notes(frame, sample, warn)
 
 

@@ -63,7 +63,7 @@ integer TOCS=$(( TO * 100 ))
 
 # Whether we lead our process group: only then is `kill 0` ours alone.
 PGOK=0
-[[ $(ps -o pgid= -p $$ 2>/dev/null) == *[[:space:]]#$$ ]] && PGOK=1
+[[ ${$(ps -o pgid= -p $$ 2>/dev/null)//[[:space:]]/} == $$ ]] && PGOK=1
 
 fab_end() {
 	trap '' TERM

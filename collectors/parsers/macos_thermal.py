@@ -1,8 +1,10 @@
 """Parse macOS thermals and GPU without root: ``macmon pipe`` JSON, else ``pmset -g therm``.
 
-``macmon pipe`` prints one JSON object per sample (a capture of an M3 Pro:
-tests/fixtures/darwin): ``temp.cpu_temp_avg`` / ``temp.gpu_temp_avg`` (°C),
-``gpu_usage`` = ``[MHz, ratio 0..1]``, ``gpu_power`` (W), ``soc.chip_name``.
+``macmon pipe`` prints one JSON object per sample: documented by its README (vladkens/macmon,
+copied in exo-explore/exo worker/utils/macmon/bin/readme.md) with an example, the only
+public sample found (a MacmonBar test uses the same values, plus ``soc``); never
+captured otherwise, so hosts that use it say "unverified". ``temp.cpu_temp_avg`` /
+``temp.gpu_temp_avg`` (°C), ``gpu_usage`` = ``[MHz, ratio 0..1]``, ``gpu_power`` (W), ``soc.chip_name``.
 ``pmset -g therm`` (captures of a nominal and a throttled Mac) prints ``Note: No thermal
 warning level has been recorded`` when nothing happened and ``CPU_Speed_Limit = N``
 (percent of full speed) lines; anything else is unknown, never nominal.

@@ -21,6 +21,7 @@ from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.sim.episodes import DEFAULT_TARGET
 from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts
+from fabtop.sim.mac_ids import RING_CABLES
 from fabtop.sim.transport import sim_transports
 
 EPISODE_KINDS: tuple[str, ...] = ("healthy", *DEFAULT_TARGET)
@@ -46,7 +47,7 @@ def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
         raise ConfigError(
             f"command line: unknown --demo-scenario {scenario!r} (one of {', '.join(SCENARIOS)})"
         )
-    fab = demo_fabric()
+    fab = scenario_fabric(scenario) if scenario is not None else demo_fabric()
     hosts = [
         HostConfig(name=n, inference=(h.cfg.inference_url,) if h.cfg.inference_url else ())
         for n, h in fab.hosts.items()
@@ -58,6 +59,10 @@ def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
 def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fabric:
     """The demo fabric with one fault from t=0 (``healthy``: none at all)."""
     hosts = demo_hosts()
+    if scenario == "tb_bridge_loop":
+        # A loop needs a ring of three: a third Mac, cabled to both (fabtop/sim/mac_ids.py).
+        hosts = [*hosts, dataclasses.replace(hosts[-1], name="mac3")]
+        hosts = [dataclasses.replace(h, mac_cables=RING_CABLES) if h.macos else h for h in hosts]
     if scenario in MISCONFIGS:
         hosts[2] = dataclasses.replace(hosts[2], **MISCONFIGS[scenario])
         return Fabric(hosts, seed=seed, interval_s=interval_s)

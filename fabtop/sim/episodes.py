@@ -9,7 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-KINDS = ("healthy", "incast", "pfc_storm", "link_flap", "gpu_thermal", "no_ecn")
+KINDS: tuple[str, ...] = ("healthy", "incast", "pfc_storm", "link_flap", "gpu_thermal", "no_ecn")
+# The Macs' road (issue 14): what each sets on the target Mac (fabtop/sim/mac.py).
+MAC_KINDS = {"rdma_no_ipv4": "no_ipv4", "tb_bridge_loop": "bridge_loop",
+             "rdma_no_device": "no_device", "rdma_tb4": "tb4"}
+KINDS = (*KINDS, *MAC_KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +54,8 @@ DEMO_CYCLE: tuple[Episode, ...] = _cycle(
     ("link_flap", 20.0),
     ("gpu_thermal", 30.0),
     ("no_ecn", 25.0),
-    ("healthy", 25.0),
+    ("healthy", 10.0),
+    ("rdma_no_ipv4", 15.0),
 )
 DEMO_CYCLE_S = DEMO_CYCLE[-1].end_s
 
@@ -61,6 +66,10 @@ DEFAULT_TARGET = {
     "link_flap": ("node2", 1),
     "gpu_thermal": ("node4", 1),
     "no_ecn": ("node2", 0),
+    "rdma_no_ipv4": ("mac1", 0),
+    "tb_bridge_loop": ("mac1", 0),  # every Mac of the ring bridges its ports
+    "rdma_no_device": ("mac2", 0),
+    "rdma_tb4": ("mac1", 0),  # the cable trains at 40 Gb/s: both ends
 }
 FLAP_DOWN_AT_S = 8.0
 FLAP_DOWN_FOR_S = 4.0
@@ -95,6 +104,7 @@ class Mods:
     gpu_heat_c: dict[tuple[str, int], float] = field(default_factory=dict)
     ecn_off: set[str] = field(default_factory=set)
     active: list[str] = field(default_factory=list)
+    mac: dict[str, set[str]] = field(default_factory=dict)  # Mac -> conditions (MAC_KINDS)
 
     def port(self, host: str, idx: int) -> PortMods:
         """The modifiers of one port, created on first use."""
@@ -175,6 +185,11 @@ def apply_episode(
         mods.gpu_heat_c[(target, idx)] = heat
         if heat > 0.85:
             mods.token_factor *= 0.72
+    elif ep.kind in MAC_KINDS:
+        cond = MAC_KINDS[ep.kind]
+        every = ep.kind in ("tb_bridge_loop", "rdma_tb4")
+        for h in ([n for n in hosts if n.startswith("mac")] if every else [target]):
+            mods.mac.setdefault(h, set()).add(cond)
     elif ep.kind == "no_ecn":
         # DCQCN off on the target: congestion is handled by PFC alone, nothing is marked.
         mods.ecn_off.add(target)

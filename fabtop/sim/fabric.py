@@ -133,12 +133,16 @@ class Fabric:
 
 
 def demo_hosts() -> list[HostConfig]:
-    """The built-in demo: 4 nodes, 2 RoCE rails each, an IB pair, a Thunderbolt pair."""
+    """The built-in demo: 4 nodes, 2 RoCE rails each, an IB pair, a Thunderbolt pair, and a
+    Mac Studio pair over Thunderbolt 5."""
     return [
         HostConfig("node1", ib_port=True, gpu_profile="h100", inference_url=DEMO_METRICS_URL),
         HostConfig("node2", ib_port=True, gpu_profile="h100"),
         HostConfig("node3", tb_link=True, gpu_profile="rtx4080s"),
         HostConfig("node4", tb_link=True, gpu_profile="rtx4080s"),
+        # A Mac Studio pair over Thunderbolt 5 (issue 14; cables in fabtop/sim/mac_ids.py).
+        HostConfig("mac1", roce_ports=0, gpus=0, macos=True),
+        HostConfig("mac2", roce_ports=0, gpus=0, macos=True),
     ]
 
 

@@ -17,6 +17,8 @@ from fabtop.sim import host_text
 from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.gpu import SimGpu
 from fabtop.sim.inference import VllmServer
+from fabtop.sim.mac import MacState, mac_frame
+from fabtop.sim.mac_ids import CABLES
 from fabtop.sim.nic import IbPort, Mlx5Port, PlainNetdev, PortTraffic
 
 if TYPE_CHECKING:
@@ -53,6 +55,9 @@ class HostConfig:
     uptime_s: float = 86400.0 * 12
     reload_at: tuple[float, ...] = ()  # driver reloads: NIC counters restart from 0
     silent_after: float | None = None  # the host stops answering from this time on
+    # A Mac Studio (issue 14): prints the macOS probe's sections (fabtop/sim/mac.py).
+    macos: bool = False
+    mac_cables: tuple[tuple[str, int, str, int], ...] = CABLES
 
     def netdev(self, i: int) -> str:
         """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""
@@ -120,6 +125,7 @@ class SimHost:
         self.server = VllmServer(cfg.inference_url, cfg.model, 0.0) if cfg.inference_url else None
         self.ecn_live = cfg.ecn
         self.nic_temp = [cfg.nic_temp_c] * cfg.roce_ports
+        self.mac = MacState(cfg.name, cfg.mac_cables) if cfg.macos else None
 
     # --- simulation ---------------------------------------------------------------------------
 
@@ -187,6 +193,8 @@ class SimHost:
             self.tb.apply(True, tbr * self._flow(k, 12, TX, 0.1), tbr * self._flow(k, 12, RX, 0.1))
         self.mgmt.apply(True, 60_000.0, 150_000.0 * (1.0 + 0.2 * noise(seed, self.index, k, 13)))
         self.lo.apply(True, 2.0e6, 2.0e6)
+        if self.mac is not None:
+            self.mac.step(tf, mods.mac.get(cfg.name, set()))
         for gpu in self.gpus:
             heat = mods.gpu_heat_c.get((cfg.name, gpu.index), 0.0)
             gpu.step(min(tf, 1.0), heat, noise(seed, self.index, k, 20 + gpu.index), dt)
@@ -215,6 +223,8 @@ class SimHost:
         for d in (self.ib, self.tb, self.mgmt, self.lo):
             if d is not None:
                 d.commit(dt)
+        if self.mac is not None:
+            self.mac.commit(dt)
 
     def netdevs(self) -> list[str]:
         """Physical netdevs the probe runs ``ethtool`` on."""
@@ -239,6 +249,8 @@ class SimHost:
         With an ``encoder`` (one per stream), counters go by position against schemas
         sent once, as the fast probe sends them.
         """
+        if self.mac is not None:
+            return mac_frame(self, self.mac, t, interval, only)
         fab = self.fabric
         fab.at(t)
         frac = t - fab.grid_t
