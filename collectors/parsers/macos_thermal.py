@@ -4,7 +4,8 @@
 copied in exo-explore/exo worker/utils/macmon/bin/readme.md) with an example, the only
 public sample found (a MacmonBar test uses the same values, plus ``soc``); never
 captured otherwise, so hosts that use it say "unverified". ``temp.cpu_temp_avg`` /
-``temp.gpu_temp_avg`` (°C), ``gpu_usage`` = ``[MHz, ratio 0..1]``, ``gpu_power`` (W), ``soc.chip_name``.
+``temp.gpu_temp_avg`` (°C), ``gpu_usage`` = ``[MHz, ratio 0..1]``, ``gpu_power`` (W),
+``soc.chip_name``.
 ``pmset -g therm`` (captures of a nominal and a throttled Mac) prints ``Note: No thermal
 warning level has been recorded`` when nothing happened and ``CPU_Speed_Limit = N``
 (percent of full speed) lines; anything else is unknown, never nominal.
