@@ -257,3 +257,10 @@ async def test_sshd_runs_the_darwin_path(mac: Path, sshd: Sshd) -> None:
     finally:
         await asyncio.wait_for(t.close(), 5)
     _check_captured_values(_last_sample(_frames(data)))
+
+
+def test_ifaces_argument_keeps_only_those_interfaces(mac: Path) -> None:
+    args = ProbeArgs(interval_ms=200, path=(str(mac),), max_frames=2, slow_ticks=100,
+                     interfaces=("en0",))
+    s = _last_sample(_frames(_run(["dash"], args)))
+    assert {n for n, lk in s.links.items() if lk.counters} == {"en0"}

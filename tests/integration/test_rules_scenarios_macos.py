@@ -132,3 +132,22 @@ def test_rdma_enabled_without_devices_unknown_is_never_calm(ibv: str, severity: 
             state.apply_frame("mac9", frame)
     got = [(f.rule, f.severity) for f in state.findings]
     assert got == [("rdma_enabled_no_device", severity)]
+
+
+@pytest.mark.parametrize(("rdma_ctl", "fires"), [("enabled", True), ("disabled", False)])
+def test_tb4_rule_needs_rdma_switched_on_not_just_devices(rdma_ctl: str, fires: bool) -> None:
+    """macOS lists rdma_enX on Thunderbolt 4 ports too: devices alone are no RDMA use."""
+    from fabtop.sim.mac import TB4, MacState, ibv_devinfo_text, sp_thunderbolt_text
+
+    mac = MacState("mac1")
+    mac.conditions = frozenset({TB4})
+    extra = (f"@@section rdma_ctl - NS ok\n{rdma_ctl}\n"
+             f"@@section ibv_devinfo - NS ok\n{ibv_devinfo_text('mac1', mac)}\n"
+             f"@@section sp_thunderbolt - NS ok\n{sp_thunderbolt_text('mac1', mac)}\n")
+    state = FabricState([Target("mac1")], rules=Evaluator())
+    dec = FrameDecoder()
+    for seq in (1, 2):
+        for frame in dec.feed(_darwin_frame(seq, extra).encode()):
+            state.apply_frame("mac1", frame)
+    got = [f.rule for f in state.findings if f.rule == "rdma_needs_tb5"]
+    assert got == (["rdma_needs_tb5"] if fires else [])

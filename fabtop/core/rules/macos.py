@@ -170,7 +170,11 @@ def rdma_needs_tb5(ctx: RuleContext) -> list[Finding]:
         assert mac is not None
         tb = s.thunderbolt
         speeds = [p.link_gbps for p in (tb.peers if tb else ()) if p.link_gbps is not None]
-        wants_rdma = mac.rdma_ctl == "enabled" or bool(mac.rdma_devices)
+        # macOS 26 lists rdma_enX on every Thunderbolt port, Thunderbolt 4 ones too (exo PR
+        # #1813): a device alone is no sign of RDMA in use; the switch, or (where rdma_ctl
+        # could not be read) an RDMA port that is up, is.
+        wants_rdma = mac.rdma_ctl == "enabled" or (mac.rdma_ctl is None and any(
+            lk.rdma_device and lk.state == "up" for lk in s.links.values()))
         found = None
         if wants_rdma and speeds and max(speeds) < TB5_MIN_GBPS:
             slow = [p for p in tb.peers if p.link_gbps is not None] if tb else []
@@ -180,7 +184,7 @@ def rdma_needs_tb5(ctx: RuleContext) -> list[Finding]:
                 severity="warning",
                 subject=f"{host}/thunderbolt",
                 summary=(
-                    f"{host}: RDMA is {'enabled' if mac.rdma_ctl == 'enabled' else 'configured'}"
+                    f"{host}: RDMA is {'enabled' if mac.rdma_ctl == 'enabled' else 'in use'}"
                     f" but its Thunderbolt links run at Thunderbolt 4 speed ({shown}): RDMA "
                     f"over Thunderbolt needs Thunderbolt 5 ({TB5_MIN_GBPS:g} Gb/s)"
                 ),
