@@ -13,6 +13,7 @@ Sections (docs: collectors/probe_darwin.zsh): per tick ``netstat_i`` (``netstat 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
@@ -25,7 +26,14 @@ from collectors.parsers.macos_networksetup import HardwarePorts, parse_hardware_
 from collectors.parsers.macos_rdma import IbvResult, parse_ibv_devinfo, parse_rdma_ctl
 from collectors.parsers.macos_thermal import parse_macmon, parse_pmset_therm
 from collectors.parsers.macos_thunderbolt import TbResult, parse_sp_thunderbolt, thunderbolt_info
-from collectors.samples import GpuSample, HostSample, LinkSample, MacosInfo, SectionStatus
+from collectors.samples import (
+    GidEntry,
+    GpuSample,
+    HostSample,
+    LinkSample,
+    MacosInfo,
+    SectionStatus,
+)
 from collectors.text import clean
 
 # The section every Darwin frame has: how assemble knows a frame is one.
@@ -204,7 +212,7 @@ def _links(
             link.link_layer = port.link_layer
             link.state = port.state or link.state
             if port.gids is not None:
-                link.gids = tuple(port.gids)
+                link.gids = _gids_of(port.gids, name)
         sample.links[name] = link
     # An RDMA device whose netdev netstat did not list (filtered out, or netstat failed)
     # is a link still: its state, GIDs and addresses are what the rules read.
@@ -218,9 +226,14 @@ def _links(
             id=ndev, netdev=ndev, rdma_device=dev.name, port=port.port,
             link_layer=port.link_layer, state=port.state,
             kind="tb" if ndev in tbports else "netdev", physical=True,
-            gids=tuple(port.gids) if port.gids is not None else None,
+            gids=_gids_of(port.gids, ndev) if port.gids is not None else None,
             addresses=tuple(ic.addresses) if ic is not None else (() if ifc.interfaces else None),
         )
+
+
+def _gids_of(gids: list[GidEntry], netdev: str) -> tuple[GidEntry, ...]:
+    """A port's GIDs with the netdev they belong to (on macOS rdma_enX's is enX)."""
+    return tuple(dataclasses.replace(g, netdev=g.netdev or netdev) for g in gids)
 
 
 def _probe_notes(frame: Frame, sample: HostSample, warn: Warn) -> None:
