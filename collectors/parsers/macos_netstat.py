@@ -19,21 +19,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collectors.normalize import NETDEV_MAP
 from collectors.numbers import parse_uint
 from collectors.text import clean
+from collectors.vocabulary import Metric
 
 MAX_WARNINGS = 50
 # netstat's column -> the Linux netdev statistic it counts, the way /proc/net/dev's
 # columns are named (collectors/parsers/iplink.py): the normalized metrics then come from
 # NETDEV_MAP unchanged. Drop on macOS counts packets dropped on the interface's send
 # queue (BSD's ifq drops), so it is tx_dropped, never rx_dropped.
+def _netdev_name(metric: Metric) -> str:
+    """The Linux statistic NETDEV_MAP reads for ``metric`` (one fact, one place)."""
+    return NETDEV_MAP[metric][0].names[0]
+
+
 NETDEV_NAMES: dict[str, str] = {
-    "Ipkts": "rx_packets",
-    "Ierrs": "rx_errors",
-    "Ibytes": "rx_bytes",
-    "Opkts": "tx_packets",
+    "Ipkts": _netdev_name(Metric.RX_PACKETS),
+    "Ierrs": _netdev_name(Metric.RX_PHY_ERRORS),  # rx_errors
+    "Ibytes": _netdev_name(Metric.RX_BYTES),
+    "Opkts": _netdev_name(Metric.TX_PACKETS),
     "Oerrs": "tx_errors",
-    "Obytes": "tx_bytes",
+    "Obytes": _netdev_name(Metric.TX_BYTES),
     "Coll": "collisions",
     "Drop": "tx_dropped",
 }
