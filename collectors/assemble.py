@@ -30,6 +30,8 @@ from dataclasses import dataclass, fields
 from operator import itemgetter
 from typing import Any, ParamSpec, TypeVar, cast
 
+from collectors.darwin import TICK_KIND as DARWIN_TICK_KIND
+from collectors.darwin import assemble_darwin
 from collectors.frames import UNKNOWN_SCHEMA, Frame, Section
 from collectors.gpu_sections import gpus_from_frame
 from collectors.guard import Guard
@@ -106,6 +108,10 @@ def assemble(host: str, frame: Frame, kept: Shapes | None = None) -> HostSample:
     """
     sample = HostSample(host=host, seq=frame.seq, clock_ns=frame.clock_ns, uptime_s=frame.uptime_s)
     warn = _Warner(host, sample.warnings)
+    if any(s.kind == DARWIN_TICK_KIND for s in frame.sections):
+        # A macOS probe's frame: all text, read by collectors/darwin.py (see its docstring).
+        _guard(warn, "assemble", None, None, assemble_darwin, _cleaned(frame), sample, warn)
+        return sample
     # A bug outside the per-section guards costs the rest of this frame, said in one line.
     _guard(warn, "assemble", None, None, _assemble, host, _cleaned(frame), sample, warn,
            _SHAPES if kept is None else kept)

@@ -90,7 +90,13 @@ def probe_script() -> str:
     head, sep, rest = sh.partition("\nFAB_PY=\n")
     if not sep:
         raise RuntimeError("probe.sh has no FAB_PY= line")
-    return f"{head}\nFAB_PY={quoted}\n{rest}"
+    zsh = importlib.resources.files("collectors").joinpath("probe_darwin.zsh").read_text("utf-8")
+    # The macOS probe (collectors/probe_darwin.zsh) in FAB_ZSH, on the line after FAB_PY.
+    if not rest.startswith("FAB_ZSH=\n"):
+        raise RuntimeError("probe.sh has no FAB_ZSH= line after FAB_PY=")
+    zquoted = "'" + zsh.replace("'", "'\\''") + "'"
+    tail = rest.removeprefix("FAB_ZSH=\n")
+    return f"{head}\nFAB_PY={quoted}\nFAB_ZSH={zquoted}\n{tail}"
 
 
 def _check_dir(d: str, what: str) -> None:

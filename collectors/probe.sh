@@ -45,6 +45,7 @@
 
 export LC_ALL=C
 FAB_PY=
+FAB_ZSH=
 # Software versions (issue 15; docs/PROBE.md): constants both probes run on slow ticks of
 # NVIDIA GPU nodes, passed in the environment (the fast probe reads them there). The
 # NCCL scan: each distinct libnccl.so* file a readable process maps, and for a pip
@@ -473,6 +474,17 @@ fab_python() {
 	return 0
 }
 
+# macOS (issue 14): /bin/sh is bash 3.2, awk is BWK awk, no timeout, no /proc, and
+# python3 may be a stub that offers to install the developer tools: on Darwin the zsh
+# probe (collectors/probe_darwin.zsh, carried in FAB_ZSH like the fast probe) replaces
+# this shell, with the connection's stdin, the same pid and the same arguments.
+fab_darwin() {
+	case $(uname -s 2>/dev/null) in Darwin) ;; *) return 0 ;; esac
+	command -v zsh >/dev/null 2>&1 || fab_die "Darwin without zsh"
+	export FAB_ZSH
+	exec zsh -f -c 'eval "$FAB_ZSH"' fabtop-probe "$@" <&3 3<&-
+}
+
 fab_main() {
 	# fd 3 keeps the connection's stdin for the watcher; nothing else reads it.
 	exec 3<&0 </dev/null
@@ -480,6 +492,7 @@ fab_main() {
 	fab_pgok
 	[ -n "$XPATH" ] && PATH=$XPATH:$PATH
 	export PATH
+	fab_darwin "$@"
 	fab_python "$@"
 	NSOK=0 FRAC=0
 	fab_now

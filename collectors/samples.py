@@ -124,10 +124,16 @@ class ThunderboltPeer:
     # What the receptacle can do, where the source says (to tell "trained below it").
     max_gbps_per_lane: float | None = None
     max_lanes: int | None = None
+    # macOS (issue 14, additive): system_profiler gives one total speed and no lanes, and
+    # each bus has its own domain UUID (the one the far end reports as peer_uid).
+    self_uid: str | None = None  # this end's own identity where it is per port
+    link_gbps: float | None = None  # current total link speed as the tool reports it
+    max_link_gbps: float | None = None  # what the receptacle can do ("Up to 120 Gb/s")
 
     @property
     def total_gbps(self) -> float | None:
-        """Lane speed times lanes of the slower direction, None when either is unknown."""
+        """Lane speed times lanes of the slower direction, None when either is unknown
+        (the tool's own total, ``link_gbps``, where it gives no lanes)."""
         tots = [
             s * n
             for s, n in (
@@ -136,7 +142,7 @@ class ThunderboltPeer:
             )
             if s is not None and n is not None
         ]
-        return min(tots) if tots else None
+        return min(tots) if tots else self.link_gbps
 
 
 @dataclass(slots=True)
@@ -151,6 +157,22 @@ class ThunderboltInfo:
     # Linux, one bus per receptacle group on macOS): a peer may report any of them.
     # self_uid is the first; () when the source gave one identity only.
     domain_uids: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class MacosInfo:
+    """What a macOS host says beyond its links (issue 14): RDMA switch, bridges, thermals."""
+
+    rdma_ctl: str | None = None  # "enabled" | "disabled" (rdma_ctl status); None: unknown
+    rdma_devices: tuple[str, ...] | None = None  # ibv_devinfo's devices; None: not read
+    bridges: dict[str, tuple[str, ...]] = field(default_factory=dict)  # bridge0 -> members
+    thunderbolt_ports: tuple[str, ...] = ()  # devices networksetup names "Thunderbolt N"
+    thermal_source: str | None = None  # "macmon" | "pmset" | None (none read)
+    thermal_pressure: str | None = None  # pmset: "nominal" | "throttled"; None: unknown
+    cpu_speed_limit_pct: int | None = None
+    cpu_temp_c: float | None = None
+    # Sources whose format is documented only (no public capture): shown as unverified.
+    unverified: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -328,6 +350,8 @@ class HostSample:
     cpu_throttle_count: int | None = None
     # Thunderbolt domain (issue 14): None when the host has none or it was not read.
     thunderbolt: ThunderboltInfo | None = None
+    # macOS hosts (issue 14): None on every other host.
+    macos: MacosInfo | None = None
     # Which probe sent the frame: "sh", or "python <version> <executable>" (the fast one);
     # None when the frame does not say (older recordings, Prometheus sources).
     probe: str | None = None

@@ -122,6 +122,12 @@ def _gaps(hosts: list[HostState]) -> tuple[str, ...]:
         # A server with no counter a passive monitor can read: its rate is unseen, and why.
         for why in sorted({i.rate_unknown for i in s.inference if i.rate_unknown}):
             found.append((5, "token rate unknown on ", f" ({why})"))
+        mac = s.macos
+        if mac is not None and mac.unverified:
+            # A source read in a format only documented, never captured (issue 14).
+            found.append((4, "unverified on ", f" ({'; '.join(mac.unverified)})"))
+        if mac is not None and mac.thermal_source is None:
+            found.append((5, "thermals not monitored on ", " (no macmon, no pmset -g therm)"))
         for key in found:
             groups.setdefault(key, []).append(hs.name)
     return tuple(f"{pre}{names(hs)}{post}" for (_, pre, post), hs in sorted(groups.items()))

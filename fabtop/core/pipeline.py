@@ -10,6 +10,7 @@ others out of the window.
 from __future__ import annotations
 
 from collectors.assemble import Shapes, assemble
+from collectors.darwin import DARWIN_SLOW_KINDS
 from collectors.frames import Frame, Section
 from collectors.samples import HostSample
 from collectors.version_sections import VERSION_KINDS
@@ -27,6 +28,8 @@ SLOW_KINDS = frozenset({
     "systb_slow",  # Thunderbolt bus (issue 14)
     "ip_addr",  # netdev addresses
 })  # fmt: skip
+# macOS probe's slow sections (collectors/darwin.py), carried alike.
+SLOW_KINDS = SLOW_KINDS | DARWIN_SLOW_KINDS
 
 
 class Pipeline:

@@ -22,8 +22,9 @@ from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.sim.episodes import DEFAULT_TARGET
 from fabtop.sim.exo import EXO_DEMO_URL
-from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts, spark_host
+from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts
 from fabtop.sim.host import HostConfig as HostConfigSim
+from fabtop.sim.mac_ids import RING_CABLES
 from fabtop.sim.transport import sim_transports
 
 EPISODE_KINDS: tuple[str, ...] = ("healthy", *DEFAULT_TARGET)
@@ -61,7 +62,7 @@ TB_MISCONFIGS: dict[str, dict[str, Any]] = {
     "tb_lane_degraded": {"tb_lanes": 1},  # one lane where two are possible
 }
 # Hosts added to the demo's four (healthy otherwise): the DGX Spark on its Mac Studio.
-EXTRA_HOSTS: dict[str, tuple[HostConfigSim, ...]] = {"tb_spark": (spark_host(),)}
+EXTRA_HOSTS: dict[str, tuple[HostConfigSim, ...]] = {}
 # Servers a scenario adds to node3 (not faults): ``exo_cluster`` runs exo there, in a
 # cluster with node4, whose token rate is unknown by construction (issue 14). The lead
 # moves it to the Mac Studio hosts once they are in the demo.
@@ -93,6 +94,10 @@ def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
 def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fabric:
     """The demo fabric with one fault from t=0 (``healthy``: none at all)."""
     hosts = demo_hosts()
+    if scenario == "tb_bridge_loop":
+        # A loop needs a ring of three: a third Mac, cabled to both (fabtop/sim/mac_ids.py).
+        hosts = [*hosts, dataclasses.replace(hosts[-1], name="mac3")]
+        hosts = [dataclasses.replace(h, mac_cables=RING_CABLES) if h.macos else h for h in hosts]
     if scenario in EXTRA_HOSTS:
         return Fabric([*hosts, *EXTRA_HOSTS[scenario]], seed=seed, interval_s=interval_s)
     if scenario in TB_MISCONFIGS:

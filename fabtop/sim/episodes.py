@@ -9,7 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-KINDS = ("healthy", "incast", "pfc_storm", "link_flap", "gpu_thermal", "no_ecn", "switch_no_pfc")
+KINDS: tuple[str, ...] = (
+    "healthy", "incast", "pfc_storm", "link_flap", "gpu_thermal", "no_ecn", "switch_no_pfc"
+)
+# The Macs' road (issue 14): what each sets on the target Mac (fabtop/sim/mac.py).
+MAC_KINDS = {"rdma_no_ipv4": "no_ipv4", "tb_bridge_loop": "bridge_loop",
+             "rdma_no_device": "no_device", "rdma_tb4": "tb4"}
+KINDS = (*KINDS, *MAC_KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +56,8 @@ DEMO_CYCLE: tuple[Episode, ...] = _cycle(
     ("link_flap", 20.0),
     ("gpu_thermal", 30.0),
     ("no_ecn", 25.0),
-    ("healthy", 25.0),
+    ("healthy", 10.0),
+    ("rdma_no_ipv4", 15.0),
 )
 DEMO_CYCLE_S = DEMO_CYCLE[-1].end_s
 
@@ -63,6 +70,10 @@ DEFAULT_TARGET = {
     "no_ecn": ("node2", 0),
     # Scenario only (not in the demo's cycle): --demo-scenario switch_no_pfc.
     "switch_no_pfc": ("node1", 0),
+    "rdma_no_ipv4": ("mac1", 0),
+    "tb_bridge_loop": ("mac1", 0),  # every Mac of the ring bridges its ports
+    "rdma_no_device": ("mac2", 0),
+    "rdma_tb4": ("mac1", 0),  # the cable trains at 40 Gb/s: both ends
 }
 FLAP_DOWN_AT_S = 8.0
 FLAP_DOWN_FOR_S = 4.0
@@ -98,6 +109,7 @@ class Mods:
     gpu_heat_c: dict[tuple[str, int], float] = field(default_factory=dict)
     ecn_off: set[str] = field(default_factory=set)
     active: list[str] = field(default_factory=list)
+    mac: dict[str, set[str]] = field(default_factory=dict)  # Mac -> conditions (MAC_KINDS)
 
     def port(self, host: str, idx: int) -> PortMods:
         """The modifiers of one port, created on first use."""
@@ -192,6 +204,11 @@ def apply_episode(
             pm.tx_scale = 0.9
             pm.cnp_handled_pps = tp.cnp_sent_pps / max(len(peers[:3]), 1)
         mods.token_factor *= 0.7
+    elif ep.kind in MAC_KINDS:
+        cond = MAC_KINDS[ep.kind]
+        every = ep.kind in ("tb_bridge_loop", "rdma_tb4")
+        for h in ([n for n in hosts if n.startswith("mac")] if every else [target]):
+            mods.mac.setdefault(h, set()).add(cond)
     elif ep.kind == "no_ecn":
         # DCQCN off on the target: congestion is handled by PFC alone, nothing is marked.
         mods.ecn_off.add(target)

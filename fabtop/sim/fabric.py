@@ -134,7 +134,8 @@ class Fabric:
 
 
 def demo_hosts() -> list[HostConfig]:
-    """The built-in demo: 4 nodes, 2 RoCE rails each, an IB pair, a Thunderbolt pair."""
+    """The built-in demo: 4 nodes, 2 RoCE rails each, an IB pair, a Thunderbolt pair, a Mac
+    Studio pair over Thunderbolt 5 and a DGX Spark cabled to one of the Macs."""
     return [
         HostConfig("node1", ib_port=True, gpu_profile="h100", inference_url=DEMO_METRICS_URL),
         HostConfig("node2", ib_port=True, gpu_profile="h100"),
@@ -142,6 +143,11 @@ def demo_hosts() -> list[HostConfig]:
                    tb_peer_uid=NODE4_UID, tb_peer_name="node4"),
         HostConfig("node4", tb_link=True, gpu_profile="rtx4080s", tb_self_uid=NODE4_UID,
                    tb_peer_uid=NODE3_UID, tb_peer_name="node3"),
+        # A Mac Studio pair over Thunderbolt 5 (issue 14; cables in fabtop/sim/mac_ids.py).
+        HostConfig("mac1", roce_ports=0, gpus=0, macos=True),
+        HostConfig("mac2", roce_ports=0, gpus=0, macos=True),
+        # A DGX Spark on mac1's third receptacle (Thunderbolt 5; fabtop/sim/tb_ids.py).
+        spark_host(),
     ]
 
 

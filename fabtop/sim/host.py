@@ -18,6 +18,8 @@ from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.exo import exo_state_text
 from fabtop.sim.gpu import SimGpu
 from fabtop.sim.inference import VllmServer
+from fabtop.sim.mac import MacState, mac_frame
+from fabtop.sim.mac_ids import CABLES
 from fabtop.sim.nic import IbPort, Mlx5Port, PlainNetdev, PortTraffic
 
 if TYPE_CHECKING:
@@ -80,6 +82,9 @@ class HostConfig:
     tb_lanes: int = 2
     tb_generation: int = 4
     tb_errors_per_s: float = 0.0
+    # A Mac Studio (issue 14): prints the macOS probe's sections (fabtop/sim/mac.py).
+    macos: bool = False
+    mac_cables: tuple[tuple[str, int, str, int], ...] = CABLES
 
     def netdev(self, i: int) -> str:
         """Netdev name of RoCE port ``i`` (PCI bus 0x41, function i)."""
@@ -147,6 +152,7 @@ class SimHost:
         self.server = VllmServer(cfg.inference_url, cfg.model, 0.0) if cfg.inference_url else None
         self.ecn_live = cfg.ecn
         self.nic_temp = [cfg.nic_temp_c] * cfg.roce_ports
+        self.mac = MacState(cfg.name, cfg.mac_cables) if cfg.macos else None
 
     # --- simulation ---------------------------------------------------------------------------
 
@@ -218,6 +224,8 @@ class SimHost:
                 self.tb.netdev.rate("rx_errors", cfg.tb_errors_per_s)
         self.mgmt.apply(True, 60_000.0, 150_000.0 * (1.0 + 0.2 * noise(seed, self.index, k, 13)))
         self.lo.apply(True, 2.0e6, 2.0e6)
+        if self.mac is not None:
+            self.mac.step(tf, mods.mac.get(cfg.name, set()))
         for gpu in self.gpus:
             heat = mods.gpu_heat_c.get((cfg.name, gpu.index), 0.0)
             gpu.step(min(tf, 1.0), heat, noise(seed, self.index, k, 20 + gpu.index), dt)
@@ -246,6 +254,8 @@ class SimHost:
         for d in (self.ib, self.tb, self.mgmt, self.lo):
             if d is not None:
                 d.commit(dt)
+        if self.mac is not None:
+            self.mac.commit(dt)
 
     def netdevs(self) -> list[str]:
         """Physical netdevs the probe runs ``ethtool`` on."""
@@ -270,6 +280,8 @@ class SimHost:
         With an ``encoder`` (one per stream), counters go by position against schemas
         sent once, as the fast probe sends them.
         """
+        if self.mac is not None:
+            return mac_frame(self, self.mac, t, interval, only)
         fab = self.fabric
         fab.at(t)
         frac = t - fab.grid_t

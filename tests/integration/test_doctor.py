@@ -66,14 +66,18 @@ def test_healthy_fabric_exits_0_with_one_calm_line(runs: dict[str, tuple[int, st
     assert rc == 0
     # what was seen, and what was not monitored (only node1 runs an inference server)
     assert out.splitlines()[0] == ("fabtop doctor: no problems in what was seen; "
-                                   "no inference server on node2, node3, node4")
+                                   "no inference server on node2, node3, node4, mac1, mac2; "
+                                   "unverified on mac1, mac2 (ibv_devinfo -v GID lines "
+                                   "(macOS: documented, never captured); macmon pipe JSON "
+                                   "(from its README's example only))")
     assert "healthy" not in out
     rc, out, err = runs["healthy_json"]
     assert rc == 0
     doc = json.loads(out)
     assert all(f["severity"] == "info" for f in doc["findings"])
-    assert doc["coverage"]["reporting"] == ["node1", "node2", "node3", "node4"]
-    assert doc["coverage"]["gaps"] == ["no inference server on node2, node3, node4"]
+    assert doc["coverage"]["reporting"] == ["node1", "node2", "node3", "node4", "mac1", "mac2"]
+    assert doc["coverage"]["gaps"][0] == "no inference server on node2, node3, node4, mac1, mac2"
+    assert doc["coverage"]["gaps"][1].startswith("unverified on mac1, mac2")
     assert err == ""  # --json to a pipe: stderr stays quiet
 
 

@@ -209,8 +209,10 @@ def test_sigint_closes_the_file_cleanly(tmp_path: Path) -> None:
     list(reader.records())
     assert reader.clean_end and reader.torn is None
     assert reader.header["config"]["interval"] == 1.0
-    assert [h["name"] for h in reader.header["config"]["hosts"]] == ["node1", "node2", "node3",
-                                                                      "node4"]
+    from fabtop.sim import demo_hosts
+
+    assert [h["name"] for h in reader.header["config"]["hosts"]] == [
+        h.name for h in demo_hosts()]
 
 
 def test_full_disk_is_one_clear_line(tmp_path: Path) -> None:

@@ -29,7 +29,10 @@ def doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_demo_snapshot_gpus_and_servers(doc: dict[str, Any]) -> None:
     hosts = {h["name"]: h for h in doc["hosts"]}
-    assert set(hosts) == {"node1", "node2", "node3", "node4"}
+    assert set(hosts) == {"node1", "node2", "node3", "node4", "mac1", "mac2"}
+    macs = {n: hosts.pop(n) for n in ("mac1", "mac2")}  # one Apple GPU each, from macmon
+    for m in macs.values():
+        assert [g["name"] for g in m["gpus"]] == ["Apple M3 Ultra"]
     for h in hosts.values():
         assert len(h["gpus"]) == 2, h["name"]
         for g in h["gpus"]:

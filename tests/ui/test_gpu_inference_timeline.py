@@ -35,7 +35,7 @@ async def test_gpu_screen_spells_out_thermal_slowdown(thermal_state) -> None:  #
         await pilot.pause()
         assert isinstance(app.screen, GpuScreen)
         table = app.screen.query_one(GpuTable)
-        assert len(table.row_keys()) == 8  # 4 hosts x 2 GPUs
+        assert len(table.row_keys()) == 10  # 4 hosts x 2 GPUs, 2 Macs x 1 (macmon)
         hot = _cell(table, "node4\x1f1", "throttle")
         assert "HW+SW thermal slowdown" in hot
         assert _cell(table, "node4\x1f0", "throttle") == "none"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from fabtop.core.coverage import calm_line, coverage
+from fabtop.core.coverage import calm_line, coverage, names
 from fabtop.core.state import DOWN, STALE, UP, FabricState, effective_status, link_up
 from fabtop.run.demo import demo_state, feed_until
-from fabtop.sim.fabric import DEMO_EPOCH_S
+from fabtop.sim.fabric import DEMO_EPOCH_S, demo_hosts
+
+# The demo's hosts, in order (Linux nodes, then the Macs of issue 14).
+DEMO = [h.name for h in demo_hosts()]
 
 
 def test_a_host_that_stops_sending_raises_a_stale_warning_on_the_tick() -> None:
@@ -35,12 +38,12 @@ def test_refresh_liveness_raises_stale_when_nothing_else_happens() -> None:
     assert not any(f.rule == "host_stale" for f in state.findings)
     assert state.refresh_liveness() is True
     stale = sorted(f.host or "" for f in state.findings if f.rule == "host_stale")
-    assert stale == ["node1", "node2", "node3", "node4"]
+    assert stale == sorted(DEMO)
     assert state.refresh_liveness() is False
     cov = coverage(state, clock.t, state.interval)
     assert not cov.all_seen and cov.reporting == ()
     assert "no problems in what was seen" not in calm_line(cov)
-    assert "node1, node2, node3, node4 stale" in calm_line(cov)
+    assert f"{names(DEMO)} stale" in calm_line(cov)
 
 
 def test_every_host_down_is_never_healthy() -> None:
@@ -48,20 +51,25 @@ def test_every_host_down_is_never_healthy() -> None:
     for n in list(state.hosts):
         state.apply_status(n, DOWN, f"{n}: connection refused")
     assert all(f.rule == "host_unreachable" for f in state.findings)
-    assert len(state.findings) == 4
+    assert len(state.findings) == len(DEMO)
     line = calm_line(coverage(state, clock.t, 1.0))
-    assert line.startswith("nothing seen yet: node1, node2, node3, node4 down")
+    assert line.startswith(f"nothing seen yet: {names(DEMO)} down")
     assert "healthy" not in line and "no problems" not in line
 
 
 def test_the_calm_line_names_what_was_not_monitored() -> None:
     state, clock, _ = demo_state(until_s=5.0)
     cov = coverage(state, clock.t, 1.0)
-    assert cov.all_seen and cov.hosts == 4
-    # the demo's node1 runs the only inference server; every node has RoCE and GPUs
-    assert cov.gaps == ("no inference server on node2, node3, node4",)
-    assert calm_line(cov) == ("no problems in what was seen; "
-                              "no inference server on node2, node3, node4")
+    assert cov.all_seen and cov.hosts == len(DEMO)
+    # the demo's node1 runs the only inference server; every node has RoCE and GPUs (the
+    # Macs: RDMA over Thunderbolt, and formats known from documentation only) but the DGX
+    # Spark, simulated with its Thunderbolt link only
+    others = names(n for n in DEMO if n != "node1")
+    assert list(cov.gaps[:3]) == ["no RDMA device on spark1",
+                            "GPUs not monitored on spark1 (no GPU tool answered)",
+                            f"no inference server on {others}"]  # fmt: skip
+    assert [g for g in cov.gaps[3:] if not g.startswith("unverified on mac1, mac2")] == []
+    assert calm_line(cov) == "; ".join(("no problems in what was seen", *cov.gaps))
 
 
 def test_zero_hosts_waiting_for_a_source_is_not_all_seen() -> None:

@@ -72,7 +72,9 @@ def test_hosts_c_and_demo_come_before_the_user_config(
     given = tmp_path / "given.toml"
     given.write_text('[[host]]\nname = "given"\n')
     assert _hosts(cmd, "-c", str(given)) == ["given"]
-    assert _hosts(cmd, "--demo") == ["node1", "node2", "node3", "node4"]
+    from fabtop.sim import demo_hosts
+
+    assert _hosts(cmd, "--demo") == [h.name for h in demo_hosts()]
 
 
 def test_a_bad_user_config_is_one_line_naming_the_file(home: Path) -> None:

@@ -303,6 +303,45 @@ def test_enumeration_finds_the_string_fields() -> None:
     assert len(STR_FIELDS) >= 30
 
 
+def build_darwin_sample(payload: str, thermal: str = "macmon") -> HostSample:
+    """A Mac's frame (issue 14): the captures of tests/fixtures/darwin and the sim's Mac,
+    the payload in every free-text word and JSON string (names a parser validates are
+    refused whole, so the clean frame fills those fields)."""
+    from fabtop.sim.mac import MacState, ibv_devinfo_text, ifconfig_text
+
+    darwin = Path(__file__).resolve().parents[1] / "fixtures" / "darwin"
+
+    def read(name: str) -> str:
+        return (darwin / name).read_text()
+
+    mac = MacState("mac1")
+    texts = {
+        "netstat_i": read("netstat_ibdn_gopsutil.txt"),
+        thermal: read("macmon_pipe_m3pro_macmonbar.json" if thermal == "macmon"
+                      else "pmset_g_therm_speed_limited_machealthkit.txt"),
+        "ibv_devinfo": ibv_devinfo_text("mac1", mac),
+        "rdma_ctl": read("rdma_ctl_status_enabled_mlx2944.txt"),
+        "sp_thunderbolt": read(
+            "system_profiler_SPThunderboltDataType_json_macstudio_m3ultra_tb5_omlx.json"),
+        "hwports": read("networksetup_listallhardwareports_macbookpro_osaurus.txt"),
+        "ifconfig": ifconfig_text("mac1", mac).replace("bridge0: flags", "bridgeX: flags")
+        + "\n" + read("ifconfig_bridge0_3members_macmini_mlx1903.txt"),
+    }
+    if payload:
+        texts = {k: (inject_json(v, payload) if k in ("macmon", "sp_thunderbolt")
+                     else inject(v, payload)) for k, v in texts.items()}
+    sections = [Section(k, None, 1, "ok", None, v) for k, v in texts.items()]
+    sections.append(Section("probe", None, 1, "ok", None,
+                            "impl " + inject("zsh-darwin 5.9", payload) + "\n"))
+    return assemble("mac1", Frame(7, 1_700_000_000_000_000_000, 100.0, 1.7e9, sections))
+
+
+def test_a_macs_strings_come_out_clean() -> None:
+    for payload in (SAFE_PAYLOAD, *SEQUENCES):
+        check_output(build_darwin_sample(payload))
+        check_output(build_darwin_sample(payload, "pmset_therm"))
+
+
 def test_every_string_field_is_filled_and_clean(fixtures_dir: Path) -> None:
     """Meta-check: the injected frames fill every enumerated field, and all come out clean.
 
@@ -313,6 +352,8 @@ def test_every_string_field_is_filled_and_clean(fixtures_dir: Path) -> None:
     check_output(sample)
     seen: set[tuple[str, str]] = set()
     _seen(sample, seen)
+    _seen(build_darwin_sample(""), seen)  # the macOS fields (issue 14)
+    _seen(build_darwin_sample("", "pmset_therm"), seen)
     assert STR_FIELDS - seen == set()
     # Whole sequences go and the text around them stays what the node meant.
     eth0 = sample.links["eth0"]

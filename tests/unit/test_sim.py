@@ -61,9 +61,22 @@ def capture_names(path: Path) -> set[str]:
     return names
 
 
+def _linux(fab: Fabric) -> list[str]:
+    """The demo's Linux nodes with RoCE NICs and GPUs (the Macs print the macOS probe's
+    sections; the DGX Spark is simulated with its Thunderbolt link only)."""
+    return [n for n, h in fab.hosts.items() if h.mac is None and h.cfg.roce_ports]
+
+
 def test_every_host_frame_decodes_with_the_sections_the_probe_sends() -> None:
     fab = demo_fabric()
-    for name in fab.hosts:
+    macs = [n for n, h in fab.hosts.items() if h.mac is not None]
+    assert macs == ["mac1", "mac2"]
+    for name in macs:
+        kinds = {s.kind for s in frame_at(fab, name, 3.0).sections}
+        assert {"probe", "netstat_i", "macmon", "sp_thunderbolt", "ibv_devinfo"} <= kinds
+    spark = {s.kind for s in frame_at(fab, "spark1", 3.0).sections}
+    assert {"probe", "sysnet", "systb_slow", "ethtool_S"} <= spark
+    for name in _linux(fab):
         f = frame_at(fab, name, 3.0)
         kinds = {s.kind for s in f.sections}
         assert {"probe", "sysnet", "sysib", "ethtool_S", "gpu_nvidia"} <= kinds
@@ -122,7 +135,7 @@ def test_every_rendered_counter_name_has_evidence(fixtures_dir: Path) -> None:
     ib_hw |= {ln.split()[0] for ln in rdma_stat.splitlines() if ln.startswith("\t")}
     assert set(IB_HW_CONG_COUNTERS) <= ib_hw
     fab = demo_fabric()
-    for name in fab.hosts:
+    for name in _linux(fab):
         f = frame_at(fab, name, 2.0)
         for nd in (P0, P1):
             unknown = set(ethtool(f, nd)) - mlx5 - MLX5_DRIVER_SOURCE_NAMES
@@ -229,7 +242,7 @@ def test_no_ecn_congestion_pauses_without_marks_or_cnps() -> None:
     a = {h: frame_at(fab, h, 5.0) for h in fab.hosts}
     b = {h: frame_at(fab, h, 15.0) for h in fab.hosts}
     assert ethtool(b["node2"], P0)["tx_prio3_pause"] > ethtool(a["node2"], P0)["tx_prio3_pause"]
-    for h in fab.hosts:
+    for h in _linux(fab):
         for dev in ("mlx5_0", "mlx5_1"):
             for k in IB_HW_CONG_COUNTERS:
                 assert _hw(b[h], dev)[k] == _hw(a[h], dev)[k], (h, dev, k)
@@ -401,8 +414,8 @@ def test_each_direction_carries_its_own_traffic_on_every_link() -> None:
     checked = 0
     for h in fab.hosts:
         for lid, first in a[h].links.items():  # the first frame names the drivers
-            if first.kind not in ("roce", "ib", "tb"):
-                continue
+            if first.kind not in ("roce", "ib", "tb") or "rx_bytes" not in first.metrics:
+                continue  # (a Mac's uncabled Thunderbolt ports have no netstat row)
             before, link = first.metrics, b[h].links[lid]
             rx = float(link.metrics["rx_bytes"]) - float(before["rx_bytes"])  # type: ignore[arg-type]
             tx = float(link.metrics["tx_bytes"]) - float(before["tx_bytes"])  # type: ignore[arg-type]
@@ -411,7 +424,9 @@ def test_each_direction_carries_its_own_traffic_on_every_link() -> None:
             # ...and both stay the healthy demo's rate: a bias, not a different fabric.
             assert 0.75 < rx / tx < 1.33, (h, lid, rx, tx)
             checked += 1
-    assert checked == 4 * 2 + 2 + 2  # 2 RoCE rails each, an IB pair, a Thunderbolt pair
+    # 2 RoCE rails each, an IB pair, a Thunderbolt pair, the Macs' Thunderbolt 5 cable and
+    # the DGX Spark's to mac1
+    assert checked == 4 * 2 + 2 + 2 + 2 + 2
 
 
 def test_the_readme_tells_the_demo_cycle_as_the_simulation_plays_it() -> None:

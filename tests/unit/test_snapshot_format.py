@@ -163,10 +163,13 @@ def test_snapshot_says_what_was_seen_and_keeps_the_finding_episodes() -> None:
 
     state, _, _ = demo_state(until_s=60.0)  # the demo's storm began at 45 s
     back = json.loads(snapshot.render(snapshot.build(state, 1.0), "json"))
-    assert back["coverage"] == {
-        "hosts": 4, "reporting": ["node1", "node2", "node3", "node4"], "not_reporting": [],
-        "gaps": ["no inference server on node2, node3, node4"],
-    }
+    demo = list(state.hosts)  # node1..node4, mac1, mac2, spark1
+    assert back["coverage"]["hosts"] == len(demo) and back["coverage"]["reporting"] == demo
+    assert back["coverage"]["not_reporting"] == []
+    # the DGX Spark is simulated without RDMA NIC and GPU (no capture of either): said
+    assert back["coverage"]["gaps"][:3] == [
+        "no RDMA device on spark1", "GPUs not monitored on spark1 (no GPU tool answered)",
+        "no inference server on node2, node3, node4, mac1 and 2 more"]
     storm = [e for e in back["episodes"] if e["rule"] == "pfc_storm"]
     assert storm and all(e["cleared"] is None and e["severity"] == "critical" for e in storm)
     root = next(e for e in storm if e["subject"] == "node3/enp65s0f0np0/prio3")

@@ -124,5 +124,10 @@ def test_the_snapshot_carries_each_hosts_domain_and_one_entry_per_cable() -> Non
     assert tb["node1"] is None  # no bus read: null, never an empty "healthy" domain
     assert tb["node3"]["self_uid"] == "d2030000-0072-6b0e-23a4-1c9b3f5e8a01"
     assert tb["node3"]["peers"][0]["netdev"] == "thunderbolt0"
-    (cable,) = doc["thunderbolt_cables"]
+    cables = {c["text"].split(" ")[0]: c for c in doc["thunderbolt_cables"]}
+    assert sorted(cables) == ["mac1:en3", "mac1:en4", "node3:thunderbolt0"]  # one per cable
+    cable = cables["node3:thunderbolt0"]
     assert (cable["status"], cable["lanes"], cable["gbps_per_lane"]) == ("paired", 2, 20.0)
+    # the DGX Spark's cable: a Linux end and a Mac end, paired by identity
+    spark = cables["mac1:en4"]
+    assert spark["status"] == "paired" and spark["text"].endswith("2 \u00d7 40 = 80 Gb/s")

@@ -58,6 +58,11 @@ def _probe_line(impl: str | None) -> str:
         return "simulated (the demo stands in for the fast probe, PFC watchdog included)"
     if impl == "sh":
         return "sh (no python3 of 3.6 or newer, or probe = \"sh\"): forks per tick, no watchdog"
+    if impl == "sim-darwin":
+        return "simulated macOS probe (the demo's Macs)"
+    if impl.startswith("zsh-darwin"):
+        return (f"macOS (zsh {impl.partition(' ')[2]}): netstat per tick, slow tools off the "
+                "tick path; verified on public captures only, not run on a real Mac")
     kind, _, rest = impl.partition(" ")
     version, _, exe = rest.partition(" ")
     return f"fast ({kind} {version}{f' at {exe}' if exe else ''}): no fork per tick, PFC watchdog"
@@ -106,6 +111,19 @@ def _versions(s: HostSample | None) -> list[RenderableType]:
     if not nics:
         kv.add_row(Text("NIC"), Text("no driver or firmware read", "dim"))
     return [kv]
+def _macos_line(s: HostSample) -> str:
+    """Which thermal source a Mac uses, its RDMA switch and devices, its bridges."""
+    m = s.macos
+    assert m is not None
+    thermal = {"macmon": "thermals and GPU from macmon",
+               "pmset": f"thermal pressure from pmset ({m.thermal_pressure or 'unknown'})"}.get(
+        m.thermal_source or "", "thermals not read (no macmon; pmset -g therm gave nothing)")
+    devs = ("unknown" if m.rdma_devices is None else f"{len(m.rdma_devices)} RDMA devices")
+    bridges = "; ".join(f"{b}: {', '.join(ms)}" for b, ms in m.bridges.items()) or "none"
+    out = f"{thermal} · rdma_ctl {m.rdma_ctl or 'unknown'}, {devs} · bridge members {bridges}"
+    if m.unverified:
+        out += " · unverified: " + "; ".join(m.unverified)
+    return clean(out)
 
 
 def host_detail(state: FabricState, hs: HostState, now: float, interval: float) -> RenderableType:
@@ -129,6 +147,8 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
             (len(s.links), "link"), (len(s.gpus), "GPU"),
             (len(s.inference), "inference server")))))
         kv.add_row(Text("probe"), Text(_probe_line(s.probe)))
+        if s.macos is not None:
+            kv.add_row(Text("macOS"), Text(_macos_line(s)))
     parts.append(kv)
     parts += _heading("Software")
     parts += _versions(s)

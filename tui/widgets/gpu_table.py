@@ -135,7 +135,9 @@ def gpu_cells(g: GpuSample) -> dict[str, Text]:
         "fan": Text(fan, justify="right"),
         "pcie": Text(pcie, justify="right"),
         "pcie_io": Text(io, justify="right"),
-        "throttle": Text(reasons or "none", r_style or "dim"),
+        # macmon (Apple GPUs) says nothing of clock limits: unknown, never "none".
+        "throttle": Text(reasons or (fmt.DASH if g.vendor == "apple" else "none"),
+                         r_style or "dim"),
     }
 
 

@@ -30,6 +30,7 @@ from fabtop.core.rules import (
     inference,
     infiniband,
     lossless,
+    macos,
     pfc_config,
     pfc_storm,
     roce_gids,
@@ -70,6 +71,10 @@ RULES: tuple[Rule, ...] = (
     firewall.firewall_blocks_rdma,
     thunderbolt.tb_link_degraded,
     thunderbolt.tb_link_errors,
+    macos.tb_bridge_loop,
+    macos.rdma_enabled_no_device,
+    macos.rdma_needs_tb5,
+    macos.rdma_port_no_ipv4,
 )
 
 # Tracks not updated for this long belong to hosts that went away.
