@@ -57,6 +57,11 @@ class Warn(Protocol):
 _MEMOS: dict[Callable[[str], object], Memo[str, object]] = {}
 
 
+# LinkSample.state of a Mac's Thunderbolt receptacle with no cable (system_profiler lists
+# nothing on it, ifconfig says inactive).
+EMPTY = "empty"
+
+
 def _memo(parse: Callable[[str], _T], text: str) -> _T:
     memo = _MEMOS.get(parse)
     if memo is None:
@@ -162,6 +167,14 @@ def assemble_darwin(frame: Frame, sample: HostSample, warn: Warn) -> None:
                 link = sample.links.get(p.netdev or "")
                 if link is not None and p.link_gbps is not None:
                     link.rate_gbps = p.link_gbps
+            # A receptacle with nothing plugged in is no link that went down: EMPTY (the
+            # views list it with the virtual netdevs). One whose cable was there and is
+            # pulled has no peer either: the cable list and the link's history say so.
+            cabled = {p.netdev for p in sample.thunderbolt.peers}
+            for name in mac.thunderbolt_ports:
+                link = sample.links.get(name)
+                if link is not None and link.state == "down" and name not in cabled:
+                    link.state = EMPTY
 
         _guarded(warn, "sp_thunderbolt", fill_tb)
     unverified = []

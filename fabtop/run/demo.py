@@ -57,17 +57,16 @@ FABRIC_MISCONFIGS: dict[str, dict[str, Any]] = {
     # nobody started opensm: node1's and node2's IB ports train but stay INIT
     "no_subnet_manager": {"ib_sm": False},
 }
-# Thunderbolt faults of the cable itself: both ends report it (every Thunderbolt host).
+# Thunderbolt faults of the node3 <-> node4 cable itself: both its ends report it.
 TB_MISCONFIGS: dict[str, dict[str, Any]] = {
     "tb_lane_degraded": {"tb_lanes": 1},  # one lane where two are possible
 }
 # Hosts added to the demo's four (healthy otherwise): the DGX Spark on its Mac Studio.
 EXTRA_HOSTS: dict[str, tuple[HostConfigSim, ...]] = {}
-# Servers a scenario adds to node3 (not faults): ``exo_cluster`` runs exo there, in a
-# cluster with node4, whose token rate is unknown by construction (issue 14). The lead
-# moves it to the Mac Studio hosts once they are in the demo.
-SERVERS: dict[str, dict[str, Any]] = {
-    "exo_cluster": {"exo_url": EXO_DEMO_URL, "exo_peers": ("node4",)},
+# Servers a scenario adds (not faults): ``exo_cluster`` runs exo on the Mac Studio pair
+# (mac1 serves /state for both), as a Mac cluster does; its token rate is unknown, and why.
+SERVERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "exo_cluster": ("mac1", {"exo_url": EXO_DEMO_URL, "exo_peers": ("mac2",)}),
 }
 SCENARIOS: tuple[str, ...] = (
     *EPISODE_KINDS, *MISCONFIGS, *FABRIC_MISCONFIGS, *TB_MISCONFIGS, *EXTRA_HOSTS, *SERVERS
@@ -96,16 +95,22 @@ def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fa
     hosts = demo_hosts()
     if scenario == "tb_bridge_loop":
         # A loop needs a ring of three: a third Mac, cabled to both (fabtop/sim/mac_ids.py).
-        hosts = [*hosts, dataclasses.replace(hosts[-1], name="mac3")]
+        mac2 = next(h for h in hosts if h.name == "mac2")
+        hosts = [*hosts, dataclasses.replace(mac2, name="mac3")]
         hosts = [dataclasses.replace(h, mac_cables=RING_CABLES) if h.macos else h for h in hosts]
     if scenario in EXTRA_HOSTS:
         return Fabric([*hosts, *EXTRA_HOSTS[scenario]], seed=seed, interval_s=interval_s)
     if scenario in TB_MISCONFIGS:
-        hosts = [dataclasses.replace(h, **TB_MISCONFIGS[scenario]) if h.tb_link else h
-                 for h in hosts]  # fmt: skip
+        # the node3 <-> node4 cable: both its ends (the Spark's cable to mac1 stays whole)
+        hosts = [dataclasses.replace(h, **TB_MISCONFIGS[scenario])
+                 if h.tb_link and h.name in ("node3", "node4") else h for h in hosts]  # fmt: skip
         return Fabric(hosts, seed=seed, interval_s=interval_s)
-    if scenario in MISCONFIGS or scenario in SERVERS:
-        hosts[2] = dataclasses.replace(hosts[2], **{**MISCONFIGS, **SERVERS}[scenario])
+    if scenario in SERVERS:
+        name, server = SERVERS[scenario]
+        hosts = [dataclasses.replace(h, **server) if h.name == name else h for h in hosts]
+        return Fabric(hosts, seed=seed, interval_s=interval_s)
+    if scenario in MISCONFIGS:
+        hosts[2] = dataclasses.replace(hosts[2], **MISCONFIGS[scenario])
         return Fabric(hosts, seed=seed, interval_s=interval_s)
     if scenario in FABRIC_MISCONFIGS:
         hosts = [dataclasses.replace(h, **FABRIC_MISCONFIGS[scenario]) for h in hosts]

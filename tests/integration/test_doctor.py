@@ -65,8 +65,11 @@ def test_healthy_fabric_exits_0_with_one_calm_line(runs: dict[str, tuple[int, st
     rc, out, _ = runs["healthy"]
     assert rc == 0
     # what was seen, and what was not monitored (only node1 runs an inference server)
+    # (the DGX Spark is simulated with its Thunderbolt link only: no RDMA NIC, no GPU)
     assert out.splitlines()[0] == ("fabtop doctor: no problems in what was seen; "
-                                   "no inference server on node2, node3, node4, mac1, mac2; "
+                                   "no RDMA device on spark1; GPUs not monitored on spark1 "
+                                   "(no GPU tool answered); no inference server on node2, "
+                                   "node3, node4, mac1 and 2 more; "
                                    "unverified on mac1, mac2 (ibv_devinfo -v GID lines "
                                    "(macOS: documented, never captured); macmon pipe JSON "
                                    "(from its README's example only))")
@@ -75,9 +78,11 @@ def test_healthy_fabric_exits_0_with_one_calm_line(runs: dict[str, tuple[int, st
     assert rc == 0
     doc = json.loads(out)
     assert all(f["severity"] == "info" for f in doc["findings"])
-    assert doc["coverage"]["reporting"] == ["node1", "node2", "node3", "node4", "mac1", "mac2"]
-    assert doc["coverage"]["gaps"][0] == "no inference server on node2, node3, node4, mac1, mac2"
-    assert doc["coverage"]["gaps"][1].startswith("unverified on mac1, mac2")
+    assert doc["coverage"]["reporting"] == ["node1", "node2", "node3", "node4", "mac1", "mac2",
+                                            "spark1"]  # fmt: skip
+    gaps = doc["coverage"]["gaps"]
+    assert gaps[2] == "no inference server on node2, node3, node4, mac1 and 2 more"
+    assert doc["coverage"]["gaps"][3].startswith("unverified on mac1, mac2")
     assert err == ""  # --json to a pipe: stderr stays quiet
 
 

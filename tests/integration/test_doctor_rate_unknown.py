@@ -1,7 +1,7 @@
 """``fabtop doctor`` on a fabric with exo: "token rate unknown" and why, one line, exit 0.
 
 The real CLI in a subprocess, on the demo's ``exo_cluster`` scenario (a simulated exo on
-node3 reached through the demo transport's http_get, as SSH reaches a real one).
+mac1 reached through the demo transport's http_get, as SSH reaches a real one).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collectors.parsers.exo_state import RATE_UNKNOWN, UNVERIFIED
 from fabtop.sim.exo import EXO_DEMO_URL as EXO_STATE
 
 ROOT = Path(__file__).resolve().parents[2]
-LINE = f"token rate unknown on node3 ({RATE_UNKNOWN})"
+LINE = f"token rate unknown on mac1 ({RATE_UNKNOWN})"
 
 
 def _doctor(*args: str) -> subprocess.Popen[str]:
@@ -31,7 +31,7 @@ def test_doctor_says_token_rate_unknown_and_why() -> None:
     assert plain.returncode == 0, (out, err)  # not monitored is not a failure
     assert LINE in out, out
     assert "tok/s" not in out  # no number made up for it
-    assert f"node3: {EXO_STATE}: {UNVERIFIED}" in out  # documented only: unverified, said
+    assert f"mac1: {EXO_STATE}: {UNVERIFIED}" in out  # documented only: unverified, said
     out, err = as_json.communicate(timeout=90)
     assert as_json.returncode == 0, err
     doc = json.loads(out)

@@ -61,10 +61,24 @@ def test_healthy_demo_with_its_macs_stays_quiet() -> None:
         assert s is not None and s.warnings == []
         assert s.macos is not None and s.macos.thermal_source == "macmon"
         assert s.thunderbolt is not None and s.thunderbolt.peers[0].total_gbps == 80
+    # A receptacle with no cable is empty, not a link that went down: listed only with
+    # the virtual netdevs; the cabled ones are up.
+    m1 = state.hosts["mac1"].sample
+    assert m1 is not None
+    assert {n: lk.state for n, lk in m1.links.items() if lk.kind == "tb"} == {
+        "en2": "empty", "en3": "up", "en4": "up", "en5": "empty", "en6": "empty",
+        "en7": "empty"}
+    from tui.rows.links import link_rows
+
+    shown = {r.lid for r in link_rows(state, state.data_now(), 1.0) if r.host == "mac1"}
+    assert "en3" in shown and "en2" not in shown
+    assert "en2" in {r.lid for r in link_rows(state, state.data_now(), 1.0, True)}
     # The two ends of the cable name each other.
     a, b = (state.hosts[m].sample.thunderbolt for m in ("mac1", "mac2"))  # type: ignore[union-attr]
     assert a is not None and b is not None
-    assert a.peers[0].peer_uid == b.peers[0].self_uid and b.peers[0].peer_uid == a.peers[0].self_uid
+    pa = next(p for p in a.peers if p.netdev == "en3")  # mac1's cable to mac2
+    pb = b.peers[0]
+    assert pa.peer_uid == pb.self_uid and pb.peer_uid == pa.self_uid
 
 
 def test_the_demo_cycle_plays_the_rdma_port_losing_its_ipv4() -> None:
@@ -91,7 +105,10 @@ def test_a_two_mac_bridge_is_no_loop() -> None:
             for frame in decoders[n].feed(fab.hosts[n].frame(t).encode()):
                 state.apply_frame(n, frame)
     mac = state.hosts["mac1"].sample
-    assert mac is not None and mac.macos is not None and mac.macos.bridges["bridge0"] == ("en3",)
+    # mac1's bridge holds both its cabled ports (en3 to mac2, en4 to the DGX Spark): a star
+    # of three with no ring, which cannot loop
+    assert mac is not None and mac.macos is not None
+    assert mac.macos.bridges["bridge0"] == ("en3", "en4")
     assert not [f for f in state.findings if f.rule == "tb_bridge_loop"]
 
 

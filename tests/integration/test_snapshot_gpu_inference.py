@@ -29,7 +29,9 @@ def doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_demo_snapshot_gpus_and_servers(doc: dict[str, Any]) -> None:
     hosts = {h["name"]: h for h in doc["hosts"]}
-    assert set(hosts) == {"node1", "node2", "node3", "node4", "mac1", "mac2"}
+    assert set(hosts) == {"node1", "node2", "node3", "node4", "mac1", "mac2", "spark1"}
+    # the DGX Spark is simulated without a GPU (no GB10 capture): none listed, never made up
+    assert hosts.pop("spark1")["gpus"] == []
     macs = {n: hosts.pop(n) for n in ("mac1", "mac2")}  # one Apple GPU each, from macmon
     for m in macs.values():
         assert [g["name"] for g in m["gpus"]] == ["Apple M3 Ultra"]

@@ -1,6 +1,6 @@
 """The inference screen says "token rate unknown" and why for exo, never a number.
 
-The demo's ``exo_cluster`` scenario runs a simulated exo on node3 (cluster with node4)
+The demo's ``exo_cluster`` scenario runs a simulated exo on mac1 (cluster with mac2)
 beside node1's vLLM; frames and readings go through the live path (demo_state).
 """
 
@@ -22,7 +22,7 @@ from tui.widgets.gpu_inference_table import InferenceTable
 from tui.widgets.top_bar import TopBar
 
 VLLM = "http://127.0.0.1:8000/metrics"
-EXO_ROW = f"node3\x1f{EXO_DEMO_URL}"
+EXO_ROW = f"mac1\x1f{EXO_DEMO_URL}"
 
 
 def _text(renderable: object) -> str:
@@ -58,11 +58,11 @@ async def test_inference_screen_says_token_rate_unknown_and_why() -> None:
         shown = app.screen.query_one("#inference-clusters", Static)
         assert shown.display and shown.size.height >= 1
         placement = _text(shown.content)
-        assert f"node3 exo: token rate unknown: {RATE_UNKNOWN}" in " ".join(placement.split())
-        assert "exo on node3:" in placement
+        assert f"mac1 exo: token rate unknown: {RATE_UNKNOWN}" in " ".join(placement.split())
+        assert "exo on mac1:" in placement
         top = _text(app.screen.query_one(TopBar).render_line(0).text)
         assert "+? tokens/s" in top, top  # the cluster's rate is a floor, said so
-        assert "node3 0-40/80" in placement and "node4 40-80/80" in placement
+        assert "mac1 0-40/80" in placement and "mac2 40-80/80" in placement
 
 
 async def test_without_exo_the_screen_is_as_before() -> None:
@@ -78,10 +78,10 @@ async def test_without_exo_the_screen_is_as_before() -> None:
 
 def test_host_detail_shows_the_exo_cluster_and_placement() -> None:
     state, clock, _ = _state()
-    hs = state.hosts["node3"]
+    hs = state.hosts["mac1"]
     text = _text(host_detail(state, hs, clock(), 1.0))
     assert f"exo cluster at {EXO_DEMO_URL}" in text
     assert "Apple M3 Ultra" in text and "206/256" in text
-    assert "node3 0-40/80 Running" in text or "node3 0-40/80 Ready" in text
-    assert "node4 40-80/80 Ready" in text
-    assert f"token rate unknown on node3 ({RATE_UNKNOWN})" in text
+    assert "mac1 0-40/80 Running" in text or "mac1 0-40/80 Ready" in text
+    assert "mac2 40-80/80 Ready" in text
+    assert f"token rate unknown on mac1 ({RATE_UNKNOWN})" in text

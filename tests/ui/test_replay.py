@@ -69,4 +69,5 @@ async def test_dashboard_records_with_record_option(tmp_path: Path) -> None:
     reader = RecordingReader(path)
     frames = [r for r in reader.records() if r.kind == FRAME]
     assert len(frames) >= 4 and reader.clean_end
-    assert {r.host for r in frames} <= {"node1", "node2", "node3", "node4", "mac1", "mac2"}
+    demo = {"node1", "node2", "node3", "node4", "mac1", "mac2", "spark1"}
+    assert {r.host for r in frames} <= demo

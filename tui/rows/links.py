@@ -199,7 +199,8 @@ def link_row(
 def link_rows(
     state: FabricState, now: float, interval: float, show_virtual: bool = False
 ) -> list[LinkRow]:
-    """Every link of every host that has a sample (virtual netdevs only when asked)."""
+    """Every link of every host that has a sample (virtual netdevs and empty Thunderbolt
+    receptacles only when asked)."""
     rows = []
     for hs in state.hosts.values():
         s = hs.sample
@@ -209,7 +210,10 @@ def link_rows(
         base_sample = state.baseline.get(hs.name)
         rates = hs.rates.links if hs.rates is not None else {}
         for lid, link in s.links.items():
-            if not show_virtual and (link.kind == "virtual" or link.netdev == "lo"):
+            # Virtual netdevs and empty receptacles (no cable: nothing to watch) only when
+            # asked for.
+            if not show_virtual and (link.kind == "virtual" or link.netdev == "lo"
+                                     or link.state == "empty"):
                 continue
             base = base_sample.links.get(lid) if base_sample is not None else None
             rows.append(link_row(hs, link, rates.get(lid), live, base))

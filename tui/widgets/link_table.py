@@ -114,6 +114,8 @@ def _state(r: LinkRow) -> Spec:
         return Spec("up", "green" if r.live else DIM)
     if s in ("down", "disabled"):
         return Spec(s[:4].upper(), "bold red")
+    if s == "empty":  # a Thunderbolt receptacle with no cable (collectors/darwin.py)
+        return Spec("free", DIM)
     return Spec(s[:4], "yellow")
 
 

@@ -25,7 +25,8 @@ from fabtop.core.rules.context import RuleContext, host_time
 # 3/4/USB4, which carries no RDMA (exo PR #1813 draws the line at the same place).
 TB5_MIN_GBPS = 80.0
 # A loop needs a ring, and a ring three or more hosts (two Macs with two cables make no
-# storm: exo PR #1222's review).
+# storm: exo PR #1222's review). A mesh of three whose cables form no ring (a star: one
+# Mac cabled to two hosts that are not cabled to each other) has nowhere to loop.
 LOOP_MIN_NODES = 3
 
 
@@ -38,9 +39,9 @@ def _macs(ctx: RuleContext) -> list[tuple[str, HostSample, float]]:
     return out
 
 
-def _mesh_sizes(ctx: RuleContext) -> dict[str, int]:
-    """Per host: the nodes of its Thunderbolt mesh (hosts joined by cables, far ends that
-    are not monitored counted once per distinct identity)."""
+def _mesh_sizes(ctx: RuleContext) -> dict[str, tuple[int, int]]:
+    """Per host: the nodes and cables of its Thunderbolt mesh (hosts joined by cables, far
+    ends that are not monitored counted once per distinct identity)."""
     own: dict[str, set[str]] = {}
     peers: dict[str, set[str]] = {}
     for hs in ctx.state.hosts.values():
@@ -60,7 +61,7 @@ def _mesh_sizes(ctx: RuleContext) -> dict[str, int]:
             other = owner.get(u, f"?{u}")
             adj[h].add(other)
             adj.setdefault(other, set()).add(h)
-    sizes: dict[str, int] = {}
+    sizes: dict[str, tuple[int, int]] = {}
     for start in own:
         if start in sizes:
             continue
@@ -70,15 +71,17 @@ def _mesh_sizes(ctx: RuleContext) -> dict[str, int]:
                 if n not in seen:
                     seen.add(n)
                     todo.append(n)
+        cables = sum(len(adj.get(n, ())) for n in seen) // 2  # each cable seen from both ends
         for n in seen:
-            sizes[n] = len(seen)
+            sizes[n] = (len(seen), cables)
     return sizes
 
 
 def tb_bridge_loop(ctx: RuleContext) -> list[Finding]:
-    """A Thunderbolt Bridge holding Thunderbolt ports on a mesh of three or more nodes."""
+    """A Thunderbolt Bridge holding Thunderbolt ports on a mesh of three or more nodes whose
+    cables close a ring (as many cables as nodes, or more)."""
     out: list[Finding] = []
-    sizes: dict[str, int] | None = None
+    sizes: dict[str, tuple[int, int]] | None = None
     for host, s, t in _macs(ctx):
         mac = s.macos
         assert mac is not None
@@ -90,9 +93,9 @@ def tb_bridge_loop(ctx: RuleContext) -> list[Finding]:
                 continue
             if sizes is None:
                 sizes = _mesh_sizes(ctx)
-            nodes = sizes.get(host, 1)
-            if nodes < LOOP_MIN_NODES:
-                continue
+            nodes, cables = sizes.get(host, (1, 0))
+            if nodes < LOOP_MIN_NODES or cables < nodes:
+                continue  # no ring: a tree of cables cannot loop
             cabled = {p.netdev for p in (s.thunderbolt.peers if s.thunderbolt else ())}
             forwarding = [m for m in in_bridge if m in cabled]
             found = Finding(
@@ -101,7 +104,8 @@ def tb_bridge_loop(ctx: RuleContext) -> list[Finding]:
                 subject=f"{host}/{bridge}",
                 summary=(
                     f"{host}: {bridge} (Thunderbolt Bridge) holds Thunderbolt ports "
-                    f"{', '.join(in_bridge)} on a mesh of {nodes} nodes: an L2 loop without "
+                    f"{', '.join(in_bridge)} on a mesh of {nodes} nodes and {cables} cables "
+                    "(a ring): an L2 loop without "
                     "loop protection, a broadcast storm that takes the network down"
                 ),
                 evidence={
@@ -109,6 +113,7 @@ def tb_bridge_loop(ctx: RuleContext) -> list[Finding]:
                     "thunderbolt_members": ",".join(in_bridge),
                     "cabled_members": ",".join(forwarding),
                     "mesh_nodes": nodes,
+                    "mesh_cables": cables,
                 },
                 next_step=(
                     f"take the Thunderbolt ports out of the bridge on every node: sudo "
