@@ -301,8 +301,13 @@ class SimHost:
             Section("sysnet", None, clock_ns, "ok", None,
                     "\n".join(f"{p} {v}" for p, v in host_text.sysnet_lines(self, frac))),
             Section("sysib", None, clock_ns, "ok", None,
-                    "\n".join(f"{p} {v}" for p, v in host_text.sysib_lines(self, frac))),
+                    "\n".join(f"{p} {v}" for p, v in host_text.sysib_lines(self, frac, False))),
         ]  # fmt: skip
+        if slow and self.cfg.roce_ports:  # GID tables: slow, as the probes send them
+            gid = [ln for i in range(self.cfg.roce_ports)
+                   for ln in host_text.roce_gid_lines(self, i)]  # fmt: skip
+            sections.append(Section("sysib_slow", None, clock_ns, "ok", None,
+                                    "\n".join(f"{p} {v}" for p, v in gid)))
         for nd in self.netdevs():
             if only is not None and nd not in only:
                 continue

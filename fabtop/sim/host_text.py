@@ -74,8 +74,9 @@ def sysnet_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
     return out
 
 
-def sysib_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
-    """``(relpath, value)`` for every file the probe reads under class/infiniband."""
+def sysib_lines(host: SimHost, frac: float, gids: bool = True) -> list[tuple[str, str]]:
+    """``(relpath, value)`` for every file the probe reads under class/infiniband (the RoCE
+    GID tables only with ``gids``: the probes send them at slow cadence, in sysib_slow)."""
     cfg = host.cfg
     out: list[tuple[str, str]] = []
     for i, port in enumerate(host.ports):
@@ -97,7 +98,8 @@ def sysib_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
         out += [(f"{pp}/counters/{n}", str(v)) for n, v in port.ib.items(frac)]
         out += [(f"{pp}/hw_counters/{n}", str(v)) for n, v in port.hw.items(frac)]
         out += [(f"{pp}/gid_attrs/ndevs/0", nd), (f"{dev}/device/net/{nd}", "-")]
-        out += roce_gid_lines(host, i)
+        if gids:
+            out += roce_gid_lines(host, i)
     if host.ib is not None:
         dev = f"mlx5_{cfg.roce_ports}"
         pp = f"{dev}/ports/1"

@@ -93,13 +93,35 @@ def fabric_kind(link: LinkSample) -> str | None:
     return None
 
 
+# A host's checks, kept while its ruleset and fabric interfaces stay the same: the ruleset
+# is read once a minute and shared by the samples between, so the answers are worked out
+# once, not on every frame (the rule runs after each). Keyed by the ruleset object's id,
+# which the entry holds, so the id cannot be reused while the entry lives. Bounded.
+_HOSTS: dict[int, tuple[object, tuple[object, ...], list[IfaceCheck]]] = {}
+_HOSTS_MAX = 4096
+
+
 def host_firewall(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> list[IfaceCheck]:
     """Each fabric interface of ``sample`` with its packet filter's answers (empty when
     the ruleset was not read)."""
     fw = sample.firewall
     if fw is None or not fw.known or fw.ruleset is None:
         return []
-    rs = fw.ruleset
+    key = (ports, *((lk.id, lk.netdev, lk.kind, lk.rdma_device, lk.gids, lk.addresses)
+                    for lk in sample.links.values() if fabric_kind(lk) is not None))
+    got = _HOSTS.get(id(fw))
+    if got is not None and got[0] is fw and got[1] == key:
+        return got[2]
+    out = _host_firewall(sample, fw.ruleset, ports)
+    if len(_HOSTS) >= _HOSTS_MAX:
+        _HOSTS.clear()
+    _HOSTS[id(fw)] = (fw, key, out)
+    return out
+
+
+def _host_firewall(
+    sample: HostSample, rs: Ruleset, ports: tuple[tuple[int, int], ...]
+) -> list[IfaceCheck]:
     out: list[IfaceCheck] = []
     seen: set[str] = set()
     for link in sample.links.values():
