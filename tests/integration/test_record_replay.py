@@ -17,8 +17,8 @@ import pytest
 
 from collectors.frames import Frame
 from fabtop.core.findings import Finding
-from fabtop.core.thresholds import DEFAULT_THRESHOLDS
 from fabtop.core.state import FabricState
+from fabtop.core.thresholds import DEFAULT_THRESHOLDS
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.demo import demo_config
 from fabtop.run.record import FRAME, Recorder, RecordingReader
