@@ -186,6 +186,21 @@ def _start(started: list[Probe], argv: list[str], cwd: Path, env_path: str = SYS
     return p
 
 
+# The tools the probe itself needs and nothing else: a node where every optional tool
+# (ethtool, ip, dpkg-query, nft, ...) is missing.
+PROBE_BASE_TOOLS = ("sh", "awk", "date", "sleep", "cat", "grep", "timeout", "ps", "uname")
+
+
+def bare_path(where: Path) -> Path:
+    """A directory of links to :data:`PROBE_BASE_TOOLS` only, for ``env_path``."""
+    where.mkdir()
+    for tool in PROBE_BASE_TOOLS:
+        found = shutil.which(tool)
+        assert found is not None, tool
+        (where / tool).symlink_to(found)
+    return where
+
+
 def _lines(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in text.split("\n"):

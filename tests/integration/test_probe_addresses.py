@@ -11,7 +11,6 @@ link's addresses unknown (None), never "no address".
 
 from __future__ import annotations
 
-import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from tests.integration.test_probe import (  # noqa: F401
     Probe,
     _args,
     _start,
+    bare_path,
     node,
     run_probe,
 )
@@ -61,12 +61,7 @@ def test_a_node_without_ip_leaves_addresses_unknown(
     root = tmp_path / "sim3"
     tree.write(fab.hosts["node3"], root, t=5.0)
     (root / "bin" / "ip").unlink()
-    bare = tmp_path / "bare"  # the tools the probe itself needs, and no ip
-    bare.mkdir()
-    for tool in ("sh", "awk", "date", "sleep", "cat", "grep", "timeout", "ps", "uname"):
-        found = shutil.which(tool)
-        assert found is not None
-        (bare / tool).symlink_to(found)
+    bare = bare_path(tmp_path / "bare")  # the tools the probe itself needs, and no ip
     got = []
     for impl in ("sh", "python"):
         if impl == "python":

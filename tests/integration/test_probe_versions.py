@@ -28,6 +28,7 @@ from tests.integration.test_probe import (  # noqa: F401
     _nvidia_shim,
     _start,
     _write_tool,
+    bare_path,
     node,
     run_probe,
 )
@@ -116,12 +117,7 @@ def test_both_probes_read_every_version_from_the_node(
 def test_a_node_without_the_tools_says_each_version_unknown_and_why(
     node: Path, tmp_path: Path, run_probe: list[Probe]
 ) -> None:
-    bare = tmp_path / "bare"
-    bare.mkdir()
-    for tool in ("sh", "awk", "date", "sleep", "cat", "grep", "timeout", "ps", "uname"):
-        found = shutil.which(tool)
-        assert found is not None
-        (bare / tool).symlink_to(found)
+    bare = bare_path(tmp_path / "bare")
     got = []
     for impl in ("sh", "python"):
         if impl == "python":
