@@ -27,7 +27,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from operator import itemgetter
+from operator import eq, is_, itemgetter
 from typing import Any, ParamSpec, TypeVar, cast
 
 from collectors.darwin import TICK_KIND as DARWIN_TICK_KIND
@@ -287,7 +287,7 @@ class _Resolver:
     moved are set, in a copy of it (three in four counters do not move in a tick).
     """
 
-    __slots__ = ("first", "get", "items", "last", "names", "section")
+    __slots__ = ("first", "get", "items", "last", "names", "section", "tops")
 
     def __init__(self, template: Mapping[str, object], placed: bool = True) -> None:
         """``placed``: the frame had values by position (else none is looked for)."""
@@ -296,6 +296,7 @@ class _Resolver:
         self.first = -1  # where the run starts (-1: not one run)
         self.get: Callable[[list[int | None]], Any] | None = None
         self.last: tuple[list[int | None], dict[str, int]] | None = None
+        self.tops: tuple[int, ...] = ()  # the legacy PMA counters' all-ones (_saturated)
         places = [v for v in template.values() if isinstance(v, _Pos)] if placed else []
         if not places:  # all read from text (the sh probe): a copy each tick
             self.items: dict[str, object] | tuple[tuple[str, object], ...] = dict(template)
@@ -379,6 +380,7 @@ class _Shape:
     versions: SoftwareVersions | None = None  # slow text sections: part of the shape
     firewall: FirewallState | None = None  # parsed once per shape: never changed after
     thunderbolt: ThunderboltInfo | None = None  # shared by the samples: read-only
+    metrics_at_once: bool = False  # the warnings make the metrics of .links, in order
 
 
 def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
@@ -404,8 +406,12 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
     _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
     versions = _guard(warn, "versions", None, None, versions_from_frame, frame)
     fw = _guard(warn, "firewall", None, None, _firewall, frame, warn)
+    # Every link's metrics are made at its place in the warnings: when those places are
+    # the links, in their order, _fill may make them all in one try.
+    at_once = [item for item in warn.plan if isinstance(item, _LinkPlan)]
     return _Shape(
-        tuple(statuses), warn.plan, links, cpu, probe.probe, versions, fw, b.thunderbolt
+        tuple(statuses), warn.plan, links, cpu, probe.probe, versions, fw, b.thunderbolt,
+        len(at_once) == len(links) and all(map(is_, at_once, links)),
     )
 
 
@@ -513,21 +519,28 @@ def _fill(
         link.metrics = {}  # made where the warnings say (below)
         if lp.qos is not None:
             link.qos = QosConfig(*lp.qos)  # each sample's own, as a new build gives
-        if lp.legacy is not None:
-            link.saturated = saturated_ib_counters(lp.legacy(decoded, deltas))
-        else:
-            link.saturated = []
+        link.saturated = _saturated(lp.legacy, decoded, deltas) if lp.legacy is not None \
+            else []
         if lp.read_at is not None:
             link.read_ns = sections[lp.read_at].read_ns
         if temps and lp.temp is not None:
             link.temperature_c = _temperature(lp.temp, temps)
+    # The metrics of all links in one try: a failure is said at its link's place in the
+    # warnings, where each link's are then made again behind a guard of its own.
+    each = not shape.metrics_at_once
+    if not each:
+        try:
+            for lp in shape.links:
+                _metrics(links[lp.link.id], lp)
+        except Exception:
+            each = True
     for item in shape.warnings:
         if isinstance(item, str):
             warn.put(item)
         elif isinstance(item, tuple):
             i, kind, subject = item
             warn.add(kind, subject, decoded[i][1])
-        else:
+        elif each:
             link = links[item.link.id]
             _guard(warn, "link", link.id, None, _metrics, link, item)
     sample.cpu_throttle_count = shape.cpu_throttle_count
@@ -536,6 +549,21 @@ def _fill(
     sample.firewall = shape.firewall
     sample.thunderbolt = shape.thunderbolt
     _gpus(frame, sample, warn)
+
+
+def _saturated(legacy: _Resolver, decoded: _Decoded, deltas: _Deltas) -> list[str]:
+    """saturated_ib_counters of the link's legacy PMA counters this tick.
+
+    Nearly always none reads its maximum: one look at the values by position says so,
+    without making their dict (the resolver then has no last dict to update: its next
+    call makes the whole dict, which gives the same).
+    """
+    if legacy.get is not None:
+        vals = decoded[legacy.section][0]
+        assert vals is not None  # a shape places values only where they came
+        if not any(map(eq, legacy.get(vals), legacy.tops)):
+            return []
+    return saturated_ib_counters(legacy(decoded, deltas))
 
 
 def _metrics(link: LinkSample, lp: _LinkPlan) -> None:
@@ -905,6 +933,7 @@ def _rdma_link(
     lp = _LinkPlan(link, rdma=True)
     legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
     lp.legacy = _Resolver(legacy, placed)
+    lp.legacy.tops = tuple((1 << IB_LEGACY_WIDTH[n]) - 1 for n in lp.legacy.names)
     lp.temp = (None, None, dev.name, dev.temperature_c)
     if rec is not None:
         _apply_netdev(link, rec)
