@@ -41,12 +41,15 @@ from collectors.normalize import (
     IB_PORT_MAP,
     NETDEV_MAP,
     MetricPlan,
+    Step,
     apply_plan,
     ethtool_plan,
     metric_plan,
     netdev_counters,
     pfc_priorities_from_names,
     saturated_ib_counters,
+    step_names,
+    step_value,
 )
 from collectors.numbers import U64_MAX, parse_uint
 from collectors.parsers.ethtool import (
@@ -287,7 +290,8 @@ class _Resolver:
     moved are set, in a copy of it (three in four counters do not move in a tick).
     """
 
-    __slots__ = ("first", "get", "items", "last", "names", "section", "tops")
+    __slots__ = ("base", "first", "get", "items", "moved", "names", "out", "section", "tops",
+                 "vals")
 
     def __init__(self, template: Mapping[str, object], placed: bool = True) -> None:
         """``placed``: the frame had values by position (else none is looked for)."""
@@ -295,7 +299,12 @@ class _Resolver:
         self.section = -1
         self.first = -1  # where the run starts (-1: not one run)
         self.get: Callable[[list[int | None]], Any] | None = None
-        self.last: tuple[list[int | None], dict[str, int]] | None = None
+        self.vals: list[int | None] | None = None  # the values the last dict was made of
+        self.out: dict[str, int] | None = None  # the last dict made
+        # The dict made before it, and the positions whose values moved between the two
+        # (None: any may have): which metrics to make again (_metrics).
+        self.base: dict[str, int] | None = None
+        self.moved: list[int] | tuple[()] | None = None
         self.tops: tuple[int, ...] = ()  # the legacy PMA counters' all-ones (_saturated)
         places = [v for v in template.values() if isinstance(v, _Pos)] if placed else []
         if not places:  # all read from text (the sh probe): a copy each tick
@@ -315,31 +324,36 @@ class _Resolver:
                 self.get = itemgetter(*(p.index for p in places))
 
     def __call__(self, decoded: _Decoded, deltas: _Deltas) -> dict[str, int]:
+        moved: list[int] | tuple[()] | None = None
         if self.get is not None:
             vals = decoded[self.section][0]
             assert vals is not None  # a shape places values only where they came
             delta = deltas.get(self.section)
-            if delta is not None and self.last is not None and self.last[0] is delta[0] \
-                    and self.first >= 0:
-                out = self.last[1].copy()
-                names, first, moved = self.names, self.first, delta[1]
+            if delta is not None and self.vals is delta[0] and self.first >= 0:
+                assert self.out is not None  # made with self.vals
+                out = self.out.copy()
+                names, first, all_moved = self.names, self.first, delta[1]
                 # moved is in order: the run's part of it lies between two bisections
-                for p in moved[bisect_left(moved, first):bisect_left(moved, first + len(names))]:
+                moved = all_moved[bisect_left(all_moved, first):
+                                  bisect_left(all_moved, first + len(names))]
+                for p in moved:
                     out[names[p - first]] = vals[p]  # type: ignore[assignment]
             else:
                 out = dict(zip(self.names, self.get(vals), strict=True))
-            self.last = (vals, out)
-            return out
-        if isinstance(self.items, dict):
-            return self.items.copy()  # type: ignore[return-value]
-        out = {}
-        for name, v in self.items:
-            if isinstance(v, _Pos):
-                got = decoded[v.section][0]
-                assert got is not None
-                out[name] = got[v.index]  # type: ignore[assignment]
-            else:
-                out[name] = v  # type: ignore[assignment]
+            self.vals = vals
+        elif isinstance(self.items, dict):
+            out = self.items.copy()  # type: ignore[assignment]
+            moved = ()  # all read from the shape's text
+        else:
+            out = {}
+            for name, v in self.items:
+                if isinstance(v, _Pos):
+                    got = decoded[v.section][0]
+                    assert got is not None
+                    out[name] = got[v.index]  # type: ignore[assignment]
+                else:
+                    out[name] = v  # type: ignore[assignment]
+        self.base, self.out, self.moved = self.out, out, moved
         return out
 
 
@@ -361,6 +375,15 @@ class _LinkPlan:
     # normalize's plans for its netdev, RDMA port, hw_counters and ethtool counters (the
     # names are the shape's: which raw names make each metric is found once).
     plans: tuple[MetricPlan, MetricPlan, MetricPlan, MetricPlan] = ((), (), (), ())
+    # Which of the plans run (netdev, RDMA port, hw_counters, ethtool: 0 to 3), in order.
+    runs: tuple[int, ...] = ()
+    # Per counter source (as .counters): its positions a metric reads, and which metrics
+    # each makes; None until _plan_metrics made them (no metric is then made again alone).
+    feeds: tuple[tuple[frozenset[int], dict[int, tuple[str, ...]]], ...] | None = None
+    # Each metric's steps, the winning plan's first: (which plan, step).
+    steps: dict[str, tuple[tuple[int, Step], ...]] | None = None
+    # The counters dicts (as .counters) of the tick whose metrics these are.
+    made: tuple[tuple[dict[str, int], ...], dict[str, MetricValue]] | None = None
     # The link's and its QoS's fields in order: a tick's own are made in one call.
     fields: tuple[Any, ...] = ()
     qos: tuple[Any, ...] | None = None
@@ -567,23 +590,79 @@ def _saturated(legacy: _Resolver, decoded: _Decoded, deltas: _Deltas) -> list[st
 
 
 def _metrics(link: LinkSample, lp: _LinkPlan) -> None:
-    # Precedence: netdev < RDMA port < ethtool port counters, metric by metric. Each
-    # source's counters are the link's own (netdev: its statistics; ib_port: counters with
-    # counters_ext over them); only hw_counters differ, the slow ones included here.
+    # Precedence: netdev < RDMA port < ethtool port counters, metric by metric.
     counters = link.counters
-    netdev, ib, hw, ethtool = lp.plans
-    metrics: dict[str, MetricValue] = {}
-    if lp.carrier is not None:
-        stats = counters.get("netdev", _EMPTY)
-        metrics.update(apply_plan(netdev, netdev_counters(stats, *lp.carrier)))
-    if lp.rdma:
-        metrics.update(apply_plan(ib, counters.get("ib_port", _EMPTY)))
-        # all of the port's hw_counters: those read every tick and those read slowly
-        metrics.update(apply_plan(hw, {**counters.get("ib_hw", _EMPTY),
-                                       **counters.get(SLOW_SOURCE, _EMPTY)}))
-    if lp.ethtool:
-        metrics.update(apply_plan(ethtool, counters["ethtool"]))
+    made = lp.made
+    metrics = _moved_metrics(lp, counters, made) if made is not None else None
+    if metrics is None:
+        metrics = {}
+        for i in lp.runs:
+            metrics.update(apply_plan(lp.plans[i], _plan_input(i, lp, counters)))
+    lp.made = (tuple(counters.values()), metrics)
     link.metrics = metrics
+
+
+def _moved_metrics(
+    lp: _LinkPlan,
+    counters: dict[str, dict[str, int]],
+    made: tuple[tuple[dict[str, int], ...], dict[str, MetricValue]],
+) -> dict[str, MetricValue] | None:
+    """The metrics of last tick with those made of a moved counter made again; None when
+    that cannot be known (the dicts are not last tick's with some values moved, or a
+    metric came or went: it would not keep its place in the dict)."""
+    feeds, steps = lp.feeds, lp.steps
+    if feeds is None or steps is None or len(made[0]) != len(lp.counters):
+        return None
+    again: set[str] = set()
+    for (_, r), was, (where, makes) in zip(lp.counters, made[0], feeds):  # noqa: B905 (lengths checked)
+        moved = r.moved
+        if moved is None or r.base is not was:
+            return None
+        if moved:
+            for p in where.intersection(moved):
+                again.update(makes[p])
+    metrics = made[1].copy()
+    inputs: list[Mapping[str, int] | None] = [None, None, None, None]
+    for metric in again:
+        v: MetricValue | None = None
+        for i, step in steps[metric]:
+            got = inputs[i]
+            if got is None:
+                got = inputs[i] = _plan_input(i, lp, counters)
+            one = step[5]
+            if one.__class__ is str:  # the usual step: one name, scale 1 (apply_plan's)
+                v = got[one]
+                if v <= U64_MAX:
+                    break
+                v = None
+                continue
+            v = step_value(step, got)
+            if v is not None:
+                break
+        if v is None:
+            if metric in metrics:
+                return None  # rare: a sum beyond 64 bits
+        elif metric in metrics:
+            metrics[metric] = v
+        else:
+            return None
+    return metrics
+
+
+def _plan_input(
+    i: int, lp: _LinkPlan, counters: dict[str, dict[str, int]]
+) -> Mapping[str, int]:
+    """What plan ``i`` of the link reads: each source's counters are the link's own
+    (netdev: its statistics and carrier counts; ib_port: counters with counters_ext over
+    them); only hw_counters differ, the slow ones included here."""
+    if i == 0:
+        assert lp.carrier is not None  # plan 0 runs only then
+        return netdev_counters(counters.get("netdev", _EMPTY), *lp.carrier)
+    if i == 1:
+        return counters.get("ib_port", _EMPTY)
+    if i == 2:
+        return {**counters.get("ib_hw", _EMPTY), **counters.get(SLOW_SOURCE, _EMPTY)}
+    return counters["ethtool"]
 
 
 _EMPTY: dict[str, int] = {}
@@ -1015,6 +1094,32 @@ def _plan_metrics(lp: _LinkPlan) -> None:
     if lp.ethtool:
         ethtool = ethtool_plan(c["ethtool"], lp.link.driver)
     lp.plans = (netdev, ib, hw, ethtool)
+    lp.runs = tuple(i for i, run in enumerate(
+        (lp.carrier is not None, lp.rdma, lp.rdma, lp.ethtool)) if run)
+    # Which metrics each raw name makes, by plan; and each metric's steps, by precedence.
+    makes: list[dict[str, list[str]]] = [{}, {}, {}, {}]
+    steps: dict[str, list[tuple[int, Step]]] = {}
+    for i in lp.runs:
+        for step in lp.plans[i]:
+            steps.setdefault(step[0], []).append((i, step))
+            for name in step_names(step):
+                makes[i].setdefault(name, []).append(step[0])
+    lp.steps = {metric: tuple(reversed(each)) for metric, each in steps.items()}
+    feeds = []
+    for source, r in lp.counters:
+        plan = _PLAN_OF.get(source)
+        feed: dict[int, tuple[str, ...]] = {}
+        if r.first >= 0 and plan is not None:  # one run of values: moves are known
+            for j, name in enumerate(r.names):
+                metrics = makes[plan].get(name)
+                if metrics:
+                    feed[r.first + j] = tuple(metrics)
+        feeds.append((frozenset(feed), feed))
+    lp.feeds = tuple(feeds)
+
+
+# The plan (of _LinkPlan.plans) each counter source is read by.
+_PLAN_OF = {"netdev": 0, "ib_port": 1, "ib_hw": 2, SLOW_SOURCE: 2, "ethtool": 3}
 
 
 def _read_at(link: LinkSample, b: _Build, ethtool: dict[str, dict[str, int]]) -> int | None:

@@ -279,11 +279,44 @@ def apply_plan(plan: MetricPlan, counters: Mapping[str, int]) -> dict[str, Metri
     return out
 
 
+def step_value(step: Step, counters: Mapping[str, int]) -> MetricValue | None:
+    """The value one step of a plan gives (None: absent), as apply_plan makes it.
+
+    For a caller that makes again only the metrics whose counters moved; apply_plan keeps
+    its own loop (a call per step would cost the whole plan more).
+    """
+    _, names, scale, prios, rollup, _ = step
+    if prios is None:
+        v = counters[names[0]] if len(names) == 1 else sum([counters[n] for n in names])
+        if scale != 1:
+            v *= scale
+        return v if v <= U64_MAX else None
+    per: dict[int, int] = {}
+    for p, pnames in prios:
+        v = counters[pnames[0]] if len(pnames) == 1 else sum([counters[n] for n in pnames])
+        if scale != 1:
+            v *= scale
+        if v <= U64_MAX:
+            per[p] = v
+    if not per:
+        return None
+    if rollup:
+        total = sum(per.values())
+        return total if total <= U64_MAX else None
+    return per
+
+
+def step_names(step: Step) -> tuple[str, ...]:
+    """The raw names one step of a plan reads."""
+    _, names, _, prios, _, _ = step
+    return names if prios is None else tuple(n for _, pnames in prios for n in pnames)
+
+
 # (metric, present names, scale, per priority (priority, present names) or None, rollup,
 # and where every sum is of one name at scale 1: that name, or per priority (priority, name))
-_Step = tuple[Metric, tuple[str, ...], int, tuple[tuple[int, tuple[str, ...]], ...] | None, bool,
+Step = tuple[Metric, tuple[str, ...], int, tuple[tuple[int, tuple[str, ...]], ...] | None, bool,
               str | tuple[tuple[int, str], ...] | None]
-MetricPlan = tuple[_Step, ...]
+MetricPlan = tuple[Step, ...]
 _PLANS: dict[tuple[int, str | None, tuple[str, ...]], MetricPlan] = {}
 # Distinct name sets (drivers x firmware x PFC settings), each key at most _PLAN_NAMES_MAX
 # names: at most 256 x 20,000 references kept, whatever a host sends.
@@ -294,7 +327,7 @@ _PLAN_NAMES_MAX = 20_000
 def _plan(
     table: Mapping[Metric, tuple[Src, ...]], counters: Mapping[str, object], driver: str | None
 ) -> MetricPlan:
-    steps: list[_Step] = []
+    steps: list[Step] = []
     for metric, sources in table.items():
         for src in sources:
             if src.drivers is not None and driver not in src.drivers:
