@@ -225,8 +225,15 @@ class _RowPlan:
     """How a row of one header becomes a GpuSample: found once per header.
 
     Each getter picks a fixed set of cells out of a row in one call; a field the header
-    lacks reads the empty cell appended at ``width``, which every memo reads as None.
+    lacks reads the empty cell appended last, which every memo reads as None.
     A GPU's identity, link and clock-event cells change seldom: they are read as one.
+
+    Those cells end the row in the probe's query (link, clock events): a row is split
+    at most ``cut`` times, keeping them as one cell (the tail), so that they cost one
+    string and one key instead of one each. ``tail_heads`` reads a row split that way
+    (the identity cells before the cut, then the tail): None when the tail's count of
+    cells is wrong, and the row is then split whole. ``nums`` and ``timestamp`` read
+    cells before the cut: they serve both ways of splitting.
     """
 
     width: int  # cells in a row of this header
@@ -236,11 +243,17 @@ class _RowPlan:
     # (position in nums, later columns): a field spelled more than one way
     num_fallbacks: tuple[tuple[int, tuple[int, ...]], ...]
     timestamp: int
+    # The cells from column ``cut`` on are all identity, link or clock-event cells, two
+    # or more; -2 (split(",", -2) splits whole) when the header does not end that way.
+    cut: int
+    tail_cells: Callable[[list[str]], tuple[str, ...]]  # a row split at the cut
+    tail_heads: Memo[tuple[str, ...], _Head | None]
 
 
 def _plan_of(fields: tuple[str, ...]) -> _RowPlan:
     names = [_canonical(f) for f in fields]
-    pad = len(names)
+    width = len(names)
+    pad = -1  # the empty cell appended to every row
     # A repeated name keeps its last column, as a dict of the row would.
     col = {n: i for i, n in enumerate(names)}
     num_cols = [[col[f] for f in fs if f in col] for fs in _NUM_FIELDS]
@@ -271,14 +284,35 @@ def _plan_of(fields: tuple[str, ...]) -> _RowPlan:
             _ordered_throttles(active) if active else (), note,
         )  # fmt: skip
 
+    head_cols = (*(col.get(f, pad) for f in _HEAD_FIELDS), *(i for i, _ in reasons))
+    timestamp = col.get("timestamp", pad)
+    # The tail: the columns after the last one read otherwise (a timestamp or a number).
+    cut = max(1, 1 + max((timestamp, *(c for cols in num_cols for c in cols))))
+    if width - cut < 2:
+        cut = -2
+    before = tuple(c for c in head_cols if 0 <= c < cut)  # identity cells before the cut
+
+    def tail_head(key: tuple[str, ...]) -> _Head | None:
+        *pre, tail = key
+        rest = tail.split(",")
+        if len(rest) != width - cut:
+            return None
+        cells = dict(zip(before, pre, strict=True))
+        cells.update(zip(range(cut, width), rest, strict=True))
+        return head(tuple(cells.get(c, "") for c in head_cols))
+
     return _RowPlan(
-        width=len(names),
-        head_cells=itemgetter(*(col.get(f, pad) for f in _HEAD_FIELDS), *(i for i, _ in reasons)),
+        width=width,
+        head_cells=itemgetter(*head_cols),
         heads=Memo(head, _HEADS_MAX, 512),
         nums=itemgetter(*(cols[0] if cols else pad for cols in num_cols)),
         num_fallbacks=tuple((k, tuple(cols[1:])) for k, cols in enumerate(num_cols)
                             if len(cols) > 1),
-        timestamp=col.get("timestamp", pad),
+        timestamp=timestamp,
+        cut=cut,
+        # (an itemgetter of one index returns the cell, not a tuple of it)
+        tail_cells=itemgetter(*before, cut) if before else lambda cells: (cells[cut],),
+        tail_heads=Memo(tail_head, _HEADS_MAX, 512),
     )  # fmt: skip
 
 
@@ -289,7 +323,6 @@ _PLANS = Memo(_plan_of, 16, 4096)
 # each comma (and at the start) dropped. A cell read with those blanks reads the same while
 # clean() does not shorten it (MAX_TEXT), so rows are split by str.split (half the csv
 # module's cost) and their cells read as they are.
-_SPLIT_ROW = methodcaller("split", ",")
 
 
 def parse_query_csv(
@@ -306,39 +339,48 @@ def parse_query_csv(
         and len(text) <= csv.field_size_limit()
         and max(map(len, lines), default=0) <= MAX_TEXT
     )
+    plan = first = _PLANS[tuple(fields)]
+    cut = first.cut if split else -2  # csv rows come whole
     if split:
-        rows = map(_SPLIT_ROW, lines)
+        rows = map(methodcaller("split", ",", cut), lines)
     else:
         try:
             rows = list(csv.reader(lines, skipinitialspace=True))
         except csv.Error as e:
             warnings.append(clean(f"nvidia-smi CSV unreadable: {e}"))
             return result
-    plan = _PLANS[tuple(fields)]
     nums = _NUMS.__getitem__
     by_index: dict[int, GpuSample] = {}
     stamps: list[str] = []
     position = 0
     for cells in rows:
-        # A data row starts with a date or an index: neither blank nor a header name.
-        if not (cells and cells[0][:1].isdigit()):
-            if not "".join(cells).strip():
+        head = None
+        if len(cells) == cut + 1:  # split at the cut: the tail still one cell
+            # a data row of the header the rows were split for (a header row may follow)
+            if plan is first and cells[0][:1].isdigit():
+                cells.append("")
+                head = first.tail_heads[first.tail_cells(cells)]
+            if head is None:  # split whole (the empty cell appended goes with the tail)
+                cells[cut:] = cells[cut].split(",")
+        if head is None:
+            # A data row starts with a date or an index: neither blank nor a header name.
+            if not (cells and cells[0][:1].isdigit()):
+                if not "".join(cells).strip():
+                    continue
+                if _looks_like_header(cells):
+                    plan = _PLANS[tuple(cells)]
+                    continue
+            if len(cells) != plan.width:
+                shown = [c.lstrip(" ") for c in cells] if split else cells  # the csv module's
+                line = clean(", ".join(shown))
+                warnings.append(
+                    f"nvidia-smi line with {len(cells)} values for {plan.width} fields "
+                    f"ignored: {line[:120]!r}"
+                )
                 continue
-            if _looks_like_header(cells):
-                plan = _PLANS[tuple(cells)]
-                continue
-        if len(cells) != plan.width:
-            shown = [c.lstrip(" ") for c in cells] if split else cells  # the csv module's
-            line = clean(", ".join(shown))
-            warnings.append(
-                f"nvidia-smi line with {len(cells)} values for {plan.width} fields ignored: "
-                f"{line[:120]!r}"
-            )
-            continue
-        cells.append("")
-        index, name, bus_id, uuid, pcie_gen, pcie_width, throttles, note = plan.heads[
-            plan.head_cells(cells)
-        ]
+            cells.append("")
+            head = plan.heads[plan.head_cells(cells)]
+        index, name, bus_id, uuid, pcie_gen, pcie_width, throttles, note = head
         v = list(map(nums, plan.nums(cells)))
         for k, later in plan.num_fallbacks:
             if v[k] is None:

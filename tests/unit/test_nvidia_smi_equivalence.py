@@ -330,3 +330,61 @@ def test_odd_texts_match_the_reference() -> None:
     ):
         _same_csv(text, fields)
         _same_section(f"# {','.join(fields)}\n{text}")
+
+
+_DIGIT_CELLS = st.sampled_from(["0", "7", "42", "2026/01/01 00:00:29.880", "1980", "4294967296"])
+
+
+@st.composite
+def _data_rows(draw: st.DrawFn) -> tuple[tuple[str, ...], str]:
+    """Rows as each tick sends them: data rows of the header's width, now and then a row a
+    cell short or long (a comma too many in some cell), or a header row."""
+    fields = draw(_FIELD_LISTS)
+    sep = draw(st.sampled_from([", ", ","]))
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.integers(0, 19))
+        if kind == 0:
+            lines.append(sep.join(draw(st.lists(_NAMES, min_size=1, max_size=26))))
+            continue
+        width = len(fields) + (draw(st.sampled_from([-1, 1])) if kind == 1 else 0)
+        if width <= 0:
+            continue
+        cells = [
+            draw(_DIGIT_CELLS),
+            *draw(st.lists(_CELLS, min_size=width - 1, max_size=width - 1)),
+        ]
+        if kind == 2:  # a comma too many, before or after the cut
+            i = draw(st.integers(0, width - 1))
+            cells[i] += ","
+        lines.append(sep.join(cells))
+    return fields, "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_data_rows())
+def test_data_rows_match_the_reference(case: tuple[tuple[str, ...], str]) -> None:
+    """The path each tick takes (rows split at the header's tail) against the reference."""
+    fields, text = case
+    _same_csv(text, fields)
+    _same_section(f"# {','.join(fields)}\n{text}")
+
+
+def test_rows_split_at_the_tail_match_the_reference() -> None:
+    """Headers whose tail of identity, link and clock-event columns comes right after the
+    timestamp, with nothing before the cut, or is one column long; tails a cell off."""
+    row = "2026/01/01 00:00:29.880, 0, H100, 00:18.0, GPU-1, 5, 16, 0x4, Active, Not Active"
+    cells = row.split(", ")
+    for fields, text in (
+        (("timestamp", "name", "uuid"), "2026/01/01, H100, GPU-1\n7, H100, GPU-1, x\n3, H100"),
+        (("index", "name", "uuid"), "0, H100, GPU-1\n1, H100\n2, H100, GPU-2, x\n3,,"),
+        (("name", "uuid"), "4, GPU-1\n4, GPU-1, x\n4"),
+        (("clocks_event_reasons.active",), "0\n42\n0x4, 1"),
+        (("utilization.gpu", "index"), "5, 0\n6, 1, 2\n7"),
+        (QUERY_FIELDS[:5] + QUERY_FIELDS[15:20], row),
+        (QUERY_FIELDS[:5] + QUERY_FIELDS[15:20], ", ".join(cells[:-1]) + ",, Active"),
+        (QUERY_FIELDS[:5] + QUERY_FIELDS[15:20], ", ".join(cells[:-2])),
+        (QUERY_FIELDS[:5] + QUERY_FIELDS[15:20], row + "\n" + ",".join(QUERY_FIELDS) + "\n" + row),
+    ):
+        _same_csv(text, fields)
+        _same_section(f"# {','.join(fields)}\n{text}")
