@@ -153,15 +153,15 @@ class Evaluator:
             if facts != memory.quiet_facts:
                 memory.quiet_facts = facts
                 quiet.clear()
-        held = memory.held
+        held = memory.held.keys()
         for rule in self.rules:
             names = quiet_rules.get(rule) if quiet_rules else None
-            if names is not None and rule in quiet and not any(n in held for n in names):
+            if names is not None and rule in quiet and held.isdisjoint(names):
                 continue  # found nothing in these very facts, and remembers nothing
             try:
                 got = rule(ctx)
                 ctx.findings.extend(got)
-                if names is not None and not got and not any(n in held for n in names):
+                if names is not None and not got and held.isdisjoint(names):
                     quiet.add(rule)
             except Exception as e:  # one broken rule must not hide the others' findings
                 ctx.findings.append(

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from collectors.parsers.pfcwd import WatchdogEvent
-from collectors.samples import HostSample, LinkSample, RateValue
+from collectors.samples import GpuSample, HostSample, LinkSample, RateValue
 from collectors.vocabulary import Metric
 from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
@@ -254,6 +254,8 @@ class RuleContext:
     links: list[LinkTick] = field(default_factory=list)
     # TCP ports the RDMA path needs open ([firewall] ports; the firewall rule).
     firewall_ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS
+    # Made by the first GPU rule of the pass and read by the next (fabtop.core.rules.gpu).
+    gpus: list[tuple[str, GpuSample, float, float]] | None = None
 
     def th(self, name: str) -> float:
         """One threshold (defaults merged with the config's ``[thresholds]``)."""
@@ -268,14 +270,19 @@ _NO_PAUSES: frozenset[int] = frozenset()
 _PAUSE_NAMES = (*PAUSE_RATIO.values(), *PAUSE_PER_S.values())
 
 
-@dataclass(slots=True)
 class LinkTick:
     """One link of one host at one frame, with the rates against the previous frame.
 
     Made once per pass and read by some twenty rules: what they all ask for (the rates
     that count, the port's names, which priorities paused) is worked out once, on first
-    use, and kept for the pass.
+    use, and kept for the pass. A plain class with slots: one is made per link and pass,
+    and a dataclass's generated __init__ with its __post_init__ costs twice as much.
     """
+
+    __slots__ = (
+        "_label", "_prio_subjects", "_ref", "_subject", "dt", "host", "link", "measured",
+        "pausing", "rates", "t",
+    )  # fmt: skip
 
     host: str
     link: LinkSample
@@ -283,18 +290,24 @@ class LinkTick:
     t: float  # unix time of the frame on the operator's axis
     dt: float | None  # seconds the rates cover; None when there are no rates this tick
     # The rates the rules may read this tick: none across a gap.
-    measured: Mapping[str, RateValue] = field(init=False, repr=False)
+    measured: Mapping[str, RateValue]
     # Priorities with any pause time or pause frames this tick (the rest cannot storm).
     # Three rules ask on every link every pass: a plain attribute, not a property.
-    pausing: frozenset[int] = field(init=False, repr=False)
-    _ref: PortRef | None = field(default=None, init=False, repr=False)
-    _label: str | None = field(default=None, init=False, repr=False)
-    _subject: str | None = field(default=None, init=False, repr=False)
-    _prio_subjects: tuple[str, ...] | None = field(default=None, init=False, repr=False)
+    pausing: frozenset[int]
 
-    def __post_init__(self) -> None:
-        r = self.rates
-        m = self.measured = _NOTHING if r is None or r.gap else r.rates
+    def __init__(
+        self, host: str, link: LinkSample, rates: LinkRates | None, t: float, dt: float | None
+    ) -> None:
+        self.host = host
+        self.link = link
+        self.rates = rates
+        self.t = t
+        self.dt = dt
+        self._ref: PortRef | None = None
+        self._label: str | None = None
+        self._subject: str | None = None
+        self._prio_subjects: tuple[str, ...] | None = None
+        m = self.measured = _NOTHING if rates is None or rates.gap else rates.rates
         out: list[int] = []
         for name in _PAUSE_NAMES:
             v = m.get(name)
@@ -303,6 +316,9 @@ class LinkTick:
                     if x > 0:
                         out.append(p)
         self.pausing = frozenset(out) if out else _NO_PAUSES
+
+    def __repr__(self) -> str:
+        return f"LinkTick(host={self.host!r}, link={self.link.id!r}, t={self.t!r})"
 
     @property
     def ref(self) -> PortRef:
