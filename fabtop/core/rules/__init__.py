@@ -37,7 +37,14 @@ from fabtop.core.rules import (
     thunderbolt,
     traffic,
 )
-from fabtop.core.rules.context import RuleContext, RuleMemory, StateView, host_time, iter_links
+from fabtop.core.rules.context import (
+    RuleContext,
+    RuleMemory,
+    StateView,
+    host_time,
+    iter_links,
+    slow_facts,
+)
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, effective, unknown_thresholds
 
 Rule = Callable[[RuleContext], list[Finding]]
@@ -77,6 +84,24 @@ RULES: tuple[Rule, ...] = (
     macos.rdma_port_no_ipv4,
 )
 
+# State rules, with the rule names of the tracks they keep: they read only the fabric's
+# slow facts (:func:`~fabtop.core.rules.context.slow_facts`), the thresholds and the
+# firewall ports, never rates, earlier findings or the history. Such a rule that found
+# nothing and remembers nothing finds nothing again while those stay equal: the
+# evaluator passes it by (it would mark nothing; one with a track always runs, so mark's
+# times are as before). About 40 % of a quiet pass went to them.
+QUIET_RULES: Mapping[Rule, tuple[str, ...]] = {
+    pfc_config.pfc_config_mismatch: ("pfc_mismatch", "trust_mismatch"),
+    config.mtu_mismatch: ("mtu_mismatch",),
+    config.roce_mtu_low: ("roce_mtu_low",),
+    config.firmware_mismatch: ("firmware_mismatch",),
+    hardware.pcie_degraded: ("pcie_degraded",),
+    infiniband.no_subnet_manager: (infiniband.RULE,),
+    roce_gids.roce_no_ip_gid: ("roce_no_ip_gid",),
+    roce_gids.gid_index_mismatch: ("gid_index_mismatch",),
+    firewall.firewall_blocks_rdma: (firewall.RULE,),
+}
+
 # Tracks not updated for this long belong to hosts that went away.
 _FORGET_AFTER_S = 3600.0
 
@@ -84,17 +109,20 @@ _FORGET_AFTER_S = 3600.0
 class Evaluator:
     """Runs every rule over a state, with thresholds fixed and one memory per state."""
 
-    __slots__ = ("_memory", "firewall_ports", "rules", "thresholds")
+    __slots__ = ("_memory", "firewall_ports", "quiet_rules", "rules", "thresholds")
 
     def __init__(
         self,
         thresholds: Mapping[str, float] | None = None,
         rules: tuple[Rule, ...] = RULES,
         firewall_ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS,
+        quiet_rules: Mapping[Rule, tuple[str, ...]] = QUIET_RULES,
     ) -> None:
         self.thresholds: dict[str, float] = effective(thresholds)
         self.rules = rules
         self.firewall_ports = firewall_ports
+        # Rules passed by while they stay quiet (QUIET_RULES; empty: every rule runs).
+        self.quiet_rules = quiet_rules
         self._memory: WeakKeyDictionary[StateView, RuleMemory] = WeakKeyDictionary()
 
     def memory(self, state: StateView) -> RuleMemory:
@@ -116,9 +144,25 @@ class Evaluator:
         memory = self.memory(state)
         ctx = RuleContext(state, self.thresholds, now, memory, links=list(iter_links(state)),
                           firewall_ports=self.firewall_ports)
+        quiet_rules = self.quiet_rules
+        quiet = memory.quiet
+        if quiet_rules:
+            # The one threshold a state rule compares with (roce_mtu_low's); the others'
+            # (no_subnet_manager's hold times) matter only once a condition holds.
+            facts = (self.firewall_ports, self.thresholds["roce_min_mtu"], slow_facts(state))
+            if facts != memory.quiet_facts:
+                memory.quiet_facts = facts
+                quiet.clear()
+        held = memory.held.keys()
         for rule in self.rules:
+            names = quiet_rules.get(rule) if quiet_rules else None
+            if names is not None and rule in quiet and held.isdisjoint(names):
+                continue  # found nothing in these very facts, and remembers nothing
             try:
-                ctx.findings.extend(rule(ctx))
+                got = rule(ctx)
+                ctx.findings.extend(got)
+                if names is not None and not got and held.isdisjoint(names):
+                    quiet.add(rule)
             except Exception as e:  # one broken rule must not hide the others' findings
                 ctx.findings.append(
                     Finding(

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from collectors.parsers.pfcwd import WatchdogEvent
-from collectors.samples import HostSample, LinkSample, RateValue
+from collectors.samples import GpuSample, HostSample, LinkSample, RateValue
 from collectors.vocabulary import Metric
 from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
@@ -103,6 +103,11 @@ class RuleMemory:
     # (``watch_start``): the lossless-drop rule's evidence about the switch.
     rx_paused: set[int] = field(default_factory=set, init=False, repr=False)
     watch_start: float | None = field(default=None, init=False, repr=False)
+    # The state rules (``QUIET_RULES`` in the package) that found nothing and remember
+    # nothing, and the facts they found nothing in (:func:`slow_facts`): the Evaluator
+    # passes them by while the facts stay the same.
+    quiet: set[object] = field(default_factory=set, init=False, repr=False)
+    quiet_facts: object = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for rule, _ in self.tracks:
@@ -249,6 +254,8 @@ class RuleContext:
     links: list[LinkTick] = field(default_factory=list)
     # TCP ports the RDMA path needs open ([firewall] ports; the firewall rule).
     firewall_ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS
+    # Made by the first GPU rule of the pass and read by the next (fabtop.core.rules.gpu).
+    gpus: list[tuple[str, GpuSample, float, float]] | None = None
 
     def th(self, name: str) -> float:
         """One threshold (defaults merged with the config's ``[thresholds]``)."""
@@ -263,14 +270,19 @@ _NO_PAUSES: frozenset[int] = frozenset()
 _PAUSE_NAMES = (*PAUSE_RATIO.values(), *PAUSE_PER_S.values())
 
 
-@dataclass(slots=True)
 class LinkTick:
     """One link of one host at one frame, with the rates against the previous frame.
 
     Made once per pass and read by some twenty rules: what they all ask for (the rates
     that count, the port's names, which priorities paused) is worked out once, on first
-    use, and kept for the pass.
+    use, and kept for the pass. A plain class with slots: one is made per link and pass,
+    and a dataclass's generated __init__ with its __post_init__ costs twice as much.
     """
+
+    __slots__ = (
+        "_label", "_prio_subjects", "_ref", "_subject", "dt", "host", "link", "measured",
+        "pausing", "rates", "t",
+    )  # fmt: skip
 
     host: str
     link: LinkSample
@@ -278,18 +290,24 @@ class LinkTick:
     t: float  # unix time of the frame on the operator's axis
     dt: float | None  # seconds the rates cover; None when there are no rates this tick
     # The rates the rules may read this tick: none across a gap.
-    measured: Mapping[str, RateValue] = field(init=False, repr=False)
+    measured: Mapping[str, RateValue]
     # Priorities with any pause time or pause frames this tick (the rest cannot storm).
     # Three rules ask on every link every pass: a plain attribute, not a property.
-    pausing: frozenset[int] = field(init=False, repr=False)
-    _ref: PortRef | None = field(default=None, init=False, repr=False)
-    _label: str | None = field(default=None, init=False, repr=False)
-    _subject: str | None = field(default=None, init=False, repr=False)
-    _prio_subjects: tuple[str, ...] | None = field(default=None, init=False, repr=False)
+    pausing: frozenset[int]
 
-    def __post_init__(self) -> None:
-        r = self.rates
-        m = self.measured = _NOTHING if r is None or r.gap else r.rates
+    def __init__(
+        self, host: str, link: LinkSample, rates: LinkRates | None, t: float, dt: float | None
+    ) -> None:
+        self.host = host
+        self.link = link
+        self.rates = rates
+        self.t = t
+        self.dt = dt
+        self._ref: PortRef | None = None
+        self._label: str | None = None
+        self._subject: str | None = None
+        self._prio_subjects: tuple[str, ...] | None = None
+        m = self.measured = _NOTHING if rates is None or rates.gap else rates.rates
         out: list[int] = []
         for name in _PAUSE_NAMES:
             v = m.get(name)
@@ -298,6 +316,9 @@ class LinkTick:
                     if x > 0:
                         out.append(p)
         self.pausing = frozenset(out) if out else _NO_PAUSES
+
+    def __repr__(self) -> str:
+        return f"LinkTick(host={self.host!r}, link={self.link.id!r}, t={self.t!r})"
 
     @property
     def ref(self) -> PortRef:
@@ -385,6 +406,40 @@ def host_time(sample: HostSample, rates: HostRates | None = None) -> float:
 def placed_time(remote_s: float, sample: HostSample, rates: HostRates | None) -> float:
     """Another remote time of the same host (a section's read time) on the operator's axis."""
     return remote_s - (sample.clock_ns / 1e9 - host_time(sample, rates))
+
+
+def slow_facts(state: StateView) -> tuple[object, ...]:
+    """Everything a state rule (``QUIET_RULES``) reads of the fabric, as one comparable value.
+
+    Per host with a sample: its name, software versions and packet filter (both shared,
+    never changed, by the samples of one shape), and per link the facts of the host's
+    shape: the assembler copies them from the shape, so from frame to frame they are the
+    very same objects and comparing two passes' facts is mostly identity checks. Not here,
+    and never read by a rule in QUIET_RULES: each tick's counters, metrics, rates, read
+    times and temperature, and QoS's dicts. Two passes with equal facts give a state rule
+    the same input: one that found nothing finds nothing again.
+    """
+    out: list[object] = []
+    for hs in state.hosts.values():
+        s = hs.sample
+        if s is None:
+            continue
+        out.append((hs.name, s.versions, s.firewall))
+        # Spelled out: a tuple display reads slots several times faster than attrgetter.
+        for lk in s.links.values():
+            pcie, qos = lk.pcie, lk.qos
+            out.append((
+                lk.id, lk.netdev, lk.rdma_device, lk.port, lk.link_layer, lk.state,
+                lk.rate_gbps, lk.mtu, lk.driver, lk.driver_version, lk.firmware, lk.physical,
+                lk.kind, lk.gids, lk.addresses, lk.port_state, lk.phys_state, lk.sm_lid,
+                lk.gids_truncated, lk.node_type,
+                None if pcie is None else (
+                    pcie.speed_gts, pcie.width, pcie.max_speed_gts, pcie.max_width),
+                None if qos is None else (
+                    qos.source, qos.trust, qos.pfc_enabled, qos.ecn_np_enabled,
+                    qos.ecn_rp_enabled),
+            ))  # fmt: skip
+    return tuple(out)
 
 
 def watchdog_storms(state: StateView) -> Mapping[tuple[str, str, int, str], WatchdogEvent]:

@@ -12,7 +12,10 @@ _HW_THERMAL = "hw_thermal_slowdown"
 
 
 def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
-    """(host, gpu, remote time, seconds since the host's previous frame) for every GPU."""
+    """(host, gpu, remote time, seconds since the host's previous frame) for every GPU;
+    made once per pass (both GPU rules walk it)."""
+    if ctx.gpus is not None:
+        return ctx.gpus
     out: list[tuple[str, GpuSample, float, float]] = []
     for hs in ctx.state.hosts.values():
         s = hs.sample
@@ -22,6 +25,7 @@ def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
         t = placed_time(s.gpu_read_ns / 1e9, s, r) if s.gpu_read_ns else host_time(s, r)
         dt = hs.rates.interval_s if hs.rates is not None and hs.rates.interval_s else 0.0
         out.extend([(hs.name, g, t, dt) for g in s.gpus])
+    ctx.gpus = out  # whole: a failure above leaves the next rule to try again
     return out
 
 
