@@ -994,6 +994,12 @@ def _link_rates(
             lr.saturated.append(name)
 
     _derive(rates)
+    if pshape is not None and names_of is pnames_of and mnames is pshape.metric_names:
+        # The usual tick: last tick's tables describe this read too. Its shape (of the
+        # baseline this tick replaces: nothing else holds it) takes the rest, not a new one.
+        pshape.sample, pshape.values, pshape.plain = cur, values, plain is not None
+        pshape.metric_types, pshape.plan, pshape.moved = mtypes, plan, moved
+        return lr, held_out or None, pshape
     pickers = pshape.feed_pickers if pshape and names_of is pnames_of else _pickers(feeds_of)
     shape = _Shape(cur, names_of, feeds_of, pickers, mnames, mtypes, plan, plain is not None,
                    values, moved)  # fmt: skip
