@@ -13,9 +13,10 @@ never a rate, an event count or a spike in the history's max tiers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import compress
+from operator import is_not, itemgetter
 from typing import Any
 
 from collectors.normalize import ETHTOOL_MAP, IB_HW_MAP, IB_PORT_MAP, NETDEV_MAP, Src
@@ -544,20 +545,50 @@ _Plan = tuple[tuple[str, int, bool], ...]
 
 
 @dataclass(slots=True)
+class _Moved:
+    """What _moved_rates needs of a plan, made once per plan."""
+
+    zero: dict[str, RateValue]  # every rate name of the plan, in its order (values: any)
+    scalars: tuple[int, ...]  # the plan's int counters: their indices ...
+    pick: Callable[[Sequence[Any]], tuple[Any, ...]]  # ... and their values, in one C call
+    prios: tuple[int, ...]  # the indices of the per-priority counters
+
+
+def _moved_of(plan: _Plan) -> _Moved:
+    scalars = tuple(i for i, step in enumerate(plan) if step[2])
+    pick: Callable[[Sequence[Any]], tuple[Any, ...]]
+    if len(scalars) > 1:
+        pick = itemgetter(*scalars)
+    elif scalars:  # itemgetter of one index gives the value, not a tuple
+        pick = itemgetter(scalars[0], scalars[0])
+    else:
+        pick = _no_values
+    prios = tuple(i for i, step in enumerate(plan) if not step[2])
+    return _Moved(dict.fromkeys([step[0] for step in plan], 0.0), scalars, pick, prios)
+
+
+def _no_values(values: Sequence[Any]) -> tuple[Any, ...]:
+    return ()
+
+
+@dataclass(slots=True)
 class _Shape:
     """What one read of a link held, kept so that the next tick compares against it."""
 
     sample: LinkSample  # the read it describes
-    counter_names: dict[str, tuple[str, ...]]  # source -> raw names, in the read's order
+    counter_names: dict[str, list[str]]  # source -> raw names, in the read's order
     feed_names: dict[str, tuple[str, ...]]  # source -> those of them a metric is made of
     feed_pickers: dict[str, _Pick | None]  # source -> reads those (None: there are none)
-    metric_names: tuple[str, ...]
+    metric_names: list[str]
     metric_types: tuple[type, ...]
     plan: _Plan | None  # None: a metric outside the vocabulary, or neither int nor dict
     plain: bool  # _plain_rates made its rates: none of its metrics reads all-ones
+    values: list[Any]  # the metrics' values, in the read's order
+    moved: _Moved | None  # of ``plan``
 
 
 _NO_NAMES: dict[str, tuple[str, ...]] = {}
+_NO_LISTS: dict[str, list[str]] = {}
 
 # The values of a source's feeds, as one tuple (one C call: the usual tick looks at them all).
 _Pick = Callable[[dict[str, int]], tuple[int, ...]]
@@ -572,7 +603,7 @@ def _pickers(feeds_of: dict[str, tuple[str, ...]]) -> dict[str, _Pick | None]:
     return out
 
 
-def _feed_names(source: str, names: tuple[str, ...]) -> tuple[str, ...]:
+def _feed_names(source: str, names: list[str]) -> tuple[str, ...]:
     """The raw names of ``names`` that feed a normalized metric (any driver)."""
     feeds = _FEEDS.get(source)
     if feeds is None or source == SLOW_SOURCE:
@@ -591,7 +622,7 @@ def _has_ones(cur: LinkSample, prev: LinkSample) -> bool:
     return False
 
 
-def _plan(names: tuple[str, ...], types: tuple[type, ...]) -> _Plan | None:
+def _plan(names: Sequence[str], types: tuple[type, ...]) -> _Plan | None:
     plan: list[tuple[str, int, bool]] = []
     for name, t in zip(names, types, strict=True):
         rk = _RATE_KIND.get(name)
@@ -608,6 +639,7 @@ def _plain_rates(
     limits: tuple[float, float, float, float],
     inv_dt: float,
     pclean: bool,
+    moved: _Moved | None = None,
 ) -> dict[str, RateValue] | None:
     """The normalized counters' rates when nothing is in doubt; None as soon as one is.
 
@@ -616,8 +648,11 @@ def _plain_rates(
     (this function said so on their own tick). The checks are those of _link_rates'
     per-counter loop, which takes the link over on None (a reset, a glitch, a priority
     gone) and judges it counter by counter. This one is the common tick, so it is kept to
-    few operations.
+    few operations. With ``moved`` (pclean, and ``metrics`` the values of the plan's types
+    as far as they are not ``pmetrics``' very objects: lists), see _moved_rates.
     """
+    if moved is not None:
+        return _moved_rates(plan, moved, metrics, pmetrics, limits, inv_dt)  # type: ignore[arg-type]
     rates: dict[str, RateValue] = {}
     for (rname, kind, scalar), v, pv in zip(plan, metrics, pmetrics):  # noqa: B905 (strict= is a keyword parse per call)
         if pclean and v == pv:
@@ -661,6 +696,71 @@ def _plain_rates(
         # The delta itself against the bound, as the careful look (where a raw all-ones
         # read sends every counter) judges it; rounding is monotonic, so the largest rate is
         # then within the bound per second too, which is the per-counter loop's own test.
+        if not (top <= limits[kind] and ALL_ONES.isdisjoint(v.values())):
+            return None
+        rates[rname] = per
+    return rates
+
+
+def _moved_rates(
+    plan: _Plan,
+    moved: _Moved,
+    values: list[Any],
+    pvalues: list[Any],
+    limits: tuple[float, float, float, float],
+    inv_dt: float,
+) -> dict[str, RateValue] | None:
+    """_plain_rates on a tick after one whose rates it made (pclean), the names those of
+    ``plan`` in both reads: the same rates, or None where it would give None (or where a
+    value is not of the plan's type: the caller then looks at the types).
+
+    Most int counters do not move between ticks, and an unchanged one is most often the very
+    int object of the read before (the decoder keeps what did not change; small ints are
+    cached): such a one, of the type and judged clean last tick, has the rate 0, which
+    ``moved.zero`` holds already. Those are found in one C pass; the rest, and every
+    per-priority counter (a new dict each read), are judged here as _plain_rates does.
+    """
+    rates = moved.zero.copy()  # every rate of the plan at 0.0, in the plan's order
+    pick = moved.pick
+    for i in compress(moved.scalars, map(is_not, pick(values), pick(pvalues))):
+        v = values[i]
+        if v.__class__ is not int:  # (an unchanged one is last tick's object: an int)
+            return None
+        rname, kind, _ = plan[i]
+        d = v - pvalues[i]
+        if 0 <= d <= limits[kind] and v not in ALL_ONES:
+            if d:
+                rates[rname] = d * inv_dt
+            continue
+        return None
+    for i in moved.prios:
+        v, pv = values[i], pvalues[i]
+        if v.__class__ is not dict:
+            return None
+        rname, kind, _ = plan[i]
+        if v == pv:  # nothing counted; that value was judged clean on its own tick
+            if v:
+                rates[rname] = dict.fromkeys(v, 0.0)
+            else:
+                del rates[rname]
+            continue
+        per: dict[int, float] = {}
+        top = 0
+        for prio, x in v.items():
+            px = pv.get(prio)
+            if px is None:
+                continue
+            d = x - px
+            if d < 0:
+                return None
+            if d > top:
+                top = d
+            per[prio] = d * inv_dt if d else 0.0
+        if not per:  # no priority read both times: no rate
+            if not ALL_ONES.isdisjoint(v.values()):
+                return None
+            del rates[rname]
+            continue
         if not (top <= limits[kind] and ALL_ONES.isdisjoint(v.values())):
             return None
         rates[rname] = per
@@ -720,19 +820,20 @@ def _link_rates(
     # as last time?) and at the values of those that feed a metric (all-ones?). The rest
     # waits for raw_rates (the link detail), which judges every counter itself.
     counters_of, pcounters_of = cur.counters, prev.counters
-    pnames_of = _NO_NAMES if pshape is None else pshape.counter_names
+    pnames_of = _NO_LISTS if pshape is None else pshape.counter_names
     pfeeds_of = _NO_NAMES if pshape is None else pshape.feed_names
-    names_of: dict[str, tuple[str, ...]]
+    names_of: dict[str, list[str]]
     feeds_of: dict[str, tuple[str, ...]]
     # The usual tick: last tick's raw names, in its order (the same name objects, so one
-    # compare of tuples), and no counter a metric is made of at all-ones. Known so, the
-    # tick keeps last tick's tables.
+    # compare of lists: a list is made and compared in about half the time of a tuple),
+    # and no counter a metric is made of at all-ones. Known so, the tick keeps last tick's
+    # tables.
     same_names = False
     if pshape is not None and len(counters_of) == len(pnames_of):
         same_names = True
         pick_of = pshape.feed_pickers
         for source, counters in counters_of.items():
-            if tuple(counters) != pnames_of.get(source):
+            if list(counters) != pnames_of.get(source):
                 same_names = False
                 break
             pick = pick_of[source]
@@ -746,7 +847,7 @@ def _link_rates(
         # The same raw names in both reads: no metric moved to another source.
         same_names = len(counters_of) == len(pcounters_of)
         for source, counters in counters_of.items():
-            names = tuple(counters)
+            names = list(counters)
             pnames = pnames_of.get(source)
             pcounters = pcounters_of.get(source)
             if names == pnames:
@@ -781,19 +882,34 @@ def _link_rates(
     slow = bool(ones) or bool(held)
     metrics, pmetrics = cur.metrics, prev.metrics
     switched = _NONE if same_names else _switched_feeds(cur, prev)
-    mnames = tuple(metrics)
-    mtypes = tuple(map(type, metrics.values()))
-    if pshape is not None and mnames == pshape.metric_names and mtypes == pshape.metric_types:
-        aligned, pclean = True, pshape.plain
-        mnames, mtypes, plan = pshape.metric_names, pshape.metric_types, pshape.plan
-    else:
-        aligned = mnames == tuple(pmetrics) and mtypes == tuple(map(type, pmetrics.values()))
-        pclean = False
-        plan = _plan(mnames, mtypes)
-    plain = None
+    mnames = list(metrics)
+    values = list(metrics.values())
     # (a finite 1/dt: 0 x inv_dt is then 0.0, as _plain_rates takes it to be)
-    if plan is not None and aligned and not (slow or switched) and 0.0 < inv_dt < _INF:
-        plain = _plain_rates(plan, metrics.values(), pmetrics.values(), limits, inv_dt, pclean)
+    plain_ok = not (slow or switched) and 0.0 < inv_dt < _INF
+    plain = None
+    moved = None
+    if pshape is not None and mnames == pshape.metric_names:
+        # The usual tick: the same metrics as last tick, whose rates _plain_rates made
+        # (its values' types are then the plan's).
+        moved = pshape.moved
+        if plain_ok and pshape.plain and moved is not None:
+            plain = _plain_rates(
+                pshape.plan or (), values, pshape.values, limits, inv_dt, True, moved
+            )
+    if plain is not None:
+        mnames, mtypes, plan = pshape.metric_names, pshape.metric_types, pshape.plan  # type: ignore[union-attr]
+    else:
+        mtypes = tuple(map(type, values))
+        if pshape is not None and mnames == pshape.metric_names and mtypes == pshape.metric_types:
+            aligned, pclean = True, pshape.plain
+            mnames, mtypes, plan = pshape.metric_names, pshape.metric_types, pshape.plan
+        else:
+            aligned = mnames == list(pmetrics) and mtypes == tuple(map(type, pmetrics.values()))
+            pclean = False
+            plan = _plan(mnames, mtypes)
+            moved = None if plan is None else _moved_of(plan)
+        if plan is not None and aligned and plain_ok:
+            plain = _plain_rates(plan, values, pmetrics.values(), limits, inv_dt, pclean)
     if plain is not None:
         rates = lr.rates = plain
     else:
@@ -878,8 +994,15 @@ def _link_rates(
             lr.saturated.append(name)
 
     _derive(rates)
+    if pshape is not None and names_of is pnames_of and mnames is pshape.metric_names:
+        # The usual tick: last tick's tables describe this read too. Its shape (of the
+        # baseline this tick replaces: nothing else holds it) takes the rest, not a new one.
+        pshape.sample, pshape.values, pshape.plain = cur, values, plain is not None
+        pshape.metric_types, pshape.plan, pshape.moved = mtypes, plan, moved
+        return lr, held_out or None, pshape
     pickers = pshape.feed_pickers if pshape and names_of is pnames_of else _pickers(feeds_of)
-    shape = _Shape(cur, names_of, feeds_of, pickers, mnames, mtypes, plan, plain is not None)
+    shape = _Shape(cur, names_of, feeds_of, pickers, mnames, mtypes, plan, plain is not None,
+                   values, moved)  # fmt: skip
     return lr, held_out or None, shape
 
 
