@@ -1073,7 +1073,12 @@ def _finish(
     lp.counters = tuple((source, _Resolver(c, placed)) for source, c in link.counters.items())
     _guard(warn, "link", link.id, None, _plan_metrics, lp)
     link.counters = {}
-    lp.fields = tuple(getattr(link, name) for name in _LINK_FIELDS)
+    # layout: one token for every tick of this plan (its dicts' sources and names); a bare
+    # object, so that nothing walking a sample's fields walks into the plan.
+    layout = object()
+    lp.fields = tuple(
+        layout if name == "layout" else getattr(link, name) for name in _LINK_FIELDS
+    )
     if link.qos is not None:
         lp.qos = tuple(getattr(link.qos, name) for name in _QOS_FIELDS)
 

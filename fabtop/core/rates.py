@@ -738,7 +738,7 @@ def _moved_rates(
         if v.__class__ is not dict:
             return None
         rname, kind, _ = plan[i]
-        if v == pv:  # nothing counted; that value was judged clean on its own tick
+        if v is pv or v == pv:  # nothing counted; that value was judged clean on its own tick
             if v:
                 rates[rname] = dict.fromkeys(v, 0.0)
             else:
@@ -832,8 +832,10 @@ def _link_rates(
     if pshape is not None and len(counters_of) == len(pnames_of):
         same_names = True
         pick_of = pshape.feed_pickers
+        # One layout (collectors.samples.LinkSample.layout): the names are last tick's.
+        known = cur.layout is not None and cur.layout is prev.layout
         for source, counters in counters_of.items():
-            if list(counters) != pnames_of.get(source):
+            if not known and list(counters) != pnames_of.get(source):
                 same_names = False
                 break
             pick = pick_of[source]
