@@ -677,29 +677,40 @@ def _plain_rates(
                 return None
             rates[rname] = dict.fromkeys(v, 0.0)  # 0 x inv_dt, within any bound
             continue
-        per: dict[int, float] = {}
-        top = 0
-        for prio, x in v.items():
-            px = pv.get(prio)
-            if px is None:
-                continue
-            d = x - px
-            if d < 0:
-                return None
-            if d > top:
-                top = d
-            per[prio] = d * inv_dt if d else 0.0
-        if not per:  # no priority read both times: no rate
-            if not ALL_ONES.isdisjoint(v.values()):
-                return None  # (so that a tick with rates made here never reads all-ones)
-            continue
-        # The delta itself against the bound, as the careful look (where a raw all-ones
-        # read sends every counter) judges it; rounding is monotonic, so the largest rate is
-        # then within the bound per second too, which is the per-counter loop's own test.
-        if not (top <= limits[kind] and ALL_ONES.isdisjoint(v.values())):
+        per = _prio_rates(v, pv, limits[kind], inv_dt)
+        if per is None:
             return None
-        rates[rname] = per
+        if per:  # (empty: no priority read both times, no rate)
+            rates[rname] = per
     return rates
+
+
+def _prio_rates(
+    v: dict[int, int], pv: dict[int, int], limit: float, inv_dt: float
+) -> dict[int, float] | None:
+    """The rates of a per-priority counter that changed since ``pv`` (empty: no priority
+    was read both times); None as soon as one is in doubt (a priority went down, a delta
+    beyond ``limit``, an all-ones read), for the careful look to judge."""
+    per: dict[int, float] = {}
+    top = 0
+    for prio, x in v.items():
+        px = pv.get(prio)
+        if px is None:
+            continue
+        d = x - px
+        if d < 0:
+            return None
+        if d > top:
+            top = d
+        per[prio] = d * inv_dt if d else 0.0
+    if not per:  # (none at all-ones: a tick with rates made here never reads all-ones)
+        return per if ALL_ONES.isdisjoint(v.values()) else None
+    # The delta itself against the bound, as the careful look (where a raw all-ones read
+    # sends every counter) judges it; rounding is monotonic, so the largest rate is then
+    # within the bound per second too, which is the per-counter loop's own test.
+    if not (top <= limit and ALL_ONES.isdisjoint(v.values())):
+        return None
+    return per
 
 
 def _moved_rates(
@@ -744,26 +755,13 @@ def _moved_rates(
             else:
                 del rates[rname]
             continue
-        per: dict[int, float] = {}
-        top = 0
-        for prio, x in v.items():
-            px = pv.get(prio)
-            if px is None:
-                continue
-            d = x - px
-            if d < 0:
-                return None
-            if d > top:
-                top = d
-            per[prio] = d * inv_dt if d else 0.0
-        if not per:  # no priority read both times: no rate
-            if not ALL_ONES.isdisjoint(v.values()):
-                return None
-            del rates[rname]
-            continue
-        if not (top <= limits[kind] and ALL_ONES.isdisjoint(v.values())):
+        per = _prio_rates(v, pv, limits[kind], inv_dt)
+        if per is None:
             return None
-        rates[rname] = per
+        if per:
+            rates[rname] = per
+        else:  # no priority read both times: no rate
+            del rates[rname]
     return rates
 
 
