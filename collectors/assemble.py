@@ -93,8 +93,9 @@ from collectors.samples import (
     SoftwareVersions,
     ThunderboltInfo,
 )
-from collectors.structured import COUNTER_KINDS, LastValues, decode_changed, keyed_values
+from collectors.structured import COUNTER_KINDS, keyed_values
 from collectors.text import MAX_TEXT, clean
+from collectors.values import Values, decode_whole
 from collectors.version_sections import versions_from_frame
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
@@ -140,7 +141,8 @@ def _cleaned(frame: Frame) -> Frame:
         if sections is frame.sections:
             sections = list(sections)
         # s.schema: its names were cleaned when the stream defined it.
-        sections[i] = Section(kind, subject, s.read_ns, status, detail, s.text, s.schema)
+        sections[i] = Section(kind, subject, s.read_ns, status, detail, s.text, s.schema,
+                              s.values)
     if sections is frame.sections:
         return frame
     return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, sections)
@@ -173,24 +175,19 @@ def _assemble(
     parts: list[tuple[object, ...]] = []
     for i, s in enumerate(sections):
         if s.schema is not None and s.kind in _VALUE_KINDS:
-            before = last.get(i)
-            since = before[2] if before is not None and before[:2] == (s.kind, s.subject) \
-                else None
-            vals, warnings, keep, moved = decode_changed(s.text, s.schema.names, since)
-            decoded[i] = (vals, warnings)
-            if moved is not None and since is not None:
-                deltas[i] = (since[2], moved)
+            got = s.values  # as the stream's decoder read them
+            if got is None:  # a frame made in-process (tests, tools): read here
+                before = last.get(i)
+                since = before[2] if before is not None and before[:2] == (s.kind, s.subject) \
+                    else None
+                got = decode_whole(s.text, s.schema.names, since)
+                if got.vals is not None:
+                    values[i] = (s.kind, s.subject, got)
+            decoded[i] = (got.vals, got.warnings)
+            if got.moved is not None and got.base is not None:
+                deltas[i] = (got.base, got.moved)
             # Which values came: a value not read ("-", or no number) is no key of a dict.
-            came: tuple[int, ...] | None
-            if i in deltas and before is not None and before[3] == ():
-                came = ()  # all were read, and what moved is a number
-            elif vals is None:
-                came = None
-            else:
-                came = tuple(j for j, v in enumerate(vals) if v is None) if None in vals else ()
-            if keep is not None:
-                values[i] = (s.kind, s.subject, keep, came)
-            parts.append((s.kind, s.subject, s.status, s.detail, s.schema.names, came))
+            parts.append((s.kind, s.subject, s.status, s.detail, s.schema.names, got.unread))
         elif s.kind in _PER_TICK_KINDS:
             parts.append((s.kind, s.subject, s.status, s.detail))
         else:
@@ -217,16 +214,16 @@ def _assemble(
 
 @dataclass(slots=True)
 class _Kept:
-    """What is kept of a host between its frames: its shape, and its last values (which
-    decode_changed reads the next values against), by section."""
+    """What is kept of a host between its frames: its shape, and the last values of the
+    structured sections it read itself (a frame not from a stream's decoder), by section."""
 
     key: tuple[object, ...]
     shape: _Shape
     values: dict[int, _Values]
 
 
-# A structured section's kind, subject, last values, and the positions not read in them.
-_Values = tuple[str, str | None, LastValues, tuple[int, ...] | None]
+# A structured section's kind, subject and last values.
+_Values = tuple[str, str | None, Values]
 
 
 # NIC temperatures (hwmon, millidegrees) are in the sysfs text and move every few ticks:

@@ -26,9 +26,14 @@ each tick then carries one line of values by position (decimal, ``-`` for not re
     @@section <kind> <subject> <read_ns> ok schema=<sid>
     <value> <value> ...
 
+Values may also come in binary (``enc=b64``) and, between whole frames, as a delta
+against the section's values in an earlier frame (``base=<seq>``): collectors/values.py.
+
 Schema ids live as long as the stream (one decoder); the decoder keeps the schemas it
-was sent (bounded) and hands each values section over with its :class:`Schema`. A values
-section naming a schema it was not sent becomes an ``error`` section saying so.
+was sent (bounded) and hands each values section over with its :class:`Schema` and its
+values read (``Section.values``; it keeps each section's last values, bounded, for the
+next delta). A values section naming a schema it was not sent becomes an ``error``
+section saying so.
 
 The decoder is incremental, bounded and never raises on bad input: garbage
 outside a frame and truncated frames become warnings.
@@ -46,6 +51,14 @@ from typing import Any
 
 from collectors.numbers import parse_float, parse_uint
 from collectors.text import clean
+from collectors.values import (
+    Values,
+    apply_delta,
+    apply_delta_b64,
+    decode_whole,
+    decode_whole_b64,
+    values_line,
+)
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # a frame larger than this is dropped, not buffered forever
 SECTION_STATUSES = ("ok", "missing", "timeout", "error", "stale", "truncated")
@@ -87,6 +100,9 @@ class Section:
     text: str
     # Set on a structured section: ``text`` is then its one line of values by position.
     schema: Schema | None = None
+    # Its values as the stream's decoder read them (whole, or a delta applied to the
+    # section's values in an earlier frame: then ``text`` is empty).
+    values: Values | None = None
 
 
 @dataclass(slots=True)
@@ -138,8 +154,11 @@ def render_frame(frame: Frame, schemas: bool = False) -> str:
         if s.detail:
             head += " " + s.detail
         out.append(head)
-        if s.text:
-            out.extend(escape_line(ln) for ln in s.text.split("\n"))
+        text = s.text
+        if schemas and s.values is not None and not s.values.plain and s.values.vals is not None:
+            text = values_line(s.values.vals)  # whole, as a recording's frame needs them
+        if text:
+            out.extend(escape_line(ln) for ln in text.split("\n"))
     out.append(f"@@end {frame.seq}")
     return "\n".join(out) + "\n"
 
@@ -157,6 +176,9 @@ class FrameDecoder:
         self.warnings: list[str] = []
         self.schemas: dict[int, Schema] = {}
         self._schema_chars = 0
+        # (kind, subject) -> the schema id, frame seq and values of a structured section
+        # as this stream last placed them: what its next delta is applied to.
+        self._values: dict[tuple[str, str | None], tuple[int, int, Values]] = {}
 
     def feed(self, data: bytes) -> list[Frame]:
         """Consume bytes; return every frame that ended in them."""
@@ -259,7 +281,47 @@ class FrameDecoder:
         section = Section(kind, subject, read_ns, status, detail, "\n".join(lines))
         if detail is not None and "schema=" in detail:
             self._bind(section, h[4:])
+            if section.schema is not None:
+                self._place(section, h[4:], self._frame.seq)
         self._frame.sections.append(section)
+
+    def _place(self, section: Section, detail: list[str], seq: int) -> None:
+        """Read a structured section's values: whole or a delta, decimal or binary
+        (collectors/values.py). A delta is applied only to the values of the frame it
+        names, as this stream placed them; else the section is not placed."""
+        schema = section.schema
+        assert schema is not None
+        key = (section.kind, section.subject)
+        kept = self._values.pop(key, None)
+        last = kept[2] if kept is not None and kept[0] == schema.sid else None
+        base = binary = None
+        for t in detail:
+            if t.startswith("base="):
+                base = t
+            elif t == "enc=b64":
+                binary = t
+        if base is None and binary is None:
+            got = decode_whole(section.text, schema.names, last)
+        else:
+            # How the values came, not what the section is: the shape and a recording's
+            # frame see the section as whole decimal values would give it.
+            section.detail = " ".join(t for t in detail if t is not base and t is not binary)
+            text, section.text = section.text, ""
+            if base is None:
+                got = decode_whole_b64(text, schema.names, last)
+            elif section.status != "ok" or last is None or kept is None \
+                    or str(kept[1]) != base[5:]:
+                got = Values(None, [f"values against frame {base[5:][:20]}, which this "
+                                    "stream did not place: section not placed until its "
+                                    "values come whole"], None, plain=False)
+            elif binary is None:
+                got = apply_delta(text, schema.names, last)
+            else:
+                got = apply_delta_b64(text, schema.names, last)
+        section.values = got
+        if got.vals is not None and section.status == "ok" and (
+                len(self._values) < MAX_SCHEMAS):
+            self._values[key] = (schema.sid, seq, got)
 
     def _define(self, subject: str | None, detail: str | None, names: list[str]) -> None:
         sid = parse_uint(subject) if subject else None

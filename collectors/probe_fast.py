@@ -13,6 +13,7 @@
 # statistics (the PFC watchdog, see Watchdog below) and sends a `@@fabtop-event` the
 # moment a pfcwd-style storm condition holds.
 import array
+import binascii
 import errno
 import os
 import re
@@ -24,6 +25,8 @@ import subprocess
 import sys
 import threading
 import time
+from itertools import compress, count
+from operator import ne
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]*\Z")
@@ -467,6 +470,22 @@ ETHTOOL_GSSET_INFO = 0x37
 ETH_SS_STATS = 1
 ETH_GSTRING_LEN = 32
 ROW = 512  # values per line of a structured section
+# Values go whole at least this often (and in a stream's first frame, after a cut or a new
+# schema), as deltas between: a decoder that lost a delta's base has them back by then.
+FULL_MS = 10000
+B64_LINE = 4096  # base64 characters per line of a binary section (a multiple of 4)
+U32 = "I" if array.array("I").itemsize == 4 else "L"
+
+
+def b64_rows(*arrays: Any) -> List[bytes]:
+    """Arrays of unsigned integers, little-endian, one after the other, as base64 lines."""
+    blob = b""
+    for arr in arrays:
+        if sys.byteorder != "little":
+            arr.byteswap()
+        blob += arr.tobytes()
+    text = binascii.b2a_base64(blob, newline=False)
+    return [text[i:i + B64_LINE] for i in range(0, len(text), B64_LINE)]
 STATS_MAX = 200000  # names per netdev; more is a broken driver
 
 
@@ -960,6 +979,11 @@ class Probe(object):
         # Structured sections: (kind, subject) -> (schema id, names) as last sent.
         self.schemas = {}  # type: Dict[Tuple[str, str], Tuple[int, List[bytes]]]
         self.nsid = 0
+        # (kind, subject) -> the schema id, frame seq and values last sent: what a delta
+        # is made against.
+        self.sent = {}  # type: Dict[Tuple[str, str], Tuple[int, int, Any]]
+        self.full_every = max(1, FULL_MS // max(1, self.a.iv))
+        self.full = True
         py = "%d.%d.%d" % sys.version_info[:3]
         self.impl = "python %s %s" % (py, clean(sys.executable or "python3"))
 
@@ -1234,6 +1258,7 @@ class Probe(object):
               eth: Dict[str, Any], times: Dict[str, int], cpu: Dict[str, int],
               jobs: List[Job]) -> bytes:
         self.seq += 1
+        self.full = self.seq % self.full_every == 1 or self.full_every == 1
         out = Sections(self.a.scap, self.a.fcap)
         rns = times.get("sys", clock_ns)
         for kind in ("sysnet", "sysib"):
@@ -1264,7 +1289,7 @@ class Probe(object):
                     rows = [row]
             out.add(kind, "-", rns, "ok", "", lines)
             if ctr:
-                self.values(out, kind + "_counters", "-", rns, s.ctr_names[kind], rows)
+                self.values(out, kind + "_counters", "-", rns, s.ctr_names[kind], nums, rows)
             if slow:
                 lines = []
                 gt = GidTable()
@@ -1295,10 +1320,7 @@ class Probe(object):
                 got = eth[n]
                 t = times.get("eth " + n, clock_ns)
                 if isinstance(got, tuple):
-                    nv = got[1]
-                    self.values(out, "ethtool_S", n, t, got[0], [
-                        " ".join(map(str, nv[i:i + ROW])).encode()
-                        for i in range(0, len(nv), ROW)])
+                    self.values(out, "ethtool_S", n, t, got[0], got[1], None)
                 else:
                     out.add("ethtool_S", n, t, "error",
                             "ioctl: " + clean(got.strerror or str(got)), [])
@@ -1370,9 +1392,12 @@ class Probe(object):
         return b"\n".join([head.encode()] + out.out + [b"@@end %d" % self.seq, b""])
 
     def values(self, out: Sections, kind: str, subj: str, rns: int, names: List[bytes],
-               rows: List[bytes]) -> None:
-        """A structured section: its schema when new or changed, then values by position
-        (``rows`` of at most ROW values each: a line stays far below every line cap)."""
+               nums: Any, rows: Optional[List[bytes]]) -> None:
+        """A structured section: its schema when new or changed, then its values by
+        position: ``nums`` (bytes, whole in ``rows`` of at most ROW values each; or, with
+        ``rows`` None, ints from the ioctl, sent in binary), or, when fewer than half moved
+        since this section was last sent and this is no full frame, only those that moved
+        (docs/PROBE.md "Structured frames")."""
         key = (kind, subj)
         got = self.schemas.get(key)
         if got is None or (got[1] is not names and got[1] != names):
@@ -1382,7 +1407,27 @@ class Probe(object):
                 self.schemas[key] = got
             else:
                 self.schemas.pop(key, None)  # a cap cut it: sent again with the next frame
-        out.add(kind, subj, rns, "ok", "schema=%d" % got[0], rows or [b""])
+        last = self.sent.pop(key, None)
+        det = "schema=%d" % got[0]
+        binary = rows is None  # ints from the ioctl: sent in binary (enc=b64)
+        if binary:
+            det += " enc=b64"
+        if (not self.full and last is not None and last[0] == got[0]
+                and len(last[2]) == len(nums)):
+            moved = list(compress(count(), map(ne, nums, last[2])))
+            if 2 * len(moved) <= len(nums):
+                det += " base=%d" % last[1]
+                if binary:
+                    rows = b64_rows(array.array(U32, moved),
+                                    array.array("Q", [nums[i] for i in moved]))
+                else:
+                    pairs = [b"%d %s" % (i, nums[i]) for i in moved]
+                    half = ROW // 2
+                    rows = [b" ".join(pairs[i:i + half]) for i in range(0, len(pairs), half)]
+        if rows is None:
+            rows = b64_rows(array.array("Q", nums))
+        if out.add(kind, subj, rns, "ok", det, rows or [b""]):
+            self.sent[key] = (got[0], self.seq, nums)
 
     # -- output and lifetime
     def write(self, data: bytes) -> None:

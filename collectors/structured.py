@@ -2,10 +2,8 @@
 
 The fast probe sends its counters this way (``ethtool_S`` per netdev, and the counter
 files of ``sysnet``/``sysib`` as ``sysnet_counters``/``sysib_counters``); everything else
-stays text. :func:`decode_values` turns one values line into numbers with a few calls
-into C (one pattern match, one split, one ``map(int)``), checked as every parser checks
-numbers: at most 20 digits, at most 64 bits, ``-`` for a value the probe did not read.
-Values run over lines of at most 512 (the probe's ``ROW``), one space apart.
+stays text. Values go whole or as a delta against an earlier frame of the stream;
+collectors/values.py reads them.
 
 :class:`StructuredEncoder` turns a text frame into the structured form the fast probe
 sends, for the simulated hosts and the benchmarks; the probe has its own copy (it runs
@@ -14,18 +12,16 @@ on the node with the standard library only).
 
 from __future__ import annotations
 
-import re
 from itertools import compress, count
 from operator import ne
 from typing import cast
 
 from collectors.frames import SCHEMA_KIND, Frame, Schema, Section
-from collectors.numbers import U64_MAX, parse_uint
+from collectors.values import decode_values, encode_delta_b64, encode_whole_b64
 
-MAX_VALUE_WARNINGS = 20
-
-# Plain values: decimal of at most 20 digits or "-", one space apart.
-_PLAIN = re.compile(r"(?:[0-9]{1,20}|-)(?: (?:[0-9]{1,20}|-))*")
+# Values go whole every this many frames (and when a schema changes), as deltas between:
+# a decoder that lost a delta's base places that section again within this many frames.
+FULL_EVERY = 10
 
 # The counter files the fast probe sends by position (the rest of sysfs stays text).
 COUNTER_KINDS = {"sysnet": "sysnet_counters", "sysib": "sysib_counters"}
@@ -42,107 +38,6 @@ def is_counter_path(kind: str, rel: str) -> bool:
     return False
 
 
-def decode_values(
-    text: str, names: tuple[str, ...]
-) -> tuple[list[int | None] | None, list[str]]:
-    """The values of one structured section, by position; None when they cannot be placed.
-
-    A bad token costs its one value (a warning naming the counter); a count that does not
-    match the schema costs the section, since no value could be placed with certainty.
-    """
-    n = len(names)
-    if "\n" in text:  # the probe writes at most 512 values per line
-        text = text.replace("\n", " ")
-    if not text:
-        return ([], []) if n == 0 else (None, [f"no values for {n} names"])
-    if _PLAIN.fullmatch(text) is not None:
-        tokens = text.split(" ")
-        if len(tokens) != n:
-            return None, [f"{len(tokens)} values for {n} names: section not placed"]
-        if "-" in text:
-            vals: list[int | None] = [None if t == "-" else int(t) for t in tokens]
-            top = max((v for v in vals if v is not None), default=0)
-        else:
-            ints = list(map(int, tokens))
-            top = max(ints, default=0)
-            vals = cast(list[int | None], ints)
-        if top <= U64_MAX:
-            return vals, []
-        warnings: list[str] = []
-        for i, v in enumerate(vals):
-            if v is not None and v > U64_MAX:
-                vals[i] = None
-                _warn(warnings, f"{names[i][:64]}: value beyond 64 bits")
-        return vals, warnings
-    tokens = text.split()
-    if len(tokens) != n:
-        return None, [f"{len(tokens)} values for {n} names: section not placed"]
-    warnings = []
-    out: list[int | None] = []
-    for name, tok in zip(names, tokens, strict=True):
-        v = None if tok == "-" else parse_uint(tok)
-        if v is None and tok != "-":
-            _warn(warnings, f"{name[:64]}: bad value {tok[:40]!r}")
-        out.append(v)
-    return out, warnings
-
-
-# A values line as decode_changed keeps it: the line, its tokens and its values.
-LastValues = tuple[str, list[str], list[int | None]]
-
-
-def decode_changed(
-    text: str, names: tuple[str, ...], last: LastValues | None
-) -> tuple[list[int | None] | None, list[str], LastValues | None, list[int] | None]:
-    """:func:`decode_values`, reading only the values that changed since ``last``.
-
-    ``last``: this section's previous values line, its tokens and its values, as this
-    function returned it (None: none kept). Most counters of a port do not move between
-    two ticks (three in four here), and reading a number is most of what decoding costs,
-    so a value whose token is the same as last time is taken from ``last``. Returns the values, the
-    warnings, what to pass as ``last`` next tick, and the positions whose value changed
-    since ``last`` (None: any may have); the values are those decode_values gives, and are
-    shared with that next call: read them, do not change them.
-    """
-    if "\n" in text:
-        text = text.replace("\n", " ")
-    if last is not None:
-        ptext, ptokens, pvals = last
-        if text == ptext:
-            return pvals, [], last, []
-        tokens = text.split(" ")
-        if len(tokens) == len(ptokens):
-            moved = list(compress(count(), map(ne, tokens, ptokens)))
-            if 2 * len(moved) <= len(tokens):
-                vals = pvals.copy()
-                for i in moved:
-                    t = tokens[i]
-                    # What _PLAIN takes (the unchanged tokens passed it last time); "-" and
-                    # anything odd go to the whole decode, which says what it is.
-                    if not (len(t) <= 20 and t.isdigit() and t.isascii()):
-                        break
-                    v = int(t)
-                    if v > U64_MAX:
-                        break
-                    vals[i] = v
-                else:
-                    return vals, [], (text, tokens, vals), moved
-    got, warnings = decode_values(text, names)
-    # Kept only when every token was plain and read: a later line differs from it only
-    # where a value moved, which is then read alone.
-    keep = None
-    if got is not None and not warnings and _PLAIN.fullmatch(text) is not None:
-        keep = (text, text.split(" "), got)
-    return got, warnings, keep, None
-
-
-def _warn(warnings: list[str], msg: str) -> None:
-    if len(warnings) < MAX_VALUE_WARNINGS:
-        warnings.append(msg)
-    elif len(warnings) == MAX_VALUE_WARNINGS:
-        warnings.append("further bad values suppressed")
-
-
 def section_values(
     section: Section, keys: tuple[str, ...] | None = None
 ) -> tuple[dict[str, int], list[str]]:
@@ -151,7 +46,10 @@ def section_values(
     schema = section.schema
     if schema is None:
         return {}, []
-    vals, warnings = decode_values(section.text, schema.names)
+    if section.values is not None:  # as its stream decoded it (a delta has no line)
+        vals, warnings = section.values.vals, section.values.warnings
+    else:
+        vals, warnings = decode_values(section.text, schema.names)
     if vals is None:
         return {}, warnings
     return keyed_values(schema.names if keys is None else keys, vals), warnings
@@ -175,15 +73,26 @@ class StructuredEncoder:
 
     ``ethtool_S`` text becomes values against a schema of its names; the counter lines
     of ``sysnet``/``sysib`` move into ``*_counters`` sections. A schema is sent in the
-    first frame that needs it and again, under a new id, when its names change.
+    first frame that needs it and again, under a new id, when its names change. Values
+    go whole in a stream's first frame, when a schema changes and every ``full_every``
+    frames; in between, as deltas: the values that moved since the section's last frame
+    (``full_every=1``: always whole).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, full_every: int = FULL_EVERY) -> None:
         self._sids: dict[tuple[str, str | None], Schema] = {}
         self._next = 1
+        self.full_every = max(1, full_every)
+        # (kind, subject) -> the schema id, frame seq and values last sent.
+        self._sent: dict[tuple[str, str | None], tuple[int, int, list[str]]] = {}
+        self._seq = 0
+        self._full = True
 
     def encode(self, frame: Frame) -> Frame:
         out = Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, event=frame.event)
+        if not frame.event:
+            self._seq = frame.seq
+            self._full = self._full or frame.seq % self.full_every == 0
         for s in frame.sections:
             if s.schema is not None or s.status != "ok":
                 out.sections.append(s)
@@ -193,6 +102,7 @@ class StructuredEncoder:
                 self._sysfs(out, s)
             else:
                 out.sections.append(s)
+        self._full = False
         return out
 
     def _schema(self, out: Frame, kind: str, subject: str | None, names: list[str]) -> Schema:
@@ -206,10 +116,25 @@ class StructuredEncoder:
         return schema
 
     def _values(self, out: Frame, s: Section, kind: str, names: list[str],
-                vals: list[str]) -> None:
+                vals: list[str], binary: bool = False) -> None:
+        """``binary``: as the probe sends what an ioctl read (``enc=b64``: every value a
+        number), else in decimal."""
         schema = self._schema(out, kind, s.subject, names)
-        out.sections.append(Section(kind, s.subject, s.read_ns, "ok", f"schema={schema.sid}",
-                                    " ".join(vals)))
+        key = (kind, s.subject)
+        last = self._sent.get(key)
+        self._sent[key] = (schema.sid, self._seq, vals)
+        detail = f"schema={schema.sid}" + (" enc=b64" if binary else "")
+        text = encode_whole_b64(list(map(int, vals))) if binary else " ".join(vals)
+        if not self._full and last is not None and last[0] == schema.sid \
+                and len(last[2]) == len(vals):
+            moved = list(compress(count(), map(ne, vals, last[2])))
+            if 2 * len(moved) <= len(vals):
+                detail += f" base={last[1]}"
+                if binary:
+                    text = encode_delta_b64(moved, [int(vals[i]) for i in moved])
+                else:
+                    text = " ".join(f"{i} {vals[i]}" for i in moved)
+        out.sections.append(Section(kind, s.subject, s.read_ns, "ok", detail, text))
 
     def _ethtool(self, out: Frame, s: Section) -> None:
         names: list[str] = []
@@ -220,7 +145,7 @@ class StructuredEncoder:
             if sep and value.isascii() and value.isdigit():
                 names.append(name.strip())
                 vals.append(value)
-        self._values(out, s, s.kind, names, vals)
+        self._values(out, s, s.kind, names, vals, binary=True)
 
     def _sysfs(self, out: Frame, s: Section) -> None:
         names: list[str] = []

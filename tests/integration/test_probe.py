@@ -211,15 +211,17 @@ def _lines(text: str) -> dict[str, str]:
 
 def _tree(frame: Frame, kind: str) -> dict[str, str]:
     """``relpath -> value`` of a ``sysnet``/``sysib`` section with the counters the fast
-    probe sends by position (``<kind>_counters``) put back: what the probe read."""
+    probe sends by position (``<kind>_counters``) put back: what the probe read (its
+    values as the stream's decoder placed them, whole or from a delta)."""
     sec = frame.find(kind)
     assert sec is not None, kind
     out = _lines(sec.text)
     for c in frame.all(kind + "_counters"):
-        assert c.schema is not None
-        vals = c.text.split()
+        assert c.schema is not None and c.values is not None and c.values.vals is not None
+        vals = c.values.vals
         assert len(vals) == len(c.schema.names)
-        out.update({n: v for n, v in zip(c.schema.names, vals, strict=True) if v != "-"})
+        out.update({n: str(v) for n, v in zip(c.schema.names, vals, strict=True)
+                    if v is not None})
     return out
 
 

@@ -12,6 +12,7 @@ import collectors.assemble as asm
 from collectors.assemble import assemble
 from collectors.frames import Frame, Section
 from collectors.samples import LinkSample
+from collectors.values import values_line
 from tests.unit.test_assemble_shape import _fresh, _stream
 
 
@@ -20,7 +21,9 @@ def _set(frame: Frame, kind: str, values: dict[str, str]) -> Frame:
     secs = []
     for s in frame.sections:
         if s.kind == kind and s.schema is not None:
-            toks = s.text.split(" ")
+            # whole values, also where the stream sent a delta
+            whole = s.text if s.values is None else values_line(s.values.vals or [], 10**9)
+            toks = whole.split(" ")
             for i, name in enumerate(s.schema.names):
                 if name in values:
                     toks[i] = values[name]

@@ -13,18 +13,21 @@ import collectors.assemble as asm
 from collectors.assemble import assemble
 from collectors.frames import Frame, FrameDecoder, Section, render_frame
 from collectors.parsers.sysfs import parse_sysnet
-from collectors.structured import StructuredEncoder, decode_changed, decode_values
+from collectors.structured import FULL_EVERY, StructuredEncoder
+from collectors.values import decode_changed, decode_values, values_line
 from fabtop.core.pipeline import Pipeline
 from fabtop.sim import Fabric
 from fabtop.sim import HostConfig as SimHostConfig
 
 
-def _stream(ticks: int, seed: int = 0) -> list[Frame]:
+def _stream(ticks: int, seed: int = 0, full_every: int = FULL_EVERY) -> list[Frame]:
     """Structured frames of a 2-port mlx5 + IB host, slow sections carried as the pipeline
-    carries them; NIC temperatures move from tick to tick, slow ticks come every 60 s."""
+    carries them; NIC temperatures move from tick to tick, slow ticks come every 60 s.
+    ``full_every=1``: every section's values whole in its text (to spoil them)."""
     fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2),
                   SimHostConfig("n2")], seed=seed)
-    dec, enc, wire_dec, pipe = FrameDecoder(), StructuredEncoder(), FrameDecoder(), Pipeline()
+    dec, enc, wire_dec, pipe = FrameDecoder(), StructuredEncoder(full_every), FrameDecoder(), \
+        Pipeline()
     out = []
     for i in range(ticks):
         for f in dec.feed(fab.hosts["n1"].frame(25.0 + i, 1.0).encode()):
@@ -43,12 +46,19 @@ def _fresh(host: str, frame: Frame) -> str:
             asm._SHAPES[host] = kept
 
 
+def _whole(s: Section) -> str:
+    """A structured section's values as one whole decimal line (as the fallback reads)."""
+    if s.values is None or s.values.plain:
+        return s.text
+    return values_line(s.values.vals or [], 10**9)
+
+
 def _spoil(frame: Frame, rng: random.Random) -> Frame:
     """Hostile values: not read, not numbers, too many digits, a count that is wrong."""
     secs = []
     for s in frame.sections:
         if s.schema is not None and rng.random() < 0.4:
-            toks = s.text.split(" ")
+            toks = _whole(s).split(" ")
             i = rng.randrange(len(toks))
             toks[i] = rng.choice(["-", "x1", "99999999999999999999", str(2**32 - 1), "07",
                                   "", "1\t2"])
@@ -81,7 +91,7 @@ def test_a_kept_shape_gives_what_a_new_build_gives() -> None:
 
 def test_hostile_values_and_temperatures_give_what_a_new_build_gives() -> None:
     rng = random.Random(7)
-    for f in _stream(60, seed=3):
+    for f in _stream(60, seed=3, full_every=1):
         g = _spoil(f, rng)
         assert repr(assemble("n2", g)) == _fresh("n2", g), g.seq
 
@@ -133,7 +143,7 @@ def test_nic_temperatures_follow_the_text_every_tick() -> None:
     those the sysfs parser reads from that tick's whole text, hottest sensor first."""
     rng = random.Random(11)
     seen = set()
-    for f in _stream(40):
+    for f in _stream(40, full_every=1):
         g = _spoil(f, rng)
         text = "\n".join(s.text for s in g.sections if s.kind in ("sysnet", "sysnet_slow"))
         records = parse_sysnet(text).netdevs
@@ -168,12 +178,12 @@ def test_slow_sections_are_carried_last_in_one_order() -> None:
 
 def test_a_value_not_read_then_read_again() -> None:
     """A counter the probe could not read ("-": no key) and read again next tick."""
-    frames = _stream(26)
+    frames = _stream(26, full_every=1)
     for n, f in enumerate(frames):
         secs = []
         for s in f.sections:
             if s.kind == "ethtool_S" and s.subject == "enp65s0f0np0" and n in (20, 22):
-                toks = s.text.split(" ")
+                toks = _whole(s).split(" ")
                 toks[3] = "-"
                 s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks),
                             s.schema)

@@ -9,8 +9,9 @@ import pytest
 from collectors.assemble import assemble
 from collectors.frames import MAX_SCHEMAS, Frame, FrameDecoder, Section, render_frame
 from collectors.samples import HostSample
-from collectors.structured import StructuredEncoder, decode_values
+from collectors.structured import StructuredEncoder
 from collectors.text import has_control
+from collectors.values import decode_values
 from fabtop.config import Config, HostConfig
 from fabtop.run.record import Recorder, RecordingReader, decode_frame
 from fabtop.sim import Fabric
@@ -217,10 +218,10 @@ def test_a_values_section_cut_by_a_cap_is_said_and_costs_that_section() -> None:
 
     out = pf.Sections(4096, 1 << 20)
     probe = pf.Probe.__new__(pf.Probe)
-    probe.schemas, probe.nsid = {}, 0
+    probe.schemas, probe.nsid, probe.sent, probe.full, probe.seq = {}, 0, {}, True, 1
     names = [b"c%d" % i for i in range(400)]
-    row = " ".join(str(10**15 + i) for i in range(400)).encode()  # 6.8 kB: over the cap
-    pf.Probe.values(probe, out, "ethtool_S", "eth0", 5, names, [row])
+    vals = tuple(10**15 + i for i in range(400))  # 4.3 kB of base64: over the cap
+    pf.Probe.values(probe, out, "ethtool_S", "eth0", 5, names, vals, None)
     wire = b"\n".join([b"@@fabtop-frame 1 1 1.00 1.000", *out.out,
                        b"@@section sysnet - 1 ok", b"eth0/mtu 9000", b"@@end 1", b""])
     (frame,) = FrameDecoder().feed(wire)
