@@ -207,7 +207,7 @@ def apply_delta(text: str, names: tuple[str, ...], last: Values) -> Values:
         new = list(map(int, tokens[1::2]))
     except ValueError:
         return _delta_slow(text, names, last)
-    return _placed(pos, cast(list[int | None], new), names, last, [])
+    return _placed(pos, cast(list[int | None], new), names, last, [], max(new) <= U64_MAX)
 
 
 def _delta_slow(text: str, names: tuple[str, ...], last: Values) -> Values:
@@ -233,8 +233,10 @@ def _delta_slow(text: str, names: tuple[str, ...], last: Values) -> Values:
 
 
 def _placed(pos: list[int], new: list[int | None], names: tuple[str, ...], last: Values,
-            warnings: list[str]) -> Values:
-    """``new`` put at ``pos`` in a copy of ``last``'s values (positions checked here)."""
+            warnings: list[str], numbers: bool = False) -> Values:
+    """``new`` put at ``pos`` in a copy of ``last``'s values (positions checked here).
+    ``numbers``: every one of ``new`` is an int of at most 64 bits (binary: nothing to
+    look for; ``None in`` a list of ints costs a rich comparison per item)."""
     base = last.vals
     assert base is not None  # the decoder keeps only placed values
     n = len(names)
@@ -244,16 +246,16 @@ def _placed(pos: list[int], new: list[int | None], names: tuple[str, ...], last:
         return _not_placed(f"delta of {len(pos)} values for {n} names: positions out of "
                            "order or range")
     vals = base.copy()
-    top = max((v for v in new if v is not None), default=0) if None in new else \
-        max(cast(list[int], new))
-    if top > U64_MAX:
+    if not numbers and (max((v for v in new if v is not None), default=0) if None in new
+                        else max(cast(list[int], new))) > U64_MAX:
         for i, (p, v) in enumerate(zip(pos, new, strict=True)):
             if v is not None and v > U64_MAX:
                 new[i] = None
                 _warn(warnings, f"{names[p][:64]}: value beyond 64 bits")
     for p, v in zip(pos, new, strict=True):
         vals[p] = v
-    unread = last.unread if last.unread == () and None not in new else _unread(vals)
+    unread = last.unread if last.unread == () and (numbers or None not in new) else \
+        _unread(vals)
     return Values(vals, warnings, unread, pos, base, None, False)
 
 
@@ -308,7 +310,7 @@ def apply_delta_b64(text: str, names: tuple[str, ...], last: Values) -> Values:
         return _not_placed(f"binary delta: {got}, not position-value pairs")
     k = len(blob) // 12
     return _placed(_ints(blob[:4 * k], _U32),
-                   cast(list[int | None], _ints(blob[4 * k:], _U64)), names, last, [])
+                   cast(list[int | None], _ints(blob[4 * k:], _U64)), names, last, [], True)
 
 
 def encode_whole_b64(vals: list[int]) -> str:
