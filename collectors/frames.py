@@ -71,6 +71,9 @@ UNKNOWN_SCHEMA = "values for schema"  # how the detail of such a section starts
 # All names of one stream's schemas together: 4096 schemas of 200,000 names each would be
 # 200 GB; a real host needs a few MB (259 netdevs x 300 names x 30 characters is 2.3 MB).
 MAX_SCHEMA_CHARS = 64 * 1024 * 1024
+# Values kept per stream for the next delta (a real host: 259 netdevs x 300 counters is
+# 78,000); a stream that sends more gets the rest whole or not at all, never unbounded.
+MAX_KEPT_VALUES = 2_000_000
 
 
 @dataclass(slots=True, eq=False)
@@ -176,9 +179,11 @@ class FrameDecoder:
         self.warnings: list[str] = []
         self.schemas: dict[int, Schema] = {}
         self._schema_chars = 0
-        # (kind, subject) -> the schema id, frame seq and values of a structured section
+        # (kind, subject) -> the schema, frame seq and values of a structured section
         # as this stream last placed them: what its next delta is applied to.
-        self._values: dict[tuple[str, str | None], tuple[int, int, Values]] = {}
+        self._values: dict[tuple[str, str | None], tuple[Schema, int, Values]] = {}
+        self._kept_values = 0  # how many values _values holds, bounded
+        self._said_unkept = False
 
     def feed(self, data: bytes) -> list[Frame]:
         """Consume bytes; return every frame that ended in them."""
@@ -293,7 +298,10 @@ class FrameDecoder:
         assert schema is not None
         key = (section.kind, section.subject)
         kept = self._values.pop(key, None)
-        last = kept[2] if kept is not None and kept[0] == schema.sid else None
+        if kept is not None:
+            self._kept_values -= len(kept[2].vals or ())
+        # The very schema (an id defined again names other values)
+        last = kept[2] if kept is not None and kept[0] is schema else None
         base = binary = None
         for t in detail:
             if t.startswith("base="):
@@ -319,9 +327,17 @@ class FrameDecoder:
             else:
                 got = apply_delta_b64(text, schema.names, last)
         section.values = got
-        if got.vals is not None and section.status == "ok" and (
-                len(self._values) < MAX_SCHEMAS):
-            self._values[key] = (schema.sid, seq, got)
+        if got.vals is None or section.status != "ok":
+            return
+        size = len(got.vals)
+        if len(self._values) < MAX_SCHEMAS and self._kept_values + size <= MAX_KEPT_VALUES:
+            self._values[key] = (schema, seq, got)
+            self._kept_values += size
+        elif not self._said_unkept:  # its next delta is not placed (said there)
+            self._said_unkept = True
+            self._warn(f"values of more than {MAX_KEPT_VALUES} counters or {MAX_SCHEMAS} "
+                       f"sections kept: {key[0]} {key[1] or '-'} and later ones not kept for a "
+                       "delta"[:160])
 
     def _define(self, subject: str | None, detail: str | None, names: list[str]) -> None:
         sid = parse_uint(subject) if subject else None

@@ -242,7 +242,7 @@ def _placed(pos: list[int], new: list[int | None], names: tuple[str, ...], last:
     n = len(names)
     if not pos:
         return Values(base, warnings, last.unread, [], base, None, False)
-    if pos[-1] >= n or not all(map(lt, pos, pos[1:])):
+    if pos[-1] >= min(n, len(base)) or not all(map(lt, pos, pos[1:])):
         return _not_placed(f"delta of {len(pos)} values for {n} names: positions out of "
                            "order or range")
     vals = base.copy()

@@ -239,3 +239,43 @@ def test_a_host_read_from_deltas_is_the_host_read_from_whole_values() -> None:
                 got.append(repr(assemble("n1", g, shapes)))
             assert got[0] == got[1], i
     assert deltas > 25
+
+
+def test_a_schema_id_defined_again_is_not_a_base_for_a_delta() -> None:
+    """A stream that defines an id again with other names: a delta against the values of
+    the old names is not placed (no value is put where another name was)."""
+    dec = FrameDecoder()
+    head = "@@fabtop-frame {seq} 1 1.00 1.000\n"
+    dec.feed((head.format(seq=1) + "@@section schema 1 - ok for=ethtool_S\na\nb\n"
+              "@@section ethtool_S eth0 5 ok schema=1\n10 20\n@@end 1\n").encode())
+    (frame,) = dec.feed((head.format(seq=2) + "@@section schema 1 - ok for=ethtool_S\n"
+                         "a\nb\nc\nd\n@@section ethtool_S eth0 5 ok schema=1 base=1\n3 7\n"
+                         "@@end 2\n").encode())
+    vals = frame.find("ethtool_S").values  # type: ignore[union-attr]
+    assert vals is not None and vals.vals is None
+    assert "did not place" in vals.warnings[0]
+
+
+def test_the_values_kept_for_deltas_are_bounded(monkeypatch: Any) -> None:
+    """A stream that sends values for ever more sections cannot make the decoder keep
+    them all: past the bound they are still placed whole, and said once."""
+    from collectors import frames as fr
+
+    monkeypatch.setattr(fr, "MAX_KEPT_VALUES", 100)
+    dec = FrameDecoder()
+    text = "@@fabtop-frame 1 1 1.00 1.000\n@@section schema 1 - ok for=ethtool_S\n"
+    text += "\n".join(f"c{i}" for i in range(30)) + "\n"
+    for i in range(10):
+        text += f"@@section ethtool_S eth{i} 5 ok schema=1\n" + " ".join(["7"] * 30) + "\n"
+    (frame,) = dec.feed((text + "@@end 1\n").encode())
+    assert all(s.values is not None and s.values.vals == [7] * 30
+               for s in frame.all("ethtool_S"))
+    assert dec._kept_values <= 100 and len(dec._values) == 3
+    said = dec.take_warnings()
+    assert len(said) == 1 and "not kept for a delta" in said[0]
+    (frame,) = dec.feed(b"@@fabtop-frame 2 1 1.00 1.000\n"
+                        b"@@section ethtool_S eth1 5 ok schema=1 base=1\n0 8\n"
+                        b"@@section ethtool_S eth9 5 ok schema=1 base=1\n0 8\n@@end 2\n")
+    eth1, eth9 = frame.all("ethtool_S")
+    assert eth1.values is not None and eth1.values.vals == [8] + [7] * 29
+    assert eth9.values is not None and eth9.values.vals is None
