@@ -470,6 +470,7 @@ ETHTOOL_GSSET_INFO = 0x37
 ETH_SS_STATS = 1
 ETH_GSTRING_LEN = 32
 ROW = 512  # values per line of a structured section
+STATS_MAX = 200000  # names per netdev; more is a broken driver
 # Values go whole at least this often (and in a stream's first frame, after a cut or a new
 # schema), as deltas between: a decoder that lost a delta's base has them back by then.
 FULL_MS = 10000
@@ -478,7 +479,8 @@ U32 = "I" if array.array("I").itemsize == 4 else "L"
 
 
 def b64_rows(*arrays: Any) -> List[bytes]:
-    """Arrays of unsigned integers, little-endian, one after the other, as base64 lines."""
+    """Arrays of unsigned integers, little-endian, one after the other, as base64 lines
+    (each array is changed in place on a big-endian node)."""
     blob = b""
     for arr in arrays:
         if sys.byteorder != "little":
@@ -486,7 +488,6 @@ def b64_rows(*arrays: Any) -> List[bytes]:
         blob += arr.tobytes()
     text = binascii.b2a_base64(blob, newline=False)
     return [text[i:i + B64_LINE] for i in range(0, len(text), B64_LINE)]
-STATS_MAX = 200000  # names per netdev; more is a broken driver
 
 
 class Ethtool(object):

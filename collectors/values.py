@@ -2,8 +2,9 @@
 
 The fast probe sends a structured section's values (collectors/structured.py) whole, or,
 between its full frames, as a **delta**: only the values that moved since the values it
-sent of that section in an earlier frame of the stream, as ``<position> <value>`` pairs,
-with ``base=<seq>`` naming that frame (docs/PROBE.md "Structured frames"). The stream's
+sent of that section in an earlier frame of the stream, as ``<position> <value>`` pairs
+(or, ``enc=b64``, in binary), with ``base=<seq>`` naming that frame (docs/PROBE.md
+"Structured sections"). The stream's
 decoder (collectors/frames.py) keeps each section's last values and applies a delta only
 to the very values it was made against: a delta whose base the decoder did not place (a
 frame lost to a cap or garbage, a schema changed) is not placed, said in one warning,
