@@ -111,8 +111,10 @@ def main() -> None:
     fast, text = frames(ns.ticks, structured=True), frames(ns.ticks)
     s = assemble("n1", FrameDecoder().feed(text[-1])[0])
     print(f"collector cost per host-tick ({ns.ticks} ticks; host with {len(s.links)} links, "
-          f"{len(s.gpus)} GPUs; wire bytes per tick: {len(fast[-1])} fast probe, "
-          f"{len(text[-1])} sh probe):")
+          f"{len(s.gpus)} GPUs; wire bytes per tick after the first frame, mean: "
+          f"{sum(map(len, fast[1:])) // max(1, len(fast) - 1)} fast probe (whole values "
+          f"every 10th frame, deltas between), "
+          f"{sum(map(len, text[1:])) // max(1, len(text) - 1)} sh probe):")
     got = {}
     for name, wire in (("fast probe (structured)", fast), ("sh probe (text)", text)):
         med, lo, hi = whole_path(wire)
