@@ -1398,7 +1398,7 @@ class Probe(object):
         position: ``nums`` (bytes, whole in ``rows`` of at most ROW values each; or, with
         ``rows`` None, ints from the ioctl, sent in binary), or, when fewer than half moved
         since this section was last sent and this is no full frame, only those that moved
-        (docs/PROBE.md "Structured frames")."""
+        (docs/PROBE.md "Structured sections")."""
         key = (kind, subj)
         got = self.schemas.get(key)
         if got is None or (got[1] is not names and got[1] != names):

@@ -124,7 +124,7 @@ class StructuredEncoder:
         last = self._sent.get(key)
         self._sent[key] = (schema.sid, self._seq, vals)
         detail = f"schema={schema.sid}" + (" enc=b64" if binary else "")
-        text = encode_whole_b64(list(map(int, vals))) if binary else " ".join(vals)
+        text = None
         if not self._full and last is not None and last[0] == schema.sid \
                 and len(last[2]) == len(vals):
             moved = list(compress(count(), map(ne, vals, last[2])))
@@ -134,6 +134,8 @@ class StructuredEncoder:
                     text = encode_delta_b64(moved, [int(vals[i]) for i in moved])
                 else:
                     text = " ".join(f"{i} {vals[i]}" for i in moved)
+        if text is None:  # whole: made only when no delta goes
+            text = encode_whole_b64(list(map(int, vals))) if binary else " ".join(vals)
         out.sections.append(Section(kind, s.subject, s.read_ns, "ok", detail, text))
 
     def _ethtool(self, out: Frame, s: Section) -> None:

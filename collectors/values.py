@@ -197,7 +197,7 @@ def apply_delta(text: str, names: tuple[str, ...], last: Values) -> Values:
     if "\n" in text:
         text = text.replace("\n", " ")
     if not text:  # nothing moved
-        return Values(last.vals, [], last.unread, [], last.vals, None, False)
+        return _placed([], [], names, last, [], True)
     tokens = text.split(" ")
     # Plain when every token is ASCII digits (no "-", sign, "_" or other space): one look
     # at them all, cheaper than a pattern; a token too long for int() raises (slow path).
@@ -247,8 +247,7 @@ def _placed(pos: list[int], new: list[int | None], names: tuple[str, ...], last:
         return _not_placed(f"delta of {len(pos)} values for {n} names: positions out of "
                            "order or range")
     vals = base.copy()
-    if not numbers and (max((v for v in new if v is not None), default=0) if None in new
-                        else max(cast(list[int], new))) > U64_MAX:
+    if not numbers:  # the rare deltas: unread values, or one beyond 64 bits
         for i, (p, v) in enumerate(zip(pos, new, strict=True)):
             if v is not None and v > U64_MAX:
                 new[i] = None
