@@ -198,6 +198,8 @@ def _assemble(
                     if shaped is sections:
                         shaped = list(sections)
                     shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
+            if s.kind == "probe":
+                text = _probe_key(text)
             parts.append((s.kind, s.subject, s.status, s.detail, text, s.schema is None))
     key = tuple(parts)
     if kept is not None and kept.key == key:
@@ -1256,6 +1258,20 @@ def _cpu_throttle(frame: Frame, warn: _Warner) -> int | None:
         warn.add("cputhrottle", None, ["sum beyond 64 bits: no value"])
         return None
     return total
+
+
+def _probe_key(text: str) -> str:
+    """A probe section as the shape knows it: without the lines that change from tick to
+    tick and that no sample reads (``slow 0|1``, ``skipped_ticks N``, the fast probe's
+    running ``ethtool_ioctls N``). Kept in, every tick would build the host's shape anew.
+    """
+    if "\n" not in text:
+        return text
+    return "\n".join([ln for ln in text.split("\n") if not ln.startswith(_PROBE_TICK)])
+
+
+# docs/PROBE.md "probe lines"; _probe_notes reads impl and warning lines only
+_PROBE_TICK = ("slow ", "skipped_ticks ", "ethtool_ioctls ", "interval_ms ")
 
 
 def _probe_notes(frame: Frame, sample: HostSample, warn: _Warner) -> None:

@@ -297,7 +297,7 @@ class SimHost:
             slow = False
         sections = [
             Section("probe", None, clock_ns, "ok", None,
-                    f"interval_ms {int(interval * 1000)}\nimpl sim"),
+                    f"interval_ms {int(interval * 1000)}\nslow {int(slow)}\nimpl sim"),
             Section("sysnet", None, clock_ns, "ok", None,
                     "\n".join(f"{p} {v}" for p, v in host_text.sysnet_lines(self, frac))),
             Section("sysib", None, clock_ns, "ok", None,

@@ -107,6 +107,33 @@ def test_a_kept_shape_follows_a_change_of_state_and_of_names() -> None:
     assert assemble("n1", frames[2]).links["enp65s0f0np0"].state == "up"
 
 
+def test_probe_lines_that_change_every_tick_keep_the_shape() -> None:
+    """The probes' own lines change from tick to tick (``slow 0|1``, ``skipped_ticks``,
+    the fast probe's running ``ethtool_ioctls``): the host keeps its shape; a probe
+    warning is said on the tick it comes, and the shape follows it."""
+    frames = _stream(6)
+
+    def with_probe(f: Frame, text: str) -> Frame:
+        secs = [Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
+                if s.kind == "probe" else s for s in f.sections]
+        return Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s, secs)
+
+    shapes = []
+    for i, f in enumerate(frames[:4]):
+        g = with_probe(f, f"interval_ms 1000\nslow {i % 2}\nimpl python3.12"
+                          f"\nskipped_ticks {i}\nethtool_ioctls {10 * i}")
+        got = assemble("n3", g)
+        assert got.probe == "python3.12"
+        assert repr(got) == _fresh("n3", g)
+        shapes.append(asm._SHAPES["n3"].shape)
+    assert len({id(s) for s in shapes}) == 1
+    g = with_probe(frames[4], "interval_ms 1000\nslow 0\nimpl python3.12\n"
+                              "ethtool_ioctls 50\nwarning sysfs file skipped (its read blocked)")
+    got = assemble("n3", g)
+    assert any("sysfs file skipped" in w for w in got.warnings)
+    assert asm._SHAPES["n3"].shape is not shapes[0]
+
+
 _TOKEN = st.one_of(st.integers(0, 2**64 + 10).map(str), st.sampled_from(
     ["-", "0", "1", "", "x", "+1", "٣", "00000000000000000000001", "1\t2"]))
 
