@@ -39,6 +39,30 @@ def is_counter_path(kind: str, rel: str) -> bool:
     return False
 
 
+# docs/PROBE.md "Slow files": what the fast probe reads only on slow ticks, sent in
+# sysnet_slow/sysib_slow (the collector keeps the latest of each).
+_SLOW_NET_DEVICE = frozenset({"current_link_speed", "current_link_width", "max_link_speed",
+                              "max_link_width"})
+_SLOW_IB_DEVICE = frozenset({"fw_ver", "hca_type", "board_id", "node_guid", "node_type"})
+
+
+def is_slow_path(kind: str, rel: str) -> bool:
+    """Whether ``rel`` of a ``sysnet``/``sysib`` dump is a file the fast probe reads on
+    slow ticks only."""
+    parts = rel.split("/")
+    n = len(parts)
+    if kind == "sysnet":
+        return (n == 3 and parts[1] == "device" and parts[2] in _SLOW_NET_DEVICE) or (
+            n == 5 and parts[1:3] == ["device", "hwmon"] and parts[4] == "name") or (
+            n == 5 and parts[1] == "ecn" and parts[2] in ("roce_np", "roce_rp")
+            and parts[3] == "enable")
+    if kind == "sysib":
+        return (n == 2 and parts[1] in _SLOW_IB_DEVICE) or (
+            n == 6 and parts[1] == "ports" and parts[3:5] == ["gid_attrs", "ndevs"]) or (
+            n == 4 and parts[1:3] == ["device", "net"])
+    return False
+
+
 def section_values(
     section: Section, keys: tuple[str, ...] | None = None
 ) -> tuple[dict[str, int], list[str]]:
@@ -89,6 +113,10 @@ class StructuredEncoder:
         self._seq = 0
         self._full = True
         self._ioctls = 0
+        # Per sysnet/sysib: the slow lines last sent in its *_slow section, and the text of
+        # the last *_slow section the frames brought (the GID tables), sent with them.
+        self._slow_sent: dict[str, list[str]] = {}
+        self._slow_came: dict[str, str] = {}
 
     def encode(self, frame: Frame) -> Frame:
         out = Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, event=frame.event)
@@ -96,6 +124,13 @@ class StructuredEncoder:
             self._seq = frame.seq
             self._full = self._full or frame.seq % self.full_every == 0
         probe = None
+        # Slow files go apart only where the frame says whether it is a slow one (as the
+        # probes' frames do): "slow 1" or "slow 0" in its probe section.
+        said = next((s.text for s in frame.sections if s.kind == "probe"), "")
+        slow = True if "\nslow 1" in said else False if "\nslow 0" in said else None
+        lines: dict[str, list[str]] = {}
+        reads: dict[str, int | None] = {}  # read times of the sysnet/sysib sections
+        came: set[str] = set()
         for s in frame.sections:
             if s.schema is not None or s.status != "ok":
                 out.sections.append(s)
@@ -103,11 +138,27 @@ class StructuredEncoder:
                 self._ethtool(out, s)
                 self._ioctls += 2  # ETHTOOL_GSSET_INFO, ETHTOOL_GSTATS
             elif s.kind in COUNTER_KINDS:
-                self._sysfs(out, s)
+                self._sysfs(out, s, None if slow is None else lines.setdefault(s.kind, []))
+                reads[s.kind] = s.read_ns
+            elif slow is not None and s.kind.endswith("_slow") and s.kind[:-5] in COUNTER_KINDS:
+                self._slow_came[s.kind[:-5]] = s.text
+                came.add(s.kind[:-5])
+                reads.setdefault(s.kind[:-5], s.read_ns)
             else:
                 if s.kind == "probe" and probe is None:
                     probe = len(out.sections)
                 out.sections.append(s)
+        for kind in sorted(lines.keys() | came):
+            # Sent on slow frames, as the probe sends them, and whenever they changed (a
+            # simulated fault that changes one shows at once, as in the text frames).
+            got = lines.get(kind, [])
+            if slow or kind in came or got != self._slow_sent.get(kind):
+                self._slow_sent[kind] = got
+                text = "\n".join(got)
+                gids = self._slow_came.get(kind)
+                if gids:
+                    text = f"{text}\n{gids}" if text else gids
+                out.sections.append(Section(f"{kind}_slow", None, reads[kind], "ok", None, text))
         if probe is not None and self._ioctls:
             # The fast probe counts its ioctls in its probe section (a line that changes
             # every tick, as a real host's frames have it).
@@ -161,13 +212,16 @@ class StructuredEncoder:
                 vals.append(value)
         self._values(out, s, s.kind, names, vals, binary=True)
 
-    def _sysfs(self, out: Frame, s: Section) -> None:
+    def _sysfs(self, out: Frame, s: Section, slow: list[str] | None = None) -> None:
+        """``slow``: where the slow files' lines go (else they stay in the text)."""
         names: list[str] = []
         vals: list[str] = []
         text: list[str] = []
         for line in s.text.splitlines():
             path, _, value = line.partition(" ")
-            if is_counter_path(s.kind, path):
+            if slow is not None and is_slow_path(s.kind, path):
+                slow.append(line)
+            elif is_counter_path(s.kind, path):
                 names.append(path)
                 ok = value.isascii() and value.isdigit()
                 vals.append(value if ok else "-")

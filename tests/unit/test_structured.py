@@ -13,6 +13,7 @@ from collectors.structured import StructuredEncoder
 from collectors.text import has_control
 from collectors.values import decode_values
 from fabtop.config import Config, HostConfig
+from fabtop.core.pipeline import Pipeline
 from fabtop.run.record import Recorder, RecordingReader, decode_frame
 from fabtop.sim import Fabric
 from fabtop.sim import HostConfig as SimHostConfig
@@ -44,17 +45,40 @@ def _same(a: HostSample, b: HostSample) -> None:
 def test_structured_frames_give_the_text_frames_samples_in_a_third_of_the_bytes() -> None:
     texts = _sim_text(6)
     wire = _structured(texts)
-    d_text, d_wire = FrameDecoder(), FrameDecoder()
+    d_text, d_wire, carry = FrameDecoder(), FrameDecoder(), Pipeline()
     for t, w in zip(texts, wire, strict=True):
         (ft,) = d_text.feed(t.encode())
         (fw,) = d_wire.feed(w.encode())
-        _same(assemble("n1", ft), assemble("n1", fw))
+        # The slow files come on slow frames only, as the fast probe sends them: the
+        # collector carries the latest into the frames between.
+        _same(assemble("n1", ft), assemble("n1", carry._with_slow_sections("n1", fw)))
     assert d_wire.take_warnings() == []
+    assert "/ecn/roce_np/enable/3 1" in wire[0].split("@@section sysnet_slow")[1]
+    assert "/ecn/roce_np/enable/3" not in wire[1] and "fw_ver" not in wire[1]
     # Schemas go with the first frame only; later frames carry values.
     assert "@@section schema" in wire[0] and "@@section schema" not in wire[1]
     assert len(wire[1]) < len(texts[1]) / 2
     counters = assemble("n1", FrameDecoder().feed(wire[0].encode())[0])
     assert sum(len(c) for ln in counters.links.values() for c in ln.counters.values()) > 500
+
+
+def test_slow_files_changed_between_slow_frames_are_sent_at_once() -> None:
+    """The simulated fast probe sends the slow files (ECN enables, PCIe link, firmware) on
+    slow frames and, unlike the node's probe, again whenever one changed: a simulated
+    fault shows on its tick."""
+    fab = Fabric.single([SimHostConfig("n1", roce_ports=1), SimHostConfig("n2")], "no_ecn",
+                        target="n1", start_s=33.0)
+    host = fab.hosts["n1"]
+    dec, enc, pipe = FrameDecoder(), StructuredEncoder(), Pipeline()
+    got = []
+    for i in range(5):
+        (f,) = dec.feed(host.frame(30.0 + i, 1.0).encode())
+        w = render_frame(enc.encode(f))
+        sample, _ = pipe.apply_frame("n1", FrameDecoder().feed(w.encode())[0])
+        qos = sample.links["enp65s0f0np0"].qos
+        got.append(("@@section sysnet_slow" in w, qos.ecn_np_enabled if qos else None))
+    on, off = tuple(range(8)), ()
+    assert got == [(True, on), (False, on), (False, on), (True, off), (False, off)]
 
 
 def _ethtool_frame(seq: int, body: str) -> Frame:
