@@ -24,6 +24,7 @@ from collectors.frames import FrameDecoder, render_frame  # noqa: E402
 from collectors.structured import StructuredEncoder  # noqa: E402
 from fabtop.config import HostConfig  # noqa: E402
 from fabtop.core.history import History  # noqa: E402
+from fabtop.core.pipeline import Pipeline  # noqa: E402
 from fabtop.core.rates import RateEngine  # noqa: E402
 from fabtop.core.rules import make_evaluator  # noqa: E402
 from fabtop.core.state import FabricState  # noqa: E402
@@ -75,6 +76,9 @@ def stages(wire: list[bytes]) -> dict[str, float]:
     dec = FrameDecoder()
     decoded = [f for w in wire for f in dec.feed(w)]
     t_dec = time.perf_counter() - t0
+    # The slow sections carried into the frames between, as the pipeline carries them.
+    carry = Pipeline()
+    decoded = [carry.with_slow_sections("n1", f) for f in decoded]
     t0 = time.perf_counter()
     samples = [assemble("n1", f) for f in decoded]
     t_asm = time.perf_counter() - t0

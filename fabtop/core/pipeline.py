@@ -51,7 +51,7 @@ class Pipeline:
         ``arrived_unix``: the operator's wall clock when the frame arrived; None (replays,
         tests) means no clock estimate from this frame.
         """
-        sample = assemble(host, self._with_slow_sections(host, frame), self._shapes)
+        sample = assemble(host, self.with_slow_sections(host, frame), self._shapes)
         prev = self._latest.get(host)
         if prev is not None and prev.inference and not sample.inference:
             # /metrics is polled on its own cadence: keep the last reading on frames without it.
@@ -74,7 +74,7 @@ class Pipeline:
         self.history.record(t, sample, rates)
         return rates
 
-    def _with_slow_sections(self, host: str, frame: Frame) -> Frame:
+    def with_slow_sections(self, host: str, frame: Frame) -> Frame:
         """``frame`` with the latest slow sections it lacks, every slow section last.
 
         The slow ones go in the order they were first seen, whether this frame brought them

@@ -32,7 +32,7 @@ def _stream(ticks: int, seed: int = 0, full_every: int = FULL_EVERY) -> list[Fra
     for i in range(ticks):
         for f in dec.feed(fab.hosts["n1"].frame(25.0 + i, 1.0).encode()):
             (g,) = wire_dec.feed(render_frame(enc.encode(f)).encode())
-            out.append(pipe._with_slow_sections("n1", g))
+            out.append(pipe.with_slow_sections("n1", g))
     return out
 
 
@@ -191,15 +191,15 @@ def test_slow_sections_are_carried_last_in_one_order() -> None:
         return Frame(seq, seq, 1.0, 1.0, [Section(k, s, 1, "ok", None, t) for k, s, t in sections])
 
     slow = (("ethtool_i", "eth0", "driver: mlx5_core"), ("mlnx_qos", "eth0", "old"))
-    first = pipe._with_slow_sections("h", frame(1, slow[0], ("sysnet", None, "a"), slow[1]))
-    between = pipe._with_slow_sections("h", frame(2, ("sysnet", None, "b")))
-    again = pipe._with_slow_sections(
+    first = pipe.with_slow_sections("h", frame(1, slow[0], ("sysnet", None, "a"), slow[1]))
+    between = pipe.with_slow_sections("h", frame(2, ("sysnet", None, "b")))
+    again = pipe.with_slow_sections(
         "h", frame(3, ("mlnx_qos", "eth0", "new"), ("sysnet", None, "c"), slow[0]))
     layouts = [[(s.kind, s.subject) for s in f.sections] for f in (first, between, again)]
     assert layouts[0] == layouts[1] == layouts[2] == [
         ("sysnet", None), ("ethtool_i", "eth0"), ("mlnx_qos", "eth0")]
     assert [s.text for s in again.sections] == ["c", "driver: mlx5_core", "new"]
-    after = pipe._with_slow_sections("h", frame(4, ("sysnet", None, "d")))
+    after = pipe.with_slow_sections("h", frame(4, ("sysnet", None, "d")))
     assert after.sections[2].text == "new"
 
 

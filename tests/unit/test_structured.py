@@ -51,7 +51,7 @@ def test_structured_frames_give_the_text_frames_samples_in_a_third_of_the_bytes(
         (fw,) = d_wire.feed(w.encode())
         # The slow files come on slow frames only, as the fast probe sends them: the
         # collector carries the latest into the frames between.
-        _same(assemble("n1", ft), assemble("n1", carry._with_slow_sections("n1", fw)))
+        _same(assemble("n1", ft), assemble("n1", carry.with_slow_sections("n1", fw)))
     assert d_wire.take_warnings() == []
     assert "/ecn/roce_np/enable/3 1" in wire[0].split("@@section sysnet_slow")[1]
     assert "/ecn/roce_np/enable/3" not in wire[1] and "fw_ver" not in wire[1]
