@@ -342,13 +342,22 @@ def test_real_netdevs_give_netlink_statistics_and_ethtool_ioctl_values(
         subprocess.run([*ip, "link", "add", "va", "type", "veth", "peer", "name", "vb"], check=True)
         subprocess.run([*ip, "link", "set", "va", "up"], check=True)
         subprocess.run([*ip, "link", "set", "vb", "up"], check=True)
-        args = ProbeArgs(interval_ms=200, interfaces=("va", "vb"), max_frames=2, gpu="off",
+        args = ProbeArgs(interval_ms=200, interfaces=("va", "vb"), max_frames=4, gpu="off",
                          probe="python", path=())  # fmt: skip
         # /sys of the namespace: `ip netns exec` mounts it for the netns.
         argv = ["ip", "netns", "exec", ns, "sh", "-s", "--", *build_argv(args)]
         probe = _start(run_probe, argv, tmp_path, env_path=SYSTEM_PATH + ":/usr/sbin:/sbin")
-        frames = probe.frames(2, deadline_s=15)
-        assert len(frames) == 2
+        frames = probe.frames(4, deadline_s=15)
+        assert len(frames) == 4
+        # The probe section counts the ioctls, a line that changes every tick: the
+        # collector keeps the host's shape all the same (it was built anew every tick).
+        pipe = Pipeline()
+        shapes = []
+        for f in frames:
+            pipe.apply_frame("n1", f)
+            shapes.append(pipe._shapes["n1"].shape)
+        said = {f.find("probe").text for f in frames}  # type: ignore[union-attr]
+        assert len(said) == 4 and all(s is shapes[0] for s in shapes)
         want = subprocess.run(
             ["ip", "netns", "exec", ns, "ethtool", "-S", "va"], capture_output=True, text=True
         ).stdout
