@@ -46,6 +46,9 @@ from collectors.transport.base import TransportError  # noqa: E402
 from collectors.transport.ssh import SshTransport  # noqa: E402
 from tests.integration.sshd import SSHD, Sshd, descendants  # noqa: E402
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+from collector_cost import whole_path  # noqa: E402
+
 FIXTURES = REPO.parent / "shared" / "fixtures"
 IB_CAPTURE = FIXTURES / "sysfs/prometheus_procfs/sys/class/infiniband/mlx5_0"
 MLX5_ETHTOOL = FIXTURES / "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"
@@ -152,6 +155,7 @@ class ProbeRun:
     values: int = 0  # counter lines in the last frame's sysnet/sysib/ethtool_S sections
     ethtool: dict[str, int] = field(default_factory=dict)  # netdev -> statistics read
     warnings: list[str] = field(default_factory=list)
+    frames: list[bytes] = field(default_factory=list)  # every frame, the first on
 
     def ms(self) -> float:
         """Node CPU per tick."""
@@ -196,6 +200,7 @@ async def stream_probe(t: SshTransport, args: ProbeArgs, ticks: int,
             buf += chunk
             while (i := buf.find(b"\n@@end ")) >= 0 and (j := buf.find(b"\n", i + 1)) >= 0:
                 frame, buf = buf[:j + 1], buf[j + 1:]
+                run.frames.append(frame)
                 if not frame.lstrip(b"\n").startswith(b"@@fabtop-frame "):
                     continue  # a watchdog event, not a tick
                 seen += 1
@@ -331,6 +336,12 @@ class Case:
                        f"KiB/tick, {r.values} counter lines/frame{io}; impl {r.impl}")
             if r.warnings:
                 out.append(f"  {self.name} {label}: probe warnings: {sorted(set(r.warnings))}")
+            # The same frames through the collector (decode, assemble, rates, history, rules),
+            # as the dashboard runs them: the benchmark's simulated host aside, real frames.
+            med, lo, hi = whole_path(r.frames, warm=WARMUP)
+            out.append(f"  {self.name} {label}: collector {med:.3f} ms per host-tick on these "
+                       f"frames (median of 5 passes, {lo:.3f}-{hi:.3f}; after the first "
+                       f"{WARMUP})")
         if self.exporter:
             e = self.exporter
             got = ", ".join(f"{n} {x}*" for x, n in e.samples.items())
