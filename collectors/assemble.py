@@ -33,7 +33,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 from collectors.darwin import TICK_KIND as DARWIN_TICK_KIND
 from collectors.darwin import assemble_darwin
 from collectors.frames import UNKNOWN_SCHEMA, Frame, Section
-from collectors.gpu_sections import gpus_from_frame
+from collectors.gpu_sections import GPU_KINDS, gpus_from_frame
 from collectors.guard import Guard
 from collectors.normalize import (
     IB_HW_MAP,
@@ -116,18 +116,26 @@ def assemble(host: str, frame: Frame, kept: Shapes | None = None) -> HostSample:
         # A macOS probe's frame: all text, read by collectors/darwin.py (see its docstring).
         _guard(warn, "assemble", None, None, assemble_darwin, _cleaned(frame), sample, warn)
         return sample
+    shapes = _SHAPES if kept is None else kept
+    # Carried sections read before, this very tuple (Frame.carried): their headers were
+    # looked at then (a frame whose headers needed cleaning is rebuilt without carried).
+    last = shapes.get(host)
+    seen = len(frame.carried) if frame.carried and last is not None and last.tail is not None \
+        and last.tail.sections is frame.carried else 0
     # A bug outside the per-section guards costs the rest of this frame, said in one line.
-    _guard(warn, "assemble", None, None, _assemble, host, _cleaned(frame), sample, warn,
-           _SHAPES if kept is None else kept)
+    _guard(warn, "assemble", None, None, _assemble, host, _cleaned(frame, seen), sample,
+           warn, shapes)
     return sample
 
 
-def _cleaned(frame: Frame) -> Frame:
-    """The frame with its section headers (kind, subject, status, detail) cleaned."""
+def _cleaned(frame: Frame, seen: int = 0) -> Frame:
+    """The frame with its section headers (kind, subject, status, detail) cleaned, but for
+    its last ``seen`` sections' (known clean)."""
     sections = frame.sections
     # Nearly always every header is printable ASCII, which clean() leaves as it is: one
     # look at all of them together instead of four calls per section.
-    heads = " ".join([h for s in sections for h in (s.kind, s.status, s.subject, s.detail) if h])
+    look = sections[:len(sections) - seen] if seen else sections
+    heads = " ".join([h for s in look for h in (s.kind, s.status, s.subject, s.detail) if h])
     if len(heads) <= MAX_TEXT and heads.isascii() and heads.isprintable():
         return frame
     for i, s in enumerate(sections):
@@ -153,7 +161,7 @@ def _cleaned(frame: Frame) -> Frame:
 # Structured sections whose values the links hold (the rest of a frame is text).
 _VALUE_KINDS = frozenset({"ethtool_S", *COUNTER_KINDS.values()})
 # Sections read anew every tick whatever the shape (their text changes every tick).
-_PER_TICK_KINDS = frozenset({"gpu_nvidia", "gpu_amd"})
+_PER_TICK_KINDS = frozenset(GPU_KINDS)
 
 _Decoded = dict[int, tuple[list[int | None] | None, list[str]]]  # section index -> values
 # Section index -> the values it was read against and the positions that moved since.
@@ -171,9 +179,17 @@ def _assemble(
     deltas: _Deltas = {}
     temps: dict[str, dict[str, int]] = {}
     shaped = sections
+    # The carried slow sections (Frame.carried) are read once while they stay the same:
+    # on a real host they are most of a frame's sections (ethtool -i and dcb per netdev).
+    carried = frame.carried
+    tail = None
+    if carried:
+        tail = kept.tail if kept is not None and kept.tail is not None \
+            and kept.tail.sections is carried else _tail(carried)
+    end = len(sections) if tail is None else len(sections) - len(carried)
     # The shape's key: all of the frame but the values, the GPUs and the read times.
     parts: list[tuple[object, ...]] = []
-    for i, s in enumerate(sections):
+    for i, s in enumerate(sections if tail is None else sections[:end]):
         if s.schema is not None and s.kind in _VALUE_KINDS:
             got = s.values  # as the stream's decoder read them
             if got is None:  # a frame made in-process (tests, tools): read here
@@ -191,17 +207,24 @@ def _assemble(
         elif s.kind in _PER_TICK_KINDS:
             parts.append((s.kind, s.subject, s.status, s.detail))
         else:
-            text = s.text
-            if s.kind in _TEMP_KINDS and s.schema is None and "/hwmon/" in text:
-                text = _hwmon_values(text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
-                if text is not s.text:
-                    if shaped is sections:
-                        shaped = list(sections)
-                    shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
-            if s.kind == "probe":
-                text = _probe_key(text)
-            parts.append((s.kind, s.subject, s.status, s.detail, text, s.schema is None))
-    key = tuple(parts)
+            part, text = _text_part(s, temps)
+            if text is not s.text:
+                if shaped is sections:
+                    shaped = list(sections)
+                shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
+            parts.append(part)
+    if tail is None:
+        key = tuple(parts)
+    else:
+        key = tuple(parts) + tail.parts
+        for kind, got_temps in tail.temps.items():
+            into = temps.setdefault(kind, {})
+            for owner, v in got_temps.items():
+                if v > into.get(owner, -1):
+                    into[owner] = v
+        if tail.shaped is not None:
+            shaped = sections[:end] + tail.shaped if shaped is sections else \
+                shaped[:end] + tail.shaped
     if kept is not None and kept.key == key:
         kept.values = values
     else:
@@ -211,7 +234,51 @@ def _assemble(
         if len(shapes) >= _SHAPES_MAX and host not in shapes:
             del shapes[next(iter(shapes))]  # the host kept longest ago
         shapes[host] = kept
-    _fill(kept.shape, frame, decoded, deltas, temps, sample, warn)
+    if tail is not None:
+        kept.tail = tail
+    _fill(kept.shape, frame, decoded, deltas, temps, sample, warn, end)
+
+
+@dataclass(slots=True)
+class _Tail:
+    """What a frame's carried sections give the key (their parts, NIC temperatures, the
+    sections without those), read once for as long as the very same tuple comes."""
+
+    sections: tuple[Section, ...]
+    parts: tuple[tuple[object, ...], ...]
+    temps: dict[str, dict[str, int]]
+    shaped: list[Section] | None  # None: as they came
+
+
+def _tail(carried: tuple[Section, ...]) -> _Tail | None:
+    """The carried sections read as _assemble reads a frame's; None when one has values
+    by position (read every tick, never cached)."""
+    parts: list[tuple[object, ...]] = []
+    temps: dict[str, dict[str, int]] = {}
+    shaped: list[Section] | None = None
+    for i, s in enumerate(carried):
+        if s.schema is not None and s.kind in _VALUE_KINDS:
+            return None
+        if s.kind in _PER_TICK_KINDS:
+            parts.append((s.kind, s.subject, s.status, s.detail))
+            continue
+        part, text = _text_part(s, temps)
+        if text is not s.text:
+            if shaped is None:
+                shaped = list(carried)
+            shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
+        parts.append(part)
+    return _Tail(carried, tuple(parts), temps, shaped)
+
+
+def _text_part(s: Section, temps: dict[str, dict[str, int]]) -> tuple[tuple[object, ...], str]:
+    """A text section's part of the shape's key, and its text as the shape keeps it (NIC
+    temperatures taken out into ``temps``, which every tick reads anew)."""
+    text = s.text
+    if s.kind in _TEMP_KINDS and s.schema is None and "/hwmon/" in text:
+        text = _hwmon_values(text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
+    key = _probe_key(text) if s.kind == "probe" else text
+    return (s.kind, s.subject, s.status, s.detail, key, s.schema is None), text
 
 
 @dataclass(slots=True)
@@ -222,6 +289,7 @@ class _Kept:
     key: tuple[object, ...]
     shape: _Shape
     values: dict[int, _Values]
+    tail: _Tail | None = None  # the carried sections as last read (Frame.carried)
 
 
 # A structured section's kind, subject and last values.
@@ -403,6 +471,9 @@ class _Shape:
     firewall: FirewallState | None = None  # parsed once per shape: never changed after
     thunderbolt: ThunderboltInfo | None = None  # shared by the samples: read-only
     metrics_at_once: bool = False  # the warnings make the metrics of .links, in order
+    gpu_at: tuple[int, ...] = ()  # where the GPU sections are (read every tick)
+    # The statuses of a frame's carried sections, made once for that very tuple.
+    tail_status: tuple[tuple[Section, ...], list[SectionStatus]] | None = None
 
 
 def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
@@ -434,6 +505,7 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
     return _Shape(
         tuple(statuses), warn.plan, links, cpu, probe.probe, versions, fw, b.thunderbolt,
         len(at_once) == len(links) and all(map(is_, at_once, links)),
+        tuple(i for i, s in enumerate(frame.sections) if s.kind in _PER_TICK_KINDS),
     )
 
 
@@ -529,11 +601,23 @@ def _fill(
     temps: dict[str, dict[str, int]],
     sample: HostSample,
     warn: _Warner,
+    end: int,
 ) -> None:
-    """One tick's sample from its host's shape and its own values."""
+    """One tick's sample from its host's shape and its own values; from ``end`` on, the
+    frame's sections are its carried ones (Frame.carried), the same as the tick before."""
     sections = frame.sections
+    statuses = shape.sections if end == len(sections) else shape.sections[:end]
     sample.sections = [SectionStatus(kind, subject, status, sections[i].read_ns, detail)
-                       for i, kind, subject, status, detail in shape.sections]
+                       for i, kind, subject, status, detail in statuses]
+    if end < len(sections):
+        # The shape's own: a key that matched had these sections at these places.
+        tail = shape.tail_status
+        if tail is None or tail[0] is not frame.carried:
+            tail = shape.tail_status = (frame.carried, [
+                SectionStatus(kind, subject, status, sections[i].read_ns, detail)
+                for i, kind, subject, status, detail in shape.sections[end:]])
+        sample.sections += tail[1]
+        sample.carried_sections = tail[1]
     links = sample.links
     for lp in shape.links:
         link = links[lp.link.id] = LinkSample(*lp.fields)
@@ -570,7 +654,7 @@ def _fill(
     sample.versions = shape.versions  # frozen: shared by the samples of one shape
     sample.firewall = shape.firewall
     sample.thunderbolt = shape.thunderbolt
-    _gpus(frame, sample, warn)
+    _gpus(frame, sample, warn, shape.gpu_at)
 
 
 def _saturated(legacy: _Resolver, decoded: _Decoded, deltas: _Deltas) -> list[str]:
@@ -1300,9 +1384,13 @@ def _firewall(frame: Frame, warn: _ShapeWarner) -> FirewallState | None:
     return fw
 
 
-def _gpus(frame: Frame, sample: HostSample, warn: _Warner) -> None:
+def _gpus(frame: Frame, sample: HostSample, warn: _Warner, at: tuple[int, ...]) -> None:
+    """The GPUs of the frame's sections at ``at`` (the shape knows where they are)."""
+    sections = frame.sections
+    only = Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s,
+                 [sections[i] for i in at])
     # A bug in the GPU parsers must not lose the network sample.
-    found = _guard(warn, "gpu", None, None, gpus_from_frame, frame)
+    found = _guard(warn, "gpu", None, None, gpus_from_frame, only)
     if found is None:
         return
     gpus, read_ns, warnings = found

@@ -118,6 +118,10 @@ class Frame:
     unix_s: float
     sections: list[Section] = field(default_factory=list)
     event: bool = False  # a watchdog event between frames, not a tick
+    # The last len(carried) sections: slow sections a Pipeline carried in from earlier
+    # frames, this very tuple tick after tick while none of them changed (what assemble
+    # read of them once holds for every such tick).
+    carried: tuple[Section, ...] = ()
 
     def find(self, kind: str, subject: str | None = None) -> Section | None:
         """First section of ``kind`` (and ``subject`` when given)."""

@@ -18,6 +18,9 @@ def _query_fields(first: str) -> tuple[str, ...] | str:
     return fields or "gpu_nvidia section names no query fields"
 
 
+# The sections GPUs are read from, in the order they are looked for.
+GPU_KINDS = ("gpu_nvidia", "gpu_amd")
+
 # The first line repeats every tick, the same on every host of a kind.
 _FIELD_LINES = Memo(_query_fields, 16, 4096)
 
@@ -54,7 +57,7 @@ def gpus_from_frame(frame: Frame) -> tuple[list[GpuSample], int | None, list[str
     gpus: list[GpuSample] = []
     read_ns: int | None = None
     warnings: list[str] = []
-    for kind, reader in (("gpu_nvidia", _nvidia), ("gpu_amd", _amd)):
+    for kind, reader in zip(GPU_KINDS, (_nvidia, _amd), strict=True):
         section = frame.find(kind)
         if section is None:
             continue

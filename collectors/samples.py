@@ -353,6 +353,11 @@ class HostSample:
     sections: list[SectionStatus] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cpu_throttle_count: int | None = None
+    # The last statuses of ``sections``: those of the slow sections carried into the
+    # frame, the very objects of the sample before while those sections stayed the same
+    # (shared: read, never changed). None: not known to be carried.
+    carried_sections: list[SectionStatus] | None = field(default=None, repr=False,
+                                                         compare=False)
     # Thunderbolt domain (issue 14): None when the host has none or it was not read.
     thunderbolt: ThunderboltInfo | None = None
     # macOS hosts (issue 14): None on every other host.

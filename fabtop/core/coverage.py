@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from collectors.gpu_sections import GPU_KINDS
 from collectors.parsers.firewall import unknown_reason
 from collectors.samples import HostSample
 from fabtop.core.state import (
@@ -34,7 +35,7 @@ from fabtop.core.state import (
 MAX_NAMED = 4
 
 _RDMA_KINDS = frozenset({"ib", "roce"})
-_GPU_KINDS = ("gpu_nvidia", "gpu_amd")
+_GPU_KINDS = GPU_KINDS
 _QOS_TOOLS = ("mlnx_qos", "dcb_pfc")
 
 

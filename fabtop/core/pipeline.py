@@ -40,6 +40,9 @@ class Pipeline:
         self.history = history if history is not None else History()
         self.clocks = Clocks()
         self._slow: dict[str, dict[tuple[str, str | None], Section]] = {}
+        # The slow sections carried into a host's frames, one tuple until one of them comes
+        # again (Frame.carried).
+        self._tails: dict[str, tuple[Section, ...]] = {}
         self._latest: dict[str, HostSample] = {}
         self._shapes: Shapes = {}  # what assemble keeps of each host of this stream
 
@@ -93,9 +96,14 @@ class Pipeline:
                 others.append(sec)
         if not kept:
             return frame
-        if not came:
-            others.extend(kept.values())
-        else:
-            for key, sec in kept.items():
-                others.extend(came.get(key, (sec,)))
-        return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, others)
+        tail = self._tails.get(host) if not came else None
+        if tail is None:
+            if any(len(secs) > 1 for secs in came.values()):  # one kind and subject twice
+                self._tails.pop(host, None)
+                for key, sec in kept.items():
+                    others.extend(came.get(key, (sec,)))
+                return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, others)
+            tail = self._tails[host] = tuple(kept.values())
+        others.extend(tail)
+        return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, others,
+                     carried=tail)

@@ -18,7 +18,7 @@ from typing import Protocol
 from collectors.frames import Frame
 from collectors.guard import Guard
 from collectors.parsers.pfcwd import WatchdogEvent, parse_pfcwd
-from collectors.samples import HostSample, InferenceSample
+from collectors.samples import HostSample, InferenceSample, SectionStatus
 from collectors.text import clean
 from fabtop.core.finding_log import FindingLog
 from fabtop.core.findings import Finding
@@ -67,6 +67,9 @@ class HostState:
     # Sections the probe said it could not read, by kind: "missing (no nvidia-smi, ...)",
     # "error (rc=1)". Slow sections come once a minute, so this remembers them between.
     unread: dict[str, str] = field(default_factory=dict)
+    # The carried sections' statuses last noted (HostSample.carried_sections): the same
+    # list again says nothing new.
+    noted_carried: list[SectionStatus] | None = field(default=None, repr=False)
     # When the status last became UP: a host that reconnects is not stale for the outage
     # before its first new frame (the runner says "up" just before handing that frame).
     up_since: float | None = None
@@ -85,7 +88,12 @@ class HostState:
     def note_sections(self, sample: HostSample) -> None:
         """Remember which of this frame's sections were read, and why others were not."""
         unread = self.unread
-        for sec in sample.sections:
+        secs = sample.sections
+        carried = sample.carried_sections
+        if carried is not None and carried is self.noted_carried:
+            secs = secs[:len(secs) - len(carried)]
+        self.noted_carried = carried
+        for sec in secs:
             if sec.status == "ok":
                 if unread:  # nearly always empty: no pop per section per frame
                     unread.pop(sec.kind, None)

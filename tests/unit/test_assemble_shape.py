@@ -14,8 +14,12 @@ from collectors.assemble import assemble
 from collectors.frames import Frame, FrameDecoder, Section, render_frame
 from collectors.parsers.sysfs import parse_sysnet
 from collectors.structured import FULL_EVERY, StructuredEncoder
+from collectors.text import has_control
 from collectors.values import decode_changed, decode_values, values_line
+from fabtop.config import HostConfig
 from fabtop.core.pipeline import Pipeline
+from fabtop.core.rules import make_evaluator
+from fabtop.core.state import FabricState
 from fabtop.sim import Fabric
 from fabtop.sim import HostConfig as SimHostConfig
 
@@ -132,6 +136,44 @@ def test_probe_lines_that_change_every_tick_keep_the_shape() -> None:
     got = assemble("n3", g)
     assert any("sysfs file skipped" in w for w in got.warnings)
     assert asm._SHAPES["n3"].shape is not shapes[0]
+
+
+def test_carried_slow_sections_read_once_give_what_a_new_build_gives() -> None:
+    """The slow sections carried into the frames between slow ticks are read once for
+    as long as they stay the same (Frame.carried): every tick still gives what a new
+    build of its frame gives, their headers cleaned, a NIC temperature among them kept,
+    and the host's unread notes of them kept; a slow tick that changes one is read."""
+    fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2),
+                  SimHostConfig("n2")])
+    dec, enc, wire = FrameDecoder(), StructuredEncoder(), FrameDecoder()
+    raw = [g for i in range(8)
+           for f in dec.feed(fab.hosts["n1"].frame(25.0 + i, 1.0).encode())
+           for g in wire.feed(render_frame(enc.encode(f)).encode())]
+
+    def slow(f: Frame, dcb: str) -> Frame:
+        secs = [Section(s.kind, s.subject, s.read_ns, s.status, s.detail,
+                        s.text + "\nenp65s0f0np0/device/hwmon/hwmon9/temp2_input 91000")
+                if s.kind == "sysnet_slow" else s for s in f.sections]
+        secs.append(Section("dcb_pfc", "enp65s0f0np0", f.clock_ns, "error", dcb, ""))
+        return Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s, secs)
+
+    raw[0] = slow(raw[0], "rc=1 \x1b[31mno dcb\x1b[0m")
+    raw[5] = slow(raw[5], "rc=2")  # the next slow tick: sysnet_slow comes again
+    state = FabricState([HostConfig("n1")], rules=make_evaluator())
+    carried = []
+    for f in raw:
+        g = state.pipeline.with_slow_sections("n9", f)  # what this tick's frame holds
+        carried.append(g.carried)
+        sample = state.apply_frame("n1", f)
+        assert sample is not None
+        assert repr(sample) == repr(assemble("n1", g, {})), f.seq
+        assert sample.links["enp65s0f0np0"].temperature_c == 91.0
+        assert not any(has_control(f"{st.detail}") for st in sample.sections)
+        want = "error (rc=2)" if f.seq >= raw[5].seq else "error (rc=1 no dcb)"
+        assert state.hosts["n1"].unread["dcb_pfc"] == want
+    # One tuple carried from the first slow tick to the next, another after it.
+    assert len({id(c) for c in carried[1:5]}) == 1 and carried[5] is not carried[4]
+    assert carried[6] is carried[5] and len(carried[1]) > 5
 
 
 _TOKEN = st.one_of(st.integers(0, 2**64 + 10).map(str), st.sampled_from(
