@@ -70,6 +70,10 @@ class HostState:
     # The carried sections' statuses last noted (HostSample.carried_sections): the same
     # list again says nothing new.
     noted_carried: list[SectionStatus] | None = field(default=None, repr=False)
+    # Lines added to ``warnings`` so far, and the sample warnings last added at which
+    # count: the same lines again, nothing added since, are all there still.
+    added: int = 0
+    last_added: tuple[int, list[str]] | None = field(default=None, repr=False)
     # When the status last became UP: a host that reconnects is not stale for the outage
     # before its first new frame (the runner says "up" just before handing that frame).
     up_since: float | None = None
@@ -310,8 +314,13 @@ class FabricState:
         hs.note_sections(sample)
         recovered = hs.failure is not None
         hs.status, hs.error, hs.failure = UP, None, None
-        for w in sample.warnings:
-            self.warn(host, w)
+        ws = sample.warnings
+        last = hs.last_added
+        if ws and (last is None or last[0] != hs.added or last[1] != ws):
+            # (a carried slow section's warning comes every tick: said once)
+            for w in ws:
+                self.warn(host, w)
+            hs.last_added = (hs.added, list(ws))
         if self.evaluate_per_frame or recovered:
             self.evaluate()
 
@@ -329,6 +338,7 @@ class FabricState:
         hs = self.hosts.get(host)
         if hs is not None and line not in hs.warnings:
             hs.warnings.append(line)
+            hs.added += 1
 
     def apply_inference(self, host: str, readings: list[InferenceSample]) -> None:
         """Attach the latest /metrics readings; the next frame's rates use them.
@@ -364,6 +374,7 @@ class FabricState:
             hs.rtt_s = rtt_s
         if error:
             hs.warnings.append(error)
+            hs.added += 1
         self.evaluate()
 
     def evaluate(self) -> None:
