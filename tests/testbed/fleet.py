@@ -80,13 +80,16 @@ class FanoutResult:
         """One line of figures."""
         node = ", ".join(f"{k} {100 * v / self.wall_s:.1f} %"
                          for k, v in sorted(self.node_cpu_s.items()))
-        return (f"{self.hosts} hosts at 1 Hz over real sshd: {self.up} up "
-                f"(all streaming {self.startup_s:.0f} s after the start), sample age "
+        streaming = (f"all streaming {self.startup_s:.0f} s after the start" if not self.late
+                     else f"{self.hosts - len(self.late)} streaming when the wait for all "
+                     f"gave up, {self.startup_s:.0f} s after the start")
+        return (f"{self.hosts} hosts at 1 Hz over real sshd: {self.up} up at the end "
+                f"({streaming}), sample age "
                 f"p50 {self.pct(0.5):.2f} s p99 {self.pct(0.99):.2f} s max {max(self.ages):.2f} s; "
                 f"collector CPU {100 * self.cpu_share:.1f} % of one core "
                 f"({1000 * self.cpu_s / max(1, self.frames):.2f} ms per host-frame)"
                 + (f"; node side {node} of one core" if node else "")
-                + "".join(f"; {h} not streaming after warm-up: {why}"
+                + "".join(f"; {h} not streaming at that wait: {why}"
                           for h, why in sorted(self.late.items())))
 
 
