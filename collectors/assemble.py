@@ -1349,8 +1349,6 @@ def _probe_key(text: str) -> str:
     tick and that no sample reads (``slow 0|1``, ``skipped_ticks N``, the fast probe's
     running ``ethtool_ioctls N``). Kept in, every tick would build the host's shape anew.
     """
-    if "\n" not in text:
-        return text
     return "\n".join([ln for ln in text.split("\n") if not ln.startswith(_PROBE_TICK)])
 
 

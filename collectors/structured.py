@@ -126,8 +126,8 @@ class StructuredEncoder:
         probe = None
         # Slow files go apart only where the frame says whether it is a slow one (as the
         # probes' frames do): "slow 1" or "slow 0" in its probe section.
-        said = next((s.text for s in frame.sections if s.kind == "probe"), "")
-        slow = True if "\nslow 1" in said else False if "\nslow 0" in said else None
+        said = next((s.text for s in frame.sections if s.kind == "probe"), "").split("\n")
+        slow = True if "slow 1" in said else False if "slow 0" in said else None
         lines: dict[str, list[str]] = {}
         reads: dict[str, int | None] = {}  # read times of the sysnet/sysib sections
         came: set[str] = set()
