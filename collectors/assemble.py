@@ -207,11 +207,11 @@ def _assemble(
         elif s.kind in _PER_TICK_KINDS:
             parts.append((s.kind, s.subject, s.status, s.detail))
         else:
-            part, text = _text_part(s, temps)
-            if text is not s.text:
+            part, cut = _text_part(s, temps)
+            if cut is not None:
                 if shaped is sections:
                     shaped = list(sections)
-                shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
+                shaped[i] = cut
             parts.append(part)
     if tail is None:
         key = tuple(parts)
@@ -262,23 +262,29 @@ def _tail(carried: tuple[Section, ...]) -> _Tail | None:
         if s.kind in _PER_TICK_KINDS:
             parts.append((s.kind, s.subject, s.status, s.detail))
             continue
-        part, text = _text_part(s, temps)
-        if text is not s.text:
+        part, cut = _text_part(s, temps)
+        if cut is not None:
             if shaped is None:
                 shaped = list(carried)
-            shaped[i] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
+            shaped[i] = cut
         parts.append(part)
     return _Tail(carried, tuple(parts), temps, shaped)
 
 
-def _text_part(s: Section, temps: dict[str, dict[str, int]]) -> tuple[tuple[object, ...], str]:
-    """A text section's part of the shape's key, and its text as the shape keeps it (NIC
-    temperatures taken out into ``temps``, which every tick reads anew)."""
+def _text_part(
+    s: Section, temps: dict[str, dict[str, int]]
+) -> tuple[tuple[object, ...], Section | None]:
+    """A text section's part of the shape's key, and the section as the shape keeps it
+    when that differs: its NIC temperatures taken out into ``temps``, which every tick
+    reads anew (None: as it came)."""
     text = s.text
+    cut = None
     if s.kind in _TEMP_KINDS and s.schema is None and "/hwmon/" in text:
         text = _hwmon_values(text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
+        if text is not s.text:
+            cut = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
     key = _probe_key(text) if s.kind == "probe" else text
-    return (s.kind, s.subject, s.status, s.detail, key, s.schema is None), text
+    return (s.kind, s.subject, s.status, s.detail, key, s.schema is None), cut
 
 
 @dataclass(slots=True)
@@ -1345,9 +1351,10 @@ def _cpu_throttle(frame: Frame, warn: _Warner) -> int | None:
 
 
 def _probe_key(text: str) -> str:
-    """A probe section as the shape knows it: without the lines that change from tick to
-    tick and that no sample reads (``slow 0|1``, ``skipped_ticks N``, the fast probe's
-    running ``ethtool_ioctls N``). Kept in, every tick would build the host's shape anew.
+    """A probe section as the shape knows it: without the lines that no sample reads and
+    that change from tick to tick (``slow 0|1``, ``skipped_ticks N``, the fast probe's
+    running ``ethtool_ioctls N``) or with the probe's arguments (``interval_ms N``). Kept
+    in, every tick would build the host's shape anew.
     """
     return "\n".join([ln for ln in text.split("\n") if not ln.startswith(_PROBE_TICK)])
 

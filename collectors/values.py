@@ -137,8 +137,6 @@ def _warn(warnings: list[str], msg: str) -> None:
         warnings.append("further bad values suppressed")
 
 
-
-
 @dataclass(slots=True, eq=False)
 class Values:
     """A structured section's values as its stream decoded them (frames.FrameDecoder).

@@ -35,7 +35,6 @@ from fabtop.core.state import (
 MAX_NAMED = 4
 
 _RDMA_KINDS = frozenset({"ib", "roce"})
-_GPU_KINDS = GPU_KINDS
 _QOS_TOOLS = ("mlnx_qos", "dcb_pfc")
 
 
@@ -71,13 +70,13 @@ def _gpu_gap(hs: HostState, s: HostSample) -> str | None:
     """Why GPUs are not monitored on this host (None: they are, or it has GPUs listed)."""
     if s.gpus:
         return None
-    for kind in _GPU_KINDS:
+    for kind in GPU_KINDS:
         why = hs.unread.get(kind)
         if why is not None:
             # The probe says "missing (no nvidia-smi, amd-smi or rocm-smi)": keep the why.
             return why.removeprefix("missing ").strip("()") if why.startswith("missing") \
                 else f"{kind} {why}"
-    read = any(sec.kind in _GPU_KINDS and sec.status == "ok" for sec in s.sections)
+    read = any(sec.kind in GPU_KINDS and sec.status == "ok" for sec in s.sections)
     return "the GPU tool lists none" if read else "no GPU tool answered"
 
 
