@@ -29,11 +29,15 @@ each tick then carries one line of values by position (decimal, ``-`` for not re
 Values may also come in binary (``enc=b64``) and, between whole frames, as a delta
 against the section's values in an earlier frame (``base=<seq>``): collectors/values.py.
 
-Schema ids live as long as the stream (one decoder); the decoder keeps the schemas it
-was sent (bounded) and hands each values section over with its :class:`Schema` and its
-values read (``Section.values``; it keeps each section's last values, bounded, for the
-next delta). A values section naming a schema it was not sent becomes an ``error``
-section saying so.
+Schema ids live as long as the stream (one decoder); the decoder keeps the schemas in
+use and hands each values section over with its :class:`Schema` and its values read
+(``Section.values``; it keeps each section's last values, bounded, for the next delta).
+The tables forget what is no longer used, never refuse what is new (a week of netdevs
+coming and going): a section bound to a new schema frees its old one, the probe says
+``@@section schema <sid> - ok drop`` for a section it stopped sending, and past the
+bounds the least recently used schemas go (said in a warning). A values section naming
+a schema the stream does not hold becomes an ``error`` section saying so, counted in
+:attr:`FrameDecoder.undecoded`: the host is partly blind until a new stream starts.
 
 The decoder is incremental, bounded and never raises on bad input: garbage
 outside a frame and truncated frames become warnings.
@@ -64,7 +68,7 @@ MAX_FRAME_BYTES = 16 * 1024 * 1024  # a frame larger than this is dropped, not b
 SECTION_STATUSES = ("ok", "missing", "timeout", "error", "stale", "truncated")
 MAX_LINE_BYTES = 1024 * 1024
 SCHEMA_KIND = "schema"
-MAX_SCHEMAS = 4096  # per stream: a schema per netdev's ethtool -S, a few more per host
+MAX_SCHEMAS = 4096  # in use per stream: a schema per netdev's ethtool -S, a few more per host
 MAX_SCHEMA_NAMES = 200_000  # the fast probe's own cap on one netdev's ethtool names
 MAX_NAME_CHARS = 256
 UNKNOWN_SCHEMA = "values for schema"  # how the detail of such a section starts
@@ -89,6 +93,8 @@ class Schema:
     names: tuple[str, ...]
     plans: dict[str, Any] = field(default_factory=dict)
     chars: int = 0  # what its names take of the stream's MAX_SCHEMA_CHARS
+    used: int = 0  # the last frame (seq) whose values it read: the least recent go first
+    key: tuple[str, str | None] | None = None  # the (kind, subject) whose values it reads
 
 
 @dataclass(slots=True)
@@ -183,6 +189,13 @@ class FrameDecoder:
         self.warnings: list[str] = []
         self.schemas: dict[int, Schema] = {}
         self._schema_chars = 0
+        # (kind, subject) -> the schema id its values last named: a new one frees the old.
+        self._bound: dict[tuple[str, str | None], int] = {}
+        # Values sections this stream could not decode (their schema is not held), in all
+        # and in a row of frames: a consumer reconnects to start the stream fresh.
+        self.undecoded = 0
+        self.undecoded_frames = 0
+        self._undecoded_in_frame = False
         # (kind, subject) -> the schema, frame seq and values of a structured section
         # as this stream last placed them: what its next delta is applied to.
         self._values: dict[tuple[str, str | None], tuple[Schema, int, Values]] = {}
@@ -345,33 +358,57 @@ class FrameDecoder:
 
     def _define(self, subject: str | None, detail: str | None, names: list[str]) -> None:
         sid = parse_uint(subject) if subject else None
+        if sid is not None and detail == "drop":  # the probe stopped sending its section
+            self._forget(sid)
+            return
         kind = detail[4:] if detail and detail.startswith("for=") else ""
         if sid is None or not kind or " " in kind:
             self._warn(f"bad schema header ignored: {subject!r} {detail!r}"[:120])
             return
+        self._forget(sid)  # an id defined again names other values
         if len(names) > MAX_SCHEMA_NAMES:
             self._warn(f"schema {sid} of {kind}: {len(names)} names, over {MAX_SCHEMA_NAMES}: "
                        "refused (its values will not decode)")
-            self._forget(sid)
-            return
-        if sid not in self.schemas and len(self.schemas) >= MAX_SCHEMAS:
-            self._warn(f"more than {MAX_SCHEMAS} schemas on one stream: schema {sid} refused")
             return
         # Cleaned once here, for every tick that uses them.
         cleaned = tuple(clean(n.strip(), MAX_NAME_CHARS) for n in names)
         size = sum(map(len, cleaned)) + len(cleaned)
-        self._forget(sid)
-        if self._schema_chars + size > MAX_SCHEMA_CHARS:
-            self._warn(f"schemas of one stream over {MAX_SCHEMA_CHARS} characters: "
-                       f"schema {sid} of {kind} refused (its values will not decode)")
+        if size > MAX_SCHEMA_CHARS:
+            self._warn(f"schema {sid} of {kind}: names of {size} characters, over "
+                       f"{MAX_SCHEMA_CHARS}: refused (its values will not decode)")
             return
+        if len(self.schemas) >= MAX_SCHEMAS or self._schema_chars + size > MAX_SCHEMA_CHARS:
+            self._evict(size)
         self._schema_chars += size
-        self.schemas[sid] = Schema(sid, clean(kind, 64), cleaned, chars=size)
+        used = self._frame.seq if self._frame is not None else 0
+        self.schemas[sid] = Schema(sid, clean(kind, 64), cleaned, chars=size, used=used)
+
+    def _evict(self, room: int) -> None:
+        """Past a bound, the least recently used quarter of the schemas (at least enough
+        for ``room`` characters) goes: forget, never refuse. A section still sent under
+        one of them no longer decodes (``undecoded``) until the stream starts again."""
+        ranked = sorted(self.schemas.values(), key=lambda sc: sc.used)
+        goal = min(len(ranked), max(1, len(ranked) // 4))
+        n = 0
+        for sc in ranked:
+            if n >= goal and self._schema_chars + room <= MAX_SCHEMA_CHARS:
+                break
+            self._forget(sc.sid)
+            n += 1
+        self._warn(f"schemas of one stream past {MAX_SCHEMAS} or {MAX_SCHEMA_CHARS} "
+                   f"characters: the {n} least recently used forgotten")
 
     def _forget(self, sid: int) -> None:
         old = self.schemas.pop(sid, None)
-        if old is not None:
-            self._schema_chars -= old.chars
+        if old is None:
+            return
+        self._schema_chars -= old.chars
+        key = old.key
+        if key is not None and self._bound.get(key) == sid:
+            del self._bound[key]
+            kept = self._values.pop(key, None)
+            if kept is not None:
+                self._kept_values -= len(kept[2].vals or ())
 
     def _bind(self, section: Section, detail: list[str]) -> None:
         token = ""
@@ -384,10 +421,23 @@ class FrameDecoder:
         if schema is None or schema.kind != section.kind:
             section.status = "error"
             section.detail = f"{UNKNOWN_SCHEMA} {token[7:][:20]!r}, which this stream " \
-                "did not define"
+                "does not hold: not decoded until the stream starts again"
             section.text = ""
+            self.undecoded += 1
+            self._undecoded_in_frame = True
             return
         section.schema = schema
+        assert self._frame is not None
+        schema.used = self._frame.seq
+        key = (section.kind, section.subject)
+        old = self._bound.get(key)
+        if old != schema.sid:
+            if len(self._bound) >= 2 * MAX_SCHEMAS:  # keys of schemas no longer held
+                self._bound = {k: v for k, v in self._bound.items() if v in self.schemas}
+            self._bound[key] = schema.sid
+            schema.key = key
+            if old is not None:
+                self._forget(old)  # the section's names changed: its old schema is done
 
     def _line(self, line: str, nbytes: int) -> Frame | None:
         if line.startswith("@@"):
@@ -416,6 +466,10 @@ class FrameDecoder:
         if head == "end":
             self._close_section()
             frame, self._frame = self._frame, None
+            if not frame.event:
+                self.undecoded_frames = self.undecoded_frames + 1 if self._undecoded_in_frame \
+                    else 0
+                self._undecoded_in_frame = False
             return frame
         self._warn(f"unknown control line ignored: {('@@' + line)[:80]!r}")
         return None

@@ -56,6 +56,7 @@ while IFS= read -r p; do
 done"""
 DPKG_FORMAT = "${db:Status-Abbrev} ${Version}\\n"
 WARN_MAX = 200
+SEEN_MAX = 4096  # notes said once (names refused, odd files): bounded like every table
 
 
 class Refused(Exception):
@@ -1071,6 +1072,25 @@ class Probe(object):
                     s.dirs[d] = self._mtime(d)
         s.index()
         self.scan = s
+        self._forget_netdevs(s)
+
+    def _forget_netdevs(self, s: Scan) -> None:
+        """Tables keyed by netdev names keep only the netdevs of this scan: a week of pod
+        veths coming and going must not grow the probe (the node's memory is the model's)."""
+        have = set(s.ethtool)
+        tables = [self.wd.last, self.wd.took, self.wd.fast_until]  # type: List[Dict[str, Any]]
+        if self.eth is not None:
+            tables += [self.eth.names, self.eth.bufs]
+        for t in tables:
+            for n in [n for n in t if n not in have]:
+                del t[n]
+        for k in [k for k in self.wd.storm if k[0] not in have]:
+            del self.wd.storm[k]
+        paths = set(e.path for e in s.entries)
+        paths.update(p for _, p in s.cpu)
+        self.skip &= paths
+        if len(self.seen) > SEEN_MAX:  # once-only notes: said again after a reset at worst
+            self.seen = set()
 
     @staticmethod
     def _mtime(d: str) -> Tuple[int, int]:
@@ -1325,6 +1345,10 @@ class Probe(object):
                 else:
                     out.add("ethtool_S", n, t, "error",
                             "ioctl: " + clean(got.strerror or str(got)), [])
+        self.forget_unsent(out, [(k + "_counters", "-") for k in ("sysnet", "sysib")
+                                 if s.ctr.get(k)]
+                           + [("ethtool_S", n) for n in s.ethtool
+                              if isinstance(eth.get(n), tuple)])
         for j in jobs:
             if j.error:
                 st, det = "error", clean(j.error)
@@ -1429,6 +1453,21 @@ class Probe(object):
             rows = b64_rows(array.array("Q", nums))
         if out.add(kind, subj, rns, "ok", det, rows or [b""]):
             self.sent[key] = (got[0], self.seq, nums)
+
+    def forget_unsent(self, out: Sections, live: List[Tuple[str, str]]) -> None:
+        """Forget the structured sections this frame did not send (a netdev gone, pod
+        veths and VFs coming and going for a week): their schema and last values, here and,
+        by a ``drop`` line, in the collector's decoder. A section that comes back is
+        defined anew. Every structured section is sent every tick while it exists."""
+        if len(self.schemas) <= len(live):
+            return
+        keep = set(live)
+        for key in [k for k in self.schemas if k not in keep]:
+            sid = self.schemas.pop(key)[0]
+            self.sent.pop(key, None)
+            out.add("schema", str(sid), 0, "ok", "drop", [])
+        for key in [k for k in self.sent if k not in keep]:
+            del self.sent[key]
 
     # -- output and lifetime
     def write(self, data: bytes) -> None:

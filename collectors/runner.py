@@ -36,6 +36,12 @@ START_AFTER_S = 30.0
 # 2**this times the first wait: a node that always starts it slowly (loaded, a heavy
 # login shell) comes up on a later try instead of being restarted forever.
 START_PATIENCE_DOUBLINGS = 3
+# A stream whose decoder cannot place values for this many frames in a row (it no longer
+# holds their schema: collectors/frames.py) is started again, fresh on both ends; once per
+# FRESH_STREAM_EVERY_S at most, so a host past every bound does not reconnect forever (it
+# stays partly blind instead, which its finding says).
+UNDECODED_FRAMES = 3
+FRESH_STREAM_EVERY_S = 600.0
 
 
 @dataclass(slots=True, frozen=True)
@@ -98,6 +104,9 @@ class HostRunner:
         self._gate_held = False
         # Consecutive sessions given up on before their first frame (the next waits longer).
         self._slow_starts = 0
+        # Set when a session ends to start the stream fresh (not a failure: no backoff).
+        self._fresh: str | None = None
+        self._fresh_at: float | None = None
 
     @property
     def status(self) -> HostStatus:
@@ -119,6 +128,10 @@ class HostRunner:
                 reason = await self._one_session()
                 if self._stopping:
                     break
+                if self._fresh is not None:  # not the host's failure: reconnect at once
+                    self._update(state="connecting", error=self._fresh)
+                    self._fresh = None
+                    continue
                 failures = self._status.failures + 1
                 self._update(state="down", error=reason, failures=failures)
                 base = self._backoff[min(failures - 1, len(self._backoff) - 1)]
@@ -174,9 +187,23 @@ class HostRunner:
                         self._delivered(frames, warnings)
                     if frames:
                         self._release_gate()  # streaming: the next host may start
+                    if decoder.undecoded_frames >= UNDECODED_FRAMES and self._may_refresh():
+                        self._fresh = (
+                            f"{self.transport.describe()}: {decoder.undecoded} values sections "
+                            "could not be decoded (the stream no longer holds their names): "
+                            "reconnected to start it fresh"
+                        )
+                        return self._fresh
         finally:
             self._release_gate()
         return f"{self.transport.describe()}: probe ended"
+
+    def _may_refresh(self) -> bool:
+        now = time.monotonic()
+        if self._fresh_at is not None and now - self._fresh_at < FRESH_STREAM_EVERY_S:
+            return False
+        self._fresh_at = now
+        return True
 
     def _release_gate(self) -> None:
         if self._gate_held and self._gate is not None:

@@ -23,6 +23,7 @@ from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.rules import (
     clock,
     config,
+    decoding,
     ecn,
     firewall,
     gpu,
@@ -82,6 +83,7 @@ RULES: tuple[Rule, ...] = (
     macos.rdma_enabled_no_device,
     macos.rdma_needs_tb5,
     macos.rdma_port_no_ipv4,
+    decoding.counters_undecoded,
 )
 
 # State rules, with the rule names of the tracks they keep: they read only the fabric's
