@@ -9,6 +9,8 @@ others out of the window.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from collectors.assemble import Shapes, assemble
 from collectors.darwin import DARWIN_SLOW_KINDS
 from collectors.frames import Frame, Section
@@ -35,8 +37,10 @@ SLOW_KINDS = SLOW_KINDS | DARWIN_SLOW_KINDS
 class Pipeline:
     """Frames of many hosts in, typed samples with their rates out, history kept."""
 
-    def __init__(self, history: History | None = None) -> None:
-        self.engine = RateEngine()
+    def __init__(
+        self, history: History | None = None, thresholds: Mapping[str, float] | None = None
+    ) -> None:
+        self.engine = RateEngine(thresholds)
         self.history = history if history is not None else History()
         self.clocks = Clocks()
         self._slow: dict[str, dict[tuple[str, str | None], Section]] = {}

@@ -13,7 +13,7 @@ never a rate, an event count or a spike in the history's max tiers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import is_not, itemgetter
@@ -31,6 +31,7 @@ from collectors.samples import (
 )
 from collectors.vocabulary import (
     BYTES,
+    EVENTS,
     FRAMES,
     MICROSECONDS,
     PACKETS,
@@ -39,6 +40,7 @@ from collectors.vocabulary import (
     Metric,
 )
 from fabtop.core.quantile import histogram_quantile
+from fabtop.core.thresholds import effective
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
 # slewing; anything beyond this is a step (NTP, manual date) and must not become a spike.
@@ -80,15 +82,24 @@ MIN_PACKET_BYTES = 20.0
 # minimum-size frames at 100 Gb/s; a glitched packet counter is off by billions.
 PACKETS_READ_SLACK = 1_000_000
 
+# Events that each ride on a packet (a NAK, a timeout's retransmission): as many as
+# packets at most, bounded like them.
+_PER_PACKET_EVENTS = frozenset({Metric.PACKET_SEQ_ERR, Metric.LOCAL_ACK_TIMEOUT_ERR})
+
+
 def _bound_kind(m: Metric) -> int:
     """What bounds a counter's delta: 1 bytes (the line rate), 2 packets or frames (the line
-    rate in minimum-size packets), 3 microseconds (the interval itself), 0 nothing (events,
-    ticks: only the all-ones test applies)."""
+    rate in minimum-size packets), 3 microseconds (the interval itself), 4 other events
+    (a link going down, a module overheating, the NIC's stall watchdog: the threshold
+    ``events_max_per_s``), 0 nothing (InfiniBand's transmit-wait ticks, whose length the
+    port chooses: only the all-ones test applies)."""
     if m.unit == BYTES:
         return 1
-    if m.unit in (PACKETS, FRAMES):
+    if m.unit in (PACKETS, FRAMES) or m in _PER_PACKET_EVENTS:
         return 2
-    return 3 if m.unit == MICROSECONDS else 0
+    if m.unit == MICROSECONDS:
+        return 3
+    return 4 if m.unit == EVENTS else 0
 
 
 # Packet counters that must fit in the bytes of the same direction: (counter, its rate,
@@ -301,17 +312,21 @@ def _quantiles(
     return histogram_quantile(0.5, bounds, deltas), histogram_quantile(0.99, bounds, deltas)
 
 
-def _counter_rate(cur: float | None, prev: float | None, inv_dt: float) -> float | None:
+def _counter_rate(
+    cur: float | None, prev: float | None, inv_dt: float, most: float
+) -> float | None:
     if cur is None or prev is None:
         return None
     d = cur - prev
     if d < 0:
         raise ValueError("counter went backwards")
+    if d * inv_dt > most:  # no server counts so fast: a glitched read, a gap
+        raise ValueError("counter jumped beyond belief")
     return d * inv_dt
 
 
 def _inference_rates(
-    cur: InferenceSample, prev: InferenceSample, dt: float
+    cur: InferenceSample, prev: InferenceSample, dt: float, tokens_per_s: float = _INF
 ) -> dict[str, float | None]:
     out: dict[str, float | None] = dict.fromkeys(INFERENCE_RATE_NAMES)
     if not dt > 0 or cur.error is not None or prev.error is not None:
@@ -321,17 +336,18 @@ def _inference_rates(
     inv_dt = 1.0 / dt
     try:
         out[InferenceRate.GENERATED_TOKENS_PER_S] = _counter_rate(
-            cur.generated_tokens_total, prev.generated_tokens_total, inv_dt
+            cur.generated_tokens_total, prev.generated_tokens_total, inv_dt, tokens_per_s
         )
         out[InferenceRate.PROMPT_TOKENS_PER_S] = _counter_rate(
-            cur.prompt_tokens_total, prev.prompt_tokens_total, inv_dt
+            cur.prompt_tokens_total, prev.prompt_tokens_total, inv_dt, tokens_per_s
         )
         ttft = _quantiles(cur, prev, TTFT_HISTOGRAMS)
         out[InferenceRate.TTFT_P50_S], out[InferenceRate.TTFT_P99_S] = ttft
         itl = _quantiles(cur, prev, ITL_HISTOGRAMS)
         out[InferenceRate.ITL_P50_S], out[InferenceRate.ITL_P99_S] = itl
     except ValueError:
-        # The server restarted (or changed its buckets): nothing is comparable this tick.
+        # The server restarted (or changed its buckets), or a counter jumped past any
+        # server's speed: nothing is comparable this tick.
         return dict.fromkeys(INFERENCE_RATE_NAMES)
     return out
 
@@ -351,12 +367,15 @@ def _line_bytes_per_s(cur: LinkSample, prev: LinkSample) -> float | None:
     return best * 1e9 / 8.0 if best > 0 else None
 
 
-def _limits(line: float | None, span_s: float) -> tuple[float, float, float, float]:
-    """The largest believable delta over ``span_s`` for each bound kind (see _BOUND_KIND)."""
+Limits = tuple[float, float, float, float, float]
+
+
+def _limits(line: float | None, span_s: float, events_per_s: float) -> Limits:
+    """The largest believable delta over ``span_s`` for each bound kind (see _bound_kind)."""
     s = (span_s + READ_SKEW_S) * GLITCH_MARGIN
     if line is None:
-        return _INF, _INF, _INF, s * 1e6
-    return _INF, line * s, line * s / MIN_PACKET_BYTES, s * 1e6
+        return _INF, _INF, _INF, s * 1e6, s * events_per_s
+    return _INF, line * s, line * s / MIN_PACKET_BYTES, s * 1e6, s * events_per_s
 
 
 def _stuck_legacy(cur: LinkSample, prev: LinkSample) -> list[str]:
@@ -461,6 +480,7 @@ def _careful(
     sat_norm: list[str],
     dt: float,
     line: float | None,
+    events_per_s: float,
     jumped: bool,
     stuck: bool,
 ) -> None:
@@ -504,7 +524,8 @@ def _careful(
         delta = per
     else:
         return
-    verdict = _judge(metric, last, h, top, _limits(line, span)[kind], jumped, stuck)
+    limit = _limits(line, span, events_per_s)[kind]
+    verdict = _judge(metric, last, h, top, limit, jumped, stuck)
     if h is not None and h.pending and verdict != _STUCK:
         lr.confirmed.append(name)  # the all-ones read is gone again: it was a glitch
     if verdict == _RATE:
@@ -636,7 +657,7 @@ def _plain_rates(
     plan: _Plan,
     metrics: Iterable[Any],
     pmetrics: Iterable[Any],
-    limits: tuple[float, float, float, float],
+    limits: Limits,
     inv_dt: float,
     pclean: bool,
     moved: _Moved | None = None,
@@ -718,7 +739,7 @@ def _moved_rates(
     moved: _Moved,
     values: list[Any],
     pvalues: list[Any],
-    limits: tuple[float, float, float, float],
+    limits: Limits,
     inv_dt: float,
 ) -> dict[str, RateValue] | None:
     """_plain_rates on a tick after one whose rates it made (pclean), the names those of
@@ -797,6 +818,7 @@ def _link_rates(
     prev: LinkSample | None,
     dt: float,
     held: dict[str, _Held] | None,
+    events_per_s: float,
     pshape: _Shape | None = None,
 ) -> tuple[LinkRates, dict[str, _Held] | None, _Shape | None]:
     """Rates of one link against its previous reading.
@@ -873,7 +895,7 @@ def _link_rates(
     # gauges among their statistics, and those go down all the time.
     jumped, stuck = _ones_feeds(cur, ones) if ones else (_NONE, _NONE)
     line = _line_bytes_per_s(cur, prev)
-    limits = _limits(line, dt)
+    limits = _limits(line, dt, events_per_s)
     held_out: dict[str, _Held] = {}
     sat_norm: list[str] = []
     # With an all-ones read or a held counter on the link, every counter gets a careful look.
@@ -915,7 +937,7 @@ def _link_rates(
     else:
         rates = lr.rates
         slow = slow or _has_ones(cur, prev)
-        rate_caps = (_INF, limits[1] * inv_dt, limits[2] * inv_dt, limits[3] * inv_dt)
+        rate_caps = (_INF, *(lim * inv_dt for lim in limits[1:]))
         for name, metric in metrics.items():
             rk = _RATE_KIND.get(name)
             if rk is None:  # outside the vocabulary: nothing could name it
@@ -959,7 +981,7 @@ def _link_rates(
                 continue
             h = held.get(name) if held else None
             _careful(name, rname, kind, metric, pmetric, h, lr, held_out, sat_norm, dt, line,
-                     name in jumped, name in stuck)  # fmt: skip
+                     events_per_s, name in jumped, name in stuck)  # fmt: skip
 
     if cur.physical:
         for pkts, pkts_rate, bytes_rate in _PACKETS_OF_BYTES_RATES:
@@ -1077,11 +1099,18 @@ def _paused(us: RateValue) -> RateValue:
 
 
 class RateEngine:
-    """Per-host baselines; ``update`` turns each new frame into rates against the last one."""
+    """Per-host baselines; ``update`` turns each new frame into rates against the last one.
 
-    __slots__ = ("_base", "_glitches")
+    ``thresholds``: the effective ``[thresholds]`` (fabtop.core.thresholds), for the rates
+    no event or token counter can reach (``events_max_per_s``, ``tokens_max_per_s``).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_base", "_glitches", "events_per_s", "tokens_per_s")
+
+    def __init__(self, thresholds: Mapping[str, float] | None = None) -> None:
+        th = effective(thresholds)
+        self.events_per_s = th["events_max_per_s"]
+        self.tokens_per_s = th["tokens_max_per_s"]
         self._base: dict[str, _Baseline] = {}
         self._glitches: dict[str, int] = {}
 
@@ -1112,7 +1141,7 @@ class RateEngine:
             plink = prev.links.get(lid)
             lr, hold, shape = _link_rates(
                 link, plink, _read_interval(link, plink, dt, stepped), prev.held.get(lid),
-                pshapes.get(lid),
+                self.events_per_s, pshapes.get(lid),
             )  # fmt: skip
             links[lid] = lr
             if shape is not None:
@@ -1124,9 +1153,12 @@ class RateEngine:
                 notes.extend(f"counter glitch ignored on {where} {name}" for name in lr.confirmed)
         cpu: float | None = None
         n, pn = sample.cpu_throttle_count, prev.cpu_throttle
-        # lower: the count was reset; all-ones: a glitched read
+        # lower: the count was reset; all-ones or beyond any event rate: a glitched read
         if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
-            cpu = (n - pn) * inv_dt
+            if n - pn <= _limits(None, dt, self.events_per_s)[4]:
+                cpu = (n - pn) * inv_dt
+            else:
+                notes.append("counter glitch ignored on CPU thermal throttle count")
         inference = self._rebaseline(sample, prev.inference, held, shapes)
         count = self._glitches.get(host, 0) + len(notes)
         if notes:
@@ -1158,7 +1190,7 @@ class RateEngine:
                             (sample.clock_ns - base.clock_ns) / 1e9,
                             sample.uptime_s - base.uptime_s,
                         )
-                    r = _inference_rates(inf, base.sample, dt)
+                    r = _inference_rates(inf, base.sample, dt, self.tokens_per_s)
                 bases[inf.url] = _InferenceBase(inf, sample.clock_ns, sample.uptime_s, r)
             rates[inf.url] = bases[inf.url].rates
         # Samples are not mutated downstream, so keeping references costs no copy.

@@ -189,12 +189,13 @@ class FabricState:
         interval: float = 1.0,
     ) -> None:
         self.hosts: dict[str, HostState] = {h.name: HostState(h.name, h.target) for h in hosts}
-        self.pipeline = Pipeline(history)
-        # The thresholds the rules fire at are the ones the views colour by.
+        # The thresholds the rules fire at are the ones the views colour by (and the rate
+        # engine believes deltas by).
         rule_thresholds = getattr(rules, "thresholds", None)
         self.thresholds: Mapping[str, float] = effective(
             {**(rule_thresholds or {}), **(thresholds or {})}
         )
+        self.pipeline = Pipeline(history, self.thresholds)
         # The ports the firewall rule asks about are the ones the host detail shows.
         self.firewall_ports: tuple[tuple[int, int], ...] = getattr(
             rules, "firewall_ports", DEFAULT_FIREWALL_PORTS)

@@ -33,6 +33,8 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``token_baseline_s`` | 60 | the recent level is the median token rate of the last minute |
 | ``switch_pfc_watch_s`` | 60 | drops on a lossless priority with not one PFC pause received by any host in this long under load is evidence that the switch does not run PFC on that class (a switch that does pauses long before its buffer drops); a minute spans many incast bursts, while counters that read 0 since they started say so at once |
 | ``tb_errors_per_s`` | 1 | thunderbolt-net counts a frame with a bad CRC, length or sequence, or one it had no room for, in rx_errors (drivers/net/thunderbolt/main.c); a good cable counts none at all, so one a second held over ``detect_s`` is a link that keeps corrupting frames, not a one-off |
+| ``events_max_per_s`` | 1000 | an event counter (a link going down, a module or CPU overheating, the NIC's stall watchdog) counts what takes milliseconds at least to happen again: a 100G link takes seconds to retrain, a thermal or watchdog event is raised once per crossing; even a veth toggled in a loop by a script stays below this. A jump past it over an interval is a glitched read (a gap), never "link went down 3000000 times" |
+| ``tokens_max_per_s`` | 1e7 | one inference server's token counters: 8 GPUs prefilling at 100,000 tokens/s each is under 10^6; a jump past this is a glitched or restarted counter (a gap), never a point of millions of tokens/s |
 | ``clock_skew_s`` | 5 | a host's clock this far from the operator's (either way) is skewed: frames are stamped when a tick starts and the tools may run up to their 2 s timeout (killed 1 s later) before one ships, so the measured offset can err by up to 3 s on a host whose every tick is slow, never by 5; 5 s is still far below a skew that misleads anyone correlating events (a minute) |
 """  # noqa: E501 (a markdown table the README copies)
 
@@ -65,6 +67,8 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "token_baseline_s": 60.0,
     "switch_pfc_watch_s": 60.0,
     "clock_skew_s": 5.0,
+    "events_max_per_s": 1000.0,
+    "tokens_max_per_s": 1e7,
     "tb_errors_per_s": 1.0,
 }
 

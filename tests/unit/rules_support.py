@@ -46,7 +46,7 @@ class Fabric:
 
     def __init__(self, thresholds: Mapping[str, float] | None = None) -> None:
         self.hosts: dict[str, Host] = {}
-        self.pipeline = Pipeline()
+        self.pipeline = Pipeline(thresholds=thresholds)
         self.history = self.pipeline.history
         self.evaluator = Evaluator(thresholds)
         self.ports: dict[tuple[str, str], Port] = {}

@@ -311,3 +311,100 @@ def test_a_tool_that_drops_out_is_a_new_baseline_not_a_rate(mlx5: dict[str, int]
     eth = bump(eth, rx_bytes_phy=3 * GB)
     r = h.tick(link(st, eth))  # back: a new baseline again, no 3 GB jump
     assert "rx_bytes_per_s" not in r.links["eth2"].rates
+
+
+# A one-read jump of millions (not all-ones) in an event counter: carrier_changes, IB's
+# link_downed, mlx5's module_high_temp and stall watchdog counters (issue 27, class 4).
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "link_down_events",
+        "module_high_temp_events",
+        "tx_pause_storm_warning_events",
+        "tx_pause_storm_error_events",
+    ],
+)
+@pytest.mark.parametrize("jump", [3_000_000, 10_001])
+def test_an_event_counter_jumping_beyond_belief_is_a_gap_never_an_event_count(
+    metric: str, jump: int
+) -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    p.metrics[metric] = 7
+    fab.run(3)
+    p.metrics[metric] = 7 + jump
+    found = fab.run(3)
+    assert not any(str(jump) in f.summary for f in found)
+    assert not by_rule(found, "link_flap") and not by_rule(found, "module_high_temp")
+    assert not by_rule(found, "pfc_stall_events")
+    # No series of the history holds it as a rate (the counter's own level may move).
+    keys = fab.history.keys()
+    for key in keys:
+        if key[-1] != metric:
+            for stat in ("mean", "max"):
+                assert all(
+                    v is None or v < jump / 10
+                    for v in fab.history.get(key).points(100, stat=stat)[1]
+                ), key
+    if metric == "link_down_events":
+        # ... and the next real event after it is counted as one.
+        p.metrics[metric] += 1
+        (f,) = by_rule(fab.tick(), "link_flap")
+        assert "down 1 time(s)" in f.summary
+
+
+def test_the_event_bound_is_a_threshold_a_config_can_move() -> None:
+    fab = Fabric(thresholds={"events_max_per_s": 1e9})
+    p = fab.port("node1")
+    p.metrics["link_down_events"] = 0
+    fab.run(2)
+    p.metrics["link_down_events"] = 3_000_000
+    (f,) = by_rule(fab.tick(), "link_flap")  # believed: the operator said so
+    assert "3000000 time(s)" in f.summary
+
+
+@pytest.mark.parametrize("metric", ["packet_seq_err", "local_ack_timeout_err"])
+def test_a_per_packet_event_beyond_the_line_rate_is_a_glitch(
+    mlx5: dict[str, int], metric: str
+) -> None:
+    link = mlx5_link(mlx5)
+    h = Host()
+    h.tick(dataclasses.replace(link, metrics={**link.metrics, metric: 0}))
+    h.tick(dataclasses.replace(link, metrics={**link.metrics, metric: 10}))
+    # 100 Gb/s cannot carry 10^15 packets in a second, so neither their NAKs or timeouts.
+    r = h.tick(dataclasses.replace(link, metrics={**link.metrics, metric: 10**15}))
+    assert h.rates[1].links["eth2"].rates[f"{metric}_per_s"] == 10.0
+    assert f"{metric}_per_s" not in r.links["eth2"].rates and r.links["eth2"].gap
+
+
+def test_a_cpu_throttle_count_jumping_beyond_belief_is_no_rate() -> None:
+    h = Host()
+    rates = []
+    for n in (5, 6, 6 + 4_000_000, 6 + 4_000_001):
+        h.seq += 1
+        s = HostSample(
+            host="gpu1",
+            seq=h.seq,
+            clock_ns=round((T0 + h.seq) * 1e9),
+            uptime_s=1000.0 + h.seq,
+            cpu_throttle_count=n,
+        )
+        rates.append(h.pipe.apply_sample(s).cpu_throttle_per_s)
+    assert rates == [None, 1.0, None, 1.0]
+
+
+def test_a_token_counter_jumping_past_any_server_is_a_gap_not_a_spike() -> None:
+    """A vLLM counter read once as 10^15 (a restarted exporter, a corrupt page)."""
+    from collectors.samples import InferenceSample
+
+    h = Host()
+    got = []
+    for i, total in enumerate((1000.0, 1500.0, 1e15, 1e15 + 400.0)):
+        h.seq += 1
+        inf = InferenceSample(url="http://127.0.0.1:8000/metrics", server="vllm",
+                              generated_tokens_total=total, read_s=float(i))
+        s = HostSample(host="gpu1", seq=h.seq, clock_ns=round((T0 + h.seq) * 1e9),
+                       uptime_s=1000.0 + h.seq, inference=[inf])
+        rates = h.pipe.apply_sample(s).inference[inf.url]
+        got.append(rates["generated_tokens_per_s"])
+    assert got == [None, 500.0, None, 400.0]

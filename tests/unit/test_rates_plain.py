@@ -266,7 +266,7 @@ def without_last_tick(monkeypatch: pytest.MonkeyPatch) -> None:
     link_rates = rates_module._link_rates
 
     def fresh(*args: Any) -> Any:
-        return link_rates(*args[:4], None)
+        return link_rates(*args[:5], None)
 
     monkeypatch.setattr(rates_module, "_link_rates", fresh)
 
