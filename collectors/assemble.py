@@ -50,6 +50,7 @@ from collectors.normalize import (
     saturated_ib_counters,
     step_names,
     step_value,
+    without_unknown,
 )
 from collectors.numbers import U64_MAX, parse_uint
 from collectors.parsers.ethtool import (
@@ -448,6 +449,9 @@ class _LinkPlan:
     # normalize's plans for its netdev, RDMA port, hw_counters and ethtool counters (the
     # names are the shape's: which raw names make each metric is found once).
     plans: tuple[MetricPlan, MetricPlan, MetricPlan, MetricPlan] = ((), (), (), ())
+    # Per plan, the raw names listed but not read (unread: part of the shape's key): a
+    # metric summed from one of them is unknown, never the sum of the other parts.
+    lost: tuple[frozenset[str], ...] = (frozenset(),) * 4
     # Which of the plans run (netdev, RDMA port, hw_counters, ethtool: 0 to 3), in order.
     runs: tuple[int, ...] = ()
     # Per counter source (as .counters): its positions a metric reads, and which metrics
@@ -640,10 +644,11 @@ def _fill(
     # The metrics of all links in one try: a failure is said at its link's place in the
     # warnings, where each link's are then made again behind a guard of its own.
     each = not shape.metrics_at_once
+    left: list[str] = []  # metrics left out (a sum beyond 64 bits): said, not silent
     if not each:
         try:
             for lp in shape.links:
-                _metrics(links[lp.link.id], lp)
+                _metrics(links[lp.link.id], lp, left)
         except Exception:
             each = True
     for item in shape.warnings:
@@ -654,7 +659,9 @@ def _fill(
             warn.add(kind, subject, decoded[i][1])
         elif each:
             link = links[item.link.id]
-            _guard(warn, "link", link.id, None, _metrics, link, item)
+            _guard(warn, "link", link.id, None, _metrics, link, item, left)
+    if left:
+        warn.add("metrics", None, left)
     sample.cpu_throttle_count = shape.cpu_throttle_count
     sample.probe = shape.probe
     sample.versions = shape.versions  # frozen: shared by the samples of one shape
@@ -678,7 +685,7 @@ def _saturated(legacy: _Resolver, decoded: _Decoded, deltas: _Deltas) -> list[st
     return saturated_ib_counters(legacy(decoded, deltas))
 
 
-def _metrics(link: LinkSample, lp: _LinkPlan) -> None:
+def _metrics(link: LinkSample, lp: _LinkPlan, left: list[str]) -> None:
     # Precedence: netdev < RDMA port < ethtool port counters, metric by metric.
     counters = link.counters
     made = lp.made
@@ -687,6 +694,9 @@ def _metrics(link: LinkSample, lp: _LinkPlan) -> None:
         metrics = {}
         for i in lp.runs:
             metrics.update(apply_plan(lp.plans[i], _plan_input(i, lp, counters)))
+    if lp.steps is not None and len(metrics) < len(lp.steps):
+        left.extend(f"{link.id} {m}: sum beyond 64 bits, left out"
+                    for m in lp.steps if m not in metrics)
     lp.made = (tuple(counters.values()), metrics)
     link.metrics = metrics
 
@@ -1099,6 +1109,12 @@ def _rdma_link(
         if slow:
             link.counters[SLOW_SOURCE] = slow
     lp = _LinkPlan(link, rdma=True)
+    if port.lost:
+        gone = frozenset(port.lost)
+        lp.lost = (frozenset(rec.lost) if rec is not None else frozenset(), gone, gone,
+                   frozenset())
+    elif rec is not None and rec.lost:
+        lp.lost = (frozenset(rec.lost), *lp.lost[1:])
     legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
     lp.legacy = _Resolver(legacy, placed)
     lp.legacy.tops = tuple((1 << IB_LEGACY_WIDTH[n]) - 1 for n in lp.legacy.names)
@@ -1113,7 +1129,10 @@ def _netdev_link(rec: NetdevRecord) -> _LinkPlan:
     link = LinkSample(id=rec.name, netdev=rec.name, physical=rec.physical)
     link.kind = "netdev" if rec.physical else "virtual"
     _apply_netdev(link, rec)
-    return _LinkPlan(link, temp=(rec.name, rec.temperature_c, None, None))
+    lp = _LinkPlan(link, temp=(rec.name, rec.temperature_c, None, None))
+    if rec.lost:
+        lp.lost = (frozenset(rec.lost), *lp.lost[1:])
+    return lp
 
 
 def _apply_netdev(link: LinkSample, rec: NetdevRecord) -> None:
@@ -1179,15 +1198,18 @@ def _plan_metrics(lp: _LinkPlan) -> None:
     ib: MetricPlan = ()
     hw: MetricPlan = ()
     ethtool: MetricPlan = ()
+    lost = lp.lost
     if lp.carrier is not None:
-        netdev = metric_plan(NETDEV_MAP, netdev_counters(c.get("netdev", _EMPTY), *lp.carrier),
-                             None)
+        netdev = metric_plan(NETDEV_MAP, _listed(netdev_counters(c.get("netdev", _EMPTY),
+                                                                 *lp.carrier), lost[0]), None)
     if lp.rdma:
-        ib = metric_plan(IB_PORT_MAP, c.get("ib_port", _EMPTY), None)
-        hw = metric_plan(IB_HW_MAP, {**c.get("ib_hw", _EMPTY), **c.get(SLOW_SOURCE, _EMPTY)}, None)
+        ib = metric_plan(IB_PORT_MAP, _listed(c.get("ib_port", _EMPTY), lost[1]), None)
+        hw = metric_plan(IB_HW_MAP, _listed({**c.get("ib_hw", _EMPTY),
+                                             **c.get(SLOW_SOURCE, _EMPTY)}, lost[2]), None)
     if lp.ethtool:
-        ethtool = ethtool_plan(c["ethtool"], lp.link.driver)
-    lp.plans = (netdev, ib, hw, ethtool)
+        ethtool = ethtool_plan(_listed(c["ethtool"], lost[3]), lp.link.driver)
+    plans = (netdev, ib, hw, ethtool)
+    lp.plans = without_unknown(plans, lost) if any(lost) else plans  # type: ignore[assignment]
     lp.runs = tuple(i for i, run in enumerate(
         (lp.carrier is not None, lp.rdma, lp.rdma, lp.ethtool)) if run)
     # Which metrics each raw name makes, by plan; and each metric's steps, by precedence.
@@ -1210,6 +1232,11 @@ def _plan_metrics(lp: _LinkPlan) -> None:
                     feed[r.first + j] = tuple(metrics)
         feeds.append((frozenset(feed), feed))
     lp.feeds = tuple(feeds)
+
+
+def _listed(counters: Mapping[str, object], lost: frozenset[str]) -> Mapping[str, object]:
+    """The names a source listed: those read and those whose values were not."""
+    return {**counters, **dict.fromkeys(sorted(lost))} if lost else counters
 
 
 # The plan (of _LinkPlan.plans) each counter source is read by.

@@ -24,7 +24,8 @@ Normalized names beyond DESIGN.md §3 (added here, same evidence rule):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from collectors.numbers import U64_MAX
@@ -304,6 +305,27 @@ def step_value(step: Step, counters: Mapping[str, int]) -> MetricValue | None:
         total = sum(per.values())
         return total if total <= U64_MAX else None
     return per
+
+
+def without_unknown(
+    plans: Sequence[MetricPlan], lost: Sequence[AbstractSet[str]]
+) -> tuple[MetricPlan, ...]:
+    """``plans`` (lowest precedence first, each made for its source's names read *and*
+    not read) without the metrics that are unknown: a step of plan ``i`` that reads a name
+    in ``lost[i]`` would give the sum of the other parts (symbol_error lost, and
+    rx_phy_errors would read port_rcv_remote_physical_errors alone). The metric goes from
+    that plan and every plan below it (no other source stands in for one tick: that
+    would be a jump between two counters); a plan above it still gives it."""
+    out = list(plans)
+    unknown: set[str] = set()
+    for i in reversed(range(len(out))):
+        gone = lost[i]
+        if gone:
+            unknown.update(step[0] for step in out[i]
+                           if not gone.isdisjoint(step_names(step)))
+        if unknown:
+            out[i] = tuple(step for step in out[i] if step[0] not in unknown)
+    return tuple(out)
 
 
 def step_names(step: Step) -> tuple[str, ...]:

@@ -634,7 +634,9 @@ function grep_chunk(list,   cmd, l, c, p) {
 		c = index(l, ":")
 		if (c < 2) continue
 		p = substr(l, 1, c - 1)
-		if (!(p in VAL) && c < length(l)) VAL[p] = substr(l, c + 1)
+		if ((p in VAL) || c >= length(l)) continue
+		if (length(l) - c > 2048) left_out(p)
+		else VAL[p] = substr(l, c + 1)
 	}
 	close(cmd)
 }
@@ -657,7 +659,7 @@ function grep_chunk(list,   cmd, l, c, p) {
 # new one, which turns into a sink when it cannot open our input.
 function rd_cmd(rid, fast, slow) {
 	return "exec 2>/dev/null 3<&0; { if [ -w /proc/$PPID/fd/0 ] && command exec >/proc/$PPID/fd/0 && cd " SYS "; then" \
-		" r() { for f; do i=$((i + 1)); v=; IFS= read -r v <\"$f\"; [ ${#v} -le 2048 ] || v=; printf \"V " rid " %s %s\\n\" \"$i\" \"$v\"; done; };" \
+		" r() { for f; do i=$((i + 1)); v=; IFS= read -r v <\"$f\"; if [ ${#v} -le 2048 ]; then printf \"V " rid " %s %s\\n\" \"$i\" \"$v\"; else printf \"L " rid " %s\\n\" \"$i\"; fi; done; };" \
 		" echo \"V " rid " 0\"; while read -r s; do i=0; r" fast "; [ \"$s\" = 1 ] && r" slow "; echo \"D " rid "\"; done;" \
 		" else while read -r s; do :; done; fi; } <&3 3<&- &"
 }
@@ -716,6 +718,20 @@ function rd_line(l,   r, i, v, h) {
 	h = length($1 " " $2 " " $3 " ")
 	if (length(l) <= h) return
 	VAL[rd_file_at(r, i)] = substr(l, h + 1)
+}
+# A value longer than one may be ("L <rid> <i>" from a reader): sent as "-" (not read),
+# named in a warning every tick, as the fast probe does.
+function rd_long(   r, i) {
+	r = $2 + 0; i = $3 + 0
+	if (!(r in RST) || RST[r] != 2) return
+	RM[r] = 1
+	RL[r] = i
+	if (PEND && RTK[r] == seq) left_out(rd_file_at(r, i))
+}
+function left_out(p) {
+	VAL[p] = "-"
+	sub(/^class\/infiniband\//, "", p); sub(/^class\/net\//, "", p)
+	warn("value of " clean(p) " left out: longer than 2048 bytes")
 }
 function rd_file_at(r, i,   c) {
 	c = RCH[r]
@@ -1025,6 +1041,7 @@ BEGIN {
 	MAXF += 0; IV += 0; TO += 0; SCAP += 0; FCAP += 0
 }
 $1 == "V" { rd_line($0); next }
+$1 == "L" { rd_long(); next }
 $1 == "D" { rd_done($2 + 0); next }
 $1 == "T" { clock($3 + 0); tick($2, $3, $4 + 0); next }
 $1 == "G" { gpu_line(substr($0, 3)); next }

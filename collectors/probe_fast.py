@@ -723,6 +723,8 @@ def pread_value(e: Entry) -> Optional[bytes]:
             if e.fd >= 0 and Probe.current is not None and not Probe.current.keep_open(e):
                 close_fd(e)
         line = data.split(b"\n", 1)[0].replace(b"\0", b"")
+        if len(line) > VALUE_MAX and Probe.current is not None:
+            Probe.current.left_out(e.rel)
         if not line or len(line) > VALUE_MAX:
             return None
         return line
@@ -1012,6 +1014,10 @@ class Probe(object):
             self.seen.add(key)
             self.warn(s)
 
+    def left_out(self, rel: str) -> None:
+        """A value too long to be one: said every tick it is left out (as probe.sh says)."""
+        self.warn("value of %s left out: longer than %d bytes" % (rel, VALUE_MAX))
+
     def refuse(self, what: str, name: str) -> None:
         if "\n" in name:
             name = "(a name containing a newline)"
@@ -1198,6 +1204,8 @@ class Probe(object):
                                 line = line.replace(b"\0", b"")
                             if line and len(line) <= VALUE_MAX:
                                 vals[e.rel] = line
+                            elif line:
+                                self.left_out(e.rel)
                             continue
                     v = pread_value(e)
                     if v is not None:

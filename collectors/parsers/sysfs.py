@@ -34,6 +34,9 @@ from collectors.text import MAX_TEXT, clean
 MAX_WARNINGS = 50
 _MAX_LINE = 2 * MAX_TEXT  # a path and one sysfs file, which holds at most a page (4096 bytes)
 _NO_PMA = "N/A (no PMA)"
+# A counter line's value when the probe could not read the file (it says why in a warning:
+# longer than a value may be, say): the counter is there, its value is not.
+NOT_READ = "-"
 _RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
 _GTS_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
 _TEMP_RE = re.compile(r"^device/hwmon/[^/]+/temp\d+_input$")
@@ -49,6 +52,9 @@ class NetdevRecord:
 
     name: str
     statistics: dict[str, int] = field(default_factory=dict)
+    # Statistics the probe listed but whose values were not read (unreadable, no number,
+    # longer than a value may be): a metric summed from one of them is unknown.
+    lost: set[str] = field(default_factory=set)
     mtu: int | None = None
     operstate: str | None = None
     speed_mbps: int | None = None  # -1 or unreadable (link down, virtual) -> None
@@ -77,6 +83,8 @@ class RdmaPortRecord:
     counters: dict[str, int] = field(default_factory=dict)
     counters_ext: dict[str, int] = field(default_factory=dict)
     hw_counters: dict[str, int] = field(default_factory=dict)
+    # Counters (of the three dirs) listed but whose values were not read: see NetdevRecord.
+    lost: set[str] = field(default_factory=set)
     netdevs: list[str] = field(default_factory=list)  # from gid_attrs/ndevs/*, in order
     # GID table: populated entries by index; None when the table was not read.
     gids: dict[int, str] | None = None
@@ -226,7 +234,8 @@ def parse_sysnet(text: str) -> SysNet:
         if rel.startswith("statistics/"):
             num = parse_uint(value)
             if num is None:
-                if value:
+                rec.lost.add(rel[len("statistics/") :])
+                if value and value != NOT_READ:
                     _warn(out.warnings, f"{name}/{rel}: bad value {value[:40]!r}")
             else:
                 rec.statistics[rel[len("statistics/") :]] = num
@@ -274,8 +283,10 @@ def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], 
                 group, port.hw_counters
             )
             target[leaf] = num
-        elif value and value != _NO_PMA:
-            _warn(warnings, f"{where}/{rel}: bad value {value[:40]!r}")
+        elif value != _NO_PMA:  # "N/A (no PMA)": the port has no such counter
+            port.lost.add(leaf)
+            if value and value != NOT_READ:
+                _warn(warnings, f"{where}/{rel}: bad value {value[:40]!r}")
     elif group == "gid_attrs" and leaf.startswith("ndevs/"):
         if value and value not in port.netdevs:
             port.netdevs.append(value)
@@ -422,9 +433,11 @@ def counter_runs(kind: str, names: tuple[str, ...]) -> tuple[tuple[CounterRun, .
     return tuple(runs), warnings
 
 
-def _run_values(run: CounterRun, vals: list[int | None]) -> dict[str, int]:
+def _run_values(run: CounterRun, vals: list[int | None], lost: set[str]) -> dict[str, int]:
+    """The run's counters that were read; the names of those that were not go in ``lost``."""
     chunk = vals[run.start : run.end]
     if None in chunk:
+        lost.update(k for k, v in zip(run.leaves, chunk, strict=True) if v is None)
         return {k: v for k, v in zip(run.leaves, chunk, strict=True) if v is not None}
     return dict(zip(run.leaves, chunk, strict=True))  # type: ignore[arg-type]
 
@@ -437,7 +450,7 @@ def apply_sysnet_counters(
         rec = netdevs.get(run.owner)
         if rec is None:
             rec = netdevs[run.owner] = NetdevRecord(run.owner)
-        rec.statistics.update(_run_values(run, vals))
+        rec.statistics.update(_run_values(run, vals, rec.lost))
 
 
 def apply_sysib_counters(
@@ -455,4 +468,4 @@ def apply_sysib_counters(
         target = {"counters": port.counters, "counters_ext": port.counters_ext}.get(
             run.group, port.hw_counters
         )
-        target.update(_run_values(run, vals))
+        target.update(_run_values(run, vals, port.lost))

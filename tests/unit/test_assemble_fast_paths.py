@@ -55,12 +55,12 @@ def test_saturation_on_a_kept_shape_is_what_a_new_build_gives() -> None:
     assert seen == stuck_ticks
 
 
-def _failing_on(link_id: str, real: Callable[[LinkSample, asm._LinkPlan], None]
-                ) -> Callable[[LinkSample, asm._LinkPlan], None]:
-    def metrics(link: LinkSample, lp: asm._LinkPlan) -> None:
+def _failing_on(link_id: str, real: Callable[[LinkSample, asm._LinkPlan, list[str]], None]
+                ) -> Callable[[LinkSample, asm._LinkPlan, list[str]], None]:
+    def metrics(link: LinkSample, lp: asm._LinkPlan, left: list[str]) -> None:
         if link.id == link_id:
             raise ValueError("broken on purpose")
-        real(link, lp)
+        real(link, lp, left)
     return metrics
 
 
