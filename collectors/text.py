@@ -1,21 +1,31 @@
-"""Remote and file-borne strings made safe to show: one place, used where strings are parsed.
+"""Remote and file-borne strings made safe to show: one place, used where strings enter.
 
-A node, an inference server or a crafted file controls these bytes. C0 and C1 control
-characters (ESC starts every terminal escape: OSC 0 sets the title, OSC 52 writes the
-clipboard) and the bidirectional overrides are removed, so what reaches a terminal, a
-log line or a spreadsheet is only text.
+A node, an inference server or a crafted file controls these bytes. Whole escape
+sequences and every character that is not visible text are removed, so what reaches a
+terminal, a log line, a JSON file or a spreadsheet is only text, and two names that look
+alike are alike:
+
+- C0 and C1 controls and DEL (ESC starts every terminal escape: OSC 0 sets the title,
+  OSC 52 writes the clipboard);
+- Unicode format characters (Cf: zero-width spaces and joiners U+200B-U+200D, the marks
+  U+200E/U+200F, the bidirectional embeddings, overrides and isolates, U+FEFF, the tag
+  characters U+E0000-U+E007F), private-use (Co), surrogates (Cs) and unassigned code
+  points (Cn): Python's ``str.isprintable`` is False for each of them;
+- the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), letters that draw nothing;
+- a space other than the ASCII one (Zs, NBSP, ideographic) and a tab become a space.
+
+Strings are cleaned where they enter (the transports' error lines, the parsers, the
+loaders of files), once: a stored snapshot holds no sequence for ``jq -r`` to replay.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-# C0 (U+0000-U+001F), DEL, C1 (U+0080-U+009F), and the bidi embeddings/overrides/isolates
-# that can make a name read as something else.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_KEEP_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-# What clean_lines() changes: every control but the newline (tab and CR included).
-_NEEDS_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Letters that draw nothing (category Lo, so isprintable() passes them).
+_FILLERS = "\u115f\u1160\u3164\uffa0"
+_FILLER = re.compile(f"[{_FILLERS}]")
 
 # Whole escape sequences go, not only their introducer: an OSC 52 payload shown as text is
 # still the attacker's text on the operator's screen. String commands (OSC, DCS, SOS, PM,
@@ -53,33 +63,52 @@ def _strip_sequences(text: str) -> str:
 MAX_TEXT = 4096  # one remote string (a label, a firmware version, an error tail)
 
 
+def _visible(text: str, keep: str = "") -> str:
+    """``text`` with every character that is not visible text removed (those in ``keep``
+    kept; a tab and any non-ASCII space made a space)."""
+    out = []
+    for c in text:
+        if c.isprintable():
+            if c not in _FILLERS:
+                out.append(c)
+        elif c in keep:
+            out.append(c)
+        elif c == "\t" or unicodedata.category(c) == "Zs":
+            out.append(" ")
+    return "".join(out)
+
+
+def _plain(text: str) -> bool:
+    """Nothing to clean: visible text only (one C call for ASCII, two otherwise)."""
+    return text.isprintable() and (text.isascii() or _FILLER.search(text) is None)
+
+
 def clean(text: str, limit: int = MAX_TEXT) -> str:
-    """One line of remote text: control characters removed (a tab becomes a space), bounded."""
+    """One line of remote text: sequences and invisible characters removed, bounded."""
     # Nearly every string is plain printable ASCII: that needs no regex (ethtool -S names
     # run through here by the hundred thousand per tick on a large host).
-    if len(text) <= limit and text.isascii() and text.isprintable():
+    if len(text) <= limit and _plain(text):
         return text
     if len(text) > 4 * limit:
         text = text[: 4 * limit]
-    out = _CONTROL.sub(lambda m: " " if m.group() == "\t" else "", _strip_sequences(text))
+    out = _visible(_strip_sequences(text))
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
 def clean_lines(text: str, limit: int = 16 * MAX_TEXT) -> str:
-    """Multi-line remote text (an error's stderr tail): newlines kept, other controls removed."""
-    # A scan for one character class is ~10 ms per MB; the sequence regex below is ~15x that.
-    if len(text) <= limit and _NEEDS_LINES.search(text) is None:
+    """Multi-line remote text (an error's stderr tail): newlines kept, the rest as clean()."""
+    if len(text) <= limit and all(map(_plain, text.split("\n"))):
         return text
     if len(text) > 4 * limit:
         text = text[: 4 * limit]
-    text = _strip_sequences(text.replace("\r\n", "\n").replace("\t", " "))
-    out = _CONTROL_KEEP_LINES.sub("", text)
+    text = _strip_sequences(text.replace("\r\n", "\n"))
+    out = _visible(text, keep="\n")
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
 def has_control(text: str) -> bool:
     """Whether ``text`` still holds a character :func:`clean` removes (tests and checks)."""
-    return _CONTROL.search(text) is not None
+    return not _plain(text)
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "|", "%")

@@ -6,6 +6,8 @@ import abc
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
+from collectors.text import clean
+
 STDERR_TAIL_BYTES = 4096
 # A /metrics body over this is refused, never buffered: a real page is far smaller
 # (vLLM's is tens of KB), and parsing costs about 0.28 s per MB of CPU wherever it runs.
@@ -80,9 +82,9 @@ class Transport(abc.ABC):
 
 
 def one_line(text: str, limit: int = 400) -> str:
-    """Collapse whitespace and newlines so a message fits one status line."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """A message as one clean status line: whitespace collapsed, escape sequences and
+    invisible characters removed where the text enters (collectors/text.py)."""
+    return clean(" ".join(text.split()), limit)
 
 
 class TailBuffer:
