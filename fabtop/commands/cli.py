@@ -442,17 +442,24 @@ def _replay(ns: argparse.Namespace) -> int:
                 raise RecordError(f"{ns.recording}: recording has no readable header")
             print(f"{info['path']}: {info['bytes']} bytes, {info['duration_s']:.1f} s, "
                   f"hosts {', '.join(f'{h} ({n} frames)' for h, n in info['frames'].items())}")
-            print("ends cleanly" if info["clean_end"] else f"{info['torn']}")
-            return 0
+            if info["clean_end"]:
+                print("ends cleanly")
+                return 0
+            # What could be read was; a damaged file still fails, as `gzip -t` does.
+            print(f"fabtop: {info['torn']}", file=sys.stderr)
+            return 1
         if ns.findings:
             from fabtop.run.replay import finding_transitions
 
             # One line when a finding is raised and one when it clears, not one per tick:
             # the recording's story, as an operator would retell it.
-            for t, what, f in finding_transitions(ns.recording):
+            torn: list[str] = []
+            for t, what, f in finding_transitions(ns.recording, torn):
                 print(f"{t:9.1f}  {what:<8} {f.severity:<8} {clean(f.subject, 120)}: "
                       f"{clean(f.headline, 300)}")
-            return 0
+            for line in torn:  # the story up to the damage was told; the file still fails
+                print(f"fabtop: {line}", file=sys.stderr)
+            return 1 if torn else 0
         from fabtop.run.replay import Replay
 
         rp = Replay(ns.recording)

@@ -194,22 +194,28 @@ def wall_origin(path: str | Path) -> float:
     return started if started is not None else 0.0
 
 
-def finding_transitions(path: str | Path) -> Iterator[tuple[float, str, Finding]]:
+def finding_transitions(
+    path: str | Path, torn: list[str] | None = None
+) -> Iterator[tuple[float, str, Finding]]:
     """Each raise and clear of the recording: (seconds from its start, "raised"|"cleared",
     the finding), in order, as the live run's rules saw them (``replay --findings``).
 
     The time is the record at which fabtop raised or cleared it; the finding's own
-    ``since`` says when its condition began.
+    ``since`` says when its condition began. ``torn`` gets why the reading stopped before
+    the recording's end, when it did (a damaged file).
     """
     rp = Replay(path)
     pending: list[tuple[str, Episode]] = []
     rp.state.finding_log.on_transition = lambda kind, ep: pending.append((kind, ep))
-    for rec in RecordingReader(rp.path).records():
+    reader = RecordingReader(rp.path)
+    for rec in reader.records():
         rp.cursor = max(rp.cursor, rec.t)
         rp.apply(rec)
         for kind, ep in pending:
             yield rec.t, kind, ep.shown
         pending.clear()
+    if reader.torn and torn is not None:
+        torn.append(reader.torn)
 
 
 def state_at(path: str | Path, t: float) -> FabricState:

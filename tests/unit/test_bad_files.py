@@ -187,6 +187,51 @@ def test_the_cli_diff_says_one_line_for_malformed_and_very_deep_snapshots(tmp_pa
     one_line_error(fabtop("diff", str(nan), str(good)), str(nan), "NaN")
 
 
+def _bomb_record(z: Any) -> bytes:
+    """A frame record that inflates past the reader's bound (MAX_PAYLOAD_BYTES)."""
+    bomb = bytearray(z.compress(b'{"t": 1, "host": "n1"}\n'))
+    zeros = bytes(1 << 24)
+    for _ in range(64):
+        bomb += z.compress(zeros)
+    bomb += z.flush(zlib.Z_SYNC_FLUSH)
+    return b"F" + len(bomb).to_bytes(4, "big") + zlib.crc32(bomb).to_bytes(4, "big") + bomb
+
+
+@pytest.mark.parametrize("damage", ["expands", "torn", "no_end"])
+def test_a_damaged_recording_is_read_as_far_as_it_goes_and_exits_non_zero(
+    tmp_path: Path, damage: str
+) -> None:
+    """As `gzip -t` does: what could be read is shown, and the exit status says damaged."""
+    z = zlib.compressobj(6)
+    out = bytearray(MAGIC)
+    for kind, head in (("H", {"schema": "fabtop.rec/1", "config": GOOD_CONFIG}),
+                       ("S", {"t": 0.5, "host": "n1", "state": "up"})):
+        stored = z.compress(json.dumps(head).encode() + b"\n") + z.flush(zlib.Z_SYNC_FLUSH)
+        out += kind.encode() + len(stored).to_bytes(4, "big") + zlib.crc32(
+            stored).to_bytes(4, "big") + stored
+    if damage == "expands":
+        out += _bomb_record(z)
+    elif damage == "torn":
+        out += b"F\x00\x00\x01"  # a record header cut short
+    path = tmp_path / f"{damage}.fabrec"
+    path.write_bytes(bytes(out))
+    for args in (["replay", "--info", str(path)], ["replay", "--findings", str(path)]):
+        run = fabtop(*args)
+        assert run.returncode == 1, (args, run.returncode, run.stderr[-500:])
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(path) in lines[0] and "Traceback" not in run.stderr
+    assert "hosts" in fabtop("replay", "--info", str(path)).stdout  # what was read is shown
+
+
+def test_a_clean_recording_exits_0(tmp_path: Path) -> None:
+    path = craft(tmp_path / "ok.fabrec", [("S", {"t": 0.5, "host": "n1", "state": "up"}),
+                                          ("E", {"t": 1.0}),
+                                          ("Z", {"t": 1.0, "frames": 0, "reason": "stopped"})])
+    for args in (["replay", "--info", str(path)], ["replay", "--findings", str(path)]):
+        run = fabtop(*args)
+        assert run.returncode == 0 and run.stderr == "", (args, run.stderr[-500:])
+
+
 def test_a_decompression_bomb_stops_at_the_bound_in_bounded_memory(tmp_path: Path) -> None:
     # Under 2 MB on disk that inflates to 1 GiB: the reader must stop at the bound, not
     # inflate it. The bomb continues the file's one zlib stream, as a real record would.
