@@ -25,7 +25,11 @@ from collectors.transport.base import (
     http_exchange,
     one_line,
 )
-from collectors.transport.ssh_config import SshConfigError, check_no_commands
+from collectors.transport.ssh_config import (
+    SshConfigError,
+    check_no_commands,
+    host_keys_unchecked,
+)
 
 # ``()`` is asyncssh's own "use the default" marker (~/.ssh/config, ~/.ssh/known_hosts, agent).
 Default = tuple[()]
@@ -105,9 +109,9 @@ class SshTransport(Transport):
         config_commands: bool = True,
     ) -> None:
         """``config_commands`` False: ``config_paths`` may not run a local command
-        (ProxyCommand, Match exec, ...; :mod:`collectors.transport.ssh_config`), for a file
-        the operator did not name himself. Checked at every connect: asyncssh reads the
-        files again each time, so a file changed after start is caught too.
+        (ProxyCommand, Match exec, ...; :mod:`collectors.transport.ssh_config`): a file the
+        operator did not name. Checked at every connect: asyncssh reads the files again
+        each time, so a file changed after start is caught too.
         """
         self.name = name
         try:
@@ -144,10 +148,20 @@ class SshTransport(Transport):
         return self._rtt
 
     def _connect_kwargs(self) -> dict[str, Any]:
-        """asyncssh's options; SshConfigError when a config may not run what it names."""
+        """asyncssh's options; SshConfigError when a config may not run what it names, or
+        would have asyncssh accept any host key."""
         if not self._config_commands and self._config_paths != ():
             for path in self._config_paths:
                 check_no_commands(path)
+        if self._known_hosts == ():
+            # Left to the config, known_hosts may come out as None: any key accepted.
+            default = [str(Path("~/.ssh/config").expanduser())]
+            for path in self._config_paths if self._config_paths != () else default:
+                if where := host_keys_unchecked(path):
+                    raise SshConfigError(
+                        f"{where}: UserKnownHostsFile none would accept any host key; "
+                        "name a known_hosts file instead"
+                    )
         kw: dict[str, Any] = {
             "config": self._config_paths if self._config_paths == () else list(self._config_paths),
             # Never from the config (ForwardAgent, GSSAPIDelegateCredentials, which asyncssh

@@ -198,3 +198,15 @@ def check_no_commands(path: str | Path, ssh_dir: Path | None = None) -> None:
             w.lower() in ("exec", "!exec") for arg in line.args for w in re.split(r"[\s=]+", arg)
         ):
             raise SshConfigError(f"{line.where}: Match exec runs a local command", runs=True)
+
+
+def host_keys_unchecked(path: str | Path, ssh_dir: Path | None = None) -> str | None:
+    """Where ``path`` (or a file it includes) says ``UserKnownHostsFile none``, else None.
+
+    OpenSSH then still refuses an unknown key; asyncssh, given no known_hosts of its own,
+    accepts every key. Read leniently: a file asyncssh cannot read fails its own way.
+    """
+    for line in config_lines(path, strict=False, ssh_dir=ssh_dir):
+        if "userknownhostsfile" in line.keywords and [a.lower() for a in line.args] == ["none"]:
+            return line.where
+    return None

@@ -15,6 +15,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from collectors.transport.base import TransportError
 from tests.conftest import skip_or_fail
 from tests.integration.sshd import Sshd
 from tests.integration.test_snapshot_cli import fabtop
@@ -166,3 +167,14 @@ async def test_forward_agent_in_any_ssh_config_is_never_honoured(
     # config file's forwards it.
     for commands in (True, False):
         assert await _remote_auth_sock(sshd, agent, cfg, config_commands=commands) == "none"
+
+
+async def test_an_ssh_config_never_turns_host_key_checks_off(tmp_path: Path, sshd: Sshd) -> None:
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host *\n  UserKnownHostsFile none\n")
+    # No known_hosts of fabtop's own: asyncssh would take the config's "none" and log in to
+    # whatever answers, whatever its key.
+    t = sshd.transport(known_hosts=(), config_paths=[str(cfg)])
+    with pytest.raises(TransportError, match=f"ssh_config {cfg} line 2: UserKnownHostsFile none"):
+        await t.connect()
+    await t.close()

@@ -221,3 +221,37 @@ def test_the_transport_checks_again_at_every_connect(tmp_path: Path, allowed: bo
         assert str(e.value).endswith(
             f"ssh_config {ssh} line 2: ProxyCommand runs a local command"
         ), e.value
+
+
+def test_a_config_that_would_accept_any_host_key_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """asyncssh reads ``UserKnownHostsFile none`` as "check no host key" (OpenSSH does not)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ssh = tmp_path / ".ssh" / "config"
+    ssh.parent.mkdir()
+    ssh.write_text("Host *\n  Port 9\nInclude extra\n")
+    (tmp_path / ".ssh" / "extra").write_text("Host lab\n  UserKnownHostsFile = NONE\n")
+    for paths in ((), [str(ssh)]):  # ~/.ssh/config by default, or named
+        t = SshTransport(
+            "n1",
+            "admin@127.0.0.1:9",
+            config_paths=paths,
+            agent=None,
+            client_keys=[],
+            connect_timeout=5,
+        )
+        with pytest.raises(TransportError, match="UserKnownHostsFile none would accept any"):
+            asyncio.run(t.connect())
+    # A known_hosts of fabtop's own is what asyncssh checks: the line no longer matters.
+    t = SshTransport(
+        "n1",
+        "admin@127.0.0.1:9",
+        config_paths=[str(ssh)],
+        known_hosts=[],
+        agent=None,
+        client_keys=[],
+        connect_timeout=5,
+    )
+    with pytest.raises(TransportError, match="connection refused"):
+        asyncio.run(t.connect())
