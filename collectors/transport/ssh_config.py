@@ -31,7 +31,8 @@ from pathlib import Path
 # - PermitLocalCommand, ProxyUseFdpass: only switch on options refused here.
 # - EnableSSHKeySign: runs the fixed, setuid ssh-keysign, not a program the file names.
 # - IdentityAgent, IdentityFile, CertificateFile, UserKnownHostsFile: files and sockets
-#   read as data (a fabtop config may name known_hosts itself).
+#   read as data (a fabtop config may name known_hosts itself); a UserKnownHostsFile of
+#   "none" is refused by the transport for every config (host_keys_unchecked).
 # - SendEnv, SetEnv: variables for the nodes fabtop already logs in to (their sshd's
 #   AcceptEnv decides); ForwardAgent and GSSAPIDelegateCredentials are forced off by
 #   the transport whatever the file says.
