@@ -6,11 +6,8 @@ mistake in a 64-host config is found without reading a traceback.
 
 from __future__ import annotations
 
-import glob
-import math
 import os
 import re
-import shlex
 import socket
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -22,8 +19,9 @@ from urllib.parse import urlsplit
 import hostlist
 
 from collectors.probe import PROBE_KINDS, ProbeArgError, ProbeArgs, build_argv
+from collectors.transport.ssh_config import SshConfigError, check_no_commands, config_lines
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS, PortRange, parse_port_spec
-from fabtop.core.thresholds import unknown_thresholds
+from fabtop.core.thresholds import threshold_range, unknown_thresholds
 
 # Names fabtop puts on screen and in file names; SSH targets are checked separately.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -97,6 +95,10 @@ class Config:
     thresholds: dict[str, float] = field(default_factory=dict)
     known_hosts: str | None = None
     ssh_config: str | None = None
+    # May ssh_config run local commands (ProxyCommand, Match exec, ...)? Only when the
+    # operator named it (--ssh-config) or passed --allow-ssh-commands: a config file,
+    # which may be shared, is data (DESIGN §10).
+    allow_ssh_commands: bool = False
     # TCP ports the RDMA path needs open on the fabric interfaces ([firewall] ports).
     firewall_ports: tuple[PortRange, ...] = DEFAULT_FIREWALL_PORTS
 
@@ -107,12 +109,11 @@ def parse_target(text: str, where: str) -> SshTarget:
     if not m:
         raise ConfigError(f"{where}: bad SSH target {text!r} (want [user@]host[:port])")
     port = m.group("port")
-    if port is not None and not 0 < int(port) < 65536:
-        raise ConfigError(f"{where}: bad SSH port {port!r} in {text!r}")
     host = m.group("host")
     if host.startswith("-"):
         raise ConfigError(f"{where}: bad SSH host {host!r}")
-    return SshTarget(host=host, user=m.group("user"), port=int(port) if port else None)
+    return SshTarget(host=host, user=m.group("user"), port=None if port is None else
+                     config_port(port, where, f"SSH port in {text!r}"))
 
 
 def _too_many(n: int, max_hosts: int | None, where: str) -> None:
@@ -150,7 +151,7 @@ def _part_size(part: str) -> int:
         n = 0
         for rng in rangelist.split(","):
             lo, sep, hi = rng.partition("-")
-            if not (lo.isdigit() and (not sep or hi.isdigit())):
+            if not (_digits(lo) and (not sep or _digits(hi))):
                 n += 1
             elif len(lo) > 18 or len(hi) > 18:  # beyond any cluster (and int()'s limits)
                 raise ValueError(f"number in range {rng[:24]!r}... is too long")
@@ -244,10 +245,6 @@ def default_config(
     return local_config(interval or 1.0)
 
 
-# How deep ``Include`` may nest in an SSH config (OpenSSH's own limit is 16).
-_SSH_INCLUDE_DEPTH = 16
-
-
 def ssh_config_names(host: str, path: str | None = None) -> bool:
     """True when a ``Host`` line of the SSH client config names ``host``.
 
@@ -258,9 +255,7 @@ def ssh_config_names(host: str, path: str | None = None) -> bool:
     """
     from asyncssh.pattern import WildcardPatternList
 
-    ssh_dir = Path("~/.ssh").expanduser()
-    start = Path(path).expanduser() if path else ssh_dir / "config"
-    for patterns in _ssh_host_lines(start, ssh_dir, 0):
+    for patterns in _ssh_host_lines(path):
         try:
             wanted = WildcardPatternList(patterns)
             if wanted.matches(host) and not wanted.matches(""):
@@ -272,38 +267,33 @@ def ssh_config_names(host: str, path: str | None = None) -> bool:
 
 def ssh_config_hosts(path: str | None = None) -> list[str]:
     """The plain names (no wildcard, no negation) of the SSH config's ``Host`` lines."""
-    ssh_dir = Path("~/.ssh").expanduser()
-    start = Path(path).expanduser() if path else ssh_dir / "config"
     names: list[str] = []
-    for patterns in _ssh_host_lines(start, ssh_dir, 0):
+    for patterns in _ssh_host_lines(path):
         names += [n for n in patterns.split(",")
                   if n and not any(c in n for c in "*?!") and n not in names]
     return names
 
 
-def _ssh_host_lines(path: Path, ssh_dir: Path, depth: int) -> Iterable[str]:
-    """The pattern list of every ``Host`` line of ``path`` and the files it includes."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+def _ssh_host_lines(path: str | None) -> Iterable[str]:
+    """The pattern list of every ``Host`` line of the config and the files it includes."""
+    start = Path(path).expanduser() if path else Path("~/.ssh/config").expanduser()
+    for line in config_lines(start, strict=False):
+        if "host" in line.keywords and line.args:
+            yield ",".join(line.args)
+
+
+def refuse_ssh_commands(config: Config) -> None:
+    """ConfigError when the ssh_config a config file names runs a local command or loads
+    code (:mod:`collectors.transport.ssh_config`), or cannot be read to tell; nothing
+    when the operator allowed it (``allow_ssh_commands``) or no file is named.
+    """
+    if not config.ssh_config or config.allow_ssh_commands:
         return
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key = re.split(r"[\s=]", line, maxsplit=1)[0]  # "Host a b" and "Host=a"
-        rest = line[len(key):].lstrip(" \t=")
-        try:
-            args = shlex.split(rest)
-        except ValueError:
-            continue
-        if key.lower() == "host" and args:
-            yield ",".join(args)
-        elif key.lower() == "include" and depth < _SSH_INCLUDE_DEPTH:
-            for arg in args:
-                pattern = os.path.join(ssh_dir, os.path.expanduser(arg))
-                for inc in sorted(glob.glob(pattern)):
-                    yield from _ssh_host_lines(Path(inc), ssh_dir, depth + 1)
+    try:
+        check_no_commands(config.ssh_config)
+    except SshConfigError as e:
+        hint = "; pass --allow-ssh-commands to allow it" if e.runs else ""
+        raise ConfigError(f"{config.source}: {e}{hint}") from None
 
 
 def _probe_check(where: str, key: str, args: ProbeArgs) -> None:
@@ -316,9 +306,7 @@ def _probe_check(where: str, key: str, args: ProbeArgs) -> None:
 
 def check_interval(value: object, where: str, name: str = "field 'interval'") -> float:
     """Seconds between frames: a finite number the probe accepts (0.1..60)."""
-    if (not isinstance(value, int | float) or isinstance(value, bool)
-            or not math.isfinite(value)):
-        raise ConfigError(f"{where}: {name} must be a number of seconds in 0.1..60")
+    value = config_number(value, where, name, 0.1, 60, what="a number of seconds in 0.1..60")
     try:
         build_argv(ProbeArgs(interval_ms=int(value * 1000)))
     except ProbeArgError:
@@ -326,6 +314,44 @@ def check_interval(value: object, where: str, name: str = "field 'interval'") ->
             f"{where}: {name} must be a number of seconds in 0.1..60, got {value!r}"
         ) from None
     return float(value)
+
+
+def config_number(
+    value: object, where: str, name: str, lo: float, hi: float, *,
+    whole: bool = False, what: str = "",
+) -> float:
+    """Every number of a config is read here, one way (DESIGN §10: config is an input too).
+
+    A TOML integer or float: a bool is not a number, TOML's ``nan`` and ``inf`` are
+    refused, and so is anything outside ``lo..hi``. ``whole``: an integer, or one written
+    in a string (the port of ``"admin@node1:2222"``, ``"32768-60999"``) in ASCII digits
+    only (:func:`_digits`). ConfigError: ``{where}: {name} must be {what}, got {value!r}``.
+    """
+    v: float | None = None
+    if isinstance(value, bool):
+        pass  # an int to Python, never a number in a config
+    elif isinstance(value, int) or (isinstance(value, float) and not whole):
+        v = value
+    elif isinstance(value, str) and whole and _digits(value) and len(value) <= 20:
+        v = int(value)  # 20 digits is beyond any bound here, far from int()'s own limit
+    # NaN fails both comparisons and ±Inf one: the range refuses them (lo, hi are finite).
+    if v is None or not lo <= v <= hi:
+        what = what or f"a {'whole ' if whole else ''}number in {lo:g}..{hi:g}"
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)  # TOML's spelling
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise ConfigError(f"{where}: {name} must be {what}, got {shown}")
+    return float(v)
+
+
+def _digits(text: str) -> bool:
+    """ASCII decimal digits only: ``isdigit()`` takes ``"²"`` (which ``int()`` refuses) and
+    ``"٣"`` (which it reads as 3)."""
+    return text.isascii() and text.isdigit()
+
+
+def config_port(value: object, where: str, name: str, what: str = "") -> int:
+    """A TCP port (1..65535), through :func:`config_number`."""
+    return int(config_number(value, where, name, 1, 65535, whole=True, what=what))
 
 
 def _local_name() -> str:
@@ -398,14 +424,13 @@ def config_from_dict(
             _hosts_from_table({**defaults, **raw}, f"{where}: host #{i + 1}", max_hosts))
         _too_many(len(hosts), max_hosts, where)
     thresholds = data.get("thresholds", {})
-    if not isinstance(thresholds, dict) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-        for v in thresholds.values()
-    ):
+    if not isinstance(thresholds, dict):
         raise ConfigError(f"{where}: [thresholds] must map names to finite numbers")
     typos = unknown_thresholds(thresholds)
     if typos:
         raise ConfigError(f"{where}: [thresholds]: unknown threshold {typos[0]!r}")
+    thresholds = {k: config_number(v, where, f"[thresholds] {k}", *threshold_range(k))
+                  for k, v in thresholds.items()}
     known = data.get("known_hosts")
     ssh_cfg = data.get("ssh_config")
     for key, val in (("known_hosts", known), ("ssh_config", ssh_cfg)):
@@ -415,7 +440,7 @@ def config_from_dict(
         hosts=_unique(hosts, where),
         interval=ival,
         source=where,
-        thresholds={str(k): float(v) for k, v in thresholds.items()},
+        thresholds={str(k): v for k, v in thresholds.items()},
         known_hosts=known,
         ssh_config=ssh_cfg,
         firewall_ports=_firewall_ports(data.get("firewall", {}), where),
@@ -433,6 +458,11 @@ def _firewall_ports(table: Any, where: str) -> tuple[PortRange, ...]:
         raise ConfigError(f"{where}: [firewall] ports must be a list of ports or 'low-high'")
     out: list[PortRange] = []
     for v in raw:
+        # Each number through the one checker first ("²", true, 22.0); the grammar is
+        # parse_port_spec's, which is left to refuse a range that runs backwards.
+        for part in v.strip().split("-", 1) if isinstance(v, str) else (v,):
+            config_port(part, where, "[firewall] ports",
+                        what="ports in 1..65535 or 'low-high' ranges")
         got = parse_port_spec(v)
         if got is None:
             raise ConfigError(f"{where}: [firewall] ports: bad port {v!r} (1..65535 or "
@@ -513,15 +543,14 @@ def check_metrics_url(url: str, where: str) -> tuple[str, int, str]:
         raise ConfigError(f"{where}: URL {url[:60]!r}... is longer than {_MAX_URL} characters")
     try:
         parts = urlsplit(url)
-        port = parts.port
     except ValueError:
         raise ConfigError(f"{where}: bad URL {url!r}") from None
     if parts.scheme != "http" or not parts.hostname:
         raise ConfigError(f"{where}: {url!r} is not an http://host:port/path URL")
-    if port is None:
-        port = 80
-    if not 0 < port < 65536:
-        raise ConfigError(f"{where}: bad port in {url!r}")
+    # The port as written, after the last "]" of an IPv6 address (urlsplit's own reading
+    # took Unicode digits before Python 3.11.4).
+    _, colon, port_text = parts.netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")
+    port = config_port(port_text, where, f"port in {url!r}") if colon and port_text else 80
     if parts.query or parts.fragment or parts.username is not None:
         raise ConfigError(f"{where}: {url!r}: want http://host:port/path, without user, "
                           "query or fragment")

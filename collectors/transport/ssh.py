@@ -25,6 +25,11 @@ from collectors.transport.base import (
     http_exchange,
     one_line,
 )
+from collectors.transport.ssh_config import (
+    SshConfigError,
+    check_no_commands,
+    host_keys_unchecked,
+)
 
 # ``()`` is asyncssh's own "use the default" marker (~/.ssh/config, ~/.ssh/known_hosts, agent).
 Default = tuple[()]
@@ -101,7 +106,13 @@ class SshTransport(Transport):
         rtt_interval: float = RTT_INTERVAL_S,
         client_keys: Sequence[str] | None = None,
         agent: str | Default | None = DEFAULT,
+        config_commands: bool = True,
     ) -> None:
+        """``config_commands`` False: ``config_paths`` may not run a local command
+        (ProxyCommand, Match exec, ...; :mod:`collectors.transport.ssh_config`): a file the
+        operator did not name. Checked at every connect: asyncssh reads the files again
+        each time, so a file changed after start is caught too.
+        """
         self.name = name
         try:
             parsed = parse_target(target)
@@ -117,6 +128,7 @@ class SshTransport(Transport):
         self._rtt_interval = rtt_interval
         self._client_keys = client_keys
         self._agent = agent
+        self._config_commands = config_commands
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lost: Exception | None = None
         self._rtt: float | None = None
@@ -136,8 +148,27 @@ class SshTransport(Transport):
         return self._rtt
 
     def _connect_kwargs(self) -> dict[str, Any]:
+        """asyncssh's options; SshConfigError when a config may not run what it names, or
+        would have asyncssh accept any host key."""
+        if not self._config_commands and self._config_paths != ():
+            for path in self._config_paths:
+                check_no_commands(path)
+        if self._known_hosts == ():
+            # Left to the config, known_hosts may come out as None: any key accepted.
+            default = [str(Path("~/.ssh/config").expanduser())]
+            for path in self._config_paths if self._config_paths != () else default:
+                if where := host_keys_unchecked(path):
+                    raise SshConfigError(
+                        f"{where}: UserKnownHostsFile none would accept any host key; "
+                        "name a known_hosts file instead"
+                    )
         kw: dict[str, Any] = {
             "config": self._config_paths if self._config_paths == () else list(self._config_paths),
+            # Never from the config (ForwardAgent, GSSAPIDelegateCredentials, which asyncssh
+            # honours when these are left unset): the operator's agent and Kerberos
+            # credentials would be usable from every node as long as fabtop runs.
+            "agent_forwarding": False,
+            "gss_delegate_creds": False,
             "connect_timeout": self._connect_timeout,
             "keepalive_interval": self._keepalive_interval,
             "keepalive_count_max": self._keepalive_count_max,
@@ -169,8 +200,12 @@ class SshTransport(Transport):
             self._pinger = None
         self._lost = None
         try:
+            kwargs = self._connect_kwargs()
+        except SshConfigError as exc:
+            raise self.error(str(exc)) from None
+        try:
             self._conn = await asyncssh.connect(
-                self.target.host, client_factory=lambda: _Client(self), **self._connect_kwargs()
+                self.target.host, client_factory=lambda: _Client(self), **kwargs
             )
         except asyncssh.HostKeyNotVerifiable as exc:
             raise await self._host_key_error(exc) from None
@@ -213,11 +248,12 @@ class SshTransport(Transport):
     def _resolve_for_host_keys(self) -> tuple[str, int, list[str]]:
         """HostName, Port and known_hosts files as ssh_config resolves them for this target."""
         try:
+            kwargs = self._connect_kwargs()  # checks the config again: Match exec runs here too
             opts = asyncssh.SSHClientConnectionOptions(
                 host=self.target.host,
                 port=self.target.port if self.target.port is not None else (),
-                config=self._connect_kwargs()["config"],
-                known_hosts=self._connect_kwargs()["known_hosts"],
+                config=kwargs["config"],
+                known_hosts=kwargs["known_hosts"],
             )
             host, port, kh = str(opts.host), int(opts.port), opts.known_hosts
         except (OSError, asyncssh.Error, ValueError, KeyError):

@@ -38,6 +38,7 @@ from fabtop.config import (
     default_config,
     hosts_from_args,
     load_config,
+    refuse_ssh_commands,
     ssh_config_names,
 )
 from fabtop.run.demo import SCENARIOS, demo_config
@@ -167,6 +168,9 @@ def _add_hosts(p: argparse.ArgumentParser) -> None:
     scenario.completer = lambda **_: SCENARIOS  # type: ignore[attr-defined]
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh)")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh config file (default ~/.ssh/config)")
+    p.add_argument("--allow-ssh-commands", action="store_true",
+                   help="let the ssh_config a config file names run local commands "
+                   "(ProxyCommand, LocalCommand, Match exec, ...); refused without it")
 
 
 def build_config(ns: argparse.Namespace) -> Config:
@@ -194,6 +198,10 @@ def build_config(ns: argparse.Namespace) -> Config:
         cfg.known_hosts = ns.known_hosts
     if ns.ssh_config:
         cfg.ssh_config = ns.ssh_config
+        cfg.allow_ssh_commands = True  # the operator's own file, read as OpenSSH reads it
+    if ns.allow_ssh_commands:
+        cfg.allow_ssh_commands = True
+    refuse_ssh_commands(cfg)
     return cfg
 
 

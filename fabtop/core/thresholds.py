@@ -81,3 +81,23 @@ def effective(overrides: Mapping[str, float] | None = None) -> dict[str, float]:
 def unknown_thresholds(names: Iterable[str]) -> list[str]:
     """Names in a ``[thresholds]`` table that no rule reads (typos), sorted."""
     return sorted(n for n in names if n not in DEFAULT_THRESHOLDS)
+
+
+# What a config may set a threshold to, by the unit its name ends with (longest first:
+# "_per_s" before "_s"). Beyond these a value is a typo, not a choice: a ratio is a share,
+# a detect_s of 1e9 would keep `fabtop doctor` watching for 30 years.
+_RANGES: tuple[tuple[str, float, float], ...] = (
+    ("_ratio", 0.0, 1.0),
+    ("_fraction", 0.0, 1.0),
+    ("_share_min", 0.0, 1.0),
+    ("_per_s", 0.0, 1e15),  # events or bytes a second: 1e15 is beyond any link
+    ("_bps", 0.0, 1e15),
+    ("_s", 0.0, 86_400.0),  # a day: longer than any watch or hold
+    ("_c", 0.0, 200.0),  # degrees Celsius: beyond any chip's limit
+    ("_mtu", 0.0, 65_536.0),  # the largest IP MTU
+)
+
+
+def threshold_range(name: str) -> tuple[float, float]:
+    """The values a config's ``[thresholds]`` may give ``name`` (a known threshold)."""
+    return next((lo, hi) for suffix, lo, hi in _RANGES if name.endswith(suffix))

@@ -97,6 +97,8 @@ def make_transport(host: HostConfig, config: Config) -> Transport:
         kwargs["known_hosts"] = config.known_hosts
     if config.ssh_config:
         kwargs["config_paths"] = [config.ssh_config]
+        # One a config file names runs no local command unless the operator said so.
+        kwargs["config_commands"] = config.allow_ssh_commands
     return SshTransport(
         host.name, host.ssh.host, port=host.ssh.port, user=host.ssh.user, **kwargs  # type: ignore[arg-type]
     )
