@@ -38,6 +38,9 @@ from tui.screens.timeline import TimelineScreen
 from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.replay_bar import ReplayBar
 
+# What ``s`` says in a browser session of ``fabtop serve`` started without --allow-write.
+WRITE_OFF = "writing files is off in the browser view; start fabtop serve with --allow-write"
+
 # Number key -> (name, screen class). Adding a screen is one line here; the class takes
 # the ViewContext as its only argument. The findings view is a screen of its own (a
 # number key, in the footer, reachable from every screen), not a letter: letters mean
@@ -83,8 +86,12 @@ class FabtopApp(App[int]):
     def __init__(
         self, ctx: ViewContext, session: Session | None = None,
         replay: Replay | None = None, recorder: Recorder | None = None,
+        allow_write: bool = True,
     ) -> None:
         super().__init__()
+        # False in fabtop serve's sessions: whoever holds the browser URL must not write
+        # files on the serving machine (DESIGN §10). Every key that writes checks it.
+        self.allow_write = allow_write
         self.ctx = ctx
         ctx.screens = tuple((k, name) for k, (name, _) in SCREEN_REGISTRY.items())
         ctx.recording = recorder is not None and recorder.active
@@ -348,6 +355,9 @@ class FabtopApp(App[int]):
 
     def action_snapshot(self) -> None:
         """Write the current state to fabtop-snapshot-<UTC>.json in the current directory."""
+        if not self.allow_write:
+            self.notify(WRITE_OFF, severity="warning", timeout=6)
+            return
         try:
             path = Path.cwd() / snapshot_name()
             doc = snapshot.build(self.ctx.state, self.ctx.interval)
@@ -381,11 +391,13 @@ class ReplayApp(FabtopApp):
     BINDINGS = [*FabtopApp.BINDINGS, *REPLAY_BINDINGS]
 
 
-def build_app(cfg: Config, record: str | None = None, source: Any = None) -> FabtopApp:
+def build_app(cfg: Config, record: str | None = None, source: Any = None,
+              allow_write: bool = True) -> FabtopApp:
     """The app over a fresh FabricState and a Session (or ``source``) for ``cfg``.
 
     ``record``: also write every frame to that file (raises RecordError if it cannot
     be created; a later write error is a notification and collection goes on).
+    ``allow_write``: False turns the keys that write files (``s``) into a notice.
     """
     state = fabric_state(cfg)
     recorder = None
@@ -393,9 +405,11 @@ def build_app(cfg: Config, record: str | None = None, source: Any = None) -> Fab
         recorder = Recorder(Path(record), cfg).open()
     if source is not None:
         source.state = state
-        return FabtopApp(ViewContext(state, interval=cfg.interval), source, recorder=recorder)
+        return FabtopApp(ViewContext(state, interval=cfg.interval), source, recorder=recorder,
+                         allow_write=allow_write)
     session = open_session(cfg, state=state, events=recorder)
-    return FabtopApp(ViewContext(state, interval=cfg.interval), session, recorder=recorder)
+    return FabtopApp(ViewContext(state, interval=cfg.interval), session, recorder=recorder,
+                     allow_write=allow_write)
 
 
 def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
@@ -406,10 +420,11 @@ def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
     return app
 
 
-def run_dashboard(cfg: Config, record: str | None = None, source: Any = None) -> int:
+def run_dashboard(cfg: Config, record: str | None = None, source: Any = None,
+                  allow_write: bool = True) -> int:
     """Run the dashboard until the user quits; return the exit code."""
     try:
-        app = build_app(cfg, record, source)
+        app = build_app(cfg, record, source, allow_write)
     except RecordError as e:
         print(f"fabtop: {e}", file=sys.stderr)
         return 1

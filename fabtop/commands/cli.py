@@ -8,6 +8,7 @@
     fabtop replay run.fabrec [--speed X] [--findings]
     fabtop diff A B [--json] [--top N]         A, B: snapshot files or run.fabrec@SECONDS
     fabtop export --listen 127.0.0.1:9877 [HOSTS | -c FILE | --demo | --from-prometheus URL]
+    fabtop serve [HOSTS | -c FILE | --demo] [--port N] [--sessions N] [--allow-write]
 
 ``fabtop HOSTS...`` with no command word is the dashboard, which argparse subparsers
 cannot express next to positional hosts: the first word picks the parser here, and the
@@ -30,6 +31,7 @@ from typing import NoReturn
 from collectors.numbers import parse_float, parse_int
 from collectors.text import clean
 from fabtop import __version__
+from fabtop.commands.serve import ALLOW_WRITE, READ_ONLY, SERVED, serve_options
 from fabtop.config import (
     LOCAL,
     MAX_HOSTS,
@@ -101,10 +103,18 @@ COMMANDS: tuple[Command, ...] = (
         ("fabtop export --listen 127.0.0.1:9877 node[01-04]",
          "fabtop export --from-prometheus http://prometheus:9090"),
     ),
+    Command(
+        "serve", "the dashboard in a browser, behind a token printed in its URL",
+        "Each browser tab runs its own dashboard with your SSH access; the URL carries a "
+        "random token, WebSockets from other origins are refused, --sessions caps the "
+        "tabs and keys that write files are off. Needs textual-serve (the [serve] extra); "
+        "see docs/BROWSER.md for what stays exposed.",
+        ("fabtop serve node[01-04]", "fabtop serve --demo --port 8001 --sessions 2"),
+    ),
 )
 SUBCOMMANDS: tuple[str, ...] = tuple(c.name for c in COMMANDS)
 _BY_NAME = {c.name: c for c in COMMANDS}
-HOST_COMMANDS = (None, "snapshot", "doctor", "record", "export")  # those that take hosts
+HOST_COMMANDS = (None, "snapshot", "doctor", "record", "export", "serve")  # those that take hosts
 EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
 EX_USAGE = 2  # argparse's own exit status for a bad command line
 
@@ -239,14 +249,19 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         c = _BY_NAME[cmd]
         description = textwrap.fill(
             f"{c.summary[:1].upper()}{c.summary[1:]}." + (f" {c.more}" if c.more else ""), 79)
+    # fabtop serve hands its arguments, less its own options, to each tab's fabtop: an
+    # abbreviation of its own options would reach the session unrecognised.
     p = _Parser(prog=prog, usage=usage, description=description, epilog=_epilog(cmd),
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                allow_abbrev=cmd != "serve")
     p.add_argument("--version", action="version", version=f"fabtop {__version__}")
     if cmd in HOST_COMMANDS:
         _add_hosts(p)
     if cmd is None:
         p.add_argument("--record", metavar="FILE", help="also record raw frames to FILE")
-    if cmd in (None, "export"):
+        # Set by fabtop serve for each browser tab's fabtop: read-only unless --allow-write.
+        p.add_argument(SERVED, choices=(READ_ONLY, ALLOW_WRITE), help=argparse.SUPPRESS)
+    if cmd in (None, "export", "serve"):
         p.add_argument("--from-prometheus", metavar="URL",
                        help="read node_exporter/dcgm-exporter series from this Prometheus "
                        "server instead of probing hosts over SSH")
@@ -273,6 +288,8 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
     if cmd == "export":
         p.add_argument("--listen", default="127.0.0.1:9877", metavar="HOST:PORT",
                        help="address to serve /metrics on (127.0.0.1:9877)")
+    if cmd == "serve":
+        serve_options(p)
     if cmd == "snapshot":
         p.add_argument("-o", "--output", metavar="FILE", help="output file (default stdout)")
         p.add_argument("--format", choices=("json", "csv", "prom"), default="json")
@@ -368,10 +385,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             cfg, source = _source(ns)
             return asyncio.run(export_command(cfg, ns.listen, source=source))
+        if cmd == "serve":
+            from fabtop.commands.serve import serve_command
+
+            _source(ns)  # a bad host or config file is said once here, not in every tab
+            return serve_command(ns, args)
         cfg, source = _source(ns)
         from tui.app import run_dashboard
 
-        return run_dashboard(cfg, record=ns.record, source=source)
+        return run_dashboard(cfg, record=ns.record, source=source,
+                             allow_write=ns.served != READ_ONLY)
     except (ConfigError, OutputError) as e:
         print(f"fabtop: {clean(str(e))}", file=sys.stderr)
         return EX_USAGE

@@ -228,8 +228,9 @@ class ErrorLog:
     """
 
     def __init__(self, every_s: float = LOG_EVERY_S, stream: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, command: str = "export") -> None:
         self.every_s = every_s
+        self.command = command  # the line's prefix: fabtop: COMMAND: ...
         self.stream = stream
         self.clock = clock
         self.suppressed = 0
@@ -245,7 +246,7 @@ class ErrorLog:
                 if self.suppressed else "")
         self._last, self.suppressed = now, 0
         out = self.stream or sys.stderr
-        out.write(f"fabtop: export: {clean(line, 300)}{more}\n")
+        out.write(f"fabtop: {self.command}: {clean(line, 300)}{more}\n")
         out.flush()
 
     def exception_handler(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

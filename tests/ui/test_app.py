@@ -11,9 +11,9 @@ from textual.widgets import Input
 
 from fabtop.config import HostConfig
 from fabtop.core.state import FabricState
-from tests.ui.fabric import FakeClock, feed, sample
+from tests.ui.fabric import FakeClock, fabric, feed, sample
 from tests.ui.fabric import dashboard as make
-from tui.app import SCREEN_REGISTRY, FabtopApp
+from tui.app import SCREEN_REGISTRY, WRITE_OFF, FabtopApp
 from tui.context import ViewContext
 from tui.screens.help import HelpScreen
 from tui.screens.host_detail import HostDetailScreen
@@ -199,6 +199,21 @@ async def test_snapshot_key_writes_valid_json_in_the_current_directory(
         assert doc["schema"] == "fabtop.snapshot/1"
         assert [h["name"] for h in doc["hosts"]] == ["node1", "node2", "node3"]
         assert any(str(files[0]) in n.message for n in app._notifications)
+
+
+async def test_a_browser_session_without_allow_write_writes_no_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fabtop serve's sessions: whoever holds the URL must not write on the serving machine.
+    monkeypatch.chdir(tmp_path)
+    state, clock = fabric(3, 20)
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock), allow_write=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("s")
+        await pilot.pause()
+        assert list(tmp_path.iterdir()) == []
+        assert [n.message for n in app._notifications] == [WRITE_OFF]
 
 
 async def test_snapshot_failure_is_an_error_notification_not_a_crash(
