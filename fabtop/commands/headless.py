@@ -9,13 +9,14 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from collectors.text import clean
 from fabtop.config import Config
 from fabtop.core.coverage import Coverage, calm_line, coverage
 from fabtop.core.findings import Finding
+from fabtop.core.rules import NotJudged
 from fabtop.core.state import (
     DOWN,
     NOT_REPORTING,
@@ -155,8 +156,10 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
                     timeout=max(window + 30.0, window * 2), on_tick=progress)
     finally:
         progress.done(time.monotonic() - started)
-    state.evaluate()
-    findings = state.findings
+    # Judged as a snapshot of the same fabric is: state rules on what was read, window
+    # rules over what the window's rates covered (slow frames can cover less).
+    judged = snapshot.judge(state)
+    findings = judged.findings
     said = {f.host for f in findings if f.rule in _HOST_RULES}
     for h in state.hosts.values():
         if (h.status == DOWN or h.frames == 0) and h.name not in said:
@@ -169,13 +172,14 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     if ns.json:
         print(json.dumps({
             "findings": [snapshot.finding_entry(f) for f in findings],
+            "not_judged": [snapshot.not_judged_entry(n) for n in judged.not_judged],
             "coverage": {"hosts": cov.hosts, "reporting": list(cov.reporting),
                          "not_reporting": list(cov.not_reporting), "gaps": list(cov.gaps)},
             "notes": notes,
             "thunderbolt_cables": [snapshot.cable_entry(c) for c in tb_cables],
         }, indent=1))
     else:
-        _print_findings(findings, cov, notes)
+        _print_findings(findings, cov, notes, judged.not_judged)
         _print_cables(tb_cables)
     worst = max((f.rank for f in findings), default=0)
     return {0: 0, 1: 1, 2: 2}[worst]
@@ -222,8 +226,8 @@ def min_window(config: Config) -> float:
     return detect + 2 * config.interval
 
 
-def _print_findings(findings: list[Finding], cov: Coverage,
-                    notes: dict[str, list[str]]) -> None:
+def _print_findings(findings: list[Finding], cov: Coverage, notes: dict[str, list[str]],
+                    not_judged: Sequence[NotJudged] = ()) -> None:
     # Summaries and evidence carry remote names: every line is cleaned on its way out,
     # whatever a parser upstream missed.
     def say(line: str) -> None:
@@ -247,6 +251,10 @@ def _print_findings(findings: list[Finding], cov: Coverage,
                 say(f"      next: {f.next_step}")
     if findings and cov.gaps:
         say("not monitored: " + "; ".join(cov.gaps))
+    if not_judged:
+        # Rules over rates whose window the frames did not cover: their silence says nothing.
+        needs = ", ".join(f"{n.rule} (needs {n.needs_s:g} s)" for n in not_judged)
+        say(f"not judged (the rates covered {not_judged[0].span_s:g} s): {needs}")
     if notes:
         say("notes:")
         for name in list(notes)[:NOTES_HOSTS]:

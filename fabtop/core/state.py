@@ -224,6 +224,11 @@ class FabricState:
         return self._clock()
 
     @property
+    def rules(self) -> RuleHook | None:
+        """The health rules this state is evaluated with (a snapshot asks them to judge)."""
+        return self._rules
+
+    @property
     def history(self) -> History:
         """Every host's history tiers."""
         return self.pipeline.history

@@ -26,6 +26,7 @@ from fabtop.core.coverage import coverage
 from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Finding
 from fabtop.core.rates import LinkRates
+from fabtop.core.rules import Evaluator, Judgement, NotJudged
 from fabtop.core.state import UP, FabricState
 from fabtop.core.thunderbolt import Cable, pair_cables
 from fabtop.run.outputs import OutputError, write_text
@@ -208,8 +209,30 @@ def cables(state: FabricState) -> list[Cable]:
     return pair_cables({name: hs.sample for name, hs in state.hosts.items()})
 
 
+def judge(state: FabricState) -> Judgement:
+    """The findings of the state as it is now, as a snapshot and doctor give them.
+
+    The state is evaluated first (the last frames may have come after the last pass), then
+    its rules judge once (:meth:`~fabtop.core.rules.Evaluator.once`): state rules on what
+    was read, without a hold time; window rules as the live pass left them, and those
+    the span was too short for named. A state without an Evaluator (a test's own hook)
+    gets its live findings, and no span.
+    """
+    state.evaluate()
+    rules = state.rules
+    if isinstance(rules, Evaluator):
+        return rules.once(state, state.findings)
+    return Judgement(list(state.findings), [], None)
+
+
+def not_judged_entry(n: NotJudged) -> dict[str, Any]:
+    """A window rule the snapshot's span was too short for, in snapshot form."""
+    return {"rule": n.rule, "needs_s": n.needs_s, "span_s": n.span_s}
+
+
 def build(state: FabricState, interval_s: float) -> dict[str, Any]:
-    """The snapshot document for the current state."""
+    """The snapshot document for the current state (evaluated first: :func:`judge`)."""
+    judged = judge(state)
     hosts: list[dict[str, Any]] = []
     for name, hs in state.hosts.items():
         s, r = hs.sample, hs.rates
@@ -250,8 +273,12 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
         "schema": SCHEMA,
         "taken_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "interval_s": interval_s,
+        # Seconds the rates of every reporting host cover: a window rule needs its window.
+        "span_s": judged.span_s,
         "hosts": hosts,
-        "findings": [finding_entry(f) for f in state.findings],
+        "findings": [finding_entry(f) for f in judged.findings],
+        # Window rules the span was too short for: no finding from them means nothing.
+        "not_judged": [not_judged_entry(n) for n in judged.not_judged],
         "thunderbolt_cables": [cable_entry(c) for c in cables(state)],
         # What was seen and what whole sources are missing ("no RDMA device on node3"):
         # "no findings" only means something over what was seen.
@@ -302,6 +329,15 @@ def to_csv(doc: dict[str, Any]) -> str:
                 for name, val in counters.items():
                     w.writerow(map(_cell, [h["name"], link["id"], f"raw:{src}", name, "", val,
                                            ""]))
+    # What the JSON says of the fabric's health, in the same columns: a finding's severity
+    # as its value, a window rule not judged with the seconds it needs, and the span.
+    for f in doc.get("findings", ()):
+        where = [f.get("host"), (f.get("port") or {}).get("link")]
+        w.writerow(map(_cell, [*where, "finding", f["rule"], f.get("priority"), f["severity"], ""]))
+    for n in doc.get("not_judged", ()):
+        w.writerow(map(_cell, ["", "", "not_judged", n["rule"], "", n["needs_s"], ""]))
+    if doc.get("span_s") is not None:
+        w.writerow(map(_cell, ["", "", "snapshot", "span_s", "", doc["span_s"], ""]))
     return out.getvalue()
 
 
@@ -322,7 +358,8 @@ def to_prom(doc: dict[str, Any]) -> str:
             return  # a value that cannot be is absent, never NaN in a time series
         metric = prefix + "".join(c if c.isascii() and c.isalnum() else "_" for c in name)
         lab = ",".join(f'{k}="{_prom_label(v)}"' for k, v in labels.items())
-        groups.setdefault(metric, (kind, []))[1].append(f"{metric}{{{lab}}} {value}")
+        series = f"{metric}{{{lab}}}" if lab else metric
+        groups.setdefault(metric, (kind, []))[1].append(f"{series} {value}")
 
     for h in doc["hosts"]:
         emit("up", {"host": h["name"]}, 1.0 if h["reachable"] else 0.0, "gauge", "fabtop_host_")
@@ -334,6 +371,18 @@ def to_prom(doc: dict[str, Any]) -> str:
                         emit(name + "_total", {**base, "priority": p}, v)
                 else:
                     emit(name + "_total", base, val)
+    # The findings as the exporter serves them (one series per label set), the window
+    # rules not judged with the seconds each needs, and the span the rates cover.
+    seen: set[tuple[str, str, str]] = set()
+    for f in doc.get("findings", ()):
+        labels = {"rule": f["rule"], "severity": f["severity"], "subject": f["subject"]}
+        key = (f["rule"], f["severity"], f["subject"])
+        if key not in seen:
+            seen.add(key)
+            emit("finding", labels, 1.0, "gauge", "fabtop_")
+    for n in doc.get("not_judged", ()):
+        emit("not_judged_needs_seconds", {"rule": n["rule"]}, n["needs_s"], "gauge", "fabtop_")
+    emit("snapshot_span_seconds", {}, doc.get("span_s"), "gauge", "fabtop_")
     out: list[str] = []
     for metric, (kind, samples) in groups.items():
         out.append(f"# TYPE {metric} {kind}")

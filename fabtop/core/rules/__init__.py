@@ -4,6 +4,10 @@ Every rule is ``rule(ctx: RuleContext) -> list[Finding]``: pure given the contex
 its :class:`~fabtop.core.rules.context.RuleMemory` (when a condition was first seen, how long
 it held, how long it has been quiet). :func:`evaluate` runs them all after every frame.
 
+Each rule is declared a *state* or a *window* rule where it is defined
+(:mod:`fabtop.core.rules.kinds`): :meth:`Evaluator.once` judges the state rules of a
+snapshot at once and names the window rules its span was too short for.
+
 Conditions measured on rates are reported once they held for ``detect_s`` and keep being
 reported until they have been quiet for ``restore_s`` (``event_hold_s`` for one-shot
 counter events), in the spirit of SONiC's PFC watchdog. At 1 Hz every rule fires within
@@ -15,7 +19,9 @@ The thresholds and why each has its value: :mod:`fabtop.core.thresholds`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from weakref import WeakKeyDictionary
 
 from fabtop.core.findings import Finding
@@ -39,6 +45,7 @@ from fabtop.core.rules import (
     traffic,
 )
 from fabtop.core.rules.context import (
+    SLACK_S,
     RuleContext,
     RuleMemory,
     StateView,
@@ -46,6 +53,7 @@ from fabtop.core.rules.context import (
     iter_links,
     slow_facts,
 )
+from fabtop.core.rules.kinds import HOLDS, STATE, WINDOW, kind_of
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, effective, unknown_thresholds
 
 Rule = Callable[[RuleContext], list[Finding]]
@@ -86,23 +94,36 @@ RULES: tuple[Rule, ...] = (
     decoding.counters_undecoded,
 )
 
-# State rules, with the rule names of the tracks they keep: they read only the fabric's
-# slow facts (:func:`~fabtop.core.rules.context.slow_facts`), the thresholds and the
-# firewall ports, never rates, earlier findings or the history. Such a rule that found
-# nothing and remembers nothing finds nothing again while those stay equal: the
-# evaluator passes it by (it would mark nothing; one with a track always runs, so mark's
-# times are as before). About 40 % of a quiet pass went to them.
-QUIET_RULES: Mapping[Rule, tuple[str, ...]] = {
-    pfc_config.pfc_config_mismatch: ("pfc_mismatch", "trust_mismatch"),
-    config.mtu_mismatch: ("mtu_mismatch",),
-    config.roce_mtu_low: ("roce_mtu_low",),
-    config.firmware_mismatch: ("firmware_mismatch",),
-    hardware.pcie_degraded: ("pcie_degraded",),
-    infiniband.no_subnet_manager: (infiniband.RULE,),
-    roce_gids.roce_no_ip_gid: ("roce_no_ip_gid",),
-    roce_gids.gid_index_mismatch: ("gid_index_mismatch",),
-    firewall.firewall_blocks_rdma: (firewall.RULE,),
-}
+# The state rules the evaluator passes by while they stay quiet, with the rule names of
+# the tracks they keep: those declared ``slow_only`` (fabtop/core/rules/kinds.py). They
+# read only the fabric's slow facts (:func:`~fabtop.core.rules.context.slow_facts`), the
+# thresholds and the firewall ports, never rates, earlier findings or the history. Such a
+# rule that found nothing and remembers nothing finds nothing again while those stay
+# equal (it would mark nothing; one with a track always runs, so mark's times are as
+# before). About 40 % of a quiet pass went to them.
+QUIET_RULES: Mapping[Rule, tuple[str, ...]] = MappingProxyType(
+    {rule: kind.names for rule in RULES if (kind := kind_of(rule)) is not None and kind.slow_only}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NotJudged:
+    """A window rule a one-shot judgement could not judge: its rates covered too little."""
+
+    rule: str  # the rule name its findings carry
+    needs_s: float  # seconds of rates it needs (0: one interval)
+    span_s: float  # seconds the hosts' rates covered (the shortest over the hosts)
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What a one-shot judgement of a state says (:meth:`Evaluator.once`)."""
+
+    findings: list[Finding]  # worst first
+    not_judged: list[NotJudged]
+    # Seconds the hosts' rates covered (the shortest over the hosts; None: not measured).
+    span_s: float | None
+
 
 # Tracks not updated for this long belong to hosts that went away.
 _FORGET_AFTER_S = 3600.0
@@ -136,16 +157,15 @@ class Evaluator:
 
     def __call__(self, state: StateView) -> list[Finding]:
         """All findings for the current state, worst first."""
+        memory = self.memory(state)
         # Placed times: one host's clock a day ahead must not age every other host's
         # tracks past _FORGET_AFTER_S.
-        times = [host_time(h.sample, h.rates) for h in state.hosts.values()
-                 if h.sample is not None]  # fmt: skip
+        times = _note_spans(state, memory.span_start)
         if not times:
             return []
         now = max(times)
-        memory = self.memory(state)
         ctx = RuleContext(state, self.thresholds, now, memory, links=list(iter_links(state)),
-                          firewall_ports=self.firewall_ports)
+                          firewall_ports=self.firewall_ports)  # fmt: skip
         quiet_rules = self.quiet_rules
         quiet = memory.quiet
         if quiet_rules:
@@ -160,22 +180,98 @@ class Evaluator:
             names = quiet_rules.get(rule) if quiet_rules else None
             if names is not None and rule in quiet and held.isdisjoint(names):
                 continue  # found nothing in these very facts, and remembers nothing
-            try:
-                got = rule(ctx)
-                ctx.findings.extend(got)
-                if names is not None and not got and held.isdisjoint(names):
-                    quiet.add(rule)
-            except Exception as e:  # one broken rule must not hide the others' findings
-                ctx.findings.append(
-                    Finding(
-                        rule="fabtop",
-                        severity="warning",
-                        subject="fabtop",
-                        summary=f"health rule {rule.__name__} failed: {e!r}",
-                    )
-                )
+            got = _run(rule, ctx)
+            if names is not None and not got and held.isdisjoint(names):
+                quiet.add(rule)
         memory.forget_before(now - _FORGET_AFTER_S)
-        return sorted(ctx.findings, key=lambda f: (-f.rank, f.subject, f.rule))
+        return sorted(ctx.findings, key=_worst_first)
+
+    def once(self, state: StateView, live: Sequence[Finding] = ()) -> Judgement:
+        """A one-shot judgement of ``state``, as a snapshot carries it.
+
+        ``live``: the findings of the state's last evaluation (by this evaluator, every
+        frame). The state rules run again on what the hosts reported, on a memory of
+        their own and without their hold times (``HOLDS``): what they find that ``live``
+        lacks is added. The window rules' verdicts are ``live``'s; those whose window the
+        hosts' rates did not cover (the shortest span over the hosts that reported) and
+        that found nothing are listed as not judged.
+        """
+        starts = self.memory(state).span_start
+        ends = {h.name: host_time(h.sample, h.rates) for h in state.hosts.values()
+                if h.sample is not None}  # fmt: skip
+        span = max(0.0, min((t - starts.get(h, t) for h, t in ends.items()), default=0.0))
+        found = list(live)
+        raised = {(f.rule, f.subject) for f in found}
+        if ends:
+            thresholds = {**self.thresholds, **dict.fromkeys(HOLDS, 0.0)}
+            ctx = RuleContext(
+                state,
+                thresholds,
+                max(ends.values()),
+                RuleMemory(),
+                links=list(iter_links(state)),
+                firewall_ports=self.firewall_ports,
+            )
+            for rule in self.rules:
+                kind = kind_of(rule)
+                if kind is not None and kind.kind == STATE:
+                    _run(rule, ctx)
+            found += [f for f in ctx.findings if (f.rule, f.subject) not in raised]
+        said = {f.rule for f in found}
+        not_judged: list[NotJudged] = []
+        for rule in self.rules:
+            kind = kind_of(rule)
+            if kind is None or kind.kind != WINDOW:
+                continue
+            needs = kind.needs_s(self.thresholds)
+            if span > 0 and span >= needs - SLACK_S:
+                continue  # the rates covered its window: live's verdict is a verdict
+            not_judged += [NotJudged(name, needs, round(span, 3))
+                           for name in kind.names if name not in said]  # fmt: skip
+        found.sort(key=lambda f: -f.rank)  # live's order within a severity, then the rest
+        return Judgement(found, not_judged, round(span, 3))
+
+
+def _run(rule: Rule, ctx: RuleContext) -> list[Finding]:
+    """One rule's findings, added to the pass's; a rule that fails is a warning finding."""
+    try:
+        got = rule(ctx)
+    except Exception as e:  # one broken rule must not hide the others' findings
+        got = []
+        ctx.findings.append(
+            Finding(
+                rule="fabtop",
+                severity="warning",
+                subject="fabtop",
+                summary=f"health rule {rule.__name__} failed: {e!r}",
+            )
+        )
+    ctx.findings.extend(got)
+    return got
+
+
+def _worst_first(f: Finding) -> tuple[int, str, str]:
+    return (-f.rank, f.subject, f.rule)
+
+
+def _note_spans(state: StateView, starts: dict[str, float]) -> list[float]:
+    """Every reporting host's placed time now; ``starts`` keeps, per host, the time of the
+    first frame of its unbroken rates (a frame without rates starts it again)."""
+    hosts = state.hosts
+    if len(starts) > len(hosts):  # hosts that went away (a Prometheus source's instances)
+        for name in [n for n in starts if n not in hosts]:
+            del starts[name]
+    times = []
+    for h in hosts.values():
+        s = h.sample
+        if s is None:
+            continue
+        r = h.rates
+        t = host_time(s, r)
+        times.append(t)
+        if r is None or r.interval_s is None or h.name not in starts:
+            starts[h.name] = t
+    return times
 
 
 _DEFAULT = Evaluator()
@@ -199,6 +295,8 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "RULES",
     "Evaluator",
+    "Judgement",
+    "NotJudged",
     "Rule",
     "RuleContext",
     "RuleMemory",

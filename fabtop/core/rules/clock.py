@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, host_time
+from fabtop.core.rules.kinds import state_rule
 
 
 def _span(seconds: float) -> str:
@@ -22,6 +23,7 @@ def _span(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
+@state_rule("clock_skew")
 def clock_skew(ctx: RuleContext) -> list[Finding]:
     """A host's clock ahead of or behind the operator's by more than the threshold."""
     tracked = ctx.memory.held

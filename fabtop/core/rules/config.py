@@ -8,6 +8,7 @@ from collections import Counter
 
 from fabtop.core.findings import Finding, PortRef
 from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet
+from fabtop.core.rules.kinds import state_rule
 from fabtop.core.rules.versions import software_mismatch
 
 # Links that carry the GPU fabric; management NICs (kind "netdev") may rightly differ.
@@ -51,6 +52,7 @@ def _mtu_links(ctx: RuleContext) -> list[tuple[LinkTick, str, int]]:
     return out
 
 
+@state_rule("mtu_mismatch", slow_only=True)
 def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different netdev MTUs on the fabric links of different hosts."""
     tracked = ctx.memory.held
@@ -95,6 +97,7 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@state_rule("roce_mtu_low", slow_only=True)
 def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
     """A RoCE port whose netdev MTU is too small for RoCE MTU 4096."""
     tracked = ctx.memory.held
@@ -158,6 +161,7 @@ def _firmware_of(
     return " ".join(parts), version
 
 
+@state_rule("firmware_mismatch", slow_only=True)
 def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different NIC firmware across hosts for the same kind of NIC, or different software
     (kernel, rdma-core, OFED, NVIDIA driver, loaded NCCL: which fields and how exactly in

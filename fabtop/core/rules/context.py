@@ -27,7 +27,7 @@ from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
 
 # Floating-point slack when comparing accumulated intervals against a detection time:
 # two 1.0 s intervals measured on a remote clock add up to 1.9999 as often as to 2.0001.
-_SLACK_S = 0.05
+SLACK_S = 0.05
 
 
 class HostView(Protocol):
@@ -108,6 +108,9 @@ class RuleMemory:
     # passes them by while the facts stay the same.
     quiet: set[object] = field(default_factory=set, init=False, repr=False)
     quiet_facts: object = field(default=None, init=False, repr=False)
+    # Per host, the time of the first frame of its unbroken rates: how long a window rule
+    # could have watched it (a one-shot judgement says which windows were not covered).
+    span_start: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for rule, _ in self.tracks:
@@ -161,7 +164,7 @@ class RuleMemory:
                 tr.level_dt += dt
             found.since = tr.since
             tr.last = found
-            if not tr.active and tr.held_s >= detect_s + tr.missed_s - _SLACK_S:
+            if not tr.active and tr.held_s >= detect_s + tr.missed_s - SLACK_S:
                 tr.active = True
             return found if tr.active else None
         if tr is None:
@@ -179,7 +182,7 @@ class RuleMemory:
             return None
         tr.last_t = t
         tr.quiet_s += dt
-        if tr.quiet_s >= restore_s - _SLACK_S:
+        if tr.quiet_s >= restore_s - SLACK_S:
             self._drop(key)
             return None
         return self._report(tr, restore_s)

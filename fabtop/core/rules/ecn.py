@@ -11,6 +11,7 @@ from __future__ import annotations
 from collectors.vocabulary import Metric
 from fabtop.core.findings import PAUSED_PEERS, Finding
 from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, r3
+from fabtop.core.rules.kinds import window_rule
 from fabtop.core.rules.pauses import BYTES_PER_S, PAUSE_PER_S, flat_limit
 
 _ECN_RATES = tuple(m.per_s for m in (Metric.ECN_MARKED, Metric.CNP_SENT, Metric.CNP_HANDLED))
@@ -29,6 +30,7 @@ def _sends(f: Finding, need: float) -> bool:
     return v is not None and v >= need
 
 
+@window_rule("congestion_without_ecn")
 def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
     """Pauses keep coming while ECN marks and CNPs stay at zero."""
     tracked = ctx.memory.held

@@ -30,6 +30,7 @@ from fabtop.core.findings import Finding
 from fabtop.core.firewall import Outcome, Question, evaluate
 from fabtop.core.firewall_ports import port_text
 from fabtop.core.rules.context import LinkTick, RuleContext
+from fabtop.core.rules.kinds import state_rule
 
 RULE = "firewall_blocks_rdma"
 _SOFT_RDMA = ("rxe", "siw")  # soft-RoCE and soft-iWARP device names (rdma link add ...)
@@ -177,6 +178,7 @@ def firewall_lines(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> li
     return out
 
 
+@state_rule(RULE, slow_only=True)
 def firewall_blocks_rdma(ctx: RuleContext) -> list[Finding]:
     """New TCP connections to the RDMA set-up ports dropped on a RoCE/IPoIB netdev, or
     anything dropped on IP over Thunderbolt or soft-RoCE."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collectors.samples import GpuSample
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, host_time, placed_time
+from fabtop.core.rules.kinds import window_rule
 
 # nvidia_smi parser names (NVML clock event reason bits 0x20 / 0x40).
 _SW_THERMAL = "sw_thermal_slowdown"
@@ -29,6 +30,7 @@ def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
     return out
 
 
+@window_rule("gpu_thermal_slowdown")
 def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     """A GPU whose clocks are held down for thermal reasons, sustained for the detection time."""
     tracked = ctx.memory.held
@@ -74,6 +76,7 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@window_rule("gpu_hot")
 def gpu_hot(ctx: RuleContext) -> list[Finding]:
     """GPU core or memory temperature at or above its warning threshold."""
     tracked = ctx.memory.held

@@ -7,12 +7,14 @@ from dataclasses import replace
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, link_down, r3
+from fabtop.core.rules.kinds import state_rule, window_rule
 
 # Looked up once: an enum member costs a class attribute lookup per read, per link.
 _LINK_DOWN_PER_S = Metric.LINK_DOWN_EVENTS.per_s
 _MODULE_HIGH_TEMP_PER_S = Metric.MODULE_HIGH_TEMP_EVENTS.per_s
 
 
+@state_rule("pcie_degraded", slow_only=True)
 def pcie_degraded(ctx: RuleContext) -> list[Finding]:
     """A NIC whose PCIe link trained narrower or slower than it can."""
     tracked = ctx.memory.held
@@ -52,6 +54,7 @@ def pcie_degraded(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@state_rule("nic_temperature")
 def nic_temperature(ctx: RuleContext) -> list[Finding]:
     """NIC (hwmon) temperature at or above the warning / critical threshold."""
     tracked = ctx.memory.held
@@ -88,6 +91,7 @@ def nic_temperature(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@window_rule("link_flap", window=())
 def link_flap(ctx: RuleContext) -> list[Finding]:
     """link_down_events / carrier changes rising: the link went down and (maybe) came back."""
     tracked = ctx.memory.held
@@ -144,6 +148,7 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@window_rule("module_high_temp", window=())
 def module_high_temp(ctx: RuleContext) -> list[Finding]:
     """mlx5 ``module_high_temp`` events rising: the transceiver overheated."""
     tracked = ctx.memory.held

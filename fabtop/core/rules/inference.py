@@ -8,6 +8,7 @@ from statistics import median
 from collectors.vocabulary import InferenceRate
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, host_time
+from fabtop.core.rules.kinds import window_rule
 
 # Findings that describe the fabric (not the GPUs, not the servers themselves).
 FABRIC_RULES = frozenset(
@@ -48,6 +49,7 @@ def _pick_event(events: list[Finding], host: str) -> Finding:
     return max(events, key=lambda e: (e.host == host, e.rank))
 
 
+@window_rule("token_drop", window=("token_baseline_s",))
 def token_drop_with_fabric_event(ctx: RuleContext) -> list[Finding]:
     """Generated-token rate fell well below its recent level while a fabric finding is open."""
     events = [f for f in ctx.findings if f.rule in FABRIC_RULES and f.severity != "info"]

@@ -20,7 +20,8 @@ InfiniBand ports are ACTIVE under an SM, the stuck ones are on a fabric (a secon
 that SM does not reach: opensm manages the one port it binds to, each fabric needs its own.
 
 A port stuck must have held ``detect_s`` (as every rate rule's condition): a port that
-just came up is in INIT until the SM's next sweep, for a moment.
+just came up is in INIT until the SM's next sweep, for a moment. That is the live view's
+wait; a snapshot judges the ports it read at once (``HOLDS`` in kinds.py).
 
 What cannot be seen from sysfs: whether a standby SM runs, the SM's priority and state
 (master/standby), and which node it runs on; those need management datagrams (umad,
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 from fabtop.core.findings import Finding, PortRef
 from fabtop.core.rules.context import LinkTick, RuleContext
+from fabtop.core.rules.kinds import state_rule
 
 RULE = "no_subnet_manager"
 _STUCK_STATES = ("INIT", "ARMED")
@@ -57,6 +59,7 @@ def _port_line(lt: LinkTick) -> str:
     return f"{lt.label} {link.port_state or '?'}/{link.phys_state or '?'} sm_lid {sm}"
 
 
+@state_rule(RULE, slow_only=True)
 def no_subnet_manager(ctx: RuleContext) -> list[Finding]:
     """InfiniBand ports physically up but never configured: no subnet manager reaches them."""
     memory = ctx.memory

@@ -15,6 +15,7 @@ import functools
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, is_rdma_ethernet, lossless_prios, r3
+from fabtop.core.rules.kinds import window_rule
 from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
 
 # Per-priority drop counters; any of them moving on a lossless priority is a loss.
@@ -96,6 +97,7 @@ def _in_order(prios: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(p for p in PRIOS if p in prios)
 
 
+@window_rule("lossless_drops", "roce_out_of_sequence", window=())
 def lossless_drops(ctx: RuleContext) -> list[Finding]:
     """Drops on a lossless priority, or RoCE out-of-sequence: PFC is not protecting the flow."""
     tracked = ctx.memory.held

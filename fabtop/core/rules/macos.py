@@ -20,6 +20,7 @@ from __future__ import annotations
 from collectors.samples import HostSample
 from fabtop.core.findings import Finding, port_ref
 from fabtop.core.rules.context import RuleContext, host_time
+from fabtop.core.rules.kinds import state_rule
 
 # Thunderbolt 5 links train at 80 Gb/s (120 with Bandwidth Boost); 40 Gb/s is Thunderbolt
 # 3/4/USB4, which carries no RDMA (exo PR #1813 draws the line at the same place).
@@ -77,6 +78,7 @@ def _mesh_sizes(ctx: RuleContext) -> dict[str, tuple[int, int]]:
     return sizes
 
 
+@state_rule("tb_bridge_loop")
 def tb_bridge_loop(ctx: RuleContext) -> list[Finding]:
     """A Thunderbolt Bridge holding Thunderbolt ports on a mesh of three or more nodes whose
     cables close a ring (as many cables as nodes, or more)."""
@@ -132,6 +134,7 @@ def tb_bridge_loop(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@state_rule("rdma_enabled_no_device")
 def rdma_enabled_no_device(ctx: RuleContext) -> list[Finding]:
     """rdma_ctl says enabled, and ibv_devinfo lists no RDMA device (or could not be read)."""
     out: list[Finding] = []
@@ -167,6 +170,7 @@ def rdma_enabled_no_device(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@state_rule("rdma_needs_tb5")
 def rdma_needs_tb5(ctx: RuleContext) -> list[Finding]:
     """RDMA enabled or configured on a host whose Thunderbolt links are only Thunderbolt 4."""
     out: list[Finding] = []
@@ -210,6 +214,7 @@ def rdma_needs_tb5(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@state_rule("rdma_port_no_ipv4")
 def rdma_port_no_ipv4(ctx: RuleContext) -> list[Finding]:
     """An active RDMA Thunderbolt port whose netdev has no IPv4 address or GID."""
     out: list[Finding] = []

@@ -6,9 +6,11 @@ from collections import Counter
 
 from fabtop.core.findings import Finding, prio_text
 from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, r3
+from fabtop.core.rules.kinds import state_rule, window_rule
 from fabtop.core.rules.pauses import PAUSE_PER_S, PRIOS
 
 
+@window_rule("pfc_disabled_prio", window=())
 def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
     """Pauses counted on a priority where this host's PFC configuration has PFC off."""
     tracked = ctx.memory.held
@@ -79,6 +81,7 @@ def _grouped(values: dict[str, str]) -> str:
     return "; ".join(f"{v}: {', '.join(labels)}" for v, labels in by.items())
 
 
+@state_rule("pfc_mismatch", "trust_mismatch", slow_only=True)
 def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
     """PFC priorities or trust mode differing across the RoCE ports of the fabric."""
     tracked = ctx.memory.held

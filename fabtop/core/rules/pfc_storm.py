@@ -32,6 +32,7 @@ from fabtop.core.rules.context import (
     r3,
     watchdog_storms,
 )
+from fabtop.core.rules.kinds import window_rule
 from fabtop.core.rules.pauses import (
     BYTES_PER_S,
     BYTES_PRIO,
@@ -92,6 +93,7 @@ class _Pausers:
         return self._receivers
 
 
+@window_rule("pfc_storm")
 def pfc_storm(ctx: RuleContext) -> list[Finding]:
     """A priority paused for nearly the whole interval while its traffic does not move."""
     tracked = ctx.memory.held
@@ -258,6 +260,7 @@ def _storm_finding(
     )
 
 
+@window_rule("pfc_pressure")
 def pfc_pressure(ctx: RuleContext) -> list[Finding]:
     """Heavy but moving PFC pausing (incast): information, not a fault."""
     tracked = ctx.memory.held
@@ -313,6 +316,7 @@ def pfc_pressure(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@window_rule("pfc_stall", window=())
 def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
     """mlx5's own stall watchdog fired (tx_pause_storm_warning/error_events rising)."""
     tracked = ctx.memory.held

@@ -30,6 +30,7 @@ from collectors.samples import GidEntry
 from fabtop.core.findings import Finding
 from fabtop.core.rules.config import _grouped, _odd_ones
 from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, link_up
+from fabtop.core.rules.kinds import state_rule
 
 ROCE_V2 = "RoCE v2"  # gid_attrs/types, kernel cache.c gid_type_str
 
@@ -108,6 +109,7 @@ def _judged(lt: LinkTick) -> tuple[GidEntry, ...] | None:
     return link.gids
 
 
+@state_rule("roce_no_ip_gid", slow_only=True)
 def roce_no_ip_gid(ctx: RuleContext) -> list[Finding]:
     """An up RoCE port without a RoCE v2 GID that carries an IP address."""
     tracked = "roce_no_ip_gid" in ctx.memory.held
@@ -156,6 +158,7 @@ def _no_ip_gid(lt: LinkTick, gids: tuple[GidEntry, ...]) -> Finding | None:
     )
 
 
+@state_rule("gid_index_mismatch", slow_only=True)
 def gid_index_mismatch(ctx: RuleContext) -> list[Finding]:
     """The GID index of RoCE v2 with IPv4 differs across hosts (info)."""
     tracked = "gid_index_mismatch" in ctx.memory.held

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding, port_ref
 from fabtop.core.rules.context import RuleContext, host_time, r3
+from fabtop.core.rules.kinds import state_rule, window_rule
 from fabtop.core.thunderbolt import below_capability, capability, speed_text
 
 _RX_ERRORS_PER_S = Metric.RX_PHY_ERRORS.per_s  # netdev rx_errors (thunderbolt-net sums its
 _RX_DROPS_PER_S = Metric.RX_DISCARDS.per_s  # CRC, length, overrun, missed) and rx_dropped
 
 
+@state_rule("tb_link_degraded")
 def tb_link_degraded(ctx: RuleContext) -> list[Finding]:
     """A Thunderbolt cable whose link runs fewer lanes or slower lanes than it can."""
     out: list[Finding] = []
@@ -77,6 +79,7 @@ def tb_link_degraded(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+@window_rule("tb_link_errors")
 def tb_link_errors(ctx: RuleContext) -> list[Finding]:
     """Receive errors or drops rising on a thunderbolt-net netdev (over ``detect_s``)."""
     out: list[Finding] = []

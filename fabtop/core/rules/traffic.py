@@ -5,12 +5,14 @@ from __future__ import annotations
 from collectors.vocabulary import Derived, Metric
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, fmt_rate, r3
+from fabtop.core.rules.kinds import window_rule
 
 # Looked up once: an enum member costs a class attribute lookup per read, per link.
 _SHARE = Derived.RDMA_SHARE
 _RX_PER_S, _TX_PER_S = Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s
 
 
+@window_rule("rdma_fallback")
 def rdma_fallback(ctx: RuleContext) -> list[Finding]:
     """Traffic flows on an RDMA-capable port but the RDMA share of its bytes is near zero."""
     tracked = ctx.memory.held
