@@ -76,6 +76,27 @@ def _scenario(name: str) -> Callable[[], Fabric]:
     return lambda: scenario_fabric(name)
 
 
+class _LostSchema:
+    """A simulated host whose stream sends values for a schema it never defined."""
+
+    def __init__(self, host: Any) -> None:
+        self.host = host
+
+    def __getattr__(self, name: str) -> Any:  # the simulation steps it as any host
+        return getattr(self.host, name)
+
+    def frame(self, t: float) -> str:
+        text: str = self.host.frame(t)
+        at = text.rindex("@@end")
+        return text[:at] + "@@section ethtool_S eth9 - ok schema=99\n1 2\n" + text[at:]
+
+
+def _lost_schema() -> Fabric:
+    fab = scenario_fabric("healthy")
+    fab.hosts["node3"] = _LostSchema(fab.hosts["node3"])  # type: ignore[assignment]
+    return fab
+
+
 # Each state rule's findings, and a fabric that raises them. Every state rule must be here
 # (the first test checks it): a new one gets its fabric, and this class test covers it.
 TRIGGERS: dict[str, tuple[Callable[[], Fabric], Mapping[str, float]]] = {
@@ -96,6 +117,7 @@ TRIGGERS: dict[str, tuple[Callable[[], Fabric], Mapping[str, float]]] = {
     "rdma_enabled_no_device": (_scenario("rdma_no_device"), {}),
     "rdma_needs_tb5": (_scenario("rdma_tb4"), {}),
     "rdma_port_no_ipv4": (_scenario("rdma_no_ipv4"), {}),
+    "counters_undecoded": (_lost_schema, {}),
 }
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 from collectors.frames import UNKNOWN_SCHEMA
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext
+from fabtop.core.rules.kinds import state_rule
 
 RULE = "counters_undecoded"
 _NAMED = 4  # sections named in the summary; the evidence counts them all
 
 
+@state_rule(RULE)
 def counters_undecoded(ctx: RuleContext) -> list[Finding]:
     """One finding per host with values sections its stream could not decode."""
     out: list[Finding] = []
