@@ -40,6 +40,7 @@ a warning finding on the source (``FabricState.source_warning``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import statistics
 import time
@@ -112,6 +113,7 @@ _SHOWN_LABELS = ("device", "port", "gpu")
 _WORD = re.compile(r"(^|_)(received|transmitted)(_|$)")
 
 
+@functools.lru_cache(maxsize=4096)  # the same few hundred names, every poll, every node
 def ethtool_stat_name(metric: str) -> str:
     """The ``ethtool -S`` stat a ``node_ethtool_*`` metric came from (rx/tx words restored)."""
     name = metric.removeprefix("node_ethtool_")
@@ -218,6 +220,13 @@ def _place(
     return None
 
 
+def _family(name: str) -> str | None:
+    """The queried family of a metric name (None: not one, or not a metric name)."""
+    if _METRIC.fullmatch(name) is None:
+        return None
+    return next((f for f in FAMILIES if name.startswith(f)), None)
+
+
 def group_series(
     results: Sequence[object],
     unplaced: list[str] | None = None,
@@ -232,6 +241,7 @@ def group_series(
     within its time); one further off would hold its host's clock there.
     """
     hosts: dict[str, HostSeries] = {}
+    families: dict[str, str | None] = {}
     odd: Counter[str] = Counter()
     read: list[tuple[HostSeries, str, str, Mapping[str, object], float, object]] = []
     for r in results:
@@ -239,14 +249,9 @@ def group_series(
             odd["not an object with a metric"] += 1
             continue
         name = labels.get("__name__")
-        family = next(
-            (
-                f
-                for f in FAMILIES
-                if isinstance(name, str) and name.startswith(f) and _METRIC.fullmatch(name)
-            ),
-            None,
-        )
+        family = families.get(name) if isinstance(name, str) else None
+        if family is None and isinstance(name, str) and name not in families:
+            family = families[name] = _family(name)  # a few hundred names, many times each
         if family is None or not isinstance(name, str):
             odd["without a metric name of the queried families"] += 1
             continue
@@ -259,33 +264,34 @@ def group_series(
         if hs is None:
             hs = hosts[key] = HostSeries(instance=instance, job=job)
         hs.families.add(family)
-        what = _series(name, labels)
         value = r.get("value")
         if not (isinstance(value, list) and len(value) == 2):
-            hs.dropped.append(f"{what}: dropped (its value is not [time, value])")
+            hs.dropped.append(f"{_series(name, labels)}: dropped (its value is not [time, value])")
             continue
         ts = _number(value[0])
         if ts is None or not 0 < ts < MAX_UNIX_S:
-            hs.dropped.append(f"{what}: timestamp {_shown(value[0])} dropped")
+            hs.dropped.append(f"{_series(name, labels)}: timestamp {_shown(value[0])} dropped")
             continue
         read.append((hs, family, name, labels, ts, value[1]))
     middle = statistics.median_low([x[4] for x in read]) if read else 0.0
     for hs, family, name, labels, ts, raw in read:
-        what = _series(name, labels)
         v = _number(raw)
         if abs(ts - middle) > spread:
-            hs.dropped.append(f"{what}: timestamp {ts:.0f} dropped (the answer's is {middle:.0f})")
+            why = f"timestamp {ts:.0f} dropped (the answer's is {middle:.0f})"
         elif v is None:
-            hs.dropped.append(f"{what}: {_shown(raw)} dropped")
-        elif (why := _place(hs, family, name, labels, v)) is not None:
-            hs.dropped.append(f"{what}: {_shown(raw)} {why}")
+            why = f"{_shown(raw)} dropped"
+        elif (refused := _place(hs, family, name, labels, v)) is not None:
+            why = f"{_shown(raw)} {refused}"
         else:
             hs.t = max(hs.t, ts)
+            continue
+        hs.dropped.append(f"{_series(name, labels)}: {why}")
     if unplaced is not None:
         unplaced += [f"{n} result{'s' if n > 1 else ''} {why} left out" for why, n in odd.items()]
     return hosts
 
 
+@functools.lru_cache(maxsize=4096)  # the same device names, every poll
 def _safe(name: str) -> bool:
     return re.fullmatch(r"[A-Za-z0-9_.:@-]{1,64}", name) is not None
 
@@ -454,8 +460,10 @@ class PrometheusSource:
             return 0
         self._answered()
         unplaced: list[str] = []
-        # The queries run one after another, each within its timeout.
-        grouped = group_series(results, unplaced, spread=60.0 + len(QUERIES) * self.timeout)
+        # The queries run one after another, each within its timeout. Off the event loop:
+        # thousands of nodes are hundreds of thousands of samples to check.
+        spread = 60.0 + len(QUERIES) * self.timeout
+        grouped = await asyncio.to_thread(group_series, results, unplaced, spread)
         return self.apply(grouped, unplaced)
 
     def _answered(self) -> None:
