@@ -164,6 +164,24 @@ def test_a_wrong_type_costs_that_value_only() -> None:
     assert all(w.startswith("/state ") for w in s.warnings[1:])
 
 
+@pytest.mark.parametrize("number", ["1e400", "NaN", "-Infinity", "9" * 30, "-5", "1.5"])
+def test_one_bad_node_costs_that_node_only(number: str) -> None:
+    clean_reading = parse_exo_state(json.dumps(exo_doc()), EXO_URL)
+    doc = exo_doc()
+    doc["topology"]["nodes"].insert(1, {"id": "not a string"})
+    doc["nodeMemory"][STUDIO1]["ramTotal"]["inBytes"] = "@NUMBER@"
+    doc["nodeMemory"][STUDIO1]["ramAvailable"] = ["not", "an", "object"]
+    doc["nodeIdentities"][STUDIO1]["chipId"] = 7
+    s = parse_exo_state(json.dumps(doc).replace('"@NUMBER@"', number), EXO_URL)
+    assert s.error is None and s.cluster is not None and clean_reading.cluster is not None
+    n1, n2 = s.cluster.nodes
+    assert (n1.ram_total_bytes, n1.ram_available_bytes, n1.chip) == (None, None, None)
+    assert n1.name == clean_reading.cluster.nodes[0].name  # the rest of that node is read
+    assert n2 == clean_reading.cluster.nodes[1]  # the other node untouched
+    assert s.cluster.instances == clean_reading.cluster.instances
+    assert s.model == clean_reading.model
+
+
 @pytest.mark.parametrize("body", [
     "[]", "null", "7", '"state"', "{", "{\"topology\": NaN}", "\x00\x1b[31m",
     '{"topology": [], "instances": [], "runners": 5, "nodeIdentities": "x"}',
