@@ -103,6 +103,9 @@ FORGET_AFTER_POLLS = 10
 MAX_TARGETS = 4096
 # Bad samples named one by one per host and answer; the rest in one count.
 MAX_NAMED_DROPS = 5
+# Samples one target may bring per answer: a node of 16 NICs of 1000 ethtool statistics
+# each, its ports and GPUs, several times over (the SSH probe's frame cap is 16 MiB).
+MAX_SAMPLES_PER_TARGET = 50_000
 # A sample timestamp is unix seconds: past 2**34 (the year 2514) it is no time at all.
 MAX_UNIX_S = 2.0**34
 _METRIC = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]{0,199}")
@@ -159,6 +162,7 @@ class HostSeries:
     job: str = ""  # its ``job`` label
     families: set[str] = field(default_factory=set)  # exported, usable values or not
     dropped: list[str] = field(default_factory=list)  # one line per sample left out
+    samples: int = 0  # samples filed
 
     def kinds(self) -> set[str]:
         """The families this target exports."""
@@ -276,7 +280,9 @@ def group_series(
     middle = statistics.median_low([x[4] for x in read]) if read else 0.0
     for hs, family, name, labels, ts, raw in read:
         v = _number(raw)
-        if abs(ts - middle) > spread:
+        if hs.samples >= MAX_SAMPLES_PER_TARGET:
+            why = f"dropped (past the {MAX_SAMPLES_PER_TARGET} samples of one target)"
+        elif abs(ts - middle) > spread:
             why = f"timestamp {ts:.0f} dropped (the answer's is {middle:.0f})"
         elif v is None:
             why = f"{_shown(raw)} dropped"
@@ -284,6 +290,7 @@ def group_series(
             why = f"{_shown(raw)} {refused}"
         else:
             hs.t = max(hs.t, ts)
+            hs.samples += 1
             continue
         hs.dropped.append(f"{_series(name, labels)}: {why}")
     if unplaced is not None:

@@ -437,3 +437,19 @@ def test_more_targets_than_a_source_holds_forgets_the_longest_unseen() -> None:
     clock.t += 5  # one answer alone past the bound: held ones kept, the rest left out
     poll(src, [eth("received_bytes", "1", instance=f"x{i}:9100", ts=T0 + 15) for i in range(30)])
     assert len(st.hosts) == 10 and len(src._targets) == 10
+
+
+def test_one_target_of_endless_series_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabtop.run import promsource
+
+    monkeypatch.setattr(promsource, "MAX_SAMPLES_PER_TARGET", 100)
+    src = source()
+    flood = [eth(f"s{i}", "1", device=f"v{i % 7}") for i in range(130)]
+    poll(src, [*flood, eth("received_bytes", "5", instance="b:9100")])
+    st = src.state
+    assert st is not None
+    hs = st.hosts["node7"]
+    assert hs.sample is not None
+    assert sum(len(ln.counters["ethtool"]) for ln in hs.sample.links.values()) == 100
+    assert "node7: 25 more samples dropped" in hs.warnings  # 30 past the bound, 5 named
+    assert ethtool_of(src, "b") == {"rx_bytes": 5}
