@@ -2,7 +2,7 @@
 
 Each interval, instant queries to ``URL/api/v1/query`` fetch node_exporter's
 InfiniBand and ethtool series and dcgm-exporter's GPU series. The values of one
-``instance`` are written back into a probe frame (the sysfs lines and ``ethtool -S``
+host (see below) are written back into a probe frame (the sysfs lines and ``ethtool -S``
 text they came from, the ``nvidia-smi`` CSV fields they match), and that frame goes
 through FabricState.apply_frame: the live code path, so rates, rules and screens need
 nothing special. The frame's clock is the newest sample timestamp Prometheus returned.
