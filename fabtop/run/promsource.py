@@ -24,7 +24,7 @@ counters and stay apart as ``node7:9100`` and ``node7:9101`` (merged, their coun
 would alternate in one series: rates many times too high, and resets). A target absent
 from every answer for FORGET_AFTER_S (or FORGET_AFTER_POLLS polls, the longer) is
 forgotten, and with it any host it alone fed: its findings and history go. At most
-MAX_TARGETS targets are held; past that the longest unseen go first.
+MAX_HOSTS targets (so hosts) are held; past that the longest unseen go first.
 
 Prometheus's answers are remote data: every value and timestamp goes through
 collectors/numbers.py. A bad sample (``+Inf``, ``NaN``, a timestamp that is not a
@@ -98,9 +98,9 @@ QUERIES = tuple(f'{{__name__=~"{family}.+"}}' for family in FAMILIES)
 # of churn). In polls too, so a slow interval is not outlived by one missed answer.
 FORGET_AFTER_S = 300.0
 FORGET_AFTER_POLLS = 10
-# The most targets one source holds (so the most hosts): a poll that brings more
-# forgets the longest unseen first and says so in the source's finding.
-MAX_TARGETS = 4096
+# The most hosts one source holds, counted in targets (each feeds one host): a poll that
+# brings more forgets the longest unseen first and says so in the source's finding.
+MAX_HOSTS = 4096
 # Bad samples named one by one per host and answer; the rest in one count.
 MAX_NAMED_DROPS = 5
 # Samples one target may bring per answer: a node of 16 NICs of 1000 ethtool statistics
@@ -400,7 +400,8 @@ class PrometheusSource:
 
     ``forget_after``: seconds a target may be absent from the answers before it is
     forgotten (default: FORGET_AFTER_S or FORGET_AFTER_POLLS intervals, the longer);
-    ``clock``: the one that measures it (monotonic); ``max_targets``: MAX_TARGETS.
+    ``clock``: the one that measures it (monotonic); ``max_hosts``: how many targets
+    (so hosts) it holds, MAX_HOSTS.
     """
 
     def __init__(
@@ -410,7 +411,7 @@ class PrometheusSource:
         fetch: Callable[[str, str, float], list[Any]] = fetch_query,
         forget_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
-        max_targets: int = MAX_TARGETS,
+        max_hosts: int = MAX_HOSTS,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"--from-prometheus {url!r}: want an http(s):// URL")
@@ -424,7 +425,7 @@ class PrometheusSource:
             else max(FORGET_AFTER_S, FORGET_AFTER_POLLS * interval)
         )
         self.clock = clock
-        self.max_targets = max_targets
+        self.max_hosts = max_hosts
         self._state: FabricState | None = None
         self.on_change: Callable[[], None] | None = None
         self.error: str | None = None
@@ -539,9 +540,9 @@ class PrometheusSource:
 
     def _expired(self, now: float, seen: set[str], notes: list[str]) -> list[str]:
         """Targets to forget: unseen for ``forget_after``, then the longest unseen past
-        ``max_targets`` (of equals, the ones new in this answer)."""
+        ``max_hosts`` targets (of equals, the ones new in this answer)."""
         gone = [k for k, tg in self._targets.items() if now - tg.seen > self.forget_after]
-        over = len(self._targets) - len(gone) - self.max_targets
+        over = len(self._targets) - len(gone) - self.max_hosts
         if over > 0:
             kept = set(gone)
             new = {k for k in seen if k in self._targets and self._targets[k].name == ""}
@@ -551,7 +552,7 @@ class PrometheusSource:
             gone += [k for _, _, k in rest[:over]]
             notes.append(
                 f"{len(self._targets) - len(kept)} targets, more than the "
-                f"{self.max_targets} a source holds: the {over} seen longest ago "
+                f"{self.max_hosts} a source holds: the {over} seen longest ago "
                 "left out"
             )
         return gone

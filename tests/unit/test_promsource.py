@@ -419,7 +419,7 @@ def test_a_week_of_pod_churn_keeps_the_host_table_bounded() -> None:
 
 def test_more_targets_than_a_source_holds_forgets_the_longest_unseen() -> None:
     clock = ManualClock()
-    src = source(clock, max_targets=10)
+    src = source(clock, max_hosts=10)
     poll(src, [eth("received_bytes", "1", instance=f"old{i}:9100") for i in range(8)])
     clock.t += 5
     poll(src, [eth("received_bytes", "1", instance=f"old{i}:9100", ts=T0 + 5) for i in range(4)])
