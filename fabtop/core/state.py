@@ -237,6 +237,10 @@ class FabricState:
             hs = self.hosts[host.name] = HostState(host.name, target or host.target)
         return hs
 
+    def remove_host(self, name: str) -> None:
+        """Forget one host for good (see :meth:`remove_hosts`, which takes many at once)."""
+        self.remove_hosts((name,))
+
     def remove_hosts(self, names: Collection[str]) -> None:
         """Forget hosts for good (a Prometheus instance gone): their state, findings and
         history go; the next evaluation clears their findings. Unknown names are ignored."""

@@ -453,3 +453,21 @@ def test_one_target_of_endless_series_is_bounded(monkeypatch: pytest.MonkeyPatch
     assert sum(len(ln.counters["ethtool"]) for ln in hs.sample.links.values()) == 100
     assert "node7: 25 more samples dropped" in hs.warnings  # 30 past the bound, 5 named
     assert ethtool_of(src, "b") == {"rx_bytes": 5}
+
+
+def test_remove_host_forgets_all_the_state_holds_of_it() -> None:
+    clock = ManualClock()
+    src = source(clock)
+    for i in range(3):
+        clock.t += 5
+        poll(src, [eth("received_bytes_phy", str(100 * i), instance=h, ts=T0 + 5 * i)
+                   for h in ("a:9100", "b:9100")])  # fmt: skip
+    st = src.state
+    assert st is not None
+    st.set_baseline()
+    st.remove_host("b")
+    st.evaluate()
+    assert list(st.hosts) == ["a"] and "b" not in st.baseline and in_history(st) == {"a"}
+    pipe = st.pipeline
+    assert "b" not in pipe._latest and "b" not in pipe._shapes and pipe.clocks.offset("b") is None
+    assert pipe.engine._base.keys() == {"a"}
