@@ -392,8 +392,9 @@ def test_a_failed_poll_forgets_nothing() -> None:
 
 
 def test_a_week_of_pod_churn_keeps_the_host_table_bounded() -> None:
-    # A week in 30-minute polls, forgetting after an hour: every poll 12 pods are replaced
-    # by new ones on new addresses, 12 stay; 4032 targets in all.
+    # A week in 30-minute polls, forgetting after an hour: every poll one of 12 pods is
+    # replaced by a new one on a new address, and a new machine's 12 exporters (one family
+    # on 12 ports: 12 hosts) replace the last one's; 4379 targets in all.
     clock = ManualClock()
     src = source(clock, forget_after=3600.0)
     st = src.state
