@@ -38,16 +38,21 @@ from collectors.text import clean
 SERVER = "exo"
 PORT = 52415  # exo's API port (src/exo/main.py: api_port default)
 STATE_PATH = "/state"
-RATE_UNKNOWN = ("exo has no token counter; each request's tokens/s goes only to the client "
-                "that asked, and there is no /metrics")
+RATE_UNKNOWN = (
+    "exo has no token counter; each request's tokens/s goes only to the client "
+    "that asked, and there is no /metrics"
+)
 # Said with every reading (doctor's notes, the host detail): the format is not proven.
-UNVERIFIED = ("exo /state read as exo's source defines it (exo b5375f8); unverified: "
-              "no captured body to check against")
+UNVERIFIED = (
+    "exo /state read as exo's source defines it (exo b5375f8); unverified: "
+    "no captured body to check against"
+)
 MAX_NODES = 64
 MAX_INSTANCES = 32
 MAX_RUNNERS = 64
 MAX_NAME = 120
 MAX_WARNINGS = 10
+
 
 class _Reader:
     """Typed reads from remote JSON: a wrong type is None plus one warning, never a raise."""
@@ -115,15 +120,18 @@ def _nodes(r: _Reader, state: Mapping[str, Any], cluster: ExoCluster) -> None:
         node.name = r.text(ident.get("friendlyName"), "friendlyName")
         node.chip = r.text(ident.get("chipId"), "chipId")
         mem = r.obj(memory.get(raw), "nodeMemory entry")
-        node.ram_total_bytes = r.count(r.obj(mem.get("ramTotal"), "ramTotal").get("inBytes"),
-                                       "ramTotal.inBytes")
+        node.ram_total_bytes = r.count(
+            r.obj(mem.get("ramTotal"), "ramTotal").get("inBytes"), "ramTotal.inBytes"
+        )
         node.ram_available_bytes = r.count(
-            r.obj(mem.get("ramAvailable"), "ramAvailable").get("inBytes"), "ramAvailable.inBytes")
+            r.obj(mem.get("ramAvailable"), "ramAvailable").get("inBytes"), "ramAvailable.inBytes"
+        )
         cluster.nodes.append(node)
 
 
-def _runner(r: _Reader, rid: str, shard: object, node: str | None,
-            statuses: Mapping[str, Any]) -> ExoRunner:
+def _runner(
+    r: _Reader, rid: str, shard: object, node: str | None, statuses: Mapping[str, Any]
+) -> ExoRunner:
     runner = ExoRunner(clean(rid, MAX_NAME), node_id=node)
     runner.shard, body = r.tagged(shard, "runnerToShard entry")
     runner.start_layer = r.count(body.get("startLayer"), "startLayer")
@@ -162,10 +170,13 @@ def _instances(r: _Reader, state: Mapping[str, Any], cluster: ExoCluster) -> Non
 
 def parse_exo_state(body: str, url: str) -> InferenceSample:
     """The cluster an exo ``/state`` body describes; an unreadable body is the sample's error."""
-    state, error = bounded_json(body, "exo /state")
+    cut: list[str] = []
+    state, error = bounded_json(body, "exo /state", cut)
     if error is not None:
         return InferenceSample(url=url, server=SERVER, rate_unknown=RATE_UNKNOWN, error=error)
-    return _from_state(state, url)
+    sample = _from_state(state, url)
+    sample.warnings += cut
+    return sample
 
 
 def _from_state(state: object, url: str) -> InferenceSample:
@@ -186,13 +197,20 @@ def _from_state(state: object, url: str) -> InferenceSample:
 
 def looks_like_exo(state: object) -> bool:
     """Whether parsed JSON has the shape of exo's ``State`` (its topology and instances)."""
-    return (isinstance(state, dict) and isinstance(state.get("topology"), dict)
-            and isinstance(state.get("instances"), dict) and "runners" in state)
+    return (
+        isinstance(state, dict)
+        and isinstance(state.get("topology"), dict)
+        and isinstance(state.get("instances"), dict)
+        and "runners" in state
+    )
 
 
 def recognize_exo(body: str, url: str) -> InferenceSample | None:
     """The reading when ``body`` is exo's ``/state``, else None (discovery)."""
-    state, error = bounded_json(body, "exo /state")
+    cut: list[str] = []
+    state, error = bounded_json(body, "exo /state", cut)
     if error is not None or not looks_like_exo(state):
         return None
-    return _from_state(state, url)
+    sample = _from_state(state, url)
+    sample.warnings += cut
+    return sample

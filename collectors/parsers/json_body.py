@@ -1,14 +1,14 @@
 """Remote JSON bodies (inference servers' APIs), bounded before they are parsed.
 
-A body over ``MAX_BYTES`` is refused with one line before ``json.loads`` sees it, and one
-nested deeper than ``MAX_DEPTH`` after (the C parser is linear and stops by itself at the
-interpreter's recursion limit); numbers come out bounded and finite
-(:func:`collectors.numbers.json_loads`). Never raises.
+A body over ``MAX_BYTES`` is refused with one line before ``json.loads`` sees it; one the
+C parser cannot read (nested past the interpreter's recursion limit included) is refused
+after. Within that, a value nested deeper than ``MAX_DEPTH`` costs that value alone: it
+is cut (None in its place), said in one warning, and the rest is read. Numbers come out
+bounded and finite (:func:`collectors.numbers.json_loads`). Never raises.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, cast
 
 from collectors.numbers import json_loads
@@ -23,26 +23,42 @@ MAX_DEPTH = 48
 _CONTAINERS = (dict, list)
 
 
-def json_depth(value: object, limit: int) -> int:
-    """How deep ``value``'s arrays and objects nest, counting no further than ``limit + 1``.
-
-    Level by level, without recursion (a hostile body cannot exhaust the stack here),
-    stopping at the first level past ``limit``.
-    """
+def prune(value: object, limit: int) -> int:
+    """Cut the arrays and objects of ``value`` nested past ``limit`` levels (None in their
+    place); return how many were cut. Level by level, without recursion: a hostile body
+    cannot exhaust the stack here."""
     level: list[object] = [value] if isinstance(value, _CONTAINERS) else []
-    depth = 0
-    while level and depth <= limit:
-        depth += 1
+    depth, cut = 1, 0
+    while level:
         nxt: list[object] = []
         for v in level:
-            items: Iterable[object] = v.values() if isinstance(v, dict) else cast("list[object]", v)
-            nxt += [x for x in items if x.__class__ in _CONTAINERS]
+            if isinstance(v, dict):
+                deep = [k for k, x in v.items() if x.__class__ in _CONTAINERS]
+                for k in deep:
+                    if depth < limit:
+                        nxt.append(v[k])
+                    else:
+                        v[k] = None
+                        cut += 1
+            else:
+                items = cast("list[object]", v)
+                for i, x in enumerate(items):
+                    if x.__class__ in _CONTAINERS:
+                        if depth < limit:
+                            nxt.append(x)
+                        else:
+                            items[i] = None
+                            cut += 1
         level = nxt
-    return depth
+        depth += 1
+    return cut
 
 
-def bounded_json(body: str, what: str) -> tuple[Any, str | None]:
-    """The parsed JSON of ``body``, or (None, why) when it is too big, too deep or not JSON."""
+def bounded_json(body: str, what: str, warnings: list[str] | None = None) -> tuple[Any, str | None]:
+    """The parsed JSON of ``body``, or (None, why) when it is too big or not JSON.
+
+    Values nested past ``MAX_DEPTH`` are cut, said in a line added to ``warnings``.
+    """
     if len(body) > MAX_BYTES:
         return None, f"{what}: body of {len(body)} bytes over the {MAX_BYTES}-byte limit"
     try:
@@ -50,8 +66,7 @@ def bounded_json(body: str, what: str) -> tuple[Any, str | None]:
         value = json_loads(body)
     except ValueError as e:
         return None, clean(f"{what}: not JSON ({e})", 200)
-    if json_depth(value, MAX_DEPTH) > MAX_DEPTH:
-        return None, f"{what}: JSON nested deeper than {MAX_DEPTH} levels"
+    cut = prune(value, MAX_DEPTH)
+    if cut and warnings is not None:
+        warnings.append(f"{what}: {cut} value(s) nested deeper than {MAX_DEPTH} levels left out")
     return value, None
-
-

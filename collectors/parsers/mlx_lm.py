@@ -28,11 +28,15 @@ from collectors.text import clean
 
 SERVER = "mlx_lm"
 MODELS_PATH = "/v1/models"
-RATE_UNKNOWN = ("mlx_lm.server has no token counter; it serves only /v1/models, /health "
-                "and completions, no /metrics")
+RATE_UNKNOWN = (
+    "mlx_lm.server has no token counter; it serves only /v1/models, /health "
+    "and completions, no /metrics"
+)
 # Said with every reading (doctor's notes, the host detail): the format is not proven.
-UNVERIFIED = ("mlx_lm /v1/models read as mlx_lm's server.py writes it (mlx-lm d78bf58); "
-              "unverified: no captured body to check against")
+UNVERIFIED = (
+    "mlx_lm /v1/models read as mlx_lm's server.py writes it (mlx-lm d78bf58); "
+    "unverified: no captured body to check against"
+)
 _ENTRY_KEYS = frozenset({"id", "object", "created"})
 MAX_MODELS = 16
 MAX_NAME = 120
@@ -51,13 +55,14 @@ def looks_like_mlx_lm(doc: object) -> bool:
     data = _models(doc)
     return bool(data) and all(
         isinstance(e, dict) and set(e) == _ENTRY_KEYS and e.get("object") == "model"
-        for e in data or ())
+        for e in data or ()
+    )
 
 
 def parse_mlx_lm_models(body: str, url: str) -> InferenceSample:
     """The models an ``mlx_lm.server`` lists; its token rate is unknown by construction."""
     sample = InferenceSample(url=url, server=SERVER, rate_unknown=RATE_UNKNOWN)
-    doc, error = bounded_json(body, "mlx_lm /v1/models")
+    doc, error = bounded_json(body, "mlx_lm /v1/models", sample.warnings)
     if error is not None:
         sample.error = error
         return sample
@@ -65,8 +70,11 @@ def parse_mlx_lm_models(body: str, url: str) -> InferenceSample:
     if data is None:
         sample.error = "mlx_lm /v1/models: not an OpenAI model list"
         return sample
-    ids = [clean(e["id"], MAX_NAME) for e in data[:MAX_MODELS]
-           if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    ids = [
+        clean(e["id"], MAX_NAME)
+        for e in data[:MAX_MODELS]
+        if isinstance(e, dict) and isinstance(e.get("id"), str)
+    ]
     if len(ids) < min(len(data), MAX_MODELS):
         sample.warnings.append("/v1/models: an entry without a string id left out")
     more = f" and {len(data) - MAX_MODELS} more" if len(data) > MAX_MODELS else ""

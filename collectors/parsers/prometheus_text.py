@@ -9,13 +9,16 @@ scrape, ``vllm:avg_generation_throughput_toks_per_s``) are never used for rates.
 
 The page is remote text: metric names and label values are cleaned of control
 characters as they are read, and a non-finite value (NaN, ±Inf) is dropped where it is
-read. A counter or gauge with a dropped value, or whose sum overflows, has no value
-(None) and a warning; a histogram with one non-finite number is left out whole.
+read. A line the parser cannot read costs that line: the page is read again line by line
+and the others kept, with one warning. A counter or gauge with a dropped value (or an
+unreadable line of its name), or whose sum overflows, has no value (None) and a warning;
+a histogram with one such number is left out whole.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -44,6 +47,16 @@ class PromText:
     # Series (name as written) with at least one non-finite value left out of ``samples``,
     # mapped to how many: their sums are unknown, not smaller.
     non_finite: dict[str, int] = field(default_factory=dict)
+    # Series (the name an unreadable line starts with) with a line left out, alike.
+    unreadable: dict[str, int] = field(default_factory=dict)
+
+    def left_out(self, name: str) -> str | None:
+        """Why a value of series ``name`` is missing from ``samples`` (None: none is)."""
+        if name in self.non_finite:
+            return "not a finite number (NaN, ±Inf or overflow)"
+        if name in self.unreadable:
+            return "a line of it unreadable"
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,30 +115,67 @@ _SERVERS: dict[str, _ServerMetrics] = {
 _PREFIXES = (("vllm:", "vllm"), ("llamacpp:", "llamacpp"), ("sglang:", "sglang"), ("tgi_", "tgi"))
 
 
-def parse_prometheus_text(text: str) -> PromText:
-    """All samples of an exposition text; on a syntax error, those read before it plus a warning."""
+_NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+
+
+def _read(out: PromText, text: str) -> None:
+    """Every sample of ``text`` into ``out``; raises where the parser stops."""
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            value = finite(s.value)
+            if value is None:
+                out.non_finite[s.name] = out.non_finite.get(s.name, 0) + 1
+                continue
+            # The text is clean already; only the parser's own unescaping can bring a
+            # control back (a label's \n), and only a label value can be long.
+            labels = {
+                k: clean(v) if "\n" in v or len(v) > MAX_TEXT else v for k, v in s.labels.items()
+            }
+            out.samples.append(PromSample(s.name, labels, value))
+
+
+def _read_lines(text: str) -> PromText:
+    """``text`` read line by line, each sample with its family's ``# TYPE`` line (which
+    decides its name): a line the parser refuses costs that line alone."""
     out = PromText()
+    typed = ""
+    bad, first = 0, ""
+    for line in text.splitlines():
+        line = line.strip()
+        try:
+            if line.startswith("# TYPE "):
+                typed = ""
+                _read(out, line)
+                typed = line
+            elif line and not line.startswith("#"):
+                try:
+                    _read(out, f"{typed}\n{line}" if typed else line)
+                except Exception:  # read alone, as an untyped sample
+                    _read(out, line)
+        except Exception as e:  # the parser raises ValueError; nothing may escape
+            bad += 1
+            first = first or (f"{line[:80]!r} ({e})" if str(e) else repr(line[:80]))
+            m = _NAME.match(line)
+            if m is not None:
+                out.unreadable[m[0]] = out.unreadable.get(m[0], 0) + 1
+    if bad:
+        said = f"/metrics: {bad} unreadable line(s) left out, the first {first}"
+        out.warnings.append(clean(said))
+    return out
+
+
+def parse_prometheus_text(text: str) -> PromText:
+    """All samples of an exposition text; a line that cannot be read is left out, said once."""
     # Cleaned whole before parsing (newlines kept, no length bound: the body cap is the
     # fetcher's): names and labels come out clean, and so does the parser's own error
     # text, which quotes the offending line.
     text = clean_lines(text, max(len(text), MAX_TEXT))
+    out = PromText()
     try:
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                value = finite(s.value)
-                if value is None:
-                    out.non_finite[s.name] = out.non_finite.get(s.name, 0) + 1
-                    continue
-                # The text is clean already; only the parser's own unescaping can bring a
-                # control back (a label's \n), and only a label value can be long.
-                labels = {
-                    k: clean(v) if "\n" in v or len(v) > MAX_TEXT else v
-                    for k, v in s.labels.items()
-                }
-                out.samples.append(PromSample(s.name, labels, value))
-    except Exception as e:  # the parser raises ValueError, but any failure must not escape
-        read = len(out.samples) + sum(out.non_finite.values())
-        out.warnings.append(clean(f"/metrics parse stopped after {read} samples: {e}"))
+        _read(out, text)
+    except Exception:  # the parser raises ValueError, but any failure must not escape
+        # It stops at the first line it cannot read: read again, a line at a time.
+        out = _read_lines(text)
     return out
 
 
@@ -148,7 +198,7 @@ def _fsum(values: list[float]) -> float | None:
 
 def _sum(parsed: PromText, samples: list[PromSample], name: str) -> float | None:
     values = [s.value for s in samples if s.name == name]
-    if name in parsed.non_finite:
+    if parsed.left_out(name) is not None:
         return None  # one label set unknown: the sum is unknown, not smaller
     return _fsum(values) if values else None
 
@@ -163,8 +213,9 @@ def _histogram(parsed: PromText, samples: list[PromSample], name: str) -> Histog
     cannot be used: a non-finite number, a bound that is not a number, a sum overflowing.
     """
     parts = (name + "_bucket", name + "_count", name + "_sum")
-    if any(p in parsed.non_finite for p in parts):
-        return "a non-finite value"
+    why = next((w for p in parts if (w := parsed.left_out(p)) is not None), None)
+    if why is not None:
+        return why
     buckets: dict[float, list[float]] = defaultdict(list)
     counts_seen: list[float] = []
     sums_seen: list[float] = []
@@ -194,13 +245,13 @@ def parse_inference_metrics(text: str, url: str) -> InferenceSample:
     """Cumulative token counters, queue gauges and latency histograms of one server."""
     parsed = parse_prometheus_text(text)
     sample = InferenceSample(url=url)
-    if parsed.warnings:
-        sample.error = parsed.warnings[0]
+    sample.warnings += parsed.warnings  # lines left out: the rest of the page was read
     server = detect_server(parsed.samples)
     sample.server = server
     if server is None:
-        if sample.error is None:
-            sample.error = "no vllm:, llamacpp:, sglang: or tgi_ metrics found"
+        sample.error = "no vllm:, llamacpp:, sglang: or tgi_ metrics found"
+        if parsed.warnings:  # nothing read at all: the parser's word is the error
+            sample.error = parsed.warnings[0]
         return sample
     m = _SERVERS[server]
     prefix = next(p for p, srv in _PREFIXES if srv == server)
@@ -209,8 +260,10 @@ def parse_inference_metrics(text: str, url: str) -> InferenceSample:
     for name in (m.generated, m.prompt, m.running, m.waiting):
         value = _sum(parsed, own, name)
         values.append(value)
-        if value is None and (name in parsed.non_finite or any(s.name == name for s in own)):
-            sample.warnings.append(f"{name}: not a finite number (NaN, ±Inf or overflow)")
+        if value is None and (why := parsed.left_out(name)) is not None:
+            sample.warnings.append(f"{name}: {why}")
+        elif value is None and any(s.name == name for s in own):
+            sample.warnings.append(f"{name}: not a finite number (overflow)")
     (
         sample.generated_tokens_total,
         sample.prompt_tokens_total,

@@ -55,6 +55,10 @@ class Clocks:
     def __init__(self) -> None:
         self._hosts: dict[str, HostClock] = {}
 
+    def forget(self, host: str) -> None:
+        """Drop what was measured of ``host``'s clock (a host removed for good)."""
+        self._hosts.pop(host, None)
+
     def offset(self, host: str) -> float | None:
         """Seconds ``host``'s clock is ahead of the operator's, or None when not measured."""
         c = self._hosts.get(host)

@@ -14,7 +14,7 @@ import copy
 import os
 import resource
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import partial
 from typing import cast
 
@@ -448,6 +448,16 @@ class History:
         for subj in gone:
             del h.seen[subj]
         self._unresolve(host, gone)
+
+    def forget(self, hosts: Collection[str]) -> None:
+        """Drop every series of ``hosts`` (hosts removed for good), in one pass over the keys."""
+        drop = set(hosts)
+        if not drop:
+            return
+        for key in [k for k in self._series if k[0] in drop]:
+            del self._series[key]
+        for host in drop:
+            self._hosts.pop(host, None)
 
     def _unresolve(self, host: str, subjects: set[str]) -> None:
         """Forget the resolved series of these subjects: record() looks them up again."""

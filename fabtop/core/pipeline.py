@@ -9,7 +9,7 @@ others out of the window.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from collectors.assemble import Shapes, assemble
 from collectors.darwin import DARWIN_SLOW_KINDS
@@ -80,6 +80,17 @@ class Pipeline:
         sample.warnings.extend(rates.glitches)
         self.history.record(t, sample, rates)
         return rates
+
+    def forget(self, hosts: Collection[str]) -> None:
+        """Drop all that is kept of ``hosts`` (removed for good: a Prometheus instance gone)."""
+        for host in hosts:
+            self._slow.pop(host, None)
+            self._tails.pop(host, None)
+            self._latest.pop(host, None)
+            self._shapes.pop(host, None)
+            self.engine.forget(host)
+            self.clocks.forget(host)
+        self.history.forget(hosts)
 
     def with_slow_sections(self, host: str, frame: Frame) -> Frame:
         """``frame`` with the latest slow sections it lacks, every slow section last.

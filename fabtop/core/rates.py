@@ -1166,6 +1166,11 @@ class RateEngine:
         return HostRates(host, dt, stepped, links, inference, cpu_throttle_per_s=cpu,
                          glitches=notes, glitch_count=count)  # fmt: skip
 
+    def forget(self, host: str) -> None:
+        """Drop ``host``'s baseline (a host removed for good: its next frame starts afresh)."""
+        self._base.pop(host, None)
+        self._glitches.pop(host, None)
+
     def _rebaseline(
         self,
         sample: HostSample,

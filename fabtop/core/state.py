@@ -11,7 +11,7 @@ import re
 import shlex
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -128,6 +128,9 @@ class SourceState:
     answered: bool = False  # answered at least once
     error: str | None = None  # why the last poll failed; None when it answered
     check: str = ""  # the command that checks it by hand
+    # What the last answer held that could not be used (results of an odd shape, more
+    # hosts than a source holds): the answer was used, less that; None when all was.
+    warning: str | None = None
 
     @property
     def up(self) -> bool:
@@ -239,6 +242,24 @@ class FabricState:
         if hs is None:
             hs = self.hosts[host.name] = HostState(host.name, target or host.target)
         return hs
+
+    def remove_host(self, name: str) -> None:
+        """Forget one host for good (see :meth:`remove_hosts`, which takes many at once)."""
+        self.remove_hosts((name,))
+
+    def remove_hosts(self, names: Collection[str]) -> None:
+        """Forget hosts for good (a Prometheus instance gone): their state, findings and
+        history go; the next evaluation clears their findings. Unknown names are ignored."""
+        gone = {n for n in names if n in self.hosts}
+        if not gone:
+            return
+        for name in gone:
+            del self.hosts[name]
+            self.baseline.pop(name, None)
+            self._liveness.pop(name, None)
+        for key in [k for k in self._watchdog if k[0] in gone]:
+            del self._watchdog[key]
+        self.pipeline.forget(gone)
 
     def apply_frame(
         self, host: str, frame: Frame, arrived_unix: float | None = None
@@ -449,13 +470,29 @@ class FabricState:
         if (src.answered, src.error) != before:
             self.evaluate()
 
+    def source_warning(self, name: str, line: str | None) -> None:
+        """What a source's last answer held that could not be used (None: nothing)."""
+        src = self.sources.get(name)
+        if src is None:
+            src = self.sources[name] = SourceState(name)
+        line = clean(line, 300) if line is not None else None
+        if line != src.warning:
+            src.warning = line
+            self.evaluate()
+
     def source_findings(self) -> list[Finding]:
-        """One critical finding per source whose last poll failed: no answer is not "0 hosts"."""
-        return [
-            Finding("source_unreachable", "critical", src.name,
-                    f"{src.name} did not answer: {src.error}", next_step=src.check)
-            for src in self.sources.values() if src.error is not None
-        ]
+        """A critical finding per source whose last poll failed (no answer is not "0 hosts"),
+        a warning per source whose last answer was used less what it could not use."""
+        out = []
+        for src in self.sources.values():
+            if src.error is not None:
+                out.append(Finding("source_unreachable", "critical", src.name,
+                                   f"{src.name} did not answer: {src.error}",
+                                   next_step=src.check))
+            elif src.warning is not None:
+                out.append(Finding("source_partial", "warning", src.name,
+                                   f"{src.name}: {src.warning}", next_step=src.check))
+        return out
 
     def host_findings(self, now: float | None = None) -> list[Finding]:
         """A finding per host that is down, failing (critical) or stale (warning).

@@ -212,14 +212,16 @@ def test_a_focus_frame_that_cannot_be_used_is_said_on_the_focus_line(
     assert fs.status.state == "up"
 
 
-async def test_a_prometheus_answer_of_an_odd_shape_is_an_error_not_the_end() -> None:
+async def test_a_prometheus_result_of_an_odd_shape_costs_that_result_not_the_poll() -> None:
     from fabtop.run.promsource import PrometheusSource
 
     calls: list[str] = []
+    good = {"metric": {"__name__": "DCGM_FI_DEV_GPU_TEMP", "instance": "gpu7:9400", "gpu": "0"},
+            "value": [1700000000.0, "71"]}
 
     def fetch(url: str, query: str, timeout: float) -> list:  # type: ignore[type-arg]
         calls.append(query)
-        return [["not", "a", "dict"]]  # group_series calls .get on each result
+        return [["not", "a", "dict"], good]  # a list where an object belongs, then one good
 
     src = PrometheusSource("http://prom:9090", interval=0.01, fetch=fetch)
     src.state = FabricState([])
@@ -228,12 +230,14 @@ async def test_a_prometheus_answer_of_an_odd_shape_is_an_error_not_the_end() -> 
     assert not task.done() and len(calls) > 3
     await src.stop()
     await asyncio.wait_for(task, 1)
-    assert src.error is not None and "AttributeError" in src.error
-    # said in the state as a finding, not an empty fabric that looks healthy
+    assert src.error is None  # it answered: not "did not answer"
+    hs = src.state.hosts["gpu7"]
+    assert hs.sample is not None and hs.sample.gpus[0].temperature_c == 71
+    # what was left out is said on the source, as a warning, not an empty fabric
     (f,) = src.state.findings
     assert (f.rule, f.severity, f.subject) == (
-        "source_unreachable", "critical", "Prometheus at http://prom:9090")
-    assert "AttributeError" in f.summary
+        "source_partial", "warning", "Prometheus at http://prom:9090")
+    assert "3 results not an object with a metric left out" in f.summary
 
 
 def test_a_failure_quoting_remote_text_through_repr_shows_no_payload() -> None:

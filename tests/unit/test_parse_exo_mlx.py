@@ -102,12 +102,26 @@ def test_a_huge_body_is_refused_before_it_is_parsed() -> None:
     assert s.rate_unknown is not None  # still exo: unknown, not a number
 
 
-@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 100_000])
-def test_deep_nesting_is_refused(depth: int) -> None:
-    doc = exo_doc()
-    body = json.dumps(doc)[:-1] + ', "tasks2": ' + "[" * depth + "]" * depth + "}"
+def test_nesting_past_the_parser_is_refused() -> None:
+    depth = 100_000
+    body = json.dumps(exo_doc())[:-1] + ', "tasks2": ' + "[" * depth + "]" * depth + "}"
     s = parse_exo_state(body, EXO_URL)
     assert s.cluster is None and s.error is not None and "nested" in s.error
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 500])
+def test_one_value_nested_too_deep_costs_that_value_only(depth: int) -> None:
+    # One field of no interest, nested deeper than any read: it was the whole reading.
+    body = json.dumps(exo_doc())[:-1] + ', "tasks2": ' + "[" * depth + "]" * depth + "}"
+    s = parse_exo_state(body, EXO_URL)
+    assert s.error is None and s.cluster is not None and len(s.cluster.nodes) == 2
+    assert s.cluster == parse_exo_state(json.dumps(exo_doc()), EXO_URL).cluster
+    assert f"exo /state: 1 value(s) nested deeper than {MAX_DEPTH} levels left out" in s.warnings
+    entry = {"id": "m", "object": "model", "created": 1, "x": [[[[1]]]]}
+    deep = json.dumps({"object": "list", "data": [entry]})
+    deep = deep.replace("[[[[1]]]]", "[" * depth + "]" * depth)
+    m = parse_mlx_lm_models(deep, MLX_URL)
+    assert m.model == "m" and any("nested deeper" in w for w in m.warnings)
 
 
 def test_nesting_up_to_the_limit_is_read() -> None:
@@ -162,6 +176,24 @@ def test_a_wrong_type_costs_that_value_only() -> None:
     assert s.warnings[0] == EXO_UNVERIFIED
     assert len(s.warnings) == 6, s.warnings
     assert all(w.startswith("/state ") for w in s.warnings[1:])
+
+
+@pytest.mark.parametrize("number", ["1e400", "NaN", "-Infinity", "9" * 30, "-5", "1.5"])
+def test_one_bad_node_costs_that_node_only(number: str) -> None:
+    clean_reading = parse_exo_state(json.dumps(exo_doc()), EXO_URL)
+    doc = exo_doc()
+    doc["topology"]["nodes"].insert(1, {"id": "not a string"})
+    doc["nodeMemory"][STUDIO1]["ramTotal"]["inBytes"] = "@NUMBER@"
+    doc["nodeMemory"][STUDIO1]["ramAvailable"] = ["not", "an", "object"]
+    doc["nodeIdentities"][STUDIO1]["chipId"] = 7
+    s = parse_exo_state(json.dumps(doc).replace('"@NUMBER@"', number), EXO_URL)
+    assert s.error is None and s.cluster is not None and clean_reading.cluster is not None
+    n1, n2 = s.cluster.nodes
+    assert (n1.ram_total_bytes, n1.ram_available_bytes, n1.chip) == (None, None, None)
+    assert n1.name == clean_reading.cluster.nodes[0].name  # the rest of that node is read
+    assert n2 == clean_reading.cluster.nodes[1]  # the other node untouched
+    assert s.cluster.instances == clean_reading.cluster.instances
+    assert s.model == clean_reading.model
 
 
 @pytest.mark.parametrize("body", [

@@ -53,8 +53,56 @@ def test_truncated_scrape_keeps_what_was_read(vllm_text: str) -> None:
     parsed = parse_prometheus_text(broken)
     assert parsed.warnings and parsed.samples
     s = parse_inference_metrics(broken, URL)
-    assert s.error is not None
+    assert s.error is None  # the page was read, less one line
     assert s.generated_tokens_total == 7.0
+    assert any("1 unreadable line(s) left out" in w for w in s.warnings)
+    assert "vllm:time_to_first_token_seconds" not in s.histograms  # its buckets incomplete
+
+
+@pytest.mark.parametrize("bad", [
+    'vllm:num_requests_swapped{model_name="m" 0.0',  # a label set never closed
+    "vllm:num_requests_swapped{model_name=\"m\"} zero",  # a value that is no number
+    "vllm:num_requests_swapped 1 soon",  # a timestamp that is no number
+    '{le="0.1"} 5',  # no name at all
+    "# TYPE vllm:num_requests_swapped",  # a TYPE line without a type
+])
+def test_one_unreadable_line_costs_that_line_only(vllm_text: str, bad: str) -> None:
+    # The parser stops at the first line it cannot read: every counter after it was lost,
+    # and the page's error stopped the server's token rate (rates need no error).
+    head, sep, tail = vllm_text.partition("# HELP vllm:generation_tokens_total")
+    assert sep
+    s = parse_inference_metrics(head + bad + "\n" + sep + tail, URL)
+    assert s.error is None
+    assert (s.generated_tokens_total, s.prompt_tokens_total) == (7.0, 5.0)
+    assert (s.requests_running, s.requests_waiting) == (0.0, 0.0)
+    assert "vllm:e2e_request_latency_seconds" in s.histograms
+    assert s.model == "facebook/opt-125m"
+    (w,) = s.warnings
+    assert w.startswith("/metrics: 1 unreadable line(s) left out, the first ")
+
+
+def test_read_line_by_line_the_capture_gives_what_a_whole_read_gives(vllm_text: str) -> None:
+    # The fallback keeps each sample's # TYPE line, which decides a counter's name.
+    whole = parse_prometheus_text(vllm_text)
+    by_line = parse_prometheus_text("x{ 1\n" + vllm_text)  # one bad line first: line by line
+    assert by_line.samples == whole.samples and len(whole.samples) > 100
+    assert len(by_line.warnings) == 1 and not whole.warnings
+
+
+def test_an_unreadable_line_of_a_counter_makes_its_sum_unknown_not_smaller() -> None:
+    text = (
+        'vllm:generation_tokens_total{engine="0",model_name="m"} 100\n'
+        'vllm:generation_tokens_total{engine="1",model_name="m"} twenty\n'
+        'vllm:prompt_tokens_total{model_name="m"} 5\n'
+    )
+    s = parse_inference_metrics(text, URL)
+    assert s.generated_tokens_total is None and s.prompt_tokens_total == 5.0
+    assert "vllm:generation_tokens_total: a line of it unreadable" in s.warnings
+
+
+def test_a_page_of_nothing_readable_is_an_error() -> None:
+    s = parse_inference_metrics("\x00garbage{\nmore garbage{{\n", URL)
+    assert s.error is not None and s.error.startswith("/metrics: 2 unreadable line(s)")
 
 
 # Hand-written from the format documented in LLM_METRICS_NOTES.md (llama.cpp

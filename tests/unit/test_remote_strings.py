@@ -240,8 +240,10 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
     vllm = inject_labels(read("llm_metrics/vllm_metrics_datadog.txt"), p)
     first = "vllm:generation_tokens_total{"
     nan_counter = vllm.replace(first, f'{first}x="1"}} NaN\n{first}', 1)
-    broken = vllm + "\nvllm:broken{model_name=" + inject("broken", p) + "\n"
-    sample.inference = [parse_inference_metrics(t, URL) for t in (nan_counter, broken)]
+    bad_line = "vllm:broken{model_name=" + inject("broken", p) + "\n"
+    # a page with one unreadable line (a warning), and one of nothing else (an error)
+    sample.inference = [parse_inference_metrics(t, URL)
+                        for t in (nan_counter, vllm + "\n" + bad_line, bad_line)]
     # Servers with no counter (issue 14): exo's /state, mlx_lm's /v1/models (documented).
     sample.inference.append(parse_exo_state(inject_api(read_api("exo_state"), p), EXO_URL))
     sample.inference.append(parse_mlx_lm_models(inject_api(read_api("mlx_lm"), p), MLX_URL))
