@@ -945,7 +945,7 @@ def _shallow(obj: _R) -> _R:
 def _own_netdev(rec: NetdevRecord) -> NetdevRecord:
     """A frame's own copy of a memoized record: what the frame fills in is its own."""
     mine = _shallow(rec)
-    mine.statistics = dict(rec.statistics)
+    mine.statistics, mine.lost = dict(rec.statistics), set(rec.lost)
     return mine
 
 
@@ -956,6 +956,7 @@ def _own_device(dev: RdmaDeviceRecord) -> RdmaDeviceRecord:
         p = mine.ports[n] = _shallow(port)
         p.counters, p.counters_ext = dict(port.counters), dict(port.counters_ext)
         p.hw_counters = dict(port.hw_counters)
+        p.lost, p.absent = set(port.lost), set(port.absent)
     return mine
 
 

@@ -85,6 +85,8 @@ class RdmaPortRecord:
     hw_counters: dict[str, int] = field(default_factory=dict)
     # Counters (of the three dirs) listed but whose values were not read: see NetdevRecord.
     lost: set[str] = field(default_factory=set)
+    # Counters the port says it does not have ("N/A (no PMA)"): no value, nothing lost.
+    absent: set[str] = field(default_factory=set)
     netdevs: list[str] = field(default_factory=list)  # from gid_attrs/ndevs/*, in order
     # GID table: populated entries by index; None when the table was not read.
     gids: dict[int, str] | None = None
@@ -283,7 +285,9 @@ def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], 
                 group, port.hw_counters
             )
             target[leaf] = num
-        elif value != _NO_PMA:  # "N/A (no PMA)": the port has no such counter
+        elif value == _NO_PMA:  # the port has no such counter
+            port.absent.add(leaf)
+        else:
             port.lost.add(leaf)
             if value and value != NOT_READ:
                 _warn(warnings, f"{where}/{rel}: bad value {value[:40]!r}")
@@ -433,11 +437,15 @@ def counter_runs(kind: str, names: tuple[str, ...]) -> tuple[tuple[CounterRun, .
     return tuple(runs), warnings
 
 
-def _run_values(run: CounterRun, vals: list[int | None], lost: set[str]) -> dict[str, int]:
-    """The run's counters that were read; the names of those that were not go in ``lost``."""
+def _run_values(
+    run: CounterRun, vals: list[int | None], lost: set[str], absent: set[str] | None = None
+) -> dict[str, int]:
+    """The run's counters that were read; the names of those that were not go in ``lost``,
+    but for those the text says the device does not have (``absent``)."""
     chunk = vals[run.start : run.end]
     if None in chunk:
-        lost.update(k for k, v in zip(run.leaves, chunk, strict=True) if v is None)
+        lost.update(k for k, v in zip(run.leaves, chunk, strict=True)
+                    if v is None and not (absent and k in absent))
         return {k: v for k, v in zip(run.leaves, chunk, strict=True) if v is not None}
     return dict(zip(run.leaves, chunk, strict=True))  # type: ignore[arg-type]
 
@@ -468,4 +476,4 @@ def apply_sysib_counters(
         target = {"counters": port.counters, "counters_ext": port.counters_ext}.get(
             run.group, port.hw_counters
         )
-        target.update(_run_values(run, vals, port.lost))
+        target.update(_run_values(run, vals, port.lost, port.absent))
