@@ -34,6 +34,7 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``switch_pfc_watch_s`` | 60 | drops on a lossless priority with not one PFC pause received by any host in this long under load is evidence that the switch does not run PFC on that class (a switch that does pauses long before its buffer drops); a minute spans many incast bursts, while counters that read 0 since they started say so at once |
 | ``tb_errors_per_s`` | 1 | thunderbolt-net counts a frame with a bad CRC, length or sequence, or one it had no room for, in rx_errors (drivers/net/thunderbolt/main.c); a good cable counts none at all, so one a second held over ``detect_s`` is a link that keeps corrupting frames, not a one-off |
 | ``clock_skew_s`` | 5 | a host's clock this far from the operator's (either way) is skewed: frames are stamped when a tick starts and the tools may run up to their 2 s timeout (killed 1 s later) before one ships, so the measured offset can err by up to 3 s on a host whose every tick is slow, never by 5; 5 s is still far below a skew that misleads anyone correlating events (a minute) |
+| ``self_lag_s`` | 1 | fabtop itself woke this late (its event loop blocked or starved: a loaded operator machine) is one finding, ``fabtop_behind``, held ``restore_s``; a full 1 s interval late is a tick the screen missed, while a busy loop's ordinary hiccups (a repaint, a pass of the rules) are tens of ms. Whatever the value, a host's silence never counts the time fabtop was behind |
 """  # noqa: E501 (a markdown table the README copies)
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "switch_pfc_watch_s": 60.0,
     "clock_skew_s": 5.0,
     "tb_errors_per_s": 1.0,
+    "self_lag_s": 1.0,
 }
 
 
