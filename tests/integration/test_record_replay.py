@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,12 @@ from fabtop.core.findings import Finding
 from fabtop.core.state import FabricState
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS
 from fabtop.run.compose import fabric_state, open_session
-from fabtop.run.demo import demo_config, demo_transports
+from fabtop.run.demo import demo_config
 from fabtop.run.record import FRAME, Recorder, RecordingReader
 from fabtop.run.replay import Replay, finding_transitions, replay_findings
 from fabtop.run.session import MetricsReading
-from fabtop.sim.transport import DemoTransport
 from tests.conftest import skip_or_fail
+from tests.stepped import run_ticks, stepped_demo
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,23 +54,11 @@ class LiveTap:
         self.findings.append(list(self.state.findings))
 
 
-async def _until(cond: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    """Wait for the session to do something (never for simulated time to pass)."""
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"no {what} after {timeout:g} s")
-        await asyncio.sleep(0.005)
-
-
 async def _record_demo(path: Path, sim_seconds: int) -> LiveTap:
     """Record the demo tick by tick: the same frames and rules runs on any machine, idle or
     starved (the simulation moves only when told to, never with the wall clock)."""
     cfg = demo_config(1.0)
-    transports = demo_transports(cfg, stepped=True)
-    sim = next(iter(transports.values()))
-    assert isinstance(sim, DemoTransport)
-    clock = sim.clock
+    transports, clock = stepped_demo(cfg)
     # The state and the recording keep simulated time: host ages and record times are
     # the simulation's, as a replay reads them.
     state = fabric_state(cfg, clock=clock.now)
@@ -80,17 +67,8 @@ async def _record_demo(path: Path, sim_seconds: int) -> LiveTap:
     session = open_session(cfg, state=state, transports=transports, events=tap)
     task = asyncio.create_task(session.run())
     try:
-        await _until(lambda: clock.waiting == len(transports), "stream waiting for its first tick")
-        for tick in range(1, sim_seconds + 1):
-            runs = len(tap.findings)
-
-            def ticked(runs: int = runs) -> bool:
-                # Every host has handed over its frame of this tick (its stream waits for
-                # the next), and the rules ran over them.
-                return clock.waiting == len(transports) and len(tap.findings) > runs
-
-            clock.advance_to(float(tick))
-            await _until(ticked, f"frames and rules run of tick {tick}")
+        # each tick: every host's frame, then the rules run over them
+        await run_ticks(clock, len(transports), sim_seconds, done=lambda: len(tap.findings))
     finally:
         await session.stop()
         task.cancel()
