@@ -17,7 +17,6 @@ from typing import Protocol
 
 from collectors.frames import Frame
 from collectors.guard import Guard
-from collectors.lag import LoopLag
 from collectors.parsers.pfcwd import WatchdogEvent, parse_pfcwd
 from collectors.samples import HostSample, InferenceSample, SectionStatus
 from collectors.text import clean
@@ -48,6 +47,18 @@ STALE_AFTER_INTERVALS = 2.5
 WATCHDOG_HOLD_INTERVALS = 2.5
 # fabtop's own finding when its event loop fell behind (DESIGN §10: never the hosts').
 OWN_LAG_RULE = "fabtop_behind"
+
+
+class OwnLag(Protocol):
+    """fabtop's own event loop's stalls (collectors.lag.LoopLag; a replay's, from its
+    recording): what the state reads to tell its own lateness from a host's silence."""
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    def stalled(self, since: float, until: float | None = None) -> float: ...
+    def worst_since(self, since: float) -> float: ...
+
+
 # Section kinds remembered per host as not read (a tool missing, failing): bounded, as
 # the kinds are the node's words.
 MAX_SECTION_NOTES = 64
@@ -82,7 +93,7 @@ class HostState:
     up_since: float | None = None
     # fabtop's own stalls, on the state's clock (FabricState.attach_lag): the time fabtop
     # was behind is not this host's silence.
-    lag: LoopLag | None = field(default=None, repr=False)
+    lag: OwnLag | None = field(default=None, repr=False)
 
     @property
     def connected(self) -> bool:
@@ -227,10 +238,10 @@ class FabricState:
         # side), with the state's clock when the event came (see apply_event).
         self._watchdog: dict[tuple[str, str, int, str], tuple[WatchdogEvent, float]] = {}
         # fabtop's own event loop: its stalls excuse the hosts' silence (attach_lag).
-        self.lag: LoopLag | None = None
+        self.lag: OwnLag | None = None
         self._behind = False  # the last evaluation raised fabtop_behind
 
-    def attach_lag(self, lag: LoopLag) -> bool:
+    def attach_lag(self, lag: OwnLag) -> bool:
         """Read fabtop's own stalls from ``lag`` (a Session's, a replay's); True when used.
 
         Only a measurement on this state's own clock is used: a stall measured on the

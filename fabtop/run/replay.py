@@ -80,7 +80,8 @@ class Replay:
         # back on before its first frame (a recording of hosts that never answered).
         state.wall = self.wall
         # The live run's own stalls, on the recording's clock (the STALLED records).
-        state.attach_lag(LoopLag(clock=self.now))
+        self.lag = LoopLag(clock=self.now)
+        state.attach_lag(self.lag)
         return state
 
     def wall(self) -> float:
@@ -144,8 +145,8 @@ class Replay:
             st.apply_inference(rec.host, readings)
         elif rec.kind == EVALUATED:
             st.evaluate()
-        elif rec.kind == STALLED and st.lag is not None:
-            st.lag.note(rec.t - float(rec.head["late_s"]), rec.t)
+        elif rec.kind == STALLED:
+            self.lag.note(rec.t - float(rec.head["late_s"]), rec.t)
 
     def seek(self, t: float) -> None:
         """Move the cursor to ``t`` (clamped); backwards re-feeds from the start."""

@@ -7,14 +7,18 @@ staleness and by the connect gate; these tests feed them on an injectable clock.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
+from collectors.frames import FrameDecoder
 from collectors.gate import BEHIND_S, ConnectGate
 from collectors.lag import NOISE_S, LoopLag
 from fabtop.core.state import OWN_LAG_RULE, STALE, UP, effective_status
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS
-from fabtop.run.demo import ManualClock, demo_state, feed_until
+from fabtop.run.demo import ManualClock, demo_config, demo_fabric_for, demo_state, feed_until
+from fabtop.run.record import Recorder
+from fabtop.run.replay import replay_findings
 
 
 def test_stalls_overlapping_a_window_are_summed_and_cut_at_its_edges() -> None:
@@ -159,3 +163,34 @@ async def test_the_gate_admits_few_while_fabtop_is_behind_and_retries_first() ->
     gate.release()
     await asyncio.gather(*first, retry)
     assert order == ["a", "r", "b", "c"]
+
+
+def test_a_recording_keeps_the_stall_and_replay_says_what_the_live_run_said(
+    tmp_path: Path,
+) -> None:
+    cfg = demo_config(1.0)
+    fab = demo_fabric_for(cfg)
+    clock = ManualClock(0.0)
+    path = tmp_path / "stall.fabrec"
+    rec = Recorder(path, cfg, clock=clock).open()
+    decoders = {n: FrameDecoder() for n in fab.hosts}
+
+    def tick(t: float) -> None:
+        clock.t = t
+        for name, host in fab.hosts.items():
+            for frame in decoders[name].feed(host.frame(t).encode()):
+                rec.frame(name, frame)
+        rec.evaluated()
+
+    for t in range(1, 6):
+        tick(float(t))
+    # fabtop was blocked from 5.1 s to 9 s; the rules run before the frames it did not
+    # read come in (as a live loop's first pass after a stall may).
+    clock.t = 9.0
+    rec.stalled(3.9)
+    rec.evaluated()
+    tick(9.5)
+    rec.close()
+    for at in (9.0, 9.5):
+        rules = [f.rule for t, f in replay_findings(path) if t == at]
+        assert rules.count(OWN_LAG_RULE) == 1 and "host_stale" not in rules, (at, rules)
