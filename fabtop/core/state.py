@@ -495,8 +495,12 @@ class FabricState:
         ]
 
     def own_findings(self, now: float | None = None) -> list[Finding]:
-        """One warning while fabtop itself is behind by ``self_lag_s`` or more, held
-        ``restore_s`` after it caught up: its own lag, never the hosts' "no frame"."""
+        """One finding while fabtop itself is behind by ``self_lag_s`` or more, held
+        ``restore_s`` after it caught up: its own lag, never the hosts' "no frame".
+
+        Info, as a condition worth seeing that is no fault of the fabric: a busy operator
+        machine does not fail ``doctor``'s launch gate.
+        """
         if self.lag is None:
             return []
         t = self._clock() if now is None else now
@@ -505,7 +509,7 @@ class FabricState:
         if worst < limit:
             return []
         return [Finding(
-            OWN_LAG_RULE, "warning", "fabtop",
+            OWN_LAG_RULE, "info", "fabtop",
             f"fabtop fell behind by {worst:.1f} s: the operator's machine is busy",
             evidence={"behind_s": round(worst, 2), "self_lag_s": limit},
             next_step="uptime; top (what else runs on the machine fabtop runs on); hosts "
