@@ -247,6 +247,8 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
                        help="recording file (.fabrec); - for stdout")
         p.add_argument("--max-size", type=positive, metavar="MB", help="stop at MB megabytes")
         p.add_argument("--duration", type=positive, metavar="S", help="stop after S seconds")
+        p.add_argument("--frames", type=positive_int, metavar="N",
+                       help="stop after N frames (all hosts together)")
         p.add_argument("--demo-speed", type=positive, default=1.0, help=argparse.SUPPRESS)
     if cmd == "replay":
         p.add_argument("recording", metavar="FILE", help="a .fabrec recording")
@@ -428,7 +430,7 @@ def _record(ns: argparse.Namespace) -> int:
 
     return asyncio.run(record_command(
         build_config(ns), ns.output, demo_speed=ns.demo_speed,
-        max_mb=ns.max_size, duration=ns.duration,
+        max_mb=ns.max_size, duration=ns.duration, frames=ns.frames,
     ))
 
 

@@ -217,6 +217,7 @@ class Recorder:
     config: Config
     max_bytes: int | None = None
     max_seconds: float | None = None
+    max_frames: int | None = None  # frames of all hosts together
     on_error: Callable[[str], None] | None = None
     on_limit: Callable[[str], None] | None = None
     clock: Callable[[], float] = time.monotonic
@@ -275,6 +276,8 @@ class Recorder:
             head["arrived_unix"] = arrived_unix
         if self._put(FRAME, head, render_frame(frame, schemas=True)):
             self.frames += 1
+            if self.max_frames is not None and self.frames >= self.max_frames:
+                self._over_limit()  # ends the file now, not at the next record
 
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
         """Keep a host's connection state change (host loss is part of the evidence)."""
@@ -341,6 +344,8 @@ class Recorder:
             why = f"size limit of {self.max_bytes / 1e6:g} MB reached"
         elif self.max_seconds is not None and self.elapsed() >= self.max_seconds:
             why = f"time limit of {self.max_seconds:g} s reached"
+        elif self.max_frames is not None and self.frames >= self.max_frames:
+            why = f"frame limit of {self.max_frames} reached"
         if why is None:
             return False
         self._put(END, {"t": self._t(), "frames": self.frames, "reason": why})

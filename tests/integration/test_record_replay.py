@@ -300,20 +300,21 @@ def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with open(out, "wb") as f:
         run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--demo-speed",
-                              "10", "--duration", "2", "-o", "-"], cwd=tmp_path, env=env,
+                              "10", "--frames", "8", "-o", "-"], cwd=tmp_path, env=env,
                              stdout=f, stderr=subprocess.PIPE, timeout=30)
     assert run.returncode == 0, run.stderr.decode()
     assert "to stdout" in run.stderr.decode()
     assert not (tmp_path / "-").exists()  # not a file named "-"
     reader = RecordingReader(out)
-    assert sum(1 for r in reader.records() if r.kind == FRAME) >= 4 and reader.clean_end
+    assert sum(1 for r in reader.records() if r.kind == FRAME) == 8 and reader.clean_end
+    assert "frame limit of 8 reached" in run.stderr.decode()
     # Through a symlink: the link stays, the recording lands in its target.
     (tmp_path / "runs").mkdir()
     target = tmp_path / "runs" / "today.fabrec"
     link = tmp_path / "latest.fabrec"
     link.symlink_to(target)
     run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--demo-speed",
-                          "10", "--duration", "1", "-o", str(link)], cwd=tmp_path, env=env,
+                          "10", "--frames", "7", "-o", str(link)], cwd=tmp_path, env=env,
                          capture_output=True, timeout=30)
     assert run.returncode == 0, run.stderr.decode()
     assert link.is_symlink() and os.readlink(link) == str(target)
