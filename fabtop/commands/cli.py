@@ -77,7 +77,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "record", "record the probes' raw frames to a .fabrec file",
-        "Stops at --duration, --max-size, Ctrl-C or SIGTERM, and always leaves a file "
+        "Stops at --duration, --frames, --max-size, Ctrl-C or SIGTERM, and always leaves a file "
         "`fabtop replay` can read (a torn tail is skipped).",
         ("fabtop record node[01-04] -o run.fabrec --duration 600",
          "fabtop record --demo-scenario incast -o incast.fabrec --duration 60"),
