@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from collectors.frames import Frame, FrameDecoder
+from collectors.gate import ConnectGate
 from collectors.guard import Guard
+from collectors.lag import LoopLag
 from collectors.transport.base import Transport, TransportError, one_line
 
 _T = TypeVar("_T")
@@ -42,6 +44,12 @@ START_PATIENCE_DOUBLINGS = 3
 # stays partly blind instead, which its finding says).
 UNDECODED_FRAMES = 3
 FRESH_STREAM_EVERY_S = 600.0
+# A slow start is not the host's failure (256 starts on one busy machine are all slow):
+# the first one given up on leaves the host "connecting", with the reason, and its retry
+# starts at once, first in the connect gate. A host whose start is given up on this many
+# times in a row (30 s, then 60 s at the defaults) is down: a login shell that waits for
+# input, a probe that hangs before its first frame.
+SLOW_STARTS_BEFORE_DOWN = 2
 
 
 @dataclass(slots=True, frozen=True)
@@ -75,7 +83,8 @@ class HostRunner:
         stale_after: float | None = None,
         down_after: float | None = None,
         start_after: float | None = None,
-        gate: asyncio.Semaphore | None = None,
+        gate: ConnectGate | None = None,
+        lag: LoopLag | None = None,
     ) -> None:
         self.name = name
         self.transport = transport
@@ -107,6 +116,9 @@ class HostRunner:
         # Set when a session ends to start the stream fresh (not a failure: no backoff).
         self._fresh: str | None = None
         self._fresh_at: float | None = None
+        # fabtop's own event loop, shared by the session: silence while it was behind is
+        # not the host's (the watchdog subtracts its stalls).
+        self._lag = lag
 
     @property
     def status(self) -> HostStatus:
@@ -131,6 +143,12 @@ class HostRunner:
                 if self._fresh is not None:  # not the host's failure: reconnect at once
                     self._update(state="connecting", error=self._fresh)
                     self._fresh = None
+                    continue
+                if self._abort_reason is not None and 0 < self._slow_starts < (
+                    SLOW_STARTS_BEFORE_DOWN
+                ):
+                    # Given up on before its first frame: a slow start, not a failure.
+                    self._update(state="connecting", error=reason)
                     continue
                 failures = self._status.failures + 1
                 self._update(state="down", error=reason, failures=failures)
@@ -172,7 +190,7 @@ class HostRunner:
 
     async def _stream(self) -> str:
         if self._gate is not None:
-            await self._gate.acquire()
+            await self._gate.acquire(retry=self._slow_starts > 0)
             self._gate_held = True
         try:
             await self.transport.connect()
@@ -248,7 +266,12 @@ class HostRunner:
             return
         now = time.monotonic()
         last = self._status.last_frame_monotonic
-        silence = now - max(last or started, started)
+        since = max(last or started, started)
+        silence = now - since
+        if self._lag is not None and silence > min(self.stale_after, self.start_after):
+            # The time fabtop itself was behind is not the host's silence: frames it did
+            # not read then wait in its buffers, and a start it could not serve was slow.
+            silence -= self._lag.stalled(since, now)
         if self._status.state == "up" and last is not None and silence > self.stale_after:
             self._update(state="stale", error=f"no frame for {silence:.1f} s")
         if last is not None and last >= started:
@@ -265,8 +288,8 @@ class HostRunner:
         if silence > limit and self._abort_reason is None:
             self._slow_starts += 1
             self._abort(
-                f"probe sent no frame in {silence:.1f} s of starting, reconnecting "
-                f"(next try waits {self.first_frame_limit:g} s)"
+                f"probe sent no frame in {silence:.1f} s of starting, starting it again "
+                f"(that try waits {self.first_frame_limit:g} s)"
             )
 
     @property

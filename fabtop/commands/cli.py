@@ -80,7 +80,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "record", "record the probes' raw frames to a .fabrec file",
-        "Stops at --duration, --max-size, Ctrl-C or SIGTERM, and always leaves a file "
+        "Stops at --duration, --frames, --max-size, Ctrl-C or SIGTERM, and always leaves a file "
         "`fabtop replay` can read (a torn tail is skipped).",
         ("fabtop record node[01-04] -o run.fabrec --duration 600",
          "fabtop record --demo-scenario incast -o incast.fabrec --duration 60"),
@@ -270,6 +270,8 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
                        help="recording file (.fabrec); - for stdout")
         p.add_argument("--max-size", type=positive, metavar="MB", help="stop at MB megabytes")
         p.add_argument("--duration", type=positive, metavar="S", help="stop after S seconds")
+        p.add_argument("--frames", type=positive_int, metavar="N",
+                       help="stop after N frames (all hosts together)")
         p.add_argument("--demo-speed", type=positive, default=1.0, help=argparse.SUPPRESS)
     if cmd == "replay":
         p.add_argument("recording", metavar="FILE", help="a .fabrec recording")
@@ -459,7 +461,7 @@ def _record(ns: argparse.Namespace) -> int:
 
     return asyncio.run(record_command(
         build_config(ns), ns.output, demo_speed=ns.demo_speed,
-        max_mb=ns.max_size, duration=ns.duration,
+        max_mb=ns.max_size, duration=ns.duration, frames=ns.frames,
     ))
 
 

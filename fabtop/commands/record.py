@@ -1,4 +1,5 @@
-"""``fabtop record``: collect into a recording until --duration, --max-size or a signal."""
+"""``fabtop record``: collect into a recording until --duration, --frames, --max-size or a
+signal."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from fabtop.run.record import Recorder, RecordError
 async def record_command(
     config: Config, path: str, *, demo_speed: float = 1.0,
     max_mb: float | None = None, duration: float | None = None,
-    log: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None, frames: int | None = None,
 ) -> int:
-    """Record until --duration, --max-size, SIGINT/SIGTERM; 0 on a clean close, 2 if the file
-    could not be written (as ``snapshot``). ``path`` ``-`` is stdout (messages stay on
-    stderr), a device or FIFO is written as it is, a symlink's target is written."""
+    """Record until --duration, --frames (all hosts together), --max-size, SIGINT/SIGTERM;
+    0 on a clean close, 2 if the file could not be written (as ``snapshot``). ``path``
+    ``-`` is stdout (messages stay on stderr), a device or FIFO is written as it is, a
+    symlink's target is written."""
     say = log or (lambda m: print(m, file=sys.stderr))
     shown = "stdout" if path == STDOUT else path
     stop = asyncio.Event()
@@ -33,7 +35,8 @@ async def record_command(
         stop.set()
 
     rec = Recorder(Path(path), config, on_error=halt, on_limit=halt,
-                   max_bytes=int(max_mb * 1e6) if max_mb else None, max_seconds=duration)
+                   max_bytes=int(max_mb * 1e6) if max_mb else None, max_seconds=duration,
+                   max_frames=frames)
     try:
         rec.open()
     except RecordError as e:

@@ -45,6 +45,20 @@ STALE_AFTER_INTERVALS = 2.5
 # A storm the fast probe's watchdog reported counts this many intervals after its last
 # word (the probe repeats a holding storm once per interval, and says when it clears).
 WATCHDOG_HOLD_INTERVALS = 2.5
+# fabtop's own finding when its event loop fell behind (DESIGN §10: never the hosts').
+OWN_LAG_RULE = "fabtop_behind"
+
+
+class OwnLag(Protocol):
+    """fabtop's own event loop's stalls (collectors.lag.LoopLag; a replay's, from its
+    recording): what the state reads to tell its own lateness from a host's silence."""
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    def stalled(self, since: float, until: float | None = None) -> float: ...
+    def worst_since(self, since: float) -> float: ...
+
+
 # Section kinds remembered per host as not read (a tool missing, failing): bounded, as
 # the kinds are the node's words.
 MAX_SECTION_NOTES = 64
@@ -77,6 +91,9 @@ class HostState:
     # When the status last became UP: a host that reconnects is not stale for the outage
     # before its first new frame (the runner says "up" just before handing that frame).
     up_since: float | None = None
+    # fabtop's own stalls, on the state's clock (FabricState.attach_lag): the time fabtop
+    # was behind is not this host's silence.
+    lag: OwnLag | None = field(default=None, repr=False)
 
     @property
     def connected(self) -> bool:
@@ -115,7 +132,11 @@ def effective_status(hs: HostState, now: float, interval: float) -> str:
     a = hs.age_s(now)
     if a is not None and hs.up_since is not None:
         a = min(a, now - hs.up_since)
-    if hs.status == UP and a is not None and a > STALE_AFTER_INTERVALS * interval:
+    limit = STALE_AFTER_INTERVALS * interval
+    # A frame fabtop did not read while its own loop was behind is not the host's
+    # silence (the state's fabtop_behind finding says so instead).
+    if (hs.status == UP and a is not None and a > limit
+            and (hs.lag is None or a - hs.lag.stalled(now - a, now) > limit)):
         return STALE
     return hs.status
 
@@ -220,6 +241,22 @@ class FabricState:
         # The fast probe's PFC watchdog: storms it says hold now, by (host, netdev, prio,
         # side), with the state's clock when the event came (see apply_event).
         self._watchdog: dict[tuple[str, str, int, str], tuple[WatchdogEvent, float]] = {}
+        # fabtop's own event loop: its stalls excuse the hosts' silence (attach_lag).
+        self.lag: OwnLag | None = None
+        self._behind = False  # the last evaluation raised fabtop_behind
+
+    def attach_lag(self, lag: OwnLag) -> bool:
+        """Read fabtop's own stalls from ``lag`` (a Session's, a replay's); True when used.
+
+        Only a measurement on this state's own clock is used: a stall measured on the
+        loop's clock says nothing about a state that runs on a recording's or a test's.
+        """
+        if lag.clock != self._clock:
+            return False
+        self.lag = lag
+        for hs in self.hosts.values():
+            hs.lag = lag
+        return True
 
     def now(self) -> float:
         """The state's clock: the one host ages are measured with (monotonic live, the
@@ -241,6 +278,7 @@ class FabricState:
         hs = self.hosts.get(host.name)
         if hs is None:
             hs = self.hosts[host.name] = HostState(host.name, target or host.target)
+            hs.lag = self.lag
         return hs
 
     def remove_host(self, name: str) -> None:
@@ -417,7 +455,9 @@ class FabricState:
             if guard.error is not None:  # a broken rule must not take down the dashboard
                 found = [Finding("fabtop", "warning", "fabtop", guard.error)]
         now = self._evaluated_at = self._clock()
-        blind = [*self.source_findings(), *self.host_findings(now)]
+        own = self.own_findings(now)
+        self._behind = bool(own)
+        blind = [*own, *self.source_findings(), *self.host_findings(now)]
         self.findings = sorted([*blind, *found], key=lambda f: -f.rank)
         self._liveness = {n: effective_status(h, now, self.interval)
                           for n, h in self.hosts.items()}
@@ -431,6 +471,9 @@ class FabricState:
         Returns True when it re-evaluated.
         """
         t = self._clock() if now is None else now
+        if self.lag is not None and self._behind != bool(self.own_findings(t)):
+            self.evaluate()  # fabtop fell behind, or caught up and its hold ran out
+            return True
         for name, hs in self.hosts.items():
             status = effective_status(hs, t, self.interval)
             # A stale host's finding says how long it has been silent: keep that true
@@ -493,6 +536,28 @@ class FabricState:
                 out.append(Finding("source_partial", "warning", src.name,
                                    f"{src.name}: {src.warning}", next_step=src.check))
         return out
+
+    def own_findings(self, now: float | None = None) -> list[Finding]:
+        """One finding while fabtop itself is behind by ``self_lag_s`` or more, held
+        ``restore_s`` after it caught up: its own lag, never the hosts' "no frame".
+
+        Info, as a condition worth seeing that is no fault of the fabric: a busy operator
+        machine does not fail ``doctor``'s launch gate.
+        """
+        if self.lag is None:
+            return []
+        t = self._clock() if now is None else now
+        limit, hold = self.thresholds["self_lag_s"], self.thresholds["restore_s"]
+        worst = self.lag.worst_since(t - hold)
+        if worst < limit:
+            return []
+        return [Finding(
+            OWN_LAG_RULE, "info", "fabtop",
+            f"fabtop fell behind by {worst:.1f} s: the operator's machine is busy",
+            evidence={"behind_s": round(worst, 2), "self_lag_s": limit},
+            next_step="uptime; top (what else runs on the machine fabtop runs on); hosts "
+                      "are not called silent for the time fabtop was behind",
+        )]
 
     def host_findings(self, now: float | None = None) -> list[Finding]:
         """A finding per host that is down, failing (critical) or stale (warning).

@@ -128,12 +128,15 @@ def demo_fabric_for(config: Config, seed: int = 0) -> Fabric:
     return demo_fabric(seed=seed, interval_s=config.interval)
 
 
-def demo_transports(config: Config, seed: int = 0, speed: float = 1.0) -> dict[str, Transport]:
+def demo_transports(
+    config: Config, seed: int = 0, speed: float = 1.0, *, stepped: bool = False
+) -> dict[str, Transport]:
     """One simulated transport per host of ``config``, all on one simulation clock.
 
-    ``speed`` runs the simulation that many times real time (recording tests and benchmarks).
+    ``speed`` runs the simulation that many times real time (benchmarks); ``stepped``
+    moves it only when its clock is advanced (tests: the same frames on any machine).
     """
-    sims = sim_transports(demo_fabric_for(config, seed), speed=speed)
+    sims = sim_transports(demo_fabric_for(config, seed), speed=speed, stepped=stepped)
     return {h.name: sims[h.name] for h in config.hosts if h.name in sims}
 
 

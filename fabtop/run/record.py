@@ -67,8 +67,11 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024  # a length beyond this is corruption, not a
 MAX_PAYLOAD_BYTES = max(2 * MAX_FRAME_BYTES, 3 * MAX_HTTP_RESPONSE_BYTES) + 1024 * 1024
 
 HEADER, FRAME, STATUS, METRICS, EVALUATED, END = "H", "F", "S", "M", "E", "Z"
+# fabtop's own loop caught up after being behind (``late_s``): replay excuses the hosts'
+# silence and says "fabtop fell behind" where the live run did. Older readers skip it.
+STALLED = "L"
 _KIND_NAMES = {HEADER: "header", FRAME: "frame", STATUS: "status", METRICS: "metrics",
-               EVALUATED: "evaluated", END: "end"}
+               EVALUATED: "evaluated", END: "end", STALLED: "stalled"}
 _STATES = frozenset(get_args(HostState))  # what a runner reports, so what a status record holds
 _RAW_TEXT = frozenset({"body"})  # a /metrics body: raw text for the parser, which cleans it
 
@@ -214,6 +217,7 @@ class Recorder:
     config: Config
     max_bytes: int | None = None
     max_seconds: float | None = None
+    max_frames: int | None = None  # frames of all hosts together
     on_error: Callable[[str], None] | None = None
     on_limit: Callable[[str], None] | None = None
     clock: Callable[[], float] = time.monotonic
@@ -272,6 +276,8 @@ class Recorder:
             head["arrived_unix"] = arrived_unix
         if self._put(FRAME, head, render_frame(frame, schemas=True)):
             self.frames += 1
+            if self.max_frames is not None and self.frames >= self.max_frames:
+                self._over_limit()  # ends the file now, not at the next record
 
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
         """Keep a host's connection state change (host loss is part of the evidence)."""
@@ -287,6 +293,10 @@ class Recorder:
     def evaluated(self) -> None:
         """Mark where the live session ran the rules, so replay runs them at the same point."""
         self._put(EVALUATED, {"t": self._t()})
+
+    def stalled(self, late_s: float) -> None:
+        """Keep that fabtop's own loop was ``late_s`` behind, up to now."""
+        self._put(STALLED, {"t": self._t(), "late_s": round(late_s, 6)})
 
     # ---------------------------------------------------------------------------
 
@@ -334,6 +344,8 @@ class Recorder:
             why = f"size limit of {self.max_bytes / 1e6:g} MB reached"
         elif self.max_seconds is not None and self.elapsed() >= self.max_seconds:
             why = f"time limit of {self.max_seconds:g} s reached"
+        elif self.max_frames is not None and self.frames >= self.max_frames:
+            why = f"frame limit of {self.max_frames} reached"
         if why is None:
             return False
         self._put(END, {"t": self._t(), "frames": self.frames, "reason": why})
@@ -476,6 +488,10 @@ def _check_head(kind: str, head: dict[str, Any], where: str) -> None:
             raise RecordError(f"{w}host' must be a host name, not {_kind(host)}")
     if kind == FRAME:
         _check_fields(head, w, {}, {"arrived_unix": float})
+    if kind == STALLED:
+        _check_fields(head, w, {"late_s": float}, {})
+        if head["late_s"] < 0:
+            raise RecordError(f"{w}late_s' must be seconds (a number >= 0)")
     if kind == STATUS:
         _check_fields(head, w, {"state": str}, {"error": str, "rtt_s": float})
         if head["state"] not in _STATES:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from collectors.guard import Guard
+from collectors.lag import LoopLag
 from collectors.numbers import finite
 from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Finding
@@ -33,6 +34,7 @@ from fabtop.run.record import (
     EVALUATED,
     FRAME,
     METRICS,
+    STALLED,
     STATUS,
     Record,
     RecordError,
@@ -77,6 +79,9 @@ class Replay:
         # The operator's wall clock of the live run at the cursor: what the state falls
         # back on before its first frame (a recording of hosts that never answered).
         state.wall = self.wall
+        # The live run's own stalls, on the recording's clock (the STALLED records).
+        self.lag = LoopLag(clock=self.now)
+        state.attach_lag(self.lag)
         return state
 
     def wall(self) -> float:
@@ -140,6 +145,8 @@ class Replay:
             st.apply_inference(rec.host, readings)
         elif rec.kind == EVALUATED:
             st.evaluate()
+        elif rec.kind == STALLED:
+            self.lag.note(rec.t - float(rec.head["late_s"]), rec.t)
 
     def seek(self, t: float) -> None:
         """Move the cursor to ``t`` (clamped); backwards re-feeds from the start."""

@@ -19,7 +19,9 @@ from functools import partial
 from typing import Protocol
 
 from collectors.frames import Frame
+from collectors.gate import ConnectGate
 from collectors.guard import Guard, failure_line
+from collectors.lag import LoopLag
 from collectors.parsers.inference_page import parse_inference_page
 from collectors.probe import probe_args, probe_script
 from collectors.runner import HostRunner, HostStatus, OffLoop, supervise
@@ -43,6 +45,9 @@ PARSE_DEADLINE_S = 5.0
 # one machine, its CPUs: every slow start was reconnected, a livelock. 32 keep a
 # 64-host fabric up in two rounds and 256 in eight.
 CONNECTS_AT_ONCE = 32
+# ... and while fabtop's own loop is behind (the machine it runs on is busy, as when the
+# nodes' starts share its CPUs), this many: each start adds to what it is behind on.
+CONNECTS_WHILE_BEHIND = 4
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,6 +66,9 @@ class EventTap(Protocol):
 
     def frame(self, host: str, frame: Frame, arrived_unix: float | None = None) -> None:
         """A frame is about to be applied; it arrived at ``arrived_unix`` (operator's clock)."""
+
+    def stalled(self, late_s: float) -> None:
+        """fabtop's own event loop just caught up after ``late_s`` seconds behind."""
 
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
         """A host's connection state is about to be applied."""
@@ -136,6 +144,16 @@ class Session:
         self._stopping = False
         self.focused: FocusSession | None = None
         self.parser = OffLoop(deadline_s=max(PARSE_DEADLINE_S, 2 * config.interval))
+        # fabtop's own event loop: how late it wakes. The runners' watchdogs and the state
+        # read the same stalls, so the time fabtop was behind is nobody's silence.
+        self.lag = LoopLag()
+        if state.attach_lag(self.lag):  # (a state on a test's clock reads no loop lag)
+            self.lag.on_stall = self._stalled  # a recording keeps them: replay says the same
+        # Hosts with a frame used since the last rules run, and how many it waits for (the
+        # hosts up then): the rules run as soon as each has sent its frame of the tick.
+        self._fresh: set[str] = set()
+        self._expect = len(config.hosts)
+        self._all_fresh = asyncio.Event()
         # Failures of the session's own tasks (the rules loop), newest last.
         self.failures: deque[str] = deque(maxlen=20)
 
@@ -158,6 +176,10 @@ class Session:
             self.state.warn(host, guard.error)
         # Guarded inside: a frame that cannot be used marks its host failing, nothing raises.
         self.state.apply_frame(host, frame, arrived_unix=arrived)
+        if not frame.event:
+            self._fresh.add(host)
+            if len(self._fresh) >= self._expect:
+                self._all_fresh.set()
         self._changed()
 
     def _on_status(self, host: str, status: HostStatus) -> None:
@@ -166,6 +188,11 @@ class Session:
                 self.events.status(host, status.state, status.error, status.rtt_s)
         self.state.apply_status(host, status.state, status.error, status.rtt_s)
         self._changed()
+
+    def _stalled(self, start: float, end: float) -> None:
+        with Guard("recording fabtop's own lag failed"):
+            if self.events is not None:
+                self.events.stalled(end - start)
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -190,8 +217,9 @@ class Session:
         script = probe_script()
         # Rules run once per tick over the whole fabric, not once per host frame (O(n^2)).
         self.state.evaluate_per_frame = False
+        self._spawn("loop lag", self.lag.run, self.failures.append)
         self._spawn("rules", self._evaluate_loop, self.failures.append)
-        gate = asyncio.Semaphore(CONNECTS_AT_ONCE)
+        gate = ConnectGate(CONNECTS_AT_ONCE, self.lag, CONNECTS_WHILE_BEHIND)
         for host in self.config.hosts:
             name = host.name
             guard = Guard(f"{name}: probe arguments")
@@ -211,7 +239,7 @@ class Session:
             runner = HostRunner(
                 name, self.transport(host), script, args,
                 on_frame=self._on_frame, on_status=self._on_status,
-                interval=self.config.interval, gate=gate,
+                interval=self.config.interval, gate=gate, lag=self.lag,
             )
             self.runners[name] = runner
             self._spawn(f"{name}: collector", runner.run, partial(self._host_down, name))
@@ -225,22 +253,24 @@ class Session:
             await self.stop()
 
     async def _evaluate_loop(self) -> None:
-        # Evaluate as soon as every live host has sent its frame of this tick, or half an
-        # interval after the first one, so a finding is at most half a tick late.
+        # Evaluate as soon as every live host has sent its frame of this tick (the last of
+        # them wakes this loop), or half an interval after the first one, so a finding is
+        # at most half a tick late.
         step = self.config.interval / 5
-        last_frames = {n: h.frames for n, h in self.state.hosts.items()}
         first_new: float | None = None
         while not self._stopping:
-            await asyncio.sleep(step)
-            hosts = self.state.hosts
-            fresh = [n for n, h in hosts.items() if h.frames != last_frames.get(n)]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_fresh.wait(), step)
+            self._all_fresh.clear()
+            fresh = self._fresh
             if not fresh:
                 continue
             now = time.monotonic()
             first_new = first_new if first_new is not None else now
-            live = [n for n, h in hosts.items() if h.status == UP]
-            if set(live) <= set(fresh) or now - first_new >= self.config.interval / 2:
-                last_frames = {n: h.frames for n, h in hosts.items()}
+            live = {n for n, h in self.state.hosts.items() if h.status == UP}
+            if live <= fresh or now - first_new >= self.config.interval / 2:
+                self._fresh = set()
+                self._expect = max(1, len(live))
                 first_new = None
                 self.state.evaluate()
                 with Guard("recording the evaluation failed"):

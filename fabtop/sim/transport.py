@@ -8,6 +8,8 @@ fast probe sends them (collectors/structured.py).
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import math
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -21,19 +23,62 @@ from fabtop.sim.watchdog import SimWatchdog
 
 
 class SimClock:
-    """Simulation seconds since the fabric started, shared by every host of one fabric."""
+    """Simulation seconds since the fabric started, shared by every host of one fabric.
+
+    It runs ``speed`` times real time, or, ``stepped``, only when told to
+    (:meth:`advance_to`): a test drives the simulation tick by tick and gets the same
+    frames however busy the machine is.
+    """
 
     def __init__(
-        self, fabric: Fabric, speed: float = 1.0, monotonic: Callable[[], float] = time.monotonic
+        self,
+        fabric: Fabric,
+        speed: float = 1.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        *,
+        stepped: bool = False,
     ) -> None:
         self.fabric = fabric
         self.speed = speed
+        self.stepped = stepped
         self._monotonic = monotonic
         self._t0 = monotonic()
+        self._t = 0.0  # stepped: the simulation time it was advanced to
+        # stepped: who waits for which simulation time (time, order, future)
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
 
     def now(self) -> float:
         """Current simulation time."""
+        if self.stepped:
+            return self._t
         return (self._monotonic() - self._t0) * self.speed
+
+    async def sleep_until(self, t: float) -> None:
+        """Return at simulation time ``t``: real time at ``speed``, or once advanced there."""
+        if not self.stepped:
+            wait = (t - self.now()) / self.speed
+            if wait > 0:
+                await asyncio.sleep(wait)
+            return
+        if t <= self._t + 1e-9:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (t, next(self._order), fut))
+        await fut
+
+    def advance_to(self, t: float) -> None:
+        """Stepped: move the simulation to ``t`` and wake whoever waited for it."""
+        self._t = max(self._t, t)
+        while self._sleepers and self._sleepers[0][0] <= self._t + 1e-9:
+            fut = heapq.heappop(self._sleepers)[2]
+            if not fut.done():
+                fut.set_result(None)
+
+    @property
+    def waiting(self) -> int:
+        """Stepped: streams waiting for a later simulation time (done with the present)."""
+        return sum(1 for _, _, fut in self._sleepers if not fut.done())
 
     def tick(self) -> float:
         """Latest tick (a multiple of the interval) at or before now.
@@ -94,17 +139,13 @@ class DemoTransport(Transport):
             tick = math.floor(self.clock.now() / iv + 1e-9) * iv
             nxt = max(last + iv, tick + iv)
             while wd is not None and (r := wd.next_read()) is not None and r < nxt - 1e-9:
-                wait = (r - self.clock.now()) / self.clock.speed
-                if wait > 0:
-                    await asyncio.sleep(wait)
+                await self.clock.sleep_until(r)
                 r = max(r, fab.grid_t)  # never behind the shared simulation
                 if self.host.answers(r):
                     for ev in wd.read(r):
                         yield ev
                 wd.after_read(r)
-            wait = (nxt - self.clock.now()) / self.clock.speed
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await self.clock.sleep_until(nxt)
             tick = math.floor(self.clock.now() / iv + 1e-9) * iv
             # Never behind the shared simulation: going back would replay it from 0.
             t = max(nxt, tick, fab.grid_t)
@@ -156,7 +197,9 @@ class DemoTransport(Transport):
         self._connected = False
 
 
-def sim_transports(fabric: Fabric, speed: float = 1.0) -> dict[str, DemoTransport]:
-    """A transport per host of ``fabric``, all on one simulation clock."""
-    clock = SimClock(fabric, speed)
+def sim_transports(
+    fabric: Fabric, speed: float = 1.0, *, stepped: bool = False
+) -> dict[str, DemoTransport]:
+    """A transport per host of ``fabric``, all on one simulation clock (see SimClock)."""
+    clock = SimClock(fabric, speed, stepped=stepped)
     return {name: DemoTransport(h, clock) for name, h in fabric.hosts.items()}

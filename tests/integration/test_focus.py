@@ -25,6 +25,7 @@ from fabtop.run.focus import FOCUS_INTERVAL_MS, FocusSession
 from fabtop.run.session import Session
 from fabtop.sim import Fabric, demo_hosts
 from fabtop.sim.transport import sim_transports
+from tests.stepped import run_ticks
 
 FOCUS_S = FOCUS_INTERVAL_MS / 1000
 # The median gap may drift this far from 250 ms (a 1 Hz or a 2 Hz stream is far outside).
@@ -134,30 +135,33 @@ async def test_focus_beside_the_main_stream_in_the_demo_shows_the_storm() -> Non
     fab = Fabric.single(hosts, "pfc_storm", start_s=0.0)
     cfg = Config(hosts=[HostConfig(name=h.name) for h in hosts], interval=1.0)
     state = FabricState(cfg.hosts)
-    # Simulated time at wall-clock speed, as `fabtop --demo` runs: a faster clock asks a
-    # loaded machine for more than the 4 Hz under test.
-    session = Session(cfg, state, transports=dict(sim_transports(fab, speed=1.0)))
+    # Simulated time moves one focus tick (250 ms) at a time, each taken by every stream
+    # before the next: the same ticks however busy the machine is, never slept for.
+    sims = sim_transports(fab, stepped=True)
+    clock = next(iter(sims.values())).clock
+    session = Session(cfg, state, transports=dict(sims))
     run = asyncio.create_task(session.run())
     try:
+        await run_ticks(clock, len(sims), 4, step=FOCUS_S)
         fs = session.focus("node3", "enp65s0f0np0")
-        await _wait_points(fs, 8, 8.0)
+        await run_ticks(clock, len(sims) + 1, 12, step=FOCUS_S)  # the focus stream too
+        assert len(fs.points) >= 8
         main_frames = state.hosts["node3"].frames
         session.unfocus()
         assert session.focused is None
-        await asyncio.sleep(0.3)
+        n = len(fs.points)
+        await run_ticks(clock, len(sims), 8, step=FOCUS_S)  # 2 s without the focus stream
         # the main stream kept going at its own pace, on its own baselines
-        assert state.hosts["node3"].frames >= main_frames
+        assert state.hosts["node3"].frames >= main_frames + 2
         assert state.hosts["node3"].status == "up"
+        assert len(fs.points) == n  # stopping focus closed the stream
     finally:
         await session.stop()
         run.cancel()
-    # simulated time: every gap is a whole number of 250 ms ticks, a late one skips a tick
+    # simulated time, stepped: every tick was sampled, each gap is one 250 ms tick
     gaps = [p.dt for p in fs.points]
     assert_focus_cadence(gaps)
-    assert all(g is not None and abs(g / FOCUS_S - round(g / FOCUS_S)) < 1e-3 for g in gaps), gaps
+    assert all(g is not None and abs(g - FOCUS_S) < 1e-6 for g in gaps), gaps
     last = fs.points[-1].rates
     tx = last["tx_pause_time_ratio"]
     assert isinstance(tx, dict) and tx[3] > 0.99  # node3 is the stuck receiver on prio 3
-    n = len(fs.points)
-    await asyncio.sleep(0.3)
-    assert len(fs.points) == n  # stopping focus closed the stream

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -79,14 +80,19 @@ def ports() -> Iterator[tuple[int, int, int, int]]:
         yield exo, mlx, deep, huge
 
 
-async def _run(sshd: Sshd, host: HostConfig, seconds: float, **kw: object) -> FabricState:
+async def _run(sshd: Sshd, host: HostConfig, ready: Callable[[FabricState], bool],
+               **kw: object) -> FabricState:
+    """Collect ``host`` until ``ready`` holds (30 s at most): a starved machine takes longer,
+    it never gets fewer polls."""
     cfg = Config(hosts=[host], interval=0.5)
     state = FabricState(cfg.hosts)
     session = Session(cfg, state, transports={host.name: sshd.transport(name=host.name)},
                       **kw)  # type: ignore[arg-type]
     task = asyncio.create_task(session.run())
     try:
-        await asyncio.sleep(seconds)
+        end = time.monotonic() + 30
+        while not ready(state) and time.monotonic() < end:
+            await asyncio.sleep(0.05)
     finally:
         await session.stop()
         task.cancel()
@@ -100,12 +106,19 @@ async def test_exo_and_mlx_lm_through_sshd(sshd: Sshd, ports: tuple[int, int, in
     huge_url = f"http://127.0.0.1:{huge}/state"
     host = HostConfig("mac1", ssh=SshTarget(sshd.host, sshd.user, sshd.port),
                       inference=(deep_url, huge_url))
-    state = await _run(sshd, host, 4.0, discovery_ports=(exo, mlx))
+    exo_url = f"http://127.0.0.1:{exo}/state"
+    mlx_url = f"http://127.0.0.1:{mlx}/v1/models"
+
+    def ready(st: FabricState) -> bool:
+        # every server read, and a frame after that (rates come with the next frame)
+        h = st.hosts["mac1"]
+        return (h.sample is not None and h.rates is not None
+                and len(h.sample.inference) == 4 and {exo_url, mlx_url} <= set(h.rates.inference))
+
+    state = await _run(sshd, host, ready, discovery_ports=(exo, mlx))
     hs = state.hosts["mac1"]
     assert hs.sample is not None and hs.rates is not None, hs.error
     by_url = {i.url: i for i in hs.sample.inference}
-    exo_url = f"http://127.0.0.1:{exo}/state"
-    mlx_url = f"http://127.0.0.1:{mlx}/v1/models"
     assert list(by_url) == [deep_url, huge_url, exo_url, mlx_url]  # configured, then by port
 
     e = by_url[exo_url]

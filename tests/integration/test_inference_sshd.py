@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -54,14 +54,19 @@ def vllm_port() -> Iterator[int]:
         yield port
 
 
-async def _run(sshd: Sshd, host: HostConfig, seconds: float, **kw: object) -> FabricState:
+async def _run(sshd: Sshd, host: HostConfig, ready: Callable[[FabricState], bool],
+               **kw: object) -> FabricState:
+    """Collect ``host`` until ``ready`` holds (30 s at most): a starved machine takes longer,
+    it never gets fewer polls."""
     cfg = Config(hosts=[host], interval=0.5)
     state = FabricState(cfg.hosts)
     session = Session(cfg, state, transports={host.name: sshd.transport(name=host.name)},
                       **kw)  # type: ignore[arg-type]
     task = asyncio.create_task(session.run())
     try:
-        await asyncio.sleep(seconds)
+        end = time.monotonic() + 30
+        while not ready(state) and time.monotonic() < end:
+            await asyncio.sleep(0.05)
     finally:
         await session.stop()
         task.cancel()
@@ -79,10 +84,17 @@ def _readings(state: FabricState, name: str) -> dict[str, dict[str, float | None
     return hs.rates.inference
 
 
+def _gen_rates(state: FabricState, name: str, url: str) -> list[float]:
+    """The generated-token rates the history kept for ``url`` (none yet: [])."""
+    series = state.history.get((name, url, "generated_tokens_per_s"))
+    return [] if series is None else [v for v in series.points(60.0)[1] if v is not None]
+
+
 async def test_configured_url_token_rate_through_sshd(sshd: Sshd, vllm_port: int) -> None:
     url = f"http://127.0.0.1:{vllm_port}/metrics"
     host = HostConfig("gpu1", ssh=_target(sshd), inference=(url,))
-    state = await _run(sshd, host, 3.5, discover_inference=False)
+    state = await _run(sshd, host, lambda st: len(_gen_rates(st, "gpu1", url)) >= 3,
+                       discover_inference=False)
     rates = _readings(state, "gpu1")[url]
     gen, prompt = rates["generated_tokens_per_s"], rates["prompt_tokens_per_s"]
     assert gen is not None and abs(gen - GEN_RATE) / GEN_RATE < 0.02, gen
@@ -91,10 +103,7 @@ async def test_configured_url_token_rate_through_sshd(sshd: Sshd, vllm_port: int
     assert (inf.server, inf.model, inf.requests_running, inf.requests_waiting) == (
         "vllm", "m", 7.0, 2.0)
     # every rate the history kept agrees, not only the last one
-    series = state.history.get(("gpu1", url, "generated_tokens_per_s"))
-    assert series is not None
-    _, values = series.points(60.0)
-    shown = [v for v in values if v is not None]
+    shown = _gen_rates(state, "gpu1", url)
     assert len(shown) >= 3
     assert all(abs(v - GEN_RATE) / GEN_RATE < 0.02 for v in shown), shown
 
@@ -104,8 +113,9 @@ async def test_discovery_finds_the_server_without_config(sshd: Sshd, vllm_port: 
 
     closed = free_port()
     host = HostConfig("gpu2", ssh=_target(sshd))
-    state = await _run(sshd, host, 3.5, discovery_ports=(closed, vllm_port))
     url = f"http://127.0.0.1:{vllm_port}/metrics"
+    state = await _run(sshd, host, lambda st: bool(_gen_rates(st, "gpu2", url)),
+                       discovery_ports=(closed, vllm_port))
     rates = _readings(state, "gpu2")
     assert list(rates) == [url]  # the closed port is not shown as a server
     gen = rates[url]["generated_tokens_per_s"]

@@ -25,9 +25,9 @@ from fabtop.run.record import FRAME, Recorder, RecordingReader
 from fabtop.run.replay import Replay, finding_transitions, replay_findings
 from fabtop.run.session import MetricsReading
 from tests.conftest import skip_or_fail
+from tests.stepped import run_ticks, stepped_demo
 
 REPO = Path(__file__).resolve().parents[2]
-SPEED = 30.0  # 60 simulated seconds in about 2 s
 
 
 class LiveTap:
@@ -40,6 +40,9 @@ class LiveTap:
     def frame(self, host: str, frame: Frame, arrived_unix: float | None = None) -> None:
         self.rec.frame(host, frame, arrived_unix)
 
+    def stalled(self, late_s: float) -> None:
+        self.rec.stalled(late_s)
+
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
         self.rec.status(host, state, error, rtt_s)
 
@@ -51,17 +54,26 @@ class LiveTap:
         self.findings.append(list(self.state.findings))
 
 
-async def _record_demo(path: Path, sim_seconds: float) -> LiveTap:
+async def _record_demo(path: Path, sim_seconds: int) -> LiveTap:
+    """Record the demo tick by tick: the same frames and rules runs on any machine, idle or
+    starved (the simulation moves only when told to, never with the wall clock)."""
     cfg = demo_config(1.0)
-    state = fabric_state(cfg)
-    rec = Recorder(path, cfg).open()
+    transports, clock = stepped_demo(cfg)
+    # The state and the recording keep simulated time: host ages and record times are
+    # the simulation's, as a replay reads them.
+    state = fabric_state(cfg, clock=clock.now)
+    rec = Recorder(path, cfg, clock=clock.now).open()
     tap = LiveTap(rec, state)
-    session = open_session(cfg, state=state, demo_speed=SPEED, events=tap)
+    session = open_session(cfg, state=state, transports=transports, events=tap)
     task = asyncio.create_task(session.run())
-    await asyncio.sleep(sim_seconds / SPEED)
-    await session.stop()
-    task.cancel()
-    rec.close()
+    try:
+        # each tick: every host's frame, then the rules run over them
+        await run_ticks(clock, len(transports), sim_seconds, done=lambda: len(tap.findings))
+    finally:
+        await session.stop()
+        task.cancel()
+        rec.close()
+    assert rec.frames >= len(transports) * sim_seconds  # every tick of every host
     return tap
 
 
@@ -71,7 +83,7 @@ def _key(f: Finding) -> tuple[object, ...]:
 
 async def test_replay_gives_the_same_findings_at_the_same_times(tmp_path: Path) -> None:
     path = tmp_path / "demo.fabrec"
-    live = await _record_demo(path, 60.0)
+    live = await _record_demo(path, 60)
     assert any(live.findings), "the demo's PFC storm should show within 60 s"
     replayed = replay_findings(path)
     times = [r.t for r in RecordingReader(path).records() if r.kind == "E"]
@@ -87,7 +99,7 @@ async def test_replay_gives_the_same_findings_at_the_same_times(tmp_path: Path) 
 
 async def test_seeking_back_rebuilds_without_a_rate_spike(tmp_path: Path) -> None:
     path = tmp_path / "demo.fabrec"
-    await _record_demo(path, 20.0)
+    await _record_demo(path, 20)
     rp = Replay(path)
     rp.advance_to(rp.duration * 0.8)
     before = {n: h.frames for n, h in rp.state.hosts.items()}
@@ -111,7 +123,7 @@ async def test_replay_findings_are_transitions_and_seeking_rebuilds_the_log(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "demo.fabrec"
-    live = await _record_demo(path, 75.0)  # the storm runs from 45 s to 70 s
+    live = await _record_demo(path, 75)  # the storm runs from 45 s to 70 s
     changes = list(finding_transitions(path))
     # One line per raise and per clear, not one per tick per finding: per finding, the
     # kinds alternate raised, cleared, raised...
@@ -130,10 +142,10 @@ async def test_replay_findings_are_transitions_and_seeking_rebuilds_the_log(
     storm_key = ("pfc_storm", "node3/enp65s0f0np0/prio3")  # the stuck receiver, held
     assert seen_in.get(storm_key, 0) >= 2, seen_in
     assert len(per_key[storm_key]) < seen_in[storm_key], (per_key[storm_key], seen_in)
-    # Recording time is the recorder's clock: the demo ran SPEED times real time, and
-    # its storm runs from 45 s to 70 s of simulated time.
+    # Recording time is the recorder's clock, here the simulation's: its storm runs from
+    # 45 s to 70 s of simulated time.
     storm = [t for t, kind, f in changes if kind == "raised" and f.rule == "pfc_storm"]
-    assert storm and all(44.0 / SPEED <= t <= 75.0 / SPEED for t in storm)
+    assert storm and all(44.0 <= t <= 75.0 for t in storm)
     times = [t for t, _, _ in changes]
     assert times == sorted(times) and times[0] >= 0.0
 
@@ -288,20 +300,21 @@ def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with open(out, "wb") as f:
         run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--demo-speed",
-                              "10", "--duration", "2", "-o", "-"], cwd=tmp_path, env=env,
+                              "10", "--frames", "8", "-o", "-"], cwd=tmp_path, env=env,
                              stdout=f, stderr=subprocess.PIPE, timeout=30)
     assert run.returncode == 0, run.stderr.decode()
     assert "to stdout" in run.stderr.decode()
     assert not (tmp_path / "-").exists()  # not a file named "-"
     reader = RecordingReader(out)
-    assert sum(1 for r in reader.records() if r.kind == FRAME) >= 4 and reader.clean_end
+    assert sum(1 for r in reader.records() if r.kind == FRAME) == 8 and reader.clean_end
+    assert "frame limit of 8 reached" in run.stderr.decode()
     # Through a symlink: the link stays, the recording lands in its target.
     (tmp_path / "runs").mkdir()
     target = tmp_path / "runs" / "today.fabrec"
     link = tmp_path / "latest.fabrec"
     link.symlink_to(target)
     run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--demo-speed",
-                          "10", "--duration", "1", "-o", str(link)], cwd=tmp_path, env=env,
+                          "10", "--frames", "7", "-o", str(link)], cwd=tmp_path, env=env,
                          capture_output=True, timeout=30)
     assert run.returncode == 0, run.stderr.decode()
     assert link.is_symlink() and os.readlink(link) == str(target)

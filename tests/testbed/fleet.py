@@ -9,8 +9,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collectors.frames import Frame
 from fabtop.config import Config, HostConfig, SshTarget
+from fabtop.core.state import OWN_LAG_RULE
 from fabtop.run.compose import open_session
+from fabtop.run.session import MetricsReading
 from tests.integration.sshd import Sshd, descendants
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -65,6 +68,20 @@ class FanoutResult:
     # CPU seconds on the node side during the measurement, per kind of process under the
     # sshd (sshd, probe = python3, other): where the machine's CPU went besides the collector.
     node_cpu_s: dict[str, float] = field(default_factory=dict)
+    # What the runners said of the hosts over the whole run: host -> "stale"/"down" lines,
+    # and how many starts were given up on for a late first frame.
+    blamed: dict[str, list[str]] = field(default_factory=dict)
+    slow_starts: int = 0
+    own_lag: int = 0  # fabtop_behind episodes (fabtop's own stalls, said once each)
+    silent: int = 0  # host_stale and host_unreachable episodes (hosts named as not reporting)
+    lag_max_s: float = 0.0  # the longest stall of fabtop's own loop
+
+    def startup_line(self) -> str:
+        """How the start went: hosts blamed for silence, starts given up on, own lag."""
+        return (f"start: {len(self.blamed)} hosts called stale or down by the runners, "
+                f"{self.silent} host findings of silence, {self.slow_starts} starts given up "
+                f"on for a late first frame; fabtop behind {self.own_lag} times, by "
+                f"{self.lag_max_s:.2f} s at most")
 
     def pct(self, q: float) -> float:
         """Quantile ``q`` of the sample ages."""
@@ -93,15 +110,45 @@ class FanoutResult:
                           for h, why in sorted(self.late.items())))
 
 
+class _Statuses:
+    """An event tap that keeps what the runners said of each host."""
+
+    def __init__(self) -> None:
+        self.blamed: dict[str, list[str]] = {}
+        self.slow_starts = 0
+
+    def frame(self, host: str, frame: Frame, arrived_unix: float | None = None) -> None:
+        pass
+
+    def stalled(self, late_s: float) -> None:
+        pass
+
+    def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
+        if state in ("stale", "down"):
+            self.blamed.setdefault(host, []).append(f"{state}: {error}")
+        elif state == "connecting" and error:
+            self.slow_starts += 1
+
+    def metrics(self, host: str, readings: list[MetricsReading]) -> None:
+        pass
+
+    def evaluated(self) -> None:
+        pass
+
+
 async def fanout(
-    config: Config, warmup_s: float, measure_s: float, node_pid: int | None = None
+    config: Config, warmup_s: float, measure_s: float, node_pid: int | None = None,
+    stall_s: float = 0.0,
 ) -> FanoutResult:
     """Run a Session on ``config``; sample every host's age at 10 Hz after warm-up.
 
     ``node_pid``: the sshd serving the hosts; its sessions' CPU is measured too.
+    ``stall_s``: once a quarter of the hosts stream, block the event loop this long, as
+    a loaded operator machine does (fabtop's own stall in the middle of the start).
     """
     started = time.monotonic()
-    session = open_session(config)
+    statuses = _Statuses()
+    session = open_session(config, events=statuses)
     state = session.state
     task = asyncio.create_task(session.run())
     try:
@@ -110,7 +157,11 @@ async def fanout(
         deadline = time.monotonic() + warmup_s + 90
         while time.monotonic() < deadline:
             await asyncio.sleep(0.2)
-            if all(h.frames >= 2 for h in state.hosts.values()):
+            streaming = sum(h.frames >= 2 for h in state.hosts.values())
+            if stall_s and streaming >= len(state.hosts) / 4:
+                time.sleep(stall_s)  # the loop itself is blocked: the condition under test
+                stall_s = 0.0
+            if streaming == len(state.hosts):
                 break
         startup_s = time.monotonic() - started
         late = {h.name: f"{h.status}, {h.frames} frames, last said: "
@@ -132,11 +183,16 @@ async def fanout(
             node_cpu[kind] = node_cpu.get(kind, 0.0) + used - node0.get(pid, (kind, 0.0))[1]
         frames = sum(h.frames for h in state.hosts.values()) - frames0
         up = sum(h.status == "up" for h in state.hosts.values())
+        episodes = state.finding_log.episodes()
+        own = sum(e.rule == OWN_LAG_RULE for e in episodes)
+        silent = sum(e.rule in ("host_stale", "host_unreachable") for e in episodes)
+        lag_max = session.lag.worst_since(started)
     finally:
         await session.stop()
         task.cancel()
     return FanoutResult(len(config.hosts), up, ages, cpu, wall, frames, late,
-                        startup_s, node_cpu)
+                        startup_s, node_cpu, statuses.blamed, statuses.slow_starts, own,
+                        silent, lag_max)
 
 
 def _tree_cpu(root: int | None) -> dict[int, tuple[str, float]]:

@@ -11,6 +11,7 @@ from fabtop.run.compose import open_session
 from fabtop.run.demo import demo_config
 from fabtop.run.record import Recorder
 from fabtop.run.replay import Replay
+from tests.stepped import run_ticks, stepped_demo, until
 from tui.app import build_replay_app
 from tui.widgets.replay_bar import ReplayBar
 
@@ -19,14 +20,17 @@ from tui.widgets.replay_bar import ReplayBar
 async def recording(tmp_path: Path) -> Path:
     path = tmp_path / "demo.fabrec"
     cfg = demo_config(1.0)
-
-    rec = Recorder(path, cfg).open()
-    session = open_session(cfg, demo_speed=40.0, events=rec)
+    transports, clock = stepped_demo(cfg)
+    # 40 simulated seconds, tick by tick, kept as a recording of about 1 s (40x).
+    rec = Recorder(path, cfg, clock=lambda: clock.now() / 40).open()
+    session = open_session(cfg, transports=transports, events=rec)
     task = asyncio.create_task(session.run())
-    await asyncio.sleep(1.0)  # about 40 simulated seconds
-    await session.stop()
-    task.cancel()
-    rec.close()
+    try:
+        await run_ticks(clock, len(transports), 40)
+    finally:
+        await session.stop()
+        task.cancel()
+        rec.close()
     return path
 
 
@@ -64,8 +68,9 @@ async def test_dashboard_records_with_record_option(tmp_path: Path) -> None:
 
     path = tmp_path / "dash.fabrec"
     app = build_app(demo_config(0.2), record=str(path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(1.2)
+    async with app.run_test(size=(120, 40)):
+        state = app.ctx.state
+        await until(lambda: sum(h.frames for h in state.hosts.values()) >= 4, "4 frames")
     reader = RecordingReader(path)
     frames = [r for r in reader.records() if r.kind == FRAME]
     assert len(frames) >= 4 and reader.clean_end

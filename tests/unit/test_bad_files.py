@@ -110,6 +110,9 @@ BAD_RECORDINGS: dict[str, tuple[list[tuple[str, Any]], Any, str]] = {
     "reading_status_text": ([("M", {"t": 1, "host": "n1", "readings": [
         {"url": "http://h/metrics", "status": "200", "body": "x 1\n"}]})], None,
         "'readings[0].status'"),
+    "stall_text": ([("L", {"t": 1, "late_s": "long"})], None, "'late_s'"),
+    "stall_missing": ([("L", {"t": 1})], None, "'late_s'"),
+    "stall_negative": ([("L", {"t": 1, "late_s": -3})], None, "'late_s'"),
     "head_a_list": ([("E", [1, 2])], None, "head must be an object"),
     "deep_nesting": ([("E", b'{"t": 1, "x": ' + b"[" * 50 + b"]" * 50 + b"}\n")], None,
                      "nested"),

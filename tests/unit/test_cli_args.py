@@ -130,12 +130,13 @@ def test_record_demo_scenario_records_that_scenario(tmp_path: Path) -> None:
     # Reported in issue 12 as recording the plain demo: its first 20 s are healthy, so a
     # PFC storm from the start can only come from the scenario's own fabric.
     path = tmp_path / "storm.fabrec"
-    _record(path, "--demo-scenario", "pfc_storm", "--demo-speed", "10", "--duration", "2")
+    # By frames, not seconds: a starved machine records the same ticks (8 of each host).
+    _record(path, "--demo-scenario", "pfc_storm", "--demo-speed", "10", "--frames", "56")
     from fabtop.run.record import RecordingReader
 
     assert RecordingReader(path).config().source == "demo:pfc_storm"
     lines = _replay_findings(path)
     assert any(" raised " in ln and "PFC storm" in ln for ln in lines), lines
     plain = tmp_path / "plain.fabrec"
-    _record(plain, "--demo", "--demo-speed", "10", "--duration", "1.5")
+    _record(plain, "--demo", "--demo-speed", "10", "--frames", "42")
     assert not any("PFC storm" in ln for ln in _replay_findings(plain))

@@ -173,8 +173,9 @@ async def test_offloop_parses_in_a_thread_with_a_deadline_and_no_pile_up() -> No
             await off.run("slow", release.wait, 5)  # not queued a second time
         assert await off.run("other", lambda: 6) == 6  # other keys are not held up
         release.set()
-        await asyncio.sleep(0.05)
-        assert off.busy("slow") is None
+        async with asyncio.timeout(5):  # the thread ends: waited for, not slept for
+            while off.busy("slow") is not None:
+                await asyncio.sleep(0.01)
         assert await off.run("slow", lambda: 7) == 7
     finally:
         release.set()
@@ -186,7 +187,9 @@ async def test_offloop_rests_a_key_whose_parse_overran() -> None:
     try:
         with pytest.raises(TimeoutError):
             await off.run("huge", time.sleep, 0.3)
-        await asyncio.sleep(0.35)
+        async with asyncio.timeout(5):  # until the overlong parse ended in its thread
+            while "still running" in (off.busy("huge") or "still running"):
+                await asyncio.sleep(0.01)
         reason = off.busy("huge")  # took ~0.3 s: rests ~6 s, a sixth of a core at most
         assert reason is not None and "the last parse took 0.3 s; next try in" in reason
         with pytest.raises(TimeoutError, match="next try"):
@@ -226,7 +229,9 @@ async def test_a_prometheus_result_of_an_odd_shape_costs_that_result_not_the_pol
     src = PrometheusSource("http://prom:9090", interval=0.01, fetch=fetch)
     src.state = FabricState([])
     task = asyncio.create_task(src.run())
-    await asyncio.sleep(0.2)
+    async with asyncio.timeout(10):  # polls keep coming: waited for, not slept for
+        while len(calls) <= 3 and not task.done():
+            await asyncio.sleep(0.01)
     assert not task.done() and len(calls) > 3
     await src.stop()
     await asyncio.wait_for(task, 1)
