@@ -21,6 +21,7 @@ from fabtop.core.state import (
     DOWN,
     NOT_REPORTING,
     STATUSES,
+    UP,
     FabricState,
     effective_status,
     ssh_command,
@@ -30,13 +31,20 @@ from fabtop.core.thunderbolt import Cable
 from fabtop.run import snapshot
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.outputs import STDOUT, OutputError, write_text
+from fabtop.run.session import Session
 
 
-def _settled(state: FabricState, frames: int) -> bool:
-    return all(
-        h.frames >= frames or (h.status in NOT_REPORTING and h.error)
-        for h in state.hosts.values()
-    )
+def _settled(state: FabricState, frames: int, session: Session) -> bool:
+    """Every host gave its frames (or failed), and every host that reports has had its
+    inference servers looked for: "no inference server on node1" must not be said of a
+    node whose discovery is still running (a busy machine, a slow login)."""
+    for name, h in state.hosts.items():
+        if not (h.frames >= frames or (h.status in NOT_REPORTING and h.error)):
+            return False
+        disc = session.discovery.get(name)
+        if h.status == UP and disc is not None and not disc.settled:
+            return False
+    return True
 
 
 async def watch(config: Config, state: FabricState, seconds: float, frames: int,
@@ -53,7 +61,7 @@ async def watch(config: Config, state: FabricState, seconds: float, frames: int,
             waited = time.monotonic() - start
             if waited >= timeout or task.done():
                 break
-            if waited >= seconds and _settled(state, frames):
+            if waited >= seconds and _settled(state, frames, session):
                 break
             if on_tick is not None:
                 on_tick(waited)

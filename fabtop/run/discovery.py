@@ -113,6 +113,15 @@ class Discovery:
     enabled: bool = True
     not_servers: dict[str, float] = field(default_factory=dict)  # url -> when it said so
     not_server_s: float = NOT_A_SERVER_S
+    rounds: int = 0  # discovery rounds whose answers were taken
+    # The rounds taken when a poll's readings last reached the host (-1: none yet).
+    seen_round: int = -1
+
+    @property
+    def settled(self) -> bool:
+        """A poll reached the host after a first discovery round (or, with discovery off,
+        at all): what it says about its inference servers is known, not still coming."""
+        return self.seen_round >= (1 if self.enabled else 0)
 
     def due(self, now: float, connected: bool) -> bool:
         """Whether to probe the ports now: at connect, then every ``interval_s``."""
@@ -142,6 +151,7 @@ class Discovery:
         found once stays (its errors are shown) until its port answers as something else.
         """
         self.last_run = now
+        self.rounds += 1
         new: list[str] = []
         for url, answer in answers.items():
             if isinstance(answer, InferenceSample):

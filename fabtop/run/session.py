@@ -328,6 +328,8 @@ class Session:
                             self.events.metrics(host.name, raw)
                     readings = [await self._parse(host.name, r) for r in raw]
                     self.state.apply_inference(host.name, readings)
+                if hs is not None and hs.sample is not None:  # the readings reached it
+                    disc.seen_round = disc.rounds
                 delay = self.config.interval - (time.monotonic() - started)
                 if probing is not None:  # pick up a discovered server as soon as it answers
                     delay = min(delay, 0.1)
