@@ -503,7 +503,8 @@ def _replay(ns: argparse.Namespace) -> int:
         print(f"fabtop: {rp.torn}", file=sys.stderr)
     from tui.app import run_replay
 
-    return run_replay(rp, speed=ns.speed)
+    status = run_replay(rp, speed=ns.speed)
+    return status or (1 if rp.torn else 0)  # replayed as far as it goes; still damaged
 
 
 def _diff(ns: argparse.Namespace) -> int:
