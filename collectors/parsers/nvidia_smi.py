@@ -1,15 +1,13 @@
-"""Parse ``nvidia-smi --query-gpu`` CSV and ``nvidia-smi -q -x`` XML into GPU samples.
+"""Parse ``nvidia-smi --query-gpu`` CSV into GPU samples.
 
 Field names come from the ``--help-query-gpu`` text and the header rows in
-``../shared/fixtures/nvidia_smi/captures_utkuozdemir/`` (drivers 590-610), and the
-XML element names from the ``nvidia_smi_q_x_*.xml`` captures (schemas v10-v13).
+``../shared/fixtures/nvidia_smi/captures_utkuozdemir/`` (drivers 590-610).
 """
 
 from __future__ import annotations
 
 import csv
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter, methodcaller
@@ -83,7 +81,7 @@ REASON_BITS: dict[int, str] = {
     0x100: "display_clock_setting",
 }
 _REASON_ORDER = tuple(REASON_BITS.values())
-# The XML spells this one "display_clocks_setting"; NVML spells it DisplayClockSetting.
+# nvidia-smi -q -x spells this one "display_clocks_setting", NVML DisplayClockSetting.
 _REASON_ALIASES = {"display_clocks_setting": "display_clock_setting"}
 # An idle GPU dropping its clocks is not a throttle a user should chase.
 _NOT_THROTTLE = frozenset({"gpu_idle"})
@@ -157,19 +155,6 @@ def _int_of(raw: str) -> int | None:
 _TEXTS = Memo(_clean_of, _CELL_MEMO_MAX, _CELL_MAX)
 _NUMS = Memo(_num_of, _CELL_MEMO_MAX, _CELL_MAX)
 _INTS = Memo(_int_of, _CELL_MEMO_MAX, _CELL_MAX)
-
-
-def _clean(raw: str | None) -> str | None:
-    """A cell or element text, cleaned of control characters; None when it says 'no value'."""
-    return None if raw is None else _TEXTS[raw]
-
-
-def _num(raw: str | None) -> float | None:
-    return None if raw is None else _NUMS[raw]
-
-
-def _int(raw: str | None) -> int | None:
-    return None if raw is None else _INTS[raw]
 
 
 def _canonical(name: str) -> str:
@@ -401,90 +386,3 @@ def parse_query_csv(
     result.gpus = list(map(by_index.__getitem__, sorted(by_index)))
     return result
 
-
-def _text(el: ET.Element | None, path: str) -> str | None:
-    if el is None:
-        return None
-    found = el.find(path)
-    return found.text if found is not None else None
-
-
-def _xml_reasons(gpu_el: ET.Element) -> set[str]:
-    active: set[str] = set()
-    for section, prefix in (
-        ("clocks_event_reasons", "clocks_event_reason_"),
-        ("clocks_throttle_reasons", "clocks_throttle_reason_"),
-    ):
-        sec = gpu_el.find(section)
-        if sec is None:
-            continue
-        for child in sec:
-            if child.tag.startswith(prefix) and (child.text or "").strip().lower() == "active":
-                name = child.tag[len(prefix) :]
-                active.add(_REASON_ALIASES.get(name, name))
-    return active
-
-
-def _kbps(raw: str | None) -> float | None:
-    v = _clean(raw)
-    if v is None or not v.upper().endswith("KB/S"):
-        return None
-    return _num(v[:-4])
-
-
-def parse_query_xml(text: str) -> NvidiaQueryResult:
-    """Parse ``nvidia-smi -q -x``; GPUs are indexed in document order, as nvidia-smi does."""
-    result = NvidiaQueryResult()
-    # Real output carries '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_vN.dtd">' (an
-    # external id that ElementTree never fetches), so only an internal subset or an
-    # entity declaration, the vehicles for entity-expansion attacks, is refused.
-    doctype = re.search(r"<!DOCTYPE[^>\[]*(\[)?", text)
-    if "<!ENTITY" in text or (doctype is not None and doctype.group(1)):
-        result.warnings.append("nvidia-smi XML refused: it declares a DTD subset or entities")
-        return result
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as e:
-        result.warnings.append(clean(f"nvidia-smi XML unreadable: {e}"))
-        return result
-    result.timestamp = _clean(_text(root, "timestamp"))
-    for position, g in enumerate(root.findall("gpu")):
-        gpu = GpuSample(index=position)
-        gpu.name = _clean(_text(g, "product_name"))
-        gpu.bus_id = _clean(g.get("id")) or _clean(_text(g, "pci/pci_bus_id"))
-        gpu.uuid = _clean(_text(g, "uuid"))
-        gpu.utilization_pct = _num(_text(g, "utilization/gpu_util"))
-        gpu.memory_used_mib = _num(_text(g, "fb_memory_usage/used"))
-        gpu.memory_total_mib = _num(_text(g, "fb_memory_usage/total"))
-        # v10/v11 schema: <power_readings>; v12+: <gpu_power_readings>, and v13 splits
-        # the draw into average/instant (the CSV's power.draw is the average when known).
-        for sec in ("gpu_power_readings", "power_readings"):
-            readings = g.find(sec)
-            if readings is None:
-                continue
-            for tag in ("power_draw", "average_power_draw", "instant_power_draw"):
-                gpu.power_w = _num(_text(readings, tag))
-                if gpu.power_w is not None:
-                    break
-            for tag in ("enforced_power_limit", "current_power_limit", "power_limit"):
-                gpu.power_limit_w = _num(_text(readings, tag))
-                if gpu.power_limit_w is not None:
-                    break
-            break
-        gpu.temperature_c = _num(_text(g, "temperature/gpu_temp"))
-        gpu.memory_temperature_c = _num(_text(g, "temperature/memory_temp"))
-        gpu.sm_clock_mhz = _num(_text(g, "clocks/sm_clock"))
-        gpu.mem_clock_mhz = _num(_text(g, "clocks/mem_clock"))
-        gpu.fan_pct = _num(_text(g, "fan_speed"))
-        gpu.pcie_gen = _int(_text(g, "pci/pci_gpu_link_info/pcie_gen/current_link_gen"))
-        gpu.pcie_width = _int(
-            (_clean(_text(g, "pci/pci_gpu_link_info/link_widths/current_link_width")) or "")
-            .rstrip("x")
-        )
-        gpu.pcie_rx_kbps = _kbps(_text(g, "pci/rx_util"))
-        gpu.pcie_tx_kbps = _kbps(_text(g, "pci/tx_util"))
-        gpu.throttle_reasons = _ordered_throttles(_xml_reasons(g))
-        result.gpus.append(gpu)
-    if not result.gpus:
-        result.warnings.append("nvidia-smi XML lists no <gpu>")
-    return result
