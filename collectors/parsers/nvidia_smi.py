@@ -101,9 +101,14 @@ _MISSING = frozenset(
         "[insufficient permissions]",
     }
 )
-_NUM_UNIT = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:[A-Za-z%/]+)?\s*$")
+# A number, a unit, blanks around: "\s*(?:unit)?\s*$" would try every split of a run of
+# blanks between its two "\s*" (the square of the run); this reads the same linearly.
+_NUM_UNIT = re.compile(r"^\s*([-+]?[0-9]+(?:\.[0-9]+)?)(?:\s*[A-Za-z%/]+)?\s*$")
+_NUM_MAX = 128  # a reading ("1024 MiB", "  72.40 W") is far shorter: longer is none
 _HEADER_CELL = re.compile(r"^[a-z][A-Za-z0-9_.]*$")
-_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]\s*$")
+# "clocks_event_reasons.hw_power_brake_slowdown [Active]" is the longest header cell: a
+# longer one is no field name (and no pattern looks at it).
+_NAME_MAX = 128
 
 # Alternative spellings nvidia-smi accepts for one field, mapped to the name used here.
 _ALIASES = {
@@ -139,10 +144,10 @@ def _clean_of(raw: str) -> str | None:
 def _num_of(raw: str) -> float | None:
     # Nearly every cell is a plain number: the pattern admits digits, a unit and
     # whitespace only, so what it takes needs no cleaning (and is never a "no value").
-    m = _NUM_UNIT.match(raw)
+    m = _NUM_UNIT.match(raw) if len(raw) <= _NUM_MAX else None
     if m is None:
-        v = _clean_of(raw)
-        m = _NUM_UNIT.match(v) if v is not None else None
+        v = _clean_of(raw)  # bounded (clean), then looked at only when a reading's length
+        m = _NUM_UNIT.match(v) if v is not None and len(v) <= _NUM_MAX else None
     return parse_float(m.group(1)) if m else None  # None for nan, inf and 400-digit text
 
 
@@ -157,9 +162,24 @@ _NUMS = Memo(_num_of, _CELL_MEMO_MAX, _CELL_MAX)
 _INTS = Memo(_int_of, _CELL_MEMO_MAX, _CELL_MAX)
 
 
+def _without_unit(cell: str) -> str:
+    """A header cell stripped, without its ``[unit]`` (``memory.used [MiB]``: ``memory.used``).
+
+    The unit is from the first ``[`` after the last ``]`` before the final one (what the
+    pattern ``\\s*\\[[^\\]]*\\]\\s*$`` takes, found without its cost: tried at every
+    blank or ``[`` of a long cell, it costs the square of the cell).
+    """
+    s = cell.strip()
+    if s.endswith("]"):
+        at = s.find("[", s.rfind("]", 0, len(s) - 1) + 1, len(s) - 1)
+        if at >= 0:
+            s = s[:at].rstrip()
+    return s
+
+
 def _canonical(name: str) -> str:
     """``name`` as this parser spells it."""
-    n = _UNIT_SUFFIX.sub("", name.strip())
+    n = _without_unit(name)
     n = _ALIASES.get(n, n)
     for prefix in ("clocks_event_reasons.", "clocks_throttle_reasons."):
         if n.startswith(prefix):
@@ -177,9 +197,12 @@ def _ordered_throttles(active: set[str]) -> tuple[str, ...]:
 
 
 def _looks_like_header(cells: list[str]) -> bool:
-    if not cells or not _HEADER_CELL.match(_UNIT_SUFFIX.sub("", cells[0].strip())):
+    if not cells or len(cells[0]) > _NAME_MAX or not _HEADER_CELL.match(
+            _without_unit(cells[0])):
         return False  # a data row, nearly always: its first cell tells
-    names = [_UNIT_SUFFIX.sub("", c.strip()) for c in cells]
+    if any(len(c) > _NAME_MAX for c in cells):
+        return False
+    names = [_without_unit(c) for c in cells]
     return all(_HEADER_CELL.match(n) for n in names) and any(
         "." in n or "_" in n or n in {"index", "name", "uuid", "timestamp"} for n in names
     )
@@ -342,14 +365,14 @@ def parse_query_csv(
         head = None
         if len(cells) == cut + 1:  # split at the cut: the tail still one cell
             # a data row of the header the rows were split for (a header row may follow)
-            if plan is first and cells[0][:1].isdigit():
+            if plan is first and "0" <= cells[0][:1] <= "9":
                 cells.append("")
                 head = first.tail_heads[first.tail_cells(cells)]
             if head is None:  # split whole (the empty cell appended goes with the tail)
                 cells[cut:] = cells[cut].split(",")
         if head is None:
             # A data row starts with a date or an index: neither blank nor a header name.
-            if not (cells and cells[0][:1].isdigit()):
+            if not (cells and "0" <= cells[0][:1] <= "9"):
                 if not "".join(cells).strip():
                     continue
                 if _looks_like_header(cells):
