@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import hostlist
 
+from collectors.numbers import is_digits
 from collectors.probe import PROBE_KINDS, ProbeArgError, ProbeArgs, build_argv
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS, PortRange, parse_port_spec
 from fabtop.core.thresholds import unknown_thresholds
@@ -150,7 +151,7 @@ def _part_size(part: str) -> int:
         n = 0
         for rng in rangelist.split(","):
             lo, sep, hi = rng.partition("-")
-            if not (lo.isdigit() and (not sep or hi.isdigit())):
+            if not (is_digits(lo) and (not sep or is_digits(hi))):  # ASCII only: not "²"
                 n += 1
             elif len(lo) > 18 or len(hi) > 18:  # beyond any cluster (and int()'s limits)
                 raise ValueError(f"number in range {rng[:24]!r}... is too long")
