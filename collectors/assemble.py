@@ -19,6 +19,12 @@ values, puts them where the shape says, and makes what depends on them (normaliz
 metrics, saturated IB counters, read times, GPUs): the links, their records, QoS and the
 parse of the text are not redone while the host's shape holds. One path builds every
 sample, so a kept shape gives exactly what a new one would.
+
+The slow sections a Pipeline carries into the frames between slow ticks (Frame.carried)
+are the same objects until one of their kind comes again: what each reader made of one
+is kept with them (_Tail), so a carried section is parsed once, however often the
+shape is built again (every tick for the sh probe, whose counters are text); a Mac's
+frames and the GPU sections, read every tick, take the same kept readings.
 """
 
 from __future__ import annotations
