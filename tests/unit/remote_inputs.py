@@ -92,6 +92,21 @@ _INLINE: dict[str, list[str]] = {
     "thunderbolt.parse_lane_speed": ["20.0 Gb/s"],
     "thunderbolt.parse_lanes": ["2"],
     "pfcwd.parse_pfcwd": ["storm eth0 3 rx 0.995 1200 100000\nclear eth0 3 rx 0.120\n"],
+    # (the shared captures, where present, add real ones of these three)
+    "amd_smi.parse_rocm_smi_json": [
+        '{"card0": {"Card Series": "MI100", "pcie clock level": "1 (16.0GT/s x16)", '
+        '"GPU use (%)": "3", "Temperature (Sensor edge) (C)": "31.0", '
+        '"Average Graphics Package Power (W)": "35.0", "VRAM Total Memory (B)": "343429611"}}'
+    ],
+    "amd_smi.parse_amd_smi_metric_json": [
+        '[{"gpu": 0, "usage": {"gfx_activity": {"value": 3, "unit": "%"}}, "power": '
+        '{"socket_power": {"value": 35, "unit": "W"}}, "mem_usage": {"used_vram": "6 MB", '
+        '"total_vram": "64 GB"}, "pcie": {"width": 16, "speed": {"value": 16, "unit": "GT/s"}}}]'
+    ],
+    "nvidia_smi.parse_query_csv": [
+        "index, name, utilization.gpu [%], memory.used [MiB], power.draw [W], "
+        "pcie.link.gen.current\n0, NVIDIA H100 80GB HBM3, 35 %, 1024 MiB, 120.50 W, 5\n"
+    ],
 }
 
 # Parser -> (its captures: globs under this repository's fixtures, under the shared ones,
