@@ -19,6 +19,12 @@ values, puts them where the shape says, and makes what depends on them (normaliz
 metrics, saturated IB counters, read times, GPUs): the links, their records, QoS and the
 parse of the text are not redone while the host's shape holds. One path builds every
 sample, so a kept shape gives exactly what a new one would.
+
+The slow sections a Pipeline carries into the frames between slow ticks (Frame.carried)
+are the same objects until one of their kind comes again: what each reader made of one
+is kept with them (_Tail), so a carried section is parsed once, however often the
+shape is built again (every tick for the sh probe, whose counters are text); a Mac's
+frames and the GPU sections, read every tick, take the same kept readings.
 """
 
 from __future__ import annotations
@@ -26,14 +32,15 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from functools import partial
 from operator import eq, is_, itemgetter
 from typing import Any, ParamSpec, TypeVar, cast
 
 from collectors.darwin import TICK_KIND as DARWIN_TICK_KIND
 from collectors.darwin import assemble_darwin
-from collectors.frames import UNKNOWN_SCHEMA, Frame, Section
-from collectors.gpu_sections import GPU_KINDS, gpus_from_frame
+from collectors.frames import UNKNOWN_SCHEMA, Frame, Section, TextRead
+from collectors.gpu_sections import GPU_KINDS, gpus_from_frame, read_gpu_section
 from collectors.guard import Guard
 from collectors.normalize import (
     IB_HW_MAP,
@@ -99,6 +106,9 @@ from collectors.text import MAX_TEXT, clean
 from collectors.values import Values, decode_whole
 from collectors.version_sections import versions_from_frame
 
+_T = TypeVar("_T")
+_A = TypeVar("_A")
+
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
 
 _ARPHRD_INFINIBAND = 32  # include/uapi/linux/if_arp.h: IPoIB netdevs
@@ -113,16 +123,24 @@ def assemble(host: str, frame: Frame, kept: Shapes | None = None) -> HostSample:
     """
     sample = HostSample(host=host, seq=frame.seq, clock_ns=frame.clock_ns, uptime_s=frame.uptime_s)
     warn = _Warner(host, sample.warnings)
-    if any(s.kind == DARWIN_TICK_KIND for s in frame.sections):
-        # A macOS probe's frame: all text, read by collectors/darwin.py (see its docstring).
-        _guard(warn, "assemble", None, None, assemble_darwin, _cleaned(frame), sample, warn)
-        return sample
     shapes = _SHAPES if kept is None else kept
+    last = shapes.get(host)
+    if any(s.kind == DARWIN_TICK_KIND for s in frame.sections):
+        # A macOS probe's frame: all text, read by collectors/darwin.py (see its docstring);
+        # what is kept of the host is its carried sections' readings.
+        frame = _cleaned(frame)
+        tail = last if isinstance(last, _Tail) and last.sections is frame.carried else None
+        if tail is None and frame.carried:
+            tail = _Tail(frame.carried, (), {}, None).keep(
+                last if isinstance(last, _Tail) else None)
+            _keep(shapes, host, tail)
+        _guard(warn, "assemble", None, None, assemble_darwin, frame, sample, warn,
+               _read_now if tail is None else tail.read)
+        return sample
     # Carried sections read before, this very tuple (Frame.carried): their headers were
     # looked at then (a frame whose headers needed cleaning is rebuilt without carried).
-    last = shapes.get(host)
-    seen = len(frame.carried) if frame.carried and last is not None and last.tail is not None \
-        and last.tail.sections is frame.carried else 0
+    seen = len(frame.carried) if frame.carried and isinstance(last, _Kept) \
+        and last.tail is not None and last.tail.sections is frame.carried else 0
     # A bug outside the per-section guards costs the rest of this frame, said in one line.
     _guard(warn, "assemble", None, None, _assemble, host, _cleaned(frame, seen), sample,
            warn, shapes)
@@ -173,7 +191,8 @@ def _assemble(
     host: str, frame: Frame, sample: HostSample, warn: _Warner, shapes: Shapes
 ) -> None:
     sections = frame.sections
-    kept = shapes.get(host)
+    had = shapes.get(host)
+    kept = had if isinstance(had, _Kept) else None
     last = kept.values if kept is not None else {}
     values: dict[int, _Values] = {}
     decoded: _Decoded = {}
@@ -186,7 +205,7 @@ def _assemble(
     tail = None
     if carried:
         tail = kept.tail if kept is not None and kept.tail is not None \
-            and kept.tail.sections is carried else _tail(carried)
+            and kept.tail.sections is carried else _tail(carried, kept.tail if kept else None)
     end = len(sections) if tail is None else len(sections) - len(carried)
     # The shape's key: all of the frame but the values, the GPUs and the read times.
     parts: list[tuple[object, ...]] = []
@@ -231,29 +250,78 @@ def _assemble(
     else:
         bare = frame if shaped is sections else Frame(
             frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, shaped)
-        kept = _Kept(key, _build_shape(host, bare, decoded), values)
-        if len(shapes) >= _SHAPES_MAX and host not in shapes:
-            del shapes[next(iter(shapes))]  # the host kept longest ago
-        shapes[host] = kept
+        kept = _Kept(key, _build_shape(host, bare, decoded, _read_now if tail is None else
+                                       tail.read), values)
+        _keep(shapes, host, kept)
     if tail is not None:
         kept.tail = tail
-    _fill(kept.shape, frame, decoded, deltas, temps, sample, warn, end)
+    _fill(kept.shape, frame, decoded, deltas, temps, sample, warn, end, tail)
+
+
+def _keep(shapes: Shapes, host: str, kept: _Kept | _Tail) -> None:
+    if len(shapes) >= _SHAPES_MAX and host not in shapes:
+        del shapes[next(iter(shapes))]  # the host kept longest ago
+    shapes[host] = kept
 
 
 @dataclass(slots=True)
 class _Tail:
     """What a frame's carried sections give the key (their parts, NIC temperatures, the
-    sections without those), read once for as long as the very same tuple comes."""
+    sections without those), read once for as long as the very same tuple comes; and
+    what each reader made of each of them (a carried section is parsed once, whatever
+    the frames between and however often the host's shape is built again)."""
 
     sections: tuple[Section, ...]
     parts: tuple[tuple[object, ...], ...]
     temps: dict[str, dict[str, int]]
     shaped: list[Section] | None  # None: as they came
+    # Where each of its sections (as came, and as shaped) is: it holds them, so their
+    # ids are theirs for as long as it lives.
+    at: dict[int, int] = field(default_factory=dict)
+    reads: dict[tuple[object, int], Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.at = {id(s): i for i, s in enumerate(self.sections)}
+        self.at.update((id(s), i) for i, s in enumerate(self.shaped or ()))
+
+    def read(self, parse: Callable[[str], _T], sec: Section) -> _T:
+        """``parse(sec.text)``: once per carried section; the memo's for any other."""
+        i = self.at.get(id(sec))
+        return _memo(parse, sec.text) if i is None else self._once(parse, i, sec.text)
+
+    def read_section(self, read: Callable[[Section], _T], sec: Section) -> _T:
+        """``read(sec)``: once per carried section; anew for any other."""
+        i = self.at.get(id(sec))
+        return read(sec) if i is None else self._once(read, i, sec)
+
+    def keep(self, prev: _Tail | None) -> _Tail:
+        """What ``prev`` read of the sections both hold: a Pipeline carries each section on,
+        the very object, until one of its kind comes again (a new tail each time any does),
+        so a section is parsed once, not once per tail."""
+        if prev is not None:
+            for (read, i), got in prev.reads.items():
+                j = self.at.get(id(prev.sections[i]))
+                if j is not None and self.sections[j] is prev.sections[i]:
+                    self.reads[(read, j)] = got
+        return self
+
+    def _once(self, read: Callable[[_A], _T], i: int, arg: _A) -> _T:
+        key = (read, i)
+        got = self.reads.get(key, self)  # (self: not read yet; a reading may be None)
+        if got is self:
+            got = self.reads[key] = read(arg)
+        return cast(_T, got)
 
 
-def _tail(carried: tuple[Section, ...]) -> _Tail | None:
-    """The carried sections read as _assemble reads a frame's; None when one has values
-    by position (read every tick, never cached)."""
+def _read_now(parse: Callable[[str], _T], sec: Section) -> _T:
+    """How a section is read where no tail keeps it (TextRead): the memo's."""
+    return _memo(parse, sec.text)
+
+
+def _tail(carried: tuple[Section, ...], prev: _Tail | None) -> _Tail | None:
+    """The carried sections read as _assemble reads a frame's, with what ``prev`` read of
+    those it held too; None when one has values by position (read every tick, never
+    cached)."""
     parts: list[tuple[object, ...]] = []
     temps: dict[str, dict[str, int]] = {}
     shaped: list[Section] | None = None
@@ -269,7 +337,7 @@ def _tail(carried: tuple[Section, ...]) -> _Tail | None:
                 shaped = list(carried)
             shaped[i] = cut
         parts.append(part)
-    return _Tail(carried, tuple(parts), temps, shaped)
+    return _Tail(carried, tuple(parts), temps, shaped).keep(prev)
 
 
 def _text_part(
@@ -340,8 +408,9 @@ def _hwmon_values(text: str, into: dict[str, int]) -> str:
     return "".join(parts)
 
 
-# A host's last shape and values; one per host: bounded by the hosts watched (and this).
-Shapes = dict[str, "_Kept"]
+# A host's last shape and values (a macOS host's: its carried sections' readings); one per
+# host: bounded by the hosts watched (and this).
+Shapes = dict[str, "_Kept | _Tail"]
 _SHAPES: Shapes = {}
 _SHAPES_MAX = 4096
 
@@ -486,8 +555,11 @@ class _Shape:
     tail_status: tuple[tuple[Section, ...], list[SectionStatus]] | None = None
 
 
-def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
-    """Run the whole assembly once, each structured value standing for its position."""
+def _build_shape(host: str, frame: Frame, decoded: _Decoded, read: TextRead) -> _Shape:
+    """Run the whole assembly once, each structured value standing for its position.
+
+    ``read``: how the readers parse a text section (the tail keeps each carried one's).
+    """
     index = {id(s): i for i, s in enumerate(frame.sections)}
     values: dict[int, list[int | None] | None] = {}
     for i, (vals, _) in decoded.items():
@@ -495,8 +567,8 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
             list[int | None], [None if v is None else _Pos(i, j) for j, v in enumerate(vals)]
         )
     warn = _ShapeWarner(host)
-    b = _Build(frame, warn, index, values)
-    b.thunderbolt = _guard(warn, "systb_slow", None, None, _thunderbolt, frame, warn)
+    b = _Build(frame, warn, index, values, read)
+    b.thunderbolt = _guard(warn, "systb_slow", None, None, _thunderbolt, b)
     statuses = []
     for i, s in enumerate(frame.sections):
         detail = s.detail
@@ -505,10 +577,10 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded) -> _Shape:
         statuses.append((i, s.kind, s.subject, s.status, detail or None))
     links = _guard(warn, "assemble", None, [], _links, b)
     probe = HostSample("", 0, 0, 0.0)
-    cpu = _guard(warn, "cputhrottle", None, None, _cpu_throttle, frame, warn)
+    cpu = _guard(warn, "cputhrottle", None, None, _cpu_throttle, b)
     _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
-    versions = _guard(warn, "versions", None, None, versions_from_frame, frame)
-    fw = _guard(warn, "firewall", None, None, _firewall, frame, warn)
+    versions = _guard(warn, "versions", None, None, versions_from_frame, frame, read)
+    fw = _guard(warn, "firewall", None, None, _firewall, b)
     # Every link's metrics are made at its place in the warnings: when those places are
     # the links, in their order, _fill may make them all in one try.
     at_once = [item for item in warn.plan if isinstance(item, _LinkPlan)]
@@ -527,19 +599,33 @@ class _Build:
     warn: _ShapeWarner
     index: dict[int, int]  # id(section) -> its index in the frame
     values: dict[int, list[int | None] | None]  # section index -> its values, as positions
+    read: TextRead  # parse(section.text), or the tail's reading of a carried section
     thunderbolt: ThunderboltInfo | None = None
+    # (kind, subject) and (kind, None) -> the first such section (Frame.find's answer)
+    found: dict[tuple[str, str | None], Section] | None = None
 
     def of(self, sec: Section) -> tuple[int, list[int | None] | None]:
         i = self.index[id(sec)]
         return i, self.values[i]
 
+    def find(self, kind: str, subject: str | None = None) -> Section | None:
+        """``frame.find``, from an index made once: each link looks for a few sections of
+        its own, and a frame of thousands of netdevs has thousands of sections."""
+        found = self.found
+        if found is None:
+            found = self.found = {}
+            for sec in self.frame.sections:
+                found.setdefault((sec.kind, sec.subject), sec)
+                found.setdefault((sec.kind, None), sec)
+        return found.get((kind, subject))
+
 
 def _links(b: _Build) -> list[_LinkPlan]:
-    frame, warn = b.frame, b.warn
+    warn = b.warn
     netdevs = _guard(warn, "sysnet", None, {}, _sysnet, b)
     devices = _guard(warn, "sysib", None, {}, _sysib, b)
-    slow_hw = _guard(warn, "sysib_slow", None, {}, _slow_hw_names, frame)
-    infos = _driver_infos(frame, warn)
+    slow_hw = _guard(warn, "sysib_slow", None, {}, _slow_hw_names, b)
+    infos = _driver_infos(b)
     ethtool = _ethtool_stats(b)
 
     found: dict[str, _LinkPlan] = {}
@@ -565,7 +651,7 @@ def _links(b: _Build) -> list[_LinkPlan]:
 
     if b.thunderbolt is not None:
         _tb_rates(found, b.thunderbolt)
-    addresses = _guard(warn, "ip_addr", None, None, _addresses, frame, warn)
+    addresses = _guard(warn, "ip_addr", None, None, _addresses, b)
     for lp in found.values():
         if addresses is not None and lp.link.netdev is not None:
             lp.link.addresses = addresses.get(lp.link.netdev, ())  # read: none on it
@@ -573,23 +659,23 @@ def _links(b: _Build) -> list[_LinkPlan]:
     return list(found.values())
 
 
-def _addresses(frame: Frame, warn: _Warner) -> dict[str, tuple[str, ...]] | None:
+def _addresses(b: _Build) -> dict[str, tuple[str, ...]] | None:
     """Each netdev's addresses (``ip -o addr show``, slow): None when not read whole."""
-    sec = frame.find("ip_addr")
+    sec = b.frame.find("ip_addr")
     if sec is None or sec.schema is not None or sec.status != "ok":
         return None  # a cut or failed listing cannot say a netdev has no address
-    parsed = _memo(parse_ip_addr, sec.text)
-    warn.add("ip_addr", None, parsed.warnings)
+    parsed = b.read(parse_ip_addr, sec)
+    b.warn.add("ip_addr", None, parsed.warnings)
     return parsed.addresses
 
 
-def _thunderbolt(frame: Frame, warn: _Warner) -> ThunderboltInfo | None:
+def _thunderbolt(b: _Build) -> ThunderboltInfo | None:
     """The host's Thunderbolt domain (Linux sysfs), from its latest slow section."""
-    secs = _texts(frame, "systb_slow")
+    secs = _texts(b.frame, "systb_slow")
     if not secs:
         return None
-    parsed = _memo(parse_systb, secs[-1].text)
-    warn.add("systb_slow", None, parsed.warnings)
+    parsed = b.read(parse_systb, secs[-1])
+    b.warn.add("systb_slow", None, parsed.warnings)
     return parsed.info
 
 
@@ -612,22 +698,23 @@ def _fill(
     sample: HostSample,
     warn: _Warner,
     end: int,
+    tail: _Tail | None,
 ) -> None:
     """One tick's sample from its host's shape and its own values; from ``end`` on, the
-    frame's sections are its carried ones (Frame.carried), the same as the tick before."""
+    frame's sections are its carried ones (Frame.carried, read as ``tail`` says)."""
     sections = frame.sections
     statuses = shape.sections if end == len(sections) else shape.sections[:end]
     sample.sections = [SectionStatus(kind, subject, status, sections[i].read_ns, detail)
                        for i, kind, subject, status, detail in statuses]
     if end < len(sections):
         # The shape's own: a key that matched had these sections at these places.
-        tail = shape.tail_status
-        if tail is None or tail[0] is not frame.carried:
-            tail = shape.tail_status = (frame.carried, [
+        noted = shape.tail_status
+        if noted is None or noted[0] is not frame.carried:
+            noted = shape.tail_status = (frame.carried, [
                 SectionStatus(kind, subject, status, sections[i].read_ns, detail)
                 for i, kind, subject, status, detail in shape.sections[end:]])
-        sample.sections += tail[1]
-        sample.carried_sections = tail[1]
+        sample.sections += noted[1]
+        sample.carried_sections = noted[1]
     links = sample.links
     for lp in shape.links:
         link = links[lp.link.id] = LinkSample(*lp.fields)
@@ -667,7 +754,7 @@ def _fill(
     sample.versions = shape.versions  # frozen: shared by the samples of one shape
     sample.firewall = shape.firewall
     sample.thunderbolt = shape.thunderbolt
-    _gpus(frame, sample, warn, shape.gpu_at)
+    _gpus(frame, sample, warn, shape.gpu_at, tail)
 
 
 def _saturated(legacy: _Resolver, decoded: _Decoded, deltas: _Deltas) -> list[str]:
@@ -790,7 +877,6 @@ def _hotter(base: float | None, milli: int | None) -> float | None:
     return t if base is None or t > base else base
 
 
-_T = TypeVar("_T")
 _D = TypeVar("_D")
 _P = ParamSpec("_P")
 
@@ -993,11 +1079,11 @@ def _placed(b: _Build, sec: Section) -> _Placed | None:
     return (sec, runs, vals) if vals is not None else None
 
 
-def _slow_hw_names(frame: Frame) -> dict[tuple[str, int], frozenset[str]]:
+def _slow_hw_names(b: _Build) -> dict[tuple[str, int], frozenset[str]]:
     """hw_counters the probe reads on slow ticks only (ib_hw_tick), by (device, port)."""
     out: dict[tuple[str, int], frozenset[str]] = {}
-    for sec in _texts(frame, "sysib_slow"):
-        out.update(_memo(_hw_in_text, sec.text))
+    for sec in _texts(b.frame, "sysib_slow"):
+        out.update(b.read(_hw_in_text, sec))
     return out
 
 
@@ -1013,11 +1099,12 @@ def _hw_in_text(text: str) -> dict[tuple[str, int], frozenset[str]]:
     return {k: frozenset(v) for k, v in found.items()}
 
 
-def _driver_infos(frame: Frame, warn: _Warner) -> dict[str, DriverInfo]:
+def _driver_infos(b: _Build) -> dict[str, DriverInfo]:
+    warn = b.warn
     out: dict[str, DriverInfo] = {}
-    for s in _texts(frame, "ethtool_i"):
+    for s in _texts(b.frame, "ethtool_i"):
         if s.subject:
-            info = _guard(warn, s.kind, s.subject, None, _memo, parse_ethtool_info, s.text)
+            info = _guard(warn, s.kind, s.subject, None, b.read, parse_ethtool_info, s)
             if info is not None:
                 warn.add(s.kind, s.subject, info.warnings)
                 out[s.subject] = info
@@ -1038,7 +1125,7 @@ def _ethtool_stats(b: _Build) -> dict[str, dict[str, int]]:
         ):
             continue  # a driver without ethtool stats (thunderbolt-net, veth): nothing to say
         if s.status != "ok":
-            _tool_output(frame, s.kind, s.subject, warn)
+            _tool_output(b, s.kind, s.subject)
         if s.schema is not None:
             names: tuple[str, ...] | None = s.schema.plans.get("ethtool")
             if names is None:
@@ -1177,7 +1264,7 @@ def _finish(
     b.warn.metrics(lp)
     lp.read_at = _read_at(link, b, ethtool)
     raw_ethtool = ethtool.get(ndev) if ndev else None
-    link.qos = _guard(warn, "qos", ndev, None, _qos, b.frame, ndev, rec, raw_ethtool, warn)
+    link.qos = _guard(warn, "qos", ndev, None, _qos, b, ndev, rec, raw_ethtool)
     placed = bool(b.values)
     lp.counters = tuple((source, _Resolver(c, placed)) for source, c in link.counters.items())
     _guard(warn, "link", link.id, None, _plan_metrics, lp)
@@ -1249,9 +1336,9 @@ def _read_at(link: LinkSample, b: _Build, ethtool: dict[str, dict[str, int]]) ->
     port, else sysfs."""
     sec = None
     if link.netdev is not None and link.netdev in ethtool:
-        sec = b.frame.find("ethtool_S", link.netdev)
+        sec = b.find("ethtool_S", link.netdev)
     if sec is None:
-        sec = b.frame.find("sysib" if link.rdma_device is not None else "sysnet")
+        sec = b.find("sysib" if link.rdma_device is not None else "sysnet")
     return b.index[id(sec)] if sec is not None else None
 
 
@@ -1275,10 +1362,11 @@ def _driver_facts(
 _PARTIAL_BUT_REAL = ("ok", "timeout", "truncated")
 
 
-def _tool_output(frame: Frame, kind: str, subject: str, warn: _Warner) -> Section | None:
+def _tool_output(b: _Build, kind: str, subject: str) -> Section | None:
     # A tool that failed printed its error message, not its table: report it in one
     # line instead of feeding the message to the parser word by word.
-    sec = frame.find(kind, subject)
+    warn = b.warn
+    sec = b.find(kind, subject)
     if sec is None or sec.status == "ok":
         return sec
     detail = f" ({sec.detail})" if sec.detail else ""
@@ -1291,26 +1379,26 @@ def _tool_output(frame: Frame, kind: str, subject: str, warn: _Warner) -> Sectio
 
 
 def _qos(
-    frame: Frame,
+    b: _Build,
     ndev: str | None,
     rec: NetdevRecord | None,
     raw_ethtool: dict[str, int] | None,
-    warn: _Warner,
 ) -> QosConfig | None:
     if ndev is None:
         return None
+    warn = b.warn
     cfg: QosConfig | None = None
-    mq = _tool_output(frame, "mlnx_qos", ndev, warn)
-    dcb = _tool_output(frame, "dcb_pfc", ndev, warn)
+    mq = _tool_output(b, "mlnx_qos", ndev)
+    dcb = _tool_output(b, "dcb_pfc", ndev)
     if mq is not None and mq.text.strip():
-        parsed = _memo(parse_mlnx_qos, mq.text)
+        parsed = b.read(parse_mlnx_qos, mq)
         warn.add(mq.kind, ndev, parsed.warnings)
-        cfg = _shallow(parsed.config)  # the parse is shared (memoized); this link's is not
+        cfg = _shallow(parsed.config)  # the parse is shared (kept); this link's is not
     elif dcb is not None and dcb.text.strip():
-        parsed_dcb = _memo(parse_dcb_pfc, dcb.text)
+        parsed_dcb = b.read(parse_dcb_pfc, dcb)
         warn.add(dcb.kind, ndev, parsed_dcb.warnings)
         cfg = _shallow(parsed_dcb.config)
-    cfg = _dcb_extras(frame, ndev, cfg, warn)
+    cfg = _dcb_extras(b, ndev, cfg)
     if cfg is None or cfg.pfc_enabled is None:
         inferred = pfc_priorities_from_names(raw_ethtool) if raw_ethtool else None
         if inferred is not None:
@@ -1327,14 +1415,13 @@ def _qos(
     return cfg
 
 
-def _dcb_extras(
-    frame: Frame, ndev: str, cfg: QosConfig | None, warn: _Warner
-) -> QosConfig | None:
+def _dcb_extras(b: _Build, ndev: str, cfg: QosConfig | None) -> QosConfig | None:
     # iproute2 dcb fills what mlnx_qos did not report (hosts without mlnx-tools).
-    trust_sec = _tool_output(frame, "dcb_apptrust", ndev, warn)
-    app_sec = _tool_output(frame, "dcb_app", ndev, warn)
-    ets_sec = _tool_output(frame, "dcb_ets", ndev, warn)
-    buf_sec = _tool_output(frame, "dcb_buffer", ndev, warn)
+    warn = b.warn
+    trust_sec = _tool_output(b, "dcb_apptrust", ndev)
+    app_sec = _tool_output(b, "dcb_app", ndev)
+    ets_sec = _tool_output(b, "dcb_ets", ndev)
+    buf_sec = _tool_output(b, "dcb_buffer", ndev)
     found = [s for s in (trust_sec, app_sec, ets_sec, buf_sec)
              if s is not None and s.text.strip()]
     if not found:
@@ -1342,29 +1429,30 @@ def _dcb_extras(
     if cfg is None:
         cfg = QosConfig(source="dcb")
     if trust_sec is not None and trust_sec.text.strip() and cfg.trust is None:
-        parsed_trust = parse_dcb_apptrust(trust_sec.text)
+        parsed_trust = b.read(parse_dcb_apptrust, trust_sec)
         warn.add(trust_sec.kind, ndev, parsed_trust.warnings)
         cfg.trust = parsed_trust.trust
     if app_sec is not None and app_sec.text.strip() and cfg.dscp2prio is None:
-        parsed_app = parse_dcb_app(app_sec.text)
+        parsed_app = b.read(parse_dcb_app, app_sec)
         warn.add(app_sec.kind, ndev, parsed_app.warnings)
         cfg.dscp2prio = parsed_app.dscp2prio or None
     if ets_sec is not None and ets_sec.text.strip() and cfg.ets is None:
-        parsed_ets = parse_dcb_ets(ets_sec.text)
+        parsed_ets = b.read(parse_dcb_ets, ets_sec)
         warn.add(ets_sec.kind, ndev, parsed_ets.warnings)
         cfg.ets = parsed_ets.ets or None
     if buf_sec is not None and buf_sec.text.strip() and cfg.prio_buffer is None:
-        parsed_buf = _memo(parse_dcb_buffer, buf_sec.text)
+        parsed_buf = b.read(parse_dcb_buffer, buf_sec)
         warn.add(buf_sec.kind, ndev, parsed_buf.warnings)
         cfg.prio_buffer = dict(parsed_buf.prio_buffer) or None
         cfg.buffer_size = dict(parsed_buf.buffer_size) or None
     return cfg
 
 
-def _cpu_throttle(frame: Frame, warn: _Warner) -> int | None:
+def _cpu_throttle(b: _Build) -> int | None:
+    warn = b.warn
     total: int | None = None
-    for s in _texts(frame, "cputhrottle"):
-        values, warnings = parse_kv_dump(s.text)
+    for s in _texts(b.frame, "cputhrottle"):
+        values, warnings = b.read(parse_kv_dump, s)
         warn.add(s.kind, s.subject, warnings)
         for path, value in values.items():
             num = parse_uint(value)
@@ -1405,25 +1493,29 @@ def _probe_notes(frame: Frame, sample: HostSample, warn: _Warner) -> None:
         warn.add(s.kind, None, notes)
 
 
-def _firewall(frame: Frame, warn: _ShapeWarner) -> FirewallState | None:
-    sec = frame.find("firewall")
+def _firewall(b: _Build) -> FirewallState | None:
+    sec = b.frame.find("firewall")
     if sec is None:
         return None
     # A ruleset's text comes again each slow tick: parsed once while it stays the same.
-    fw = _memo(firewall_read, sec.text) if sec.status == "ok" else firewall_state(
+    fw = b.read(firewall_read, sec) if sec.status == "ok" else firewall_state(
         sec.status, sec.detail, sec.text)
     if fw.ruleset is not None:
-        warn.add("firewall", None, fw.ruleset.warnings[:20])
+        b.warn.add("firewall", None, fw.ruleset.warnings[:20])
     return fw
 
 
-def _gpus(frame: Frame, sample: HostSample, warn: _Warner, at: tuple[int, ...]) -> None:
-    """The GPUs of the frame's sections at ``at`` (the shape knows where they are)."""
+def _gpus(
+    frame: Frame, sample: HostSample, warn: _Warner, at: tuple[int, ...], tail: _Tail | None
+) -> None:
+    """The GPUs of the frame's sections at ``at`` (the shape knows where they are); a
+    carried one (``gpu_amd`` comes once a minute) is read once, by its tail."""
     sections = frame.sections
     only = Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s,
                  [sections[i] for i in at])
+    read = read_gpu_section if tail is None else partial(tail.read_section, read_gpu_section)
     # A bug in the GPU parsers must not lose the network sample.
-    found = _guard(warn, "gpu", None, None, gpus_from_frame, only)
+    found = _guard(warn, "gpu", None, None, gpus_from_frame, only, read)
     if found is None:
         return
     gpus, read_ns, warnings = found

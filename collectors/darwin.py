@@ -3,8 +3,9 @@
 Why not through assemble's per-host shape: every Darwin section is plain text, the
 per-tick one (``netstat_i``) changes every tick, and nothing of the Linux link merging
 (sysfs, gid_attrs, ethtool) applies. So a Darwin frame is read here, section by section,
-each behind its own guard, with the slow sections' parses remembered (they repeat for a
-minute) and the netstat text read anew each tick. One path builds every Darwin sample.
+each behind its own guard, the slow sections through the ``read`` the assembler gives
+(which keeps each carried section's parse: they repeat for a minute) and the netstat
+text anew each tick. One path builds every Darwin sample.
 
 Sections (docs: collectors/probe_darwin.zsh): per tick ``netstat_i`` (``netstat -ibdn``),
 ``macmon`` (one ``macmon pipe`` line, where macmon exists); slow ``ibv_devinfo``,
@@ -15,10 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-from collectors.frames import Frame, Section
-from collectors.memo import Memo
+from collectors.frames import Frame, Section, TextRead, read_now
 from collectors.normalize import normalize_netdev
 from collectors.parsers.macos_ifconfig import IfconfigResult, parse_ifconfig
 from collectors.parsers.macos_netstat import netdev_statistics, parse_netstat_ibdn
@@ -47,26 +47,15 @@ UNVERIFIED_GIDS = "ibv_devinfo -v GID lines (macOS: documented, never captured)"
 # macmon's JSON as its README shows it (the only public sample found is that example).
 UNVERIFIED_MACMON = "macmon pipe JSON (from its README's example only)"
 
-_T = TypeVar("_T")
 
 
 class Warn(Protocol):
     def add(self, kind: str, subject: str | None, messages: list[str]) -> None: ...
 
 
-_MEMOS: dict[Callable[[str], object], Memo[str, object]] = {}
-
-
 # LinkSample.state of a Mac's Thunderbolt receptacle with no cable (system_profiler lists
 # nothing on it, ifconfig says inactive).
 EMPTY = "empty"
-
-
-def _memo(parse: Callable[[str], _T], text: str) -> _T:
-    memo = _MEMOS.get(parse)
-    if memo is None:
-        memo = _MEMOS[parse] = Memo(parse, 256, 1 << 20)
-    return memo[text]  # type: ignore[return-value]
 
 
 def _text(frame: Frame, kind: str) -> Section | None:
@@ -83,8 +72,13 @@ def _guarded(warn: Warn, kind: str, fn: Callable[[], None]) -> None:
         warn.add(kind, None, [f"error: {type(exc).__name__}: {str(exc)[:120]}"])
 
 
-def assemble_darwin(frame: Frame, sample: HostSample, warn: Warn) -> None:
-    """Fill ``sample`` from a Darwin frame; never raises."""
+def assemble_darwin(
+    frame: Frame, sample: HostSample, warn: Warn, read: TextRead = read_now
+) -> None:
+    """Fill ``sample`` from a Darwin frame; never raises.
+
+    ``read``: how a slow section's text is parsed (the assembler keeps each carried one's).
+    """
     sample.sections = [
         SectionStatus(s.kind, s.subject, s.status, s.read_ns, s.detail) for s in frame.sections
     ]
@@ -98,7 +92,7 @@ def assemble_darwin(frame: Frame, sample: HostSample, warn: Warn) -> None:
         nonlocal ports
         s = _text(frame, "hwports")
         if s is not None:
-            ports = _memo(parse_hardware_ports, s.text)
+            ports = read(parse_hardware_ports, s)
             warn.add(s.kind, None, ports.warnings)
             mac.thunderbolt_ports = tuple(sorted(ports.thunderbolt))
 
@@ -106,17 +100,17 @@ def assemble_darwin(frame: Frame, sample: HostSample, warn: Warn) -> None:
         nonlocal ifc
         s = _text(frame, "ifconfig")
         if s is not None:
-            ifc = _memo(parse_ifconfig, s.text)
+            ifc = read(parse_ifconfig, s)
             mac.bridges = {n: tuple(i.members) for n, i in ifc.interfaces.items() if i.members}
 
     def read_rdma() -> None:
         nonlocal ibv
         s = _text(frame, "rdma_ctl")
         if s is not None:
-            mac.rdma_ctl = parse_rdma_ctl(s.text)
+            mac.rdma_ctl = read(parse_rdma_ctl, s)
         s = next(iter(frame.all("ibv_devinfo")), None)
         if s is not None and s.status in ("ok", "truncated", "error"):
-            ibv = _memo(parse_ibv_devinfo, s.text)
+            ibv = read(parse_ibv_devinfo, s)
             warn.add(s.kind, None, ibv.warnings)
             if s.status != "error" or ibv.no_devices or ibv.devices:
                 mac.rdma_devices = tuple(sorted(ibv.devices))
@@ -125,7 +119,7 @@ def assemble_darwin(frame: Frame, sample: HostSample, warn: Warn) -> None:
         nonlocal tb
         s = _text(frame, "sp_thunderbolt")
         if s is not None:
-            tb = _memo(parse_sp_thunderbolt, s.text)
+            tb = read(parse_sp_thunderbolt, s)
             warn.add(s.kind, None, tb.warnings)
 
     def read_thermal() -> None:
@@ -145,7 +139,7 @@ def assemble_darwin(frame: Frame, sample: HostSample, warn: Warn) -> None:
         s = _text(frame, "pmset_therm")
         if s is not None:
             mac.thermal_source = "pmset"
-            mac.thermal_pressure, mac.cpu_speed_limit_pct = parse_pmset_therm(s.text)
+            mac.thermal_pressure, mac.cpu_speed_limit_pct = read(parse_pmset_therm, s)
             if mac.thermal_pressure is None:
                 warn.add(s.kind, None, ["thermal state not understood: unknown"])
 

@@ -50,8 +50,9 @@ keeps any status token as it came; consumers decide what an unknown one means.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from collectors.numbers import parse_float, parse_uint
 from collectors.text import clean
@@ -141,6 +142,22 @@ class Frame:
         return [s for s in self.sections if s.kind == kind]
 
 
+_T = TypeVar("_T")
+
+
+class TextRead(Protocol):
+    """How a reader gets ``parse(sec.text)`` of a frame's section: parsed there, or what
+    was made of that very section before (collectors/assemble.py keeps a reading of each
+    carried section for as long as it is carried)."""
+
+    def __call__(self, parse: Callable[[str], _T], sec: Section, /) -> _T: ...
+
+
+def read_now(parse: Callable[[str], _T], sec: Section, /) -> _T:
+    """A TextRead that parses every time."""
+    return parse(sec.text)
+
+
 def escape_line(line: str) -> str:
     """Escape one content line the way the probe does."""
     return "@" + line if line.startswith("@@") else line
@@ -208,9 +225,14 @@ class FrameDecoder:
         if not buf and data[-1:] == b"\n":  # whole lines, nothing held over: no copy
             text = str(data, "utf-8", "replace")
         else:
+            # What is held over has no newline: only the new bytes are looked at (a line
+            # trickled in byte by byte must not be scanned whole at each byte).
+            held = len(buf)
             buf += data
-            end = buf.rfind(b"\n")
-            if end < 0:
+            end = data.rfind(b"\n")
+            if end >= 0:
+                end += held
+            else:
                 if len(buf) > MAX_LINE_BYTES:
                     self._warn(f"line longer than {MAX_LINE_BYTES} bytes dropped")
                     buf.clear()

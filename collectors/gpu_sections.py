@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from collectors.frames import Frame, Section
 from collectors.memo import Memo
 from collectors.parsers.amd_smi import parse_amd_smi_metric_json, parse_rocm_smi_json
@@ -48,26 +50,42 @@ def _amd(section: Section) -> tuple[list[GpuSample], list[str]]:
     return r.gpus, r.warnings
 
 
-def gpus_from_frame(frame: Frame) -> tuple[list[GpuSample], int | None, list[str]]:
-    """GPUs of one frame, the time their section was read, and warnings.
+# One GPU section's GPUs and what it said (its status, its parser's warnings).
+GpuRead = tuple[list[GpuSample], list[str]]
+_READERS = {"gpu_nvidia": _nvidia, "gpu_amd": _amd}
+
+
+def read_gpu_section(section: Section) -> GpuRead:
+    """The GPUs of one ``gpu_*`` section and its warnings, each naming the section.
 
     A section that is not ``ok`` yields no GPUs: a stale reading shown as current would
     hide exactly the hang the user needs to see.
     """
+    kind = section.kind
+    if section.status != "ok":
+        detail = f" ({section.detail})" if section.detail else ""
+        return [], [f"{kind} section {section.status}{detail}: GPUs not shown"]
+    found, notes = _READERS[kind](section)
+    return found, [f"{kind}: {n}" for n in notes]
+
+
+def gpus_from_frame(
+    frame: Frame, read: Callable[[Section], GpuRead] = read_gpu_section
+) -> tuple[list[GpuSample], int | None, list[str]]:
+    """GPUs of one frame, the time their section was read, and warnings.
+
+    ``read``: read_gpu_section, or a reading kept of that very section (the assembler
+    keeps a carried section's: a ``gpu_amd`` section comes once a minute).
+    """
     gpus: list[GpuSample] = []
     read_ns: int | None = None
     warnings: list[str] = []
-    for kind, reader in zip(GPU_KINDS, (_nvidia, _amd), strict=True):
+    for kind in GPU_KINDS:
         section = frame.find(kind)
         if section is None:
             continue
-        if section.status != "ok":
-            detail = f" ({section.detail})" if section.detail else ""
-            warnings.append(f"{kind} section {section.status}{detail}: GPUs not shown")
-            continue
-        found, notes = reader(section)
-        if notes:
-            warnings.extend(f"{kind}: {n}" for n in notes)
+        found, notes = read(section)
+        warnings.extend(notes)
         if found:
             gpus.extend(found)
             if read_ns is None:

@@ -3,6 +3,12 @@
 Python's ``int()`` raises on strings beyond 4300 digits and ``float()`` accepts ``nan``
 and ``inf``; a counter is at most 64 bits. Every parser reads numbers through these, so
 one bad token costs one value, never the section or the host.
+
+Only ASCII digits are numbers. ``str.isdigit()`` is true for "²" and "①", which
+``int()`` refuses (ValueError); ``int()`` and ``float()`` take "٣", full-width digits
+(U+FF10-FF19) and underscores ("1_0" is 10): no tool fabtop reads prints any of them, so
+here each is no number (None), never an exception and never a value read from a
+look-alike.
 """
 
 from __future__ import annotations
@@ -20,10 +26,16 @@ _HEX = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
 MAX_FLOAT_TEXT = 64  # longer than any real float a tool prints
 
 
+def is_digits(text: str) -> bool:
+    """Whether ``text`` is one or more ASCII digits (what ``str.isdigit()`` is not)."""
+    return text.isascii() and text.isdigit()
+
+
 def parse_uint(text: str) -> int | None:
     """A non-negative counter (decimal, at most 64 bits); None for anything else."""
     t = text.strip()
     # isdigit() on ASCII is exactly [0-9]; the length check comes before int() (its limit).
+    # (is_digits inline: this runs for every counter of a text frame)
     if len(t) > 20 or not (t.isascii() and t.isdigit()):
         return None
     v = int(t)
@@ -50,9 +62,9 @@ def parse_hex(text: str) -> int | None:
 
 
 def parse_float(text: str) -> float | None:
-    """A finite float from a short token; None for NaN, ±Inf, garbage or huge text."""
+    """A finite float from a short ASCII token; None for NaN, ±Inf, garbage or huge text."""
     t = text.strip()
-    if not t or len(t) > MAX_FLOAT_TEXT:
+    if not t or len(t) > MAX_FLOAT_TEXT or not t.isascii() or "_" in t:
         return None
     try:
         v = float(t)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from collectors.frames import Frame, Section
+from collectors.frames import Frame, Section, TextRead, read_now
 from collectors.parsers.versions import (
     parse_dpkg_query,
     parse_nccl_scan,
@@ -35,28 +35,31 @@ _PARSERS: dict[str, tuple[str, _Parse]] = {
 _PACKAGE_TOOLS: dict[str, _Parse] = {"dpkg-query": parse_dpkg_query, "rpm": parse_rpm_q}
 
 
-def _read(sec: Section) -> VersionRead:
+def _read(sec: Section, read: TextRead) -> VersionRead:
     if sec.kind == "rdma_core":
         parse = _PACKAGE_TOOLS.get(sec.subject or "")
         source = sec.subject or "package manager"
     else:
         source, parse = _PARSERS[sec.kind]
     if parse is not None and sec.status == "ok":
-        return parse(sec.text)
+        return read(parse, sec)
     if parse is not None and sec.kind == "rdma_core" and sec.status == "error":
         # dpkg-query and rpm exit 1 for a package they do not have: that is an answer.
-        got = parse(sec.text)
+        got = read(parse, sec)
         if got.note is not None and got.note.startswith("rdma-core not installed"):
             return got
     return unread(source, sec.status, sec.detail)  # missing, timed out, failed, cut
 
 
-def versions_from_frame(frame: Frame) -> SoftwareVersions | None:
-    """The versions a frame's sections say; None when it has none of them."""
+def versions_from_frame(frame: Frame, read: TextRead = read_now) -> SoftwareVersions | None:
+    """The versions a frame's sections say; None when it has none of them.
+
+    ``read``: how a section's text is parsed (the assembler keeps each carried one's).
+    """
     got: dict[str, VersionRead] = {}
     for sec in frame.sections:
         if sec.kind in VERSION_KINDS and sec.schema is None and sec.kind not in got:
-            got[sec.kind] = _read(sec)
+            got[sec.kind] = _read(sec, read)
     if not got:
         return None
     return SoftwareVersions(

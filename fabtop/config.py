@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import hostlist
 
+from collectors.numbers import is_digits
 from collectors.probe import PROBE_KINDS, ProbeArgError, ProbeArgs, build_argv
 from collectors.transport.ssh_config import SshConfigError, check_no_commands, config_lines
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS, PortRange, parse_port_spec
@@ -151,7 +152,7 @@ def _part_size(part: str) -> int:
         n = 0
         for rng in rangelist.split(","):
             lo, sep, hi = rng.partition("-")
-            if not (_digits(lo) and (not sep or _digits(hi))):
+            if not (is_digits(lo) and (not sep or is_digits(hi))):  # ASCII only: not "²"
                 n += 1
             elif len(lo) > 18 or len(hi) > 18:  # beyond any cluster (and int()'s limits)
                 raise ValueError(f"number in range {rng[:24]!r}... is too long")
@@ -325,14 +326,15 @@ def config_number(
     A TOML integer or float: a bool is not a number, TOML's ``nan`` and ``inf`` are
     refused, and so is anything outside ``lo..hi``. ``whole``: an integer, or one written
     in a string (the port of ``"admin@node1:2222"``, ``"32768-60999"``) in ASCII digits
-    only (:func:`_digits`). ConfigError: ``{where}: {name} must be {what}, got {value!r}``.
+    only (:func:`collectors.numbers.is_digits`). ConfigError: ``{where}: {name} must be
+    {what}, got {value!r}``.
     """
     v: float | None = None
     if isinstance(value, bool):
         pass  # an int to Python, never a number in a config
     elif isinstance(value, int) or (isinstance(value, float) and not whole):
         v = value
-    elif isinstance(value, str) and whole and _digits(value) and len(value) <= 20:
+    elif isinstance(value, str) and whole and is_digits(value) and len(value) <= 20:
         v = int(value)  # 20 digits is beyond any bound here, far from int()'s own limit
     # NaN fails both comparisons and ±Inf one: the range refuses them (lo, hi are finite).
     if v is None or not lo <= v <= hi:
@@ -341,12 +343,6 @@ def config_number(
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
         raise ConfigError(f"{where}: {name} must be {what}, got {shown}")
     return float(v)
-
-
-def _digits(text: str) -> bool:
-    """ASCII decimal digits only: ``isdigit()`` takes ``"²"`` (which ``int()`` refuses) and
-    ``"٣"`` (which it reads as 3)."""
-    return text.isascii() and text.isdigit()
 
 
 def config_port(value: object, where: str, name: str, what: str = "") -> int:

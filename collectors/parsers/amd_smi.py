@@ -21,7 +21,17 @@ from collectors.numbers import finite, json_loads, parse_float, parse_uint
 from collectors.samples import GpuSample
 from collectors.text import clean
 
-_NUM = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+# A reading as the tools print it ("16.0GT/s x16", "1000 MHz", "0x1002", "N/A") is a few
+# dozen characters: a longer string is no reading, and no pattern runs over it.
+_FIELD_MAX = 128
+_NUM = re.compile(r"[-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+# A search whose pattern starts with a repeated class, tried at every position of a long
+# run of that class, costs the square of the run; the look-behinds start each try at the
+# start of a run only (a try from inside a run finds nothing the run's start would not).
+_UNIT = re.compile(r"(?<![A-Za-z])[A-Za-z]+\Z")
+_GTS = re.compile(r"(?<![0-9])([0-9]+(?:\.[0-9]+)?)\s*GT/s")
+_WIDTH = re.compile(r"x([0-9]+)")
+_CARD = re.compile(r"card([0-9]{1,9})")
 # PCIe transfer rate per lane (GT/s) -> generation, as rocm-smi prints "16.0GT/s x16".
 _GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
@@ -44,7 +54,7 @@ def _num(raw: Any) -> float | None:
     if not isinstance(raw, str):
         return None
     s = raw.strip()
-    if not s or s.upper().startswith("N/A"):
+    if not s or len(s) > _FIELD_MAX or s.upper().startswith("N/A"):
         return None
     m = _NUM.search(s)
     return parse_float(m.group(0)) if m else None
@@ -54,8 +64,8 @@ def _unit(raw: Any) -> str | None:
     if isinstance(raw, dict):
         u = raw.get("unit")
         return u if isinstance(u, str) else None
-    if isinstance(raw, str):
-        m = re.search(r"[A-Za-z]+$", raw.strip())
+    if isinstance(raw, str) and len(raw) <= _FIELD_MAX:
+        m = _UNIT.search(raw.strip())
         return m.group(0) if m else None
     return None
 
@@ -72,17 +82,17 @@ def _mib(raw: Any) -> float | None:
 
 def _pcie_level(text: str | None) -> tuple[int | None, int | None]:
     """'1 (16.0GT/s x16)' -> (gen 4, width 16)."""
-    if not text:
+    if not text or len(text) > _FIELD_MAX:
         return None, None
-    gts = re.search(r"(\d+(?:\.\d+)?)\s*GT/s", text)
-    width = re.search(r"x(\d+)", text)
+    gts = _GTS.search(text)
+    width = _WIDTH.search(text)
     rate = parse_float(gts.group(1)) if gts else None
     gen = _GEN_BY_GTS.get(rate) if rate is not None else None
     return gen, parse_uint(width.group(1)) if width else None
 
 
 def _card_index(key: str) -> int | None:
-    m = re.fullmatch(r"card(\d+)", key)
+    m = _CARD.fullmatch(key)
     return parse_uint(m.group(1)) if m else None
 
 

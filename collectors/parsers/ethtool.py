@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from collectors.numbers import parse_uint
 from collectors.text import clean
 
-_QUEUE_RE = re.compile(r"^\[(\d+)\]:\s*(.+)$")
+_QUEUE_RE = re.compile(r"^\[([0-9]+)\]:\s*(.+)$")
 _HEADER = "NIC statistics:"
 MAX_WARNINGS = 50  # a garbage capture must not turn into thousands of warning lines
 

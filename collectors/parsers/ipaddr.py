@@ -22,7 +22,7 @@ MAX_ADDRS = 32  # per netdev: more is a host with aliases by the hundred, not a 
 MAX_WARNINGS = 20
 
 # "<ifindex>: <name>[@<peer>]    inet[6] <address>/<prefix> ..."
-_LINE_RE = re.compile(r"^\d+:\s+([A-Za-z0-9_.:-]{1,64})(?:@\S*)?\s+(inet6?)\s+(\S+)")
+_LINE_RE = re.compile(r"^[0-9]+:\s+([A-Za-z0-9_.:-]{1,64})(?:@\S*)?\s+(inet6?)\s+(\S+)")
 
 
 @dataclass(slots=True)

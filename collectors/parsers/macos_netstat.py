@@ -25,10 +25,10 @@ from collectors.text import clean
 from collectors.vocabulary import Metric
 
 MAX_WARNINGS = 50
-# netstat's column -> the Linux netdev statistic it counts, the way /proc/net/dev's
-# columns are named (collectors/parsers/iplink.py): the normalized metrics then come from
-# NETDEV_MAP unchanged. Drop on macOS counts packets dropped on the interface's send
-# queue (BSD's ifq drops), so it is tx_dropped, never rx_dropped.
+# netstat's column -> the Linux netdev statistic it counts (sysfs statistics/<name>):
+# the normalized metrics then come from NETDEV_MAP unchanged. Drop on macOS counts packets
+# dropped on the interface's send queue (BSD's ifq drops), so it is tx_dropped, never
+# rx_dropped.
 def _netdev_name(metric: Metric) -> str:
     """The Linux statistic NETDEV_MAP reads for ``metric`` (one fact, one place)."""
     return NETDEV_MAP[metric][0].names[0]

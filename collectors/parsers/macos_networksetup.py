@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collectors.numbers import parse_uint
 from collectors.text import clean
 
 _DEV_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
@@ -28,7 +29,7 @@ class HardwarePorts:
     def receptacle_of(self, dev: str) -> int | None:
         """The Thunderbolt receptacle number of a device named ``Thunderbolt N``."""
         m = _TB_RE.fullmatch(self.ports.get(dev, ""))
-        return int(m.group(1)) if m else None
+        return parse_uint(m.group(1)) if m else None
 
     def device_of_receptacle(self, n: int) -> str | None:
         return next((d for d, p in self.ports.items() if p == f"Thunderbolt {n}"), None)

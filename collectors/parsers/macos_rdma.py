@@ -20,13 +20,16 @@ from collectors.text import clean
 
 _HCA_RE = re.compile(r"^hca_id:\s*([A-Za-z0-9_.:@-]{1,64})\s*$")
 _PORT_RE = re.compile(r"^\s+port:\s*([0-9]{1,3})\s*$")
-_KV_RE = re.compile(r"^\s+([a-z_]{1,40}):\s*(.*?)\s*$")
+_KEY_RE = re.compile(r"[a-z_]{1,40}")
 _GID_RE = re.compile(r"^\s+GID\[\s*([0-9]{1,5})\]:\s*([0-9A-Fa-f:.]{2,60})(?:,\s*(.{1,40}))?\s*$")
 # rdma-core ibv_devinfo port_state_str
 _STATES = {"PORT_ACTIVE": "up", "PORT_DOWN": "down", "PORT_INIT": "init",
            "PORT_ARMED": "armed", "PORT_ACTIVE_DEFER": "up"}  # fmt: skip
 MAX_DEVICES = 256
 MAX_GIDS = 256
+# ibv_devinfo -v's longest lines (a GID, a list of capability flags) are under 200
+# characters: a longer line is none of its lines, and no pattern looks at it.
+MAX_LINE = 1024
 
 
 @dataclass(slots=True)
@@ -64,6 +67,8 @@ def parse_ibv_devinfo(text: str) -> IbvResult:
     dev: RdmaDevice | None = None
     port: RdmaPort | None = None
     for raw in text.splitlines():
+        if len(raw) > MAX_LINE:
+            continue
         if "No IB devices found" in raw:
             out.no_devices = True
             continue
@@ -77,8 +82,8 @@ def parse_ibv_devinfo(text: str) -> IbvResult:
         if dev is None:
             continue
         m = _PORT_RE.match(raw)
-        if m:
-            port = dev.ports.setdefault(int(m.group(1)), RdmaPort(int(m.group(1))))
+        if m and (n := parse_uint(m.group(1))) is not None:
+            port = dev.ports.setdefault(n, RdmaPort(n))
             continue
         m = _GID_RE.match(raw)
         if m and port is not None:
@@ -91,10 +96,12 @@ def parse_ibv_devinfo(text: str) -> IbvResult:
                     typ = clean(m.group(3), 40) if m.group(3) else None
                     port.gids.append(GidEntry(index=idx, gid=g, type=typ))
             continue
-        m = _KV_RE.match(raw)
-        if not m:
+        # "<indent><key>: <value>" (a pattern "(.*?)\\s*$" would try every blank of the
+        # value against the line's end: the square of a long run of blanks)
+        key, sep, val = raw.partition(":")
+        if not (sep and raw[:1].isspace() and _KEY_RE.fullmatch(key := key.lstrip())):
             continue
-        key, val = m.group(1), m.group(2)
+        val = val.strip()
         if port is None:
             if key == "transport":
                 dev.transport = clean(val, 40)

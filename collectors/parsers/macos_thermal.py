@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.numbers import finite, json_loads
+from collectors.numbers import finite, json_loads, parse_uint
 from collectors.text import clean
 
 _LIMIT_RE = re.compile(r"CPU_Speed_Limit\s*=\s*([0-9]{1,3})\b")
@@ -74,7 +74,7 @@ def parse_macmon(text: str) -> MacmonSample:
 
 def parse_pmset_therm(text: str) -> tuple[str | None, int | None]:
     """(pressure, CPU speed limit %): "nominal", "throttled", or None when not understood."""
-    limits = [int(m.group(1)) for m in _LIMIT_RE.finditer(text)]
+    limits = [n for m in _LIMIT_RE.finditer(text) if (n := parse_uint(m.group(1))) is not None]
     limit = min(limits) if limits else None
     if limit is not None and limit < 100:
         return "throttled", limit

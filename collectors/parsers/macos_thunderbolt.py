@@ -21,13 +21,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.numbers import json_loads
+from collectors.numbers import json_loads, parse_float, parse_uint
 from collectors.samples import ThunderboltInfo, ThunderboltPeer
 from collectors.text import clean
 
 _SPEED_RE = re.compile(r"(Up to )?([0-9]{1,4}(?:\.[0-9]{1,3})?) Gb/s")
 _UUID_RE = re.compile(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
 MAX_BUSES = 64
+MAX_WARNINGS = 20
+_SPEED_MAX = 64  # "Up to 120 Gb/s"
 
 
 @dataclass(slots=True)
@@ -55,10 +57,10 @@ def _uuid(v: Any) -> str | None:
 def _speed(v: Any) -> tuple[float | None, bool]:
     if not isinstance(v, str):
         return None, False
-    m = _SPEED_RE.fullmatch(v.strip())
+    m = _SPEED_RE.fullmatch(v.strip()) if len(v) <= _SPEED_MAX else None
     if not m:
         return None, False
-    return float(m.group(2)), m.group(1) is not None
+    return parse_float(m.group(2)), m.group(1) is not None
 
 
 def parse_sp_thunderbolt(text: str) -> TbResult:
@@ -80,8 +82,16 @@ def parse_sp_thunderbolt(text: str) -> TbResult:
         tag = b.get("receptacle_1_tag")
         if isinstance(tag, dict):
             rid = tag.get("receptacle_id_key")
-            if isinstance(rid, str) and rid.isdigit() and len(rid) <= 3:
-                bus.receptacle = int(rid)
+            # str.isdigit() takes "²", which int() refuses: the number reader's ASCII only
+            n = parse_uint(rid) if isinstance(rid, str) else None
+            if isinstance(rid, int) and not isinstance(rid, bool) and rid >= 0:
+                n = rid
+            if n is not None and n <= 999:
+                bus.receptacle = n
+            elif rid is not None and len(out.warnings) < MAX_WARNINGS:
+                out.warnings.append(
+                    f"{name}: receptacle_id_key {clean(str(rid), 20)!r} is no receptacle number"
+                )
             bus.connected = tag.get("receptacle_status_key") == "receptacle_connected"
             speed, up_to = _speed(tag.get("current_speed_key"))
             if up_to:

@@ -17,9 +17,9 @@ guess; what it skipped is said in ``warnings``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from collectors.numbers import json_loads, parse_uint
 from collectors.ruleset import Chain, FirewallState, Match, PortRange, Rule, Ruleset, Verdict
 from collectors.text import clean
 
@@ -46,8 +46,8 @@ class _Unknown(Exception):
 def parse_nft_json(text: str) -> tuple[Ruleset | None, list[str]]:
     """The ruleset in ``text`` (None when it is no nft JSON at all) and warnings."""
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as e:
+        doc = json_loads(text)  # a number beyond 64 bits is None: it costs its one match
+    except ValueError as e:
         return None, [f"not nft JSON: {clean(str(e), 120)}"]
     items = doc.get("nftables") if isinstance(doc, dict) else None
     if not isinstance(items, list):
@@ -103,8 +103,9 @@ def _prio(v: Any) -> int:
     s = str(v).replace(" ", "")
     for sign in ("+", "-"):
         name, op, n = s.partition(sign)
-        if op and name in _PRIO_NAMES and n.isdigit():
-            return _PRIO_NAMES[name] + (int(n) if sign == "+" else -int(n))
+        num = parse_uint(n) if op and name in _PRIO_NAMES else None
+        if num is not None:
+            return _PRIO_NAMES[name] + (num if sign == "+" else -num)
     return _PRIO_NAMES.get(s, 0)
 
 
@@ -347,8 +348,8 @@ def _port_range(e: Any) -> PortRange:
         raise _Unknown("port")
     if isinstance(e, int) and 0 <= e <= 65535:
         return e, e
-    if isinstance(e, str) and e.isdigit() and int(e) <= 65535:
-        return int(e), int(e)
+    if isinstance(e, str) and (n := parse_uint(e)) is not None and n <= 65535:
+        return n, n
     if isinstance(e, dict) and isinstance(e.get("range"), list) and len(e["range"]) == 2:
         lo, hi = (_port_range(x)[0] for x in e["range"])
         if lo <= hi:

@@ -1,15 +1,13 @@
-"""Parse ``nvidia-smi --query-gpu`` CSV and ``nvidia-smi -q -x`` XML into GPU samples.
+"""Parse ``nvidia-smi --query-gpu`` CSV into GPU samples.
 
 Field names come from the ``--help-query-gpu`` text and the header rows in
-``../shared/fixtures/nvidia_smi/captures_utkuozdemir/`` (drivers 590-610), and the
-XML element names from the ``nvidia_smi_q_x_*.xml`` captures (schemas v10-v13).
+``../shared/fixtures/nvidia_smi/captures_utkuozdemir/`` (drivers 590-610).
 """
 
 from __future__ import annotations
 
 import csv
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter, methodcaller
@@ -83,7 +81,7 @@ REASON_BITS: dict[int, str] = {
     0x100: "display_clock_setting",
 }
 _REASON_ORDER = tuple(REASON_BITS.values())
-# The XML spells this one "display_clocks_setting"; NVML spells it DisplayClockSetting.
+# nvidia-smi -q -x spells this one "display_clocks_setting", NVML DisplayClockSetting.
 _REASON_ALIASES = {"display_clocks_setting": "display_clock_setting"}
 # An idle GPU dropping its clocks is not a throttle a user should chase.
 _NOT_THROTTLE = frozenset({"gpu_idle"})
@@ -103,9 +101,14 @@ _MISSING = frozenset(
         "[insufficient permissions]",
     }
 )
-_NUM_UNIT = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:[A-Za-z%/]+)?\s*$")
+# A number, a unit, blanks around: "\s*(?:unit)?\s*$" would try every split of a run of
+# blanks between its two "\s*" (the square of the run); this reads the same linearly.
+_NUM_UNIT = re.compile(r"^\s*([-+]?[0-9]+(?:\.[0-9]+)?)(?:\s*[A-Za-z%/]+)?\s*$")
+_NUM_MAX = 128  # a reading ("1024 MiB", "  72.40 W") is far shorter: longer is none
 _HEADER_CELL = re.compile(r"^[a-z][A-Za-z0-9_.]*$")
-_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]\s*$")
+# "clocks_event_reasons.hw_power_brake_slowdown [Active]" is the longest header cell: a
+# longer one is no field name (and no pattern looks at it).
+_NAME_MAX = 128
 
 # Alternative spellings nvidia-smi accepts for one field, mapped to the name used here.
 _ALIASES = {
@@ -141,10 +144,10 @@ def _clean_of(raw: str) -> str | None:
 def _num_of(raw: str) -> float | None:
     # Nearly every cell is a plain number: the pattern admits digits, a unit and
     # whitespace only, so what it takes needs no cleaning (and is never a "no value").
-    m = _NUM_UNIT.match(raw)
+    m = _NUM_UNIT.match(raw) if len(raw) <= _NUM_MAX else None
     if m is None:
-        v = _clean_of(raw)
-        m = _NUM_UNIT.match(v) if v is not None else None
+        v = _clean_of(raw)  # bounded (clean), then looked at only when a reading's length
+        m = _NUM_UNIT.match(v) if v is not None and len(v) <= _NUM_MAX else None
     return parse_float(m.group(1)) if m else None  # None for nan, inf and 400-digit text
 
 
@@ -159,22 +162,24 @@ _NUMS = Memo(_num_of, _CELL_MEMO_MAX, _CELL_MAX)
 _INTS = Memo(_int_of, _CELL_MEMO_MAX, _CELL_MAX)
 
 
-def _clean(raw: str | None) -> str | None:
-    """A cell or element text, cleaned of control characters; None when it says 'no value'."""
-    return None if raw is None else _TEXTS[raw]
+def _without_unit(cell: str) -> str:
+    """A header cell stripped, without its ``[unit]`` (``memory.used [MiB]``: ``memory.used``).
 
-
-def _num(raw: str | None) -> float | None:
-    return None if raw is None else _NUMS[raw]
-
-
-def _int(raw: str | None) -> int | None:
-    return None if raw is None else _INTS[raw]
+    The unit is from the first ``[`` after the last ``]`` before the final one (what the
+    pattern ``\\s*\\[[^\\]]*\\]\\s*$`` takes, found without its cost: tried at every
+    blank or ``[`` of a long cell, it costs the square of the cell).
+    """
+    s = cell.strip()
+    if s.endswith("]"):
+        at = s.find("[", s.rfind("]", 0, len(s) - 1) + 1, len(s) - 1)
+        if at >= 0:
+            s = s[:at].rstrip()
+    return s
 
 
 def _canonical(name: str) -> str:
     """``name`` as this parser spells it."""
-    n = _UNIT_SUFFIX.sub("", name.strip())
+    n = _without_unit(name)
     n = _ALIASES.get(n, n)
     for prefix in ("clocks_event_reasons.", "clocks_throttle_reasons."):
         if n.startswith(prefix):
@@ -192,9 +197,12 @@ def _ordered_throttles(active: set[str]) -> tuple[str, ...]:
 
 
 def _looks_like_header(cells: list[str]) -> bool:
-    if not cells or not _HEADER_CELL.match(_UNIT_SUFFIX.sub("", cells[0].strip())):
+    if not cells or len(cells[0]) > _NAME_MAX or not _HEADER_CELL.match(
+            _without_unit(cells[0])):
         return False  # a data row, nearly always: its first cell tells
-    names = [_UNIT_SUFFIX.sub("", c.strip()) for c in cells]
+    if any(len(c) > _NAME_MAX for c in cells):
+        return False
+    names = [_without_unit(c) for c in cells]
     return all(_HEADER_CELL.match(n) for n in names) and any(
         "." in n or "_" in n or n in {"index", "name", "uuid", "timestamp"} for n in names
     )
@@ -357,14 +365,14 @@ def parse_query_csv(
         head = None
         if len(cells) == cut + 1:  # split at the cut: the tail still one cell
             # a data row of the header the rows were split for (a header row may follow)
-            if plan is first and cells[0][:1].isdigit():
+            if plan is first and "0" <= cells[0][:1] <= "9":
                 cells.append("")
                 head = first.tail_heads[first.tail_cells(cells)]
             if head is None:  # split whole (the empty cell appended goes with the tail)
                 cells[cut:] = cells[cut].split(",")
         if head is None:
             # A data row starts with a date or an index: neither blank nor a header name.
-            if not (cells and cells[0][:1].isdigit()):
+            if not (cells and "0" <= cells[0][:1] <= "9"):
                 if not "".join(cells).strip():
                     continue
                 if _looks_like_header(cells):
@@ -401,90 +409,3 @@ def parse_query_csv(
     result.gpus = list(map(by_index.__getitem__, sorted(by_index)))
     return result
 
-
-def _text(el: ET.Element | None, path: str) -> str | None:
-    if el is None:
-        return None
-    found = el.find(path)
-    return found.text if found is not None else None
-
-
-def _xml_reasons(gpu_el: ET.Element) -> set[str]:
-    active: set[str] = set()
-    for section, prefix in (
-        ("clocks_event_reasons", "clocks_event_reason_"),
-        ("clocks_throttle_reasons", "clocks_throttle_reason_"),
-    ):
-        sec = gpu_el.find(section)
-        if sec is None:
-            continue
-        for child in sec:
-            if child.tag.startswith(prefix) and (child.text or "").strip().lower() == "active":
-                name = child.tag[len(prefix) :]
-                active.add(_REASON_ALIASES.get(name, name))
-    return active
-
-
-def _kbps(raw: str | None) -> float | None:
-    v = _clean(raw)
-    if v is None or not v.upper().endswith("KB/S"):
-        return None
-    return _num(v[:-4])
-
-
-def parse_query_xml(text: str) -> NvidiaQueryResult:
-    """Parse ``nvidia-smi -q -x``; GPUs are indexed in document order, as nvidia-smi does."""
-    result = NvidiaQueryResult()
-    # Real output carries '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_vN.dtd">' (an
-    # external id that ElementTree never fetches), so only an internal subset or an
-    # entity declaration, the vehicles for entity-expansion attacks, is refused.
-    doctype = re.search(r"<!DOCTYPE[^>\[]*(\[)?", text)
-    if "<!ENTITY" in text or (doctype is not None and doctype.group(1)):
-        result.warnings.append("nvidia-smi XML refused: it declares a DTD subset or entities")
-        return result
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as e:
-        result.warnings.append(clean(f"nvidia-smi XML unreadable: {e}"))
-        return result
-    result.timestamp = _clean(_text(root, "timestamp"))
-    for position, g in enumerate(root.findall("gpu")):
-        gpu = GpuSample(index=position)
-        gpu.name = _clean(_text(g, "product_name"))
-        gpu.bus_id = _clean(g.get("id")) or _clean(_text(g, "pci/pci_bus_id"))
-        gpu.uuid = _clean(_text(g, "uuid"))
-        gpu.utilization_pct = _num(_text(g, "utilization/gpu_util"))
-        gpu.memory_used_mib = _num(_text(g, "fb_memory_usage/used"))
-        gpu.memory_total_mib = _num(_text(g, "fb_memory_usage/total"))
-        # v10/v11 schema: <power_readings>; v12+: <gpu_power_readings>, and v13 splits
-        # the draw into average/instant (the CSV's power.draw is the average when known).
-        for sec in ("gpu_power_readings", "power_readings"):
-            readings = g.find(sec)
-            if readings is None:
-                continue
-            for tag in ("power_draw", "average_power_draw", "instant_power_draw"):
-                gpu.power_w = _num(_text(readings, tag))
-                if gpu.power_w is not None:
-                    break
-            for tag in ("enforced_power_limit", "current_power_limit", "power_limit"):
-                gpu.power_limit_w = _num(_text(readings, tag))
-                if gpu.power_limit_w is not None:
-                    break
-            break
-        gpu.temperature_c = _num(_text(g, "temperature/gpu_temp"))
-        gpu.memory_temperature_c = _num(_text(g, "temperature/memory_temp"))
-        gpu.sm_clock_mhz = _num(_text(g, "clocks/sm_clock"))
-        gpu.mem_clock_mhz = _num(_text(g, "clocks/mem_clock"))
-        gpu.fan_pct = _num(_text(g, "fan_speed"))
-        gpu.pcie_gen = _int(_text(g, "pci/pci_gpu_link_info/pcie_gen/current_link_gen"))
-        gpu.pcie_width = _int(
-            (_clean(_text(g, "pci/pci_gpu_link_info/link_widths/current_link_width")) or "")
-            .rstrip("x")
-        )
-        gpu.pcie_rx_kbps = _kbps(_text(g, "pci/rx_util"))
-        gpu.pcie_tx_kbps = _kbps(_text(g, "pci/tx_util"))
-        gpu.throttle_reasons = _ordered_throttles(_xml_reasons(g))
-        result.gpus.append(gpu)
-    if not result.gpus:
-        result.warnings.append("nvidia-smi XML lists no <gpu>")
-    return result

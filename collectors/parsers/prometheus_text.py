@@ -169,14 +169,52 @@ def parse_prometheus_text(text: str) -> PromText:
     # Cleaned whole before parsing (newlines kept, no length bound: the body cap is the
     # fetcher's): names and labels come out clean, and so does the parser's own error
     # text, which quotes the offending line.
-    text = clean_lines(text, max(len(text), MAX_TEXT))
     out = PromText()
+    text = _ascii_values(clean_lines(text, max(len(text), MAX_TEXT)), out)
+    said = (list(out.warnings), dict(out.non_finite))
     try:
         _read(out, text)
     except Exception:  # the parser raises ValueError, but any failure must not escape
         # It stops at the first line it cannot read: read again, a line at a time.
         out = _read_lines(text)
+        out.warnings[:0] = said[0]
+        for name, n in said[1].items():
+            out.non_finite[name] = out.non_finite.get(name, 0) + n
     return out
+
+
+def _ascii_values(text: str, out: PromText) -> str:
+    """``text`` without the samples whose value or timestamp is not ASCII.
+
+    The library reads a value with ``float()``, which takes "٣" and full-width digits
+    for numbers and stops the whole page at "²": such a sample is left out here, its
+    series' sum unknown (as for a non-finite value), said in one warning.
+    """
+    if text.isascii():
+        return text
+    lines = text.split("\n")
+    left_out: list[str] = []
+    for i, line in enumerate(lines):
+        if line.isascii() or line.lstrip().startswith("#"):
+            continue
+        # The value and timestamp follow the label set (no "}" in them) or the name.
+        labels, brace, rest = line.rpartition("}")
+        if brace:
+            name = labels.partition("{")[0].strip()
+        else:
+            name, rest = [*line.split(None, 1), ""][:2]
+        if not rest.isascii():
+            lines[i] = ""
+            out.non_finite[name] = out.non_finite.get(name, 0) + 1
+            left_out.append(f"{name[:60]} {rest.strip()[:20]!r}")
+    if left_out:
+        out.warnings.append(
+            clean(
+                f"{len(left_out)} samples whose value is no ASCII number "
+                f"left out, the first: {left_out[0]}"
+            )
+        )
+    return "\n".join(lines)
 
 
 def detect_server(samples: list[PromSample]) -> str | None:

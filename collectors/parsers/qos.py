@@ -14,15 +14,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collectors.numbers import U64_MAX, parse_uint
+from collectors.numbers import U64_MAX, is_digits, parse_uint
 from collectors.samples import QosConfig
 from collectors.text import MAX_TEXT, clean
 
 MAX_WARNINGS = 50
 _TRUST_RE = re.compile(r"^Priority trust (?:state|mode)\s*:\s*(\S+)", re.IGNORECASE)
-_DSCP_ROW_RE = re.compile(r"^prio:\s*(\d+)\s+dscp:\s*([\d,\s]*)$")
-_TC_RE = re.compile(r"^tc:\s*(\d+)\s*(.*)$")
-_TC_PRIO_RE = re.compile(r"^priority:\s*([\d\s,]*)$")
+_DSCP_ROW_RE = re.compile(r"^prio:\s*([0-9]+)\s+dscp:\s*([0-9,\s]*)$")
+_TC_RE = re.compile(r"^tc:\s*([0-9]+)\s*(.*)$")
+_TC_PRIO_RE = re.compile(r"^priority:\s*([0-9\s,]*)$")
 
 
 def _lines(text: str) -> list[str]:
@@ -80,6 +80,7 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
     cfg = out.config
     dscp2prio: dict[int, int] = {}
     ets: dict[str, str] = {}
+    tc_prios: dict[str, list[str]] = {}  # tcN.priorities, line by line
     pfc_prios: list[int] | None = None
     tc: int | None = None
     section = ""
@@ -131,10 +132,15 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
                 cfg.pfc_enabled = tuple(p for p, on in zip(prios, nums, strict=False) if on)
             continue
         if section == "tc" and tc is not None and (m := _TC_PRIO_RE.match(line)):
-            prios_txt = ",".join(str(p) for p in _ints(m.group(1)) or [])
+            # joined once at the end (a string grown line by line costs the square); the
+            # key takes its place in ets now
             key = f"tc{tc}.priorities"
-            ets[key] = f"{ets[key]},{prios_txt}" if key in ets else prios_txt
+            if key not in tc_prios:
+                tc_prios[key] = [ets[key]] if key in ets else []
+                ets[key] = ""
+            tc_prios[key].append(",".join(str(p) for p in _ints(m.group(1)) or []))
             continue
+    ets.update((key, ",".join(parts)) for key, parts in tc_prios.items())
     cfg.dscp2prio = dscp2prio or None
     cfg.ets = ets or None
     return out
@@ -142,7 +148,7 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
 
 _DCB_SCALARS = ("pfc-cap", "macsec-bypass", "delay")
 _DCB_LISTS = ("pg-pfc", "prio-pfc", "requests", "indications")
-_PRIO_PAIR_RE = re.compile(r"^(\d+):(\S+)$")
+_PRIO_PAIR_RE = re.compile(r"^([0-9]+):(\S+)$")
 
 
 def parse_dcb_pfc(text: str) -> DcbPfc:
@@ -223,7 +229,7 @@ _DSCP_NAME_RE = re.compile(r"^(?:CS([0-7])|AF([1-4])([1-3])|EF)$")
 
 def dscp_value(tok: str) -> int | None:
     """A DSCP number or its rt_dsfield name (CS3 = 24, AF41 = 34, EF = 46); None otherwise."""
-    if tok.isascii() and tok.isdigit():
+    if is_digits(tok):
         v = parse_uint(tok)
         return v if v is not None and v <= 63 else None
     m = _DSCP_NAME_RE.match(tok.upper())
@@ -330,7 +336,7 @@ def parse_dcb_ets(text: str) -> DcbEts:
     return out
 
 
-_SIZE_RE = re.compile(r"^(\d+)([KMG]?)b$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^([0-9]+)([KMG]?)b$", re.IGNORECASE)
 _SIZE_MULT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 

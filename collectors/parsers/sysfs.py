@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collectors.numbers import parse_float, parse_hex, parse_int, parse_uint
+from collectors.numbers import is_digits, parse_float, parse_hex, parse_int, parse_uint
 from collectors.samples import PcieLink
 from collectors.text import MAX_TEXT, clean
 
@@ -39,7 +39,7 @@ _NO_PMA = "N/A (no PMA)"
 NOT_READ = "-"
 _RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
 _GTS_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
-_TEMP_RE = re.compile(r"^device/hwmon/[^/]+/temp\d+_input$")
+_TEMP_RE = re.compile(r"^device/hwmon/[^/]+/temp[0-9]+_input$")
 _GID_RE = re.compile(r"^[0-9a-f]{4}(?::[0-9a-f]{4}){7}$")
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"  # an empty GID table entry
 GID_INDEX_MAX = 65535  # gid_tbl_len is an int; mlx5 has 256 entries per RoCE port
@@ -165,7 +165,7 @@ def _after_colon(text: str) -> str | None:
     if not t:
         return None
     head, sep, tail = t.partition(":")
-    if sep and head.strip().isdigit():
+    if sep and is_digits(head.strip()):
         return tail.strip() or None
     return t
 

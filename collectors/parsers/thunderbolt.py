@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collectors.numbers import parse_float, parse_uint
+from collectors.numbers import parse_float, parse_hex, parse_uint
 from collectors.samples import ThunderboltInfo, ThunderboltPeer
 from collectors.text import clean
 
@@ -120,8 +120,8 @@ def parse_systb(text: str) -> TbParse:
         if m is None:
             continue  # domainN, services, retimers (<device>:<port>.<index>)
         a = attrs[name]
-        if int(m.group(2), 16) == 0:
-            hosts.append((int(m.group(1)), name, a))
+        if parse_hex("0x" + m.group(2)) == 0:
+            hosts.append((parse_uint(m.group(1)) or 0, name, a))
         elif "authorized" not in a and len(peers) < MAX_PEERS:
             peers.append(_peer(name, a, net.get(name), out.warnings))
     if not hosts:

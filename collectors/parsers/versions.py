@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import re
 
+from collectors.numbers import parse_uint
 from collectors.samples import VersionRead
 from collectors.text import clean
 
 _MAX_VERSION = 80  # longer is no version any of these tools prints
 _MAX_LINES = 64  # the scan caps itself at 16 libraries; more is not its output
+_MAX_NAME = 160  # a file name: libnccl.so.2.23.4, nvidia_nccl_cu12-2.21.5.dist-info
 
 # "OFED-internal-24.10-1.1.4.0.200:" / "MLNX_OFED_LINUX-23.10-1.1.9.0:"
 _OFED = re.compile(r"((?:MLNX_OFED_LINUX|OFED)[A-Za-z_-]*-[0-9][0-9A-Za-z.-]*?):?\s*\Z")
@@ -47,6 +49,7 @@ _RPM_ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x", "noarch", "i686", "armv7
 # libnccl.so.2.23.4 -> 2.23.4 (a file name with the whole version)
 _NCCL_FILE = re.compile(r"libnccl\.so\.([0-9]+\.[0-9]+\.[0-9]+)\Z")
 # nvidia_nccl_cu12-2.21.5.dist-info -> 2.21.5
+_MAJOR_MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
 _NCCL_DIST = re.compile(r"nvidia_nccl_cu[0-9]+-([0-9]+\.[0-9]+\.[0-9]+)[0-9A-Za-z.+]*\.dist-info\Z")
 
 
@@ -69,7 +72,9 @@ def unread(source: str, status: str, detail: str | None) -> VersionRead:
 def parse_uname_r(text: str) -> VersionRead:
     """``uname -r``."""
     lines = _lines(text)
-    if lines and _KERNEL.match(lines[0]) and len(lines[0]) <= _MAX_VERSION:
+    # the length first: "[0-9]+\\.[0-9]+[0-9A-Za-z...]*" tries every split of a long run of
+    # digits (the square of the run)
+    if lines and len(lines[0]) <= _MAX_VERSION and _KERNEL.match(lines[0]):
         return VersionRead(lines[0], "uname -r")
     return VersionRead(None, "uname -r", "no kernel release in the output")
 
@@ -114,7 +119,7 @@ def parse_rpm_q(text: str) -> VersionRead:
 def parse_ofed_info_s(text: str) -> VersionRead:
     """``ofed_info -s``: the MLNX_OFED or DOCA-OFED release, without its colon."""
     for ln in _lines(text):
-        m = _OFED.match(ln)
+        m = _OFED.match(ln) if len(ln) <= _MAX_VERSION + 2 else None  # the colon, a blank
         if m and len(m.group(1)) <= _MAX_VERSION:
             return VersionRead(m.group(1), "ofed_info -s")
     return VersionRead(None, "ofed_info -s", "no OFED release in the output")
@@ -144,8 +149,11 @@ def parse_nccl_scan(text: str) -> VersionRead:
     for ln in _lines(text):
         kind, _, rest = ln.partition(" ")
         name = rest.rsplit("/", 1)[-1]
+        # No pattern looks at a longer name: "[0-9]+" runs before "[0-9A-Za-z.+]*" cost
+        # the square of a long run of digits.
+        fits = len(name) <= _MAX_NAME
         if kind == "dist":
-            m = _NCCL_DIST.match(name)
+            m = _NCCL_DIST.match(name) if fits else None
             if m:
                 versions.add(m.group(1))
                 dists += 1
@@ -155,7 +163,7 @@ def parse_nccl_scan(text: str) -> VersionRead:
         libs += 1
         if rest.endswith(" (deleted)"):
             unknown.append("a library replaced on disk since it was loaded")
-        elif (m := _NCCL_FILE.search(name)) is not None:
+        elif fits and (m := _NCCL_FILE.search(name)) is not None:
             versions.add(m.group(1))
         elif rest.endswith("/nvidia/nccl/lib/libnccl.so.2"):
             pip += 1  # a pip wheel's: its version is in the dist-info line
@@ -172,10 +180,13 @@ def parse_nccl_scan(text: str) -> VersionRead:
 
 
 def _vkey(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split(".") if x.isdigit())
+    return tuple(n for x in v.split(".") if (n := parse_uint(x)) is not None)
 
 
 def major_minor(version: str) -> str | None:
     """``6.8`` of ``6.8.0-58-generic``, ``535.104`` of ``535.104.05``; None without both."""
-    m = re.match(r"([0-9]+)\.([0-9]+)", version)
-    return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
+    m = _MAJOR_MINOR.match(version[:_MAX_VERSION])
+    if m is None:
+        return None
+    major, minor = parse_uint(m.group(1)), parse_uint(m.group(2))
+    return f"{major}.{minor}" if major is not None and minor is not None else None

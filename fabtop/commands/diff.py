@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors.numbers import finite, parse_float
+from collectors.numbers import finite, parse_float, parse_uint
 from collectors.vocabulary import Metric, by_category
 from fabtop.core.deltas import link_deltas
 
@@ -244,7 +244,8 @@ def check_doc(doc: Mapping[str, Any], spec: str) -> None:
                 if not isinstance(v, dict):
                     raise bad(mw, "a number, null or an object of priorities", v)
                 for prio, pv in v.items():
-                    if not (prio.isdigit() and len(prio) == 1 and int(prio) < 8):
+                    p = parse_uint(prio) if len(prio) == 1 else None  # ASCII only ("²")
+                    if p is None or p >= 8:
                         raise DiffError(f"{spec}: field '{mw}': priority {prio!r} is not 0..7")
                     if pv is not None and not _count(pv):
                         raise bad(f"{mw}.{prio}", "a number or null", pv)

@@ -13,6 +13,8 @@ config replaces the list):
 
 from __future__ import annotations
 
+from collectors.numbers import parse_uint
+
 PortRange = tuple[int, int]
 
 DEFAULT_FIREWALL_PORTS: tuple[PortRange, ...] = ((18515, 18515), (29500, 29500), (32768, 60999))
@@ -23,11 +25,13 @@ def parse_port_spec(v: object) -> PortRange | None:
     if isinstance(v, int) and not isinstance(v, bool):
         return (v, v) if 1 <= v <= 65535 else None
     if isinstance(v, str):
+        # The number reader's, ASCII digits only: str.isdigit() takes "²", which int()
+        # refuses (a config error said as "internal error").
         lo, sep, hi = v.strip().partition("-")
-        if lo.isdigit() and (hi.isdigit() if sep else True):
-            a, b = int(lo), int(hi) if sep else int(lo)
-            if 1 <= a <= b <= 65535:
-                return a, b
+        a = parse_uint(lo)
+        b = parse_uint(hi) if sep else a
+        if a is not None and b is not None and 1 <= a <= b <= 65535:
+            return a, b
     return None
 
 

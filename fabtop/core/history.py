@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import partial
 from typing import cast
 
-from collectors.numbers import ALL_ONES
+from collectors.numbers import ALL_ONES, is_digits
 from collectors.samples import GpuSample, HostSample, RateValue
 from collectors.vocabulary import Derived, InferenceRate, Metric
 from fabtop.core.rates import HostRates
@@ -86,7 +86,7 @@ def keeps_max(key: SeriesKey) -> bool:
     if not key:
         return False
     # per-priority keys end in "" (all priorities) or the priority number
-    name = key[-2] if len(key) > 1 and (key[-1] == "" or key[-1].isdigit()) else key[-1]
+    name = key[-2] if len(key) > 1 and (key[-1] == "" or is_digits(key[-1])) else key[-1]
     return name in _SPIKY
 
 

@@ -7,6 +7,7 @@ Nothing in this module does I/O.
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import time
@@ -62,6 +63,9 @@ class OwnLag(Protocol):
 # Section kinds remembered per host as not read (a tool missing, failing): bounded, as
 # the kinds are the node's words.
 MAX_SECTION_NOTES = 64
+# A host over its frame budget has at most 1 frame in this many read (10 min at 1 Hz):
+# past it, the frames it still sends say more than waiting longer would.
+_MAX_READ_EVERY = 600
 
 @dataclass(slots=True)
 class HostState:
@@ -94,6 +98,10 @@ class HostState:
     # fabtop's own stalls, on the state's clock (FabricState.attach_lag): the time fabtop
     # was behind is not this host's silence.
     lag: OwnLag | None = field(default=None, repr=False)
+    # A frame that took longer than the frame_budget_s threshold to read: its host's next
+    # frames are skipped (their slow sections kept), 1 read in ``read_every`` (1: all).
+    read_every: int = 1
+    skip: int = 0  # frames still to skip before the next one is read
 
     @property
     def connected(self) -> bool:
@@ -211,6 +219,7 @@ class FabricState:
         thresholds: Mapping[str, float] | None = None,
         wall: Callable[[], float] = time.time,
         interval: float = 1.0,
+        cost_clock: Callable[[], float] = time.thread_time,
     ) -> None:
         self.hosts: dict[str, HostState] = {h.name: HostState(h.name, h.target) for h in hosts}
         # The thresholds the rules fire at are the ones the views colour by (and the rate
@@ -233,6 +242,9 @@ class FabricState:
         # The probe's interval: how old a last frame may get before its host is stale.
         # A Session sets it from its config.
         self.interval = interval
+        # What a frame costs to read: this thread's CPU seconds (another process's load
+        # on the machine does not make a host's frames look dear).
+        self._cost_clock = cost_clock
         self.finding_log = FindingLog()
         self.sources: dict[str, SourceState] = {}
         # Each host's status as the last evaluation saw it (refresh_liveness compares).
@@ -313,13 +325,51 @@ class FabricState:
         if frame.event:
             self.apply_event(host, frame)
             return None
+        hs = self.hosts[host]
+        if hs.skip > 0:
+            self._skipped(hs, frame)
+            return None
         guard = Guard(f"{host}: frame dropped")
+        start = self._cost_clock()
+        cost: float | None = None
         with guard:
             sample, rates = self.pipeline.apply_frame(host, frame, arrived_unix=arrived_unix)
+            cost = self._cost_clock() - start  # the rules' pass (every host's) not counted
+            self._budget(hs, cost)
             self._took(host, sample, rates)
             return sample
+        if cost is None:  # a frame that failed cost its time too
+            self._budget(hs, self._cost_clock() - start)
         self._failed(host, guard.error or guard.where)
         return None
+
+    def _budget(self, hs: HostState, cost: float) -> None:
+        """One host's frame must not hold the loop every host shares (DESIGN §10): one that
+        cost more than ``frame_budget_s`` makes its host's frames read 1 in N, N its cost
+        over the budget, until one reads within it; said on the host both times."""
+        budget = max(self.thresholds["frame_budget_s"], 1e-3)
+        if cost > budget:
+            hs.read_every = min(_MAX_READ_EVERY, math.ceil(cost / budget))
+            hs.skip = hs.read_every - 1
+            self.warn(hs.name, f"{hs.name}: frame took {cost:.2f} s to read, over the "
+                      f"{budget:g} s budget: 1 frame in {hs.read_every} read until one "
+                      "reads within it")
+        elif hs.read_every > 1:
+            hs.read_every = 1
+            self.warn(hs.name, f"{hs.name}: frame read in {cost:.3f} s, within the {budget:g} "
+                      "s budget: every frame read again")
+
+    def _skipped(self, hs: HostState, frame: Frame) -> None:
+        """A frame skipped while its host is over budget: it came (the host is not
+        silent), and its slow sections are kept for the next frame read (the newest of
+        each), so nothing but its per-tick values is lost."""
+        hs.skip -= 1
+        hs.last_frame_mono = self._clock()
+        guard = Guard(f"{hs.name}: frame skipped")
+        with guard:
+            self.pipeline.with_slow_sections(hs.name, frame)
+        if guard.error is not None:
+            self.warn(hs.name, guard.error)
 
     def apply_event(self, host: str, frame: Frame) -> None:
         """A watchdog event of the fast probe: the storm rule runs now, not on the next pass.

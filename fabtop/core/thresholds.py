@@ -35,6 +35,7 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``tb_errors_per_s`` | 1 | thunderbolt-net counts a frame with a bad CRC, length or sequence, or one it had no room for, in rx_errors (drivers/net/thunderbolt/main.c); a good cable counts none at all, so one a second held over ``detect_s`` is a link that keeps corrupting frames, not a one-off |
 | ``events_max_per_s`` | 1000 | an event counter (a link going down, a module or CPU overheating, the NIC's stall watchdog) counts what takes milliseconds at least to happen again: a 100G link takes seconds to retrain, a thermal or watchdog event is raised once per crossing; even a veth toggled in a loop by a script stays below this. A jump past it over an interval is a glitched read (a gap), never "link went down 3000000 times" |
 | ``tokens_max_per_s`` | 1e7 | one inference server's token counters: 8 GPUs prefilling at 100,000 tokens/s each is under 10^6; a jump past this is a glitched or restarted counter (a gap), never a point of millions of tokens/s |
+| ``frame_budget_s`` | 0.25 | a host's frame costs the collector about a millisecond to read (docs/BENCHMARKS.md), the first of a large host tens; one that takes a quarter of a second holds the loop every host shares for a quarter of a tick: past it that host's frames are read only one in N (N = its cost over this), so one host never takes more than about this share of each second |
 | ``clock_skew_s`` | 5 | a host's clock this far from the operator's (either way) is skewed: frames are stamped when a tick starts and the tools may run up to their 2 s timeout (killed 1 s later) before one ships, so the measured offset can err by up to 3 s on a host whose every tick is slow, never by 5; 5 s is still far below a skew that misleads anyone correlating events (a minute) |
 | ``self_lag_s`` | 1 | fabtop itself woke this late (its event loop blocked or starved: a loaded operator machine) is one finding, ``fabtop_behind`` (info: no fault of the fabric), held ``restore_s``; a full 1 s interval late is a tick the screen missed, while a busy loop's ordinary hiccups (a repaint, a pass of the rules) are tens of ms. Whatever the value, a host's silence never counts the time fabtop was behind |
 """  # noqa: E501 (a markdown table the README copies)
@@ -70,6 +71,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "clock_skew_s": 5.0,
     "events_max_per_s": 1000.0,
     "tokens_max_per_s": 1e7,
+    "frame_budget_s": 0.25,
     "tb_errors_per_s": 1.0,
     "self_lag_s": 1.0,
 }

@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from collectors.numbers import finite
+from collectors.numbers import finite, parse_uint
 from collectors.text import clean
 from collectors.vocabulary import BASE_UNITS, MICROSECONDS, Derived, InferenceRate
 from collectors.vocabulary import Metric as VocabMetric
@@ -456,6 +456,7 @@ async def serve(
 def parse_listen(text: str) -> tuple[str, int]:
     """``127.0.0.1:9877`` / ``[::1]:9877`` / ``:9877`` -> (host, port); raises ValueError."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    n = parse_uint(port) if sep else None  # ASCII digits only: "²" is no port
+    if n is None or not 0 < n < 65536:
         raise ValueError(f"--listen {text!r}: want HOST:PORT, e.g. 127.0.0.1:9877")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    return host.strip("[]") or "127.0.0.1", n

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from urllib.parse import urlsplit
 
+from collectors.numbers import parse_uint
 from collectors.structured import StructuredEncoder
 from collectors.transport.base import HTTP_MAX_BODY, Transport
 from fabtop.sim.fabric import Fabric
@@ -125,8 +126,9 @@ class DemoTransport(Transport):
         fab = self.clock.fabric
         iv = fab.interval_s
         only: list[str] | None = None
-        if "interval_ms" in opts and opts["interval_ms"].isdigit():
-            iv = int(opts["interval_ms"]) / 1000
+        ms = parse_uint(opts.get("interval_ms", ""))
+        if ms is not None:
+            iv = ms / 1000
         if opts.get("ifaces"):
             only = opts["ifaces"].split(",")
         own = iv != fab.interval_s or only is not None

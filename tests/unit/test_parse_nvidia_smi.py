@@ -1,4 +1,4 @@
-"""nvidia-smi --query-gpu CSV and -q -x XML parsers, on the real captures."""
+"""The nvidia-smi --query-gpu CSV parser, on the real captures."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from collectors.parsers.nvidia_smi import (
     FALLBACK_FIELDS,
     QUERY_FIELDS,
     parse_query_csv,
-    parse_query_xml,
     reasons_from_mask,
 )
 
@@ -150,114 +149,3 @@ def test_error_values_are_missing() -> None:
 def test_mask_bits_follow_nvml() -> None:
     assert reasons_from_mask(0x48) == {"hw_slowdown", "hw_thermal_slowdown"}
     assert reasons_from_mask(0x1FF) >= {"gpu_idle", "display_clock_setting", "sync_boost"}
-
-
-def test_every_xml_capture_parses(fixtures_dir: Path) -> None:
-    files = sorted((fixtures_dir / "nvidia_smi").glob("nvidia_smi_q_x_*.xml"))
-    assert len(files) == 23
-    for f in files:
-        r = parse_query_xml(f.read_text())
-        assert r.warnings == [], f.name
-        assert r.gpus, f.name
-        for i, g in enumerate(r.gpus):
-            assert g.index == i
-            assert g.name, f.name
-            assert g.memory_total_mib and g.memory_total_mib > 0, f.name
-
-
-@pytest.mark.parametrize(
-    ("name", "gpus", "product", "mem_total", "power", "limit", "throttles"),
-    [
-        # <clocks_event_reasons>, v13, power split into average/instant
-        (
-            "nvidia_smi_q_x_3090-v13_telegraf.xml",
-            1,
-            "NVIDIA GeForce RTX 3090",
-            24576,
-            35.06,
-            350.0,
-            ("sw_power_cap",),
-        ),
-        # MIG enabled, <clocks_throttle_reasons>, v11
-        (
-            "nvidia_smi_q_x_a100-sxm4-mig_netdata.xml",
-            1,
-            "NVIDIA A100-SXM4-40GB",
-            40960,
-            66.92,
-            400.0,
-            (),
-        ),
-        # Windows driver, idle (gpu_idle only: no throttle)
-        (
-            "nvidia_smi_q_x_rtx-2080-win_netdata.xml",
-            1,
-            "NVIDIA GeForce RTX 2080",
-            8192,
-            14.50,
-            275.0,
-            (),
-        ),
-        (
-            "nvidia_smi_q_x_dual_a5000-v13_telegraf.xml",
-            2,
-            "NVIDIA RTX A5000",
-            24564,
-            6.41,
-            230.0,
-            (),
-        ),
-        # enforced limit (200 W) differs from the default (350 W)
-        (
-            "nvidia_smi_q_x_rtx-3090-v12_telegraf.xml",
-            1,
-            "NVIDIA GeForce RTX 3090",
-            24576,
-            27.23,
-            200.0,
-            (),
-        ),
-    ],
-)
-def test_xml_values(
-    fixtures_dir: Path,
-    name: str,
-    gpus: int,
-    product: str,
-    mem_total: float,
-    power: float,
-    limit: float,
-    throttles: tuple[str, ...],
-) -> None:
-    r = parse_query_xml(_read(fixtures_dir, f"nvidia_smi/{name}"))
-    assert len(r.gpus) == gpus
-    g = r.gpus[0]
-    assert g.name == product
-    assert g.memory_total_mib == mem_total
-    assert g.power_w == pytest.approx(power)
-    assert g.power_limit_w == pytest.approx(limit)
-    assert g.throttle_reasons == throttles
-
-
-def test_xml_pcie_throughput_and_missing_power(fixtures_dir: Path) -> None:
-    g = parse_query_xml(
-        _read(fixtures_dir, "nvidia_smi/nvidia_smi_q_x_rtx-3080-v13_telegraf.xml")
-    ).gpus[0]
-    assert g.pcie_rx_kbps == 14742333
-    assert g.pcie_tx_kbps == 1066699
-    assert g.utilization_pct == 65
-    assert (g.pcie_gen, g.pcie_width) == (4, 16)
-    p4 = parse_query_xml(
-        _read(fixtures_dir, "nvidia_smi/nvidia_smi_q_x_tesla_p4_telegraf.xml")
-    ).gpus[0]
-    assert p4.power_w is None and p4.power_limit_w is None and p4.pcie_gen is None
-
-
-def test_xml_refuses_entities_and_survives_garbage() -> None:
-    bomb = (
-        '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><nvidia_smi_log>&a;</nvidia_smi_log>'
-    )
-    r = parse_query_xml(bomb)
-    assert r.gpus == [] and "refused" in r.warnings[0]
-    r = parse_query_xml("<nvidia_smi_log><gpu id=")
-    assert r.gpus == [] and r.warnings

@@ -14,7 +14,9 @@ from fabtop.core.rules.versions import software_mismatch
 # Links that carry the GPU fabric; management NICs (kind "netdev") may rightly differ.
 _FABRIC_KINDS = {"roce": "RoCE", "tb": "Thunderbolt"}
 # mlx5 firmware-version reads "28.39.1002 (MT_0000000838)": the PSID names the board.
-_PSID_RE = re.compile(r"\(([^)]+)\)")
+# Without "(" in the class, a try from each "(" of a long run stops at the next one
+# (with it, each ran to the end: the square of the run, every rules pass).
+_PSID_RE = re.compile(r"\(([^()]+)\)")
 
 
 def _fabric_kind(lt: LinkTick) -> str | None:
