@@ -109,6 +109,13 @@ class Pipeline:
                 came.setdefault(key, []).append(sec)
             else:
                 others.append(sec)
+        if came:
+            # A slow tick brings every section of each of its kinds: one of those kinds it
+            # no longer brings (a netdev gone: its ethtool -i, dcb, mlnx_qos) is forgotten,
+            # not carried into every frame for good (a week of pod veths).
+            kinds = {kind for kind, _ in came}
+            for key in [k for k in kept if k[0] in kinds and k not in came]:
+                del kept[key]
         if not kept:
             return frame
         tail = self._tails.get(host) if not came else None

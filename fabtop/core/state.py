@@ -21,6 +21,7 @@ from collectors.guard import Guard
 from collectors.parsers.pfcwd import WatchdogEvent, parse_pfcwd
 from collectors.samples import HostSample, InferenceSample, SectionStatus
 from collectors.text import clean
+from fabtop.core.cpu import cpu_time
 from fabtop.core.finding_log import FindingLog
 from fabtop.core.findings import Finding
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
@@ -126,7 +127,9 @@ class HostState:
             if sec.status == "ok":
                 if unread:  # nearly always empty: no pop per section per frame
                     unread.pop(sec.kind, None)
-            elif sec.kind in unread or len(unread) < MAX_SECTION_NOTES:
+            else:
+                if sec.kind not in unread and len(unread) >= MAX_SECTION_NOTES:
+                    del unread[next(iter(unread))]  # forget the oldest note, never refuse
                 detail = f" ({sec.detail})" if sec.detail else ""
                 unread[sec.kind] = clean(f"{sec.status}{detail}", 200)
 
@@ -219,7 +222,7 @@ class FabricState:
         thresholds: Mapping[str, float] | None = None,
         wall: Callable[[], float] = time.time,
         interval: float = 1.0,
-        cost_clock: Callable[[], float] = time.thread_time,
+        cost_clock: Callable[[], float] = cpu_time,
     ) -> None:
         self.hosts: dict[str, HostState] = {h.name: HostState(h.name, h.target) for h in hosts}
         # The thresholds the rules fire at are the ones the views colour by (and the rate

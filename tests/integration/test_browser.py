@@ -319,10 +319,13 @@ async def test_a_session_whose_fabtop_dies_frees_its_place(tmp_path: Path) -> No
         [pid] = children(srv.proc.pid)
         os.kill(pid, signal.SIGKILL)
         await srv.wait_said(lambda s: "ended (0 of 1 open)" in s, "a dead session kept its place")
-        assert (await ws.receive(timeout=10)).type in (
-            aiohttp.WSMsgType.CLOSE,
-            aiohttp.WSMsgType.CLOSED,
-        )
+        # What the session drew before it died may still be queued: then the close.
+        closed = (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+        for _ in range(10_000):
+            if (await ws.receive(timeout=10)).type in closed:
+                break
+        else:
+            raise AssertionError("the socket of a dead session was never closed")
         ws2, _ = await open_dashboard(http, srv)
         await ws2.close()
 

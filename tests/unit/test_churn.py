@@ -139,3 +139,24 @@ def test_a_dropped_schema_frees_its_section_and_a_rebound_section_frees_its_old_
     dec.feed((head.format(seq=3) + "@@section schema 2 - ok drop\n@@end 3\n").encode())
     assert dec.schemas == {} and dec._values == {} and dec._bound == {}
     assert dec._schema_chars == 0 and dec.take_warnings() == []
+
+
+def test_slow_sections_of_a_netdev_gone_are_no_longer_carried() -> None:
+    """A slow tick brings ethtool -i (and dcb, mlnx_qos) of every netdev there is: one it
+    no longer brings is gone, not carried into every later frame for the week."""
+    from collectors.frames import Frame, Section
+    from fabtop.core.pipeline import Pipeline
+
+    def frame(seq: int, *netdevs: str) -> Frame:
+        secs = [Section("ethtool_i", n, 1, "ok", None, "driver: veth") for n in netdevs]
+        return Frame(seq, seq, float(seq), float(seq), [Section("probe", None, 1, "ok", None,
+                                                                "slow 1"), *secs])
+
+    pipe = Pipeline()
+    pipe.with_slow_sections("n1", frame(1, "eth0", "veth1"))
+    between = pipe.with_slow_sections("n1", Frame(2, 2, 2.0, 2.0, []))
+    assert {s.subject for s in between.sections} == {"eth0", "veth1"}
+    pipe.with_slow_sections("n1", frame(3, "eth0", "veth2"))  # veth1 gone, veth2 came
+    later = pipe.with_slow_sections("n1", Frame(4, 4, 4.0, 4.0, []))
+    assert {s.subject for s in later.sections} == {"eth0", "veth2"}
+    assert len(pipe._slow["n1"]) == 2
