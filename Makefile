@@ -27,11 +27,13 @@ demo: $(RUNTIME)
 
 test: $(TESTING)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q -ra
 
 lint: $(TESTING)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 typecheck: $(TESTING)
 	$(PY) -m mypy

@@ -106,9 +106,16 @@ def stages(wire: list[bytes]) -> dict[str, float]:
     for _ in range(len(wire)):
         state.evaluate()
     t_rules = time.perf_counter() - t0
-    return {k: 1000 * v / n for k, v in (
-        ("decode", t_dec), ("assemble", t_asm), ("rates", t_rates), ("history", t_hist),
-        ("rules", t_rules))}
+    return {
+        k: 1000 * v / n
+        for k, v in (
+            ("decode", t_dec),
+            ("assemble", t_asm),
+            ("rates", t_rates),
+            ("history", t_hist),
+            ("rules", t_rules),
+        )
+    }
 
 
 def main() -> None:
@@ -117,24 +124,31 @@ def main() -> None:
     ns = p.parse_args()
     fast, text = frames(ns.ticks, structured=True), frames(ns.ticks)
     s = assemble("n1", FrameDecoder().feed(text[-1])[0])
-    print(f"collector cost per host-tick ({ns.ticks} ticks; host with {len(s.links)} links, "
-          f"{len(s.gpus)} GPUs; wire bytes per tick after the first frame, mean: "
-          f"{sum(map(len, fast[1:])) // max(1, len(fast) - 1)} fast probe (whole values "
-          f"every 10th frame, deltas between), "
-          f"{sum(map(len, text[1:])) // max(1, len(text) - 1)} sh probe):")
+    print(
+        f"collector cost per host-tick ({ns.ticks} ticks; host with {len(s.links)} links, "
+        f"{len(s.gpus)} GPUs; wire bytes per tick after the first frame, mean: "
+        f"{sum(map(len, fast[1:])) // max(1, len(fast) - 1)} fast probe (whole values "
+        f"every 10th frame, deltas between), "
+        f"{sum(map(len, text[1:])) // max(1, len(text) - 1)} sh probe):"
+    )
     got = {}
     for name, wire in (("fast probe (structured)", fast), ("sh probe (text)", text)):
         med, lo, hi = whole_path(wire)
         ms = got[name] = {**stages(wire), "total": med}
-        print(f"  {name}: decode {ms['decode']:.3f} ms, assemble {ms['assemble']:.3f} ms, "
-              f"rates {ms['rates']:.3f} ms, history {ms['history']:.3f} ms, "
-              f"rules {ms['rules']:.3f} ms; whole path {med:.3f} ms "
-              f"(median of 5 passes, {lo:.3f}-{hi:.3f})")
+        print(
+            f"  {name}: decode {ms['decode']:.3f} ms, assemble {ms['assemble']:.3f} ms, "
+            f"rates {ms['rates']:.3f} ms, history {ms['history']:.3f} ms, "
+            f"rules {ms['rules']:.3f} ms; whole path {med:.3f} ms "
+            f"(median of 5 passes, {lo:.3f}-{hi:.3f})"
+        )
     total = got["fast probe (structured)"]["total"]
-    print(f"  collector_ms_per_host_tick {total:.3f} fast probe, "
-          f"{got['sh probe (text)']['total']:.3f} sh probe "
-          f"(decode+assemble+rates+history+rules; fast-probe goal <= 0.5 ms: "
-          f"{'met' if total <= 0.5 else 'NOT met'})")
+    print(
+        f"  collector_ms_per_host_tick {total:.3f} fast probe, "
+        f"{got['sh probe (text)']['total']:.3f} sh probe "
+        f"(decode+assemble+rates+history+rules; fast-probe goal <= 0.5 ms: "
+        f"{'met' if total <= 0.5 else 'NOT met'})"
+    )
+
 
 if __name__ == "__main__":
     main()

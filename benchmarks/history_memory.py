@@ -54,8 +54,10 @@ def main() -> None:
             got.append((s, eng.update(s)))
         keep = {lid for lid, ln in got[0][0].links.items() if ln.kind == "roce"}
         pairs[name] = [
-            (dataclasses.replace(s, links={k: v for k, v in s.links.items() if k in keep}),
-             dataclasses.replace(r, links={k: v for k, v in r.links.items() if k in keep}))
+            (
+                dataclasses.replace(s, links={k: v for k, v in s.links.items() if k in keep}),
+                dataclasses.replace(r, links={k: v for k, v in r.links.items() if k in keep}),
+            )
             for s, r in got[1:]
         ]
     roce = sum(1 for v in pairs.values() for ln in v[0][0].links.values() if ln.kind == "roce")
@@ -74,10 +76,14 @@ def main() -> None:
             hist.record(t, s, r)
     wall = time.perf_counter() - t0
     mb = hist.nbytes / 1e6
-    print(f"history for {ns.hours:g} h at 1 Hz: {ns.hosts} hosts, {roce} RoCE ports "
-          f"({len(times)} fed ticks), {len(list(hist.keys()))} series; recorded in {wall:.1f} s")
-    print(f"  history_nbytes_mb {mb:.1f}, rss_delta_mb {rss_mb() - rss0:.1f} "
-          f"(target <= 150 MB: {'met' if max(mb, rss_mb() - rss0) <= 150 else 'NOT met'})")
+    print(
+        f"history for {ns.hours:g} h at 1 Hz: {ns.hosts} hosts, {roce} RoCE ports "
+        f"({len(times)} fed ticks), {len(list(hist.keys()))} series; recorded in {wall:.1f} s"
+    )
+    print(
+        f"  history_nbytes_mb {mb:.1f}, rss_delta_mb {rss_mb() - rss0:.1f} "
+        f"(target <= 150 MB: {'met' if max(mb, rss_mb() - rss0) <= 150 else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

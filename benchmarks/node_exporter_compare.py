@@ -62,11 +62,14 @@ REQUIRED, AIM = 0.5, 0.25
 # Prometheus asks for OpenMetrics and gzip; the plain text format uncompressed is
 # node_exporter's cheapest answer (gzip cost it about 0.5 ms more here), so the ratio
 # errs against fabtop.
-SCRAPE_HEADERS = {"Accept": "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
-                  "Accept-Encoding": "identity"}
+SCRAPE_HEADERS = {
+    "Accept": "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    "Accept-Encoding": "identity",
+}
 
 
 # ---------------------------------------------------------------- CPU of a process tree
+
 
 @dataclass(frozen=True, slots=True)
 class Proc:
@@ -94,10 +97,11 @@ def read_proc(pid: int) -> Proc | None:
     except OSError:
         return None
     # comm may hold spaces and parentheses: the fields follow the last ')'.
-    f = stat[stat.rfind(")") + 2:].split()
-    comm = stat[stat.find("(") + 1:stat.rfind(")")]
-    return Proc(comm, int(f[1]), threads, (int(f[11]) + int(f[12])) / HZ,
-                (int(f[13]) + int(f[14])) / HZ)
+    f = stat[stat.rfind(")") + 2 :].split()
+    comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+    return Proc(
+        comm, int(f[1]), threads, (int(f[11]) + int(f[12])) / HZ, (int(f[13]) + int(f[14])) / HZ
+    )
 
 
 def snapshot(pids: Iterable[int]) -> dict[int, Proc]:
@@ -134,13 +138,13 @@ def cpu_delta(a: dict[int, Proc], b: dict[int, Proc]) -> dict[str, float]:
 
 def summary(by_comm: dict[str, float], n: int, total_s: float) -> str:
     """``sshd 0.21 python3 1.90 ...`` in ms per tick, largest first."""
-    parts = sorted(((v, k) for k, v in by_comm.items() if abs(v) * 1e3 / n >= 0.005),
-                   reverse=True)
+    parts = sorted(((v, k) for k, v in by_comm.items() if abs(v) * 1e3 / n >= 0.005), reverse=True)
     share = ", ".join(f"{k} {1e3 * v / n:.2f}" for v, k in parts)
     return f"{share} (total {1e3 * total_s / n:.2f} ms/tick)"
 
 
 # ---------------------------------------------------------------- the probe over sshd
+
 
 @dataclass
 class ProbeRun:
@@ -185,8 +189,9 @@ def frame_values(frame: bytes) -> tuple[int, dict[str, int]]:
     return n, eth
 
 
-async def stream_probe(t: SshTransport, args: ProbeArgs, ticks: int,
-                       session: Callable[[], list[int]]) -> ProbeRun:
+async def stream_probe(
+    t: SshTransport, args: ProbeArgs, ticks: int, session: Callable[[], list[int]]
+) -> ProbeRun:
     """Stream the probe; node CPU of its session between frame WARMUP and WARMUP+ticks."""
     run = ProbeRun()
     await t.connect()
@@ -199,7 +204,7 @@ async def stream_probe(t: SshTransport, args: ProbeArgs, ticks: int,
         async for chunk in gen:
             buf += chunk
             while (i := buf.find(b"\n@@end ")) >= 0 and (j := buf.find(b"\n", i + 1)) >= 0:
-                frame, buf = buf[:j + 1], buf[j + 1:]
+                frame, buf = buf[: j + 1], buf[j + 1 :]
                 run.frames.append(frame)
                 if not frame.lstrip(b"\n").startswith(b"@@fabtop-frame "):
                     continue  # a watchdog event, not a tick
@@ -233,8 +238,7 @@ def measure_probe(sshd: Sshd, args: ProbeArgs, ticks: int) -> ProbeRun:
     """One probe run through ``sshd``; waits until its session has left the node."""
     assert sshd.proc is not None
     listener = sshd.proc.pid
-    run = asyncio.run(stream_probe(sshd.transport(), args, ticks,
-                                   lambda: descendants(listener)))
+    run = asyncio.run(stream_probe(sshd.transport(), args, ticks, lambda: descendants(listener)))
     deadline = time.monotonic() + 5
     while descendants(listener) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -242,6 +246,7 @@ def measure_probe(sshd: Sshd, args: ProbeArgs, ticks: int) -> ProbeRun:
 
 
 # ---------------------------------------------------------------- node_exporter
+
 
 @dataclass
 class ExporterRun:
@@ -257,12 +262,24 @@ class ExporterRun:
         return 1e3 * self.cpu_s / self.scrapes
 
 
-def measure_exporter(argv: list[str], host: str, port: int, prefixes: tuple[str, ...],
-                     scrapes: int, interval_s: float, log: Path) -> ExporterRun:
+def measure_exporter(
+    argv: list[str],
+    host: str,
+    port: int,
+    prefixes: tuple[str, ...],
+    scrapes: int,
+    interval_s: float,
+    log: Path,
+) -> ExporterRun:
     """Start node_exporter (argv execs it: same pid), scrape it at the probe's cadence."""
     with log.open("wb") as err:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=err, start_new_session=True)
+        p = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
     try:
         conn = http.client.HTTPConnection(host, port, timeout=5)  # kept alive, as Prometheus
 
@@ -280,8 +297,9 @@ def measure_exporter(argv: list[str], host: str, port: int, prefixes: tuple[str,
                 conn.close()
                 if time.monotonic() > deadline or p.poll() is not None:
                     tail = log.read_text(errors="replace").strip().splitlines()[-1:]
-                    raise RuntimeError(f"node_exporter did not answer on {host}:{port}: "
-                                       f"{' '.join(tail)}") from None
+                    raise RuntimeError(
+                        f"node_exporter did not answer on {host}:{port}: {' '.join(tail)}"
+                    ) from None
                 time.sleep(0.05)
         due = time.monotonic()
         s0: dict[int, Proc] = {}
@@ -302,6 +320,7 @@ def measure_exporter(argv: list[str], host: str, port: int, prefixes: tuple[str,
 
 # ---------------------------------------------------------------- the cases
 
+
 @dataclass
 class Case:
     """One line of the comparison."""
@@ -314,15 +333,19 @@ class Case:
 
     def line(self) -> str:
         """The figures line (``n/a`` for a part that did not run)."""
+
         def f(x: float | None, d: int) -> str:
             return "n/a" if x is None else f"{x:.{d}f}"
+
         ne = self.exporter.ms() if self.exporter else None
         fast = self.fast.ms() if self.fast else None
         sh = self.sh.ms() if self.sh else None
-        return (f"{self.name} fast_ms_per_tick {f(fast, 2)} sh_ms_per_tick {f(sh, 1)} "
-                f"node_exporter_ms_per_scrape {f(ne, 2)} "
-                f"ratio_fast {f(fast / ne if fast is not None and ne else None, 2)} "
-                f"ratio_sh {f(sh / ne if sh is not None and ne else None, 1)}")
+        return (
+            f"{self.name} fast_ms_per_tick {f(fast, 2)} sh_ms_per_tick {f(sh, 1)} "
+            f"node_exporter_ms_per_scrape {f(ne, 2)} "
+            f"ratio_fast {f(fast / ne if fast is not None and ne else None, 2)} "
+            f"ratio_sh {f(sh / ne if sh is not None and ne else None, 1)}"
+        )
 
     def details(self) -> list[str]:
         """Where each side's CPU went, bytes on the wire, what each side read."""
@@ -332,21 +355,27 @@ class Case:
                 continue
             io = "" if r.ioctls is None else f", GSTATS-path ioctls/tick {r.ioctls / r.ticks:.1f}"
             out.append(f"  {self.name} {label}: {summary(r.by_comm, r.ticks, r.cpu_s)}")
-            out.append(f"  {self.name} {label}: wire {r.wire_bytes / r.ticks / 1024:.1f} "
-                       f"KiB/tick, {r.values} counter lines/frame{io}; impl {r.impl}")
+            out.append(
+                f"  {self.name} {label}: wire {r.wire_bytes / r.ticks / 1024:.1f} "
+                f"KiB/tick, {r.values} counter lines/frame{io}; impl {r.impl}"
+            )
             if r.warnings:
                 out.append(f"  {self.name} {label}: probe warnings: {sorted(set(r.warnings))}")
             # The same frames through the collector (decode, assemble, rates, history, rules),
             # as the dashboard runs them: the benchmark's simulated host aside, real frames.
             med, lo, hi = whole_path(r.frames, warm=WARMUP)
-            out.append(f"  {self.name} {label}: collector {med:.3f} ms per host-tick on these "
-                       f"frames (median of 5 passes, {lo:.3f}-{hi:.3f}; after the first "
-                       f"{WARMUP})")
+            out.append(
+                f"  {self.name} {label}: collector {med:.3f} ms per host-tick on these "
+                f"frames (median of 5 passes, {lo:.3f}-{hi:.3f}; after the first "
+                f"{WARMUP})"
+            )
         if self.exporter:
             e = self.exporter
             got = ", ".join(f"{n} {x}*" for x, n in e.samples.items())
-            out.append(f"  {self.name} node_exporter: {e.ms():.2f} ms/scrape over {e.scrapes}, "
-                       f"body {e.body_bytes / 1024:.1f} KiB, samples: {got}")
+            out.append(
+                f"  {self.name} node_exporter: {e.ms():.2f} ms/scrape over {e.scrapes}, "
+                f"body {e.body_bytes / 1024:.1f} KiB, samples: {got}"
+            )
         return out
 
 
@@ -396,19 +425,38 @@ def run_ib(tmp: Path, ticks: int, interval_ms: int) -> Case:
     else:
         try:
             # ib_hw_tick as a session sends it: hw_counters no rule reads on slow ticks.
-            both_probes(case, sshd, ProbeArgs(interval_ms=interval_ms, sysfs=str(sysroot),
-                                              gpu="off", slow_ticks=SLOW_TICKS,
-                                              ib_hw_tick=IB_HW_TICK), ticks)
+            both_probes(
+                case,
+                sshd,
+                ProbeArgs(
+                    interval_ms=interval_ms,
+                    sysfs=str(sysroot),
+                    gpu="off",
+                    slow_ticks=SLOW_TICKS,
+                    ib_hw_tick=IB_HW_TICK,
+                ),
+                ticks,
+            )
         finally:
             sshd.stop()
     if EXPORTER:
         port = free_port()
         try:
             case.exporter = measure_exporter(
-                [EXPORTER, f"--web.listen-address=127.0.0.1:{port}", f"--path.sysfs={sysroot}",
-                 "--collector.disable-defaults", "--collector.infiniband"],
-                "127.0.0.1", port, ("node_infiniband_",), ticks, interval_ms / 1000,
-                tmp / "ne_ib.log")
+                [
+                    EXPORTER,
+                    f"--web.listen-address=127.0.0.1:{port}",
+                    f"--path.sysfs={sysroot}",
+                    "--collector.disable-defaults",
+                    "--collector.infiniband",
+                ],
+                "127.0.0.1",
+                port,
+                ("node_infiniband_",),
+                ticks,
+                interval_ms / 1000,
+                tmp / "ne_ib.log",
+            )
         except (RuntimeError, OSError) as e:
             case.notes.append(f"node_exporter: {e}")
     return case
@@ -451,17 +499,25 @@ def run_veth(tmp: Path, ticks: int, interval_ms: int) -> Case:
         run("ip", "-n", ns, "addr", "add", f"{net}.1/24", "dev", "mgmt")
         run("ip", "-n", ns, "link", "set", "mgmt", "up")
         for k in range(VETH_PAIRS):
-            run("ip", "-n", ns, "link", "add", f"vb{k}a", "type", "veth", "peer", "name",
-                f"vb{k}b")
+            run("ip", "-n", ns, "link", "add", f"vb{k}a", "type", "veth", "peer", "name", f"vb{k}b")
             for s in "ab":
                 run("ip", "-n", ns, "link", "set", f"vb{k}{s}", "up")
         sshd = NsSshd(tmp / "ns_sshd", host=f"{net}.1", user="root", netns=ns)
         sshd.start()
         try:
-            both_probes(case, sshd, ProbeArgs(interval_ms=interval_ms, sysfs="/sys",
-                                              interfaces=ifaces, gpu="off",
-                                              slow_ticks=SLOW_TICKS, ib_hw_tick=IB_HW_TICK),
-                        ticks)
+            both_probes(
+                case,
+                sshd,
+                ProbeArgs(
+                    interval_ms=interval_ms,
+                    sysfs="/sys",
+                    interfaces=ifaces,
+                    gpu="off",
+                    slow_ticks=SLOW_TICKS,
+                    ib_hw_tick=IB_HW_TICK,
+                ),
+                ticks,
+            )
         finally:
             sshd.stop()
         if EXPORTER:
@@ -469,11 +525,26 @@ def run_veth(tmp: Path, ticks: int, interval_ms: int) -> Case:
             # Exclude, not include: netdev's default exclude (^lo$) refuses an include.
             skip = "--collector.{}.device-exclude=^(lo|mgmt)$"
             case.exporter = measure_exporter(
-                ["ip", "netns", "exec", ns, EXPORTER, f"--web.listen-address={net}.1:{port}",
-                 "--collector.disable-defaults", "--collector.netdev", "--collector.ethtool",
-                 skip.format("netdev"), skip.format("ethtool")],
-                f"{net}.1", port, ("node_network_", "node_ethtool_"), ticks,
-                interval_ms / 1000, tmp / "ne_veth.log")
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    EXPORTER,
+                    f"--web.listen-address={net}.1:{port}",
+                    "--collector.disable-defaults",
+                    "--collector.netdev",
+                    "--collector.ethtool",
+                    skip.format("netdev"),
+                    skip.format("ethtool"),
+                ],
+                f"{net}.1",
+                port,
+                ("node_network_", "node_ethtool_"),
+                ticks,
+                interval_ms / 1000,
+                tmp / "ne_veth.log",
+            )
     except Exception as e:  # a bed that cannot be built is a skip, not a failed benchmark
         case.notes.append(f"{type(e).__name__}: {e}")
     finally:
@@ -487,13 +558,16 @@ def ethtool_counts(case: Case) -> str | None:
         return None
     veth = sorted(set(case.fast.ethtool.values()))
     mlx5 = sum(1 for ln in MLX5_ETHTOOL.read_text().splitlines()[1:] if ": " in ln)
-    return (f"  {case.name}: ETHTOOL_GSTATS values per netdev: veth "
-            f"{'/'.join(map(str, veth))}, mlx5 at least {mlx5} (the real capture "
-            f"{MLX5_ETHTOOL.name} lists only its non-zero counters; a ConnectX port has "
-            f"hundreds): the ratio on real mlx5 netdevs would differ")
+    return (
+        f"  {case.name}: ETHTOOL_GSTATS values per netdev: veth "
+        f"{'/'.join(map(str, veth))}, mlx5 at least {mlx5} (the real capture "
+        f"{MLX5_ETHTOOL.name} lists only its non-zero counters; a ConnectX port has "
+        f"hundreds): the ratio on real mlx5 netdevs would differ"
+    )
 
 
 # ---------------------------------------------------------------- main
+
 
 def header(ticks: int, interval_ms: int) -> list[str]:
     """The machine and what the figures do not model."""
@@ -526,8 +600,7 @@ def main() -> None:
     for line in header(ns.ticks, ns.interval_ms):
         print(line, flush=True)
     if EXPORTER is None:
-        print("node_exporter: not installed (apt-get install prometheus-node-exporter): "
-              "no ratios")
+        print("node_exporter: not installed (apt-get install prometheus-node-exporter): no ratios")
     cases = []
     with tempfile.TemporaryDirectory(prefix="node_cpu_") as tmp:
         for fn in (run_ib, run_veth):
@@ -535,24 +608,28 @@ def main() -> None:
             cases.append(case)
             ran = bool(case.fast or case.sh or case.exporter)
             for note in case.notes:
-                print(f"{case.name}: {'part skipped' if ran else 'skipped'}: {note}",
-                      flush=True)
+                print(f"{case.name}: {'part skipped' if ran else 'skipped'}: {note}", flush=True)
             if ran:
                 print(case.line(), flush=True)
                 for d in case.details():
                     print(d, flush=True)
                 if (counts := ethtool_counts(case)) is not None:
                     print(counts, flush=True)
-    ratios = [(c.fast.ms() / c.exporter.ms(), c.name) for c in cases
-              if c.fast and c.exporter and c.exporter.ms() > 0]
+    ratios = [
+        (c.fast.ms() / c.exporter.ms(), c.name)
+        for c in cases
+        if c.fast and c.exporter and c.exporter.ms() > 0
+    ]
     if not ratios:
         print("node_cpu_ratio_fast_vs_node_exporter n/a (nothing to compare): NOT met")
         return
     worst, name = max(ratios)
     print(f"(the worst case of {', '.join(n for _, n in ratios)}: {name})")
     verdict = "met" if worst <= REQUIRED else "NOT met"
-    print(f"node_cpu_ratio_fast_vs_node_exporter {worst:.2f} "
-          f"(required <= {REQUIRED}, aim {AIM}): {verdict}")
+    print(
+        f"node_cpu_ratio_fast_vs_node_exporter {worst:.2f} "
+        f"(required <= {REQUIRED}, aim {AIM}): {verdict}"
+    )
 
 
 if __name__ == "__main__":

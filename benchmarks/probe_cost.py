@@ -151,8 +151,9 @@ def main() -> None:
     print(f"probe cost, shell={ns.shell}, interval={ns.interval_ms} ms, {ns.ticks} ticks")
     for kind in ("python", "sh"):
         real = ProbeArgs(interval_ms=ns.interval_ms, gpu="off", slow_ticks=100000, probe=kind)
-        measure(f"{kind}: real /sys, no tools", replace(real, path=()), ns.shell, path_env,
-                ns.ticks)  # fmt: skip
+        measure(
+            f"{kind}: real /sys, no tools", replace(real, path=()), ns.shell, path_env, ns.ticks
+        )
         measure(f"{kind}: real /sys, ethtool from PATH", real, ns.shell, path_env, ns.ticks)
         with tempfile.TemporaryDirectory() as tmp:
             sysroot, bindir = build_mlx5_node(Path(tmp))
@@ -164,10 +165,14 @@ def main() -> None:
                 slow_ticks=100000,
                 probe=kind,
             )
-            measure(f"{kind}: fixture 2x mlx5, shim ethtool -S", fx, ns.shell, path_env,
-                    ns.ticks)  # fmt: skip
-            measure(f"{kind}: fixture 2x mlx5, sysfs only", replace(fx, path=()), ns.shell,
-                    path_env, ns.ticks)  # fmt: skip
+            measure(f"{kind}: fixture 2x mlx5, shim ethtool -S", fx, ns.shell, path_env, ns.ticks)
+            measure(
+                f"{kind}: fixture 2x mlx5, sysfs only",
+                replace(fx, path=()),
+                ns.shell,
+                path_env,
+                ns.ticks,
+            )
 
 
 if __name__ == "__main__":

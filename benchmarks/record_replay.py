@@ -50,18 +50,24 @@ def main() -> None:
         frames = sum(1 for r in RecordingReader(path).records() if r.kind == FRAME)
         raw = sum(len(r.body) for r in RecordingReader(path).records() if r.kind == FRAME)
         per_frame = size / max(frames, 1)
-        print(f"recorded {frames} frames ({raw / 1e6:.1f} MB of probe text) "
-              f"into {size / 1e6:.2f} MB: {raw / max(size, 1):.1f}x compression")
-        print(f"size per host-hour at 1 Hz: {per_frame * 3600 / 1e6:.1f} MB "
-              f"({per_frame / 1e3:.2f} kB per frame)")
+        print(
+            f"recorded {frames} frames ({raw / 1e6:.1f} MB of probe text) "
+            f"into {size / 1e6:.2f} MB: {raw / max(size, 1):.1f}x compression"
+        )
+        print(
+            f"size per host-hour at 1 Hz: {per_frame * 3600 / 1e6:.1f} MB "
+            f"({per_frame / 1e3:.2f} kB per frame)"
+        )
         t0 = time.perf_counter()
         rp = Replay(path)
         rp.advance_to(rp.duration)
         dt = time.perf_counter() - t0
         sim_s = frames / max(len(rp.frames_per_host), 1)
-        print(f"replay through the live path: {frames / dt:.0f} frames/s, "
-              f"{sim_s / dt:.0f}x real time for {len(rp.frames_per_host)} hosts at 1 Hz "
-              f"({dt:.2f} s for {sim_s:.0f} host-seconds each)")
+        print(
+            f"replay through the live path: {frames / dt:.0f} frames/s, "
+            f"{sim_s / dt:.0f}x real time for {len(rp.frames_per_host)} hosts at 1 Hz "
+            f"({dt:.2f} s for {sim_s:.0f} host-seconds each)"
+        )
 
 
 if __name__ == "__main__":

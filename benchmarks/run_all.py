@@ -14,8 +14,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("collector_cost", "probe_cost", "node_exporter_compare", "fanout", "tui_refresh",
-         "history_memory", "storm_detection")
+ORDER = (
+    "collector_cost",
+    "probe_cost",
+    "node_exporter_compare",
+    "fanout",
+    "tui_refresh",
+    "history_memory",
+    "storm_detection",
+)
 SKIP = {"run_all", "soak"}  # soak runs for an hour: docs/SOAK.md
 
 
@@ -29,14 +36,15 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{os.cpu_count()} CPUs, {model}, {platform.system()} {platform.release()}, " \
-           f"Python {platform.python_version()}"
+    return (
+        f"{os.cpu_count()} CPUs, {model}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def main() -> int:
     scripts = [HERE / f"{n}.py" for n in ORDER if (HERE / f"{n}.py").exists()]
-    scripts += sorted(p for p in HERE.glob("*.py")
-                      if p.stem not in SKIP and p not in scripts)
+    scripts += sorted(p for p in HERE.glob("*.py") if p.stem not in SKIP and p not in scripts)
     print(f"machine: {machine()}", flush=True)
     failed = []
     for s in scripts:

@@ -45,8 +45,11 @@ async def soak(minutes: float, config_path: str | None, interval: float) -> None
         while (elapsed := time.monotonic() - start) < minutes * 60:
             points.append((elapsed / 60, rss_mb()))
             frames = sum(h.frames for h in state.hosts.values())
-            print(f"{elapsed / 60:6.1f} min  rss {points[-1][1]:7.1f} MB  frames {frames}  "
-                  f"history {state.history.nbytes / 1e6:6.1f} MB", flush=True)
+            print(
+                f"{elapsed / 60:6.1f} min  rss {points[-1][1]:7.1f} MB  frames {frames}  "
+                f"history {state.history.nbytes / 1e6:6.1f} MB",
+                flush=True,
+            )
             await asyncio.sleep(min(60.0, max(1.0, minutes * 60 - elapsed)))
         points.append(((time.monotonic() - start) / 60, rss_mb()))
     finally:
@@ -54,9 +57,11 @@ async def soak(minutes: float, config_path: str | None, interval: float) -> None
         task.cancel()
     half = [p for p in points if p[0] >= points[-1][0] / 2]
     growth = half[-1][1] - half[0][1]
-    print(f"soak {points[-1][0]:.0f} min: rss {points[0][1]:.1f} -> {points[-1][1]:.1f} MB; "
-          f"second half grew {growth:+.1f} MB "
-          f"({growth / max(1e-9, half[-1][0] - half[0][0]) * 60:+.2f} MB/h)")
+    print(
+        f"soak {points[-1][0]:.0f} min: rss {points[0][1]:.1f} -> {points[-1][1]:.1f} MB; "
+        f"second half grew {growth:+.1f} MB "
+        f"({growth / max(1e-9, half[-1][0] - half[0][0]) * 60:+.2f} MB/h)"
+    )
 
 
 def main() -> None:

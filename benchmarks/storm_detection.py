@@ -86,12 +86,20 @@ READ_MAX_MS = 5.0
 def _names() -> list[bytes]:
     out = [b"rx_bytes_phy", b"tx_bytes_phy"]
     for p in range(8):
-        out += [b"rx_prio%d_bytes" % p, b"rx_prio%d_packets" % p,
-                b"tx_prio%d_bytes" % p, b"tx_prio%d_packets" % p]  # fmt: skip
+        out += [
+            b"rx_prio%d_bytes" % p,
+            b"rx_prio%d_packets" % p,
+            b"tx_prio%d_bytes" % p,
+            b"tx_prio%d_packets" % p,
+        ]
     # mlx5 lists the pause counters only for the priorities with PFC on.
-    out += [b"rx_prio%d_pause" % PRIO, b"rx_prio%d_pause_duration" % PRIO,
-            b"tx_prio%d_pause" % PRIO, b"tx_prio%d_pause_duration" % PRIO,
-            b"rx_prio%d_pause_transition" % PRIO]  # fmt: skip
+    out += [
+        b"rx_prio%d_pause" % PRIO,
+        b"rx_prio%d_pause_duration" % PRIO,
+        b"tx_prio%d_pause" % PRIO,
+        b"tx_prio%d_pause_duration" % PRIO,
+        b"rx_prio%d_pause_transition" % PRIO,
+    ]
     return out
 
 
@@ -126,8 +134,10 @@ class Lane:
         """(microseconds paused, bytes moved) by ``t``: monotonic integers, as mlx5 counts."""
         i = max(bisect_right(self.starts, t) - 1, 0)
         dt = max(t - self.starts[i], 0.0)
-        return (int((self.paused[i] + self.ratio[i] * dt) * 1e6),
-                int(self.moved[i] + self.rate[i] * dt))  # fmt: skip
+        return (
+            int((self.paused[i] + self.ratio[i] * dt) * 1e6),
+            int(self.moved[i] + self.rate[i] * dt),
+        )
 
 
 def lane(pre: str, t0: float, end: float, rng: random.Random) -> Lane:
@@ -217,9 +227,12 @@ class Collector:
     def __init__(self, frames: list[bytes], iv: float) -> None:
         self.now = 0.0
         self.state = FabricState(
-            [Target(HOST)], rules=make_evaluator(), clock=lambda: self.now,
-            wall=lambda: 0.0, interval=iv,
-        )  # fmt: skip
+            [Target(HOST)],
+            rules=make_evaluator(),
+            clock=lambda: self.now,
+            wall=lambda: 0.0,
+            interval=iv,
+        )
         dec = FrameDecoder()
         for raw in frames:
             for f in dec.feed(raw):
@@ -240,10 +253,12 @@ class Collector:
             self.apply_s.append(time.perf_counter() - c)
         assert self.dec.take_warnings() == []
         return any(
-            f.rule == "pfc_storm" and f.severity == "critical" and f.subject == subject
+            f.rule == "pfc_storm"
+            and f.severity == "critical"
+            and f.subject == subject
             and "probe watchdog" in f.summary
             for f in self.state.findings
-        )  # fmt: skip
+        )
 
 
 @dataclass
@@ -274,9 +289,16 @@ class _Reader:
 
 
 def simulate(
-    iv: float, pre: str, t0: float, end: float, side: str, frames: list[bytes],
-    read_max_s: float, rng: random.Random, watchdog: type[pf.Watchdog] = pf.Watchdog,
-) -> Run:  # fmt: skip
+    iv: float,
+    pre: str,
+    t0: float,
+    end: float,
+    side: str,
+    frames: list[bytes],
+    read_max_s: float,
+    rng: random.Random,
+    watchdog: type[pf.Watchdog] = pf.Watchdog,
+) -> Run:
     """One port from 0 to ``end``, display ticks at a random phase, storm from ``t0``."""
     clock = Clock()
     nic = Nic(clock, lane(pre, t0, end, rng), side, read_max_s, rng)
@@ -351,16 +373,22 @@ class Case:
 
 
 def storms(
-    iv: float, pre: str, n: int, frames: list[bytes], read_max_s: float, rng: random.Random,
+    iv: float,
+    pre: str,
+    n: int,
+    frames: list[bytes],
+    read_max_s: float,
+    rng: random.Random,
     watchdog: type[pf.Watchdog] = pf.Watchdog,
-) -> Case:  # fmt: skip
+) -> Case:
     """``n`` storms at random phases; each port is quiet or in incast for 2-3 ticks first."""
     runs, starts = [], []
     for i in range(n):
         t0 = rng.uniform(2 * iv, 3 * iv)
         side = "tx" if i % 2 == 0 else "rx"  # the stuck receiver, then one it pauses
-        runs.append(simulate(iv, pre, t0, t0 + iv + HOLD_AFTER_S, side, frames, read_max_s,
-                             rng, watchdog))  # fmt: skip
+        runs.append(
+            simulate(iv, pre, t0, t0 + iv + HOLD_AFTER_S, side, frames, read_max_s, rng, watchdog)
+        )
         starts.append(t0)
     return Case(iv, pre, runs, starts)
 
@@ -387,8 +415,11 @@ def watchdog_report(
     for iv in (1.0, 10.0):
         for pre in ("quiet", "incast"):
             case = storms(iv, pre, n, frames, read_max_s, rng, watchdog)
-            lat = [r.named_at - t0 for r, t0 in zip(case.runs, case.starts, strict=True)
-                   if r.named_at is not None]  # fmt: skip
+            lat = [
+                r.named_at - t0
+                for r, t0 in zip(case.runs, case.starts, strict=True)
+                if r.named_at is not None
+            ]
             missed = n - len(lat)
             worst = max(lat) if lat and not missed else float("inf")
             met = "met" if worst <= case.bound_s else "NOT_met"
@@ -419,12 +450,13 @@ def watchdog_report(
     for iv in (1.0, 10.0):
         for pre in ("quiet", "incast"):
             # No storm at all (t0 never comes): nothing may be named, ever.
-            r = simulate(iv, pre, float("inf"), ALONE_S, "tx", frames, read_max_s, rng,
-                         watchdog)  # fmt: skip
+            r = simulate(iv, pre, float("inf"), ALONE_S, "tx", frames, read_max_s, rng, watchdog)
             qps[(iv, pre)] = reads_per_s(r.reads, 2 * iv, ALONE_S)  # once fast sampling runs
             named = r.storms + r.named_critical
-            print(f"{pre}_alone interval={iv:g}s simulated_s {ALONE_S:.0f} "
-                  f"storm_events {r.storms} critical_findings {r.named_critical}")  # fmt: skip
+            print(
+                f"{pre}_alone interval={iv:g}s simulated_s {ALONE_S:.0f} "
+                f"storm_events {r.storms} critical_findings {r.named_critical}"
+            )
             if pre == "incast":
                 critical += named
     print(f"incast_critical_findings {critical}")

@@ -43,9 +43,11 @@ def fabric() -> Fabric:
 def history_memory(links: int = 128) -> None:
     """Print the bytes and RSS growth of 24 h of RoCE link series (first: a fresh heap)."""
     nbytes, rss = estimate_24h(links)
-    print(f"history, 24 h x {links} RoCE links: {nbytes / 1e6:.1f} MB held, "
-          f"RSS +{rss / 1e6:.1f} MB "
-          f"(goal <= 150 MB: {'ok' if max(nbytes, rss) <= 150e6 else 'OVER'})")
+    print(
+        f"history, 24 h x {links} RoCE links: {nbytes / 1e6:.1f} MB held, "
+        f"RSS +{rss / 1e6:.1f} MB "
+        f"(goal <= 150 MB: {'ok' if max(nbytes, rss) <= 150e6 else 'OVER'})"
+    )
 
 
 async def run() -> None:
@@ -55,11 +57,16 @@ async def run() -> None:
     feed_s = time.perf_counter() - t0
     frames = sum(h.frames for h in state.hosts.values())
     links = sum(
-        1 for h in state.hosts.values() if h.sample for lk in h.sample.links.values()
+        1
+        for h in state.hosts.values()
+        if h.sample
+        for lk in h.sample.links.values()
         if lk.kind != "virtual" and lk.netdev != "lo"
     )
-    print(f"fed {frames} frames from {HOSTS} hosts in {feed_s:.2f} s "
-          f"({feed_s / frames * 1e3:.2f} ms per host-frame, collector side)")
+    print(
+        f"fed {frames} frames from {HOSTS} hosts in {feed_s:.2f} s "
+        f"({feed_s / frames * 1e3:.2f} ms per host-frame, collector side)"
+    )
 
     app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
     async with app.run_test(size=(160, 50)) as pilot:
@@ -94,12 +101,18 @@ async def run() -> None:
             return sorted(xs)[int(len(xs) * 0.95) - 1] * 1e3
 
         med = statistics.median(cpu) * 1e3
-        print(f"overview refresh, rows built and synced: median "
-              f"{statistics.median(build) * 1e3:.1f} ms, p95 {p95(build):.1f} ms")
-        print(f"overview refresh incl. paint, CPU: median {med:.1f} ms, p95 {p95(cpu):.1f} ms "
-              f"(goal <= 50 ms: {'ok' if med <= 50 else 'OVER'})")
-        print(f"overview refresh incl. paint and the harness's idle wait, wall: median "
-              f"{statistics.median(times) * 1e3:.1f} ms, p95 {p95(times):.1f} ms")
+        print(
+            f"overview refresh, rows built and synced: median "
+            f"{statistics.median(build) * 1e3:.1f} ms, p95 {p95(build):.1f} ms"
+        )
+        print(
+            f"overview refresh incl. paint, CPU: median {med:.1f} ms, p95 {p95(cpu):.1f} ms "
+            f"(goal <= 50 ms: {'ok' if med <= 50 else 'OVER'})"
+        )
+        print(
+            f"overview refresh incl. paint and the harness's idle wait, wall: median "
+            f"{statistics.median(times) * 1e3:.1f} ms, p95 {p95(times):.1f} ms"
+        )
 
         # CPU share of the UI at 1 Hz: refresh once per simulated second for 10 s of
         # wall time, feeding excluded (that is the collector's cost, measured above).

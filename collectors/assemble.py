@@ -132,18 +132,35 @@ def assemble(host: str, frame: Frame, kept: Shapes | None = None) -> HostSample:
         tail = last if isinstance(last, _Tail) and last.sections is frame.carried else None
         if tail is None and frame.carried:
             tail = _Tail(frame.carried, (), {}, None).keep(
-                last if isinstance(last, _Tail) else None)
+                last if isinstance(last, _Tail) else None
+            )
             _keep(shapes, host, tail)
-        _guard(warn, "assemble", None, None, assemble_darwin, frame, sample, warn,
-               _read_now if tail is None else tail.read)
+        _guard(
+            warn,
+            "assemble",
+            None,
+            None,
+            assemble_darwin,
+            frame,
+            sample,
+            warn,
+            _read_now if tail is None else tail.read,
+        )
         return sample
     # Carried sections read before, this very tuple (Frame.carried): their headers were
     # looked at then (a frame whose headers needed cleaning is rebuilt without carried).
-    seen = len(frame.carried) if frame.carried and isinstance(last, _Kept) \
-        and last.tail is not None and last.tail.sections is frame.carried else 0
+    seen = (
+        len(frame.carried)
+        if frame.carried
+        and isinstance(last, _Kept)
+        and last.tail is not None
+        and last.tail.sections is frame.carried
+        else 0
+    )
     # A bug outside the per-section guards costs the rest of this frame, said in one line.
-    _guard(warn, "assemble", None, None, _assemble, host, _cleaned(frame, seen), sample,
-           warn, shapes)
+    _guard(
+        warn, "assemble", None, None, _assemble, host, _cleaned(frame, seen), sample, warn, shapes
+    )
     return sample
 
 
@@ -153,7 +170,7 @@ def _cleaned(frame: Frame, seen: int = 0) -> Frame:
     sections = frame.sections
     # Nearly always every header is printable ASCII, which clean() leaves as it is: one
     # look at all of them together instead of four calls per section.
-    look = sections[:len(sections) - seen] if seen else sections
+    look = sections[: len(sections) - seen] if seen else sections
     heads = " ".join([h for s in look for h in (s.kind, s.status, s.subject, s.detail) if h])
     if len(heads) <= MAX_TEXT and heads.isascii() and heads.isprintable():
         return frame
@@ -168,8 +185,7 @@ def _cleaned(frame: Frame, seen: int = 0) -> Frame:
         if sections is frame.sections:
             sections = list(sections)
         # s.schema: its names were cleaned when the stream defined it.
-        sections[i] = Section(kind, subject, s.read_ns, status, detail, s.text, s.schema,
-                              s.values)
+        sections[i] = Section(kind, subject, s.read_ns, status, detail, s.text, s.schema, s.values)
     if sections is frame.sections:
         return frame
     return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, sections)
@@ -187,9 +203,7 @@ _Decoded = dict[int, tuple[list[int | None] | None, list[str]]]  # section index
 _Deltas = dict[int, tuple[list[int | None], list[int]]]
 
 
-def _assemble(
-    host: str, frame: Frame, sample: HostSample, warn: _Warner, shapes: Shapes
-) -> None:
+def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner, shapes: Shapes) -> None:
     sections = frame.sections
     had = shapes.get(host)
     kept = had if isinstance(had, _Kept) else None
@@ -204,8 +218,11 @@ def _assemble(
     carried = frame.carried
     tail = None
     if carried:
-        tail = kept.tail if kept is not None and kept.tail is not None \
-            and kept.tail.sections is carried else _tail(carried, kept.tail if kept else None)
+        tail = (
+            kept.tail
+            if kept is not None and kept.tail is not None and kept.tail.sections is carried
+            else _tail(carried, kept.tail if kept else None)
+        )
     end = len(sections) if tail is None else len(sections) - len(carried)
     # The shape's key: all of the frame but the values, the GPUs and the read times.
     parts: list[tuple[object, ...]] = []
@@ -214,8 +231,9 @@ def _assemble(
             got = s.values  # as the stream's decoder read them
             if got is None:  # a frame made in-process (tests, tools): read here
                 before = last.get(i)
-                since = before[2] if before is not None and before[:2] == (s.kind, s.subject) \
-                    else None
+                since = (
+                    before[2] if before is not None and before[:2] == (s.kind, s.subject) else None
+                )
                 got = decode_whole(s.text, s.schema.names, since)
                 if got.vals is not None:
                     values[i] = (s.kind, s.subject, got)
@@ -243,15 +261,20 @@ def _assemble(
                 if v > into.get(owner, -1):
                     into[owner] = v
         if tail.shaped is not None:
-            shaped = sections[:end] + tail.shaped if shaped is sections else \
-                shaped[:end] + tail.shaped
+            shaped = (
+                sections[:end] + tail.shaped if shaped is sections else shaped[:end] + tail.shaped
+            )
     if kept is not None and kept.key == key:
         kept.values = values
     else:
-        bare = frame if shaped is sections else Frame(
-            frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, shaped)
-        kept = _Kept(key, _build_shape(host, bare, decoded, _read_now if tail is None else
-                                       tail.read), values)
+        bare = (
+            frame
+            if shaped is sections
+            else Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, shaped)
+        )
+        kept = _Kept(
+            key, _build_shape(host, bare, decoded, _read_now if tail is None else tail.read), values
+        )
         _keep(shapes, host, kept)
     if tail is not None:
         kept.tail = tail
@@ -433,8 +456,18 @@ class _Resolver:
     moved are set, in a copy of it (three in four counters do not move in a tick).
     """
 
-    __slots__ = ("base", "first", "get", "items", "moved", "names", "out", "section", "tops",
-                 "vals")
+    __slots__ = (
+        "base",
+        "first",
+        "get",
+        "items",
+        "moved",
+        "names",
+        "out",
+        "section",
+        "tops",
+        "vals",
+    )
 
     def __init__(self, template: Mapping[str, object], placed: bool = True) -> None:
         """``placed``: the frame had values by position (else none is looked for)."""
@@ -454,8 +487,10 @@ class _Resolver:
             self.items: dict[str, object] | tuple[tuple[str, object], ...] = dict(template)
             return
         self.items = tuple(template.items())
-        if len(places) > 1 and len(places) == len(template) and all(
-            p.section == places[0].section for p in places
+        if (
+            len(places) > 1
+            and len(places) == len(template)
+            and all(p.section == places[0].section for p in places)
         ):
             # The usual dict: every value from one section, taken in one call into C.
             self.section = places[0].section
@@ -477,8 +512,9 @@ class _Resolver:
                 out = self.out.copy()
                 names, first, all_moved = self.names, self.first, delta[1]
                 # moved is in order: the run's part of it lies between two bisections
-                moved = all_moved[bisect_left(all_moved, first):
-                                  bisect_left(all_moved, first + len(names))]
+                moved = all_moved[
+                    bisect_left(all_moved, first) : bisect_left(all_moved, first + len(names))
+                ]
                 for p in moved:
                     out[names[p - first]] = vals[p]  # type: ignore[assignment]
             else:
@@ -563,8 +599,12 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded, read: TextRead) -> 
     index = {id(s): i for i, s in enumerate(frame.sections)}
     values: dict[int, list[int | None] | None] = {}
     for i, (vals, _) in decoded.items():
-        values[i] = None if vals is None else cast(
-            list[int | None], [None if v is None else _Pos(i, j) for j, v in enumerate(vals)]
+        values[i] = (
+            None
+            if vals is None
+            else cast(
+                list[int | None], [None if v is None else _Pos(i, j) for j, v in enumerate(vals)]
+            )
         )
     warn = _ShapeWarner(host)
     b = _Build(frame, warn, index, values, read)
@@ -585,7 +625,14 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded, read: TextRead) -> 
     # the links, in their order, _fill may make them all in one try.
     at_once = [item for item in warn.plan if isinstance(item, _LinkPlan)]
     return _Shape(
-        tuple(statuses), warn.plan, links, cpu, probe.probe, versions, fw, b.thunderbolt,
+        tuple(statuses),
+        warn.plan,
+        links,
+        cpu,
+        probe.probe,
+        versions,
+        fw,
+        b.thunderbolt,
         len(at_once) == len(links) and all(map(is_, at_once, links)),
         tuple(i for i, s in enumerate(frame.sections) if s.kind in _PER_TICK_KINDS),
     )
@@ -639,8 +686,19 @@ def _links(b: _Build) -> list[_LinkPlan]:
                 claimed.add(ndev)
             rec = netdevs.get(ndev) if ndev else None
             where = f"{dev.name}/{port.port}"
-            lp = _guard(warn, "sysib", where, None, _rdma_link, dev, port, rec, ndev, slow_hw,
-                        bool(b.values))
+            lp = _guard(
+                warn,
+                "sysib",
+                where,
+                None,
+                _rdma_link,
+                dev,
+                port,
+                rec,
+                ndev,
+                slow_hw,
+                bool(b.values),
+            )
             if lp is not None:
                 found[lp.link.id] = lp
     for name, netdev in netdevs.items():
@@ -704,15 +762,21 @@ def _fill(
     frame's sections are its carried ones (Frame.carried, read as ``tail`` says)."""
     sections = frame.sections
     statuses = shape.sections if end == len(sections) else shape.sections[:end]
-    sample.sections = [SectionStatus(kind, subject, status, sections[i].read_ns, detail)
-                       for i, kind, subject, status, detail in statuses]
+    sample.sections = [
+        SectionStatus(kind, subject, status, sections[i].read_ns, detail)
+        for i, kind, subject, status, detail in statuses
+    ]
     if end < len(sections):
         # The shape's own: a key that matched had these sections at these places.
         noted = shape.tail_status
         if noted is None or noted[0] is not frame.carried:
-            noted = shape.tail_status = (frame.carried, [
-                SectionStatus(kind, subject, status, sections[i].read_ns, detail)
-                for i, kind, subject, status, detail in shape.sections[end:]])
+            noted = shape.tail_status = (
+                frame.carried,
+                [
+                    SectionStatus(kind, subject, status, sections[i].read_ns, detail)
+                    for i, kind, subject, status, detail in shape.sections[end:]
+                ],
+            )
         sample.sections += noted[1]
         sample.carried_sections = noted[1]
     links = sample.links
@@ -722,8 +786,7 @@ def _fill(
         link.metrics = {}  # made where the warnings say (below)
         if lp.qos is not None:
             link.qos = QosConfig(*lp.qos)  # each sample's own, as a new build gives
-        link.saturated = _saturated(lp.legacy, decoded, deltas) if lp.legacy is not None \
-            else []
+        link.saturated = _saturated(lp.legacy, decoded, deltas) if lp.legacy is not None else []
         if lp.read_at is not None:
             link.read_ns = sections[lp.read_at].read_ns
         if temps and lp.temp is not None:
@@ -782,8 +845,9 @@ def _metrics(link: LinkSample, lp: _LinkPlan, left: list[str]) -> None:
         for i in lp.runs:
             metrics.update(apply_plan(lp.plans[i], _plan_input(i, lp, counters)))
     if lp.steps is not None and len(metrics) < len(lp.steps):
-        left.extend(f"{link.id} {m}: sum beyond 64 bits, left out"
-                    for m in lp.steps if m not in metrics)
+        left.extend(
+            f"{link.id} {m}: sum beyond 64 bits, left out" for m in lp.steps if m not in metrics
+        )
     lp.made = (tuple(counters.values()), metrics)
     link.metrics = metrics
 
@@ -835,9 +899,7 @@ def _moved_metrics(
     return metrics
 
 
-def _plan_input(
-    i: int, lp: _LinkPlan, counters: dict[str, dict[str, int]]
-) -> Mapping[str, int]:
+def _plan_input(i: int, lp: _LinkPlan, counters: dict[str, dict[str, int]]) -> Mapping[str, int]:
     """What plan ``i`` of the link reads: each source's counters are the link's own
     (netdev: its statistics and carrier counts; ib_port: counters with counters_ext over
     them); only hw_counters differ, the slow ones included here."""
@@ -1120,8 +1182,10 @@ def _ethtool_stats(b: _Build) -> dict[str, dict[str, int]]:
         # A timed-out or truncated dump is partial but real (parsed, and said); an error
         # exit printed a message instead of counters (said, not parsed).
         unplaced = (s.detail or "").startswith(UNKNOWN_SCHEMA)
-        if s.status == "error" and not unplaced and (
-            not s.text.strip() or "no stats available" in s.text
+        if (
+            s.status == "error"
+            and not unplaced
+            and (not s.text.strip() or "no stats available" in s.text)
         ):
             continue  # a driver without ethtool stats (thunderbolt-net, veth): nothing to say
         if s.status != "ok":
@@ -1179,8 +1243,10 @@ def _rdma_link(
     link.port_state, link.phys_state, link.sm_lid = port.state, port.phys_state, port.sm_lid
     link.node_type = dev.node_type
     if port.gids is not None:
-        link.gids = tuple(GidEntry(i, g, port.gid_types.get(i), port.gid_ndevs.get(i))
-                          for i, g in sorted(port.gids.items()))
+        link.gids = tuple(
+            GidEntry(i, g, port.gid_types.get(i), port.gid_ndevs.get(i))
+            for i, g in sorted(port.gids.items())
+        )
         link.gids_truncated = port.gids_truncated
     link.rate_gbps = port.rate_gbps
     link.firmware = dev.fw_ver
@@ -1199,8 +1265,7 @@ def _rdma_link(
     lp = _LinkPlan(link, rdma=True)
     if port.lost:
         gone = frozenset(port.lost)
-        lp.lost = (frozenset(rec.lost) if rec is not None else frozenset(), gone, gone,
-                   frozenset())
+        lp.lost = (frozenset(rec.lost) if rec is not None else frozenset(), gone, gone, frozenset())
     elif rec is not None and rec.lost:
         lp.lost = (frozenset(rec.lost), *lp.lost[1:])
     legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
@@ -1272,9 +1337,7 @@ def _finish(
     # layout: one token for every tick of this plan (its dicts' sources and names); a bare
     # object, so that nothing walking a sample's fields walks into the plan.
     layout = object()
-    lp.fields = tuple(
-        layout if name == "layout" else getattr(link, name) for name in _LINK_FIELDS
-    )
+    lp.fields = tuple(layout if name == "layout" else getattr(link, name) for name in _LINK_FIELDS)
     if link.qos is not None:
         lp.qos = tuple(getattr(link.qos, name) for name in _QOS_FIELDS)
 
@@ -1288,18 +1351,25 @@ def _plan_metrics(lp: _LinkPlan) -> None:
     ethtool: MetricPlan = ()
     lost = lp.lost
     if lp.carrier is not None:
-        netdev = metric_plan(NETDEV_MAP, _listed(netdev_counters(c.get("netdev", _EMPTY),
-                                                                 *lp.carrier), lost[0]), None)
+        netdev = metric_plan(
+            NETDEV_MAP,
+            _listed(netdev_counters(c.get("netdev", _EMPTY), *lp.carrier), lost[0]),
+            None,
+        )
     if lp.rdma:
         ib = metric_plan(IB_PORT_MAP, _listed(c.get("ib_port", _EMPTY), lost[1]), None)
-        hw = metric_plan(IB_HW_MAP, _listed({**c.get("ib_hw", _EMPTY),
-                                             **c.get(SLOW_SOURCE, _EMPTY)}, lost[2]), None)
+        hw = metric_plan(
+            IB_HW_MAP,
+            _listed({**c.get("ib_hw", _EMPTY), **c.get(SLOW_SOURCE, _EMPTY)}, lost[2]),
+            None,
+        )
     if lp.ethtool:
         ethtool = ethtool_plan(_listed(c["ethtool"], lost[3]), lp.link.driver)
     plans = (netdev, ib, hw, ethtool)
     lp.plans = without_unknown(plans, lost) if any(lost) else plans  # type: ignore[assignment]
-    lp.runs = tuple(i for i, run in enumerate(
-        (lp.carrier is not None, lp.rdma, lp.rdma, lp.ethtool)) if run)
+    lp.runs = tuple(
+        i for i, run in enumerate((lp.carrier is not None, lp.rdma, lp.rdma, lp.ethtool)) if run
+    )
     # Which metrics each raw name makes, by plan; and each metric's steps, by precedence.
     makes: list[dict[str, list[str]]] = [{}, {}, {}, {}]
     steps: dict[str, list[tuple[int, Step]]] = {}
@@ -1422,8 +1492,7 @@ def _dcb_extras(b: _Build, ndev: str, cfg: QosConfig | None) -> QosConfig | None
     app_sec = _tool_output(b, "dcb_app", ndev)
     ets_sec = _tool_output(b, "dcb_ets", ndev)
     buf_sec = _tool_output(b, "dcb_buffer", ndev)
-    found = [s for s in (trust_sec, app_sec, ets_sec, buf_sec)
-             if s is not None and s.text.strip()]
+    found = [s for s in (trust_sec, app_sec, ets_sec, buf_sec) if s is not None and s.text.strip()]
     if not found:
         return cfg
     if cfg is None:
@@ -1498,8 +1567,11 @@ def _firewall(b: _Build) -> FirewallState | None:
     if sec is None:
         return None
     # A ruleset's text comes again each slow tick: parsed once while it stays the same.
-    fw = b.read(firewall_read, sec) if sec.status == "ok" else firewall_state(
-        sec.status, sec.detail, sec.text)
+    fw = (
+        b.read(firewall_read, sec)
+        if sec.status == "ok"
+        else firewall_state(sec.status, sec.detail, sec.text)
+    )
     if fw.ruleset is not None:
         b.warn.add("firewall", None, fw.ruleset.warnings[:20])
     return fw
@@ -1511,8 +1583,7 @@ def _gpus(
     """The GPUs of the frame's sections at ``at`` (the shape knows where they are); a
     carried one (``gpu_amd`` comes once a minute) is read once, by its tail."""
     sections = frame.sections
-    only = Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s,
-                 [sections[i] for i in at])
+    only = Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, [sections[i] for i in at])
     read = read_gpu_section if tail is None else partial(tail.read_section, read_gpu_section)
     # A bug in the GPU parsers must not lose the network sample.
     found = _guard(warn, "gpu", None, None, gpus_from_frame, only, read)

@@ -48,7 +48,6 @@ UNVERIFIED_GIDS = "ibv_devinfo -v GID lines (macOS: documented, never captured)"
 UNVERIFIED_MACMON = "macmon pipe JSON (from its README's example only)"
 
 
-
 class Warn(Protocol):
     def add(self, kind: str, subject: str | None, messages: list[str]) -> None: ...
 
@@ -130,10 +129,17 @@ def assemble_darwin(
             if mm.cpu_temp_c is not None or mm.gpu_util_pct is not None:
                 mac.thermal_source = "macmon"
                 mac.cpu_temp_c = mm.cpu_temp_c
-                sample.gpus = [GpuSample(index=0, name=mm.chip, vendor="apple",
-                                         utilization_pct=mm.gpu_util_pct,
-                                         temperature_c=mm.gpu_temp_c, power_w=mm.gpu_power_w,
-                                         sm_clock_mhz=mm.gpu_mhz)]
+                sample.gpus = [
+                    GpuSample(
+                        index=0,
+                        name=mm.chip,
+                        vendor="apple",
+                        utilization_pct=mm.gpu_util_pct,
+                        temperature_c=mm.gpu_temp_c,
+                        power_w=mm.gpu_power_w,
+                        sm_clock_mhz=mm.gpu_mhz,
+                    )
+                ]
                 sample.gpu_read_ns = s.read_ns
                 return
         s = _text(frame, "pmset_therm")
@@ -143,8 +149,13 @@ def assemble_darwin(
             if mac.thermal_pressure is None:
                 warn.add(s.kind, None, ["thermal state not understood: unknown"])
 
-    for kind, fn in (("hwports", read_ports), ("ifconfig", read_ifconfig), ("rdma", read_rdma),
-                     ("sp_thunderbolt", read_tb), ("thermal", read_thermal)):
+    for kind, fn in (
+        ("hwports", read_ports),
+        ("ifconfig", read_ifconfig),
+        ("rdma", read_rdma),
+        ("sp_thunderbolt", read_tb),
+        ("thermal", read_thermal),
+    ):
         _guarded(warn, kind, fn)
     _guarded(warn, TICK_KIND, lambda: _links(frame, sample, ports, ifc, ibv, warn))
     if tb is not None:
@@ -196,11 +207,24 @@ def _links(
     tbports = ports.thunderbolt
     for name, rec in ns.interfaces.items():
         stats = netdev_statistics(rec.counters)
-        kind = "tb" if name in tbports else (
-            "virtual" if name.startswith(("lo", "bridge", "utun", "gif", "stf", "awdl",
-                                          "llw", "anpi", "ap", "pktap")) else "netdev")
-        link = LinkSample(id=name, netdev=name, mtu=rec.mtu, kind=kind,
-                          physical=name in ports.ports and kind != "virtual")
+        kind = (
+            "tb"
+            if name in tbports
+            else (
+                "virtual"
+                if name.startswith(
+                    ("lo", "bridge", "utun", "gif", "stf", "awdl", "llw", "anpi", "ap", "pktap")
+                )
+                else "netdev"
+            )
+        )
+        link = LinkSample(
+            id=name,
+            netdev=name,
+            mtu=rec.mtu,
+            kind=kind,
+            physical=name in ports.ports and kind != "virtual",
+        )
         link.counters = {"netstat": dict(rec.counters)}
         link.metrics = dict(normalize_netdev(stats, None))
         link.read_ns = s.read_ns
@@ -223,16 +247,21 @@ def _links(
         sample.links[name] = link
     # An RDMA device whose netdev netstat did not list (filtered out, or netstat failed)
     # is a link still: its state, GIDs and addresses are what the rules read.
-    for dev in (ibv.devices.values() if ibv is not None else ()):
+    for dev in ibv.devices.values() if ibv is not None else ():
         ndev = dev.name.removeprefix("rdma_")
         if ndev in sample.links or not dev.ports:
             continue
         port = dev.ports[min(dev.ports)]
         ic = ifc.interfaces.get(ndev)
         sample.links[ndev] = LinkSample(
-            id=ndev, netdev=ndev, rdma_device=dev.name, port=port.port,
-            link_layer=port.link_layer, state=port.state,
-            kind="tb" if ndev in tbports else "netdev", physical=True,
+            id=ndev,
+            netdev=ndev,
+            rdma_device=dev.name,
+            port=port.port,
+            link_layer=port.link_layer,
+            state=port.state,
+            kind="tb" if ndev in tbports else "netdev",
+            physical=True,
             gids=_gids_of(port.gids, ndev) if port.gids is not None else None,
             addresses=tuple(ic.addresses) if ic is not None else (() if ifc.interfaces else None),
         )
@@ -249,5 +278,8 @@ def _probe_notes(frame: Frame, sample: HostSample, warn: Warn) -> None:
         impl = next((ln[5:].strip() for ln in lines if ln.startswith("impl ")), None)
         if impl:
             sample.probe = clean(impl, 120)
-        warn.add("probe", None, [ln[8:].strip() for ln in lines
-                                 if ln.startswith("warning ") and ln[8:].strip()])
+        warn.add(
+            "probe",
+            None,
+            [ln[8:].strip() for ln in lines if ln.startswith("warning ") and ln[8:].strip()],
+        )

@@ -279,8 +279,7 @@ class FrameDecoder:
         size = len(chunk) + 1
         if self._section_head is not None and self._frame_bytes + size <= MAX_FRAME_BYTES:
             if "\r" in chunk:
-                chunk = "\n".join(ln[:-1] if ln.endswith("\r") else ln
-                                  for ln in chunk.split("\n"))
+                chunk = "\n".join(ln[:-1] if ln.endswith("\r") else ln for ln in chunk.split("\n"))
             self._frame_bytes += size
             self._section_lines.append(chunk)
             return
@@ -356,11 +355,17 @@ class FrameDecoder:
             text, section.text = section.text, ""
             if base is None:
                 got = decode_whole_b64(text, schema.names, last)
-            elif section.status != "ok" or last is None or kept is None \
-                    or str(kept[1]) != base[5:]:
-                got = Values(None, [f"values against frame {base[5:][:20]}, which this "
-                                    "stream did not place: section not placed until its "
-                                    "values come whole"], None, plain=False)
+            elif section.status != "ok" or last is None or kept is None or str(kept[1]) != base[5:]:
+                got = Values(
+                    None,
+                    [
+                        f"values against frame {base[5:][:20]}, which this "
+                        "stream did not place: section not placed until its "
+                        "values come whole"
+                    ],
+                    None,
+                    plain=False,
+                )
             elif binary is None:
                 got = apply_delta(text, schema.names, last)
             else:
@@ -374,9 +379,11 @@ class FrameDecoder:
             self._kept_values += size
         elif not self._said_unkept:  # its next delta is not placed (said there)
             self._said_unkept = True
-            self._warn(f"values of more than {MAX_KEPT_VALUES} counters or {MAX_SCHEMAS} "
-                       f"sections kept: {key[0]} {key[1] or '-'} and later ones not kept for a "
-                       "delta"[:160])
+            self._warn(
+                f"values of more than {MAX_KEPT_VALUES} counters or {MAX_SCHEMAS} "
+                f"sections kept: {key[0]} {key[1] or '-'} and later ones not kept for a "
+                "delta"[:160]
+            )
 
     def _define(self, subject: str | None, detail: str | None, names: list[str]) -> None:
         sid = parse_uint(subject) if subject else None
@@ -389,15 +396,19 @@ class FrameDecoder:
             return
         self._forget(sid)  # an id defined again names other values
         if len(names) > MAX_SCHEMA_NAMES:
-            self._warn(f"schema {sid} of {kind}: {len(names)} names, over {MAX_SCHEMA_NAMES}: "
-                       "refused (its values will not decode)")
+            self._warn(
+                f"schema {sid} of {kind}: {len(names)} names, over {MAX_SCHEMA_NAMES}: "
+                "refused (its values will not decode)"
+            )
             return
         # Cleaned once here, for every tick that uses them.
         cleaned = tuple(clean(n.strip(), MAX_NAME_CHARS) for n in names)
         size = sum(map(len, cleaned)) + len(cleaned)
         if size > MAX_SCHEMA_CHARS:
-            self._warn(f"schema {sid} of {kind}: names of {size} characters, over "
-                       f"{MAX_SCHEMA_CHARS}: refused (its values will not decode)")
+            self._warn(
+                f"schema {sid} of {kind}: names of {size} characters, over "
+                f"{MAX_SCHEMA_CHARS}: refused (its values will not decode)"
+            )
             return
         if len(self.schemas) >= MAX_SCHEMAS or self._schema_chars + size > MAX_SCHEMA_CHARS:
             self._evict(size)
@@ -417,8 +428,10 @@ class FrameDecoder:
                 break
             self._forget(sc.sid)
             n += 1
-        self._warn(f"schemas of one stream past {MAX_SCHEMAS} or {MAX_SCHEMA_CHARS} "
-                   f"characters: the {n} least recently used forgotten")
+        self._warn(
+            f"schemas of one stream past {MAX_SCHEMAS} or {MAX_SCHEMA_CHARS} "
+            f"characters: the {n} least recently used forgotten"
+        )
 
     def _forget(self, sid: int) -> None:
         old = self.schemas.pop(sid, None)
@@ -442,8 +455,10 @@ class FrameDecoder:
         schema = self.schemas.get(sid) if sid is not None else None
         if schema is None or schema.kind != section.kind:
             section.status = "error"
-            section.detail = f"{UNKNOWN_SCHEMA} {token[7:][:20]!r}, which this stream " \
+            section.detail = (
+                f"{UNKNOWN_SCHEMA} {token[7:][:20]!r}, which this stream "
                 "does not hold: not decoded until the stream starts again"
+            )
             section.text = ""
             self.undecoded += 1
             self._undecoded_in_frame = True
@@ -489,8 +504,7 @@ class FrameDecoder:
             self._close_section()
             frame, self._frame = self._frame, None
             if not frame.event:
-                self.undecoded_frames = self.undecoded_frames + 1 if self._undecoded_in_frame \
-                    else 0
+                self.undecoded_frames = self.undecoded_frames + 1 if self._undecoded_in_frame else 0
                 self._undecoded_in_frame = False
             return frame
         self._warn(f"unknown control line ignored: {('@@' + line)[:80]!r}")

@@ -321,8 +321,7 @@ def without_unknown(
     for i in reversed(range(len(out))):
         gone = lost[i]
         if gone:
-            unknown.update(step[0] for step in out[i]
-                           if not gone.isdisjoint(step_names(step)))
+            unknown.update(step[0] for step in out[i] if not gone.isdisjoint(step_names(step)))
         if unknown:
             out[i] = tuple(step for step in out[i] if step[0] not in unknown)
     return tuple(out)
@@ -336,8 +335,14 @@ def step_names(step: Step) -> tuple[str, ...]:
 
 # (metric, present names, scale, per priority (priority, present names) or None, rollup,
 # and where every sum is of one name at scale 1: that name, or per priority (priority, name))
-Step = tuple[Metric, tuple[str, ...], int, tuple[tuple[int, tuple[str, ...]], ...] | None, bool,
-              str | tuple[tuple[int, str], ...] | None]
+Step = tuple[
+    Metric,
+    tuple[str, ...],
+    int,
+    tuple[tuple[int, tuple[str, ...]], ...] | None,
+    bool,
+    str | tuple[tuple[int, str], ...] | None,
+]
 MetricPlan = tuple[Step, ...]
 _PLANS: dict[tuple[int, str | None, tuple[str, ...]], MetricPlan] = {}
 # Distinct name sets (drivers x firmware x PFC settings), each key at most _PLAN_NAMES_MAX
@@ -418,11 +423,18 @@ def netdev_counters(
 
 # The mlx5 names that exist only for a PFC-enabled priority, per priority (built once).
 _PFC_NAMES: tuple[tuple[str, ...], ...] = tuple(
-    tuple(n.format(p=p) for n in ("rx_prio{p}_pause", "tx_prio{p}_pause",
-                                  "rx_prio{p}_pause_duration", "tx_prio{p}_pause_duration",
-                                  "rx_prio{p}_pause_transition"))
+    tuple(
+        n.format(p=p)
+        for n in (
+            "rx_prio{p}_pause",
+            "tx_prio{p}_pause",
+            "rx_prio{p}_pause_duration",
+            "tx_prio{p}_pause_duration",
+            "rx_prio{p}_pause_transition",
+        )
+    )
     for p in PRIORITIES
-)  # fmt: skip
+)
 _PRIO_BYTES: tuple[str, ...] = tuple(f"rx_prio{p}_bytes" for p in PRIORITIES)
 
 

@@ -90,8 +90,10 @@ class Args(object):
         self.maxf = 0
         self.scap = 8388608
         self.fcap = 15728640
-        self.gf = ("index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,"
-                   "memory.used,memory.total,power.draw")
+        self.gf = (
+            "index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,"
+            "memory.used,memory.total,power.draw"
+        )
         self.gfb = "index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw"
         self.probe = "auto"
         self.hw_tick = None  # type: Optional[Set[str]]
@@ -185,15 +187,17 @@ class Sections(object):
         self.out = []  # type: List[bytes]
         self.fb = 0
 
-    def add(self, kind: str, subj: str, rns: int, st: str, det: str,
-            lines: List[bytes]) -> bool:
+    def add(self, kind: str, subj: str, rns: int, st: str, det: str, lines: List[bytes]) -> bool:
         """Append one section; False when a cap cut it."""
         kept = []  # type: List[bytes]
         sb = 0
         trunc = ""
         total = sum(map(len, lines)) + len(lines)
-        if (total <= self.scap and self.fb + total <= self.fcap
-                and not any(ln[:2] == b"@@" or len(ln) > 65536 for ln in lines)):
+        if (
+            total <= self.scap
+            and self.fb + total <= self.fcap
+            and not any(ln[:2] == b"@@" or len(ln) > 65536 for ln in lines)
+        ):
             kept, sb, lines = list(lines), total, []  # the common case: nothing to cut
         for ln in lines:
             ln = esc(ln)
@@ -212,8 +216,13 @@ class Sections(object):
             else:
                 det = trunc + "; " + st + (" " + det if det else "")
             st = "truncated"
-        head = "@@section %s %s %s %s%s" % (kind, subj, rns if rns else "-", st,
-                                            " " + det if det else "")
+        head = "@@section %s %s %s %s%s" % (
+            kind,
+            subj,
+            rns if rns else "-",
+            st,
+            " " + det if det else "",
+        )
         self.out.append(head.encode())
         self.out.extend(kept)
         self.fb += sb
@@ -221,6 +230,7 @@ class Sections(object):
 
 
 # ---------------------------------------------------------------- sysfs file table
+
 
 class Entry(object):
     """One file (or marker) of the scan, as the sh probe's `<code> <kind> <rel>` lines."""
@@ -237,9 +247,12 @@ class Entry(object):
         self.pre = rel.encode() + b" "  # the frame line's start, built once per scan
         parts = rel.split("/")
         # A counter file: sent by position (collectors/structured.py is_counter_path).
-        self.ctr = ((kind == "sysnet" and len(parts) == 3 and parts[1] == "statistics")
-                    or (kind == "sysib" and len(parts) == 5 and parts[1] == "ports"
-                        and parts[3] in ("counters", "counters_ext", "hw_counters")))
+        self.ctr = (kind == "sysnet" and len(parts) == 3 and parts[1] == "statistics") or (
+            kind == "sysib"
+            and len(parts) == 5
+            and parts[1] == "ports"
+            and parts[3] in ("counters", "counters_ext", "hw_counters")
+        )
 
 
 def regular(p: str) -> bool:
@@ -327,13 +340,23 @@ class Scan(object):
             if ifaces and n not in ifaces:
                 continue
             self.files("N", "sysnet", n + "/statistics", d + "/statistics")
-            for f in ("mtu", "operstate", "speed", "carrier_changes", "carrier_up_count",
-                      "carrier_down_count"):
+            for f in (
+                "mtu",
+                "operstate",
+                "speed",
+                "carrier_changes",
+                "carrier_up_count",
+                "carrier_down_count",
+            ):
                 self.one("N", "sysnet", n + "/" + f, d + "/" + f)
             if exists(d + "/device"):
                 self.entries.append(Entry("n", "sysnet", n + "/device", d + "/device"))
-                for f in ("current_link_speed", "current_link_width", "max_link_speed",
-                          "max_link_width"):
+                for f in (
+                    "current_link_speed",
+                    "current_link_width",
+                    "max_link_speed",
+                    "max_link_width",
+                ):
                     self.one("S", "sysnet", n + "/device/" + f, d + "/device/" + f)
                 for hb in listdir(d + "/device/hwmon"):
                     h = d + "/device/hwmon/" + hb
@@ -341,20 +364,29 @@ class Scan(object):
                         continue
                     if not okname(hb, 64):
                         continue
-                    self.entries.append(Entry("S", "sysnet", n + "/device/hwmon/%s/name" % hb,
-                                              h + "/name"))
+                    self.entries.append(
+                        Entry("S", "sysnet", n + "/device/hwmon/%s/name" % hb, h + "/name")
+                    )
                     for tb in listdir(h):
-                        if (tb.startswith("temp") and tb.endswith("_input")
-                                and regular(h + "/" + tb) and okname(tb, 64)):
-                            self.entries.append(Entry(
-                                "N", "sysnet", n + "/device/hwmon/%s/%s" % (hb, tb),
-                                h + "/" + tb))
+                        if (
+                            tb.startswith("temp")
+                            and tb.endswith("_input")
+                            and regular(h + "/" + tb)
+                            and okname(tb, 64)
+                        ):
+                            self.entries.append(
+                                Entry(
+                                    "N",
+                                    "sysnet",
+                                    n + "/device/hwmon/%s/%s" % (hb, tb),
+                                    h + "/" + tb,
+                                )
+                            )
                 self.ethtool.append(n)
             elif ifaces:
                 self.ethtool.append(n)
             for side in ("roce_np", "roce_rp"):
-                self.files("S", "sysnet", n + "/ecn/%s/enable" % side,
-                           d + "/ecn/%s/enable" % side)
+                self.files("S", "sysnet", n + "/ecn/%s/enable" % side, d + "/ecn/%s/enable" % side)
         ib = sysroot + "/class/infiniband"
         for n in listdir(ib):
             d = ib + "/" + n
@@ -373,15 +405,18 @@ class Scan(object):
                 for c in ("counters", "counters_ext"):
                     self.files("N", "sysib", "%s/ports/%s/%s" % (n, pn, c), p + "/" + c)
                 self.hw("%s/ports/%s/hw_counters" % (n, pn), p + "/hw_counters")
-                self.files("S", "sysib", "%s/ports/%s/gid_attrs/ndevs" % (n, pn),
-                           p + "/gid_attrs/ndevs")
+                self.files(
+                    "S", "sysib", "%s/ports/%s/gid_attrs/ndevs" % (n, pn), p + "/gid_attrs/ndevs"
+                )
                 # The GID table (RoCE addressing), slow; the marker after it says it was read.
                 self.files("S", "sysib", "%s/ports/%s/gids" % (n, pn), p + "/gids")
-                self.files("S", "sysib", "%s/ports/%s/gid_attrs/types" % (n, pn),
-                           p + "/gid_attrs/types")
+                self.files(
+                    "S", "sysib", "%s/ports/%s/gid_attrs/types" % (n, pn), p + "/gid_attrs/types"
+                )
                 if exists(p + "/gids"):
-                    self.entries.append(Entry("s", "sysib", "%s/ports/%s/gids" % (n, pn),
-                                              p + "/gids"))
+                    self.entries.append(
+                        Entry("s", "sysib", "%s/ports/%s/gids" % (n, pn), p + "/gids")
+                    )
             self.files("s", "sysib", n + "/device/net", d + "/device/net")
         self.thunderbolt(sysroot + "/bus/thunderbolt/devices")
         cpus = sysroot + "/devices/system/cpu"
@@ -419,8 +454,17 @@ class Scan(object):
 
 
 # What is read of each Thunderbolt router or XDomain (the sh probe's fab_tb list).
-TB_FILES = ("unique_id", "generation", "device_name", "vendor_name", "authorized",
-            "rx_speed", "tx_speed", "rx_lanes", "tx_lanes")
+TB_FILES = (
+    "unique_id",
+    "generation",
+    "device_name",
+    "vendor_name",
+    "authorized",
+    "rx_speed",
+    "tx_speed",
+    "rx_lanes",
+    "tx_lanes",
+)
 
 
 class GidTable(object):
@@ -455,8 +499,10 @@ class GidTable(object):
     def mark(self, rel: str, probe: "Probe") -> bytes:
         if not rel.endswith("/gids") or rel[:-5] not in self.capped:
             return b"-"
-        probe.warn("GID table of %s: more than %d entries populated, the first %d sent"
-                   % (clean(rel[:-5]), GID_MAX, GID_MAX))
+        probe.warn(
+            "GID table of %s: more than %d entries populated, the first %d sent"
+            % (clean(rel[:-5]), GID_MAX, GID_MAX)
+        )
         return b"capped"
 
 
@@ -488,7 +534,7 @@ def b64_rows(*arrays: Any) -> List[bytes]:
             arr.byteswap()
         blob += arr.tobytes()
     text = binascii.b2a_base64(blob, newline=False)
-    return [text[i:i + B64_LINE] for i in range(0, len(text), B64_LINE)]
+    return [text[i : i + B64_LINE] for i in range(0, len(text), B64_LINE)]
 
 
 class Ethtool(object):
@@ -503,6 +549,7 @@ class Ethtool(object):
     def __init__(self) -> None:
         import ctypes
         import fcntl
+
         self.ctypes = ctypes
         self.ioctl = fcntl.ioctl
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -517,8 +564,9 @@ class Ethtool(object):
         self.ioctl(self.sock.fileno(), SIOCETHTOOL, bytearray(ifr), True)
 
     def count(self, ifname: str) -> int:
-        buf = self.ctypes.create_string_buffer(struct.pack("=IIQI", ETHTOOL_GSSET_INFO, 0,
-                                                           1 << ETH_SS_STATS, 0))
+        buf = self.ctypes.create_string_buffer(
+            struct.pack("=IIQI", ETHTOOL_GSSET_INFO, 0, 1 << ETH_SS_STATS, 0)
+        )
         self._call(ifname, buf)
         _, _, mask, n = struct.unpack_from("=IIQI", buf.raw)
         if not mask & (1 << ETH_SS_STATS):
@@ -533,7 +581,7 @@ class Ethtool(object):
         raw = buf.raw
         out = []
         for i in range(min(got, n + 64)):
-            s = raw[12 + i * ETH_GSTRING_LEN:12 + (i + 1) * ETH_GSTRING_LEN]
+            s = raw[12 + i * ETH_GSTRING_LEN : 12 + (i + 1) * ETH_GSTRING_LEN]
             # A driver's name is bytes: a newline in one would start a line of the frame.
             out.append(CTRL_RE.sub(b"?", s.split(b"\0", 1)[0]))
         return out
@@ -556,19 +604,40 @@ class Ethtool(object):
             got = struct.unpack_from("=I", buf.raw, 4)[0]
             if got == len(names) and got <= cap:
                 vals = array.array("Q")
-                vals.frombytes(buf.raw[8:8 + got * 8])
+                vals.frombytes(buf.raw[8 : 8 + got * 8])
                 return names, tuple(vals)
             self.names.pop(ifname, None)  # the count moved: names again
         raise OSError(errno.EAGAIN, "statistics count keeps changing")
 
 
 # rtnl_link_stats64 field names, in order: they are the sysfs statistics file names.
-STATS64 = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_errors", "tx_errors",
-           "rx_dropped", "tx_dropped", "multicast", "collisions", "rx_length_errors",
-           "rx_over_errors", "rx_crc_errors", "rx_frame_errors", "rx_fifo_errors",
-           "rx_missed_errors", "tx_aborted_errors", "tx_carrier_errors", "tx_fifo_errors",
-           "tx_heartbeat_errors", "tx_window_errors", "rx_compressed", "tx_compressed",
-           "rx_nohandler", "rx_otherhost_dropped")
+STATS64 = (
+    "rx_packets",
+    "tx_packets",
+    "rx_bytes",
+    "tx_bytes",
+    "rx_errors",
+    "tx_errors",
+    "rx_dropped",
+    "tx_dropped",
+    "multicast",
+    "collisions",
+    "rx_length_errors",
+    "rx_over_errors",
+    "rx_crc_errors",
+    "rx_frame_errors",
+    "rx_fifo_errors",
+    "rx_missed_errors",
+    "tx_aborted_errors",
+    "tx_carrier_errors",
+    "tx_fifo_errors",
+    "tx_heartbeat_errors",
+    "tx_window_errors",
+    "rx_compressed",
+    "tx_compressed",
+    "rx_nohandler",
+    "rx_otherhost_dropped",
+)
 OPERSTATES = ("unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up")
 IFLA_IFNAME, IFLA_MTU, IFLA_OPERSTATE, IFLA_STATS64 = 3, 4, 16, 23
 IFLA_CARRIER_CHANGES, IFLA_CARRIER_UP, IFLA_CARRIER_DOWN = 35, 47, 48
@@ -586,8 +655,9 @@ class Rtnl(object):
     def dump(self) -> Dict[str, Dict[str, bytes]]:
         self.seq += 1
         # nlmsghdr + ifinfomsg; RTM_GETLINK=18, NLM_F_REQUEST|NLM_F_DUMP=0x301
-        msg = struct.pack("=IHHII", 32, 18, 0x301, self.seq, 0) + struct.pack("=BxHiII",
-                                                                              0, 0, 0, 0, 0)
+        msg = struct.pack("=IHHII", 32, 18, 0x301, self.seq, 0) + struct.pack(
+            "=BxHiII", 0, 0, 0, 0, 0
+        )
         self.sock.send(msg)
         out = {}  # type: Dict[str, Dict[str, bytes]]
         while True:
@@ -614,7 +684,7 @@ class Rtnl(object):
             alen, atype = struct.unpack_from("=HH", data, off)
             if alen < 4:
                 break
-            body = data[off + 4:off + alen]
+            body = data[off + 4 : off + alen]
             atype &= 0x3FFF
             if atype == IFLA_IFNAME:
                 name = body.split(b"\0", 1)[0].decode("ascii", "replace")
@@ -647,14 +717,19 @@ def pause_counters(text: bytes) -> Tuple[List[bytes], Tuple[int, ...]]:
             continue
         k, sep, v = line.partition(b":")
         k, v = k.strip(), v.strip()
-        if sep and v.isdigit() and len(v) <= 20 and (
-                k.endswith(b"_pause_duration") or k.endswith(b"_bytes")):
+        if (
+            sep
+            and v.isdigit()
+            and len(v) <= 20
+            and (k.endswith(b"_pause_duration") or k.endswith(b"_bytes"))
+        ):
             names.append(k)
             vals.append(int(v))
     return names, tuple(vals)
 
 
 # ---------------------------------------------------------------- reads with a deadline
+
 
 class Reader(object):
     """Runs one tick's reads in a thread: a read stuck in the kernel costs one value.
@@ -742,6 +817,7 @@ def close_fd(e: Entry) -> None:
 
 # ---------------------------------------------------------------- processes
 
+
 class Job(object):
     def __init__(self, kind: str, subj: str, argv: List[str]) -> None:
         self.kind = kind
@@ -758,8 +834,9 @@ class Job(object):
         self.mono = 0.0
 
 
-def run_jobs(jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any,
-             children: Set[Any]) -> None:
+def run_jobs(
+    jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any, children: Set[Any]
+) -> None:
     """Every tool of a tick at once, each killed past ``timeout``; output capped as read."""
     live = {}  # type: Dict[int, Job]
     for j in jobs:
@@ -767,8 +844,13 @@ def run_jobs(jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any,
             j.error = "the probe is ending"
             continue
         try:
-            j.proc = subprocess.Popen(j.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, close_fds=True)
+            j.proc = subprocess.Popen(
+                j.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                close_fds=True,
+            )
         except OSError as e:
             j.error = "cannot run: %s" % (e.strerror or e)
             continue
@@ -793,10 +875,10 @@ def run_jobs(jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any,
                 continue
             if j.size + len(data) > scap:
                 j.trunc = "section cap %d bytes" % scap
-                data = data[:max(0, scap - j.size)]
+                data = data[: max(0, scap - j.size)]
             if total[0] + len(data) > fcap:
                 j.trunc = "frame cap %d bytes" % fcap
-                data = data[:max(0, fcap - total[0])]
+                data = data[: max(0, fcap - total[0])]
             j.buf.append(data)
             j.size += len(data)
             total[0] += len(data)
@@ -818,6 +900,7 @@ def run_jobs(jobs: List[Job], timeout: float, scap: int, fcap: int, now_ns: Any,
 
 
 # ---------------------------------------------------------------- GPU reader
+
 
 class Gpu(object):
     """One persistent nvidia-smi -lms, restarted with backoff like the sh supervisor."""
@@ -853,10 +936,18 @@ class Gpu(object):
             t0 = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    ["nvidia-smi", "--query-gpu=" + f, "--format=csv,noheader,nounits",
-                     "-lms", str(self.p.a.iv)],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL, close_fds=True)
+                    [
+                        "nvidia-smi",
+                        "--query-gpu=" + f,
+                        "--format=csv,noheader,nounits",
+                        "-lms",
+                        str(self.p.a.iv),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    close_fds=True,
+                )
             except OSError:
                 proc = None
             if proc is not None:
@@ -886,8 +977,11 @@ class Gpu(object):
         with self.lock:
             if self.key:
                 parts = line.split(b",")
-                k = parts[self.key - 1].strip().decode("ascii", "replace") \
-                    if len(parts) >= self.key else ""
+                k = (
+                    parts[self.key - 1].strip().decode("ascii", "replace")
+                    if len(parts) >= self.key
+                    else ""
+                )
             else:
                 if self.batch != tn:
                     self.lines = {}
@@ -921,6 +1015,7 @@ class Gpu(object):
 
 # ---------------------------------------------------------------- the probe
 
+
 def which(tool: str) -> bool:
     for d in os.environ.get("PATH", "").split(":"):
         if d and os.access(os.path.join(d, tool), os.X_OK):
@@ -946,9 +1041,22 @@ class Probe(object):
         self.skipped = 0
         self.mono0 = time.monotonic()
         self.wall0 = time.time()
-        self.have = set(t for t in ("ethtool", "mlnx_qos", "dcb", "nvidia-smi", "amd-smi",
-                                    "rocm-smi", "dpkg-query", "rpm", "ofed_info", "ip")
-                         if which(t))
+        self.have = set(
+            t
+            for t in (
+                "ethtool",
+                "mlnx_qos",
+                "dcb",
+                "nvidia-smi",
+                "amd-smi",
+                "rocm-smi",
+                "dpkg-query",
+                "rpm",
+                "ofed_info",
+                "ip",
+            )
+            if which(t)
+        )
         # Software versions (issue 15): the same commands as probe.sh's (a test holds
         # NCCL_SCAN and DPKG_FORMAT equal to its FAB_NCCL and FAB_DPKGF).
         self.nccl_scan = NCCL_SCAN
@@ -959,8 +1067,9 @@ class Probe(object):
         self.fw_run = 1 if os.geteuid() == 0 else (2 if a.fw_sudo else 0)
         self.gkind = "off"
         if a.gpu == "auto":
-            self.gkind = next((k for k in ("nvidia-smi", "amd-smi", "rocm-smi")
-                               if k in self.have), "none")
+            self.gkind = next(
+                (k for k in ("nvidia-smi", "amd-smi", "rocm-smi") if k in self.have), "none"
+            )
         self.scan = None  # type: Optional[Scan]
         self.fd_budget = self._raise_nofile()
         self.eth = None  # type: Optional[Ethtool]
@@ -1027,6 +1136,7 @@ class Probe(object):
     def _raise_nofile(self) -> int:
         try:
             import resource
+
             soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
             want = hard if hard != resource.RLIM_INFINITY else 1 << 20
             want = min(want, 1 << 20)
@@ -1061,15 +1171,30 @@ class Probe(object):
         if self.real and self.rtnl is not None:
             for e in s.entries:
                 rel = e.rel.split("/", 1)
-                if e.kind == "sysnet" and len(rel) == 2 and (
-                        rel[1] in ("mtu", "operstate", "carrier_changes", "carrier_up_count",
-                                   "carrier_down_count") or rel[1].startswith("statistics/")):
+                if (
+                    e.kind == "sysnet"
+                    and len(rel) == 2
+                    and (
+                        rel[1]
+                        in (
+                            "mtu",
+                            "operstate",
+                            "carrier_changes",
+                            "carrier_up_count",
+                            "carrier_down_count",
+                        )
+                        or rel[1].startswith("statistics/")
+                    )
+                ):
                     e.netlink = rel[1]
                     close_fd(e)
         need = sum(1 for e in s.entries if e.code in ("N", "S") and not e.netlink)
         if need > self.fd_budget:
-            self.once("-nofile", "open-file limit %d: %d of %d files are opened again on "
-                      "each read" % (self.fd_budget + 64, need - self.fd_budget, need))
+            self.once(
+                "-nofile",
+                "open-file limit %d: %d of %d files are opened again on "
+                "each read" % (self.fd_budget + 64, need - self.fd_budget, need),
+            )
         if not self.real:
             s.dirs = {}
             for e in s.entries:
@@ -1160,8 +1285,21 @@ class Probe(object):
         if slow and self.gkind == "amd-smi":
             jobs.append(Job("gpu_amd", "-", ["amd-smi", "metric", "--json"]))
         elif slow and self.gkind == "rocm-smi":
-            jobs.append(Job("gpu_amd", "-", ["rocm-smi", "--showuse", "--showtemp",
-                                             "--showpower", "--showmeminfo", "vram", "--json"]))
+            jobs.append(
+                Job(
+                    "gpu_amd",
+                    "-",
+                    [
+                        "rocm-smi",
+                        "--showuse",
+                        "--showtemp",
+                        "--showpower",
+                        "--showmeminfo",
+                        "vram",
+                        "--json",
+                    ],
+                )
+            )
         if slow and self.fw and self.fw_run:
             cmd = ["nft", "-j", "list", "ruleset"] if self.fw == "nft" else ["iptables-save"]
             sudo = ["sudo", "-n"] if self.fw_run == 2 else []
@@ -1236,8 +1374,10 @@ class Probe(object):
 
         if jobs:
             # Tools first (they run while the reads happen), collected after.
-            th = threading.Thread(target=run_jobs, args=(jobs, self.a.to, self.a.scap,
-                                                         self.a.fcap, self.wall_ns, self.children))
+            th = threading.Thread(
+                target=run_jobs,
+                args=(jobs, self.a.to, self.a.scap, self.a.fcap, self.wall_ns, self.children),
+            )
             th.daemon = True
             th.start()
         else:
@@ -1248,12 +1388,17 @@ class Probe(object):
             self.reader = Reader()
             if isinstance(stuck, str) and stuck.startswith("/"):
                 self.skip.add(stuck)
-                self.warn("sysfs read blocked for %gs, skipped from now on: %s" % (
-                    self.a.to, stuck[len(self.a.sys) + 1:] if stuck.startswith(self.a.sys)
-                    else stuck))
+                self.warn(
+                    "sysfs read blocked for %gs, skipped from now on: %s"
+                    % (
+                        self.a.to,
+                        stuck[len(self.a.sys) + 1 :] if stuck.startswith(self.a.sys) else stuck,
+                    )
+                )
             else:
-                self.warn("sysfs reads not done after %gs: values missing from this frame"
-                          % self.a.to)
+                self.warn(
+                    "sysfs reads not done after %gs: values missing from this frame" % self.a.to
+                )
             vals = dict(vals)
         if self.reader.error:
             self.warn("read error: " + self.reader.error)
@@ -1271,8 +1416,13 @@ class Probe(object):
         """Software versions (as probe.sh's slow jobs; uname -r is read in-process below)."""
         jobs = []  # type: List[Job]
         if "dpkg-query" in self.have and self.dpkg_format:
-            jobs.append(Job("rdma_core", "dpkg-query",
-                            ["dpkg-query", "-W", "-f", self.dpkg_format, "rdma-core"]))
+            jobs.append(
+                Job(
+                    "rdma_core",
+                    "dpkg-query",
+                    ["dpkg-query", "-W", "-f", self.dpkg_format, "rdma-core"],
+                )
+            )
         elif "rpm" in self.have:
             jobs.append(Job("rdma_core", "rpm", ["rpm", "-q", "rdma-core"]))
         if "ofed_info" in self.have:
@@ -1283,9 +1433,18 @@ class Probe(object):
                 jobs.append(Job("nccl", "-", ["sh", "-c", self.nccl_scan]))
         return jobs
 
-    def frame(self, clock_ns: int, up: str, slow: bool, s: Scan, vals: Dict[str, bytes],
-              eth: Dict[str, Any], times: Dict[str, int], cpu: Dict[str, int],
-              jobs: List[Job]) -> bytes:
+    def frame(
+        self,
+        clock_ns: int,
+        up: str,
+        slow: bool,
+        s: Scan,
+        vals: Dict[str, bytes],
+        eth: Dict[str, Any],
+        times: Dict[str, int],
+        cpu: Dict[str, int],
+        jobs: List[Job],
+    ) -> bytes:
         self.seq += 1
         self.full = self.seq % self.full_every == 1 or self.full_every == 1
         out = Sections(self.a.scap, self.a.fcap)
@@ -1304,8 +1463,11 @@ class Probe(object):
             if ctr:
                 nums = [vals.get(e.rel, b"-") for e in ctr]
                 row = b" ".join(nums)
-                if (len(nums) > ROW or PLAIN_ROW.fullmatch(row) is None
-                        or row.count(b" ") != len(nums) - 1):
+                if (
+                    len(nums) > ROW
+                    or PLAIN_ROW.fullmatch(row) is None
+                    or row.count(b" ") != len(nums) - 1
+                ):
                     # Rare: a value that is no number (N/A, garbage) goes as "-", and its
                     # line goes in the text, where the parser says what it held.
                     for i, e in enumerate(ctr):
@@ -1313,7 +1475,7 @@ class Probe(object):
                         if v != b"-" and not (v.isdigit() and len(v) <= 20):
                             nums[i] = b"-"
                             lines.append(e.pre + v)
-                    rows = [b" ".join(nums[i:i + ROW]) for i in range(0, len(nums), ROW)]
+                    rows = [b" ".join(nums[i : i + ROW]) for i in range(0, len(nums), ROW)]
                 else:
                     rows = [row]
             out.add(kind, "-", rns, "ok", "", lines)
@@ -1341,9 +1503,18 @@ class Probe(object):
             for base, _ in s.cpu:
                 if base not in order:
                     order.append(base)
-            out.add("cputhrottle", "-", rns, "ok", "", [
-                b"devices/system/cpu/cpu*/thermal_throttle/%s %d" % (b.encode(), cpu[b])
-                for b in order if b in cpu])
+            out.add(
+                "cputhrottle",
+                "-",
+                rns,
+                "ok",
+                "",
+                [
+                    b"devices/system/cpu/cpu*/thermal_throttle/%s %d" % (b.encode(), cpu[b])
+                    for b in order
+                    if b in cpu
+                ],
+            )
         for n in s.ethtool:
             if n in eth:
                 got = eth[n]
@@ -1351,12 +1522,14 @@ class Probe(object):
                 if isinstance(got, tuple):
                     self.values(out, "ethtool_S", n, t, got[0], got[1], None)
                 else:
-                    out.add("ethtool_S", n, t, "error",
-                            "ioctl: " + clean(got.strerror or str(got)), [])
-        self.forget_unsent(out, [(k + "_counters", "-") for k in ("sysnet", "sysib")
-                                 if s.ctr.get(k)]
-                           + [("ethtool_S", n) for n in s.ethtool
-                              if isinstance(eth.get(n), tuple)])
+                    out.add(
+                        "ethtool_S", n, t, "error", "ioctl: " + clean(got.strerror or str(got)), []
+                    )
+        self.forget_unsent(
+            out,
+            [(k + "_counters", "-") for k in ("sysnet", "sysib") if s.ctr.get(k)]
+            + [("ethtool_S", n) for n in s.ethtool if isinstance(eth.get(n), tuple)],
+        )
         for j in jobs:
             if j.error:
                 st, det = "error", clean(j.error)
@@ -1375,10 +1548,12 @@ class Probe(object):
             if lines and lines[-1] == b"":
                 lines.pop()
             if j.kind == "firewall":  # nft's one-line JSON in pieces, as the sh probe sends it
-                lines = [ln[k:k + 60000] for ln in lines for k in range(0, len(ln) or 1, 60000)]
+                lines = [ln[k : k + 60000] for ln in lines for k in range(0, len(ln) or 1, 60000)]
             if j.trunc:
-                st, det = "truncated", j.trunc + ("" if st == "ok" else "; " + st +
-                                                   (" " + det if det else ""))
+                st, det = (
+                    "truncated",
+                    j.trunc + ("" if st == "ok" else "; " + st + (" " + det if det else "")),
+                )
             out.add(j.kind, j.subj, j.read_ns or clock_ns, st, det, lines)
         if slow:
             if "ethtool" not in self.have:
@@ -1390,8 +1565,9 @@ class Probe(object):
             if "dcb" not in self.have:
                 out.add("dcb_pfc", "-", clock_ns, "missing", "dcb", [])
             if self.gkind == "none":
-                out.add("gpu_nvidia", "-", clock_ns, "missing",
-                        "no nvidia-smi, amd-smi or rocm-smi", [])
+                out.add(
+                    "gpu_nvidia", "-", clock_ns, "missing", "no nvidia-smi, amd-smi or rocm-smi", []
+                )
             out.add("uname_r", "-", clock_ns, "ok", "", [os.uname()[2].encode()])
             if "ip" not in self.have:
                 out.add("ip_addr", "-", clock_ns, "missing", "ip", [])
@@ -1410,8 +1586,11 @@ class Probe(object):
                 self.warn("sysfs file skipped (its read blocked): " + p)
         if self.gpu is not None:
             self.gpu.section(out)
-        notes = [b"interval_ms %d" % self.a.iv, b"slow %d" % (1 if slow else 0),
-                 ("impl " + self.impl).encode()]
+        notes = [
+            b"interval_ms %d" % self.a.iv,
+            b"slow %d" % (1 if slow else 0),
+            ("impl " + self.impl).encode(),
+        ]
         if self.skipped:
             notes.append(b"skipped_ticks %d" % self.skipped)
             self.skipped = 0
@@ -1420,12 +1599,25 @@ class Probe(object):
         w, self.warnings = self.warnings, []
         notes.extend(("warning " + x).encode() for x in w)
         out.add("probe", "-", clock_ns, "ok", "", notes)
-        head = "@@fabtop-frame %d %d %s %d.%03d" % (self.seq, clock_ns, up, clock_ns // 10 ** 9,
-                                                    (clock_ns // 10 ** 6) % 1000)
+        head = "@@fabtop-frame %d %d %s %d.%03d" % (
+            self.seq,
+            clock_ns,
+            up,
+            clock_ns // 10**9,
+            (clock_ns // 10**6) % 1000,
+        )
         return b"\n".join([head.encode()] + out.out + [b"@@end %d" % self.seq, b""])
 
-    def values(self, out: Sections, kind: str, subj: str, rns: int, names: List[bytes],
-               nums: Any, rows: Optional[List[bytes]]) -> None:
+    def values(
+        self,
+        out: Sections,
+        kind: str,
+        subj: str,
+        rns: int,
+        names: List[bytes],
+        nums: Any,
+        rows: Optional[List[bytes]],
+    ) -> None:
         """A structured section: its schema when new or changed, then its values by
         position: ``nums`` (bytes, whole in ``rows`` of at most ROW values each; or, with
         ``rows`` None, ints from the ioctl, sent in binary), or, when fewer than half moved
@@ -1445,18 +1637,18 @@ class Probe(object):
         binary = rows is None  # ints from the ioctl: sent in binary (enc=b64)
         if binary:
             det += " enc=b64"
-        if (not self.full and last is not None and last[0] == got[0]
-                and len(last[2]) == len(nums)):
+        if not self.full and last is not None and last[0] == got[0] and len(last[2]) == len(nums):
             moved = list(compress(count(), map(ne, nums, last[2])))
             if 2 * len(moved) <= len(nums):
                 det += " base=%d" % last[1]
                 if binary:
-                    rows = b64_rows(array.array(U32, moved),
-                                    array.array("Q", [nums[i] for i in moved]))
+                    rows = b64_rows(
+                        array.array(U32, moved), array.array("Q", [nums[i] for i in moved])
+                    )
                 else:
                     pairs = [b"%d %s" % (i, nums[i]) for i in moved]
                     half = ROW // 2
-                    rows = [b" ".join(pairs[i:i + half]) for i in range(0, len(pairs), half)]
+                    rows = [b" ".join(pairs[i : i + half]) for i in range(0, len(pairs), half)]
         if rows is None:
             rows = b64_rows(array.array("Q", nums))
         if out.add(kind, subj, rns, "ok", det, rows or [b""]):
@@ -1537,6 +1729,7 @@ class Probe(object):
             except OSError:
                 pass
             self.end(0)
+
         t = threading.Thread(target=run)
         t.daemon = True
         t.start()
@@ -1650,8 +1843,15 @@ class Watchdog(object):
             return None
         return self._judge(n, prev, mono, cur, slack, self.took[n])
 
-    def _judge(self, n: str, prev: Tuple[float, Dict[bytes, int]], mono: float,
-               cur: Dict[bytes, int], slack: float, took: float) -> Optional[bytes]:
+    def _judge(
+        self,
+        n: str,
+        prev: Tuple[float, Dict[bytes, int]],
+        mono: float,
+        cur: Dict[bytes, int],
+        slack: float,
+        took: float,
+    ) -> Optional[bytes]:
         t0, old = prev
         dt = mono - t0
         if dt <= 0:
@@ -1685,10 +1885,17 @@ class Watchdog(object):
                     last = self.storm.get(key)
                     if last is None or mono - last >= self.p.a.iv / 1000.0:
                         self.storm[key] = mono
-                        lines.append(b"storm %s %d %s %.4f %s %d" % (
-                            n.encode(), p, side.encode(), ratio,
-                            (b"%.0f" % moved) if moved is not None else b"-",
-                            int(dt * 1e6)))
+                        lines.append(
+                            b"storm %s %d %s %.4f %s %d"
+                            % (
+                                n.encode(),
+                                p,
+                                side.encode(),
+                                ratio,
+                                (b"%.0f" % moved) if moved is not None else b"-",
+                                int(dt * 1e6),
+                            )
+                        )
                 elif key in self.storm and not stormy:
                     del self.storm[key]
                     lines.append(b"clear %s %d %s %.4f" % (n.encode(), p, side.encode(), ratio))
@@ -1717,8 +1924,13 @@ class Watchdog(object):
     def _event(self, mono: float, lines: List[bytes]) -> bytes:
         self.event_seq += 1
         ns = self.p.wall_ns(mono)
-        head = "@@fabtop-event %d %d %s %d.%03d" % (self.event_seq, ns, self.p.uptime(),
-                                                    ns // 10 ** 9, (ns // 10 ** 6) % 1000)
+        head = "@@fabtop-event %d %d %s %d.%03d" % (
+            self.event_seq,
+            ns,
+            self.p.uptime(),
+            ns // 10**9,
+            (ns // 10**6) % 1000,
+        )
         body = [head.encode(), b"@@section pfcwd - %d ok window_ms=%d" % (ns, FAST_S * 1000)]
         body.extend(lines)
         body.append(b"@@end %d" % self.event_seq)

@@ -26,9 +26,18 @@ from dataclasses import dataclass, field
 #             ("not-syn",): any TCP packet but that one
 #   unknown   nothing: a match the evaluator cannot decide (``text`` says what it is)
 FIELDS = (
-    "iifname", "l4proto", "dport", "ct_state", "ct_status", "nfproto", "saddr", "daddr",
-    "pkttype", "tcp_syn", "unknown",
-)  # fmt: skip
+    "iifname",
+    "l4proto",
+    "dport",
+    "ct_state",
+    "ct_status",
+    "nfproto",
+    "saddr",
+    "daddr",
+    "pkttype",
+    "tcp_syn",
+    "unknown",
+)
 PortRange = tuple[int, int]
 TERMINAL = frozenset({"accept", "drop", "reject", "queue"})
 
@@ -96,9 +105,7 @@ class Ruleset:
 
     def base_chains(self, hook: str) -> list[Chain]:
         """Base chains at ``hook``, in the order the kernel runs them (priority)."""
-        return sorted(
-            (c for c in self.chains.values() if c.hook == hook), key=lambda c: c.prio
-        )
+        return sorted((c for c in self.chains.values() if c.hook == hook), key=lambda c: c.prio)
 
 
 @dataclass(slots=True)

@@ -34,9 +34,7 @@ class PcieLink:
         """True when the link trained below what both ends can do."""
         if self.width and self.max_width and self.width < self.max_width:
             return True
-        return bool(
-            self.speed_gts and self.max_speed_gts and self.speed_gts < self.max_speed_gts
-        )
+        return bool(self.speed_gts and self.max_speed_gts and self.speed_gts < self.max_speed_gts)
 
 
 @dataclass(slots=True)
@@ -356,8 +354,7 @@ class HostSample:
     # The last statuses of ``sections``: those of the slow sections carried into the
     # frame, the very objects of the sample before while those sections stayed the same
     # (shared: read, never changed). None: not known to be carried.
-    carried_sections: list[SectionStatus] | None = field(default=None, repr=False,
-                                                         compare=False)
+    carried_sections: list[SectionStatus] | None = field(default=None, repr=False, compare=False)
     # Thunderbolt domain (issue 14): None when the host has none or it was not read.
     thunderbolt: ThunderboltInfo | None = None
     # macOS hosts (issue 14): None on every other host.

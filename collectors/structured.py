@@ -41,8 +41,9 @@ def is_counter_path(kind: str, rel: str) -> bool:
 
 # docs/PROBE.md "Slow files": what the fast probe reads only on slow ticks, sent in
 # sysnet_slow/sysib_slow (the collector keeps the latest of each).
-_SLOW_NET_DEVICE = frozenset({"current_link_speed", "current_link_width", "max_link_speed",
-                              "max_link_width"})
+_SLOW_NET_DEVICE = frozenset(
+    {"current_link_speed", "current_link_width", "max_link_speed", "max_link_width"}
+)
 _SLOW_IB_DEVICE = frozenset({"fw_ver", "hca_type", "board_id", "node_guid", "node_type"})
 
 
@@ -52,14 +53,22 @@ def is_slow_path(kind: str, rel: str) -> bool:
     parts = rel.split("/")
     n = len(parts)
     if kind == "sysnet":
-        return (n == 3 and parts[1] == "device" and parts[2] in _SLOW_NET_DEVICE) or (
-            n == 5 and parts[1:3] == ["device", "hwmon"] and parts[4] == "name") or (
-            n == 5 and parts[1] == "ecn" and parts[2] in ("roce_np", "roce_rp")
-            and parts[3] == "enable")
+        return (
+            (n == 3 and parts[1] == "device" and parts[2] in _SLOW_NET_DEVICE)
+            or (n == 5 and parts[1:3] == ["device", "hwmon"] and parts[4] == "name")
+            or (
+                n == 5
+                and parts[1] == "ecn"
+                and parts[2] in ("roce_np", "roce_rp")
+                and parts[3] == "enable"
+            )
+        )
     if kind == "sysib":
-        return (n == 2 and parts[1] in _SLOW_IB_DEVICE) or (
-            n == 6 and parts[1] == "ports" and parts[3:5] == ["gid_attrs", "ndevs"]) or (
-            n == 4 and parts[1:3] == ["device", "net"])
+        return (
+            (n == 2 and parts[1] in _SLOW_IB_DEVICE)
+            or (n == 6 and parts[1] == "ports" and parts[3:5] == ["gid_attrs", "ndevs"])
+            or (n == 4 and parts[1:3] == ["device", "net"])
+        )
     return False
 
 
@@ -163,8 +172,14 @@ class StructuredEncoder:
             # The fast probe counts its ioctls in its probe section (a line that changes
             # every tick, as a real host's frames have it).
             s = out.sections[probe]
-            out.sections[probe] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail,
-                                          f"{s.text}\nethtool_ioctls {self._ioctls}")
+            out.sections[probe] = Section(
+                s.kind,
+                s.subject,
+                s.read_ns,
+                s.status,
+                s.detail,
+                f"{s.text}\nethtool_ioctls {self._ioctls}",
+            )
         self._full = False
         return out
 
@@ -174,12 +189,20 @@ class StructuredEncoder:
         if schema is None or list(schema.names) != names:
             schema = self._sids[key] = Schema(self._next, kind, tuple(names))
             self._next += 1
-            out.sections.append(Section(SCHEMA_KIND, str(schema.sid), None, "ok",
-                                        f"for={kind}", "\n".join(names)))
+            out.sections.append(
+                Section(SCHEMA_KIND, str(schema.sid), None, "ok", f"for={kind}", "\n".join(names))
+            )
         return schema
 
-    def _values(self, out: Frame, s: Section, kind: str, names: list[str],
-                vals: list[str], binary: bool = False) -> None:
+    def _values(
+        self,
+        out: Frame,
+        s: Section,
+        kind: str,
+        names: list[str],
+        vals: list[str],
+        binary: bool = False,
+    ) -> None:
         """``binary``: as the probe sends what an ioctl read (``enc=b64``: every value a
         number), else in decimal."""
         schema = self._schema(out, kind, s.subject, names)
@@ -188,8 +211,12 @@ class StructuredEncoder:
         self._sent[key] = (schema.sid, self._seq, vals)
         detail = f"schema={schema.sid}" + (" enc=b64" if binary else "")
         text = None
-        if not self._full and last is not None and last[0] == schema.sid \
-                and len(last[2]) == len(vals):
+        if (
+            not self._full
+            and last is not None
+            and last[0] == schema.sid
+            and len(last[2]) == len(vals)
+        ):
             moved = list(compress(count(), map(ne, vals, last[2])))
             if 2 * len(moved) <= len(vals):
                 detail += f" base={last[1]}"
@@ -229,7 +256,6 @@ class StructuredEncoder:
                     text.append(line)  # said by the text parser (N/A, a bad value)
             else:
                 text.append(line)
-        out.sections.append(Section(s.kind, s.subject, s.read_ns, "ok", s.detail,
-                                    "\n".join(text)))
+        out.sections.append(Section(s.kind, s.subject, s.read_ns, "ok", s.detail, "\n".join(text)))
         if names:
             self._values(out, s, COUNTER_KINDS[s.kind], names, vals)

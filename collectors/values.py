@@ -36,9 +36,7 @@ MAX_VALUE_WARNINGS = 20
 _PLAIN = re.compile(r"(?:[0-9]{1,20}|-)(?: (?:[0-9]{1,20}|-))*")
 
 
-def decode_values(
-    text: str, names: tuple[str, ...]
-) -> tuple[list[int | None] | None, list[str]]:
+def decode_values(text: str, names: tuple[str, ...]) -> tuple[list[int | None] | None, list[str]]:
     """The values of one structured section, by position; None when they cannot be placed.
 
     A bad token costs its one value (a warning naming the counter); a count that does not
@@ -166,8 +164,9 @@ def _not_placed(why: str) -> Values:
     return Values(None, [why + ": section not placed"], None, plain=False)
 
 
-def _moved_since(vals: list[int | None], last: Values | None) -> tuple[
-        list[int] | None, list[int | None] | None]:
+def _moved_since(
+    vals: list[int | None], last: Values | None
+) -> tuple[list[int] | None, list[int | None] | None]:
     """Which positions differ from ``last``'s values (compared as numbers, in C)."""
     if last is None or last.vals is None or len(last.vals) != len(vals):
         return None, None
@@ -231,8 +230,14 @@ def _delta_slow(text: str, names: tuple[str, ...], last: Values) -> Values:
     return _placed(pos, new, names, last, warnings)
 
 
-def _placed(pos: list[int], new: list[int | None], names: tuple[str, ...], last: Values,
-            warnings: list[str], numbers: bool = False) -> Values:
+def _placed(
+    pos: list[int],
+    new: list[int | None],
+    names: tuple[str, ...],
+    last: Values,
+    warnings: list[str],
+    numbers: bool = False,
+) -> Values:
     """``new`` put at ``pos`` in a copy of ``last``'s values (positions checked here).
     ``numbers``: every one of ``new`` is an int of at most 64 bits (binary: nothing to
     look for; ``None in`` a list of ints costs a rich comparison per item)."""
@@ -242,8 +247,9 @@ def _placed(pos: list[int], new: list[int | None], names: tuple[str, ...], last:
     if not pos:
         return Values(base, warnings, last.unread, [], base, None, False)
     if pos[-1] >= min(n, len(base)) or not all(map(lt, pos, pos[1:])):
-        return _not_placed(f"delta of {len(pos)} values for {n} names: positions out of "
-                           "order or range")
+        return _not_placed(
+            f"delta of {len(pos)} values for {n} names: positions out of order or range"
+        )
     vals = base.copy()
     if not numbers:  # the rare deltas: unread values, or one beyond 64 bits
         for i, (p, v) in enumerate(zip(pos, new, strict=True)):
@@ -252,8 +258,7 @@ def _placed(pos: list[int], new: list[int | None], names: tuple[str, ...], last:
                 _warn(warnings, f"{names[p][:64]}: value beyond 64 bits")
     for p, v in zip(pos, new, strict=True):
         vals[p] = v
-    unread = last.unread if last.unread == () and (numbers or None not in new) else \
-        _unread(vals)
+    unread = last.unread if last.unread == () and (numbers or None not in new) else _unread(vals)
     return Values(vals, warnings, unread, pos, base, None, False)
 
 
@@ -307,8 +312,14 @@ def apply_delta_b64(text: str, names: tuple[str, ...], last: Values) -> Values:
         got = "no base64" if blob is None else f"{len(blob)} bytes"
         return _not_placed(f"binary delta: {got}, not position-value pairs")
     k = len(blob) // 12
-    return _placed(_ints(blob[:4 * k], _U32),
-                   cast(list[int | None], _ints(blob[4 * k:], _U64)), names, last, [], True)
+    return _placed(
+        _ints(blob[: 4 * k], _U32),
+        cast(list[int | None], _ints(blob[4 * k :], _U64)),
+        names,
+        last,
+        [],
+        True,
+    )
 
 
 def encode_whole_b64(vals: list[int]) -> str:
@@ -329,10 +340,10 @@ def _lines(*arrays: array[int]) -> str:
             arr.byteswap()
         blob += arr.tobytes()
     text = b2a_base64(blob, newline=False).decode()
-    return "\n".join(text[i:i + B64_LINE] for i in range(0, len(text), B64_LINE))
+    return "\n".join(text[i : i + B64_LINE] for i in range(0, len(text), B64_LINE))
 
 
 def values_line(vals: list[int | None], row: int = 512) -> str:
     """``vals`` as the probe sends them whole: lines of at most ``row`` values."""
     toks = ["-" if v is None else str(v) for v in vals]
-    return "\n".join(" ".join(toks[i:i + row]) for i in range(0, len(toks), row))
+    return "\n".join(" ".join(toks[i : i + row]) for i in range(0, len(toks), row))

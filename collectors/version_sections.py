@@ -63,6 +63,9 @@ def versions_from_frame(frame: Frame, read: TextRead = read_now) -> SoftwareVers
     if not got:
         return None
     return SoftwareVersions(
-        kernel=got.get("uname_r"), rdma_core=got.get("rdma_core"), ofed=got.get("ofed_info"),
-        nvidia_driver=got.get("nvidia_driver"), nccl=got.get("nccl"),
-    )  # fmt: skip
+        kernel=got.get("uname_r"),
+        rdma_core=got.get("rdma_core"),
+        ofed=got.get("ofed_info"),
+        nvidia_driver=got.get("nvidia_driver"),
+        nccl=got.get("nccl"),
+    )

@@ -20,8 +20,13 @@ CATEGORIES: tuple[str, ...] = ("errors", "discards", "pauses", "congestion", "tr
 
 # Units of the cumulative values (what one count of the counter is).
 BYTES, PACKETS, FRAMES, MICROSECONDS, EVENTS, TICKS = (
-    "bytes", "packets", "frames", "microseconds", "events", "ticks",
-)  # fmt: skip
+    "bytes",
+    "packets",
+    "frames",
+    "microseconds",
+    "events",
+    "ticks",
+)
 
 # Prometheus wants base units in names: unit -> (base unit word, scale to it).
 BASE_UNITS: dict[str, tuple[str, float]] = {MICROSECONDS: ("seconds", 1e-6)}
@@ -36,9 +41,7 @@ class Metric(StrEnum):
     help: str
     per_s: str  # the name of this counter's per-second rate (what the rate engine writes)
 
-    def __new__(
-        cls, name: str, unit: str, per_priority: bool, category: str, help_: str
-    ) -> Metric:
+    def __new__(cls, name: str, unit: str, per_priority: bool, category: str, help_: str) -> Metric:
         obj = str.__new__(cls, name)
         obj._value_ = name
         obj.per_s = f"{name}_per_s"  # an attribute, not a property: rules read it per link
@@ -52,35 +55,65 @@ class Metric(StrEnum):
     RX_PHY_ERRORS = ("rx_phy_errors", PACKETS, False, "errors", "CRC and symbol errors")
     LINK_DOWN_EVENTS = ("link_down_events", EVENTS, False, "errors", "Times the link went down")
     MODULE_HIGH_TEMP_EVENTS = (
-        "module_high_temp_events", EVENTS, False, "errors", "Module high-temperature events"
+        "module_high_temp_events",
+        EVENTS,
+        False,
+        "errors",
+        "Module high-temperature events",
     )
     TX_PAUSE_STORM_ERROR_EVENTS = (
-        "tx_pause_storm_error_events", EVENTS, False, "errors",
+        "tx_pause_storm_error_events",
+        EVENTS,
+        False,
+        "errors",
         "NIC stall watchdog: critical watermark crossed (flow control disabled)",
     )
     TX_PAUSE_STORM_WARNING_EVENTS = (
-        "tx_pause_storm_warning_events", EVENTS, False, "errors",
+        "tx_pause_storm_warning_events",
+        EVENTS,
+        False,
+        "errors",
         "NIC stall watchdog: minor watermark crossed",
     )
     PACKET_SEQ_ERR = ("packet_seq_err", EVENTS, False, "errors", "RoCE packet sequence errors")
     LOCAL_ACK_TIMEOUT_ERR = (
-        "local_ack_timeout_err", EVENTS, False, "errors", "RoCE local ACK timeouts"
+        "local_ack_timeout_err",
+        EVENTS,
+        False,
+        "errors",
+        "RoCE local ACK timeouts",
     )
     OUT_OF_SEQUENCE = ("out_of_sequence", PACKETS, False, "errors", "RoCE out-of-sequence packets")
     RETRANSMITS = ("retransmits", PACKETS, False, "errors", "RoCE adaptive retransmissions")
     # discards
     RX_DISCARDS = ("rx_discards", PACKETS, False, "discards", "Packets dropped on receive")
     RX_DISCARDS_PRIO = (
-        "rx_discards_prio", PACKETS, True, "discards", "Packets dropped on receive, per priority"
+        "rx_discards_prio",
+        PACKETS,
+        True,
+        "discards",
+        "Packets dropped on receive, per priority",
     )
     RX_OUT_OF_BUFFER = (
-        "rx_out_of_buffer", PACKETS, False, "discards", "Drops for lack of receive buffers"
+        "rx_out_of_buffer",
+        PACKETS,
+        False,
+        "discards",
+        "Drops for lack of receive buffers",
     )
     RX_BUF_DISCARD = (
-        "rx_buf_discard", PACKETS, True, "discards", "Drops for lack of port buffer, per priority"
+        "rx_buf_discard",
+        PACKETS,
+        True,
+        "discards",
+        "Drops for lack of port buffer, per priority",
     )
     RX_CONG_DISCARD = (
-        "rx_cong_discard", PACKETS, True, "discards", "Congestion drops, per priority"
+        "rx_cong_discard",
+        PACKETS,
+        True,
+        "discards",
+        "Congestion drops, per priority",
     )
     # pauses
     RX_PAUSE = ("rx_pause", FRAMES, True, "pauses", "PFC pause frames received, per priority")
@@ -88,20 +121,36 @@ class Metric(StrEnum):
     RX_PAUSE_GLOBAL = ("rx_pause_global", FRAMES, False, "pauses", "Global pause frames received")
     TX_PAUSE_GLOBAL = ("tx_pause_global", FRAMES, False, "pauses", "Global pause frames sent")
     RX_PAUSE_US = (
-        "rx_pause_us", MICROSECONDS, True, "pauses", "Time paused by the peer, per priority"
+        "rx_pause_us",
+        MICROSECONDS,
+        True,
+        "pauses",
+        "Time paused by the peer, per priority",
     )
     TX_PAUSE_US = (
-        "tx_pause_us", MICROSECONDS, True, "pauses", "Time the port paused its peer, per priority"
+        "tx_pause_us",
+        MICROSECONDS,
+        True,
+        "pauses",
+        "Time the port paused its peer, per priority",
     )
     XMIT_WAIT = ("xmit_wait", TICKS, False, "pauses", "InfiniBand transmit wait (congestion)")
     # congestion
     ECN_MARKED = ("ecn_marked", PACKETS, False, "congestion", "ECN-marked packets received")
     ECN_MARKED_PRIO = (
-        "ecn_marked_prio", PACKETS, True, "congestion", "ECN-marked packets, per priority"
+        "ecn_marked_prio",
+        PACKETS,
+        True,
+        "congestion",
+        "ECN-marked packets, per priority",
     )
     CNP_SENT = ("cnp_sent", PACKETS, False, "congestion", "Congestion notification packets sent")
     CNP_HANDLED = (
-        "cnp_handled", PACKETS, False, "congestion", "Congestion notification packets handled"
+        "cnp_handled",
+        PACKETS,
+        False,
+        "congestion",
+        "Congestion notification packets handled",
     )
     # traffic
     RX_BYTES = ("rx_bytes", BYTES, False, "traffic", "Bytes received on the port")
@@ -130,10 +179,14 @@ class Derived(StrEnum):
     RX_BPS = ("rx_bps", "bits/s", "Receive rate in bits per second")
     TX_BPS = ("tx_bps", "bits/s", "Transmit rate in bits per second")
     RX_PAUSE_TIME_RATIO = (
-        "rx_pause_time_ratio", "ratio", "Share of the last interval the port was paused by its peer"
+        "rx_pause_time_ratio",
+        "ratio",
+        "Share of the last interval the port was paused by its peer",
     )
     TX_PAUSE_TIME_RATIO = (
-        "tx_pause_time_ratio", "ratio", "Share of the last interval the port paused its peer"
+        "tx_pause_time_ratio",
+        "ratio",
+        "Share of the last interval the port paused its peer",
     )
     RDMA_SHARE = ("rdma_share", "ratio", "RDMA share of the bytes over the last interval")
 

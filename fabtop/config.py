@@ -113,8 +113,11 @@ def parse_target(text: str, where: str) -> SshTarget:
     host = m.group("host")
     if host.startswith("-"):
         raise ConfigError(f"{where}: bad SSH host {host!r}")
-    return SshTarget(host=host, user=m.group("user"), port=None if port is None else
-                     config_port(port, where, f"SSH port in {text!r}"))
+    return SshTarget(
+        host=host,
+        user=m.group("user"),
+        port=None if port is None else config_port(port, where, f"SSH port in {text!r}"),
+    )
 
 
 def _too_many(n: int, max_hosts: int | None, where: str) -> None:
@@ -231,7 +234,8 @@ def user_config_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 def default_config(
-    interval: float | None = None, max_hosts: int | None = MAX_HOSTS,
+    interval: float | None = None,
+    max_hosts: int | None = MAX_HOSTS,
     env: Mapping[str, str] | None = None,
 ) -> Config:
     """What a command watches when given no hosts and no ``-c``: the user's config file
@@ -270,8 +274,11 @@ def ssh_config_hosts(path: str | None = None) -> list[str]:
     """The plain names (no wildcard, no negation) of the SSH config's ``Host`` lines."""
     names: list[str] = []
     for patterns in _ssh_host_lines(path):
-        names += [n for n in patterns.split(",")
-                  if n and not any(c in n for c in "*?!") and n not in names]
+        names += [
+            n
+            for n in patterns.split(",")
+            if n and not any(c in n for c in "*?!") and n not in names
+        ]
     return names
 
 
@@ -318,8 +325,14 @@ def check_interval(value: object, where: str, name: str = "field 'interval'") ->
 
 
 def config_number(
-    value: object, where: str, name: str, lo: float, hi: float, *,
-    whole: bool = False, what: str = "",
+    value: object,
+    where: str,
+    name: str,
+    lo: float,
+    hi: float,
+    *,
+    whole: bool = False,
+    what: str = "",
 ) -> float:
     """Every number of a config is read here, one way (DESIGN §10: config is an input too).
 
@@ -370,10 +383,8 @@ def _unique(hosts: list[HostConfig], where: str) -> list[HostConfig]:
     return hosts
 
 
-_HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference", "probe",
-              "firewall_sudo"}
-_TOP_KEYS = {"interval", "host", "defaults", "thresholds", "known_hosts", "ssh_config",
-             "firewall"}
+_HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference", "probe", "firewall_sudo"}
+_TOP_KEYS = {"interval", "host", "defaults", "thresholds", "known_hosts", "ssh_config", "firewall"}
 
 
 def load_config(
@@ -416,8 +427,7 @@ def config_from_dict(
     for i, raw in enumerate(raw_hosts):
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: host #{i + 1} must be a table")
-        hosts.extend(
-            _hosts_from_table({**defaults, **raw}, f"{where}: host #{i + 1}", max_hosts))
+        hosts.extend(_hosts_from_table({**defaults, **raw}, f"{where}: host #{i + 1}", max_hosts))
         _too_many(len(hosts), max_hosts, where)
     thresholds = data.get("thresholds", {})
     if not isinstance(thresholds, dict):
@@ -425,8 +435,10 @@ def config_from_dict(
     typos = unknown_thresholds(thresholds)
     if typos:
         raise ConfigError(f"{where}: [thresholds]: unknown threshold {typos[0]!r}")
-    thresholds = {k: config_number(v, where, f"[thresholds] {k}", *threshold_range(k))
-                  for k, v in thresholds.items()}
+    thresholds = {
+        k: config_number(v, where, f"[thresholds] {k}", *threshold_range(k))
+        for k, v in thresholds.items()
+    }
     known = data.get("known_hosts")
     ssh_cfg = data.get("ssh_config")
     for key, val in (("known_hosts", known), ("ssh_config", ssh_cfg)):
@@ -457,12 +469,12 @@ def _firewall_ports(table: Any, where: str) -> tuple[PortRange, ...]:
         # Each number through the one checker first ("²", true, 22.0); the grammar is
         # parse_port_spec's, which is left to refuse a range that runs backwards.
         for part in v.strip().split("-", 1) if isinstance(v, str) else (v,):
-            config_port(part, where, "[firewall] ports",
-                        what="ports in 1..65535 or 'low-high' ranges")
+            config_port(
+                part, where, "[firewall] ports", what="ports in 1..65535 or 'low-high' ranges"
+            )
         got = parse_port_spec(v)
         if got is None:
-            raise ConfigError(f"{where}: [firewall] ports: bad port {v!r} (1..65535 or "
-                              "'low-high')")
+            raise ConfigError(f"{where}: [firewall] ports: bad port {v!r} (1..65535 or 'low-high')")
         out.append(got)
     return tuple(out)
 
@@ -518,8 +530,14 @@ def _hosts_from_table(
             )
         out.append(
             HostConfig(
-                name=name, ssh=target, path=tuple(path), sysfs=sysfs,
-                interfaces=ifaces, inference=urls, probe=probe, firewall_sudo=fw_sudo,
+                name=name,
+                ssh=target,
+                path=tuple(path),
+                sysfs=sysfs,
+                interfaces=ifaces,
+                inference=urls,
+                probe=probe,
+                firewall_sudo=fw_sudo,
             )
         )
     return out
@@ -548,8 +566,9 @@ def check_metrics_url(url: str, where: str) -> tuple[str, int, str]:
     _, colon, port_text = parts.netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")
     port = config_port(port_text, where, f"port in {url!r}") if colon and port_text else 80
     if parts.query or parts.fragment or parts.username is not None:
-        raise ConfigError(f"{where}: {url!r}: want http://host:port/path, without user, "
-                          "query or fragment")
+        raise ConfigError(
+            f"{where}: {url!r}: want http://host:port/path, without user, query or fragment"
+        )
     if not re.match(r"^[A-Za-z0-9_.:-]+$", parts.hostname):
         raise ConfigError(f"{where}: bad host in {url!r}")
     path = parts.path or "/metrics"

@@ -84,8 +84,11 @@ class FabtopApp(App[int]):
     ]
 
     def __init__(
-        self, ctx: ViewContext, session: Session | None = None,
-        replay: Replay | None = None, recorder: Recorder | None = None,
+        self,
+        ctx: ViewContext,
+        session: Session | None = None,
+        replay: Replay | None = None,
+        recorder: Recorder | None = None,
         allow_write: bool = True,
     ) -> None:
         super().__init__()
@@ -119,8 +122,9 @@ class FabtopApp(App[int]):
             session = self.session
             if session.on_change is None:
                 session.on_change = self._state_changed
-            self.run_worker(session.run(), name="session", group="session", exclusive=True,
-                            exit_on_error=False)
+            self.run_worker(
+                session.run(), name="session", group="session", exclusive=True, exit_on_error=False
+            )
         if self.recorder is not None:
             self.recorder.on_error = self._record_failed
             self.recorder.on_limit = self._record_limit
@@ -156,8 +160,13 @@ class FabtopApp(App[int]):
         ``markup`` is ignored: nothing fabtop shows is markup.
         """
         del markup
-        super().notify(clean_lines(message), title=clean(title), severity=severity,
-                       timeout=timeout, markup=False)
+        super().notify(
+            clean_lines(message),
+            title=clean(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     # recording and replay --------------------------------------------------------
 
@@ -296,11 +305,17 @@ class FabtopApp(App[int]):
         screens = [f"{k} {name}" for k, (name, _) in SCREEN_REGISTRY.items()]
         keys = f"{min(SCREEN_REGISTRY)}-{max(SCREEN_REGISTRY)}"
         return [
-            ("everywhere", [
-                *binding_rows(b for b in self.BINDINGS
-                              if isinstance(b, Binding) and "screen(" not in b.action),
-                (keys, "screens: " + ", ".join(screens)),
-            ]),
+            (
+                "everywhere",
+                [
+                    *binding_rows(
+                        b
+                        for b in self.BINDINGS
+                        if isinstance(b, Binding) and "screen(" not in b.action
+                    ),
+                    (keys, "screens: " + ", ".join(screens)),
+                ],
+            ),
             ("overview", binding_rows(OverviewScreen.BINDINGS)),
             ("findings panel (Tab to it)", binding_rows(FindingsPanel.BINDINGS)),
             ("link detail", binding_rows(LinkDetailScreen.BINDINGS)),
@@ -341,8 +356,10 @@ class FabtopApp(App[int]):
             return
         self.ctx.baseline_at = self.ctx.now()
         self.ctx.delta_mode = True
-        self.notify("baseline set: loss, pause, ECN and CNP columns count since now "
-                    "(d toggles rates)", timeout=4)
+        self.notify(
+            "baseline set: loss, pause, ECN and CNP columns count since now (d toggles rates)",
+            timeout=4,
+        )
         self.refresh_now()
 
     def action_delta(self) -> None:
@@ -391,8 +408,9 @@ class ReplayApp(FabtopApp):
     BINDINGS = [*FabtopApp.BINDINGS, *REPLAY_BINDINGS]
 
 
-def build_app(cfg: Config, record: str | None = None, source: Any = None,
-              allow_write: bool = True) -> FabtopApp:
+def build_app(
+    cfg: Config, record: str | None = None, source: Any = None, allow_write: bool = True
+) -> FabtopApp:
     """The app over a fresh FabricState and a Session (or ``source``) for ``cfg``.
 
     ``record``: also write every frame to that file (raises RecordError if it cannot
@@ -405,11 +423,19 @@ def build_app(cfg: Config, record: str | None = None, source: Any = None,
         recorder = Recorder(Path(record), cfg).open()
     if source is not None:
         source.state = state
-        return FabtopApp(ViewContext(state, interval=cfg.interval), source, recorder=recorder,
-                         allow_write=allow_write)
+        return FabtopApp(
+            ViewContext(state, interval=cfg.interval),
+            source,
+            recorder=recorder,
+            allow_write=allow_write,
+        )
     session = open_session(cfg, state=state, events=recorder)
-    return FabtopApp(ViewContext(state, interval=cfg.interval), session, recorder=recorder,
-                     allow_write=allow_write)
+    return FabtopApp(
+        ViewContext(state, interval=cfg.interval),
+        session,
+        recorder=recorder,
+        allow_write=allow_write,
+    )
 
 
 def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
@@ -420,8 +446,9 @@ def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
     return app
 
 
-def run_dashboard(cfg: Config, record: str | None = None, source: Any = None,
-                  allow_write: bool = True) -> int:
+def run_dashboard(
+    cfg: Config, record: str | None = None, source: Any = None, allow_write: bool = True
+) -> int:
     """Run the dashboard until the user quits; return the exit code."""
     try:
         app = build_app(cfg, record, source, allow_write)

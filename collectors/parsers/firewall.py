@@ -27,11 +27,15 @@ def firewall_state(status: str, detail: str | None, text: str) -> FirewallState:
         return FirewallState(status="truncated", detail=det)
     if status != "ok":
         first = text.strip().splitlines()[0] if text.strip() else ""
-        if "permission denied" in first.lower() or "not permitted" in first.lower() or (
-                "password" in first.lower() and "sudo" in first.lower()):
+        if (
+            "permission denied" in first.lower()
+            or "not permitted" in first.lower()
+            or ("password" in first.lower() and "sudo" in first.lower())
+        ):
             return FirewallState(status="needs root", detail=clean(first, 160))
-        return FirewallState(status="error", detail=clean(
-            " ".join(x for x in (status, det, first[:120]) if x), 200))
+        return FirewallState(
+            status="error", detail=clean(" ".join(x for x in (status, det, first[:120]) if x), 200)
+        )
     return firewall_read(text)
 
 
@@ -63,5 +67,8 @@ def firewall_text(fw: FirewallState | None) -> str:
 
 def unknown_reason(fw: FirewallState) -> str:
     """Why a host's ruleset was not read, in a few words."""
-    return {"needs root": "needs root", "truncated": "truncated", "missing": "no nft or "
-            "iptables-save"}.get(fw.status, fw.detail or fw.status)  # fmt: skip
+    return {
+        "needs root": "needs root",
+        "truncated": "truncated",
+        "missing": "no nft or iptables-save",
+    }.get(fw.status, fw.detail or fw.status)

@@ -29,11 +29,32 @@ MAX_LINES = 50_000
 # line costs more than a bounded split.
 MAX_LINE = 4096
 _INPUT_PRIO = {"mangle": -150, "filter": 0, "security": 50, "nat": 100}
-_TARGETS = {"ACCEPT": "accept", "DROP": "drop", "REJECT": "reject", "RETURN": "return",
-            "QUEUE": "queue", "NFQUEUE": "queue"}  # fmt: skip
+_TARGETS = {
+    "ACCEPT": "accept",
+    "DROP": "drop",
+    "REJECT": "reject",
+    "RETURN": "return",
+    "QUEUE": "queue",
+    "NFQUEUE": "queue",
+}
 # Targets that only log, mark or count: the packet goes on to the next rule.
-_PASS_TARGETS = frozenset({"LOG", "NFLOG", "ULOG", "MARK", "CONNMARK", "TRACE", "AUDIT",
-                           "CT", "NOTRACK", "TCPMSS", "DSCP", "TOS", "CLASSIFY"})  # fmt: skip
+_PASS_TARGETS = frozenset(
+    {
+        "LOG",
+        "NFLOG",
+        "ULOG",
+        "MARK",
+        "CONNMARK",
+        "TRACE",
+        "AUDIT",
+        "CT",
+        "NOTRACK",
+        "TCPMSS",
+        "DSCP",
+        "TOS",
+        "CLASSIFY",
+    }
+)
 _PROTO_NUMBERS = {"1": "icmp", "6": "tcp", "17": "udp", "58": "ipv6-icmp", "132": "sctp"}
 # Module options whose value is read here; every other "--x value" is an unknown match.
 _FLAG_ONLY = frozenset({"--syn"})
@@ -124,8 +145,9 @@ def _rule(line: str, table: str, family: str, rs: Ruleset) -> None:
             matches.append(Match("ct_state", states, neg, f"{t} {val}"))
             i += 2
         elif t == "--ctstatus":
-            matches.append(Match("ct_status", tuple(s.lower() for s in val.split(",")), neg,
-                                 f"{t} {val}"))
+            matches.append(
+                Match("ct_status", tuple(s.lower() for s in val.split(",")), neg, f"{t} {val}")
+            )
             i += 2
         elif t == "--syn":
             matches.append(Match("tcp_syn", ("syn",), neg, "--syn"))
@@ -141,12 +163,17 @@ def _rule(line: str, table: str, family: str, rs: Ruleset) -> None:
             matches.append(Match("pkttype", (val.lower(),), neg, f"{t} {val}"))
             i += 2
         elif t == "--dst-type":
-            kinds = {"LOCAL": "host", "UNICAST": "host", "BROADCAST": "broadcast",
-                     "MULTICAST": "multicast"}  # fmt: skip
+            kinds = {
+                "LOCAL": "host",
+                "UNICAST": "host",
+                "BROADCAST": "broadcast",
+                "MULTICAST": "multicast",
+            }
             vals = tuple(kinds[v] for v in val.split(",") if v in kinds)
             ok = len(vals) == len(val.split(","))
-            matches.append(Match("pkttype" if ok else "unknown", vals if ok else (), neg,
-                                 f"--dst-type {val}"))
+            matches.append(
+                Match("pkttype" if ok else "unknown", vals if ok else (), neg, f"--dst-type {val}")
+            )
             i += 2
         elif t == "--comment":
             i += 2

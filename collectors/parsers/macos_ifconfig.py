@@ -68,7 +68,11 @@ def parse_ifconfig(text: str) -> IfconfigResult:
                 cur.addresses.append(a)
         elif key == "status:" and len(parts) > 1:
             cur.status = clean(parts[1], 20)
-        elif (key == "member:" and len(parts) > 1 and _NAME_RE.fullmatch(parts[1])
-              and len(cur.members) < MAX_ADDRS):
+        elif (
+            key == "member:"
+            and len(parts) > 1
+            and _NAME_RE.fullmatch(parts[1])
+            and len(cur.members) < MAX_ADDRS
+        ):
             cur.members.append(parts[1])
     return out

@@ -25,6 +25,8 @@ from collectors.text import clean
 from collectors.vocabulary import Metric
 
 MAX_WARNINGS = 50
+
+
 # netstat's column -> the Linux netdev statistic it counts (sysfs statistics/<name>):
 # the normalized metrics then come from NETDEV_MAP unchanged. Drop on macOS counts packets
 # dropped on the interface's send queue (BSD's ifq drops), so it is tx_dropped, never
@@ -88,7 +90,7 @@ def parse_netstat_ibdn(text: str) -> NetstatResult:
         if not _NAME_RE.fullmatch(name):
             _warn(out, f"refused interface name {name[:40]!r}")
             continue
-        nums = parts[-len(columns):]
+        nums = parts[-len(columns) :]
         if len(parts) < 3 + len(columns):
             _warn(out, f"{name}: short row")
             continue

@@ -23,8 +23,13 @@ _PORT_RE = re.compile(r"^\s+port:\s*([0-9]{1,3})\s*$")
 _KEY_RE = re.compile(r"[a-z_]{1,40}")
 _GID_RE = re.compile(r"^\s+GID\[\s*([0-9]{1,5})\]:\s*([0-9A-Fa-f:.]{2,60})(?:,\s*(.{1,40}))?\s*$")
 # rdma-core ibv_devinfo port_state_str
-_STATES = {"PORT_ACTIVE": "up", "PORT_DOWN": "down", "PORT_INIT": "init",
-           "PORT_ARMED": "armed", "PORT_ACTIVE_DEFER": "up"}  # fmt: skip
+_STATES = {
+    "PORT_ACTIVE": "up",
+    "PORT_DOWN": "down",
+    "PORT_INIT": "init",
+    "PORT_ARMED": "armed",
+    "PORT_ACTIVE_DEFER": "up",
+}
 MAX_DEVICES = 256
 MAX_GIDS = 256
 # ibv_devinfo -v's longest lines (a GID, a list of capability flags) are under 200

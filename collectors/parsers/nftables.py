@@ -27,15 +27,43 @@ MAX_RULES = 20_000  # a ruleset past this many rules is not evaluated rule by ru
 MAX_ELEMS = 4096  # set elements kept per set (a larger set becomes an unknown match)
 _VERDICTS = ("accept", "drop", "continue", "return", "queue")
 # Standard priority names (nft(8) "CHAIN PRIORITIES") for output that prints them.
-_PRIO_NAMES = {"raw": -300, "mangle": -150, "dstnat": -100, "filter": 0, "security": 50,
-               "srcnat": 100}  # fmt: skip
-_L4_NUMBERS = {1: "icmp", 6: "tcp", 17: "udp", 58: "ipv6-icmp", 132: "sctp", 33: "dccp",
-               136: "udplite", 2: "igmp", 47: "gre", 50: "esp"}  # fmt: skip
+_PRIO_NAMES = {
+    "raw": -300,
+    "mangle": -150,
+    "dstnat": -100,
+    "filter": 0,
+    "security": 50,
+    "srcnat": 100,
+}
+_L4_NUMBERS = {
+    1: "icmp",
+    6: "tcp",
+    17: "udp",
+    58: "ipv6-icmp",
+    132: "sctp",
+    33: "dccp",
+    136: "udplite",
+    2: "igmp",
+    47: "gre",
+    50: "esp",
+}
 # Transport protocols whose header has a destination port (nft's "th" covers these).
 TH_PROTOS = ("tcp", "udp", "udplite", "sctp", "dccp")
 # Statements that only count, log or mark: they never decide a packet's fate.
-_NO_FILTER = frozenset({"counter", "log", "mangle", "notrack", "set", "map", "ct helper",
-                        "ct timeout", "ct expectation", "dup"})  # fmt: skip
+_NO_FILTER = frozenset(
+    {
+        "counter",
+        "log",
+        "mangle",
+        "notrack",
+        "set",
+        "map",
+        "ct helper",
+        "ct timeout",
+        "ct expectation",
+        "dup",
+    }
+)
 _NAT = frozenset({"snat", "dnat", "masquerade", "redirect"})
 
 
@@ -58,7 +86,7 @@ def parse_nft_json(text: str) -> tuple[Ruleset | None, list[str]]:
     for item in items:
         if not isinstance(item, dict) or len(item) != 1:
             continue
-        (kind, body), = item.items()
+        ((kind, body),) = item.items()
         if not isinstance(body, dict):
             continue
         if kind == "metainfo":
@@ -124,8 +152,10 @@ def _chain(body: dict[str, Any], rs: Ruleset) -> None:
         elif c.hook == "ingress":
             # nft 1.0.6 prints no "dev" for an ingress chain (the custom.json capture):
             # which interface it filters is not known, so it is not evaluated.
-            rs.warnings.append(f"{fam} {table} {name}: ingress chain without its device "
-                               "in nft's JSON, not evaluated")
+            rs.warnings.append(
+                f"{fam} {table} {name}: ingress chain without its device "
+                "in nft's JSON, not evaluated"
+            )
     rs.chains[c.key] = c
 
 
@@ -146,7 +176,7 @@ def _rule(body: dict[str, Any], rs: Ruleset, sets: dict[tuple[str, str, str], An
     for st in exprs:
         if not isinstance(st, dict) or len(st) != 1 or verdict is not None:
             continue
-        (k, v), = st.items()
+        ((k, v),) = st.items()
         if k == "match" and isinstance(v, dict):
             got, txt = _match(v, fam, table, sets)
             matches.extend(got)
@@ -159,8 +189,11 @@ def _rule(body: dict[str, Any], rs: Ruleset, sets: dict[tuple[str, str, str], An
             words.append(f"{k} {verdict.target}")
         elif k == "reject":
             verdict = Verdict("reject")
-            how = " ".join(clean(str(v.get(x)), 40) for x in ("type", "expr")
-                           if isinstance(v, dict) and v.get(x))
+            how = " ".join(
+                clean(str(v.get(x)), 40)
+                for x in ("type", "expr")
+                if isinstance(v, dict) and v.get(x)
+            )
             words.append("reject" + (f" with {how}" if how else ""))
         elif k in _NAT:
             verdict = Verdict("accept")  # a NAT statement ends the chain as an accept
@@ -228,7 +261,7 @@ def _vmap(
 def _verdict(v: dict[str, Any]) -> Verdict | None:
     if len(v) != 1:
         return None
-    (k, body), = v.items()
+    ((k, body),) = v.items()
     if k in _VERDICTS:
         return Verdict(k)
     if k in ("jump", "goto") and isinstance(body, dict):
@@ -261,7 +294,7 @@ def _opw(op: Any) -> str:
 def _left(left: Any) -> tuple[tuple[str, str], list[Match]]:
     """(field, readable text) of a match's left side, and the matches it implies."""
     if isinstance(left, dict) and len(left) == 1:
-        (k, body), = left.items()
+        ((k, body),) = left.items()
         if k == "meta" and isinstance(body, dict):
             key = body.get("key")
             if key in ("iifname", "iif"):
@@ -289,12 +322,15 @@ def _left(left: Any) -> tuple[tuple[str, str], list[Match]]:
             raise _Unknown("payload")
         if k == "&" and isinstance(body, list) and len(body) == 2:
             inner = body[0]
-            if (isinstance(inner, dict) and inner.get("payload") == {"protocol": "tcp",
-                                                                      "field": "flags"}):
+            if isinstance(inner, dict) and inner.get("payload") == {
+                "protocol": "tcp",
+                "field": "flags",
+            }:
                 mask = body[1] if isinstance(body[1], list) else [body[1]]
                 if {"syn", "ack"} <= set(map(str, mask)):
                     return ("tcp_syn", "tcp flags & (" + "|".join(map(str, mask)) + ")"), [
-                        Match("l4proto", ("tcp",), text="tcp")]
+                        Match("l4proto", ("tcp",), text="tcp")
+                    ]
             raise _Unknown("bitwise expression")
         raise _Unknown(clean(str(k), 30))
     raise _Unknown(clean(str(left), 40))
@@ -321,8 +357,12 @@ def _typed(
     negate = op == "!="
     if op not in ("==", "!=", "in"):
         if fld == "dport" and op in ("<", ">", "<=", ">=") and isinstance(right, int):
-            lo, hi = {"<": (0, right - 1), "<=": (0, right), ">": (right + 1, 65535),
-                      ">=": (right, 65535)}[op]  # fmt: skip
+            lo, hi = {
+                "<": (0, right - 1),
+                "<=": (0, right),
+                ">": (right + 1, 65535),
+                ">=": (right, 65535),
+            }[op]
             return [Match("dport", ((lo, hi),))]
         raise _Unknown(op)
     if fld == "tcp_syn":
@@ -371,8 +411,12 @@ def _show(v: Any, quote: bool = False) -> str:
     ``quote``: strings in double quotes (interface names)."""
     if isinstance(v, dict):
         if "set" in v and isinstance(v["set"], list):
-            return "{ " + ", ".join(_show(x, quote) for x in v["set"][:8]) + (
-                ", ..." if len(v["set"]) > 8 else "") + " }"
+            return (
+                "{ "
+                + ", ".join(_show(x, quote) for x in v["set"][:8])
+                + (", ..." if len(v["set"]) > 8 else "")
+                + " }"
+            )
         if "range" in v and isinstance(v["range"], list) and len(v["range"]) == 2:
             return f"{_show(v['range'][0])}-{_show(v['range'][1])}"
         if "prefix" in v and isinstance(v["prefix"], dict):
@@ -380,7 +424,6 @@ def _show(v: Any, quote: bool = False) -> str:
         return "{...}"
     if isinstance(v, list):
         return ",".join(_show(x) for x in v[:8])
-    if isinstance(v, str) and not v.startswith("@") and (
-            quote or not v.replace("-", "").isalnum()):
+    if isinstance(v, str) and not v.startswith("@") and (quote or not v.replace("-", "").isalnum()):
         return f'"{clean(v, 64)}"'
     return clean(str(v), 64)

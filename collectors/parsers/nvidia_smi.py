@@ -197,8 +197,7 @@ def _ordered_throttles(active: set[str]) -> tuple[str, ...]:
 
 
 def _looks_like_header(cells: list[str]) -> bool:
-    if not cells or len(cells[0]) > _NAME_MAX or not _HEADER_CELL.match(
-            _without_unit(cells[0])):
+    if not cells or len(cells[0]) > _NAME_MAX or not _HEADER_CELL.match(_without_unit(cells[0])):
         return False  # a data row, nearly always: its first cell tells
     if any(len(c) > _NAME_MAX for c in cells):
         return False
@@ -221,11 +220,26 @@ _NUM_FIELDS: tuple[tuple[str, ...], ...] = (  # in GpuSample's order; first with
     ("fan.speed",),
 )
 _HEADS_MAX = 512  # per plan: eight GPUs of a few dozen hosts, in their usual states
-_HEAD_FIELDS = ("index", "name", "pci.bus_id", "uuid", "pcie.link.gen.current",
-                "pcie.link.width.current", "reasons.active")  # fmt: skip
+_HEAD_FIELDS = (
+    "index",
+    "name",
+    "pci.bus_id",
+    "uuid",
+    "pcie.link.gen.current",
+    "pcie.link.width.current",
+    "reasons.active",
+)
 # index, name, bus id, uuid, PCIe generation and width, throttles, what is wrong with the mask
-_Head = tuple[int | None, str | None, str | None, str | None, int | None, int | None,
-              tuple[str, ...], str | None]  # fmt: skip
+_Head = tuple[
+    int | None,
+    str | None,
+    str | None,
+    str | None,
+    int | None,
+    int | None,
+    tuple[str, ...],
+    str | None,
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,10 +280,10 @@ def _plan_of(fields: tuple[str, ...]) -> _RowPlan:
     col = {n: i for i, n in enumerate(names)}
     num_cols = [[col[f] for f in fs if f in col] for fs in _NUM_FIELDS]
     reasons = [
-        (i, _REASON_ALIASES.get(n[len("reasons."):], n[len("reasons."):]))
+        (i, _REASON_ALIASES.get(n[len("reasons.") :], n[len("reasons.") :]))
         for n, i in col.items()
         if n.startswith("reasons.") and n not in ("reasons.active", "reasons.supported")
-    ]  # fmt: skip
+    ]
     reason_names = tuple(r for _, r in reasons)
 
     def head(key: tuple[str, ...]) -> _Head:
@@ -288,9 +302,15 @@ def _plan_of(fields: tuple[str, ...]) -> _RowPlan:
             if v is not None and v.lower() == "active":
                 active.add(reason)
         return (
-            _INTS[index], _TEXTS[name], _TEXTS[bus_id], _TEXTS[uuid], _INTS[gen], _INTS[width],
-            _ordered_throttles(active) if active else (), note,
-        )  # fmt: skip
+            _INTS[index],
+            _TEXTS[name],
+            _TEXTS[bus_id],
+            _TEXTS[uuid],
+            _INTS[gen],
+            _INTS[width],
+            _ordered_throttles(active) if active else (),
+            note,
+        )
 
     head_cols = (*(col.get(f, pad) for f in _HEAD_FIELDS), *(i for i, _ in reasons))
     timestamp = col.get("timestamp", pad)
@@ -314,14 +334,15 @@ def _plan_of(fields: tuple[str, ...]) -> _RowPlan:
         head_cells=itemgetter(*head_cols),
         heads=Memo(head, _HEADS_MAX, 512),
         nums=itemgetter(*(cols[0] if cols else pad for cols in num_cols)),
-        num_fallbacks=tuple((k, tuple(cols[1:])) for k, cols in enumerate(num_cols)
-                            if len(cols) > 1),
+        num_fallbacks=tuple(
+            (k, tuple(cols[1:])) for k, cols in enumerate(num_cols) if len(cols) > 1
+        ),
         timestamp=timestamp,
         cut=cut,
         # (an itemgetter of one index returns the cell, not a tuple of it)
         tail_cells=itemgetter(*before, cut) if before else lambda cells: (cells[cut],),
         tail_heads=Memo(tail_head, _HEADS_MAX, 512),
-    )  # fmt: skip
+    )
 
 
 # A header is a few dozen names, the same on every host of a kind: a fabric has a few.
@@ -399,13 +420,30 @@ def parse_query_csv(
             warnings.append(f"GPU {index}: {note}")
         # By position, in GpuSample's field order: keywords cost twice as much per row.
         by_index[index] = GpuSample(
-            index, name, bus_id, uuid, "nvidia", v[0], v[1], v[2], v[3], v[4], v[5], v[6],
-            v[7], v[8], v[9], None, None, pcie_gen, pcie_width, throttles,
-        )  # fmt: skip
+            index,
+            name,
+            bus_id,
+            uuid,
+            "nvidia",
+            v[0],
+            v[1],
+            v[2],
+            v[3],
+            v[4],
+            v[5],
+            v[6],
+            v[7],
+            v[8],
+            v[9],
+            None,
+            None,
+            pcie_gen,
+            pcie_width,
+            throttles,
+        )
         position += 1
         stamps.append(cells[plan.timestamp])
     # Only the last readable timestamp counts; each tick's is new, so none is memoized.
     result.timestamp = next(filter(None, map(_clean_of, reversed(stamps))), None)
     result.gpus = list(map(by_index.__getitem__, sorted(by_index)))
     return result
-

@@ -251,8 +251,15 @@ class DcbApp:
     warnings: list[str] = field(default_factory=list)
 
 
-_APP_KEYS = ("default-prio", "ethtype-prio", "stream-port-prio", "dgram-port-prio",
-             "port-prio", "dscp-prio", "pcp-prio")  # fmt: skip
+_APP_KEYS = (
+    "default-prio",
+    "ethtype-prio",
+    "stream-port-prio",
+    "dgram-port-prio",
+    "port-prio",
+    "dscp-prio",
+    "pcp-prio",
+)
 
 
 def parse_dcb_app(text: str) -> DcbApp:

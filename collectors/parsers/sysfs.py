@@ -444,8 +444,11 @@ def _run_values(
     but for those the text says the device does not have (``absent``)."""
     chunk = vals[run.start : run.end]
     if None in chunk:
-        lost.update(k for k, v in zip(run.leaves, chunk, strict=True)
-                    if v is None and not (absent and k in absent))
+        lost.update(
+            k
+            for k, v in zip(run.leaves, chunk, strict=True)
+            if v is None and not (absent and k in absent)
+        )
         return {k: v for k, v in zip(run.leaves, chunk, strict=True) if v is not None}
     return dict(zip(run.leaves, chunk, strict=True))  # type: ignore[arg-type]
 

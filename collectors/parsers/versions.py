@@ -105,7 +105,7 @@ def parse_rpm_q(text: str) -> VersionRead:
             return VersionRead(None, "rpm", "rdma-core not installed")
         if not ln.startswith("rdma-core-"):
             continue
-        vr = ln[len("rdma-core-"):]
+        vr = ln[len("rdma-core-") :]
         head, dot, arch = vr.rpartition(".")
         if dot and arch in _RPM_ARCHES:
             vr = head

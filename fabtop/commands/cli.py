@@ -64,47 +64,66 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command(
-        "snapshot", "take two frames from every host and write counters, rates and findings",
+        "snapshot",
+        "take two frames from every host and write counters, rates and findings",
         "Written atomically as JSON (fabtop.snapshot/1, see docs/SNAPSHOT.md), CSV or "
         "Prometheus text; exit 1 when a host could not be read, 2 on bad arguments.",
-        ("fabtop snapshot node[01-04] -o before.json",
-         "fabtop snapshot -c fabtop.toml --format prom"),
+        (
+            "fabtop snapshot node[01-04] -o before.json",
+            "fabtop snapshot -c fabtop.toml --format prom",
+        ),
     ),
     Command(
-        "doctor", "watch the fabric for a window and print the findings (exit 0, 1 or 2)",
+        "doctor",
+        "watch the fabric for a window and print the findings (exit 0, 1 or 2)",
         "A progress line on stderr says how many hosts answered while it watches. Exit 0: "
         "no findings (what was not monitored, such as GPUs on a CPU-only node, is listed "
         "but is no failure); 1: warnings; 2: critical findings or a host not seen.",
-        ("fabtop doctor node[01-04]", "fabtop doctor -c fabtop.toml --window 30 --json",
-         "fabtop doctor --demo-scenario pfc_storm"),
+        (
+            "fabtop doctor node[01-04]",
+            "fabtop doctor -c fabtop.toml --window 30 --json",
+            "fabtop doctor --demo-scenario pfc_storm",
+        ),
     ),
     Command(
-        "record", "record the probes' raw frames to a .fabrec file",
+        "record",
+        "record the probes' raw frames to a .fabrec file",
         "Stops at --duration, --frames, --max-size, Ctrl-C or SIGTERM, and always leaves a file "
         "`fabtop replay` can read (a torn tail is skipped).",
-        ("fabtop record node[01-04] -o run.fabrec --duration 600",
-         "fabtop record --demo-scenario incast -o incast.fabrec --duration 60"),
+        (
+            "fabtop record node[01-04] -o run.fabrec --duration 600",
+            "fabtop record --demo-scenario incast -o incast.fabrec --duration 60",
+        ),
     ),
     Command(
-        "replay", "play a recording back in the dashboard, or print its findings",
+        "replay",
+        "play a recording back in the dashboard, or print its findings",
         "The replay runs the live code path (rates, rules) over the recorded frames.",
-        ("fabtop replay run.fabrec --speed 4", "fabtop replay run.fabrec --findings",
-         "fabtop replay run.fabrec --info"),
+        (
+            "fabtop replay run.fabrec --speed 4",
+            "fabtop replay run.fabrec --findings",
+            "fabtop replay run.fabrec --info",
+        ),
     ),
     Command(
-        "diff", "counter deltas between two snapshots or recording points",
+        "diff",
+        "counter deltas between two snapshots or recording points",
         "A and B are snapshot files or run.fabrec@SECONDS (the replayed state that many "
         "seconds in); B must not be earlier than A. Errors first, then pauses, then bytes.",
         ("fabtop diff before.json after.json --top 20", "fabtop diff run.fabrec@40 run.fabrec@75"),
     ),
     Command(
-        "export", "serve the fabric as Prometheus /metrics",
+        "export",
+        "serve the fabric as Prometheus /metrics",
         "Counters, rates, link states and findings on HOST:PORT until Ctrl-C.",
-        ("fabtop export --listen 127.0.0.1:9877 node[01-04]",
-         "fabtop export --from-prometheus http://prometheus:9090"),
+        (
+            "fabtop export --listen 127.0.0.1:9877 node[01-04]",
+            "fabtop export --from-prometheus http://prometheus:9090",
+        ),
     ),
     Command(
-        "serve", "the dashboard in a browser, behind a token printed in its URL",
+        "serve",
+        "the dashboard in a browser, behind a token printed in its URL",
         "Each browser tab runs its own dashboard with your SSH access; the URL carries a "
         "random token, WebSockets from other origins are refused, --sessions caps the "
         "tabs and keys that write files are off. Needs textual-serve (the [serve] extra); "
@@ -160,27 +179,37 @@ def hosts_order() -> str:
 
 def _add_hosts(p: argparse.ArgumentParser) -> None:
     hosts = p.add_argument(
-        "hosts", nargs="*", metavar="HOST",
+        "hosts",
+        nargs="*",
+        metavar="HOST",
         help="hosts as [NAME=][user@]host[:port]; hostlist expressions like node[01-04]; "
         "'local' is this machine",
     )
     hosts.completer = _complete_hosts  # type: ignore[attr-defined]
     p.add_argument("-c", "--config", metavar="FILE", help="TOML config file (see README)")
     p.add_argument("--interval", type=positive, metavar="S", help="seconds between frames (1)")
-    p.add_argument("--many-hosts", action="store_true",
-                   help=f"monitor more than {MAX_HOSTS} hosts (refused without it: a hostlist "
-                   "that large is more often a typo than a plan)")
+    p.add_argument(
+        "--many-hosts",
+        action="store_true",
+        help=f"monitor more than {MAX_HOSTS} hosts (refused without it: a hostlist "
+        "that large is more often a typo than a plan)",
+    )
     p.add_argument("--demo", action="store_true", help="watch the built-in simulated fabric")
     scenario = p.add_argument(
-        "--demo-scenario", metavar="NAME",
+        "--demo-scenario",
+        metavar="NAME",
         help="for testing and demos: the simulated fabric with one fault from the start "
-        f"({', '.join(SCENARIOS)}); implies --demo")
+        f"({', '.join(SCENARIOS)}); implies --demo",
+    )
     scenario.completer = lambda **_: SCENARIOS  # type: ignore[attr-defined]
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh)")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh config file (default ~/.ssh/config)")
-    p.add_argument("--allow-ssh-commands", action="store_true",
-                   help="let the ssh_config a config file names run local commands "
-                   "(ProxyCommand, LocalCommand, Match exec, ...); refused without it")
+    p.add_argument(
+        "--allow-ssh-commands",
+        action="store_true",
+        help="let the ssh_config a config file names run local commands "
+        "(ProxyCommand, LocalCommand, Match exec, ...); refused without it",
+    )
 
 
 def build_config(ns: argparse.Namespace) -> Config:
@@ -200,8 +229,9 @@ def build_config(ns: argparse.Namespace) -> Config:
             raise ConfigError("command line: give hosts or -c FILE, not both")
         cfg = load_config(ns.config, ns.interval, max_hosts=max_hosts)
     elif ns.hosts:
-        cfg = Config(hosts=hosts_from_args(ns.hosts, max_hosts=max_hosts),
-                     interval=ns.interval or 1.0)
+        cfg = Config(
+            hosts=hosts_from_args(ns.hosts, max_hosts=max_hosts), interval=ns.interval or 1.0
+        )
     else:
         cfg = default_config(ns.interval, max_hosts=max_hosts)
     if ns.known_hosts:
@@ -224,8 +254,13 @@ def _epilog(cmd: str | None) -> str:
     parts: list[str] = []
     examples: tuple[str, ...]
     if cmd is None:
-        examples = ("fabtop --demo", "fabtop node[01-04]", "fabtop admin@gpu[1-2]:2222",
-                    "fabtop -c fabtop.toml --interval 0.5", "fabtop doctor --help")
+        examples = (
+            "fabtop --demo",
+            "fabtop node[01-04]",
+            "fabtop admin@gpu[1-2]:2222",
+            "fabtop -c fabtop.toml --interval 0.5",
+            "fabtop doctor --help",
+        )
     else:
         examples = _BY_NAME[cmd].examples
     if cmd in HOST_COMMANDS:
@@ -240,20 +275,30 @@ def _epilog(cmd: str | None) -> str:
 def _parser(cmd: str | None) -> argparse.ArgumentParser:
     if cmd is None:
         prog = "fabtop"
-        usage = ("fabtop [HOST ...] [-c FILE] [--demo] [OPTIONS]\n"
-                 "       fabtop COMMAND [ARGS]  (fabtop COMMAND --help)")
-        description = ("Live dashboard for the RDMA fabric of small GPU inference clusters."
-                       f"\n\ncommands:\n{_commands_list()}")
+        usage = (
+            "fabtop [HOST ...] [-c FILE] [--demo] [OPTIONS]\n"
+            "       fabtop COMMAND [ARGS]  (fabtop COMMAND --help)"
+        )
+        description = (
+            "Live dashboard for the RDMA fabric of small GPU inference clusters."
+            f"\n\ncommands:\n{_commands_list()}"
+        )
     else:
         prog, usage = f"fabtop {cmd}", None
         c = _BY_NAME[cmd]
         description = textwrap.fill(
-            f"{c.summary[:1].upper()}{c.summary[1:]}." + (f" {c.more}" if c.more else ""), 79)
+            f"{c.summary[:1].upper()}{c.summary[1:]}." + (f" {c.more}" if c.more else ""), 79
+        )
     # fabtop serve hands its arguments, less its own options, to each tab's fabtop: an
     # abbreviation of its own options would reach the session unrecognised.
-    p = _Parser(prog=prog, usage=usage, description=description, epilog=_epilog(cmd),
-                formatter_class=argparse.RawDescriptionHelpFormatter,
-                allow_abbrev=cmd != "serve")
+    p = _Parser(
+        prog=prog,
+        usage=usage,
+        description=description,
+        epilog=_epilog(cmd),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=cmd != "serve",
+    )
     p.add_argument("--version", action="version", version=f"fabtop {__version__}")
     if cmd in HOST_COMMANDS:
         _add_hosts(p)
@@ -262,45 +307,79 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         # Set by fabtop serve for each browser tab's fabtop: read-only unless --allow-write.
         p.add_argument(SERVED, choices=(READ_ONLY, ALLOW_WRITE), help=argparse.SUPPRESS)
     if cmd in (None, "export", "serve"):
-        p.add_argument("--from-prometheus", metavar="URL",
-                       help="read node_exporter/dcgm-exporter series from this Prometheus "
-                       "server instead of probing hosts over SSH")
+        p.add_argument(
+            "--from-prometheus",
+            metavar="URL",
+            help="read node_exporter/dcgm-exporter series from this Prometheus "
+            "server instead of probing hosts over SSH",
+        )
     if cmd == "record":
-        p.add_argument("-o", "--output", metavar="FILE", required=True,
-                       help="recording file (.fabrec); - for stdout")
+        p.add_argument(
+            "-o",
+            "--output",
+            metavar="FILE",
+            required=True,
+            help="recording file (.fabrec); - for stdout",
+        )
         p.add_argument("--max-size", type=positive, metavar="MB", help="stop at MB megabytes")
         p.add_argument("--duration", type=positive, metavar="S", help="stop after S seconds")
-        p.add_argument("--frames", type=positive_int, metavar="N",
-                       help="stop after N frames (all hosts together)")
+        p.add_argument(
+            "--frames",
+            type=positive_int,
+            metavar="N",
+            help="stop after N frames (all hosts together)",
+        )
         p.add_argument("--demo-speed", type=positive, default=1.0, help=argparse.SUPPRESS)
     if cmd == "replay":
         p.add_argument("recording", metavar="FILE", help="a .fabrec recording")
-        p.add_argument("--speed", type=positive, default=1.0, metavar="X",
-                       help="replay speed, 0.5..16 (1)")
-        p.add_argument("--findings", action="store_true",
-                       help="no dashboard: print each finding's raise and clear with its time")
-        p.add_argument("--info", action="store_true",
-                       help="no dashboard: print what the recording holds and exit")
+        p.add_argument(
+            "--speed", type=positive, default=1.0, metavar="X", help="replay speed, 0.5..16 (1)"
+        )
+        p.add_argument(
+            "--findings",
+            action="store_true",
+            help="no dashboard: print each finding's raise and clear with its time",
+        )
+        p.add_argument(
+            "--info",
+            action="store_true",
+            help="no dashboard: print what the recording holds and exit",
+        )
     if cmd == "diff":
         p.add_argument("a", metavar="A", help="snapshot file, or run.fabrec@SECONDS")
         p.add_argument("b", metavar="B", help="snapshot file, or run.fabrec@SECONDS")
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
-        p.add_argument("--top", type=positive_int, metavar="N",
-                       help="only the N most significant rows")
+        p.add_argument(
+            "--top", type=positive_int, metavar="N", help="only the N most significant rows"
+        )
     if cmd == "export":
-        p.add_argument("--listen", default="127.0.0.1:9877", metavar="HOST:PORT",
-                       help="address to serve /metrics on (127.0.0.1:9877)")
+        p.add_argument(
+            "--listen",
+            default="127.0.0.1:9877",
+            metavar="HOST:PORT",
+            help="address to serve /metrics on (127.0.0.1:9877)",
+        )
     if cmd == "serve":
         serve_options(p)
     if cmd == "snapshot":
         p.add_argument("-o", "--output", metavar="FILE", help="output file (default stdout)")
         p.add_argument("--format", choices=("json", "csv", "prom"), default="json")
-        p.add_argument("--timeout", type=positive, default=30.0, metavar="S",
-                       help="give up on a host after S seconds (30)")
+        p.add_argument(
+            "--timeout",
+            type=positive,
+            default=30.0,
+            metavar="S",
+            help="give up on a host after S seconds (30)",
+        )
     if cmd == "doctor":
-        p.add_argument("--window", type=positive, default=10.0, metavar="S",
-                       help="watch for S seconds before judging (10; never less than the rules' "
-                       "detect_s plus two intervals)")
+        p.add_argument(
+            "--window",
+            type=positive,
+            default=10.0,
+            metavar="S",
+            help="watch for S seconds before judging (10; never less than the rules' "
+            "detect_s plus two intervals)",
+        )
         p.add_argument("--json", action="store_true", help="print findings as JSON")
     return p
 
@@ -318,9 +397,16 @@ def man_parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(title="commands", metavar="COMMAND")
     for c in COMMANDS:
         own = _parser(c.name)
-        sub.add_parser(c.name, parents=[own], add_help=False, help=c.summary, prog=own.prog,
-                       description=own.description, epilog=own.epilog,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub.add_parser(
+            c.name,
+            parents=[own],
+            add_help=False,
+            help=c.summary,
+            prog=own.prog,
+            description=own.description,
+            epilog=own.epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
     return top
 
 
@@ -332,7 +418,7 @@ def _option_value(args: Sequence[str], option: str) -> str | None:
         if a == option and i + 1 < len(args):
             return args[i + 1]
         if a.startswith(option + "="):
-            return a[len(option) + 1:]
+            return a[len(option) + 1 :]
     return None
 
 
@@ -363,8 +449,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = args[1:]
     elif args and (typo := looks_like_command(args[0], _option_value(args, "--ssh-config"))):
         word = clean(args[0], 40)
-        print(f"fabtop: unknown command {word!r}; did you mean {typo!r}? (a host named so: "
-              f"fabtop -- {word}, or {word}={word})", file=sys.stderr)
+        print(
+            f"fabtop: unknown command {word!r}; did you mean {typo!r}? (a host named so: "
+            f"fabtop -- {word}, or {word}={word})",
+            file=sys.stderr,
+        )
         return EX_USAGE
     ns = _parser(cmd).parse_args(args)
     try:
@@ -395,8 +484,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg, source = _source(ns)
         from tui.app import run_dashboard
 
-        return run_dashboard(cfg, record=ns.record, source=source,
-                             allow_write=ns.served != READ_ONLY)
+        return run_dashboard(
+            cfg, record=ns.record, source=source, allow_write=ns.served != READ_ONLY
+        )
     except (ConfigError, OutputError) as e:
         print(f"fabtop: {clean(str(e))}", file=sys.stderr)
         return EX_USAGE
@@ -407,8 +497,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # each command; what reaches here is a bug, still said in one line.
         if os.environ.get("FABTOP_DEBUG"):
             raise
-        print(f"fabtop: internal error: {type(e).__name__}: {clean(str(e), 300)} "
-              "(FABTOP_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(
+            f"fabtop: internal error: {type(e).__name__}: {clean(str(e), 300)} "
+            "(FABTOP_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return EX_SOFTWARE
 
 
@@ -431,10 +524,11 @@ def complete() -> None:
     import argcomplete
     from argcomplete.lexers import split_line
 
-    words = split_line(os.environ.get("COMP_LINE", ""),
-                                   int(os.environ.get("COMP_POINT", "0") or 0))[3]
+    words = split_line(
+        os.environ.get("COMP_LINE", ""), int(os.environ.get("COMP_POINT", "0") or 0)
+    )[3]
     start = int(os.environ.get("_ARGCOMPLETE", "1") or 1)  # where the program's name is
-    typed = words[start - 1:]
+    typed = words[start - 1 :]
     cmd = typed[1] if len(typed) > 1 and typed[1] in SUBCOMMANDS else None
     if cmd is not None:
         # argcomplete skips the words before _ARGCOMPLETE: skip the command word too.
@@ -459,10 +553,16 @@ def _source(ns: argparse.Namespace) -> tuple[Config, object | None]:
 def _record(ns: argparse.Namespace) -> int:
     from fabtop.commands.record import record_command
 
-    return asyncio.run(record_command(
-        build_config(ns), ns.output, demo_speed=ns.demo_speed,
-        max_mb=ns.max_size, duration=ns.duration, frames=ns.frames,
-    ))
+    return asyncio.run(
+        record_command(
+            build_config(ns),
+            ns.output,
+            demo_speed=ns.demo_speed,
+            max_mb=ns.max_size,
+            duration=ns.duration,
+            frames=ns.frames,
+        )
+    )
 
 
 def _replay(ns: argparse.Namespace) -> int:
@@ -473,8 +573,10 @@ def _replay(ns: argparse.Namespace) -> int:
             info = summary(Path(ns.recording))
             if not info["header"]:
                 raise RecordError(f"{ns.recording}: recording has no readable header")
-            print(f"{info['path']}: {info['bytes']} bytes, {info['duration_s']:.1f} s, "
-                  f"hosts {', '.join(f'{h} ({n} frames)' for h, n in info['frames'].items())}")
+            print(
+                f"{info['path']}: {info['bytes']} bytes, {info['duration_s']:.1f} s, "
+                f"hosts {', '.join(f'{h} ({n} frames)' for h, n in info['frames'].items())}"
+            )
             if info["clean_end"]:
                 print("ends cleanly")
                 return 0
@@ -488,8 +590,10 @@ def _replay(ns: argparse.Namespace) -> int:
             # the recording's story, as an operator would retell it.
             torn: list[str] = []
             for t, what, f in finding_transitions(ns.recording, torn):
-                print(f"{t:9.1f}  {what:<8} {f.severity:<8} {clean(f.subject, 120)}: "
-                      f"{clean(f.headline, 300)}")
+                print(
+                    f"{t:9.1f}  {what:<8} {f.severity:<8} {clean(f.subject, 120)}: "
+                    f"{clean(f.headline, 300)}"
+                )
             for line in torn:  # the story up to the damage was told; the file still fails
                 print(f"fabtop: {line}", file=sys.stderr)
             return 1 if torn else 0

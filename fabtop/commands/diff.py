@@ -47,8 +47,14 @@ class DeltaRow:
 
     def key(self) -> tuple[int, float, str, str, str, int]:
         """Sort key: category, then largest change first."""
-        return (_RANK.get(self.metric, len(CATEGORIES)), -self.delta, self.host, self.link,
-                self.metric, -1 if self.priority is None else self.priority)
+        return (
+            _RANK.get(self.metric, len(CATEGORIES)),
+            -self.delta,
+            self.host,
+            self.link,
+            self.metric,
+            -1 if self.priority is None else self.priority,
+        )
 
 
 @dataclass(slots=True)
@@ -78,16 +84,19 @@ def _why_no_data(h: Mapping[str, Any] | None) -> str:
     return "no counters" if h.get("reachable", True) else "host did not answer"
 
 
-def missing_data(a: Mapping[str, Any], b: Mapping[str, Any], source_a: str = "",
-                 source_b: str = "") -> tuple[list[NoData], int]:
+def missing_data(
+    a: Mapping[str, Any], b: Mapping[str, Any], source_a: str = "", source_b: str = ""
+) -> tuple[list[NoData], int]:
     """Hosts with no counters on a side (a diff that cannot be taken), and how many had both."""
     ha = {h["name"]: h for h in a.get("hosts", [])}
     hb = {h["name"]: h for h in b.get("hosts", [])}
     out, both = [], 0
     for name in [*ha, *(n for n in hb if n not in ha)]:
-        gaps = [NoData(name, side, _why_no_data(h), src)
-                for side, h, src in (("A", ha.get(name), source_a), ("B", hb.get(name), source_b))
-                if h is None or not _has_data(h)]
+        gaps = [
+            NoData(name, side, _why_no_data(h), src)
+            for side, h, src in (("A", ha.get(name), source_a), ("B", hb.get(name), source_b))
+            if h is None or not _has_data(h)
+        ]
         out.extend(gaps)
         both += not gaps
     return out, both
@@ -114,17 +123,28 @@ def diff_docs(a: Mapping[str, Any], b: Mapping[str, Any], zeros: bool = False) -
                 for prio, val in items:
                     if val == 0 and not zeros:
                         continue
-                    rows.append(DeltaRow(h["name"], link["id"], name, prio, val,
-                                         val / dt if dt else None,
-                                         _CATEGORY.get(name, "other")))
+                    rows.append(
+                        DeltaRow(
+                            h["name"],
+                            link["id"],
+                            name,
+                            prio,
+                            val,
+                            val / dt if dt else None,
+                            _CATEGORY.get(name, "other"),
+                        )
+                    )
     return sorted(rows, key=DeltaRow.key)
 
 
 def elapsed_s(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
     """Seconds between the two points on the hosts' own clocks (the largest per host)."""
     ta = {h["name"]: h.get("clock_ns") for h in a.get("hosts", [])}
-    spans = [(h["clock_ns"] - ta[h["name"]]) / 1e9 for h in b.get("hosts", [])
-             if h.get("clock_ns") and ta.get(h["name"])]
+    spans = [
+        (h["clock_ns"] - ta[h["name"]]) / 1e9
+        for h in b.get("hosts", [])
+        if h.get("clock_ns") and ta.get(h["name"])
+    ]
     return max(spans) if spans else None
 
 
@@ -258,8 +278,13 @@ def _num(v: float) -> str:
     return f"{v:g}"
 
 
-def render_text(rows: list[DeltaRow], elapsed: float | None, top: int | None = None,
-                missing: list[NoData] | None = None, compared: int = 1) -> str:
+def render_text(
+    rows: list[DeltaRow],
+    elapsed: float | None,
+    top: int | None = None,
+    missing: list[NoData] | None = None,
+    compared: int = 1,
+) -> str:
     """A table like ``pfcstat -c``, across the cluster; hosts without data said first."""
     shown = rows[:top] if top else rows
     head = f"counter deltas over {elapsed:.1f} s" if elapsed else "counter deltas"
@@ -270,33 +295,56 @@ def render_text(rows: list[DeltaRow], elapsed: float | None, top: int | None = N
         # "No counter changed" would claim what was never seen: say which side is empty.
         tail = "no counter changed on the other hosts" if compared else "nothing to compare"
         return "\n".join([*notes, f"{head}: {tail}"]) + "\n"
-    lines = [*notes, head, f"{'HOST':<14} {'LINK':<22} {'COUNTER':<26} {'PRIO':>4} "
-                           f"{'DELTA':>12} {'PER S':>12}"]
+    lines = [
+        *notes,
+        head,
+        f"{'HOST':<14} {'LINK':<22} {'COUNTER':<26} {'PRIO':>4} {'DELTA':>12} {'PER S':>12}",
+    ]
     for r in shown:
         prio = "" if r.priority is None else str(r.priority)
         rate = _num(r.rate_per_s) if r.rate_per_s is not None else "-"
-        lines.append(f"{r.host:<14} {r.link:<22} {r.metric:<26} {prio:>4} "
-                     f"{_num(r.delta):>12} {rate:>12}")
+        lines.append(
+            f"{r.host:<14} {r.link:<22} {r.metric:<26} {prio:>4} {_num(r.delta):>12} {rate:>12}"
+        )
     if top and len(rows) > top:
         lines.append(f"... {len(rows) - top} more (--top)")
     return "\n".join(lines) + "\n"
 
 
-def render_json(rows: list[DeltaRow], elapsed: float | None, top: int | None = None,
-                missing: list[NoData] | None = None) -> str:
+def render_json(
+    rows: list[DeltaRow],
+    elapsed: float | None,
+    top: int | None = None,
+    missing: list[NoData] | None = None,
+) -> str:
     """The same rows as JSON (``no_data``: the hosts one side has nothing for)."""
     shown = rows[:top] if top else rows
-    return json.dumps({
-        "schema": "fabtop.diff/1",
-        "elapsed_s": elapsed,
-        "no_data": [{"host": m.host, "side": m.side, "source": m.source, "why": m.why}
-                    for m in missing or []],
-        "deltas": [
-            {"host": r.host, "link": r.link, "metric": r.metric, "priority": r.priority,
-             "category": r.category, "delta": r.delta, "rate_per_s": r.rate_per_s}
-            for r in shown
-        ],
-    }, indent=1) + "\n"
+    return (
+        json.dumps(
+            {
+                "schema": "fabtop.diff/1",
+                "elapsed_s": elapsed,
+                "no_data": [
+                    {"host": m.host, "side": m.side, "source": m.source, "why": m.why}
+                    for m in missing or []
+                ],
+                "deltas": [
+                    {
+                        "host": r.host,
+                        "link": r.link,
+                        "metric": r.metric,
+                        "priority": r.priority,
+                        "category": r.category,
+                        "delta": r.delta,
+                        "rate_per_s": r.rate_per_s,
+                    }
+                    for r in shown
+                ],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 def _recording_point(spec: str) -> tuple[str, float] | None:

@@ -31,8 +31,7 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
     loop = asyncio.get_running_loop()
     errors = ErrorLog()
     try:
-        server = await serve(registry_for(state), host, port, log=errors,
-                             max_connections=fd_room())
+        server = await serve(registry_for(state), host, port, log=errors, max_connections=fd_room())
     except OSError as e:
         print(f"fabtop: cannot listen on {host}:{port}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -42,8 +41,7 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"fabtop: serving http://{host}:{port}/metrics for {what}",
-          file=sys.stderr, flush=True)
+    print(f"fabtop: serving http://{host}:{port}/metrics for {what}", file=sys.stderr, flush=True)
     if getattr(source, "on_change", False) is None:
         source.on_change = _source_lines(state, errors)
     task = asyncio.create_task(source.run())

@@ -47,8 +47,14 @@ def _settled(state: FabricState, frames: int, session: Session) -> bool:
     return True
 
 
-async def watch(config: Config, state: FabricState, seconds: float, frames: int,
-                timeout: float, on_tick: Callable[[float], None] | None = None) -> None:
+async def watch(
+    config: Config,
+    state: FabricState,
+    seconds: float,
+    frames: int,
+    timeout: float,
+    on_tick: Callable[[float], None] | None = None,
+) -> None:
     """Collect until every host gave ``frames`` frames (or failed) and ``seconds`` passed.
 
     ``on_tick(waited)`` is called about 20 times a second (doctor's progress line).
@@ -92,8 +98,10 @@ async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
         print(f"fabtop: {e}", file=sys.stderr)
         return 2
     if ns.output and ns.output != STDOUT:
-        print(f"fabtop: snapshot of {len(doc['hosts'])} host(s) written to {ns.output}",
-              file=sys.stderr)
+        print(
+            f"fabtop: snapshot of {len(doc['hosts'])} host(s) written to {ns.output}",
+            file=sys.stderr,
+        )
     failed = [h for h in doc["hosts"] if not h["reachable"]]
     for h in failed:
         print(clean(f"fabtop: {h['name']}: {h['error'] or h['status']}"), file=sys.stderr)
@@ -111,8 +119,14 @@ class Progress:
 
     LOG_EVERY_S = 10.0
 
-    def __init__(self, state: FabricState, window: float, interval: float,
-                 stream: TextIO | None = None, quiet_unless_tty: bool = False) -> None:
+    def __init__(
+        self,
+        state: FabricState,
+        window: float,
+        interval: float,
+        stream: TextIO | None = None,
+        quiet_unless_tty: bool = False,
+    ) -> None:
         self.state, self.window, self.interval = state, window, interval
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -123,12 +137,13 @@ class Progress:
     def line(self, waited: float) -> str:
         """``fabtop doctor: watching 4 hosts, 6 s of 10 s; 3 up, 1 connecting``."""
         now = time.monotonic()
-        counts = Counter(effective_status(h, now, self.interval)
-                         for h in self.state.hosts.values())
+        counts = Counter(effective_status(h, now, self.interval) for h in self.state.hosts.values())
         who = ", ".join(f"{counts[s]} {s}" for s in reversed(STATUSES) if counts[s])
         n = len(self.state.hosts)
-        return (f"fabtop doctor: watching {n} host{'s' if n != 1 else ''}, "
-                f"{min(waited, self.window):.0f} s of {self.window:.0f} s; {who or 'no hosts'}")
+        return (
+            f"fabtop doctor: watching {n} host{'s' if n != 1 else ''}, "
+            f"{min(waited, self.window):.0f} s of {self.window:.0f} s; {who or 'no hosts'}"
+        )
 
     def __call__(self, waited: float) -> None:
         if not self.enabled or waited < self._next:
@@ -148,8 +163,7 @@ class Progress:
         if self.tty and self._shown:
             self.stream.write("\r\x1b[K")
         elif self.enabled and not self.tty:
-            self.stream.write(clean(self.line(waited), 200).replace("watching", "watched")
-                              + "\n")
+            self.stream.write(clean(self.line(waited), 200).replace("watching", "watched") + "\n")
         self.stream.flush()
 
 
@@ -160,8 +174,14 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     progress = Progress(state, window, config.interval, quiet_unless_tty=bool(ns.json))
     started = time.monotonic()
     try:
-        await watch(config, state, seconds=window, frames=2,
-                    timeout=max(window + 30.0, window * 2), on_tick=progress)
+        await watch(
+            config,
+            state,
+            seconds=window,
+            frames=2,
+            timeout=max(window + 30.0, window * 2),
+            on_tick=progress,
+        )
     finally:
         progress.done(time.monotonic() - started)
     # Judged as a snapshot of the same fabric is: state rules on what was read, window
@@ -171,21 +191,37 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     said = {f.host for f in findings if f.rule in _HOST_RULES}
     for h in state.hosts.values():
         if (h.status == DOWN or h.frames == 0) and h.name not in said:
-            findings.append(Finding("host_unreachable", "critical", h.name,
-                                    f"{h.name} did not answer: {h.error or h.status}",
-                                    next_step=ssh_command(h.target, "true"), host=h.name))
+            findings.append(
+                Finding(
+                    "host_unreachable",
+                    "critical",
+                    h.name,
+                    f"{h.name} did not answer: {h.error or h.status}",
+                    next_step=ssh_command(h.target, "true"),
+                    host=h.name,
+                )
+            )
     cov = coverage(state, time.monotonic(), config.interval)
     notes = host_notes(state)
     tb_cables = snapshot.cables(state)
     if ns.json:
-        print(json.dumps({
-            "findings": [snapshot.finding_entry(f) for f in findings],
-            "not_judged": [snapshot.not_judged_entry(n) for n in judged.not_judged],
-            "coverage": {"hosts": cov.hosts, "reporting": list(cov.reporting),
-                         "not_reporting": list(cov.not_reporting), "gaps": list(cov.gaps)},
-            "notes": notes,
-            "thunderbolt_cables": [snapshot.cable_entry(c) for c in tb_cables],
-        }, indent=1))
+        print(
+            json.dumps(
+                {
+                    "findings": [snapshot.finding_entry(f) for f in findings],
+                    "not_judged": [snapshot.not_judged_entry(n) for n in judged.not_judged],
+                    "coverage": {
+                        "hosts": cov.hosts,
+                        "reporting": list(cov.reporting),
+                        "not_reporting": list(cov.not_reporting),
+                        "gaps": list(cov.gaps),
+                    },
+                    "notes": notes,
+                    "thunderbolt_cables": [snapshot.cable_entry(c) for c in tb_cables],
+                },
+                indent=1,
+            )
+        )
     else:
         _print_findings(findings, cov, notes, judged.not_judged)
         _print_cables(tb_cables)
@@ -234,8 +270,12 @@ def min_window(config: Config) -> float:
     return detect + 2 * config.interval
 
 
-def _print_findings(findings: list[Finding], cov: Coverage, notes: dict[str, list[str]],
-                    not_judged: Sequence[NotJudged] = ()) -> None:
+def _print_findings(
+    findings: list[Finding],
+    cov: Coverage,
+    notes: dict[str, list[str]],
+    not_judged: Sequence[NotJudged] = (),
+) -> None:
     # Summaries and evidence carry remote names: every line is cleaned on its way out,
     # whatever a parser upstream missed.
     def say(line: str) -> None:
@@ -270,8 +310,12 @@ def _print_findings(findings: list[Finding], cov: Coverage, notes: dict[str, lis
             for line in lines[:NOTES_PER_HOST]:
                 say(f"  {name}: {line}")
             if len(lines) > NOTES_PER_HOST:
-                say(f"  {name}: ... and {len(lines) - NOTES_PER_HOST} more "
-                    "(fabtop snapshot lists them all)")
+                say(
+                    f"  {name}: ... and {len(lines) - NOTES_PER_HOST} more "
+                    "(fabtop snapshot lists them all)"
+                )
         if len(notes) > NOTES_HOSTS:
-            say(f"  ... notes on {len(notes) - NOTES_HOSTS} more hosts "
-                "(fabtop snapshot lists them all)")
+            say(
+                f"  ... notes on {len(notes) - NOTES_HOSTS} more hosts "
+                "(fabtop snapshot lists them all)"
+            )

@@ -17,9 +17,14 @@ from fabtop.run.record import Recorder, RecordError
 
 
 async def record_command(
-    config: Config, path: str, *, demo_speed: float = 1.0,
-    max_mb: float | None = None, duration: float | None = None,
-    log: Callable[[str], None] | None = None, frames: int | None = None,
+    config: Config,
+    path: str,
+    *,
+    demo_speed: float = 1.0,
+    max_mb: float | None = None,
+    duration: float | None = None,
+    log: Callable[[str], None] | None = None,
+    frames: int | None = None,
 ) -> int:
     """Record until --duration, --frames (all hosts together), --max-size, SIGINT/SIGTERM;
     0 on a clean close, 2 if the file could not be written (as ``snapshot``). ``path``
@@ -34,9 +39,15 @@ async def record_command(
         ended.append(msg)
         stop.set()
 
-    rec = Recorder(Path(path), config, on_error=halt, on_limit=halt,
-                   max_bytes=int(max_mb * 1e6) if max_mb else None, max_seconds=duration,
-                   max_frames=frames)
+    rec = Recorder(
+        Path(path),
+        config,
+        on_error=halt,
+        on_limit=halt,
+        max_bytes=int(max_mb * 1e6) if max_mb else None,
+        max_seconds=duration,
+        max_frames=frames,
+    )
     try:
         rec.open()
     except RecordError as e:
@@ -51,8 +62,7 @@ async def record_command(
     try:
         waiter = asyncio.create_task(stop.wait())
         timeout = duration + 0.5 if duration else None
-        await asyncio.wait({waiter, task}, timeout=timeout,
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({waiter, task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -66,6 +76,8 @@ async def record_command(
         say(f"fabtop: {rec.error}")
         return 2
     why = ended[0].split(": recording stopped: ")[-1] if ended else rec.stopped or "stopped"
-    say(f"fabtop: {rec.frames} frame(s), {rec.bytes_written / 1e6:.2f} MB written to {shown} "
-        f"({why})")
+    say(
+        f"fabtop: {rec.frames} frame(s), {rec.bytes_written / 1e6:.2f} MB written to {shown} "
+        f"({why})"
+    )
     return 0

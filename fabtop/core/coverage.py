@@ -74,8 +74,11 @@ def _gpu_gap(hs: HostState, s: HostSample) -> str | None:
         why = hs.unread.get(kind)
         if why is not None:
             # The probe says "missing (no nvidia-smi, amd-smi or rocm-smi)": keep the why.
-            return why.removeprefix("missing ").strip("()") if why.startswith("missing") \
+            return (
+                why.removeprefix("missing ").strip("()")
+                if why.startswith("missing")
                 else f"{kind} {why}"
+            )
     read = any(sec.kind in GPU_KINDS and sec.status == "ok" for sec in s.sections)
     return "the GPU tool lists none" if read else "no GPU tool answered"
 
@@ -151,8 +154,11 @@ def _blind(state: FabricState, statuses: dict[str, str]) -> tuple[str, ...]:
     waiting = by.get(CONNECTING, []) + by.get(UP, [])  # UP without a sample: a moment
     if waiting:
         n = len(waiting)
-        out.append(f"waiting for the first frame from {names(waiting)}" if n <= MAX_NAMED
-                   else f"waiting for the first frame from {n} hosts")
+        out.append(
+            f"waiting for the first frame from {names(waiting)}"
+            if n <= MAX_NAMED
+            else f"waiting for the first frame from {n} hosts"
+        )
     for src in state.sources.values():
         if src.error is not None:
             out.append(f"{src.name} did not answer")
@@ -164,8 +170,9 @@ def _blind(state: FabricState, statuses: dict[str, str]) -> tuple[str, ...]:
 def coverage(state: FabricState, now: float, interval: float) -> Coverage:
     """Who reports and what is missing, at ``now`` on the state's clock (``ctx.now()``)."""
     statuses = {n: effective_status(h, now, interval) for n, h in state.hosts.items()}
-    reporting = tuple(n for n, st in statuses.items()
-                      if st == UP and state.hosts[n].sample is not None)
+    reporting = tuple(
+        n for n, st in statuses.items() if st == UP and state.hosts[n].sample is not None
+    )
     seen = set(reporting)
     not_reporting = tuple(n for n in statuses if n not in seen)
     gaps = _gaps([state.hosts[n] for n in reporting])
@@ -181,5 +188,7 @@ def calm_line(cov: Coverage) -> str:
     blind = "; ".join(cov.blind) or f"{names(cov.not_reporting)} not reporting"
     if not cov.reporting:
         return f"nothing seen yet: {blind}"
-    return (f"not all seen: {blind}; no problems on the {len(cov.reporting)} of "
-            f"{cov.hosts} hosts that report")
+    return (
+        f"not all seen: {blind}; no problems on the {len(cov.reporting)} of "
+        f"{cov.hosts} hosts that report"
+    )

@@ -99,8 +99,15 @@ class FindingLog:
             ep = self._active.get(key)
             if ep is None:
                 raised = f.since if f.since is not None else now
-                ep = self._active[key] = Episode(f.rule, f.subject, f.severity, raised, None, f,
-                                                 None if QUIET_S in f.evidence else f)
+                ep = self._active[key] = Episode(
+                    f.rule,
+                    f.subject,
+                    f.severity,
+                    raised,
+                    None,
+                    f,
+                    None if QUIET_S in f.evidence else f,
+                )
                 out.append((RAISED, ep))
                 continue
             ep.finding = f

@@ -102,9 +102,9 @@ _ACCEPT = _Sum()
 
 def evaluate(rs: Ruleset, q: Question) -> Outcome:
     """The fate of ``q``'s packets under ``rs``."""
-    chains = [c for c in rs.base_chains("ingress") if c.family == "netdev"
-              and c.device == q.iface] + [
-        c for c in rs.base_chains("input") if c.family in _FAMILIES[q.family]]  # fmt: skip
+    chains = [
+        c for c in rs.base_chains("ingress") if c.family == "netdev" and c.device == q.iface
+    ] + [c for c in rs.base_chains("input") if c.family in _FAMILIES[q.family]]
     chains.sort(key=lambda c: (c.hook != "ingress", c.prio))
     pkt = _Pkt(
         iface=q.iface,
@@ -160,8 +160,13 @@ class _Walk:
             res = _both(a, res, unsure)
         return res
 
-    def _run(self, bi: int, frames: tuple[tuple[Chain, int], ...], pkt: _Pkt,
-             pending: list[tuple[_Sum, str | None]]) -> _Sum:
+    def _run(
+        self,
+        bi: int,
+        frames: tuple[tuple[Chain, int], ...],
+        pkt: _Pkt,
+        pending: list[tuple[_Sum, str | None]],
+    ) -> _Sum:
         while True:
             self.steps += 1
             if self.steps > _MAX_STEPS:
@@ -198,15 +203,25 @@ class _Walk:
                 frames = after[:-1]
                 if not frames:
                     return self.policy(bi, pkt)
-            elif v.kind in ("jump", "goto") and len(after) < _MAX_DEPTH and (
-                    target := self.rs.chains.get((chain.family, chain.table, v.target or ""))):
-                frames = (*after, (target, 0)) if v.kind == "jump" else \
-                    (*after[:-1], (target, 0))
+            elif (
+                v.kind in ("jump", "goto")
+                and len(after) < _MAX_DEPTH
+                and (target := self.rs.chains.get((chain.family, chain.table, v.target or "")))
+            ):
+                frames = (*after, (target, 0)) if v.kind == "jump" else (*after[:-1], (target, 0))
             else:
                 return self._apply(bi, after, pkt, rule, quote)
 
-    def matches(self, bi: int, after: tuple[tuple[Chain, int], ...], pkt: _Pkt,
-                ms: tuple[Match, ...], k: int, rule: Rule, quote: str) -> _Sum:
+    def matches(
+        self,
+        bi: int,
+        after: tuple[tuple[Chain, int], ...],
+        pkt: _Pkt,
+        ms: tuple[Match, ...],
+        k: int,
+        rule: Rule,
+        quote: str,
+    ) -> _Sum:
         """Matches ``ms[k:]`` of ``rule`` on a packet that matched those before."""
         for j in range(k, len(ms)):
             yes, no, unsure = _test(ms[j], pkt)
@@ -218,8 +233,9 @@ class _Walk:
             pkt = yes
         return self._apply(bi, after, pkt, rule, quote)  # every match held
 
-    def _apply(self, bi: int, after: tuple[tuple[Chain, int], ...], pkt: _Pkt,
-               rule: Rule, quote: str) -> _Sum:
+    def _apply(
+        self, bi: int, after: tuple[tuple[Chain, int], ...], pkt: _Pkt, rule: Rule, quote: str
+    ) -> _Sum:
         v = rule.verdict
         if v is None or v.kind == "continue":
             return self.walk(bi, after, pkt)
@@ -272,6 +288,7 @@ def _quote(chain: Chain, text: str, handle: int | None) -> str:
 
 # --- one match on what the packet can be: (when it holds, when not, undecidable) --------
 
+
 def _test(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
     f = m.field
     if f == "iifname":
@@ -291,8 +308,11 @@ def _test(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
         inside, outside = _cut(p.ports, vals), _minus(p.ports, vals)
         if m.negate:
             inside, outside = outside, inside
-        return (replace(p, ports=inside) if inside else None,
-                replace(p, ports=outside) if outside else None, False)
+        return (
+            replace(p, ports=inside) if inside else None,
+            replace(p, ports=outside) if outside else None,
+            False,
+        )
     if f == "ct_state":
         states = frozenset(map(str, m.values))
         yes, no = p.ct & states, p.ct - states
@@ -308,8 +328,11 @@ def _test(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
         ky, kn = p.pkttype & kinds, p.pkttype - kinds
         if m.negate:
             ky, kn = kn, ky
-        return (replace(p, pkttype=ky) if ky else None,
-                replace(p, pkttype=kn) if kn else None, False)
+        return (
+            replace(p, pkttype=ky) if ky else None,
+            replace(p, pkttype=kn) if kn else None,
+            False,
+        )
     if f in ("saddr", "daddr"):
         placed = _address(m, p, f == "daddr")
         if placed is not None:
@@ -338,8 +361,12 @@ def _address(m: Match, p: _Pkt, dest: bool) -> bool | None:
         return None
     version = 4 if p.family == "ipv4" else 6
     nets = [n for n in nets if n.version == version]
-    if dest and p.iface != "lo" and nets and all(
-            n.is_loopback or (n.is_multicast and p.pkttype == _UNICAST) for n in nets):
+    if (
+        dest
+        and p.iface != "lo"
+        and nets
+        and all(n.is_loopback or (n.is_multicast and p.pkttype == _UNICAST) for n in nets)
+    ):
         return False  # a unicast packet on a real interface is for no loopback or group
     if not p.own:
         return None
@@ -377,8 +404,11 @@ def _split_proto(m: Match, p: _Pkt) -> tuple[_Pkt | None, _Pkt | None, bool]:
         yes_set, no_set = p.protos & vals, p.protos - vals
         if m.negate:
             yes_set, no_set = no_set, yes_set
-        return (replace(p, protos=yes_set) if yes_set else None,
-                replace(p, protos=no_set) if no_set else None, False)
+        return (
+            replace(p, protos=yes_set) if yes_set else None,
+            replace(p, protos=no_set) if no_set else None,
+            False,
+        )
     inside = replace(p, protos=vals - p.not_protos) if vals - p.not_protos else None
     outside = replace(p, not_protos=p.not_protos | vals)
     if m.negate:
@@ -410,7 +440,7 @@ def _cut(a: tuple[PortRange, ...], b: tuple[PortRange, ...]) -> tuple[PortRange,
             out.append((max(a[i][0], y0), min(a[i][1], y1)))
         elif j > i:  # only the two ends can stick out of y
             out.append((max(a[i][0], y0), a[i][1]))
-            out.extend(a[i + 1:j - 1])
+            out.extend(a[i + 1 : j - 1])
             out.append((a[j - 1][0], min(a[j - 1][1], y1)))
     return tuple(out)
 

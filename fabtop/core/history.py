@@ -40,15 +40,17 @@ SeriesKey = tuple[str, ...]
 # Series whose coarse buckets also keep the maximum: short spikes (a pause storm, a
 # burst of drops, a TTFT outlier) vanish in a 1-minute mean. Traffic and gauges do not
 # come in such bursts, and a mean is what their charts want.
-_SPIKY: frozenset[str] = frozenset((
-    *(m.per_s for m in Metric if m.category != "traffic"),
-    Derived.RX_PAUSE_TIME_RATIO,
-    Derived.TX_PAUSE_TIME_RATIO,
-    InferenceRate.TTFT_P50_S,
-    InferenceRate.TTFT_P99_S,
-    InferenceRate.ITL_P50_S,
-    InferenceRate.ITL_P99_S,
-))
+_SPIKY: frozenset[str] = frozenset(
+    (
+        *(m.per_s for m in Metric if m.category != "traffic"),
+        Derived.RX_PAUSE_TIME_RATIO,
+        Derived.TX_PAUSE_TIME_RATIO,
+        InferenceRate.TTFT_P50_S,
+        InferenceRate.TTFT_P99_S,
+        InferenceRate.ITL_P50_S,
+        InferenceRate.ITL_P99_S,
+    )
+)
 
 # Link rates kept as one series each, under the rate's own name.
 _LINK_RATES: tuple[str, ...] = (
@@ -315,8 +317,10 @@ class History:
                 if c.prio_live or not lrs.keys().isdisjoint(_PRIO_NAMES):
                     self._record_prio(c, t, get, row, values)
             down = link.metrics.get(_DOWN)
-            if not isinstance(down, int) or down in ALL_ONES or (
-                lr is not None and _DOWN in lr.glitched
+            if (
+                not isinstance(down, int)
+                or down in ALL_ONES
+                or (lr is not None and _DOWN in lr.glitched)
             ):
                 down = None  # a glitched count is no count (the next good read follows)
             if c.down is not None:

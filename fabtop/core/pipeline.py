@@ -22,14 +22,25 @@ from fabtop.core.rates import HostRates, RateEngine
 
 # Sections the probe sends only on slow ticks (once a minute): the latest of each is
 # carried into the frames between, so driver, firmware and QoS never blink out.
-SLOW_KINDS = frozenset({
-    "ethtool_i", "mlnx_qos", "dcb_pfc", "dcb_apptrust", "dcb_app", "dcb_ets", "dcb_buffer",
-    "gpu_amd", "cputhrottle", "sysnet_slow", "sysib_slow",
-    *VERSION_KINDS,  # software versions (issue 15)
-    "firewall",
-    "systb_slow",  # Thunderbolt bus (issue 14)
-    "ip_addr",  # netdev addresses
-})  # fmt: skip
+SLOW_KINDS = frozenset(
+    {
+        "ethtool_i",
+        "mlnx_qos",
+        "dcb_pfc",
+        "dcb_apptrust",
+        "dcb_app",
+        "dcb_ets",
+        "dcb_buffer",
+        "gpu_amd",
+        "cputhrottle",
+        "sysnet_slow",
+        "sysib_slow",
+        *VERSION_KINDS,  # software versions (issue 15)
+        "firewall",
+        "systb_slow",  # Thunderbolt bus (issue 14)
+        "ip_addr",  # netdev addresses
+    }
+)
 # macOS probe's slow sections (collectors/darwin.py), carried alike.
 SLOW_KINDS = SLOW_KINDS | DARWIN_SLOW_KINDS
 
@@ -71,9 +82,13 @@ class Pipeline:
         self._latest[host] = sample
         rates = self.engine.update(sample)
         t = self.clocks.place(
-            host, sample.clock_ns / 1e9, arrived_unix, stepped=rates.clock_stepped,
-            restarted=rates.restarted, interval_s=rates.interval_s,
-        )  # fmt: skip
+            host,
+            sample.clock_ns / 1e9,
+            arrived_unix,
+            stepped=rates.clock_stepped,
+            restarted=rates.restarted,
+            interval_s=rates.interval_s,
+        )
         rates.placed_s = t
         rates.clock_offset_s = self.clocks.offset(host)
         # Said on the host like any warning (FabricState keeps each line once).
@@ -127,5 +142,4 @@ class Pipeline:
                 return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, others)
             tail = self._tails[host] = tuple(kept.values())
         others.extend(tail)
-        return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, others,
-                     carried=tail)
+        return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, others, carried=tail)

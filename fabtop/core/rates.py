@@ -117,8 +117,12 @@ Feed = tuple[str, frozenset[str] | None]
 
 def _feeds_index() -> dict[str, dict[str, tuple[Feed, ...]]]:
     """Per counter source, the normalized metrics each raw name feeds (collectors.normalize)."""
-    tables = {"ethtool": ETHTOOL_MAP, "ib_port": IB_PORT_MAP, "ib_hw": IB_HW_MAP,
-              "netdev": NETDEV_MAP}  # fmt: skip
+    tables = {
+        "ethtool": ETHTOOL_MAP,
+        "ib_port": IB_PORT_MAP,
+        "ib_hw": IB_HW_MAP,
+        "netdev": NETDEV_MAP,
+    }
     out: dict[str, dict[str, tuple[Feed, ...]]] = {}
     for source, table in tables.items():
         feeds: dict[str, list[Feed]] = {}
@@ -545,9 +549,7 @@ def _careful(
             held_out[name] = _Held(base, span, verdict == _PENDING)
 
 
-def _read_interval(
-    cur: LinkSample, prev: LinkSample | None, dt: float, stepped: bool
-) -> float:
+def _read_interval(cur: LinkSample, prev: LinkSample | None, dt: float, stepped: bool) -> float:
     """The time between the two reads of a link's counters, else the frames' interval.
 
     The fast probe stamps each read: a tool started late in one tick and early in the next
@@ -980,8 +982,22 @@ def _link_rates(
             else:
                 continue
             h = held.get(name) if held else None
-            _careful(name, rname, kind, metric, pmetric, h, lr, held_out, sat_norm, dt, line,
-                     events_per_s, name in jumped, name in stuck)  # fmt: skip
+            _careful(
+                name,
+                rname,
+                kind,
+                metric,
+                pmetric,
+                h,
+                lr,
+                held_out,
+                sat_norm,
+                dt,
+                line,
+                events_per_s,
+                name in jumped,
+                name in stuck,
+            )
 
     if cur.physical:
         for pkts, pkts_rate, bytes_rate in _PACKETS_OF_BYTES_RATES:
@@ -1023,8 +1039,9 @@ def _link_rates(
         pshape.metric_types, pshape.plan, pshape.moved = mtypes, plan, moved
         return lr, held_out or None, pshape
     pickers = pshape.feed_pickers if pshape and names_of is pnames_of else _pickers(feeds_of)
-    shape = _Shape(cur, names_of, feeds_of, pickers, mnames, mtypes, plan, plain is not None,
-                   values, moved)  # fmt: skip
+    shape = _Shape(
+        cur, names_of, feeds_of, pickers, mnames, mtypes, plan, plain is not None, values, moved
+    )
     return lr, held_out or None, shape
 
 
@@ -1140,9 +1157,13 @@ class RateEngine:
         for lid, link in sample.links.items():
             plink = prev.links.get(lid)
             lr, hold, shape = _link_rates(
-                link, plink, _read_interval(link, plink, dt, stepped), prev.held.get(lid),
-                self.events_per_s, pshapes.get(lid),
-            )  # fmt: skip
+                link,
+                plink,
+                _read_interval(link, plink, dt, stepped),
+                prev.held.get(lid),
+                self.events_per_s,
+                pshapes.get(lid),
+            )
             links[lid] = lr
             if shape is not None:
                 shapes[lid] = shape
@@ -1163,8 +1184,16 @@ class RateEngine:
         count = self._glitches.get(host, 0) + len(notes)
         if notes:
             self._glitches[host] = count
-        return HostRates(host, dt, stepped, links, inference, cpu_throttle_per_s=cpu,
-                         glitches=notes, glitch_count=count)  # fmt: skip
+        return HostRates(
+            host,
+            dt,
+            stepped,
+            links,
+            inference,
+            cpu_throttle_per_s=cpu,
+            glitches=notes,
+            glitch_count=count,
+        )
 
     def forget(self, host: str) -> None:
         """Drop ``host``'s baseline (a host removed for good: its next frame starts afresh)."""
@@ -1200,13 +1229,26 @@ class RateEngine:
             rates[inf.url] = bases[inf.url].rates
         # Samples are not mutated downstream, so keeping references costs no copy.
         self._base[sample.host] = _Baseline(
-            sample.seq, sample.clock_ns, sample.uptime_s, sample.links, bases,
-            sample.cpu_throttle_count, held, shapes,
+            sample.seq,
+            sample.clock_ns,
+            sample.uptime_s,
+            sample.links,
+            bases,
+            sample.cpu_throttle_count,
+            held,
+            shapes,
         )
         return rates
 
     def _empty(self, sample: HostSample, *, gap: bool, restarted: bool) -> HostRates:
         links = {lid: LinkRates(rates={}, raw={}, gap=gap) for lid in sample.links}
         inference = {inf.url: dict.fromkeys(INFERENCE_RATE_NAMES) for inf in sample.inference}
-        return HostRates(sample.host, None, False, links, inference, restarted,
-                         glitch_count=self._glitches.get(sample.host, 0))  # fmt: skip
+        return HostRates(
+            sample.host,
+            None,
+            False,
+            links,
+            inference,
+            restarted,
+            glitch_count=self._glitches.get(sample.host, 0),
+        )

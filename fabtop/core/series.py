@@ -41,6 +41,7 @@ else:  # from 3.12 on sum() compensates the rounding, which a running sum does n
     def _sum_from(values: list[float], start: float) -> float:
         return reduce(add, values, start)
 
+
 DEFAULT_COARSE_TYPECODE: FloatTypecode = "f"
 
 

@@ -68,6 +68,7 @@ MAX_SECTION_NOTES = 64
 # past it, the frames it still sends say more than waiting longer would.
 _MAX_READ_EVERY = 600
 
+
 @dataclass(slots=True)
 class HostState:
     """The latest of one host: its sample, rates, connection state and recent warnings."""
@@ -121,7 +122,7 @@ class HostState:
         secs = sample.sections
         carried = sample.carried_sections
         if carried is not None and carried is self.noted_carried:
-            secs = secs[:len(secs) - len(carried)]
+            secs = secs[: len(secs) - len(carried)]
         self.noted_carried = carried
         for sec in secs:
             if sec.status == "ok":
@@ -146,8 +147,12 @@ def effective_status(hs: HostState, now: float, interval: float) -> str:
     limit = STALE_AFTER_INTERVALS * interval
     # A frame fabtop did not read while its own loop was behind is not the host's
     # silence (the state's fabtop_behind finding says so instead).
-    if (hs.status == UP and a is not None and a > limit
-            and (hs.lag is None or a - hs.lag.stalled(now - a, now) > limit)):
+    if (
+        hs.status == UP
+        and a is not None
+        and a > limit
+        and (hs.lag is None or a - hs.lag.stalled(now - a, now) > limit)
+    ):
         return STALE
     return hs.status
 
@@ -194,7 +199,7 @@ def _own_detail(hs: HostState) -> str:
     text = hs.error or hs.status
     for lead in (f"{hs.name} ({hs.target}): ", f"{hs.name}: "):
         if text.startswith(lead):
-            return text[len(lead):]
+            return text[len(lead) :]
     return text
 
 
@@ -234,7 +239,8 @@ class FabricState:
         self.pipeline = Pipeline(history, self.thresholds)
         # The ports the firewall rule asks about are the ones the host detail shows.
         self.firewall_ports: tuple[tuple[int, int], ...] = getattr(
-            rules, "firewall_ports", DEFAULT_FIREWALL_PORTS)
+            rules, "firewall_ports", DEFAULT_FIREWALL_PORTS
+        )
         self.findings: list[Finding] = []
         self.baseline: dict[str, HostSample] = {}  # the 'r' key's diff baseline
         self.evaluate_per_frame = True  # a Session turns this off and evaluates once per tick
@@ -354,13 +360,19 @@ class FabricState:
         if cost > budget:
             hs.read_every = min(_MAX_READ_EVERY, math.ceil(cost / budget))
             hs.skip = hs.read_every - 1
-            self.warn(hs.name, f"{hs.name}: frame took {cost:.2f} s to read, over the "
-                      f"{budget:g} s budget: 1 frame in {hs.read_every} read until one "
-                      "reads within it")
+            self.warn(
+                hs.name,
+                f"{hs.name}: frame took {cost:.2f} s to read, over the "
+                f"{budget:g} s budget: 1 frame in {hs.read_every} read until one "
+                "reads within it",
+            )
         elif hs.read_every > 1:
             hs.read_every = 1
-            self.warn(hs.name, f"{hs.name}: frame read in {cost:.3f} s, within the {budget:g} "
-                      "s budget: every frame read again")
+            self.warn(
+                hs.name,
+                f"{hs.name}: frame read in {cost:.3f} s, within the {budget:g} "
+                "s budget: every frame read again",
+            )
 
     def _skipped(self, hs: HostState, frame: Frame) -> None:
         """A frame skipped while its host is over budget: it came (the host is not
@@ -512,8 +524,7 @@ class FabricState:
         self._behind = bool(own)
         blind = [*own, *self.source_findings(), *self.host_findings(now)]
         self.findings = sorted([*blind, *found], key=lambda f: -f.rank)
-        self._liveness = {n: effective_status(h, now, self.interval)
-                          for n, h in self.hosts.items()}
+        self._liveness = {n: effective_status(h, now, self.interval) for n, h in self.hosts.items()}
         self.finding_log.update(self.findings, self.data_now())
 
     def refresh_liveness(self, now: float | None = None) -> bool:
@@ -532,7 +543,8 @@ class FabricState:
             # A stale host's finding says how long it has been silent: keep that true
             # when nothing else evaluates (every host frozen).
             if status != self._liveness.get(name) or (
-                    status == STALE and t - self._evaluated_at >= self.interval):
+                status == STALE and t - self._evaluated_at >= self.interval
+            ):
                 self.evaluate()
                 return True
         return False
@@ -582,12 +594,25 @@ class FabricState:
         out = []
         for src in self.sources.values():
             if src.error is not None:
-                out.append(Finding("source_unreachable", "critical", src.name,
-                                   f"{src.name} did not answer: {src.error}",
-                                   next_step=src.check))
+                out.append(
+                    Finding(
+                        "source_unreachable",
+                        "critical",
+                        src.name,
+                        f"{src.name} did not answer: {src.error}",
+                        next_step=src.check,
+                    )
+                )
             elif src.warning is not None:
-                out.append(Finding("source_partial", "warning", src.name,
-                                   f"{src.name}: {src.warning}", next_step=src.check))
+                out.append(
+                    Finding(
+                        "source_partial",
+                        "warning",
+                        src.name,
+                        f"{src.name}: {src.warning}",
+                        next_step=src.check,
+                    )
+                )
         return out
 
     def own_findings(self, now: float | None = None) -> list[Finding]:
@@ -604,13 +629,17 @@ class FabricState:
         worst = self.lag.worst_since(t - hold)
         if worst < limit:
             return []
-        return [Finding(
-            OWN_LAG_RULE, "info", "fabtop",
-            f"fabtop fell behind by {worst:.1f} s: the operator's machine is busy",
-            evidence={"behind_s": round(worst, 2), "self_lag_s": limit},
-            next_step="uptime; top (what else runs on the machine fabtop runs on); hosts "
-                      "are not called silent for the time fabtop was behind",
-        )]
+        return [
+            Finding(
+                OWN_LAG_RULE,
+                "info",
+                "fabtop",
+                f"fabtop fell behind by {worst:.1f} s: the operator's machine is busy",
+                evidence={"behind_s": round(worst, 2), "self_lag_s": limit},
+                next_step="uptime; top (what else runs on the machine fabtop runs on); hosts "
+                "are not called silent for the time fabtop was behind",
+            )
+        ]
 
     def host_findings(self, now: float | None = None) -> list[Finding]:
         """A finding per host that is down, failing (critical) or stale (warning).
@@ -630,8 +659,12 @@ class FabricState:
                 rule, severity = "host_stale", "warning"
                 quiet = f"no frame for {age:.0f} s" if age is not None else detail
                 summary = f"{hs.name}: {quiet}; its numbers are old"
-                step = (f"{ssh_command(hs.target, 'uptime')} (a node under load or a hung tool "
-                        "delays the probe)" if hs.target != "local" else "")
+                step = (
+                    f"{ssh_command(hs.target, 'uptime')} (a node under load or a hung tool "
+                    "delays the probe)"
+                    if hs.target != "local"
+                    else ""
+                )
                 if hs.sample is not None:  # stale since its last frame, on the data's axis
                     since = host_time(hs.sample, hs.rates)
             elif status == FAILING:
@@ -642,8 +675,9 @@ class FabricState:
                 rule, severity = "host_unreachable", "critical"
                 summary = f"{hs.name} did not answer: {detail}"
                 step = ssh_command(hs.target, "true") if hs.target != "local" else ""
-            out.append(Finding(rule, severity, hs.name, summary, next_step=step,
-                               host=hs.name, since=since))
+            out.append(
+                Finding(rule, severity, hs.name, summary, next_step=step, host=hs.name, since=since)
+            )
         return out
 
     def set_baseline(self) -> None:

@@ -57,8 +57,12 @@ class Cable:
     @property
     def gbps_per_lane(self) -> float | None:
         """The slower lane speed any end reports, None when none does."""
-        got = [v for p in self._peers() for v in (p.rx_gbps_per_lane, p.tx_gbps_per_lane)
-               if v is not None]  # fmt: skip
+        got = [
+            v
+            for p in self._peers()
+            for v in (p.rx_gbps_per_lane, p.tx_gbps_per_lane)
+            if v is not None
+        ]
         return min(got) if got else None
 
     @property
@@ -99,8 +103,10 @@ class Cable:
 def speed_text(per_lane: float | None, lanes: int | None) -> str:
     """Lane speed times lanes = total, spelled out: ``2 x 20 = 40 Gb/s``."""
     if per_lane is None or lanes is None:
-        return "speed unknown" if per_lane is None and lanes is None else (
-            f"{lanes} {TIMES} ? Gb/s" if per_lane is None else f"? {TIMES} {per_lane:g} Gb/s"
+        return (
+            "speed unknown"
+            if per_lane is None and lanes is None
+            else (f"{lanes} {TIMES} ? Gb/s" if per_lane is None else f"? {TIMES} {per_lane:g} Gb/s")
         )
     return f"{lanes} {TIMES} {per_lane:g} = {lanes * per_lane:g} Gb/s"
 
@@ -154,31 +160,48 @@ def pair_cables(samples: Mapping[str, HostSample | None]) -> list[Cable]:
             done.add((host, p.port or ""))
             peer_uid = p.peer_uid.lower() if p.peer_uid else None
             if peer_uid is None:
-                cables.append(Cable(end, None, ONE_END, "the far end gave no identity",
-                                    p.peer_name))  # fmt: skip
+                cables.append(
+                    Cable(end, None, ONE_END, "the far end gave no identity", p.peer_name)
+                )
                 continue
             if peer_uid in shared:
-                cables.append(Cable(end, None, ONE_END,
-                                    f"two monitored hosts claim identity {peer_uid}", p.peer_name))
+                cables.append(
+                    Cable(
+                        end,
+                        None,
+                        ONE_END,
+                        f"two monitored hosts claim identity {peer_uid}",
+                        p.peer_name,
+                    )
+                )
                 continue
             far = owner.get(peer_uid)
             if far is None:
-                cables.append(Cable(end, None, ONE_END,
-                                    f"peer {peer_uid} is not a monitored host", p.peer_name))
+                cables.append(
+                    Cable(
+                        end, None, ONE_END, f"peer {peer_uid} is not a monitored host", p.peer_name
+                    )
+                )
                 continue
             back = [q for q in tbs[far].peers if (q.peer_uid or "").lower() in mine]
             if not back:
-                elsewhere = sorted({owner.get((q.peer_uid or "").lower(), q.peer_name or "?")
-                                    for q in tbs[far].peers})  # fmt: skip
-                why = (f"{far} sees no cable to {host}"
-                       + (f" (its cables go to {', '.join(elsewhere)})" if elsewhere else ""))
+                elsewhere = sorted(
+                    {
+                        owner.get((q.peer_uid or "").lower(), q.peer_name or "?")
+                        for q in tbs[far].peers
+                    }
+                )
+                why = f"{far} sees no cable to {host}" + (
+                    f" (its cables go to {', '.join(elsewhere)})" if elsewhere else ""
+                )
                 cables.append(Cable(end, CableEnd(far, None, None), MISMATCH, why))
                 continue
             # Several cables between the same two hosts: take the far end not yet used.
             q = next((q for q in back if (far, q.port or "") not in done), back[0])
             done.add((far, q.port or ""))
-            cables.append(Cable(end, CableEnd(far, q.port, q.netdev, q), PAIRED,
-                                "both ends name each other"))  # fmt: skip
+            cables.append(
+                Cable(end, CableEnd(far, q.port, q.netdev, q), PAIRED, "both ends name each other")
+            )
     cables.extend(_by_address(samples, tbs))
     order = {PAIRED: 0, MISMATCH: 1, ONE_END: 2, BY_ADDRESS: 3}
     return sorted(cables, key=lambda c: (order.get(c.status, 9), c.a.host, c.a.port or ""))
@@ -217,8 +240,14 @@ def _by_address(
         hosts = {h for h, _ in ends}
         if len(ends) == 2 and len(hosts) == 2:
             (h1, n1), (h2, n2) = ends
-            out.append(Cable(CableEnd(h1, None, n1), CableEnd(h2, None, n2), BY_ADDRESS,
-                             f"same subnet {net}, no Thunderbolt identity: not proven"))
+            out.append(
+                Cable(
+                    CableEnd(h1, None, n1),
+                    CableEnd(h2, None, n2),
+                    BY_ADDRESS,
+                    f"same subnet {net}, no Thunderbolt identity: not proven",
+                )
+            )
     return out
 
 
@@ -260,8 +289,12 @@ def below_capability(tb: ThunderboltInfo, peer: ThunderboltPeer) -> str | None:
 
 def cables_of(cables: Iterable[Cable], host: str, netdev: str | None = None) -> list[Cable]:
     """The cables with an end on ``host`` (on ``netdev`` when given)."""
-    return [c for c in cables for e in (c.a, c.b) if e is not None and e.host == host
-            and (netdev is None or e.netdev == netdev)]  # fmt: skip
+    return [
+        c
+        for c in cables
+        for e in (c.a, c.b)
+        if e is not None and e.host == host and (netdev is None or e.netdev == netdev)
+    ]
 
 
 def domain_line(tb: ThunderboltInfo) -> str:

@@ -19,13 +19,16 @@ from fabtop.run.session import EventTap, Session
 from fabtop.sim.transport import DemoTransport
 
 
-def fabric_state(
-    config: Config, *, clock: Callable[[], float] = time.monotonic
-) -> FabricState:
+def fabric_state(config: Config, *, clock: Callable[[], float] = time.monotonic) -> FabricState:
     """A fresh state for ``config``'s hosts, with the rules at the config's thresholds."""
     rules = make_evaluator(config.thresholds, firewall_ports=config.firewall_ports)
-    return FabricState(config.hosts, rules=rules, clock=clock,
-                       thresholds=config.thresholds, interval=config.interval)
+    return FabricState(
+        config.hosts,
+        rules=rules,
+        clock=clock,
+        thresholds=config.thresholds,
+        interval=config.interval,
+    )
 
 
 def is_demo(config: Config) -> bool:
@@ -59,5 +62,11 @@ def open_session(
         # stamped on that axis, so the demo's hosts are not "a year behind".
         clock = sim.clock
         state.wall = lambda: clock.fabric.base_epoch_s + clock.now()
-    return Session(config, state, transports=transports, events=events, on_change=on_change,
-                   discover_inference=discover_inference)
+    return Session(
+        config,
+        state,
+        transports=transports,
+        events=events,
+        on_change=on_change,
+        discover_inference=discover_inference,
+    )

@@ -69,7 +69,12 @@ SERVERS: dict[str, tuple[str, dict[str, Any]]] = {
     "exo_cluster": ("mac1", {"exo_url": EXO_DEMO_URL, "exo_peers": ("mac2",)}),
 }
 SCENARIOS: tuple[str, ...] = (
-    *EPISODE_KINDS, *MISCONFIGS, *FABRIC_MISCONFIGS, *TB_MISCONFIGS, *EXTRA_HOSTS, *SERVERS
+    *EPISODE_KINDS,
+    *MISCONFIGS,
+    *FABRIC_MISCONFIGS,
+    *TB_MISCONFIGS,
+    *EXTRA_HOSTS,
+    *SERVERS,
 )
 
 
@@ -102,8 +107,12 @@ def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fa
         return Fabric([*hosts, *EXTRA_HOSTS[scenario]], seed=seed, interval_s=interval_s)
     if scenario in TB_MISCONFIGS:
         # the node3 <-> node4 cable: both its ends (the Spark's cable to mac1 stays whole)
-        hosts = [dataclasses.replace(h, **TB_MISCONFIGS[scenario])
-                 if h.tb_link and h.name in ("node3", "node4") else h for h in hosts]  # fmt: skip
+        hosts = [
+            dataclasses.replace(h, **TB_MISCONFIGS[scenario])
+            if h.tb_link and h.name in ("node3", "node4")
+            else h
+            for h in hosts
+        ]
         return Fabric(hosts, seed=seed, interval_s=interval_s)
     if scenario in SERVERS:
         name, server = SERVERS[scenario]
@@ -156,8 +165,13 @@ class ManualClock:
 
 
 def feed_until(
-    fabric: Fabric, state: FabricState, clock: ManualClock, start_s: float, until_s: float,
-    interval: float = 1.0, silent: Sequence[str] = (),
+    fabric: Fabric,
+    state: FabricState,
+    clock: ManualClock,
+    start_s: float,
+    until_s: float,
+    interval: float = 1.0,
+    silent: Sequence[str] = (),
 ) -> None:
     """Apply one frame per host per ``interval`` from ``start_s`` to ``until_s`` inclusive.
 
@@ -183,8 +197,11 @@ def feed_until(
 
 
 def demo_state(
-    until_s: float = 60.0, seed: int = 0, fabric: Fabric | None = None,
-    history_s: float = 90.0, interval: float = 1.0,
+    until_s: float = 60.0,
+    seed: int = 0,
+    fabric: Fabric | None = None,
+    history_s: float = 90.0,
+    interval: float = 1.0,
 ) -> tuple[FabricState, ManualClock, Fabric]:
     """A FabricState holding the demo's last ``history_s`` seconds up to ``until_s``."""
     fab = fabric if fabric is not None else demo_fabric(seed=seed)

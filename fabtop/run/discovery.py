@@ -140,8 +140,11 @@ class Discovery:
 
     def to_probe(self, now: float) -> list[str]:
         """This round's URLs: the candidates, less ports that recently answered as no server."""
-        return [u for u in self.candidates()
-                if now - self.not_servers.get(u, -self.not_server_s) >= self.not_server_s]
+        return [
+            u
+            for u in self.candidates()
+            if now - self.not_servers.get(u, -self.not_server_s) >= self.not_server_s
+        ]
 
     def update(self, now: float, answers: dict[str, InferenceSample | bool | None]) -> list[str]:
         """Take one round's answers; return URLs newly found.
@@ -213,15 +216,21 @@ async def probe_url(
 
 
 async def _api_server(
-    transport: Transport, host: str, port: int, metrics_status: int, deadline: float,
-    parser: OffLoop | None, key: Hashable,
+    transport: Transport,
+    host: str,
+    port: int,
+    metrics_status: int,
+    deadline: float,
+    parser: OffLoop | None,
+    key: Hashable,
 ) -> InferenceSample | None:
     """A server with no counters on this port: exo (``/state``), else mlx_lm (``/v1/models``).
 
     Asked in what is left of the port's time bound, bodies capped like any JSON page.
     """
     checks: list[tuple[str, Callable[[str, str], InferenceSample | None]]] = [
-        (STATE_PATH, recognize_exo)]
+        (STATE_PATH, recognize_exo)
+    ]
     if metrics_status == 404:
         checks.append((MODELS_PATH, partial(recognize_mlx_lm, metrics_status)))
     loop = asyncio.get_running_loop()
@@ -232,15 +241,19 @@ async def _api_server(
         try:
             status, body = await asyncio.wait_for(
                 transport.http_get(host, port, path, timeout=left, max_bytes=JSON_MAX_BYTES),
-                timeout=left + 0.5)
+                timeout=left + 0.5,
+            )
         except Exception:
             continue  # that page did not come: the other may
         if status != 200:
             continue
         url = f"http://{host}:{port}{path}"
         text = body.decode("utf-8", errors="replace")
-        found = (check(text, url) if parser is None
-                 else await parser.run(("discover", key, url), check, text, url))
+        found = (
+            check(text, url)
+            if parser is None
+            else await parser.run(("discover", key, url), check, text, url)
+        )
         if found is not None:
             return found
     return None
@@ -255,6 +268,5 @@ async def probe_ports(
 ) -> dict[str, InferenceSample | bool | None]:
     """Probe every URL at once; the whole round takes at most about ``timeout``."""
     todo = list(urls)
-    answers = await asyncio.gather(
-        *(probe_url(transport, u, timeout, parser, key) for u in todo))
+    answers = await asyncio.gather(*(probe_url(transport, u, timeout, parser, key) for u in todo))
     return dict(zip(todo, answers, strict=True))

@@ -72,8 +72,10 @@ def _per_second(m: VocabMetric) -> tuple[str, str, str]:
 LINK_GAUGES: tuple[tuple[str, str, str], ...] = (
     _per_second(VocabMetric.RX_BYTES),
     _per_second(VocabMetric.TX_BYTES),
-    *((d, f"fabtop_link_{d}", d.help)
-      for d in (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO, Derived.RDMA_SHARE)),
+    *(
+        (d, f"fabtop_link_{d}", d.help)
+        for d in (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO, Derived.RDMA_SHARE)
+    ),
 )
 
 # GpuSample field -> (metric, help, scale to base units).
@@ -83,8 +85,12 @@ GPU_GAUGES: tuple[tuple[str, str, str, float], ...] = (
     ("memory_total_mib", "fabtop_gpu_memory_total_bytes", "GPU memory size", 1048576.0),
     ("power_w", "fabtop_gpu_power_watts", "GPU power draw", 1.0),
     ("temperature_c", "fabtop_gpu_temperature_celsius", "GPU core temperature", 1.0),
-    ("memory_temperature_c", "fabtop_gpu_memory_temperature_celsius",
-     "GPU memory (HBM) temperature", 1.0),
+    (
+        "memory_temperature_c",
+        "fabtop_gpu_memory_temperature_celsius",
+        "GPU memory (HBM) temperature",
+        1.0,
+    ),
     ("sm_clock_mhz", "fabtop_gpu_sm_clock_hertz", "GPU SM clock", 1e6),
 )
 
@@ -99,32 +105,47 @@ class FabricCollector(Collector):
         """One pass over the state."""
         st = self.state
         up = GaugeMetricFamily("fabtop_host_up", "1 when the host's frames arrive", labels=["host"])
-        frames = CounterMetricFamily("fabtop_host_frames", "Frames received from the host",
-                                     labels=["host"])
+        frames = CounterMetricFamily(
+            "fabtop_host_frames", "Frames received from the host", labels=["host"]
+        )
         counters: dict[str, CounterMetricFamily] = {
-            m: CounterMetricFamily(f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}",
-                                   f"{m.help} (normalized {m}, DESIGN §3)",
-                                   labels=["host", "link", "priority"])
+            m: CounterMetricFamily(
+                f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}",
+                f"{m.help} (normalized {m}, DESIGN §3)",
+                labels=["host", "link", "priority"],
+            )
             for m in LINK_COUNTERS
         }
         links_up = GaugeMetricFamily(
-            "fabtop_link_up", "1 when the link is up (netdev up, RDMA port ACTIVE)",
-            labels=["host", "link"])
-        speed = GaugeMetricFamily("fabtop_link_speed_bytes_per_second", "Link speed",
-                                  labels=["host", "link"])
-        temp = GaugeMetricFamily("fabtop_link_temperature_celsius", "NIC/module temperature",
-                                 labels=["host", "link"])
-        gauges = {r: GaugeMetricFamily(m, h, labels=["host", "link", "priority"])
-                  for r, m, h in LINK_GAUGES}
+            "fabtop_link_up",
+            "1 when the link is up (netdev up, RDMA port ACTIVE)",
+            labels=["host", "link"],
+        )
+        speed = GaugeMetricFamily(
+            "fabtop_link_speed_bytes_per_second", "Link speed", labels=["host", "link"]
+        )
+        temp = GaugeMetricFamily(
+            "fabtop_link_temperature_celsius", "NIC/module temperature", labels=["host", "link"]
+        )
+        gauges = {
+            r: GaugeMetricFamily(m, h, labels=["host", "link", "priority"])
+            for r, m, h in LINK_GAUGES
+        }
         gpus = {f: GaugeMetricFamily(m, h, labels=["host", "gpu"]) for f, m, h, _ in GPU_GAUGES}
-        tokens = GaugeMetricFamily("fabtop_inference_generated_tokens_per_second",
-                                   "Generated tokens per second", labels=["host", "url"])
-        tokens_total = CounterMetricFamily("fabtop_inference_generated_tokens",
-                                           "Generated tokens", labels=["host", "url"])
-        running = GaugeMetricFamily("fabtop_inference_requests_running", "Requests running",
-                                    labels=["host", "url"])
-        waiting = GaugeMetricFamily("fabtop_inference_requests_waiting", "Requests waiting",
-                                    labels=["host", "url"])
+        tokens = GaugeMetricFamily(
+            "fabtop_inference_generated_tokens_per_second",
+            "Generated tokens per second",
+            labels=["host", "url"],
+        )
+        tokens_total = CounterMetricFamily(
+            "fabtop_inference_generated_tokens", "Generated tokens", labels=["host", "url"]
+        )
+        running = GaugeMetricFamily(
+            "fabtop_inference_requests_running", "Requests running", labels=["host", "url"]
+        )
+        waiting = GaugeMetricFamily(
+            "fabtop_inference_requests_waiting", "Requests waiting", labels=["host", "url"]
+        )
         for name, hs in st.hosts.items():
             up.add_metric([name], 1.0 if hs.status == UP and hs.sample is not None else 0.0)
             _add(frames, [name], hs.frames, priority=False)
@@ -157,8 +178,11 @@ class FabricCollector(Collector):
                 _add(tokens_total, lab, inf.generated_tokens_total, priority=False)
                 _add(running, lab, inf.requests_running, priority=False)
                 _add(waiting, lab, inf.requests_waiting, priority=False)
-        finding = GaugeMetricFamily("fabtop_finding", "1 for each current health finding",
-                                    labels=["rule", "severity", "subject"])
+        finding = GaugeMetricFamily(
+            "fabtop_finding",
+            "1 for each current health finding",
+            labels=["rule", "severity", "subject"],
+        )
         seen: set[tuple[str, str, str]] = set()
         for fd in st.findings:
             key = (fd.rule, fd.severity, fd.subject)
@@ -167,9 +191,11 @@ class FabricCollector(Collector):
                 finding.add_metric(list(key), 1.0)
         # A source the hosts come through (Prometheus): 0 while it does not answer, so an
         # empty fabric is told apart from an unreachable one.
-        source_up = GaugeMetricFamily("fabtop_source_up",
-                                      "1 when the source the hosts come through answered",
-                                      labels=["source"])
+        source_up = GaugeMetricFamily(
+            "fabtop_source_up",
+            "1 when the source the hosts come through answered",
+            labels=["source"],
+        )
         for src in st.sources.values():
             source_up.add_metric([src.name], 1.0 if src.up else 0.0)
         yield from (up, frames, links_up, speed, temp)
@@ -227,8 +253,13 @@ class ErrorLog:
     message alone, cleaned and on one line.
     """
 
-    def __init__(self, every_s: float = LOG_EVERY_S, stream: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic, command: str = "export") -> None:
+    def __init__(
+        self,
+        every_s: float = LOG_EVERY_S,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        command: str = "export",
+    ) -> None:
         self.every_s = every_s
         self.command = command  # the line's prefix: fabtop: COMMAND: ...
         self.stream = stream
@@ -242,8 +273,11 @@ class ErrorLog:
         if self._last is not None and now - self._last < self.every_s:
             self.suppressed += 1
             return
-        more = (f" ({self.suppressed} more in the last {self.every_s:g} s not shown)"
-                if self.suppressed else "")
+        more = (
+            f" ({self.suppressed} more in the last {self.every_s:g} s not shown)"
+            if self.suppressed
+            else ""
+        )
         self._last, self.suppressed = now, 0
         out = self.stream or sys.stderr
         out.write(f"fabtop: {self.command}: {clean(line, 300)}{more}\n")
@@ -325,8 +359,12 @@ class _Conn:
 class MetricsServer:
     """The exporter's listening socket and its accept loop (``close()`` stops both)."""
 
-    def __init__(self, sock: socket.socket, task: asyncio.Task[None],
-                 conns: dict[asyncio.StreamWriter, _Conn]) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        task: asyncio.Task[None],
+        conns: dict[asyncio.StreamWriter, _Conn],
+    ) -> None:
         self.sockets = [sock]
         self._task, self._conns = task, conns
 
@@ -340,8 +378,12 @@ class MetricsServer:
 
 
 async def serve(
-    registry: CollectorRegistry, host: str, port: int, *,
-    max_connections: int = MAX_CONNECTIONS, deadline_s: float = REQUEST_DEADLINE_S,
+    registry: CollectorRegistry,
+    host: str,
+    port: int,
+    *,
+    max_connections: int = MAX_CONNECTIONS,
+    deadline_s: float = REQUEST_DEADLINE_S,
     log: ErrorLog | None = None,
 ) -> MetricsServer:
     """Serve ``GET /metrics`` (and ``/``) on the running loop, bounded as the module says.
@@ -445,9 +487,11 @@ async def serve(
         # drain() then returns only once the kernel took every byte: the deadline covers
         # the whole answer, not only the part over the high-water mark.
         writer.transport.set_write_buffer_limits(high=0)
-        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
-                     f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
-                     + data)
+        writer.write(
+            f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
+            + data
+        )
         await writer.drain()
 
     return MetricsServer(sock, asyncio.create_task(accept_loop()), conns)

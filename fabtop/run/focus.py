@@ -116,13 +116,22 @@ class FocusSession:
         self.status = FocusStatus()
         self.pipeline = Pipeline(History(tiers=FOCUS_TIERS))
         args = probe_args(
-            interval_ms=interval_ms, sysfs=sysfs, path=list(path), interfaces=[netdev],
-            gpu="off", probe=probe,
+            interval_ms=interval_ms,
+            sysfs=sysfs,
+            path=list(path),
+            interfaces=[netdev],
+            gpu="off",
+            probe=probe,
         )
         self.runner = HostRunner(
-            host, _Borrowed(transport), probe_script(), args,
-            on_frame=self._on_frame, on_status=self._on_status, interval=self.interval_s,
-        )  # fmt: skip
+            host,
+            _Borrowed(transport),
+            probe_script(),
+            args,
+            on_frame=self._on_frame,
+            on_status=self._on_status,
+            interval=self.interval_s,
+        )
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -176,10 +185,13 @@ class FocusSession:
             sample, rates = self.pipeline.apply_frame(host, frame)
             t = frame.clock_ns / 1e9
             link = next(
-                (lr for lid, lr in rates.links.items()
-                 if lid == self.netdev or sample.links[lid].netdev == self.netdev),
+                (
+                    lr
+                    for lid, lr in rates.links.items()
+                    if lid == self.netdev or sample.links[lid].netdev == self.netdev
+                ),
                 None,
-            )  # fmt: skip
+            )
             if link is not None and rates.interval_s is not None and not link.gap:
                 self.points.append(FocusPoint(t, rates.interval_s, dict(link.rates)))
             self.status = FocusStatus("up", None, self.status.frames + 1)

@@ -115,8 +115,9 @@ def open_stream(path: str | Path, what: str = "output") -> BinaryIO:
     """
     if str(path) == STDOUT:
         if os.isatty(sys.stdout.fileno()):
-            raise OutputError(f"{STDOUT}: will not write a binary {what} to a terminal; "
-                              "pipe it or give -o FILE")
+            raise OutputError(
+                f"{STDOUT}: will not write a binary {what} to a terminal; pipe it or give -o FILE"
+            )
         sys.stdout.flush()
         # A duplicate: closing the recording does not close the process's stdout.
         return os.fdopen(os.dup(sys.stdout.fileno()), "wb")

@@ -70,8 +70,15 @@ HEADER, FRAME, STATUS, METRICS, EVALUATED, END = "H", "F", "S", "M", "E", "Z"
 # fabtop's own loop caught up after being behind (``late_s``): replay excuses the hosts'
 # silence and says "fabtop fell behind" where the live run did. Older readers skip it.
 STALLED = "L"
-_KIND_NAMES = {HEADER: "header", FRAME: "frame", STATUS: "status", METRICS: "metrics",
-               EVALUATED: "evaluated", END: "end", STALLED: "stalled"}
+_KIND_NAMES = {
+    HEADER: "header",
+    FRAME: "frame",
+    STATUS: "status",
+    METRICS: "metrics",
+    EVALUATED: "evaluated",
+    END: "end",
+    STALLED: "stalled",
+}
 _STATES = frozenset(get_args(HostState))  # what a runner reports, so what a status record holds
 _RAW_TEXT = frozenset({"body"})  # a /metrics body: raw text for the parser, which cleans it
 
@@ -148,7 +155,9 @@ def config_from_entry(entry: Any, where: str = "recording") -> Config:
         ifaces = h.get("interfaces")
         hosts.append(
             HostConfig(
-                name=name, ssh=ssh, sysfs=_text(h, "sysfs", w, "/sys"),
+                name=name,
+                ssh=ssh,
+                sysfs=_text(h, "sysfs", w, "/sys"),
                 path=_texts(h, "path", w),
                 interfaces=_texts(h, "interfaces", w) if ifaces is not None else None,
                 inference=_texts(h, "inference", w),
@@ -156,8 +165,9 @@ def config_from_entry(entry: Any, where: str = "recording") -> Config:
         )
     interval = entry.get("interval", 1.0)
     if not _is_number(interval) or not 0.1 <= interval <= 60:
-        raise RecordError(f"{where}: field 'config.interval' must be seconds in 0.1..60, "
-                          f"not {_kind(interval)}")
+        raise RecordError(
+            f"{where}: field 'config.interval' must be seconds in 0.1..60, not {_kind(interval)}"
+        )
     thresholds = entry.get("thresholds") or {}
     if not isinstance(thresholds, dict) or not all(_is_number(v) for v in thresholds.values()):
         raise RecordError(f"{where}: field 'config.thresholds' must map names to numbers")
@@ -236,8 +246,9 @@ class Recorder:
         self._t0 = self.clock()
         self._z = zlib.compressobj(6)
         try:
-            self._file = (self.opener(self.path) if self.opener
-                          else open_stream(self.path, "recording"))
+            self._file = (
+                self.opener(self.path) if self.opener else open_stream(self.path, "recording")
+            )
             self._write_raw(MAGIC)
         except OutputError as e:
             self.error, self.stopped = str(e), "error"
@@ -281,13 +292,16 @@ class Recorder:
 
     def status(self, host: str, state: str, error: str | None, rtt_s: float | None) -> None:
         """Keep a host's connection state change (host loss is part of the evidence)."""
-        self._put(STATUS, {"t": self._t(), "host": host, "state": state, "error": error,
-                           "rtt_s": rtt_s})
+        self._put(
+            STATUS, {"t": self._t(), "host": host, "state": state, "error": error, "rtt_s": rtt_s}
+        )
 
     def metrics(self, host: str, readings: list[MetricsReading]) -> None:
         """Keep one /metrics poll of a host, bodies raw."""
-        rows = [{"url": r.url, "status": r.status, "body": r.body, "error": r.error,
-                 "read_s": r.read_s} for r in readings]
+        rows = [
+            {"url": r.url, "status": r.status, "body": r.body, "error": r.error, "read_s": r.read_s}
+            for r in readings
+        ]
         self._put(METRICS, {"t": self._t(), "host": host, "readings": rows})
 
     def evaluated(self) -> None:
@@ -397,8 +411,10 @@ class RecordingReader:
                 head = f.read(_HEAD.size)
                 if not head:
                     if not self.clean_end:
-                        self.torn = f"{self.path}: recording ends without an end record " \
-                                    f"after {index} records (the recorder was killed)"
+                        self.torn = (
+                            f"{self.path}: recording ends without an end record "
+                            f"after {index} records (the recorder was killed)"
+                        )
                     return
                 if len(head) < _HEAD.size:
                     self.torn = f"{self.path}: torn record header after {index} records"
@@ -409,8 +425,10 @@ class RecordingReader:
                     return
                 stored = f.read(length)
                 if len(stored) < length or zlib.crc32(stored) != crc:
-                    self.torn = f"{self.path}: record {index} is torn or corrupt; " \
-                                f"read up to the record before it"
+                    self.torn = (
+                        f"{self.path}: record {index} is torn or corrupt; "
+                        f"read up to the record before it"
+                    )
                     return
                 try:
                     kind = kind_b.decode("ascii")
@@ -419,12 +437,17 @@ class RecordingReader:
                     self.torn = f"{self.path}: record {index} cannot be decoded: {e}"
                     return
                 if z.unconsumed_tail:
-                    self.torn = (f"{self.path}: record {index} expands to more than "
-                                 f"{MAX_PAYLOAD_BYTES // 2**20} MiB; read up to the record "
-                                 "before it")
+                    self.torn = (
+                        f"{self.path}: record {index} expands to more than "
+                        f"{MAX_PAYLOAD_BYTES // 2**20} MiB; read up to the record "
+                        "before it"
+                    )
                     return
-                rec = _decode(kind, payload, f"{self.path}: record {index} "
-                              f"({_KIND_NAMES.get(kind, repr(kind))})")
+                rec = _decode(
+                    kind,
+                    payload,
+                    f"{self.path}: record {index} ({_KIND_NAMES.get(kind, repr(kind))})",
+                )
                 index += 1
                 if rec.kind == HEADER:
                     if rec.head.get("schema") not in READ_SCHEMAS:
@@ -448,8 +471,9 @@ class RecordingReader:
 
     def config(self) -> Config:
         """The config the recording ran with (raises RecordError naming a bad field)."""
-        return config_from_entry(self.read_header().get("config", {}),
-                                 f"{self.path}: record 0 (header)")
+        return config_from_entry(
+            self.read_header().get("config", {}), f"{self.path}: record 0 (header)"
+        )
 
 
 def _no_constant(name: str) -> Any:
@@ -503,19 +527,28 @@ def _check_head(kind: str, head: dict[str, Any], where: str) -> None:
         for i, r in enumerate(readings):
             if not isinstance(r, dict):
                 raise RecordError(f"{w}readings[{i}]' must be an object, not {_kind(r)}")
-            _check_fields(r, f"{w}readings[{i}].", {"url": str},
-                          {"status": int, "body": str, "error": str, "read_s": float})
+            _check_fields(
+                r,
+                f"{w}readings[{i}].",
+                {"url": str},
+                {"status": int, "body": str, "error": str, "read_s": float},
+            )
 
 
-def _check_fields(d: dict[str, Any], w: str, required: dict[str, type],
-                  optional: dict[str, type]) -> None:
+def _check_fields(
+    d: dict[str, Any], w: str, required: dict[str, type], optional: dict[str, type]
+) -> None:
     for key, want in (*required.items(), *optional.items()):
         v = d.get(key)
         if v is None and key in optional:
             continue
-        ok = (_is_number(v) if want is float
-              else isinstance(v, int) and not isinstance(v, bool) if want is int
-              else isinstance(v, want))
+        ok = (
+            _is_number(v)
+            if want is float
+            else isinstance(v, int) and not isinstance(v, bool)
+            if want is int
+            else isinstance(v, want)
+        )
         if not ok:
             what = {str: "a string", int: "an integer", float: "a number"}[want]
             null = " or null" if key in optional else ""
@@ -533,13 +566,15 @@ def metrics_readings(record: Record) -> list[MetricsReading]:
     out = []
     for r in record.head.get("readings", []):
         status = r.get("status")
-        out.append(MetricsReading(
-            url=str(r.get("url", "")),
-            status=int(status) if isinstance(status, int) else None,
-            body=r.get("body") if isinstance(r.get("body"), str) else None,
-            error=r.get("error") if isinstance(r.get("error"), str) else None,
-            read_s=float(r["read_s"]) if isinstance(r.get("read_s"), int | float) else None,
-        ))
+        out.append(
+            MetricsReading(
+                url=str(r.get("url", "")),
+                status=int(status) if isinstance(status, int) else None,
+                body=r.get("body") if isinstance(r.get("body"), str) else None,
+                error=r.get("error") if isinstance(r.get("error"), str) else None,
+                read_s=float(r["read_s"]) if isinstance(r.get("read_s"), int | float) else None,
+            )
+        )
     return out
 
 

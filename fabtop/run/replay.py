@@ -138,8 +138,12 @@ class Replay:
                 st.apply_frame(rec.host, frame, arrived_unix=arrived)
         elif rec.kind == STATUS:
             rtt = rec.head.get("rtt_s")
-            st.apply_status(rec.host, str(rec.head.get("state", "connecting")),
-                            rec.head.get("error"), float(rtt) if rtt is not None else None)
+            st.apply_status(
+                rec.host,
+                str(rec.head.get("state", "connecting")),
+                rec.head.get("error"),
+                float(rtt) if rtt is not None else None,
+            )
         elif rec.kind == METRICS:
             readings = [inference_sample(r, f"{rec.host}: {r.url}") for r in metrics_readings(rec)]
             st.apply_inference(rec.host, readings)

@@ -87,8 +87,9 @@ def inference_sample(reading: MetricsReading, where: str) -> InferenceSample:
         error = clean(reading.error) if reading.error else f"{clean(where)}: no response"
         sample = InferenceSample(url=clean(reading.url), error=error)
     elif reading.status != 200:
-        sample = InferenceSample(url=clean(reading.url),
-                                 error=f"{clean(where)}: HTTP {reading.status}")
+        sample = InferenceSample(
+            url=clean(reading.url), error=f"{clean(where)}: HTTP {reading.status}"
+        )
     else:
         # By path: /metrics text, exo's /state, mlx_lm's /v1/models.
         sample = parse_inference_page(reading.body or "", reading.url)
@@ -108,7 +109,11 @@ def make_transport(host: HostConfig, config: Config) -> Transport:
         # One a config file names runs no local command unless the operator said so.
         kwargs["config_commands"] = config.allow_ssh_commands
     return SshTransport(
-        host.name, host.ssh.host, port=host.ssh.port, user=host.ssh.user, **kwargs  # type: ignore[arg-type]
+        host.name,
+        host.ssh.host,
+        port=host.ssh.port,
+        user=host.ssh.user,
+        **kwargs,  # type: ignore[arg-type]
     )
 
 
@@ -199,8 +204,9 @@ class Session:
             with Guard("on_change"):
                 self.on_change()
 
-    def _spawn(self, name: str, work: Callable[[], Awaitable[None]],
-               on_failure: Callable[[str], None]) -> None:
+    def _spawn(
+        self, name: str, work: Callable[[], Awaitable[None]], on_failure: Callable[[str], None]
+    ) -> None:
         """A supervised task: one that raises is reported and started again, never gone."""
         self._tasks.append(asyncio.create_task(supervise(name, work, on_failure), name=name))
 
@@ -237,15 +243,24 @@ class Session:
                 self._host_down(name, guard.error)
                 continue
             runner = HostRunner(
-                name, self.transport(host), script, args,
-                on_frame=self._on_frame, on_status=self._on_status,
-                interval=self.config.interval, gate=gate, lag=self.lag,
+                name,
+                self.transport(host),
+                script,
+                args,
+                on_frame=self._on_frame,
+                on_status=self._on_status,
+                interval=self.config.interval,
+                gate=gate,
+                lag=self.lag,
             )
             self.runners[name] = runner
             self._spawn(f"{name}: collector", runner.run, partial(self._host_down, name))
             if host.inference or self.discover_inference:
-                self._spawn(f"{name}: /metrics poller", partial(self._poll_inference, host),
-                            partial(self._host_warning, name))
+                self._spawn(
+                    f"{name}: /metrics poller",
+                    partial(self._poll_inference, host),
+                    partial(self._host_warning, name),
+                )
         try:
             # Not gather: no task's end or exception ends the others (they never raise).
             await asyncio.wait(list(self._tasks))
@@ -287,7 +302,8 @@ class Session:
         disc = self.discovery.get(host.name)
         if disc is None:  # kept across a restart of this task: what was found stays found
             disc = self.discovery[host.name] = Discovery(
-                configured=tuple(host.inference), ports=self.discovery_ports,
+                configured=tuple(host.inference),
+                ports=self.discovery_ports,
                 enabled=self.discover_inference,
             )
         probing: asyncio.Task[dict[str, InferenceSample | bool | None]] | None = None
@@ -305,7 +321,8 @@ class Session:
                     exc = None if probing.cancelled() else probing.exception()
                     if exc is not None:
                         self._host_warning(
-                            host.name, failure_line(f"{host.name}: discovery failed", exc))
+                            host.name, failure_line(f"{host.name}: discovery failed", exc)
+                        )
                     elif not probing.cancelled():
                         answers = probing.result()
                     disc.update(started, answers)
@@ -313,8 +330,13 @@ class Session:
                 if probing is None and disc.due(started, up):
                     disc.last_run = started  # a round in flight is not started twice
                     probing = asyncio.create_task(
-                        probe_ports(transport, disc.to_probe(started), PROBE_TIMEOUT_S,
-                                    parser=self.parser, key=host.name),
+                        probe_ports(
+                            transport,
+                            disc.to_probe(started),
+                            PROBE_TIMEOUT_S,
+                            parser=self.parser,
+                            key=host.name,
+                        ),
                         name=f"discover:{host.name}",
                     )
                 urls = disc.urls()
@@ -358,9 +380,7 @@ class Session:
         read_s = (sent + time.monotonic()) / 2
         return dataclasses.replace(reading, read_s=read_s), read_s
 
-    async def _fetch_raw(
-        self, transport: Transport, host: HostConfig, url: str
-    ) -> MetricsReading:
+    async def _fetch_raw(self, transport: Transport, host: HostConfig, url: str) -> MetricsReading:
         where = f"{host.name}: {url}"
         slow = self.parser.busy((host.name, url))
         if slow is not None:  # its last page is still being read: do not fetch another
@@ -403,8 +423,14 @@ class Session:
         if cfg is None:
             raise KeyError(f"no host {host!r} in this session")
         fs = FocusSession(
-            host, netdev, self.transport(cfg), sysfs=cfg.sysfs, path=list(cfg.path),
-            on_update=on_update, probe=cfg.probe, on_event=self._on_frame,
+            host,
+            netdev,
+            self.transport(cfg),
+            sysfs=cfg.sysfs,
+            path=list(cfg.path),
+            on_update=on_update,
+            probe=cfg.probe,
+            on_event=self._on_frame,
         )
         self.focused = fs
         # In _tasks, so stop() ends the focus stream with everything else.

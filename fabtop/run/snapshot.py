@@ -37,7 +37,9 @@ _RATE_OF: dict[str, str] = {m: m.per_s for m in Metric}
 # An inference entry's rates, in the order the schema has always listed them.
 _TOKEN_RATES = (InferenceRate.GENERATED_TOKENS_PER_S, InferenceRate.PROMPT_TOKENS_PER_S)
 _LATENCIES = (
-    InferenceRate.TTFT_P50_S, InferenceRate.TTFT_P99_S, InferenceRate.ITL_P50_S,
+    InferenceRate.TTFT_P50_S,
+    InferenceRate.TTFT_P99_S,
+    InferenceRate.ITL_P50_S,
     InferenceRate.ITL_P99_S,
 )
 
@@ -78,8 +80,10 @@ def clean_tree(v: Any, keep: frozenset[str] = frozenset(), depth: int = 0) -> An
     if depth >= MAX_DEPTH and isinstance(v, dict | list):
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
     if isinstance(v, dict):
-        return {clean(str(k)): x if k in keep and isinstance(x, str)
-                else clean_tree(x, keep, depth + 1) for k, x in v.items()}
+        return {
+            clean(str(k)): x if k in keep and isinstance(x, str) else clean_tree(x, keep, depth + 1)
+            for k, x in v.items()
+        }
     if isinstance(v, list):
         return [clean_tree(x, keep, depth + 1) for x in v]
     return v
@@ -136,10 +140,16 @@ def versions_entry(v: SoftwareVersions | None) -> dict[str, Any] | None:
     ``value`` null when unknown (``note`` says why), the field null when never read."""
     if v is None:
         return None
-    return {name: asdict(read) if read is not None else None
-            for name, read in (("kernel", v.kernel), ("rdma_core", v.rdma_core),
-                               ("ofed", v.ofed), ("nvidia_driver", v.nvidia_driver),
-                               ("nccl", v.nccl))}  # fmt: skip
+    return {
+        name: asdict(read) if read is not None else None
+        for name, read in (
+            ("kernel", v.kernel),
+            ("rdma_core", v.rdma_core),
+            ("ofed", v.ofed),
+            ("nvidia_driver", v.nvidia_driver),
+            ("nccl", v.nccl),
+        )
+    }
 
 
 def finding_entry(f: Finding) -> dict[str, Any]:
@@ -185,8 +195,14 @@ def inference_entry(inf: InferenceSample, rates: Mapping[str, float | None]) -> 
 
 def episode_entry(ep: Episode) -> dict[str, Any]:
     """One finding episode (raise to clear, operator-axis unix times) in snapshot form."""
-    return {"rule": ep.rule, "subject": ep.subject, "severity": ep.severity,
-            "raised": ep.raised, "cleared": ep.cleared, "summary": ep.shown.summary}
+    return {
+        "rule": ep.rule,
+        "subject": ep.subject,
+        "severity": ep.severity,
+        "raised": ep.raised,
+        "cleared": ep.cleared,
+        "summary": ep.shown.summary,
+    }
 
 
 def cable_entry(c: Cable) -> dict[str, Any]:
@@ -269,23 +285,29 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
     cov = coverage(state, state.now(), interval_s)
     # One pass over the whole document: whatever field a non-finite value reached
     # (a GPU reading, a rate, a temperature), it is null, never a crash in to_json.
-    doc: dict[str, Any] = json_safe({
-        "schema": SCHEMA,
-        "taken_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "interval_s": interval_s,
-        # Seconds the rates of every reporting host cover: a window rule needs its window.
-        "span_s": judged.span_s,
-        "hosts": hosts,
-        "findings": [finding_entry(f) for f in judged.findings],
-        # Window rules the span was too short for: no finding from them means nothing.
-        "not_judged": [not_judged_entry(n) for n in judged.not_judged],
-        "thunderbolt_cables": [cable_entry(c) for c in cables(state)],
-        # What was seen and what whole sources are missing ("no RDMA device on node3"):
-        # "no findings" only means something over what was seen.
-        "coverage": {"hosts": cov.hosts, "reporting": list(cov.reporting),
-                     "not_reporting": list(cov.not_reporting), "gaps": list(cov.gaps)},
-        "episodes": [episode_entry(ep) for ep in state.finding_log.episodes()],
-    })
+    doc: dict[str, Any] = json_safe(
+        {
+            "schema": SCHEMA,
+            "taken_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "interval_s": interval_s,
+            # Seconds the rates of every reporting host cover: a window rule needs its window.
+            "span_s": judged.span_s,
+            "hosts": hosts,
+            "findings": [finding_entry(f) for f in judged.findings],
+            # Window rules the span was too short for: no finding from them means nothing.
+            "not_judged": [not_judged_entry(n) for n in judged.not_judged],
+            "thunderbolt_cables": [cable_entry(c) for c in cables(state)],
+            # What was seen and what whole sources are missing ("no RDMA device on node3"):
+            # "no findings" only means something over what was seen.
+            "coverage": {
+                "hosts": cov.hosts,
+                "reporting": list(cov.reporting),
+                "not_reporting": list(cov.not_reporting),
+                "gaps": list(cov.gaps),
+            },
+            "episodes": [episode_entry(ep) for ep in state.finding_log.episodes()],
+        }
+    )
     return doc
 
 
@@ -320,15 +342,12 @@ def to_csv(doc: dict[str, Any]) -> str:
                     if isinstance(val, dict):
                         for p, v in val.items():
                             rp = rate.get(p) if isinstance(rate, dict) else None
-                            w.writerow(map(_cell, [h["name"], link["id"], kind, name, p, v,
-                                                   rp]))
+                            w.writerow(map(_cell, [h["name"], link["id"], kind, name, p, v, rp]))
                     else:
-                        w.writerow(map(_cell, [h["name"], link["id"], kind, name, "", val,
-                                               rate]))
+                        w.writerow(map(_cell, [h["name"], link["id"], kind, name, "", val, rate]))
             for src, counters in link["counters"].items():
                 for name, val in counters.items():
-                    w.writerow(map(_cell, [h["name"], link["id"], f"raw:{src}", name, "", val,
-                                           ""]))
+                    w.writerow(map(_cell, [h["name"], link["id"], f"raw:{src}", name, "", val, ""]))
     # What the JSON says of the fabric's health, in the same columns: a finding's severity
     # as its value, a window rule not judged with the seconds it needs, and the span.
     for f in doc.get("findings", ()):
@@ -349,8 +368,13 @@ def to_prom(doc: dict[str, Any]) -> str:
     """Prometheus text exposition of the normalized metrics (node_exporter textfile style)."""
     groups: dict[str, tuple[str, list[str]]] = {}  # metric -> (type, sample lines)
 
-    def emit(name: str, labels: dict[str, str], value: Any, kind: str = "counter",
-             prefix: str = "fabtop_link_") -> None:
+    def emit(
+        name: str,
+        labels: dict[str, str],
+        value: Any,
+        kind: str = "counter",
+        prefix: str = "fabtop_link_",
+    ) -> None:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return  # missing: no sample
         value = float(value)

@@ -10,11 +10,21 @@ import math
 from dataclasses import dataclass, field
 
 KINDS: tuple[str, ...] = (
-    "healthy", "incast", "pfc_storm", "link_flap", "gpu_thermal", "no_ecn", "switch_no_pfc"
+    "healthy",
+    "incast",
+    "pfc_storm",
+    "link_flap",
+    "gpu_thermal",
+    "no_ecn",
+    "switch_no_pfc",
 )
 # The Macs' road (issue 14): what each sets on the target Mac (fabtop/sim/mac.py).
-MAC_KINDS = {"rdma_no_ipv4": "no_ipv4", "tb_bridge_loop": "bridge_loop",
-             "rdma_no_device": "no_device", "rdma_tb4": "tb4"}
+MAC_KINDS = {
+    "rdma_no_ipv4": "no_ipv4",
+    "tb_bridge_loop": "bridge_loop",
+    "rdma_no_device": "no_device",
+    "rdma_tb4": "tb4",
+}
 KINDS = (*KINDS, *MAC_KINDS)
 
 
@@ -207,7 +217,7 @@ def apply_episode(
     elif ep.kind in MAC_KINDS:
         cond = MAC_KINDS[ep.kind]
         every = ep.kind in ("tb_bridge_loop", "rdma_tb4")
-        for h in ([n for n in hosts if n.startswith("mac")] if every else [target]):
+        for h in [n for n in hosts if n.startswith("mac")] if every else [target]:
             mods.mac.setdefault(h, set()).add(cond)
     elif ep.kind == "no_ecn":
         # DCQCN off on the target: congestion is handled by PFC alone, nothing is marked.

@@ -35,37 +35,77 @@ def exo_state(names: list[str], t: float) -> dict[str, Any]:
     shards: dict[str, Any] = {}
     for i, rid in enumerate(runners):
         end = N_LAYERS if i == len(runners) - 1 else (i + 1) * per
-        shards[rid] = {"PipelineShardMetadata": {
-            "modelCard": {"modelId": MODEL, "nLayers": N_LAYERS},
-            "deviceRank": i, "worldSize": len(names), "immediateException": False,
-            "shouldTimeout": None, "startLayer": i * per, "endLayer": end, "nLayers": N_LAYERS}}
+        shards[rid] = {
+            "PipelineShardMetadata": {
+                "modelCard": {"modelId": MODEL, "nLayers": N_LAYERS},
+                "deviceRank": i,
+                "worldSize": len(names),
+                "immediateException": False,
+                "shouldTimeout": None,
+                "startLayer": i * per,
+                "endLayer": end,
+                "nLayers": N_LAYERS,
+            }
+        }
     serving = int(t // 10) % 2 == 0
-    status: dict[str, Any] = {rid: {"RunnerRunning" if serving and i == 0 else "RunnerReady": {}}
-              for i, rid in enumerate(runners)}
+    status: dict[str, Any] = {
+        rid: {"RunnerRunning" if serving and i == 0 else "RunnerReady": {}}
+        for i, rid in enumerate(runners)
+    }
     instance = _id("c0ff", 0)
     return {
-        "instances": {instance: {"MlxRingInstance": {
-            "instanceId": instance,
-            "shardAssignments": {"modelId": MODEL, "runnerToShard": shards,
-                                 "nodeToRunner": dict(zip(nodes, runners, strict=True))},
-            "hostsByNode": {n: [{"ip": f"169.254.10.{i + 1}", "port": 52416}]
-                            for i, n in enumerate(nodes)},
-            "ephemeralPort": 52416}}},
+        "instances": {
+            instance: {
+                "MlxRingInstance": {
+                    "instanceId": instance,
+                    "shardAssignments": {
+                        "modelId": MODEL,
+                        "runnerToShard": shards,
+                        "nodeToRunner": dict(zip(nodes, runners, strict=True)),
+                    },
+                    "hostsByNode": {
+                        n: [{"ip": f"169.254.10.{i + 1}", "port": 52416}]
+                        for i, n in enumerate(nodes)
+                    },
+                    "ephemeralPort": 52416,
+                }
+            }
+        },
         "runners": status,
-        "downloads": {}, "tasks": {}, "lastSeen": {},
+        "downloads": {},
+        "tasks": {},
+        "lastSeen": {},
         "topology": {"nodes": nodes, "connections": {}},
         "lastEventAppliedIdx": int(t),
-        "nodeIdentities": {n: {"modelId": "Mac Studio", "chipId": "Apple M3 Ultra",
-                               "friendlyName": name, "osVersion": "26.2",
-                               "osBuildVersion": "25C56"}
-                           for n, name in zip(nodes, names, strict=True)},
-        "nodeMemory": {n: {"ramTotal": {"inBytes": 256 * GIB},
-                           "ramAvailable": {"inBytes": (206 - 4 * i) * GIB},
-                           "swapTotal": {"inBytes": 0}, "swapAvailable": {"inBytes": 0}}
-                       for i, n in enumerate(nodes)},
-        "nodeDisk": {}, "nodeSystem": {}, "nodeNetwork": {}, "nodeThunderbolt": {},
-        "nodeThunderboltBridge": {}, "nodeRdmaCtl": {}, "nodeBackends": {},
-        "thunderboltBridgeCycles": [], "instanceLinks": {}, "prefillServerPorts": {},
+        "nodeIdentities": {
+            n: {
+                "modelId": "Mac Studio",
+                "chipId": "Apple M3 Ultra",
+                "friendlyName": name,
+                "osVersion": "26.2",
+                "osBuildVersion": "25C56",
+            }
+            for n, name in zip(nodes, names, strict=True)
+        },
+        "nodeMemory": {
+            n: {
+                "ramTotal": {"inBytes": 256 * GIB},
+                "ramAvailable": {"inBytes": (206 - 4 * i) * GIB},
+                "swapTotal": {"inBytes": 0},
+                "swapAvailable": {"inBytes": 0},
+            }
+            for i, n in enumerate(nodes)
+        },
+        "nodeDisk": {},
+        "nodeSystem": {},
+        "nodeNetwork": {},
+        "nodeThunderbolt": {},
+        "nodeThunderboltBridge": {},
+        "nodeRdmaCtl": {},
+        "nodeBackends": {},
+        "thunderboltBridgeCycles": [],
+        "instanceLinks": {},
+        "prefillServerPorts": {},
         "customModelCards": {},
     }
 

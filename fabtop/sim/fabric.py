@@ -139,10 +139,22 @@ def demo_hosts() -> list[HostConfig]:
     return [
         HostConfig("node1", ib_port=True, gpu_profile="h100", inference_url=DEMO_METRICS_URL),
         HostConfig("node2", ib_port=True, gpu_profile="h100"),
-        HostConfig("node3", tb_link=True, gpu_profile="rtx4080s", tb_self_uid=NODE3_UID,
-                   tb_peer_uid=NODE4_UID, tb_peer_name="node4"),
-        HostConfig("node4", tb_link=True, gpu_profile="rtx4080s", tb_self_uid=NODE4_UID,
-                   tb_peer_uid=NODE3_UID, tb_peer_name="node3"),
+        HostConfig(
+            "node3",
+            tb_link=True,
+            gpu_profile="rtx4080s",
+            tb_self_uid=NODE3_UID,
+            tb_peer_uid=NODE4_UID,
+            tb_peer_name="node4",
+        ),
+        HostConfig(
+            "node4",
+            tb_link=True,
+            gpu_profile="rtx4080s",
+            tb_self_uid=NODE4_UID,
+            tb_peer_uid=NODE3_UID,
+            tb_peer_name="node3",
+        ),
         # A Mac Studio pair over Thunderbolt 5 (issue 14; cables in fabtop/sim/mac_ids.py).
         HostConfig("mac1", roce_ports=0, gpus=0, macos=True),
         HostConfig("mac2", roce_ports=0, gpus=0, macos=True),
@@ -155,9 +167,16 @@ def spark_host() -> HostConfig:
     """A DGX Spark (Linux, thunderbolt-net ``thunderbolt0``) on a Mac Studio's Thunderbolt 5
     receptacle (fabtop.sim.tb_ids): USB4 v2, 2 lanes of 40 Gb/s. No GPU and no RDMA port
     are simulated (no GB10 or DGX Spark capture to replay): the views say so."""
-    return HostConfig("spark1", roce_ports=0, gpus=0, tb_link=True, tb_self_uid=SPARK1_UID,
-                      tb_peer_uid=MAC_STUDIO1_UID, tb_peer_name=MAC_STUDIO1_NAME,
-                      tb_gbps_per_lane=40.0)
+    return HostConfig(
+        "spark1",
+        roce_ports=0,
+        gpus=0,
+        tb_link=True,
+        tb_self_uid=SPARK1_UID,
+        tb_peer_uid=MAC_STUDIO1_UID,
+        tb_peer_name=MAC_STUDIO1_NAME,
+        tb_gbps_per_lane=40.0,
+    )
 
 
 def demo_fabric(seed: int = 0, **kw: Any) -> Fabric:

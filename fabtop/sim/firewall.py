@@ -23,8 +23,9 @@ from typing import Any
 from collectors.frames import Section
 
 PROFILES = ("docker", "firewalld", "needs_root", "truncated")
-_META = {"metainfo": {"version": "1.0.6", "release_name": "Lester Gooch #5",
-                      "json_schema_version": 1}}  # fmt: skip
+_META = {
+    "metainfo": {"version": "1.0.6", "release_name": "Lester Gooch #5", "json_schema_version": 1}
+}
 
 
 def section(profile: str, clock_ns: int) -> Section:
@@ -56,19 +57,38 @@ class _Table:
         self.handles = 0
         out.append({"table": {"family": family, "name": name, "handle": handle}})
 
-    def chain(self, name: str, hook: str | None = None, prio: int = 0,
-              policy: str = "accept", type_: str = "filter") -> None:
+    def chain(
+        self,
+        name: str,
+        hook: str | None = None,
+        prio: int = 0,
+        policy: str = "accept",
+        type_: str = "filter",
+    ) -> None:
         self.handles += 1
-        body: dict[str, Any] = {"family": self.family, "table": self.name, "name": name,
-                                "handle": self.handles}
+        body: dict[str, Any] = {
+            "family": self.family,
+            "table": self.name,
+            "name": name,
+            "handle": self.handles,
+        }
         if hook is not None:
             body.update(type=type_, hook=hook, prio=prio, policy=policy)
         self.out.append({"chain": body})
 
     def rule(self, chain: str, *expr: dict[str, Any]) -> None:
         self.handles += 1
-        self.out.append({"rule": {"family": self.family, "table": self.name, "chain": chain,
-                                  "handle": self.handles, "expr": list(expr)}})
+        self.out.append(
+            {
+                "rule": {
+                    "family": self.family,
+                    "table": self.name,
+                    "chain": chain,
+                    "handle": self.handles,
+                    "expr": list(expr),
+                }
+            }
+        )
 
 
 def _m(left: dict[str, Any], right: Any, op: str = "==") -> dict[str, Any]:
@@ -101,8 +121,9 @@ def _docker() -> list[dict[str, Any]]:
     t.chain("DOCKER-USER")
     t.rule("FORWARD", _COUNTER, _jump("DOCKER-USER"))
     t.rule("FORWARD", _COUNTER, _jump("DOCKER-ISOLATION-STAGE-1"))
-    t.rule("FORWARD", _m(_OIF, "docker0"), _m(_CT, ["established", "related"], "in"),
-           _COUNTER, _ACCEPT)
+    t.rule(
+        "FORWARD", _m(_OIF, "docker0"), _m(_CT, ["established", "related"], "in"), _COUNTER, _ACCEPT
+    )
     t.rule("FORWARD", _m(_OIF, "docker0"), _COUNTER, _jump("DOCKER"))
     t.rule("FORWARD", _m(_IIF, "docker0"), _m(_OIF, "docker0", "!="), _COUNTER, _ACCEPT)
     t.rule("DOCKER-ISOLATION-STAGE-1", _COUNTER, {"return": None})
@@ -115,9 +136,17 @@ def _firewalld() -> list[dict[str, Any]]:
     t = _Table("inet", "firewalld", 1, out)
     t.chain("filter_INPUT", "input", prio=10)
     t.chain("filter_FORWARD", "forward", prio=10)
-    for c in ("filter_INPUT_POLICIES_pre", "filter_INPUT_ZONES", "filter_INPUT_POLICIES_post",
-              "filter_IN_public", "filter_IN_public_pre", "filter_IN_public_log",
-              "filter_IN_public_deny", "filter_IN_public_allow", "filter_IN_public_post"):
+    for c in (
+        "filter_INPUT_POLICIES_pre",
+        "filter_INPUT_ZONES",
+        "filter_INPUT_POLICIES_post",
+        "filter_IN_public",
+        "filter_IN_public_pre",
+        "filter_IN_public_log",
+        "filter_IN_public_deny",
+        "filter_IN_public_allow",
+        "filter_IN_public_post",
+    ):
         t.chain(c)
     new = _m(_CT, {"set": ["new", "untracked"]})
     t.rule("filter_INPUT", _m(_CT, {"set": ["established", "related"]}), _ACCEPT)
@@ -133,9 +162,16 @@ def _firewalld() -> list[dict[str, Any]]:
     t.rule("filter_INPUT_ZONES", _goto("filter_IN_public"))
     for sub in ("pre", "log", "deny", "allow", "post"):
         t.rule("filter_IN_public", _jump(f"filter_IN_public_{sub}"))
-    t.rule("filter_IN_public", _m({"meta": {"key": "l4proto"}},
-                                  {"set": ["icmp", "ipv6-icmp"]}), _ACCEPT)
+    t.rule(
+        "filter_IN_public",
+        _m({"meta": {"key": "l4proto"}}, {"set": ["icmp", "ipv6-icmp"]}),
+        _ACCEPT,
+    )
     for port in (22, 9090):
-        t.rule("filter_IN_public_allow",
-               _m({"payload": {"protocol": "tcp", "field": "dport"}}, port), new, _ACCEPT)
+        t.rule(
+            "filter_IN_public_allow",
+            _m({"payload": {"protocol": "tcp", "field": "dport"}}, port),
+            new,
+            _ACCEPT,
+        )
     return out

@@ -181,8 +181,9 @@ class SimHost:
         tf = mods.token_factor
         self.ecn_live = cfg.ecn and cfg.name not in mods.ecn_off
         line = cfg.link_gbps * 1e9 / 8
-        pcie = min(1.0, (cfg.pcie_width / cfg.pcie_max_width) * (cfg.pcie_gts / cfg.pcie_max_gts)
-                   * 1.6)  # fmt: skip
+        pcie = min(
+            1.0, (cfg.pcie_width / cfg.pcie_max_width) * (cfg.pcie_gts / cfg.pcie_max_gts) * 1.6
+        )
         cap = line * 0.97 * pcie
         for i, port in enumerate(self.ports):
             pm = mods.ports.get((cfg.name, i)) or PortMods()
@@ -190,9 +191,13 @@ class SimHost:
             port.eth.bump("link_down_events_phy", pm.link_down_events)
             port.eth.bump("tx_pause_storm_warning_events", pm.storm_warnings)
             if pm.retransmits:
-                for name, n in (("local_ack_timeout_err", 3), ("roce_adp_retrans", 7),
-                                ("roce_adp_retrans_to", 1), ("out_of_sequence", 2),
-                                ("packet_seq_err", 1)):  # fmt: skip
+                for name, n in (
+                    ("local_ack_timeout_err", 3),
+                    ("roce_adp_retrans", 7),
+                    ("roce_adp_retrans_to", 1),
+                    ("out_of_sequence", 2),
+                    ("packet_seq_err", 1),
+                ):
                     port.hw.bump(name, n * pm.retransmits)
             up = not pm.down
             self.port_up[i] = up
@@ -201,22 +206,27 @@ class SimHost:
             rx = min(base * self._flow(k, i, RX) * pm.rx_scale, cap)
             share = cfg.rdma_share
             ecn = self.ecn_live
-            port.apply(PortTraffic(
-                up=up,
-                rdma_tx=tx * share, rdma_rx=rx * share,
-                eth_tx=tx * (1.0 - share) + 40_000.0 * min(pm.tx_scale, 1.0),
-                eth_rx=rx * (1.0 - share) + 40_000.0 * min(pm.rx_scale, 1.0),
-                tx_pause_frac=pm.tx_pause_frac, rx_pause_frac=pm.rx_pause_frac,
-                ecn_marked_pps=pm.ecn_marked_pps if ecn else 0.0,
-                cnp_sent_pps=pm.cnp_sent_pps if ecn else 0.0,
-                cnp_handled_pps=pm.cnp_handled_pps if ecn else 0.0,
-                switch_drop_frac=pm.switch_drop_frac,
-            ))  # fmt: skip
+            port.apply(
+                PortTraffic(
+                    up=up,
+                    rdma_tx=tx * share,
+                    rdma_rx=rx * share,
+                    eth_tx=tx * (1.0 - share) + 40_000.0 * min(pm.tx_scale, 1.0),
+                    eth_rx=rx * (1.0 - share) + 40_000.0 * min(pm.rx_scale, 1.0),
+                    tx_pause_frac=pm.tx_pause_frac,
+                    rx_pause_frac=pm.rx_pause_frac,
+                    ecn_marked_pps=pm.ecn_marked_pps if ecn else 0.0,
+                    cnp_sent_pps=pm.cnp_sent_pps if ecn else 0.0,
+                    cnp_handled_pps=pm.cnp_handled_pps if ecn else 0.0,
+                    switch_drop_frac=pm.switch_drop_frac,
+                )
+            )
             self.nic_temp[i] = cfg.nic_temp_c + 3.0 * min(tf, 1.0) + 0.4 * noise(seed, k, i, 7)
         if self.ib is not None:
             ib = 200e9 / 8 * 0.35 * tf
-            self.ib.apply(cfg.ib_sm, ib * self._flow(k, 11, TX), ib * self._flow(k, 11, RX),
-                          0.01 * tf)
+            self.ib.apply(
+                cfg.ib_sm, ib * self._flow(k, 11, TX), ib * self._flow(k, 11, RX), 0.01 * tf
+            )
         if self.tb is not None:
             tbr = 1.0e9 * tf
             self.tb.apply(True, tbr * self._flow(k, 12, TX, 0.1), tbr * self._flow(k, 12, RX, 0.1))
@@ -296,18 +306,40 @@ class SimHost:
         else:
             slow = False
         sections = [
-            Section("probe", None, clock_ns, "ok", None,
-                    f"interval_ms {int(interval * 1000)}\nslow {int(slow)}\nimpl sim"),
-            Section("sysnet", None, clock_ns, "ok", None,
-                    "\n".join(f"{p} {v}" for p, v in host_text.sysnet_lines(self, frac))),
-            Section("sysib", None, clock_ns, "ok", None,
-                    "\n".join(f"{p} {v}" for p, v in host_text.sysib_lines(self, frac, False))),
-        ]  # fmt: skip
+            Section(
+                "probe",
+                None,
+                clock_ns,
+                "ok",
+                None,
+                f"interval_ms {int(interval * 1000)}\nslow {int(slow)}\nimpl sim",
+            ),
+            Section(
+                "sysnet",
+                None,
+                clock_ns,
+                "ok",
+                None,
+                "\n".join(f"{p} {v}" for p, v in host_text.sysnet_lines(self, frac)),
+            ),
+            Section(
+                "sysib",
+                None,
+                clock_ns,
+                "ok",
+                None,
+                "\n".join(f"{p} {v}" for p, v in host_text.sysib_lines(self, frac, False)),
+            ),
+        ]
         if slow and self.cfg.roce_ports:  # GID tables: slow, as the probes send them
-            gid = [ln for i in range(self.cfg.roce_ports)
-                   for ln in host_text.roce_gid_lines(self, i)]  # fmt: skip
-            sections.append(Section("sysib_slow", None, clock_ns, "ok", None,
-                                    "\n".join(f"{p} {v}" for p, v in gid)))
+            gid = [
+                ln for i in range(self.cfg.roce_ports) for ln in host_text.roce_gid_lines(self, i)
+            ]
+            sections.append(
+                Section(
+                    "sysib_slow", None, clock_ns, "ok", None, "\n".join(f"{p} {v}" for p, v in gid)
+                )
+            )
         for nd in self.netdevs():
             if only is not None and nd not in only:
                 continue
@@ -323,12 +355,19 @@ class SimHost:
             for kind, subject, status, detail, text in host_text.version_sections(self.cfg):
                 sections.append(Section(kind, subject, clock_ns, status, detail, text))
             sections.append(firewall.section(self.cfg.firewall, clock_ns))
-            sections.append(Section("ip_addr", None, clock_ns, "ok", None,
-                                    host_text.ip_addr(self)))
+            sections.append(Section("ip_addr", None, clock_ns, "ok", None, host_text.ip_addr(self)))
             tb = host_text.systb_lines(self)
             if tb:
-                sections.append(Section("systb_slow", None, clock_ns, "ok", None,
-                                        "\n".join(f"{p} {v}" for p, v in tb)))
+                sections.append(
+                    Section(
+                        "systb_slow",
+                        None,
+                        clock_ns,
+                        "ok",
+                        None,
+                        "\n".join(f"{p} {v}" for p, v in tb),
+                    )
+                )
         if self.gpus and only is None:
             # A background reader: its latest line arrived a little before the tick.
             read_ns = clock_ns - 120_000_000

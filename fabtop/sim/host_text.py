@@ -17,8 +17,12 @@ if TYPE_CHECKING:
 
 # The parser module owns the field list: the simulated nvidia-smi answers that query.
 GPU_FIELDS: tuple[str, ...] = QUERY_FIELDS
-ROCE_RATE = {100: "100 Gb/sec (4X EDR)", 200: "200 Gb/sec (4X HDR)", 50: "50 Gb/sec (2X HDR)",
-             25: "25 Gb/sec (1X EDR)"}  # fmt: skip
+ROCE_RATE = {
+    100: "100 Gb/sec (4X EDR)",
+    200: "200 Gb/sec (4X HDR)",
+    50: "50 Gb/sec (2X HDR)",
+    25: "25 Gb/sec (1X EDR)",
+}
 
 
 def sysnet_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
@@ -48,7 +52,7 @@ def sysnet_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
             (f"{d}/device/max_link_width", str(cfg.pcie_max_width)),
             (f"{d}/device/hwmon/hwmon{3 + i}/name", "mlx5"),
             (f"{d}/device/hwmon/hwmon{3 + i}/temp1_input", str(int(host.nic_temp[i]) * 1000)),
-        ]  # fmt: skip
+        ]
         en = "1" if host.ecn_live else "0"
         for p in range(8):
             out.append((f"{d}/ecn/roce_np/enable/{p}", en))
@@ -58,18 +62,34 @@ def sysnet_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
         out += [(f"{d}/statistics/{n}", str(v)) for n, v in port.netdev.items(frac)]
     if host.tb is not None:
         d = "thunderbolt0"
-        out += [(f"{d}/address", f"02:9c:{host.index:02x}:00:00:01"), (f"{d}/operstate", "up"),
-                (f"{d}/carrier", "1"), (f"{d}/carrier_changes", "2"), (f"{d}/mtu", "1500"),
-                (f"{d}/device", "-")]  # fmt: skip
+        out += [
+            (f"{d}/address", f"02:9c:{host.index:02x}:00:00:01"),
+            (f"{d}/operstate", "up"),
+            (f"{d}/carrier", "1"),
+            (f"{d}/carrier_changes", "2"),
+            (f"{d}/mtu", "1500"),
+            (f"{d}/device", "-"),
+        ]
         out += [(f"{d}/statistics/{n}", str(v)) for n, v in host.tb.netdev.items(frac)]
-    out += [("eno1/address", f"3c:ec:ef:{host.index:02x}:10:01"), ("eno1/operstate", "up"),
-            ("eno1/carrier", "1"), ("eno1/carrier_changes", "2"), ("eno1/mtu", "1500"),
-            ("eno1/speed", "1000"), ("eno1/device", "-"),
-            ("eno1/device/current_link_speed", "5.0 GT/s PCIe"),
-            ("eno1/device/current_link_width", "1")]  # fmt: skip
+    out += [
+        ("eno1/address", f"3c:ec:ef:{host.index:02x}:10:01"),
+        ("eno1/operstate", "up"),
+        ("eno1/carrier", "1"),
+        ("eno1/carrier_changes", "2"),
+        ("eno1/mtu", "1500"),
+        ("eno1/speed", "1000"),
+        ("eno1/device", "-"),
+        ("eno1/device/current_link_speed", "5.0 GT/s PCIe"),
+        ("eno1/device/current_link_width", "1"),
+    ]
     out += [(f"eno1/statistics/{n}", str(v)) for n, v in host.mgmt.netdev.items(frac)]
-    out += [("lo/address", "00:00:00:00:00:00"), ("lo/operstate", "unknown"),
-            ("lo/carrier", "1"), ("lo/carrier_changes", "0"), ("lo/mtu", "65536")]  # fmt: skip
+    out += [
+        ("lo/address", "00:00:00:00:00:00"),
+        ("lo/operstate", "unknown"),
+        ("lo/carrier", "1"),
+        ("lo/carrier_changes", "0"),
+        ("lo/mtu", "65536"),
+    ]
     out += [(f"lo/statistics/{n}", str(v)) for n, v in host.lo.netdev.items(frac)]
     return out
 
@@ -161,27 +181,35 @@ def ip_addr(host: SimHost) -> str:
     """
     cfg, h = host.cfg, host.index
     tail = "\\       valid_lft forever preferred_lft forever"
-    lines = [f"1: lo    inet 127.0.0.1/8 scope host lo{tail}",
-             f"1: lo    inet6 ::1/128 scope host {tail}"]  # fmt: skip
+    lines = [
+        f"1: lo    inet 127.0.0.1/8 scope host lo{tail}",
+        f"1: lo    inet6 ::1/128 scope host {tail}",
+    ]
     for i in range(cfg.roce_ports):
         nd, n = cfg.netdev(i), i + 2
         for k, addr in enumerate(cfg.roce_addrs):
             if addr == "ipv4":
-                lines.append(f"{n}: {nd}    inet 10.{i}.0.{h + 1}/24 brd 10.{i}.0.255 "
-                             f"scope global {nd}{tail}")  # fmt: skip
+                lines.append(
+                    f"{n}: {nd}    inet 10.{i}.0.{h + 1}/24 brd 10.{i}.0.255 "
+                    f"scope global {nd}{tail}"
+                )
             else:
                 sp = ipaddress.ip_interface(f"fe80::5d1c:{k:02x}{i:02x}:a6b1:{h:04x}/64")
-                lines.append(f"{n}: {nd}    inet6 {sp.with_prefixlen} "
-                             f"scope link stable-privacy {tail}")  # fmt: skip
+                lines.append(
+                    f"{n}: {nd}    inet6 {sp.with_prefixlen} scope link stable-privacy {tail}"
+                )
         ll = ipaddress.ip_interface(f"fe80::e42:a1ff:fe{h:02x}:{i:02x}5e/64")  # as ip prints
         lines.append(f"{n}: {nd}    inet6 {ll.with_prefixlen} scope link {tail}")
     n = cfg.roce_ports + 2
     if host.tb is not None:
-        lines.append(f"{n}: thunderbolt0    inet 10.254.0.{h + 1}/24 brd 10.254.0.255 "
-                     f"scope global thunderbolt0{tail}")  # fmt: skip
+        lines.append(
+            f"{n}: thunderbolt0    inet 10.254.0.{h + 1}/24 brd 10.254.0.255 "
+            f"scope global thunderbolt0{tail}"
+        )
         n += 1
-    lines.append(f"{n}: eno1    inet 192.168.1.{10 + h}/24 brd 192.168.1.255 "
-                 f"scope global eno1{tail}")  # fmt: skip
+    lines.append(
+        f"{n}: eno1    inet 192.168.1.{10 + h}/24 brd 192.168.1.255 scope global eno1{tail}"
+    )
     return "\n".join(lines)
 
 
@@ -194,16 +222,28 @@ def systb_lines(host: SimHost) -> list[tuple[str, str]]:
     cfg = host.cfg
     if host.tb is None or cfg.tb_self_uid is None:
         return []
-    out = [("domain0", "-"), ("0-0", "-"), ("0-0/unique_id", cfg.tb_self_uid),
-           ("0-0/generation", str(cfg.tb_generation)), ("0-0/authorized", "1")]  # fmt: skip
+    out = [
+        ("domain0", "-"),
+        ("0-0", "-"),
+        ("0-0/unique_id", cfg.tb_self_uid),
+        ("0-0/generation", str(cfg.tb_generation)),
+        ("0-0/authorized", "1"),
+    ]
     if cfg.tb_peer_uid is not None:
         speed = f"{cfg.tb_gbps_per_lane:.1f} Gb/s"
-        out += [("0-1", "-"), ("0-1/unique_id", cfg.tb_peer_uid),
-                ("0-1/device_name", cfg.tb_peer_name or ""), ("0-1/vendor_name", "Intel Corp."),
-                ("0-1/rx_speed", speed), ("0-1/tx_speed", speed),
-                ("0-1/rx_lanes", str(cfg.tb_lanes)), ("0-1/tx_lanes", str(cfg.tb_lanes)),
-                ("0-1.0", "-"), ("0-1.0/key", "network"),
-                ("0-1.0/net/thunderbolt0", "-")]  # fmt: skip
+        out += [
+            ("0-1", "-"),
+            ("0-1/unique_id", cfg.tb_peer_uid),
+            ("0-1/device_name", cfg.tb_peer_name or ""),
+            ("0-1/vendor_name", "Intel Corp."),
+            ("0-1/rx_speed", speed),
+            ("0-1/tx_speed", speed),
+            ("0-1/rx_lanes", str(cfg.tb_lanes)),
+            ("0-1/tx_lanes", str(cfg.tb_lanes)),
+            ("0-1.0", "-"),
+            ("0-1.0/key", "network"),
+            ("0-1.0/net/thunderbolt0", "-"),
+        ]
     return [(r, v) for r, v in out if v != ""]
 
 
@@ -223,12 +263,27 @@ def ethtool_i(cfg: HostConfig, netdev: str) -> str:
     """``ethtool -i netdev`` output."""
     if netdev.startswith("enp65s0f"):
         fn = netdev[len("enp65s0f")]
-        return _ethtool_i("mlx5_core", cfg.kernel, f"{cfg.firmware} (MT_0000000359)",
-                          f"0000:41:00.{fn}", eeprom="no", regdump="no")  # fmt: skip
+        return _ethtool_i(
+            "mlx5_core",
+            cfg.kernel,
+            f"{cfg.firmware} (MT_0000000359)",
+            f"0000:41:00.{fn}",
+            eeprom="no",
+            regdump="no",
+        )
     if netdev == "eno1":  # firmware string from the igb capture
         return _ethtool_i("igb", cfg.kernel, "1.67, 0x800010dd, 20.5.16", "0000:05:00.0")
-    return _ethtool_i("thunderbolt-net", cfg.kernel, "", "0-1.0", stats="no", test="no",
-                      eeprom="no", regdump="no", priv="no")  # fmt: skip
+    return _ethtool_i(
+        "thunderbolt-net",
+        cfg.kernel,
+        "",
+        "0-1.0",
+        stats="no",
+        test="no",
+        eeprom="no",
+        regdump="no",
+        priv="no",
+    )
 
 
 def mlnx_qos(cfg: HostConfig) -> str:
@@ -239,10 +294,14 @@ def mlnx_qos(cfg: HostConfig) -> str:
         for p in range(8):
             codes = ",".join(f"{d:02d}" for d in range(p * 8 + 7, p * 8 - 1, -1))
             lines.append(f"        prio:{p} dscp:{codes},")
-    lines += ["Cable len: 7", "PFC configuration:",
-              "        priority    0   1   2   3   4   5   6   7",
-              "        enabled     " + "   ".join(
-                  "1" if p in cfg.pfc_prios else "0" for p in range(8)) + "   "]  # fmt: skip
+    lines += [
+        "Cable len: 7",
+        "PFC configuration:",
+        "        priority    0   1   2   3   4   5   6   7",
+        "        enabled     "
+        + "   ".join("1" if p in cfg.pfc_prios else "0" for p in range(8))
+        + "   ",
+    ]
     tc_of = {0: 1, 1: 0}
     for tc in range(8):
         prio = next((p for p, t in tc_of.items() if t == tc), tc)
@@ -257,23 +316,40 @@ def gpu_text(host: SimHost, clock_s: float) -> str:
 
 
 def _ethtool_i(
-    driver: str, version: str, fw: str, bus: str, stats: str = "yes", test: str = "yes",
-    eeprom: str = "yes", regdump: str = "yes", priv: str = "yes",
-) -> str:  # fmt: skip
-    return "\n".join([
-        f"driver: {driver}", f"version: {version}", f"firmware-version: {fw}",
-        "expansion-rom-version: ", f"bus-info: {bus}", f"supports-statistics: {stats}",
-        f"supports-test: {test}", f"supports-eeprom-access: {eeprom}",
-        f"supports-register-dump: {regdump}", f"supports-priv-flags: {priv}",
-    ])  # fmt: skip
+    driver: str,
+    version: str,
+    fw: str,
+    bus: str,
+    stats: str = "yes",
+    test: str = "yes",
+    eeprom: str = "yes",
+    regdump: str = "yes",
+    priv: str = "yes",
+) -> str:
+    return "\n".join(
+        [
+            f"driver: {driver}",
+            f"version: {version}",
+            f"firmware-version: {fw}",
+            "expansion-rom-version: ",
+            f"bus-info: {bus}",
+            f"supports-statistics: {stats}",
+            f"supports-test: {test}",
+            f"supports-eeprom-access: {eeprom}",
+            f"supports-register-dump: {regdump}",
+            f"supports-priv-flags: {priv}",
+        ]
+    )
 
 
 # /proc/driver/nvidia/version of the open kernel module, as captured
 # (tests/fixtures/versions/proc_driver_nvidia_version_open_580.95.05.txt); the version
 # is the host's.
-_NVRM = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build  "
-         "(dvs-builder@U22-I3-B17-02-5)  Tue Sep 23 09:55:41 UTC 2025\n"
-         "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04.2) \n")
+_NVRM = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build  "
+    "(dvs-builder@U22-I3-B17-02-5)  Tue Sep 23 09:55:41 UTC 2025\n"
+    "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04.2) \n"
+)
 # Where a pip-installed vLLM keeps NCCL: the wheel's libnccl.so.2 and its dist-info.
 _SITE = "/opt/vllm/lib/python3.12/site-packages"
 
@@ -287,8 +363,15 @@ def version_sections(
         ("uname_r", None, "ok", None, cfg.kernel),
     ]
     if cfg.rdma_core is None:
-        out.append(("rdma_core", "dpkg-query", "error", "rc=1",
-                    "dpkg-query: no packages found matching rdma-core"))
+        out.append(
+            (
+                "rdma_core",
+                "dpkg-query",
+                "error",
+                "rc=1",
+                "dpkg-query: no packages found matching rdma-core",
+            )
+        )
     else:
         out.append(("rdma_core", "dpkg-query", "ok", None, f"ii  {cfg.rdma_core}"))
     if cfg.ofed is None:
@@ -297,8 +380,13 @@ def version_sections(
         out.append(("ofed_info", None, "ok", None, f"{cfg.ofed}:"))
     if cfg.gpus:
         out.append(("nvidia_driver", None, "ok", None, _NVRM.format(v=cfg.nvidia_driver)))
-        scan = "" if cfg.nccl is None else (
-            f"lib {_SITE}/nvidia/nccl/lib/libnccl.so.2\n"
-            f"dist nvidia_nccl_cu12-{cfg.nccl}.dist-info")
+        scan = (
+            ""
+            if cfg.nccl is None
+            else (
+                f"lib {_SITE}/nvidia/nccl/lib/libnccl.so.2\n"
+                f"dist nvidia_nccl_cu12-{cfg.nccl}.dist-info"
+            )
+        )
         out.append(("nccl", None, "ok", None, scan))
     return out

@@ -10,8 +10,24 @@ from __future__ import annotations
 
 import math
 
-TTFT_BOUNDS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
-               5.0, 7.5, 10.0)  # fmt: skip
+TTFT_BOUNDS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+)
 ITL_BOUNDS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 TOKENS_PER_REQUEST = 256.0
 PROMPT_PER_GENERATED = 1.6
@@ -59,8 +75,19 @@ class Histogram:
 class VllmServer:
     """Token counters, queue gauges and latency histograms driven by the cluster's token rate."""
 
-    __slots__ = ("generated", "itl", "model", "prompt", "rate", "running", "started_at",
-                 "succeeded", "ttft", "url", "waiting")  # fmt: skip
+    __slots__ = (
+        "generated",
+        "itl",
+        "model",
+        "prompt",
+        "rate",
+        "running",
+        "started_at",
+        "succeeded",
+        "ttft",
+        "url",
+        "waiting",
+    )
 
     def __init__(self, url: str, model: str, started_at: float) -> None:
         self.url = url

@@ -78,9 +78,11 @@ def netstat_text(host: SimHost, mac: MacState, frac: float) -> str:
 
     def row(name: str, mtu: int, link: int, addr: str, d: PlainNetdev) -> str:
         v = dict(d.netdev.items(frac))
-        return (f"{name:<5} {mtu:<5} <Link#{link}>{'':<4}{addr:<17} {v['rx_packets']:>8} "
-                f"{v['rx_errors']:>5} {v['rx_bytes']:>10} {v['tx_packets']:>8} "
-                f"{v['tx_errors']:>5} {v['tx_bytes']:>10} {0:>5} {v['tx_dropped']:>3}")
+        return (
+            f"{name:<5} {mtu:<5} <Link#{link}>{'':<4}{addr:<17} {v['rx_packets']:>8} "
+            f"{v['rx_errors']:>5} {v['rx_bytes']:>10} {v['tx_packets']:>8} "
+            f"{v['tx_errors']:>5} {v['tx_bytes']:>10} {0:>5} {v['tx_dropped']:>3}"
+        )
 
     rows.append(row("lo0", 16384, 1, "", host.lo))
     rows.append(row("en0", 1500, 4, "a8:66:7f:dd:ee:0" + host.name[-1], host.mgmt))
@@ -101,7 +103,8 @@ def _bus(host: str, r: int, peer: tuple[str, str] | None, tb4: bool) -> dict[str
             "link_status_key": "0x2" if peer else "0x100",
             "receptacle_id_key": str(r),
             "receptacle_status_key": (
-                "receptacle_connected" if peer else "receptacle_no_devices_connected"),
+                "receptacle_connected" if peer else "receptacle_no_devices_connected"
+            ),
         },
         "route_string_key": "0",
         "switch_uid_key": f"0x05AC714E4ABE981{r - 1}",
@@ -109,17 +112,25 @@ def _bus(host: str, r: int, peer: tuple[str, str] | None, tb4: bool) -> dict[str
     }
     if peer is not None:
         far, uid = peer
-        bus["_items"] = [{
-            "_name": "Mac Studio",
-            "device_id_key": "0xA",
-            "device_name_key": MAC_MODEL.get(far, "Mac15,14"),
-            "domain_uuid_key": uid,
-            "services_title": [{"_name": "service_ip", "protocol_id_key": 1,
-                                "protocol_revision_key": 1, "protocol_version_key": 1,
-                                "service_uuid_key": "F013163E-D041-44F6-B752-5236E1FEC7CD"}],
-            "vendor_id_key": "0x0A27",
-            "vendor_name_key": "Apple Inc.",
-        }]
+        bus["_items"] = [
+            {
+                "_name": "Mac Studio",
+                "device_id_key": "0xA",
+                "device_name_key": MAC_MODEL.get(far, "Mac15,14"),
+                "domain_uuid_key": uid,
+                "services_title": [
+                    {
+                        "_name": "service_ip",
+                        "protocol_id_key": 1,
+                        "protocol_revision_key": 1,
+                        "protocol_version_key": 1,
+                        "service_uuid_key": "F013163E-D041-44F6-B752-5236E1FEC7CD",
+                    }
+                ],
+                "vendor_id_key": "0x0A27",
+                "vendor_name_key": "Apple Inc.",
+            }
+        ]
     return dict(sorted(bus.items()))
 
 
@@ -138,43 +149,59 @@ def hwports_text() -> str:
 
 
 def ifconfig_text(host: str, mac: MacState) -> str:
-    out = ["lo0: flags=8049<UP,LOOPBACK,RUNNING,MULTICAST> mtu 16384",
-           "\toptions=1203<RXCSUM,TXCSUM,TXSTATUS,SW_TIMESTAMP>",
-           "\tinet 127.0.0.1 netmask 0xff000000",
-           "\tinet6 ::1 prefixlen 128 ",
-           "en0: flags=8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST> mtu 1500",
-           "\toptions=400<CHANNEL_IO>",
-           f"\tinet 10.0.0.{20 + int(host[-1])} netmask 0xffffff00 broadcast 10.0.0.255",
-           "\tmedia: autoselect", "\tstatus: active"]
+    out = [
+        "lo0: flags=8049<UP,LOOPBACK,RUNNING,MULTICAST> mtu 16384",
+        "\toptions=1203<RXCSUM,TXCSUM,TXSTATUS,SW_TIMESTAMP>",
+        "\tinet 127.0.0.1 netmask 0xff000000",
+        "\tinet6 ::1 prefixlen 128 ",
+        "en0: flags=8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST> mtu 1500",
+        "\toptions=400<CHANNEL_IO>",
+        f"\tinet 10.0.0.{20 + int(host[-1])} netmask 0xffffff00 broadcast 10.0.0.255",
+        "\tmedia: autoselect",
+        "\tstatus: active",
+    ]
     cabled = set(mac.peers)
     for r in RECEPTACLES:
         d = tb_dev(r)
         up = r in cabled
-        flags = ("8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST>" if up
-                 else "8822<BROADCAST,SMART,SIMPLEX,MULTICAST>")
-        out += [f"{d}: flags={flags} mtu 1500",
-                "\toptions=460<TSO4,TSO6,CHANNEL_IO>",
-                f"\tether 36:04:bf:40:05:0{r}"]
+        flags = (
+            "8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST>"
+            if up
+            else "8822<BROADCAST,SMART,SIMPLEX,MULTICAST>"
+        )
+        out += [
+            f"{d}: flags={flags} mtu 1500",
+            "\toptions=460<TSO4,TSO6,CHANNEL_IO>",
+            f"\tether 36:04:bf:40:05:0{r}",
+        ]
         if up:
-            out.append(f"\tinet6 fe80::3404:bfff:fe40:50{r}%{d} prefixlen 64 secured "
-                       f"scopeid 0x{r + 10:x} ")
+            out.append(
+                f"\tinet6 fe80::3404:bfff:fe40:50{r}%{d} prefixlen 64 secured scopeid 0x{r + 10:x} "
+            )
             if not (NO_IPV4 in mac.conditions and r == min(cabled)):
                 out.append(f"\tinet {_ipv4(host, r)} netmask 0xffff0000 broadcast 169.254.255.255")
         out += ["\tmedia: autoselect <full-duplex>", f"\tstatus: {'active' if up else 'inactive'}"]
     members = [tb_dev(r) for r in sorted(cabled)] if BRIDGE_LOOP in mac.conditions else []
-    out += ["bridge0: flags=8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST> mtu 1500",
-            "\toptions=63<RXCSUM,TXCSUM,TSO4,TSO6>",
-            "\tether 36:04:bf:40:05:00",
-            "\tConfiguration:",
-            "\t\tid 0:0:0:0:0:0 priority 0 hellotime 0 fwddelay 0",
-            "\t\tmaxage 0 holdcnt 0 proto stp maxaddr 100 timeout 1200",
-            "\t\troot id 0:0:0:0:0:0 priority 0 ifcost 0 port 0",
-            "\t\tipfilter disabled flags 0x0"]
+    out += [
+        "bridge0: flags=8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST> mtu 1500",
+        "\toptions=63<RXCSUM,TXCSUM,TSO4,TSO6>",
+        "\tether 36:04:bf:40:05:00",
+        "\tConfiguration:",
+        "\t\tid 0:0:0:0:0:0 priority 0 hellotime 0 fwddelay 0",
+        "\t\tmaxage 0 holdcnt 0 proto stp maxaddr 100 timeout 1200",
+        "\t\troot id 0:0:0:0:0:0 priority 0 ifcost 0 port 0",
+        "\t\tipfilter disabled flags 0x0",
+    ]
     for i, m in enumerate(members):
-        out += [f"\tmember: {m} flags=3<LEARNING,DISCOVER>",
-                f"\t        ifmaxaddr 0 port {11 + i} priority 0 path cost 0"]
-    out += ["\tnd6 options=201<PERFORMNUD,DAD>", "\tmedia: <unknown type>",
-            f"\tstatus: {'active' if members else 'inactive'}"]
+        out += [
+            f"\tmember: {m} flags=3<LEARNING,DISCOVER>",
+            f"\t        ifmaxaddr 0 port {11 + i} priority 0 path cost 0",
+        ]
+    out += [
+        "\tnd6 options=201<PERFORMNUD,DAD>",
+        "\tmedia: <unknown type>",
+        f"\tstatus: {'active' if members else 'inactive'}",
+    ]
     return "\n".join(out)
 
 
@@ -185,47 +212,80 @@ def ibv_devinfo_text(host: str, mac: MacState) -> str:
     blocks = []
     for r in RECEPTACLES:
         up = r in cabled
-        lines = [f"hca_id:\trdma_{tb_dev(r)}",
-                 "\ttransport:\t\t\tThunderbolt (100)",
-                 f"\tnode_guid:\t\t\t0000:0000:0000:000{r}",
-                 "\tsys_image_guid:\t\t\t0000:0000:0000:0001",
-                 "\tvendor_id:\t\t\t0x0000", "\tvendor_part_id:\t\t\t0",
-                 "\thw_ver:\t\t\t\t0x0", "\tphys_port_cnt:\t\t\t1",
-                 "\t\tport:\t1",
-                 f"\t\t\tstate:\t\t\t{'PORT_ACTIVE (4)' if up else 'PORT_DOWN (1)'}",
-                 "\t\t\tmax_mtu:\t\t4096 (5)", "\t\t\tactive_mtu:\t\t4096 (5)",
-                 f"\t\t\tsm_lid:\t\t\t{r}", f"\t\t\tport_lid:\t\t{r}",
-                 "\t\t\tport_lmc:\t\t0x00", "\t\t\tlink_layer:\t\tThunderbolt"]
+        lines = [
+            f"hca_id:\trdma_{tb_dev(r)}",
+            "\ttransport:\t\t\tThunderbolt (100)",
+            f"\tnode_guid:\t\t\t0000:0000:0000:000{r}",
+            "\tsys_image_guid:\t\t\t0000:0000:0000:0001",
+            "\tvendor_id:\t\t\t0x0000",
+            "\tvendor_part_id:\t\t\t0",
+            "\thw_ver:\t\t\t\t0x0",
+            "\tphys_port_cnt:\t\t\t1",
+            "\t\tport:\t1",
+            f"\t\t\tstate:\t\t\t{'PORT_ACTIVE (4)' if up else 'PORT_DOWN (1)'}",
+            "\t\t\tmax_mtu:\t\t4096 (5)",
+            "\t\t\tactive_mtu:\t\t4096 (5)",
+            f"\t\t\tsm_lid:\t\t\t{r}",
+            f"\t\t\tport_lid:\t\t{r}",
+            "\t\t\tport_lmc:\t\t0x00",
+            "\t\t\tlink_layer:\t\tThunderbolt",
+        ]
         if up:
             lines.append(f"\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:3404:bfff:fe40:050{r}")
             if not (NO_IPV4 in mac.conditions and r == min(cabled)):
                 a, b, c, d = (int(x) for x in _ipv4(host, r).split("."))
-                lines.append(f"\t\t\tGID[  1]:\t\t0000:0000:0000:0000:0000:ffff:"
-                             f"{a:02x}{b:02x}:{c:02x}{d:02x}")
+                lines.append(
+                    f"\t\t\tGID[  1]:\t\t0000:0000:0000:0000:0000:ffff:"
+                    f"{a:02x}{b:02x}:{c:02x}{d:02x}"
+                )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
 # One `macmon pipe` sample (the M3 Pro capture's fields), temperatures following the load.
 def macmon_text(host: SimHost, load: float) -> str:
-    return json.dumps({
-        "timestamp": "2026-01-01T00:00:00.000000+00:00",
-        "temp": {"cpu_temp_avg": round(43.7 + 12 * load, 3),
-                 "gpu_temp_avg": round(37.0 + 25 * load, 3)},
-        "memory": {"ram_total": 549755813888, "ram_usage": 412316860416,
-                   "swap_total": 0, "swap_usage": 0},
-        "ecpu_usage": [1181, 0.08], "pcpu_usage": [1974, 0.12], "cpu_usage_pct": 0.1,
-        "gpu_usage": [1398, round(0.9 * load, 4)], "cpu_power": 4.2,
-        "gpu_power": round(40.0 * load + 3.0, 2), "ane_power": 0.0, "all_power": 60.0,
-        "sys_power": 120.0, "ram_power": 2.0, "gpu_ram_power": 0.1,
-        "soc": {"mac_model": MAC_MODEL.get(host.name, "Mac15,14"), "chip_name": "Apple M3 Ultra",
-                "memory_gb": 512, "ecpu_cores": 8, "pcpu_cores": 24, "ecpu_label": "E",
-                "pcpu_label": "P", "gpu_cores": 80},
-    }, separators=(",", ":"))
+    return json.dumps(
+        {
+            "timestamp": "2026-01-01T00:00:00.000000+00:00",
+            "temp": {
+                "cpu_temp_avg": round(43.7 + 12 * load, 3),
+                "gpu_temp_avg": round(37.0 + 25 * load, 3),
+            },
+            "memory": {
+                "ram_total": 549755813888,
+                "ram_usage": 412316860416,
+                "swap_total": 0,
+                "swap_usage": 0,
+            },
+            "ecpu_usage": [1181, 0.08],
+            "pcpu_usage": [1974, 0.12],
+            "cpu_usage_pct": 0.1,
+            "gpu_usage": [1398, round(0.9 * load, 4)],
+            "cpu_power": 4.2,
+            "gpu_power": round(40.0 * load + 3.0, 2),
+            "ane_power": 0.0,
+            "all_power": 60.0,
+            "sys_power": 120.0,
+            "ram_power": 2.0,
+            "gpu_ram_power": 0.1,
+            "soc": {
+                "mac_model": MAC_MODEL.get(host.name, "Mac15,14"),
+                "chip_name": "Apple M3 Ultra",
+                "memory_gb": 512,
+                "ecpu_cores": 8,
+                "pcpu_cores": 24,
+                "ecpu_label": "E",
+                "pcpu_label": "P",
+                "gpu_cores": 80,
+            },
+        },
+        separators=(",", ":"),
+    )
 
 
-def mac_frame(host: SimHost, mac: MacState, t: float, interval: float | None,
-              only: Sequence[str] | None) -> str:
+def mac_frame(
+    host: SimHost, mac: MacState, t: float, interval: float | None, only: Sequence[str] | None
+) -> str:
     """Wire text of a Mac's probe frame at ``t`` (the zsh probe's sections)."""
     fab = host.fabric
     fab.at(t)
@@ -240,16 +300,34 @@ def mac_frame(host: SimHost, mac: MacState, t: float, interval: float | None,
         host._slow_sent = True
     secs = [Section("netstat_i", None, ns, "ok", None, netstat_text(host, mac, frac))]
     if only is None:
-        secs.append(Section("macmon", None, ns - 80_000_000, "ok", None,
-                            macmon_text(host, min(fab.token_factor, 1.0))))
+        secs.append(
+            Section(
+                "macmon",
+                None,
+                ns - 80_000_000,
+                "ok",
+                None,
+                macmon_text(host, min(fab.token_factor, 1.0)),
+            )
+        )
     if slow:
-        for kind, text in (("ibv_devinfo", ibv_devinfo_text(host.name, mac)),
-                           ("rdma_ctl", "enabled"),
-                           ("sp_thunderbolt", sp_thunderbolt_text(host.name, mac)),
-                           ("hwports", hwports_text()),
-                           ("ifconfig", ifconfig_text(host.name, mac))):
+        for kind, text in (
+            ("ibv_devinfo", ibv_devinfo_text(host.name, mac)),
+            ("rdma_ctl", "enabled"),
+            ("sp_thunderbolt", sp_thunderbolt_text(host.name, mac)),
+            ("hwports", hwports_text()),
+            ("ifconfig", ifconfig_text(host.name, mac)),
+        ):
             secs.append(Section(kind, None, ns - 300_000_000, "ok", None, text))
-    secs.append(Section("probe", None, ns, "ok", None,
-                        f"impl sim-darwin\ninterval_ms {int(interval * 1000)}\nslow {int(slow)}"))
+    secs.append(
+        Section(
+            "probe",
+            None,
+            ns,
+            "ok",
+            None,
+            f"impl sim-darwin\ninterval_ms {int(interval * 1000)}\nslow {int(slow)}",
+        )
+    )
     frame = Frame(seq, ns, host.cfg.uptime_s + t, clock_s, secs)
     return render_frame(frame)

@@ -35,7 +35,9 @@ LINUX_UIDS: dict[str, str] = {"spark1": SPARK1_UID.upper()}
 CABLES: tuple[tuple[str, int, str, int], ...] = (("mac1", 2, "mac2", 2), ("mac1", 3, "spark1", 1))
 # The three-Mac ring of the bridge-loop scenario (a cable mac2-mac3 and mac3-mac1 more).
 RING_CABLES: tuple[tuple[str, int, str, int], ...] = (
-    *CABLES, ("mac2", 3, "mac3", 2), ("mac3", 3, "mac1", 4),
+    *CABLES,
+    ("mac2", 3, "mac3", 2),
+    ("mac3", 3, "mac1", 4),
 )
 
 

@@ -21,13 +21,21 @@ from fabtop.sim.counters import Counters
 
 # Starting values (cumulative, a host that has been up a while): the capture's magnitudes.
 _MLX5_CAPTURE_START = {
-    "rx_bytes_phy": 6211329423080, "rx_packets_phy": 97052087562,
-    "tx_bytes_phy": 357657403514, "tx_packets_phy": 5588396729,
-    "rx_vport_unicast_bytes": 2461450188460, "rx_vport_unicast_packets": 38460159194,
-    "tx_vport_unicast_bytes": 334959252764, "tx_vport_unicast_packets": 5582654212,
-    "rx_steer_missed_packets": 1962570491, "rx_cache_reuse": 9369255040,
-    "rx_packets": 333854100, "rx_bytes": 20031246044, "tx_packets": 25, "tx_bytes": 2070,
-}  # fmt: skip
+    "rx_bytes_phy": 6211329423080,
+    "rx_packets_phy": 97052087562,
+    "tx_bytes_phy": 357657403514,
+    "tx_packets_phy": 5588396729,
+    "rx_vport_unicast_bytes": 2461450188460,
+    "rx_vport_unicast_packets": 38460159194,
+    "tx_vport_unicast_bytes": 334959252764,
+    "tx_vport_unicast_packets": 5582654212,
+    "rx_steer_missed_packets": 1962570491,
+    "rx_cache_reuse": 9369255040,
+    "rx_packets": 333854100,
+    "rx_bytes": 20031246044,
+    "tx_packets": 25,
+    "tx_bytes": 2070,
+}
 
 
 @dataclass(slots=True)
@@ -56,8 +64,17 @@ CNP_PRIO = 6  # ecn/roce_np/cnp_802p_prio in the sysfs fixture
 class Mlx5Port:
     """One ConnectX port: its netdev counters, ``ethtool -S`` set and RDMA device counters."""
 
-    __slots__ = ("eth", "global_pause", "hw", "ib", "lossless", "netdev", "pfc_prios",
-                 "rdma_prio", "roce_mtu")  # fmt: skip
+    __slots__ = (
+        "eth",
+        "global_pause",
+        "hw",
+        "ib",
+        "lossless",
+        "netdev",
+        "pfc_prios",
+        "rdma_prio",
+        "roce_mtu",
+    )
 
     def __init__(
         self,
@@ -86,10 +103,13 @@ class Mlx5Port:
             NETDEV_STATS,
             {k: start[k] for k in ("rx_bytes", "rx_packets", "tx_bytes", "tx_packets")},
         )
-        self.ib = Counters(IB_PORT_COUNTERS, {
-            "port_rcv_data": start["rx_vport_rdma_unicast_bytes"] // 4,
-            "port_xmit_data": start["tx_vport_rdma_unicast_bytes"] // 4,
-        })  # fmt: skip
+        self.ib = Counters(
+            IB_PORT_COUNTERS,
+            {
+                "port_rcv_data": start["rx_vport_rdma_unicast_bytes"] // 4,
+                "port_xmit_data": start["tx_vport_rdma_unicast_bytes"] // 4,
+            },
+        )
         self.hw = Counters(IB_HW_Q_COUNTERS + IB_HW_CONG_COUNTERS, {"lifespan": 10})
 
     def all_counters(self) -> tuple[Counters, ...]:
@@ -154,9 +174,13 @@ class Mlx5Port:
         # RFC 2819 size histogram of received frames.
         e.rate("rx_65_to_127_bytes_phy", eth_rx_pps * 0.4 + cnp_rx_pps + mc)
         e.rate("rx_1024_to_1518_bytes_phy", eth_rx_pps * 0.6)
-        big = ("rx_4096_to_8191_bytes_phy" if self.roce_mtu >= 4096 else
-               "rx_2048_to_4095_bytes_phy" if self.roce_mtu >= 2048 else
-               "rx_1024_to_1518_bytes_phy")  # fmt: skip
+        big = (
+            "rx_4096_to_8191_bytes_phy"
+            if self.roce_mtu >= 4096
+            else "rx_2048_to_4095_bytes_phy"
+            if self.roce_mtu >= 2048
+            else "rx_1024_to_1518_bytes_phy"
+        )
         e.rate(big, rdma_rx_pps + (eth_rx_pps * 0.6 if big == "rx_1024_to_1518_bytes_phy" else 0))
         # Per-priority traffic: TCP on 0, RoCE on its priority, CNPs on the CNP priority.
         e.rate("rx_prio0_bytes", tr.eth_rx + mc * 90)
@@ -232,15 +256,22 @@ class IbPort:
     def __init__(self, scale: float) -> None:
         # Starting point: the mlx5_0 IB port of the procfs sysfs fixture, scaled.
         start = {
-            "port_rcv_data": 18126345378, "port_xmit_data": 2880761508848,
-            "port_rcv_packets": 541889824, "port_xmit_packets": 10907922116,
-            "unicast_rcv_packets": 541889824, "unicast_xmit_packets": 10907922116,
-        }  # fmt: skip
+            "port_rcv_data": 18126345378,
+            "port_xmit_data": 2880761508848,
+            "port_rcv_packets": 541889824,
+            "port_xmit_packets": 10907922116,
+            "unicast_rcv_packets": 541889824,
+            "unicast_xmit_packets": 10907922116,
+        }
         self.ib = Counters(IB_PORT_COUNTERS, {k: int(v * scale) for k, v in start.items()})
-        self.hw = Counters(IB_HW_Q_COUNTERS, {
-            "lifespan": 10, "rx_read_requests": int(175528982 * scale),
-            "rx_write_requests": int(742114 * scale),
-        })  # fmt: skip
+        self.hw = Counters(
+            IB_HW_Q_COUNTERS,
+            {
+                "lifespan": 10,
+                "rx_read_requests": int(175528982 * scale),
+                "rx_write_requests": int(742114 * scale),
+            },
+        )
 
     def apply(self, up: bool, tx: float, rx: float, wait_frac: float) -> None:
         """Set growth for one cell: bytes per second each way, share of time waiting for credit."""

@@ -25,7 +25,10 @@ SEVERITY_ORDER = ("critical", "warning", "info")
 def start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "fabtop", "doctor", *args],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -66,20 +69,29 @@ def test_healthy_fabric_exits_0_with_one_calm_line(runs: dict[str, tuple[int, st
     assert rc == 0
     # what was seen, and what was not monitored (only node1 runs an inference server)
     # (the DGX Spark is simulated with its Thunderbolt link only: no RDMA NIC, no GPU)
-    assert out.splitlines()[0] == ("fabtop doctor: no problems in what was seen; "
-                                   "no RDMA device on spark1; GPUs not monitored on spark1 "
-                                   "(no GPU tool answered); no inference server on node2, "
-                                   "node3, node4, mac1 and 2 more; "
-                                   "unverified on mac1, mac2 (ibv_devinfo -v GID lines "
-                                   "(macOS: documented, never captured); macmon pipe JSON "
-                                   "(from its README's example only))")
+    assert out.splitlines()[0] == (
+        "fabtop doctor: no problems in what was seen; "
+        "no RDMA device on spark1; GPUs not monitored on spark1 "
+        "(no GPU tool answered); no inference server on node2, "
+        "node3, node4, mac1 and 2 more; "
+        "unverified on mac1, mac2 (ibv_devinfo -v GID lines "
+        "(macOS: documented, never captured); macmon pipe JSON "
+        "(from its README's example only))"
+    )
     assert "healthy" not in out
     rc, out, err = runs["healthy_json"]
     assert rc == 0
     doc = json.loads(out)
     assert all(f["severity"] == "info" for f in doc["findings"])
-    assert doc["coverage"]["reporting"] == ["node1", "node2", "node3", "node4", "mac1", "mac2",
-                                            "spark1"]  # fmt: skip
+    assert doc["coverage"]["reporting"] == [
+        "node1",
+        "node2",
+        "node3",
+        "node4",
+        "mac1",
+        "mac2",
+        "spark1",
+    ]
     gaps = doc["coverage"]["gaps"]
     assert gaps[2] == "no inference server on node2, node3, node4, mac1 and 2 more"
     assert doc["coverage"]["gaps"][3].startswith("unverified on mac1, mac2")
@@ -92,14 +104,16 @@ def test_a_node_without_rdma_or_gpu_tool_is_not_a_failure(
     rc, out, err = runs["cpu"]
     assert rc == 0, out + err
     lines = out.splitlines()
-    assert lines[0].startswith("fabtop doctor: no problems in what was seen; "
-                               "no RDMA device on cpu1; ")
+    assert lines[0].startswith(
+        "fabtop doctor: no problems in what was seen; no RDMA device on cpu1; "
+    )
     assert "healthy" not in out
     if not any(shutil.which(t) for t in ("nvidia-smi", "amd-smi", "rocm-smi")):
         assert "; GPUs not monitored on cpu1 (no nvidia-smi, amd-smi or rocm-smi)" in lines[0]
         # the probe's own warning, in the notes block
-        assert lines[lines.index("notes:") + 1:] and any(
-            ln.startswith("  cpu1: ") and "no nvidia-smi" in ln for ln in lines)
+        assert lines[lines.index("notes:") + 1 :] and any(
+            ln.startswith("  cpu1: ") and "no nvidia-smi" in ln for ln in lines
+        )
     # Not silent while it watches: a start and an end line on stderr (not a terminal).
     progress = err.splitlines()
     assert progress[0].startswith("fabtop doctor: watching 1 host, 0 s of ")

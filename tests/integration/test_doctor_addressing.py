@@ -58,16 +58,20 @@ def test_no_subnet_manager_is_one_critical_finding_naming_both_ib_hosts(runs: Ru
 def test_a_roce_port_without_an_address_is_a_warning_per_port(runs: Runs) -> None:
     found = [f for f in _findings(runs, "roce_no_ipv4_gid") if f["rule"] == "roce_no_ip_gid"]
     assert sorted((f["host"], f["subject"]) for f in found) == [
-        ("node3", "node3/enp65s0f0np0"), ("node3", "node3/enp65s0f1np1")]
+        ("node3", "node3/enp65s0f0np0"),
+        ("node3", "node3/enp65s0f1np1"),
+    ]
     assert all(f["severity"] == "warning" for f in found)
     assert "RoCE v2 cannot work" in str(found[0]["summary"])
-    assert [f for f in _findings(runs, "roce_no_ipv4_gid") if f["rule"] != "roce_no_ip_gid"
-            and f["severity"] != "info"] == []
+    assert [
+        f
+        for f in _findings(runs, "roce_no_ipv4_gid")
+        if f["rule"] != "roce_no_ip_gid" and f["severity"] != "info"
+    ] == []
 
 
 def test_the_gid_index_differing_on_one_host_is_info_on_that_host(runs: Runs) -> None:
-    found = [f for f in _findings(runs, "gid_index_mismatch")
-             if f["rule"] == "gid_index_mismatch"]  # fmt: skip
+    found = [f for f in _findings(runs, "gid_index_mismatch") if f["rule"] == "gid_index_mismatch"]
     assert len(found) == 1
     f = found[0]
     assert (f["severity"], f["subject"], f["host"]) == ("info", "fabric", "node3")

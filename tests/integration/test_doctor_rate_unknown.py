@@ -20,9 +20,22 @@ LINE = f"token rate unknown on mac1 ({RATE_UNKNOWN})"
 
 def _doctor(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fabtop", "doctor", "--demo-scenario", "exo_cluster",
-         "--window", "1", *args],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "fabtop",
+            "doctor",
+            "--demo-scenario",
+            "exo_cluster",
+            "--window",
+            "1",
+            *args,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_doctor_says_token_rate_unknown_and_why() -> None:

@@ -28,8 +28,7 @@ from fabtop.run.export import registry_for, serve
 from fabtop.run.promsource import PrometheusSource, ethtool_stat_name
 from tests.conftest import REPO, skip_or_fail
 
-ALLOWED_LABELS = {"host", "link", "priority", "gpu", "url", "rule", "severity", "subject",
-                  "source"}
+ALLOWED_LABELS = {"host", "link", "priority", "gpu", "url", "rule", "severity", "subject", "source"}
 
 
 async def _scrape(state: FabricState) -> str:
@@ -74,8 +73,10 @@ async def test_promtool_accepts_the_exposition(tmp_path: object) -> None:
 
 
 def _vector(name: str, value: float, **labels: str) -> dict[str, object]:
-    return {"metric": {"__name__": name, "instance": "gpu7:9100", **labels},
-            "value": [1700000000.0 + _vector.t, str(value)]}
+    return {
+        "metric": {"__name__": name, "instance": "gpu7:9100", **labels},
+        "value": [1700000000.0 + _vector.t, str(value)],
+    }
 
 
 _vector.t = 0.0  # type: ignore[attr-defined]
@@ -86,10 +87,15 @@ def _api_result(step: int) -> dict[str, list[dict[str, object]]]:
     gb = 10**9 * step
     return {
         "node_infiniband": [
-            _vector("node_infiniband_port_data_received_bytes_total", 4 * gb, device="mlx5_0",
-                    port="1"),
-            _vector("node_infiniband_port_data_transmitted_bytes_total", 2 * gb,
-                    device="mlx5_0", port="1"),
+            _vector(
+                "node_infiniband_port_data_received_bytes_total", 4 * gb, device="mlx5_0", port="1"
+            ),
+            _vector(
+                "node_infiniband_port_data_transmitted_bytes_total",
+                2 * gb,
+                device="mlx5_0",
+                port="1",
+            ),
             _vector("node_infiniband_state_id", 4, device="mlx5_0", port="1"),
             _vector("node_infiniband_rate_bytes_per_second", 50e9, device="mlx5_0", port="1"),
         ],
@@ -116,8 +122,9 @@ def prometheus() -> Iterator[tuple[str, list[int]]]:
                 self.send_error(404)
                 return
             result = next((v for k, v in _api_result(step[0]).items() if k in query), [])
-            body = json.dumps({"status": "success",
-                               "data": {"resultType": "vector", "result": result}}).encode()
+            body = json.dumps(
+                {"status": "success", "data": {"resultType": "vector", "result": result}}
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -162,8 +169,10 @@ async def test_an_active_ib_port_is_up(fixtures_dir: Path) -> None:
     root = fixtures_dir / "sysfs/prometheus_node_exporter/sys/class/infiniband"
     state = FabricState([HostConfig(name="ib1")])
     t = 1_700_000_000_000_000_000
-    state.apply_frame("ib1", Frame(1, t, 100.0, t / 1e9,
-                                   [Section("sysib", None, t, "ok", None, sysfs_dump(root))]))
+    state.apply_frame(
+        "ib1",
+        Frame(1, t, 100.0, t / 1e9, [Section("sysib", None, t, "ok", None, sysfs_dump(root))]),
+    )
     families = {f.name: f for f in text_string_to_metric_families(await _scrape(state))}
     up = {s.labels["link"]: s.value for s in families["fabtop_link_up"].samples}
     assert up == {"mlx4_0/1": 1.0, "mlx4_0/2": 1.0, "i40iw0/1": 1.0}
@@ -181,8 +190,9 @@ async def test_an_unreachable_prometheus_is_said_not_an_empty_fabric(
     text = await _scrape(state)
     name = f"Prometheus at {closed}"
     assert f'fabtop_source_up{{source="{name}"}} 0.0' in text
-    assert (f'fabtop_finding{{rule="source_unreachable",severity="critical",subject="{name}"}}'
-            " 1.0") in text
+    assert (
+        f'fabtop_finding{{rule="source_unreachable",severity="critical",subject="{name}"}} 1.0'
+    ) in text
     (f,) = state.findings
     assert f.summary.startswith(f"{name} did not answer: URLError: ")
     assert "refused" in f.summary
@@ -204,9 +214,21 @@ def test_export_from_an_unreachable_prometheus_says_so(tmp_path: Path) -> None:
     port, closed = free_port(), f"http://127.0.0.1:{free_port()}"
     err = tmp_path / "err"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fabtop", "export", "--from-prometheus", closed, "--interval",
-         "0.5", "--listen", f"127.0.0.1:{port}"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "fabtop",
+            "export",
+            "--from-prometheus",
+            closed,
+            "--interval",
+            "0.5",
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
         stderr=open(err, "wb"),  # noqa: SIM115 (the child holds it)
     )
     try:
@@ -230,11 +252,14 @@ def test_export_from_an_unreachable_prometheus_says_so(tmp_path: Path) -> None:
 def test_ethtool_names_are_restored() -> None:
     assert ethtool_stat_name("node_ethtool_received_prio3_pause") == "rx_prio3_pause"
     assert ethtool_stat_name("node_ethtool_transmitted_pause_ctrl_phy") == "tx_pause_ctrl_phy"
-    assert ethtool_stat_name("node_ethtool_rx_vport_rdma_unicast_bytes") == \
-        "rx_vport_rdma_unicast_bytes"
+    assert (
+        ethtool_stat_name("node_ethtool_rx_vport_rdma_unicast_bytes")
+        == "rx_vport_rdma_unicast_bytes"
+    )
 
 
 # --- bounded under abuse: slow clients, a flood of scrapes, stderr -------------------
+
 
 def _start_export(tmp: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
     """`fabtop export --demo` as a user starts it, at the usual 1024-descriptor soft limit."""
@@ -251,8 +276,11 @@ def _start_export(tmp: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "fabtop", "export", "--demo", "--listen", f"127.0.0.1:{port}"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
-        stderr=open(err, "wb"), preexec_fn=limit,  # noqa: SIM115 (the child holds it)
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=open(err, "wb"),  # noqa: SIM115 (the child holds it)
+        preexec_fn=limit,
     )
     end = time.monotonic() + 20
     while time.monotonic() < end:
@@ -334,8 +362,9 @@ async def test_3000_concurrent_scrapes_are_all_answered(tmp_path: Path) -> None:
     proc, port, err = _start_export(tmp_path)
     try:
         await _real_scrape(port, 20)
-        results = await asyncio.gather(*(_real_scrape(port, 60) for _ in range(3000)),
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            *(_real_scrape(port, 60) for _ in range(3000)), return_exceptions=True
+        )
         failed = [r for r in results if isinstance(r, BaseException)]
         assert not failed, (len(failed), repr(failed[0]))
         assert all("fabtop_host_up" in r[1] for r in results if not isinstance(r, BaseException))
@@ -350,8 +379,9 @@ async def test_a_full_table_pushes_out_slow_clients_for_a_real_scrape() -> None:
 
     state, _, _ = demo_state(until_s=20.0)
     log = io.StringIO()
-    server = await serve(registry_for(state), "127.0.0.1", 0, max_connections=64,
-                         log=ErrorLog(stream=log))
+    server = await serve(
+        registry_for(state), "127.0.0.1", 0, max_connections=64, log=ErrorLog(stream=log)
+    )
     port = server.sockets[0].getsockname()[1]
     try:
         stop, opened = asyncio.Event(), []
@@ -382,6 +412,7 @@ def test_error_log_is_one_line_per_interval_with_a_count() -> None:
     now[0] = 10.5
     log.say("accept failed: Too many open files")
     lines = out.getvalue().splitlines()
-    assert lines == ["fabtop: export: accept failed: Too many open files",
-                     "fabtop: export: accept failed: Too many open files "
-                     "(9999 more in the last 10 s not shown)"]
+    assert lines == [
+        "fabtop: export: accept failed: Too many open files",
+        "fabtop: export: accept failed: Too many open files (9999 more in the last 10 s not shown)",
+    ]

@@ -41,8 +41,7 @@ def bed() -> Iterator[Testbed]:
 def fabtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The installed CLI, as a user runs it."""
     cmd = FABTOP if Path(FABTOP[0]).exists() else [sys.executable, "-m", "fabtop"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=REPO)
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
 def no_stall(w: Watch, host: str, start: float, end: float) -> None:
@@ -68,8 +67,9 @@ async def test_killed_sshd_is_down_named_and_comes_back(bed: Testbed, tmp_path: 
             await w.until(lambda: w.state.hosts["h1"].status == "down", 8, "h1 down")
             # A snapshot taken now is still written, with the dead host named in it.
             out = tmp_path / "snap.json"
-            r = await asyncio.to_thread(fabtop, "snapshot", "-c", str(bed.toml_path),
-                                        "--timeout", "10", "-o", str(out))
+            r = await asyncio.to_thread(
+                fabtop, "snapshot", "-c", str(bed.toml_path), "--timeout", "10", "-o", str(out)
+            )
         finally:
             h1.sshd.start()
         t1 = time.monotonic()
@@ -103,8 +103,10 @@ async def test_management_link_down_goes_stale_then_down_then_recovers(bed: Test
     assert stale - t0 < 2.5 * IVAL + 1.0
     assert "h1" in error_of(w, "h1", "down")
     assert "no frame" in error_of(w, "h1", "stale")
-    print(f"stale after {stale - t0:.1f} s, down after {down - t0:.1f} s, "
-          f"up {time.monotonic() - t1:.1f} s after the link came back")
+    print(
+        f"stale after {stale - t0:.1f} s, down after {down - t0:.1f} s, "
+        f"up {time.monotonic() - t1:.1f} s after the link came back"
+    )
 
 
 async def test_frozen_session_goes_stale_and_reconnects(bed: Testbed) -> None:
@@ -118,8 +120,11 @@ async def test_frozen_session_goes_stale_and_reconnects(bed: Testbed) -> None:
         try:
             await w.until(lambda: w.state.hosts["h1"].status == "stale", 4, "h1 stale")
             # The runner gives up on the frozen session and opens a new one itself.
-            await w.until(lambda: any(e.status == "up" and e.mono > t0 for e in w.events
-                                      if e.host == "h1"), 20, "h1 reconnected while frozen")
+            await w.until(
+                lambda: any(e.status == "up" and e.mono > t0 for e in w.events if e.host == "h1"),
+                20,
+                "h1 reconnected while frozen",
+            )
         finally:
             os.kill(pid, signal.SIGCONT)
         await w.frames("h1", 2)
@@ -137,17 +142,24 @@ async def test_hanging_tool_times_out_as_a_section_not_a_stall(bed: Testbed) -> 
         shim.write_text("#!/bin/sh\nexec sleep 60\n")
         t0 = time.monotonic()
         try:
-            await w.until(lambda: any("timeout" in x or "timed out" in x
-                                      for t in w.of("h3", t0) for x in t.warnings),
-                          10, "a timeout warning from h3")
+            await w.until(
+                lambda: any(
+                    "timeout" in x or "timed out" in x for t in w.of("h3", t0) for x in t.warnings
+                ),
+                10,
+                "a timeout warning from h3",
+            )
             t1 = time.monotonic()
             # Two ticks more with the tool hung: rates from sysfs alone (the tick that
             # lost ethtool's counters is a new baseline, not a rate).
             await w.frames("h3", 2)
         finally:
             shim.write_text(saved)
-        await w.until(lambda: not any("ethtool" in x for x in w.of("h3")[-1].warnings),
-                      10, "h3 ethtool warning gone")
+        await w.until(
+            lambda: not any("ethtool" in x for x in w.of("h3")[-1].warnings),
+            10,
+            "h3 ethtool warning gone",
+        )
         no_stall(w, "h2", t0, time.monotonic())
         ticks = w.of("h3", t0)
     warned = next(x for t in ticks for x in t.warnings if "timeout" in x or "timed out" in x)
@@ -158,10 +170,14 @@ async def test_hanging_tool_times_out_as_a_section_not_a_stall(bed: Testbed) -> 
     assert any(isinstance(t.rates.get("enp65s0f0np0", {}).get("rx_bps"), float) for t in ticks)
 
 
-@pytest.mark.parametrize("garbage", [
-    b"\xff\xfe\x00\x9c binary \x1b[2J\x1b]0;pwned\x07 junk\n" * 40,
-    b"rx_bytes_phy: not-a-number\n:::\n\n     \nNIC statistics\n" + b"x" * 5000 + b"\n",
-], ids=["non-utf8-and-escapes", "malformed-lines"])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\xff\xfe\x00\x9c binary \x1b[2J\x1b]0;pwned\x07 junk\n" * 40,
+        b"rx_bytes_phy: not-a-number\n:::\n\n     \nNIC statistics\n" + b"x" * 5000 + b"\n",
+    ],
+    ids=["non-utf8-and-escapes", "malformed-lines"],
+)
 async def test_garbage_from_a_tool_is_a_warning_not_a_crash(bed: Testbed, garbage: bytes) -> None:
     root = bed.host("h3").sim_root
     assert root is not None
@@ -186,7 +202,8 @@ async def test_garbage_from_a_tool_is_a_warning_not_a_crash(bed: Testbed, garbag
     assert not any("\x1b" in x or "\x07" in x for t in ticks for x in t.warnings)
     # Once the tool is sane again, its counters come back.
     assert "rx_prio3_pause" in w.state.hosts["h3"].sample.links["enp65s0f0np0"].counters.get(  # type: ignore[union-attr]
-        "ethtool", {})
+        "ethtool", {}
+    )
 
 
 async def test_counter_reset_is_a_gap_never_a_spike(bed: Testbed) -> None:
@@ -196,8 +213,11 @@ async def test_counter_reset_is_a_gap_never_a_spike(bed: Testbed) -> None:
         # The rate before the reset: the highest of its ticks, as the bed's writer thread
         # may rewrite the tree a little late under load (two reads of one state: 0 b/s).
         before = max(
-            (t.rates["enp65s0f0np0"].get("rx_bps") or 0.0 for t in w.of("h3")
-             if "enp65s0f0np0" in t.rates),
+            (
+                t.rates["enp65s0f0np0"].get("rx_bps") or 0.0
+                for t in w.of("h3")
+                if "enp65s0f0np0" in t.rates
+            ),
             default=0.0,
         )
         t0 = time.monotonic()
@@ -289,8 +309,9 @@ async def test_changed_host_key_is_refused_as_changed_and_recovers(bed: Testbed)
         t0 = time.monotonic()
         h1.sshd.new_host_key()
         try:
-            await w.until(lambda: "CHANGED" in (w.state.hosts["h1"].error or ""), 20,
-                          "host key changed error")
+            await w.until(
+                lambda: "CHANGED" in (w.state.hosts["h1"].error or ""), 20, "host key changed error"
+            )
             frames_then = w.state.hosts["h1"].frames
             await asyncio.sleep(3 * IVAL)
             assert w.state.hosts["h1"].frames == frames_then, "frames accepted from a new key"
@@ -333,20 +354,26 @@ async def test_shell_metacharacters_in_interface_names_never_run(
     assert "$(" not in warned and "`" not in warned and ";" not in warned
 
 
-@pytest.mark.parametrize("field,value", [
-    ("interfaces", '["eth0;id"]'),
-    ("interfaces", '["$(id)"]'),
-    ("sysfs", '"/sys;id"'),
-    ("path", '["/usr/bin`id`"]'),
-    ("ssh", '"root@h;id"'),
-    ("inference", '["http://x:80/$(id)"]'),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("interfaces", '["eth0;id"]'),
+        ("interfaces", '["$(id)"]'),
+        ("sysfs", '"/sys;id"'),
+        ("path", '["/usr/bin`id`"]'),
+        ("ssh", '"root@h;id"'),
+        ("inference", '["http://x:80/$(id)"]'),
+    ],
+)
 def test_shell_metacharacters_in_config_values_are_refused(
     tmp_path: Path, field: str, value: str
 ) -> None:
     cfg = tmp_path / "bad.toml"
-    cfg.write_text(f'[[host]]\nname = "n1"\nssh = "root@127.0.0.1:1"\n{field} = {value}\n'
-                   .replace('ssh = "root@127.0.0.1:1"\nssh', "ssh"))
+    cfg.write_text(
+        f'[[host]]\nname = "n1"\nssh = "root@127.0.0.1:1"\n{field} = {value}\n'.replace(
+            'ssh = "root@127.0.0.1:1"\nssh', "ssh"
+        )
+    )
     r = fabtop("snapshot", "-c", str(cfg), "--timeout", "5")
     assert r.returncode == 2
     (line,) = r.stderr.strip().splitlines()

@@ -38,9 +38,11 @@ RULESETS = {
 
 def _ruleset(rules: list[str]) -> str:
     body = "\n".join(f"\t\t{r}" for r in rules)
-    return ("table inet rdma_guard {\n\tchain input {\n"
-            "\t\ttype filter hook input priority filter; policy accept;\n"
-            f"\t\tct state established,related accept\n{body}\n\t}}\n}}\n")
+    return (
+        "table inet rdma_guard {\n\tchain input {\n"
+        "\t\ttype filter hook input priority filter; policy accept;\n"
+        f"\t\tct state established,related accept\n{body}\n\t}}\n}}\n"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +61,13 @@ def doctor(bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     cfg = tmp_path_factory.mktemp("cfg") / "fabtop.toml"
     # h3 runs the sh probe: both probes read the packet filter the same way.
     cfg.write_text(bed.toml().replace('name = "h3"', 'name = "h3"\nprobe = "sh"'))
-    p = subprocess.run([sys.executable, "-m", "fabtop", "doctor", "-c", str(cfg), "--json",
-                        "--window", "1"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "fabtop", "doctor", "-c", str(cfg), "--json", "--window", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode in (0, 1, 2), p.stderr
     doc: dict[str, object] = json.loads(p.stdout)
     return doc
@@ -82,8 +88,9 @@ def test_a_drop_of_new_tcp_to_18515_on_the_data_interface_is_a_warning(
     assert "18515" in summary and "29500" not in summary  # only what the rule drops
     evidence = hits[0]["evidence"]
     assert isinstance(evidence, dict)
-    assert evidence["rule"] == ("inet rdma_guard input: iifname \"enp65s0f0np0\" tcp dport "
-                                "18515 ct state new drop (handle 3)")
+    assert evidence["rule"] == (
+        'inet rdma_guard input: iifname "enp65s0f0np0" tcp dport 18515 ct state new drop (handle 3)'
+    )
 
 
 def test_the_same_drop_after_an_accept_stays_quiet(doctor: dict[str, object]) -> None:
@@ -97,8 +104,12 @@ def test_a_udp_4791_drop_on_a_hardware_roce_port_is_not_roce_blocked(
     assert isinstance(found, list)
     on_h3 = [f for f in found if f["host"] == "h3"]
     assert not [f for f in on_h3 if f["rule"] == "firewall_blocks_rdma"]
-    assert not [f for f in on_h3 if "4791" in str(f["summary"]) or ("RoCE" in str(f["summary"])
-                and "block" in str(f["summary"]))]
+    assert not [
+        f
+        for f in on_h3
+        if "4791" in str(f["summary"])
+        or ("RoCE" in str(f["summary"]) and "block" in str(f["summary"]))
+    ]
 
 
 def test_every_host_s_ruleset_was_read(doctor: dict[str, object]) -> None:

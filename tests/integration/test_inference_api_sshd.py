@@ -53,8 +53,10 @@ class _MlxLm(QuietHandler):
 
     def do_GET(self) -> None:
         if self.path.startswith("/v1/models"):
-            self.reply((FIX / "mlx_lm_v1_models_documented.json").read_bytes(),
-                       content_type="application/json")
+            self.reply(
+                (FIX / "mlx_lm_v1_models_documented.json").read_bytes(),
+                content_type="application/json",
+            )
         elif self.path == "/health":
             self.reply(b'{"status": "ok"}', content_type="application/json")
         else:
@@ -63,15 +65,17 @@ class _MlxLm(QuietHandler):
 
 class _Deep(QuietHandler):
     def do_GET(self) -> None:
-        self.reply(b'{"topology": ' + b"[" * 5000 + b"]" * 5000 + b"}",
-                   content_type="application/json")
+        self.reply(
+            b'{"topology": ' + b"[" * 5000 + b"]" * 5000 + b"}", content_type="application/json"
+        )
 
 
 class _Huge(QuietHandler):
     def do_GET(self) -> None:  # past the transport's 8 MiB cap on any page
         with contextlib.suppress(OSError):  # the reader stops at its cap and hangs up
-            self.reply(b'{"pad": "' + b"x" * (9 * 1024 * 1024) + b'"}',
-                       content_type="application/json")
+            self.reply(
+                b'{"pad": "' + b"x" * (9 * 1024 * 1024) + b'"}', content_type="application/json"
+            )
 
 
 @pytest.fixture
@@ -80,14 +84,14 @@ def ports() -> Iterator[tuple[int, int, int, int]]:
         yield exo, mlx, deep, huge
 
 
-async def _run(sshd: Sshd, host: HostConfig, ready: Callable[[FabricState], bool],
-               **kw: object) -> FabricState:
+async def _run(
+    sshd: Sshd, host: HostConfig, ready: Callable[[FabricState], bool], **kw: object
+) -> FabricState:
     """Collect ``host`` until ``ready`` holds (30 s at most): a starved machine takes longer,
     it never gets fewer polls."""
     cfg = Config(hosts=[host], interval=0.5)
     state = FabricState(cfg.hosts)
-    session = Session(cfg, state, transports={host.name: sshd.transport(name=host.name)},
-                      **kw)  # type: ignore[arg-type]
+    session = Session(cfg, state, transports={host.name: sshd.transport(name=host.name)}, **kw)  # type: ignore[arg-type]
     task = asyncio.create_task(session.run())
     try:
         end = time.monotonic() + 30
@@ -104,16 +108,21 @@ async def test_exo_and_mlx_lm_through_sshd(sshd: Sshd, ports: tuple[int, int, in
     exo, mlx, deep, huge = ports
     deep_url = f"http://127.0.0.1:{deep}/state"
     huge_url = f"http://127.0.0.1:{huge}/state"
-    host = HostConfig("mac1", ssh=SshTarget(sshd.host, sshd.user, sshd.port),
-                      inference=(deep_url, huge_url))
+    host = HostConfig(
+        "mac1", ssh=SshTarget(sshd.host, sshd.user, sshd.port), inference=(deep_url, huge_url)
+    )
     exo_url = f"http://127.0.0.1:{exo}/state"
     mlx_url = f"http://127.0.0.1:{mlx}/v1/models"
 
     def ready(st: FabricState) -> bool:
         # every server read, and a frame after that (rates come with the next frame)
         h = st.hosts["mac1"]
-        return (h.sample is not None and h.rates is not None
-                and len(h.sample.inference) == 4 and {exo_url, mlx_url} <= set(h.rates.inference))
+        return (
+            h.sample is not None
+            and h.rates is not None
+            and len(h.sample.inference) == 4
+            and {exo_url, mlx_url} <= set(h.rates.inference)
+        )
 
     state = await _run(sshd, host, ready, discovery_ports=(exo, mlx))
     hs = state.hosts["mac1"]
@@ -122,13 +131,16 @@ async def test_exo_and_mlx_lm_through_sshd(sshd: Sshd, ports: tuple[int, int, in
     assert list(by_url) == [deep_url, huge_url, exo_url, mlx_url]  # configured, then by port
 
     e = by_url[exo_url]
-    assert (e.server, e.error, e.model) == ("exo", None,
-                                            "mlx-community/Llama-3.3-70B-Instruct-4bit")
+    assert (e.server, e.error, e.model) == (
+        "exo",
+        None,
+        "mlx-community/Llama-3.3-70B-Instruct-4bit",
+    )
     assert e.cluster is not None
     assert [n.name for n in e.cluster.nodes] == ["studio-1", "studio-2"]
-    assert sorted((r.start_layer, r.end_layer, r.status)
-                  for r in e.cluster.instances[0].runners) == [
-        (0, 40, "RunnerRunning"), (40, 80, "RunnerReady")]
+    assert sorted(
+        (r.start_layer, r.end_layer, r.status) for r in e.cluster.instances[0].runners
+    ) == [(0, 40, "RunnerRunning"), (40, 80, "RunnerReady")]
     m = by_url[mlx_url]
     assert (m.server, m.error, m.model) == ("mlx_lm", None, "mlx-community/Qwen3-30B-A3B-4bit")
 

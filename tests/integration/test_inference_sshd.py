@@ -47,21 +47,20 @@ class _Vllm(QuietHandler):
         self.reply(body)
 
 
-
 @pytest.fixture
 def vllm_port() -> Iterator[int]:
     with serve(_Vllm) as port:
         yield port
 
 
-async def _run(sshd: Sshd, host: HostConfig, ready: Callable[[FabricState], bool],
-               **kw: object) -> FabricState:
+async def _run(
+    sshd: Sshd, host: HostConfig, ready: Callable[[FabricState], bool], **kw: object
+) -> FabricState:
     """Collect ``host`` until ``ready`` holds (30 s at most): a starved machine takes longer,
     it never gets fewer polls."""
     cfg = Config(hosts=[host], interval=0.5)
     state = FabricState(cfg.hosts)
-    session = Session(cfg, state, transports={host.name: sshd.transport(name=host.name)},
-                      **kw)  # type: ignore[arg-type]
+    session = Session(cfg, state, transports={host.name: sshd.transport(name=host.name)}, **kw)  # type: ignore[arg-type]
     task = asyncio.create_task(session.run())
     try:
         end = time.monotonic() + 30
@@ -93,15 +92,20 @@ def _gen_rates(state: FabricState, name: str, url: str) -> list[float]:
 async def test_configured_url_token_rate_through_sshd(sshd: Sshd, vllm_port: int) -> None:
     url = f"http://127.0.0.1:{vllm_port}/metrics"
     host = HostConfig("gpu1", ssh=_target(sshd), inference=(url,))
-    state = await _run(sshd, host, lambda st: len(_gen_rates(st, "gpu1", url)) >= 3,
-                       discover_inference=False)
+    state = await _run(
+        sshd, host, lambda st: len(_gen_rates(st, "gpu1", url)) >= 3, discover_inference=False
+    )
     rates = _readings(state, "gpu1")[url]
     gen, prompt = rates["generated_tokens_per_s"], rates["prompt_tokens_per_s"]
     assert gen is not None and abs(gen - GEN_RATE) / GEN_RATE < 0.02, gen
     assert prompt is not None and abs(prompt - PROMPT_RATE) / PROMPT_RATE < 0.02, prompt
     inf = state.hosts["gpu1"].sample.inference[0]  # type: ignore[union-attr]
     assert (inf.server, inf.model, inf.requests_running, inf.requests_waiting) == (
-        "vllm", "m", 7.0, 2.0)
+        "vllm",
+        "m",
+        7.0,
+        2.0,
+    )
     # every rate the history kept agrees, not only the last one
     shown = _gen_rates(state, "gpu1", url)
     assert len(shown) >= 3
@@ -114,8 +118,12 @@ async def test_discovery_finds_the_server_without_config(sshd: Sshd, vllm_port: 
     closed = free_port()
     host = HostConfig("gpu2", ssh=_target(sshd))
     url = f"http://127.0.0.1:{vllm_port}/metrics"
-    state = await _run(sshd, host, lambda st: bool(_gen_rates(st, "gpu2", url)),
-                       discovery_ports=(closed, vllm_port))
+    state = await _run(
+        sshd,
+        host,
+        lambda st: bool(_gen_rates(st, "gpu2", url)),
+        discovery_ports=(closed, vllm_port),
+    )
     rates = _readings(state, "gpu2")
     assert list(rates) == [url]  # the closed port is not shown as a server
     gen = rates[url]["generated_tokens_per_s"]

@@ -40,8 +40,7 @@ BAD = "node3"
 class _Via(Transport):
     """A simulated host whose /metrics come from somewhere else (a real server, a page)."""
 
-    def __init__(self, inner: Transport,
-                 http: Callable[[str, int, str, float], Any]) -> None:
+    def __init__(self, inner: Transport, http: Callable[[str, int, str, float], Any]) -> None:
         self.inner, self.name, self._http = inner, inner.name, http
 
     async def connect(self) -> None:
@@ -70,11 +69,17 @@ def _config(**bad: Any) -> Config:
 
 
 @contextlib.asynccontextmanager
-async def _running(cfg: Config, transports: dict[str, Transport] | None = None,
-                   **kw: Any) -> AsyncIterator[tuple[Session, asyncio.Task[None]]]:
+async def _running(
+    cfg: Config, transports: dict[str, Transport] | None = None, **kw: Any
+) -> AsyncIterator[tuple[Session, asyncio.Task[None]]]:
     state = fabric_state(cfg)
-    s = Session(cfg, state, transports=transports or dict(demo_transports(cfg)),
-                discover_inference=False, **kw)
+    s = Session(
+        cfg,
+        state,
+        transports=transports or dict(demo_transports(cfg)),
+        discover_inference=False,
+        **kw,
+    )
     task = asyncio.create_task(s.run())
     try:
         yield s, task
@@ -96,8 +101,9 @@ def _frames(state: FabricState) -> dict[str, int]:
     return {n: h.frames for n, h in state.hosts.items()}
 
 
-async def _others_keep_streaming(state: FabricState, task: asyncio.Task[None],
-                                 timeout: float = 40 * IVAL) -> None:
+async def _others_keep_streaming(
+    state: FabricState, task: asyncio.Task[None], timeout: float = 40 * IVAL
+) -> None:
     # Three more frames from every other host: waited for, not slept for (a starved
     # machine takes longer, it does not fail).
     before = _frames(state)
@@ -147,8 +153,11 @@ async def test_a_frame_step_that_raises_marks_its_host_failing_and_spares_the_re
         broken["on"] = False
         await _until(lambda: st.hosts[BAD].status == UP, 10, f"{BAD} up again")
         assert st.hosts[BAD].error is None
-        await _until(lambda: not any(f.rule == "host_failing" for f in st.findings), 5,
-                     "the failing finding cleared")
+        await _until(
+            lambda: not any(f.rule == "host_failing" for f in st.findings),
+            5,
+            "the failing finding cleared",
+        )
 
 
 async def test_a_metrics_parser_that_raises_costs_that_url_only(
@@ -161,8 +170,11 @@ async def test_a_metrics_parser_that_raises_costs_that_url_only(
     cfg = demo_config(IVAL, "healthy")  # node1 serves /metrics in the simulation
     async with _running(cfg) as (s, task):
         st = s.state
-        await _until(lambda: bool(st.hosts["node1"].sample and
-                                  st.hosts["node1"].sample.inference), 10, "a reading")
+        await _until(
+            lambda: bool(st.hosts["node1"].sample and st.hosts["node1"].sample.inference),
+            10,
+            "a reading",
+        )
         await _others_keep_streaming(st, task)
         hs = st.hosts["node1"]
         (reading,) = hs.sample.inference  # type: ignore[union-attr]
@@ -186,7 +198,6 @@ class _InfCounters(QuietHandler):
         self.reply(body)
 
 
-
 @pytest.fixture
 def inf_port() -> Iterator[int]:
     with serve(_InfCounters) as port:
@@ -201,8 +212,11 @@ async def test_inf_and_minus_inf_counters_on_a_real_server_stop_nothing(inf_port
     transports: dict[str, Transport] = {**sims, BAD: _Via(sims[BAD], real.http_get)}
     async with _running(cfg, transports) as (s, task):
         st = s.state
-        await _until(lambda: bool(st.hosts[BAD].sample and st.hosts[BAD].sample.inference),
-                     10, "a reading of the +Inf/-Inf page")
+        await _until(
+            lambda: bool(st.hosts[BAD].sample and st.hosts[BAD].sample.inference),
+            10,
+            "a reading of the +Inf/-Inf page",
+        )
         await _others_keep_streaming(st, task)
         hs = st.hosts[BAD]
         assert hs.status == UP and hs.frames >= 3, (hs.status, hs.error)
@@ -253,9 +267,11 @@ async def test_a_collector_task_that_dies_is_said_and_restarted(
 
 def _huge_page(mb: float) -> bytes:
     """A vLLM-shaped /metrics page of about ``mb`` MB (one series per label value)."""
-    head = ("# TYPE vllm:generation_tokens_total counter\n"
-            'vllm:generation_tokens_total{model_name="m"} 1000\n'
-            "# TYPE vllm:num_requests_running gauge\n")
+    head = (
+        "# TYPE vllm:generation_tokens_total counter\n"
+        'vllm:generation_tokens_total{model_name="m"} 1000\n'
+        "# TYPE vllm:num_requests_running gauge\n"
+    )
     line = 'vllm:num_requests_running{{model_name="m",replica="{:08d}"}} 1.0\n'
     n = int(mb * 1e6 / len(line.format(0)))
     return (head + "".join(line.format(i) for i in range(n))).encode()
@@ -304,8 +320,10 @@ async def test_a_15_mb_metrics_page_does_not_delay_other_hosts() -> None:
     edges = [t0, *witness, t1]  # a stall at either end of the window counts too
     gaps = [b - a for a, b in itertools.pairwise(edges)]
     worst = max(gaps)
-    print(f"15 MB /metrics on {BAD}: {len(polls)} polls in {t1 - t0:.1f} s; largest gap "
-          f"between node2's frames {worst:.2f} s at a {IVAL} s interval")
+    print(
+        f"15 MB /metrics on {BAD}: {len(polls)} polls in {t1 - t0:.1f} s; largest gap "
+        f"between node2's frames {worst:.2f} s at a {IVAL} s interval"
+    )
     assert not ended
     assert len(witness) >= 8 and worst < 4 * IVAL, (worst, gaps)
     # The page itself was read, off the loop (or given up on after the deadline, said so).
@@ -318,8 +336,9 @@ async def test_the_session_stamps_each_frame_with_the_operator_wall_clock(
     seen: list[float | None] = []
     real = pipeline.Pipeline.apply_frame
 
-    def apply_frame(self: pipeline.Pipeline, host: str, frame: Frame,
-                    arrived_unix: float | None = None) -> Any:
+    def apply_frame(
+        self: pipeline.Pipeline, host: str, frame: Frame, arrived_unix: float | None = None
+    ) -> Any:
         seen.append(arrived_unix)
         return real(self, host, frame, arrived_unix=arrived_unix)
 

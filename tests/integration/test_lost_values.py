@@ -25,13 +25,21 @@ HUGE = "7" * 5000
 
 
 @pytest.mark.parametrize("probe", ["sh", "python"])
-@pytest.mark.parametrize(("file", "link_id", "counter", "metric"), [
-    (f"{PORT}/symbol_error", "mlx5_0/1", "symbol_error", "rx_phy_errors"),
-    # a netdev without ethtool statistics: its drops are the sysfs statistics' own
-    ("sys/class/net/veth9/statistics/rx_dropped", "veth9", "rx_dropped", "rx_discards"),
-])
+@pytest.mark.parametrize(
+    ("file", "link_id", "counter", "metric"),
+    [
+        (f"{PORT}/symbol_error", "mlx5_0/1", "symbol_error", "rx_phy_errors"),
+        # a netdev without ethtool statistics: its drops are the sysfs statistics' own
+        ("sys/class/net/veth9/statistics/rx_dropped", "veth9", "rx_dropped", "rx_discards"),
+    ],
+)
 def test_a_value_too_long_is_named_and_its_sum_is_unknown(
-    probe: str, file: str, link_id: str, counter: str, metric: str, node: Path,
+    probe: str,
+    file: str,
+    link_id: str,
+    counter: str,
+    metric: str,
+    node: Path,
     run_probe: list[Probe],
 ) -> None:
     veth = node / "sys/class/net/veth9"

@@ -78,8 +78,10 @@ async def test_shown_rate_matches_iperf3(bed: Testbed) -> None:
     received = doc["end"]["sum_received"]["bits_per_second"]
     tx = steady_mean(w.of("h1"), "eth0", "tx_bps", t0, t1)
     rx = steady_mean(w.of("h2"), "eth0", "rx_bps", t0, t1)
-    print(f"iperf3 sent {sent / 1e6:.1f} Mb/s, received {received / 1e6:.1f} Mb/s; "
-          f"fabtop h1 eth0 tx {tx / 1e6:.1f} Mb/s, h2 eth0 rx {rx / 1e6:.1f} Mb/s")
+    print(
+        f"iperf3 sent {sent / 1e6:.1f} Mb/s, received {received / 1e6:.1f} Mb/s; "
+        f"fabtop h1 eth0 tx {tx / 1e6:.1f} Mb/s, h2 eth0 rx {rx / 1e6:.1f} Mb/s"
+    )
     assert 700e6 < sent < 900e6  # the run was at the asked rate, or this proves nothing
     assert abs(tx / sent - 1) < 0.05
     assert abs(rx / received - 1) < 0.05
@@ -126,9 +128,11 @@ async def test_switch_loss_shows_as_rx_tx_packet_gap(bed: Testbed) -> None:
     # iperf3 also counts datagrams h2's socket dropped itself (full receive buffer):
     # those crossed the switch and eth0, so they are not part of the rx/tx gap.
     on_wire = lost - rcvbuf
-    print(f"5 % drop at the switch: iperf3 sent {sent}, lost {lost} ({rcvbuf} of them in h2's "
-          f"socket, {100 * on_wire / sent:.2f} % on the wire); switch dropped {dropped}; "
-          f"fabtop h1 tx {tx:.0f}, h2 rx {rx:.0f}, gap {gap:.0f} ({100 * gap / tx:.2f} %)")
+    print(
+        f"5 % drop at the switch: iperf3 sent {sent}, lost {lost} ({rcvbuf} of them in h2's "
+        f"socket, {100 * on_wire / sent:.2f} % on the wire); switch dropped {dropped}; "
+        f"fabtop h1 tx {tx:.0f}, h2 rx {rx:.0f}, gap {gap:.0f} ({100 * gap / tx:.2f} %)"
+    )
     assert 3.0 < 100 * on_wire / sent < 7.0  # the switch really dropped about 5 %
     assert sent <= round(tx) < sent * 1.01  # h1's eth0 carried the datagrams (and control)
     # The gap is the switch's own drop count: only frames the bridge itself sends to h2
@@ -150,13 +154,17 @@ async def test_link_down_shows_within_two_ticks_and_comes_back(bed: Testbed) -> 
         try:
             seen = await w.until(
                 lambda: any(t.states.get("eth0") == "down" for t in w.of("h2", t_down)),
-                3.0, "h2 eth0 shown down")
+                3.0,
+                "h2 eth0 shown down",
+            )
         finally:
             bed.set_link("h2", "eth0", True)
         t_up = time.monotonic()
         back = await w.until(
             lambda: any(t.states.get("eth0") == "up" for t in w.of("h2", t_up)),
-            3.0, "h2 eth0 shown up again")
+            3.0,
+            "h2 eth0 shown up again",
+        )
         await w.frames("h1", 1)
     print(f"link down shown after {seen - t_down:.2f} s, up after {back - t_up:.2f} s")
     assert seen - t_down <= 2.2 and back - t_up <= 2.2

@@ -220,8 +220,7 @@ def _tree(frame: Frame, kind: str) -> dict[str, str]:
         assert c.schema is not None and c.values is not None and c.values.vals is not None
         vals = c.values.vals
         assert len(vals) == len(c.schema.names)
-        out.update({n: str(v) for n, v in zip(c.schema.names, vals, strict=True)
-                    if v is not None})
+        out.update({n: str(v) for n, v in zip(c.schema.names, vals, strict=True) if v is not None})
     return out
 
 
@@ -738,9 +737,13 @@ esac
     )
     probe = _start(run_probe, _shell_argv("dash", _args(node)), node)
     first, second = probe.frames(2)
-    for kind, word in (("dcb_pfc", "pg-pfc"), ("dcb_apptrust", "order:"),
-                       ("dcb_app", "dscp-prio"), ("dcb_ets", "prio-tc"),
-                       ("dcb_buffer", "total-size")):  # fmt: skip
+    for kind, word in (
+        ("dcb_pfc", "pg-pfc"),
+        ("dcb_apptrust", "order:"),
+        ("dcb_app", "dscp-prio"),
+        ("dcb_ets", "prio-tc"),
+        ("dcb_buffer", "total-size"),
+    ):
         sec = first.find(kind, "eth0")
         assert sec is not None and sec.status == "ok" and word in sec.text, kind
         assert second.find(kind) is None, kind  # slow cadence

@@ -40,8 +40,9 @@ def test_both_probes_give_each_link_its_addresses(
     fab = Fabric(demo_hosts())
     root = tmp_path / "sim3"
     tree.write(fab.hosts["node3"], root, t=5.0)
-    args = replace(_args(node), sysfs=str(root / "sys"), path=(str(root / "bin"),),
-                   probe=probe, max_frames=1)  # fmt: skip
+    args = replace(
+        _args(node), sysfs=str(root / "sys"), path=(str(root / "bin"),), probe=probe, max_frames=1
+    )
     (frame,) = _run(args, node, run_probe, 1)
     sec = frame.find("ip_addr")
     assert sec is not None and sec.status == "ok"
@@ -66,10 +67,14 @@ def test_a_node_without_ip_leaves_addresses_unknown(
     for impl in ("sh", "python"):
         if impl == "python":
             (bare / "python3").symlink_to(sys.executable)
-        args = replace(_args(node), sysfs=str(root / "sys"), path=(str(root / "bin"),),
-                       probe=impl, max_frames=1)  # fmt: skip
-        probe = _start(run_probe, ["sh", "-s", "--", *build_argv(args)], node,
-                       env_path=str(bare))  # fmt: skip
+        args = replace(
+            _args(node),
+            sysfs=str(root / "sys"),
+            path=(str(root / "bin"),),
+            probe=impl,
+            max_frames=1,
+        )
+        probe = _start(run_probe, ["sh", "-s", "--", *build_argv(args)], node, env_path=str(bare))
         (frame,) = probe.frames(1, deadline_s=15)
         sec = frame.find("ip_addr")
         assert sec is not None and (sec.status, sec.detail) == ("missing", "ip"), impl

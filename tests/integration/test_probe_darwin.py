@@ -82,8 +82,13 @@ def _run(shell: list[str], args: ProbeArgs, timeout: float = 30) -> bytes:
     """The probe as a transport runs it: its own session, the script on stdin, and stdin
     kept open until it is done (stdin's EOF ends the probe)."""
     argv = shell + local_command(args)[1:]
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert p.stdin is not None
     p.stdin.write(probe_script().encode())
     p.stdin.flush()
@@ -151,10 +156,17 @@ def _check_captured_values(s: HostSample) -> None:
     assert mac.bridges == {"bridge0": ("en2", "en3", "en4")}
     assert mac.thunderbolt_ports == ("en1", "en2", "en6")
     assert (mac.thermal_source, mac.thermal_pressure, mac.cpu_speed_limit_pct) == (
-        "pmset", "throttled", 62)
+        "pmset",
+        "throttled",
+        62,
+    )
     en6 = s.links["en6"]
     assert (en6.rdma_device, en6.state, en6.link_layer, en6.kind) == (
-        "rdma_en6", "down", "Thunderbolt", "tb")
+        "rdma_en6",
+        "down",
+        "Thunderbolt",
+        "tb",
+    )
     assert s.warnings == []
 
 
@@ -177,8 +189,15 @@ def test_darwin_path_under_each_shell(shell: str, mac: Path) -> None:
 def test_hung_tool_is_bounded_and_huge_output_capped(mac: Path) -> None:
     _tool(mac, "netstat", "exec sleep 30\n")
     _tool(mac, "ifconfig", "yes 'x' | head -c 300000\n")
-    args = ProbeArgs(interval_ms=500, path=(str(mac),), max_frames=3, slow_ticks=100,
-                     timeout_s=0.5, section_bytes=65536, frame_bytes=1 << 20)
+    args = ProbeArgs(
+        interval_ms=500,
+        path=(str(mac),),
+        max_frames=3,
+        slow_ticks=100,
+        timeout_s=0.5,
+        section_bytes=65536,
+        frame_bytes=1 << 20,
+    )
     start = time.monotonic()
     frames = _frames(_run(["sh"], args, timeout=40))
     assert time.monotonic() - start < 10
@@ -206,8 +225,12 @@ def test_macmon_gives_the_gpu_and_thermal_source(mac: Path) -> None:
 def test_probe_ends_with_its_connection(mac: Path) -> None:
     """stdin EOF (the channel gone) ends the zsh probe and everything it started."""
     args = ProbeArgs(interval_ms=200, path=(str(mac),), slow_ticks=100)
-    p = subprocess.Popen(["sh", *local_command(args)[1:]], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        ["sh", *local_command(args)[1:]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert p.stdin is not None and p.stdout is not None
     p.stdin.write(probe_script().encode())
     p.stdin.flush()
@@ -223,8 +246,9 @@ def test_probe_ends_with_its_connection(mac: Path) -> None:
     left = ""
     while time.monotonic() < deadline:
         # Processes of the probe's group still alive (zombies aside: init reaps them).
-        ps = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(p.pid)],
-                            capture_output=True, text=True).stdout
+        ps = subprocess.run(
+            ["ps", "-o", "pid=,stat=,args=", "-g", str(p.pid)], capture_output=True, text=True
+        ).stdout
         left = "\n".join(ln for ln in ps.splitlines() if ln.split()[1:2] != ["Z"])
         if not left:
             break
@@ -235,8 +259,9 @@ def test_probe_ends_with_its_connection(mac: Path) -> None:
 
 def test_linux_node_is_not_taken_for_a_mac(mac: Path) -> None:
     _tool(mac, "uname", "echo Linux\n")
-    args = ProbeArgs(interval_ms=200, path=(str(mac),), max_frames=1, probe="sh", gpu="off",
-                     sysfs="/nonexistent")
+    args = ProbeArgs(
+        interval_ms=200, path=(str(mac),), max_frames=1, probe="sh", gpu="off", sysfs="/nonexistent"
+    )
     frames = _frames(_run(["dash"], args))
     assert not any(s.kind == "netstat_i" for s in frames[0].sections)
 
@@ -260,7 +285,8 @@ async def test_sshd_runs_the_darwin_path(mac: Path, sshd: Sshd) -> None:
 
 
 def test_ifaces_argument_keeps_only_those_interfaces(mac: Path) -> None:
-    args = ProbeArgs(interval_ms=200, path=(str(mac),), max_frames=2, slow_ticks=100,
-                     interfaces=("en0",))
+    args = ProbeArgs(
+        interval_ms=200, path=(str(mac),), max_frames=2, slow_ticks=100, interfaces=("en0",)
+    )
     s = _last_sample(_frames(_run(["dash"], args)))
     assert {n for n, lk in s.links.items() if lk.counters} == {"en0"}

@@ -82,13 +82,33 @@ def _comparable(s: HostSample) -> dict[str, object]:
     """Everything a sample says, less the times and the probe's own notes."""
     links = {
         lid: (
-            ln.netdev, ln.rdma_device, ln.port, ln.link_layer, ln.state, ln.rate_gbps, ln.mtu,
-            ln.driver, ln.driver_version, ln.firmware, ln.pcie, ln.temperature_c, ln.physical,
-            ln.kind, ln.counters, ln.metrics, sorted(ln.saturated), ln.qos,
-            ln.gids, ln.gids_truncated, ln.port_state, ln.phys_state, ln.sm_lid, ln.node_type,
+            ln.netdev,
+            ln.rdma_device,
+            ln.port,
+            ln.link_layer,
+            ln.state,
+            ln.rate_gbps,
+            ln.mtu,
+            ln.driver,
+            ln.driver_version,
+            ln.firmware,
+            ln.pcie,
+            ln.temperature_c,
+            ln.physical,
+            ln.kind,
+            ln.counters,
+            ln.metrics,
+            sorted(ln.saturated),
+            ln.qos,
+            ln.gids,
+            ln.gids_truncated,
+            ln.port_state,
+            ln.phys_state,
+            ln.sm_lid,
+            ln.node_type,
         )
         for lid, ln in s.links.items()
-    }  # fmt: skip
+    }
     sections = sorted(
         (x.kind, x.subject or "", x.status, x.detail or "")
         for x in s.sections
@@ -142,9 +162,15 @@ def test_hw_counters_no_rule_reads_come_on_slow_ticks_and_make_no_rate(
     # Each hw_counters read is a firmware query on real hardware: per tick only what a
     # rule reads (collectors.normalize.IB_HW_TICK), the rest with the slow sources.
     root = _sim_node(tmp_path)
-    args = replace(_args(node), sysfs=str(root / "sys"), path=(str(root / "bin"),),
-                   max_frames=3, slow_ticks=100000, probe="python",
-                   ib_hw_tick=IB_HW_TICK)  # fmt: skip
+    args = replace(
+        _args(node),
+        sysfs=str(root / "sys"),
+        path=(str(root / "bin"),),
+        max_frames=3,
+        slow_ticks=100000,
+        probe="python",
+        ib_hw_tick=IB_HW_TICK,
+    )
     frames = _run(args, node, run_probe, 3)
     tick = _tree(frames[1], "sysib")
     hw_tick = {r.rsplit("/", 1)[1] for r in tick if "/hw_counters/" in r}
@@ -197,17 +223,23 @@ def test_auto_runs_the_fast_probe_and_sh_or_a_node_without_python3_the_sh_probe(
         found = shutil.which(tool)
         assert found is not None
         (bare / tool).symlink_to(found)
-    probe = _start(run_probe, ["sh", "-s", "--", *build_argv(_fast(node, probe="auto"))], node,
-                   env_path=str(bare))  # fmt: skip
+    probe = _start(
+        run_probe,
+        ["sh", "-s", "--", *build_argv(_fast(node, probe="auto"))],
+        node,
+        env_path=str(bare),
+    )
     frames = probe.frames(2)
     assert len(frames) == 2 and _impl(frames[0]) == "sh"
     assert "eth0/statistics/rx_bytes 1000" in frames[0].find("sysnet").text  # type: ignore[union-attr]
     # probe=python where there is none: refused with a line that says why.
     p = subprocess.run(
         ["sh", "-s", "--", *build_argv(_fast(node))],
-        input=probe_script().encode(), capture_output=True, timeout=10,
+        input=probe_script().encode(),
+        capture_output=True,
+        timeout=10,
         env={"PATH": str(bare), "HOME": str(tmp_path)},
-    )  # fmt: skip
+    )
     assert p.returncode == 2 and p.stdout == b""
     assert b"probe=python: no python3 of 3.6 or newer on this node" in p.stderr
 
@@ -220,8 +252,10 @@ def test_the_fast_probe_refuses_what_the_sh_probe_refuses(word: str, tmp_path: P
     argv = [w for w in build_argv(ProbeArgs(probe="python")) if w.split("=")[0] != key]
     p = subprocess.run(
         [sys.executable, str(REPO / "collectors/probe_fast.py"), *argv, word],
-        capture_output=True, timeout=10, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        timeout=10,
+        stdin=subprocess.DEVNULL,
+    )
     assert p.returncode == 2 and p.stdout == b""
     assert p.stderr.startswith(b"fabtop-probe: ")
 
@@ -234,8 +268,11 @@ def _threads(pids: list[int]) -> str:
             for t in sorted(os.listdir(f"/proc/{p}/task")):
                 st = Path(f"/proc/{p}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
                 wchan = Path(f"/proc/{p}/task/{t}/wchan").read_text()
-                sig = [ln for ln in Path(f"/proc/{p}/task/{t}/status").read_text().splitlines()
-                       if ln.startswith(("SigPnd", "ShdPnd", "SigBlk", "PPid"))]
+                sig = [
+                    ln
+                    for ln in Path(f"/proc/{p}/task/{t}/status").read_text().splitlines()
+                    if ln.startswith(("SigPnd", "ShdPnd", "SigBlk", "PPid"))
+                ]
                 start = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[19])
                 up = float(Path("/proc/uptime").read_text().split()[0])
                 age = up - start / os.sysconf("SC_CLK_TCK")
@@ -320,8 +357,9 @@ def test_the_fast_probe_runs_on_the_oldest_python3_ci_installs(
         skip_or_fail("pypy3 not installed (apt-get install pypy3)")
     assert pypy is not None
     args = _fast(node, max_frames=2, slow_ticks=100000)
-    probe = _start(run_probe, [pypy, str(REPO / "collectors/probe_fast.py"), *build_argv(args)],
-                   node)  # fmt: skip
+    probe = _start(
+        run_probe, [pypy, str(REPO / "collectors/probe_fast.py"), *build_argv(args)], node
+    )
     old = probe.frames(2, deadline_s=20)
     assert len(old) == 2 and probe.decoder.take_warnings() == []
     assert (_impl(old[0]) or "").startswith("python 3.9")
@@ -342,8 +380,14 @@ def test_real_netdevs_give_netlink_statistics_and_ethtool_ioctl_values(
         subprocess.run([*ip, "link", "add", "va", "type", "veth", "peer", "name", "vb"], check=True)
         subprocess.run([*ip, "link", "set", "va", "up"], check=True)
         subprocess.run([*ip, "link", "set", "vb", "up"], check=True)
-        args = ProbeArgs(interval_ms=200, interfaces=("va", "vb"), max_frames=4, gpu="off",
-                         probe="python", path=())  # fmt: skip
+        args = ProbeArgs(
+            interval_ms=200,
+            interfaces=("va", "vb"),
+            max_frames=4,
+            gpu="off",
+            probe="python",
+            path=(),
+        )
         # /sys of the namespace: `ip netns exec` mounts it for the netns.
         argv = ["ip", "netns", "exec", ns, "sh", "-s", "--", *build_argv(args)]
         probe = _start(run_probe, argv, tmp_path, env_path=SYSTEM_PATH + ":/usr/sbin:/sbin")
@@ -368,9 +412,18 @@ def test_real_netdevs_give_netlink_statistics_and_ethtool_ioctl_values(
         assert list(got.schema.names) == names(want) and len(names(want)) > 2
         net = _tree(frames[1], "sysnet")
         sysfs = subprocess.run(
-            ["ip", "netns", "exec", ns, "cat", "/sys/class/net/va/mtu",
-             "/sys/class/net/va/operstate"], capture_output=True, text=True,
-        ).stdout.split()  # fmt: skip
+            [
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "cat",
+                "/sys/class/net/va/mtu",
+                "/sys/class/net/va/operstate",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         assert [net["va/mtu"], net["va/operstate"]] == sysfs
         assert int(net["va/statistics/tx_packets"]) >= 0 and "va/statistics/rx_nohandler" in net
         notes = frames[1].find("probe").text  # type: ignore[union-attr]
@@ -396,14 +449,22 @@ def test_a_storm_in_a_tree_reaches_the_collector_as_a_watchdog_event(
     from fabtop.sim import HostConfig as SimHostConfig
 
     fab = Fabric.single(
-        [SimHostConfig(f"n{i}", roce_ports=1) for i in range(1, 4)], "pfc_storm",
-        target="n1", start_s=2.0,
-    )  # fmt: skip
+        [SimHostConfig(f"n{i}", roce_ports=1) for i in range(1, 4)],
+        "pfc_storm",
+        target="n1",
+        start_s=2.0,
+    )
     host = fab.hosts["n1"]
     root = tmp_path / "storm"
     tree.write(host, root, t=0.0)
-    args = replace(_args(node), sysfs=str(root / "sys"), path=(str(root / "bin"),),
-                   max_frames=0, slow_ticks=100000, probe="python")  # fmt: skip
+    args = replace(
+        _args(node),
+        sysfs=str(root / "sys"),
+        path=(str(root / "bin"),),
+        max_frames=0,
+        slow_ticks=100000,
+        probe="python",
+    )
     probe = _start(run_probe, ["sh", "-s", "--", *build_argv(args)], node)
     t0 = time.monotonic()
     events: list[Frame] = []

@@ -44,8 +44,18 @@ def _tool(node: Path, name: str, body: str) -> None:
 
 
 def _first_frame(node: Path, kind: str, as_nobody: bool = False, **kw: object) -> Frame:
-    args = replace(ProbeArgs(interval_ms=200, sysfs=str(node / "sys"), path=(str(node / "bin"),),
-                             timeout_s=1, max_frames=1, gpu="off", probe=kind), **kw)  # type: ignore[arg-type]
+    args = replace(
+        ProbeArgs(
+            interval_ms=200,
+            sysfs=str(node / "sys"),
+            path=(str(node / "bin"),),
+            timeout_s=1,
+            max_frames=1,
+            gpu="off",
+            probe=kind,
+        ),
+        **kw,
+    )  # type: ignore[arg-type]
     argv = local_command(args)
     if as_nobody:
         if shutil.which("setpriv") is None or os.geteuid() != 0:
@@ -107,15 +117,17 @@ def test_fw_sudo_reads_through_sudo_n(node: Path, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_ruleset_past_the_section_cap_is_truncated_never_half_read(
-    node: Path, kind: str
-) -> None:
+def test_a_ruleset_past_the_section_cap_is_truncated_never_half_read(node: Path, kind: str) -> None:
     if os.geteuid() != 0:
         skip_or_fail("reading the ruleset as root needs root")
     # 8 KiB of JSON into a 4 KiB section
-    _tool(node, "nft", 'printf \'{"nftables": [\'; i=0\nwhile [ $i -lt 200 ]; do '
-          'printf \'{"table": {"family": "inet", "name": "t%d", "handle": %d}}, \' $i $i; '
-          "i=$((i+1)); done\nprintf '{}]}\\n'\n")
+    _tool(
+        node,
+        "nft",
+        "printf '{\"nftables\": ['; i=0\nwhile [ $i -lt 200 ]; do "
+        'printf \'{"table": {"family": "inet", "name": "t%d", "handle": %d}}, \' $i $i; '
+        "i=$((i+1)); done\nprintf '{}]}\\n'\n",
+    )
     sec = _first_frame(node, kind, section_bytes=4096).find("firewall")
     assert sec is not None and sec.status == "truncated"
     fw = firewall_state(sec.status, sec.detail, sec.text)
@@ -129,9 +141,9 @@ def test_a_ruleset_on_one_line_past_64_kib_comes_whole(node: Path, kind: str) ->
     # nft prints its JSON on one line; a line's cap is 64 KiB: 3000 chains are ~300 KiB
     chains = ", ".join(
         f'{{"chain": {{"family": "inet", "table": "t", "name": "c{i}", "handle": {i}}}}}'
-        for i in range(3000))
-    doc = ('{"nftables": [{"table": {"family": "inet", "name": "t", "handle": 1}}, '
-           + chains + "]}")
+        for i in range(3000)
+    )
+    doc = '{"nftables": [{"table": {"family": "inet", "name": "t", "handle": 1}}, ' + chains + "]}"
     (node / "big.json").write_text(doc + "\n")
     _tool(node, "nft", f"cat {node / 'big.json'}\n")
     sec = _first_frame(node, kind).find("firewall")

@@ -36,8 +36,7 @@ def _gid_node(tmp_path: Path) -> Path:
     from fabtop.sim import Fabric, tree
     from fabtop.sim import HostConfig as SimHostConfig
 
-    cfg = SimHostConfig("n1", roce_ports=2, ib_port=True, ib_sm=False,
-                        roce_addrs=("ll6", "ipv4"))  # fmt: skip
+    cfg = SimHostConfig("n1", roce_ports=2, ib_port=True, ib_sm=False, roce_addrs=("ll6", "ipv4"))
     fab = Fabric([cfg, SimHostConfig("n2")])
     root = tmp_path / "gidnode"
     tree.write(fab.hosts["n1"], root, t=30.0)
@@ -51,8 +50,14 @@ def _gid_node(tmp_path: Path) -> Path:
 
 
 def _frames(root: Path, probe: str, started: list[Probe], path: str | None = None) -> list[Frame]:
-    args = replace(_args(root), sysfs=str(root / "sys"), path=(str(root / "bin"),),
-                   max_frames=2, slow_ticks=100000, probe=probe)  # fmt: skip
+    args = replace(
+        _args(root),
+        sysfs=str(root / "sys"),
+        path=(str(root / "bin"),),
+        max_frames=2,
+        slow_ticks=100000,
+        probe=probe,
+    )
     p = _start(started, _shell_argv("dash", args), root, *([path] if path else []))
     frames = p.frames(2, deadline_s=15)
     assert len(frames) == 2
@@ -65,8 +70,14 @@ def _samples(frames: list[Frame]) -> list[HostSample]:
 
 
 def _addressing(link: LinkSample) -> tuple[object, ...]:
-    return (link.gids, link.gids_truncated, link.port_state, link.phys_state, link.sm_lid,
-            link.node_type)
+    return (
+        link.gids,
+        link.gids_truncated,
+        link.port_state,
+        link.phys_state,
+        link.sm_lid,
+        link.node_type,
+    )
 
 
 @pytest.mark.parametrize("awk", ["mawk", "gawk", "busybox"])
@@ -94,12 +105,14 @@ def test_both_probes_send_populated_gids_capped_and_the_ib_ports_sm_lid(
     a, b = _samples(sh), _samples(fast)
     for sa, sb in zip(a, b, strict=True):
         assert {k: _addressing(v) for k, v in sa.links.items()} == {
-            k: _addressing(v) for k, v in sb.links.items()}
+            k: _addressing(v) for k, v in sb.links.items()
+        }
     second = a[1].links  # a tick without the slow section: the table carried over
     roce = second["enp65s0f0np0"]
     assert roce.gids is not None and not roce.gids_truncated
     assert [(g.index, g.type, g.netdev) for g in roce.gids] == [
-        (i, ("IB/RoCE v1", "RoCE v2")[i % 2], "enp65s0f0np0") for i in range(6)]
+        (i, ("IB/RoCE v1", "RoCE v2")[i % 2], "enp65s0f0np0") for i in range(6)
+    ]
     assert [g.index for g in roce.gids if g.ipv4_mapped and g.type == "RoCE v2"] == [5]
     assert roce.sm_lid == 0 and roce.port_state == "ACTIVE"  # RoCE: SM LID 0 by design
     assert roce.node_type == "CA"
@@ -107,6 +120,10 @@ def test_both_probes_send_populated_gids_capped_and_the_ib_ports_sm_lid(
     assert long.gids is not None and len(long.gids) == 64 and long.gids_truncated
     ib = second["mlx5_2/1"]
     assert (ib.link_layer, ib.port_state, ib.phys_state, ib.sm_lid) == (
-        "InfiniBand", "INIT", "LinkUp", 0)
+        "InfiniBand",
+        "INIT",
+        "LinkUp",
+        0,
+    )
     for s in (a[0], b[0]):
         assert any("GID table of mlx5_1/ports/1: more than 64" in w for w in s.warnings)

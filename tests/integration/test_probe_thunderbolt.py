@@ -33,9 +33,14 @@ C = "d2030000-0072-6b0e-23a4-1c9b3f5e8a03"
 
 
 def _tb_node(node: Path) -> None:
-    write(TbHost(A, xds=[Xd("1", B, "spark2", 40.0), Xd("2", C, "spark3", 20.0, 1,
-                                                          netdev="thunderbolt1")],
-                 dock=True), node / "sys")
+    write(
+        TbHost(
+            A,
+            xds=[Xd("1", B, "spark2", 40.0), Xd("2", C, "spark3", 20.0, 1, netdev="thunderbolt1")],
+            dock=True,
+        ),
+        node / "sys",
+    )
     bus = node / "sys/bus/thunderbolt/devices"
     (bus / "0-9;touch${IFS}pwned").mkdir()
 
@@ -58,11 +63,22 @@ def test_both_probes_read_the_bus_alike(probe: str, node: Path, run_probe: list[
     assert "0-1.0/key network" in text and "0-1.0/net/thunderbolt0 -" in text
     tb, warnings = _tb(frames)
     assert tb is not None
-    got = (tb.self_uid, tb.generation,  # type: ignore[attr-defined]
-           [(p.port, p.netdev, p.peer_uid, p.peer_name, p.rx_gbps_per_lane, p.rx_lanes)
-            for p in tb.peers])  # type: ignore[attr-defined]
-    assert got == (A, 4, [("0-1", "thunderbolt0", B, "spark2", 40.0, 2),
-                          ("0-2", "thunderbolt1", C, "spark3", 20.0, 1)])
+    got = (
+        tb.self_uid,
+        tb.generation,  # type: ignore[attr-defined]
+        [
+            (p.port, p.netdev, p.peer_uid, p.peer_name, p.rx_gbps_per_lane, p.rx_lanes)
+            for p in tb.peers
+        ],
+    )  # type: ignore[attr-defined]
+    assert got == (
+        A,
+        4,
+        [
+            ("0-1", "thunderbolt0", B, "spark2", 40.0, 2),
+            ("0-2", "thunderbolt1", C, "spark3", 20.0, 1),
+        ],
+    )
     assert any("refused thunderbolt name" in w for w in warnings)
     assert not (node / "pwned").exists()
 
@@ -100,8 +116,13 @@ def test_simulated_linux_pair_reads_through_the_real_probe(
     root = tmp_path / "sim3"
     tree.write(fab.hosts["node3"], root, t=5.0)
     assert os.path.isdir(root / "sys/bus/thunderbolt/devices/0-1.0/net/thunderbolt0")
-    args = replace(_args(node), sysfs=str(root / "sys"), path=(str(root / "bin"),),
-                   probe="python", max_frames=1)  # fmt: skip
+    args = replace(
+        _args(node),
+        sysfs=str(root / "sys"),
+        path=(str(root / "bin"),),
+        probe="python",
+        max_frames=1,
+    )
     frames = _run(args, node, run_probe, 1)
     pipe = Pipeline()
     s = pipe.apply_frame("node3", frames[0])[0]

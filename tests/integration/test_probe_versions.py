@@ -40,21 +40,29 @@ DPKG_FORMAT = "${db:Status-Abbrev} ${Version}\\n"  # what the probes must ask dp
 def _shims(node: Path, fixtures_dir: Path) -> str:
     """dpkg-query, ofed_info, nvidia-smi and cat (for /proc/driver/nvidia/version) shims."""
     bindir = node / "bin"
-    _write_tool(bindir, "dpkg-query", f"""
+    _write_tool(
+        bindir,
+        "dpkg-query",
+        f"""
 echo "$*" >> {node}/dpkg.log
 [ "$1 $2 $4" = "-W -f rdma-core" ] && [ "$3" = '{DPKG_FORMAT}' ] || exit 2
 echo "ii  2307mlnx47-1.2310119"
-""")
+""",
+    )
     ofed = CAPTURES / "ofed_info_s_mlnx_ofed_23.10_azure-hpc.txt"
     _write_tool(bindir, "ofed_info", f'[ "$1" = -s ] && cat "{ofed}"\n')
     nv = CAPTURES / "proc_driver_nvidia_version_open_580.95.05.txt"
     real_cat = shutil.which("cat")
-    _write_tool(bindir, "cat", f"""
+    _write_tool(
+        bindir,
+        "cat",
+        f"""
 case "$*" in
 /proc/driver/nvidia/version) exec {real_cat} "{nv}" ;;
 *) exec {real_cat} "$@" ;;
 esac
-""")
+""",
+    )
     return _nvidia_shim(node, fixtures_dir)
 
 
@@ -70,13 +78,19 @@ def nccl_process(tmp_path: Path) -> Iterator[None]:
     sys_lib.parent.mkdir(parents=True)
     for lib in (pip_lib, sys_lib):
         lib.write_bytes(b"\0" * mmap.PAGESIZE)
-    code = ("import mmap, sys\n"
-            "files = [open(p, 'rb') for p in sys.argv[1:]]\n"
-            "maps = [mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) for f in files]\n"
-            "print('mapped', flush=True)\n"
-            "sys.stdin.read()\n")  # fmt: skip
-    p = subprocess.Popen([sys.executable, "-c", code, str(pip_lib), str(sys_lib)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    code = (
+        "import mmap, sys\n"
+        "files = [open(p, 'rb') for p in sys.argv[1:]]\n"
+        "maps = [mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) for f in files]\n"
+        "print('mapped', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, str(pip_lib), str(sys_lib)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout is not None and p.stdout.readline().strip() == "mapped"
     try:
         yield
@@ -101,8 +115,14 @@ def test_both_probes_read_every_version_from_the_node(
     impl: str, node: Path, fixtures_dir: Path, nccl_process: None, run_probe: list[Probe]
 ) -> None:
     fields = _shims(node, fixtures_dir)
-    args = _args(node, probe=impl, gpu="auto", gpu_fields=tuple(fields.split(",")),
-                 timeout_s=5, slow_ticks=100000)  # fmt: skip
+    args = _args(
+        node,
+        probe=impl,
+        gpu="auto",
+        gpu_fields=tuple(fields.split(",")),
+        timeout_s=5,
+        slow_ticks=100000,
+    )
     frames = _first(_start(run_probe, ["sh", "-s", "--", *build_argv(args)], node))
     assert frames[1].find("rdma_core") is None  # slow cadence: carried by the pipeline
     v = _versions(frames)
@@ -138,8 +158,11 @@ def test_a_node_without_the_tools_says_each_version_unknown_and_why(
 def test_rdma_core_not_installed_is_unknown_not_an_error_text(
     node: Path, run_probe: list[Probe]
 ) -> None:
-    _write_tool(node / "bin", "dpkg-query",
-                'echo "dpkg-query: no packages found matching rdma-core" >&2; exit 1\n')
+    _write_tool(
+        node / "bin",
+        "dpkg-query",
+        'echo "dpkg-query: no packages found matching rdma-core" >&2; exit 1\n',
+    )
     args = _args(node, probe="sh", slow_ticks=100000)
     frames = _first(_start(run_probe, ["sh", "-s", "--", *build_argv(args)], node))
     sec = frames[0].find("rdma_core", "dpkg-query")

@@ -95,10 +95,13 @@ def prom(tmp_path: Path) -> Iterator[Prom]:
             stop[name] = exporter.close
             stack.callback(exporter.close)
         targets = {
-            "node": [f"localhost:{ports['node']}", f"127.0.0.1:{ports['c']}",
-                     f"127.0.0.1:{ports['d']}"],
+            "node": [
+                f"localhost:{ports['node']}",
+                f"127.0.0.1:{ports['c']}",
+                f"127.0.0.1:{ports['d']}",
+            ],
             "dcgm": [f"localhost:{ports['dcgm']}"],
-        }  # fmt: skip
+        }
         cfg = tmp_path / "prometheus.yml"
         cfg.write_text(
             "global: {scrape_interval: 1s, scrape_timeout: 1s}\nscrape_configs:\n"
@@ -110,16 +113,26 @@ def prom(tmp_path: Path) -> Iterator[Prom]:
         port = free_port()
         log = stack.enter_context((tmp_path / "prometheus.log").open("wb"))
         proc = subprocess.Popen(
-            [binary, f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                binary,
+                f"--config.file={cfg}",
+                f"--storage.tsdb.path={tmp_path / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         stack.callback(proc.wait, 20)
         stack.callback(proc.terminate)
         url = f"http://127.0.0.1:{port}"
         wait_for("4 targets up", lambda: sum(r["value"][1] == "1" for r in query(url, "up")) == 4)
-        wait_for("every series scraped", lambda: len(query(url, "node_ethtool_x")) == 1
-                 and len(query(url, "DCGM_FI_DEV_GPU_TEMP")) == 1)  # fmt: skip
+        wait_for(
+            "every series scraped",
+            lambda: (
+                len(query(url, "node_ethtool_x")) == 1
+                and len(query(url, "DCGM_FI_DEV_GPU_TEMP")) == 1
+            ),
+        )
         yield Prom(url, ports, stop)
 
 
@@ -154,10 +167,12 @@ async def test_a_real_prometheus_with_an_inf_sample_and_exporters_sharing_machin
 
     # One exporter goes: Prometheus marks its series stale; its host is forgotten later.
     prom.stop["d"]()
-    wait_for("d's series gone", lambda: all(
-        r["metric"]["instance"] != d
-        for r in query(prom.url, "node_ethtool_received_bytes_phy")
-    ))  # fmt: skip
+    wait_for(
+        "d's series gone",
+        lambda: all(
+            r["metric"]["instance"] != d for r in query(prom.url, "node_ethtool_received_bytes_phy")
+        ),
+    )
     clock.t += 10
     await src.poll_once()
     assert d in st.hosts  # kept for forget_after: it may come back

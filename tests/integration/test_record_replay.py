@@ -176,8 +176,13 @@ async def test_replay_findings_are_transitions_and_seeking_rebuilds_the_log(
 
 def _run_cli(*args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "fabtop", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "fabtop", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _frames(path: Path) -> int:
@@ -228,8 +233,7 @@ def test_sigint_closes_the_file_cleanly(tmp_path: Path) -> None:
     assert reader.header["config"]["interval"] == 1.0
     from fabtop.sim import demo_hosts
 
-    assert [h["name"] for h in reader.header["config"]["hosts"]] == [
-        h.name for h in demo_hosts()]
+    assert [h["name"] for h in reader.header["config"]["hosts"]] == [h.name for h in demo_hosts()]
 
 
 def test_full_disk_is_one_clear_line(tmp_path: Path) -> None:
@@ -244,9 +248,14 @@ def test_full_disk_is_one_clear_line(tmp_path: Path) -> None:
 
 def _snapshot(out: Path) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    subprocess.run([sys.executable, "-m", "fabtop", "snapshot", "-o", str(out),
-                    "--interval", "0.2"], cwd=REPO, env=env, check=False, capture_output=True,
-                   timeout=30)
+    subprocess.run(
+        [sys.executable, "-m", "fabtop", "snapshot", "-o", str(out), "--interval", "0.2"],
+        cwd=REPO,
+        env=env,
+        check=False,
+        capture_output=True,
+        timeout=30,
+    )
     doc: dict[str, object] = json.loads(out.read_text())
     return doc
 
@@ -271,13 +280,20 @@ def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
     if iperf is None:
         skip_or_fail("iperf3 is not installed (apt-get install iperf3)")
     port = "15201"
-    server = subprocess.Popen([iperf, "-s", "-1", "-B", "127.0.0.1", "-p", port],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [iperf, "-s", "-1", "-B", "127.0.0.1", "-p", port],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait_listening(int(port), 5.0)
         a = _snapshot(tmp_path / "a.json")
-        run = subprocess.run([iperf, "-c", "127.0.0.1", "-p", port, "-n", "200M", "--json"],
-                             check=True, capture_output=True, timeout=30)
+        run = subprocess.run(
+            [iperf, "-c", "127.0.0.1", "-p", port, "-n", "200M", "--json"],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
         # What the receiver got crossed lo; the tail still in socket buffers at the end may not.
         moved = json.loads(run.stdout)["end"]["sum_received"]["bytes"]
         assert moved >= 190e6
@@ -287,9 +303,22 @@ def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
         server.wait(5)
     assert a["schema"] == b["schema"] == "fabtop.snapshot/1"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-m", "fabtop", "diff", str(tmp_path / "a.json"),
-                          str(tmp_path / "b.json"), "--json"], cwd=REPO, env=env,
-                         capture_output=True, timeout=30, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fabtop",
+            "diff",
+            str(tmp_path / "a.json"),
+            str(tmp_path / "b.json"),
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
     rows = json.loads(out.stdout)["deltas"]
     lo = {r["metric"]: r["delta"] for r in rows if r["link"] == "lo"}
     assert lo.get("rx_bytes", 0) >= moved and lo.get("tx_bytes", 0) >= moved
@@ -299,9 +328,26 @@ def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
     out = tmp_path / "piped.fabrec"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with open(out, "wb") as f:
-        run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--demo-speed",
-                              "10", "--frames", "8", "-o", "-"], cwd=tmp_path, env=env,
-                             stdout=f, stderr=subprocess.PIPE, timeout=30)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fabtop",
+                "record",
+                "--demo",
+                "--demo-speed",
+                "10",
+                "--frames",
+                "8",
+                "-o",
+                "-",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=f,
+            stderr=subprocess.PIPE,
+            timeout=30,
+        )
     assert run.returncode == 0, run.stderr.decode()
     assert "to stdout" in run.stderr.decode()
     assert not (tmp_path / "-").exists()  # not a file named "-"
@@ -313,18 +359,39 @@ def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
     target = tmp_path / "runs" / "today.fabrec"
     link = tmp_path / "latest.fabrec"
     link.symlink_to(target)
-    run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--demo-speed",
-                          "10", "--frames", "7", "-o", str(link)], cwd=tmp_path, env=env,
-                         capture_output=True, timeout=30)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fabtop",
+            "record",
+            "--demo",
+            "--demo-speed",
+            "10",
+            "--frames",
+            "7",
+            "-o",
+            str(link),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=30,
+    )
     assert run.returncode == 0, run.stderr.decode()
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert RecordingReader(target).read_header()["schema"] == "fabtop.rec/2"
     # A loop of links is one line, exit 2.
     loop = tmp_path / "loop.fabrec"
     loop.symlink_to(loop)
-    run = subprocess.run([sys.executable, "-m", "fabtop", "record", "--demo", "--duration", "1",
-                          "-o", str(loop)], cwd=tmp_path, env=env, capture_output=True,
-                         timeout=30)
+    run = subprocess.run(
+        [sys.executable, "-m", "fabtop", "record", "--demo", "--duration", "1", "-o", str(loop)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=30,
+    )
     assert run.returncode == 2
     assert run.stderr.decode().strip().splitlines() == [
-        f"fabtop: {loop}: cannot write recording: Too many levels of symbolic links"]
+        f"fabtop: {loop}: cannot write recording: Too many levels of symbolic links"
+    ]

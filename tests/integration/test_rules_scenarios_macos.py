@@ -39,8 +39,10 @@ EXPECTED = {
     "rdma_no_ipv4": {("rdma_port_no_ipv4", "mac1/en3", "warning")},
     "tb_bridge_loop": {("tb_bridge_loop", f"mac{i}/bridge0", "critical") for i in (1, 2, 3)},
     "rdma_no_device": {("rdma_enabled_no_device", "mac2/rdma", "warning")},
-    "rdma_tb4": {("rdma_needs_tb5", "mac1/thunderbolt", "warning"),
-                 ("rdma_needs_tb5", "mac2/thunderbolt", "warning")},
+    "rdma_tb4": {
+        ("rdma_needs_tb5", "mac1/thunderbolt", "warning"),
+        ("rdma_needs_tb5", "mac2/thunderbolt", "warning"),
+    },
 }
 
 
@@ -66,8 +68,13 @@ def test_healthy_demo_with_its_macs_stays_quiet() -> None:
     m1 = state.hosts["mac1"].sample
     assert m1 is not None
     assert {n: lk.state for n, lk in m1.links.items() if lk.kind == "tb"} == {
-        "en2": "empty", "en3": "up", "en4": "up", "en5": "empty", "en6": "empty",
-        "en7": "empty"}
+        "en2": "empty",
+        "en3": "up",
+        "en4": "up",
+        "en5": "empty",
+        "en6": "empty",
+        "en7": "empty",
+    }
     from tui.rows.links import link_rows
 
     shown = {r.lid for r in link_rows(state, state.data_now(), 1.0) if r.host == "mac1"}
@@ -115,8 +122,21 @@ def test_a_two_mac_bridge_is_no_loop() -> None:
 @pytest.mark.parametrize("scenario", ["rdma_no_ipv4", "tb_bridge_loop"])
 def test_doctor_names_the_mac_rule(scenario: str) -> None:
     p = subprocess.run(
-        [sys.executable, "-m", "fabtop", "doctor", "--demo-scenario", scenario, "--window", "1",
-         "--json"], capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "fabtop",
+            "doctor",
+            "--demo-scenario",
+            scenario,
+            "--window",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     doc = json.loads(p.stdout)
     got = {(f["rule"], f["subject"], f["host"]) for f in doc["findings"]}
     assert {(r, s, s.split("/")[0]) for r, s, _ in EXPECTED[scenario]} <= got
@@ -126,20 +146,25 @@ def test_doctor_names_the_mac_rule(scenario: str) -> None:
 
 def _darwin_frame(seq: int, extra: str) -> str:
     ns = 1_700_000_000_000_000_000 + seq * 1_000_000_000
-    return (f"@@fabtop-frame {seq} {ns} {100 + seq}.0 {ns // 10**9}.000\n"
-            f"@@section netstat_i - {ns} ok\n"
-            "Name  Mtu   Network       Address            Ipkts Ierrs     Ibytes    Opkts Oerrs"
-            "     Obytes  Coll Drop\n"
-            "en0   1500  <Link#4>    a8:66:7f:dd:ee:ff  5708989     0 7295722068  3494252     0"
-            "  379533492     0 230\n"
-            f"{extra.replace('NS', str(ns))}"
-            f"@@section probe - {ns} ok\nimpl zsh-darwin 5.9\n@@end {seq}\n")
+    return (
+        f"@@fabtop-frame {seq} {ns} {100 + seq}.0 {ns // 10**9}.000\n"
+        f"@@section netstat_i - {ns} ok\n"
+        "Name  Mtu   Network       Address            Ipkts Ierrs     Ibytes    Opkts Oerrs"
+        "     Obytes  Coll Drop\n"
+        "en0   1500  <Link#4>    a8:66:7f:dd:ee:ff  5708989     0 7295722068  3494252     0"
+        "  379533492     0 230\n"
+        f"{extra.replace('NS', str(ns))}"
+        f"@@section probe - {ns} ok\nimpl zsh-darwin 5.9\n@@end {seq}\n"
+    )
 
 
-@pytest.mark.parametrize(("ibv", "severity"), [
-    ("@@section ibv_devinfo - NS missing ibv_devinfo\n", "info"),  # unknown: said, not calm
-    ("@@section ibv_devinfo - NS error rc=255\nNo IB devices found\n", "warning"),
-])
+@pytest.mark.parametrize(
+    ("ibv", "severity"),
+    [
+        ("@@section ibv_devinfo - NS missing ibv_devinfo\n", "info"),  # unknown: said, not calm
+        ("@@section ibv_devinfo - NS error rc=255\nNo IB devices found\n", "warning"),
+    ],
+)
 def test_rdma_enabled_without_devices_unknown_is_never_calm(ibv: str, severity: str) -> None:
     state = FabricState([Target("mac9")], rules=Evaluator())
     dec = FrameDecoder()
@@ -158,9 +183,11 @@ def test_tb4_rule_needs_rdma_switched_on_not_just_devices(rdma_ctl: str, fires: 
 
     mac = MacState("mac1")
     mac.conditions = frozenset({TB4})
-    extra = (f"@@section rdma_ctl - NS ok\n{rdma_ctl}\n"
-             f"@@section ibv_devinfo - NS ok\n{ibv_devinfo_text('mac1', mac)}\n"
-             f"@@section sp_thunderbolt - NS ok\n{sp_thunderbolt_text('mac1', mac)}\n")
+    extra = (
+        f"@@section rdma_ctl - NS ok\n{rdma_ctl}\n"
+        f"@@section ibv_devinfo - NS ok\n{ibv_devinfo_text('mac1', mac)}\n"
+        f"@@section sp_thunderbolt - NS ok\n{sp_thunderbolt_text('mac1', mac)}\n"
+    )
     state = FabricState([Target("mac1")], rules=Evaluator())
     dec = FrameDecoder()
     for seq in (1, 2):

@@ -157,9 +157,16 @@ async def test_silent_local_probe_goes_stale_then_down_then_restarts() -> None:
     rec = Recorder()
     t = LocalTransport("node5")
     runner = HostRunner(
-        "node5", t, script, [], rec.on_frame, rec.on_status,
-        backoff=FAST, stale_after=0.3, down_after=0.8,
-    )  # fmt: skip
+        "node5",
+        t,
+        script,
+        [],
+        rec.on_frame,
+        rec.on_status,
+        backoff=FAST,
+        stale_after=0.3,
+        down_after=0.8,
+    )
     task = asyncio.create_task(runner.run())
     try:
         await wait_until(lambda: rec.states.count("up") >= 2, 5, "second session up")
@@ -177,9 +184,17 @@ async def test_a_slow_first_frame_gets_twice_the_silence_before_a_reconnect() ->
     script = 'sleep 1.2; echo "@@fabtop-frame 1 1 1.00 1"; echo "@@end 1"; exec sleep 30\n'
     rec = Recorder()
     runner = HostRunner(
-        "node7", LocalTransport("node7"), script, [], rec.on_frame, rec.on_status,
-        backoff=FAST, stale_after=0.3, down_after=0.8, start_after=1.6,
-    )  # fmt: skip
+        "node7",
+        LocalTransport("node7"),
+        script,
+        [],
+        rec.on_frame,
+        rec.on_status,
+        backoff=FAST,
+        stale_after=0.3,
+        down_after=0.8,
+        start_after=1.6,
+    )
     task = asyncio.create_task(runner.run())
     try:
         await wait_until(lambda: "up" in rec.states, 5, "first frame")
@@ -191,9 +206,17 @@ async def test_a_slow_first_frame_gets_twice_the_silence_before_a_reconnect() ->
     # host's failure (it stays "connecting", started again at once), a second one is.
     rec = Recorder()
     runner = HostRunner(
-        "node8", LocalTransport("node8"), "exec sleep 30\n", [], rec.on_frame, rec.on_status,
-        backoff=FAST, stale_after=0.3, down_after=0.4, start_after=0.8,
-    )  # fmt: skip
+        "node8",
+        LocalTransport("node8"),
+        "exec sleep 30\n",
+        [],
+        rec.on_frame,
+        rec.on_status,
+        backoff=FAST,
+        stale_after=0.3,
+        down_after=0.4,
+        start_after=0.8,
+    )
     task = asyncio.create_task(runner.run())
     try:
         await wait_until(lambda: "down" in rec.states, 10, "given up twice")
@@ -203,7 +226,8 @@ async def test_a_slow_first_frame_gets_twice_the_silence_before_a_reconnect() ->
     assert rec.states[:2] == ["connecting", "down"], rec.states
     first, second = rec.statuses[0].error or "", rec.statuses[1].error or ""
     assert first.startswith("node8 (local): probe sent no frame in 0.") or first.startswith(
-        "node8 (local): probe sent no frame in 1."), first
+        "node8 (local): probe sent no frame in 1."
+    ), first
     assert "starting it again (that try waits 1.6 s)" in first, first
     assert rec.statuses[0].failures == 0 and rec.statuses[1].failures == 1
     assert "probe sent no frame in 1." in second or "probe sent no frame in 2." in second, second
@@ -256,8 +280,11 @@ async def test_collect_once_reports_missing_frames() -> None:
     with pytest.raises(TransportError, match="probe ended after 1 of 2 frames"):
         await collect_once(
             # stdin stays open after the script (the probe's lifeline): this one exits itself
-            LocalTransport("node7"), 'echo "@@fabtop-frame 1 1 1 1"; echo "@@end 1"; exit 0\n',
-            [], 2, 5
+            LocalTransport("node7"),
+            'echo "@@fabtop-frame 1 1 1 1"; echo "@@end 1"; exit 0\n',
+            [],
+            2,
+            5,
         )
 
 
@@ -268,9 +295,17 @@ async def test_a_probe_always_slower_to_start_than_the_deadline_still_comes_up()
     script = 'sleep 2; echo "@@fabtop-frame 1 1 1.00 1"; echo "@@end 1"; exec sleep 30\n'
     rec = Recorder()
     runner = HostRunner(
-        "node9", LocalTransport("node9"), script, [], rec.on_frame, rec.on_status,
-        backoff=FAST, stale_after=0.2, down_after=0.8, start_after=1.6,
-    )  # fmt: skip
+        "node9",
+        LocalTransport("node9"),
+        script,
+        [],
+        rec.on_frame,
+        rec.on_status,
+        backoff=FAST,
+        stale_after=0.2,
+        down_after=0.8,
+        start_after=1.6,
+    )
     task = asyncio.create_task(runner.run())
     try:
         await wait_until(lambda: "up" in rec.states, 15, "a first frame after a slow start")
@@ -280,8 +315,7 @@ async def test_a_probe_always_slower_to_start_than_the_deadline_still_comes_up()
     # The slow start was given up on once, and not taken for the host's failure.
     assert "down" not in rec.states and rec.states[-1] == "up", rec.states
     slow = [s.error or "" for s in rec.statuses if s.state == "connecting"]
-    assert slow and all("probe sent no frame" in e and "starting it again" in e
-                        for e in slow), slow
+    assert slow and all("probe sent no frame" in e and "starting it again" in e for e in slow), slow
 
 
 async def test_a_host_slow_to_start_does_not_hold_the_connect_gate() -> None:
@@ -290,17 +324,31 @@ async def test_a_host_slow_to_start_does_not_hold_the_connect_gate() -> None:
     gate = ConnectGate(1)
     rec_slow, rec_fast = Recorder(), Recorder()
     slow = HostRunner(
-        "slow", LocalTransport("slow"), "exec sleep 30\n", [], rec_slow.on_frame,
-        rec_slow.on_status, backoff=FAST, stale_after=0.5, down_after=1.0, start_after=1.0,
+        "slow",
+        LocalTransport("slow"),
+        "exec sleep 30\n",
+        [],
+        rec_slow.on_frame,
+        rec_slow.on_status,
+        backoff=FAST,
+        stale_after=0.5,
+        down_after=1.0,
+        start_after=1.0,
         gate=gate,
-    )  # fmt: skip
+    )
     fast = HostRunner(
-        "fast", LocalTransport("fast"), FRAMES_SH, ["0.1", "x"], rec_fast.on_frame,
-        rec_fast.on_status, backoff=FAST, interval=0.1, gate=gate,
-    )  # fmt: skip
+        "fast",
+        LocalTransport("fast"),
+        FRAMES_SH,
+        ["0.1", "x"],
+        rec_fast.on_frame,
+        rec_fast.on_status,
+        backoff=FAST,
+        interval=0.1,
+        gate=gate,
+    )
     t_slow = asyncio.create_task(slow.run())
-    await wait_until(lambda: rec_slow.states == ["connecting"], 5,
-                     "the slow host's first give-up")
+    await wait_until(lambda: rec_slow.states == ["connecting"], 5, "the slow host's first give-up")
     # Its second try (given 2 s) takes the slot again before the fast host asks for it.
     await wait_until(lambda: gate.locked(), 5, "the slow host's second try holding the slot")
     t_fast = asyncio.create_task(fast.run())
@@ -321,13 +369,23 @@ async def test_a_start_given_up_on_is_retried_at_once_not_after_a_backoff(
     # The first start hangs (a node busy with 255 other logins); the retry is quick. A
     # slow start is not the host's failure: no reconnect backoff (30 s here) before it.
     mark = tmp_path / "started-once"
-    script = (f'if [ -e "{mark}" ]; then echo "@@fabtop-frame 1 1 1.00 1"; echo "@@end 1"; '
-              f'else : > "{mark}"; fi; exec sleep 30\n')
+    script = (
+        f'if [ -e "{mark}" ]; then echo "@@fabtop-frame 1 1 1.00 1"; echo "@@end 1"; '
+        f'else : > "{mark}"; fi; exec sleep 30\n'
+    )
     rec = Recorder()
     runner = HostRunner(
-        "node10", LocalTransport("node10"), script, [], rec.on_frame, rec.on_status,
-        backoff=(30.0,), stale_after=0.3, down_after=0.4, start_after=0.8,
-    )  # fmt: skip
+        "node10",
+        LocalTransport("node10"),
+        script,
+        [],
+        rec.on_frame,
+        rec.on_status,
+        backoff=(30.0,),
+        stale_after=0.3,
+        down_after=0.4,
+        start_after=0.8,
+    )
     task = asyncio.create_task(runner.run())
     try:
         await wait_until(lambda: "up" in rec.states, 6, "up on the second start")

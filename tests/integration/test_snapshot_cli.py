@@ -26,7 +26,10 @@ def fabtop(
     """Run the installed CLI the way a user would."""
     return subprocess.run(
         [sys.executable, "-m", "fabtop", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd or REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
 
@@ -53,11 +56,15 @@ def link(doc: dict[str, Any], host: str, lid: str) -> dict[str, Any]:
 
 def test_local_snapshot_netdev_bytes_match_sysfs(tmp_path: Path) -> None:
     out = tmp_path / "snap.json"
-    before = {n: sysfs_int(Path(f"/sys/class/net/{n}/statistics/rx_bytes"))
-              for n in os.listdir("/sys/class/net")}
+    before = {
+        n: sysfs_int(Path(f"/sys/class/net/{n}/statistics/rx_bytes"))
+        for n in os.listdir("/sys/class/net")
+    }
     r = fabtop("snapshot", "--interval", "0.5", "-o", str(out))
-    after = {n: sysfs_int(Path(f"/sys/class/net/{n}/statistics/rx_bytes"))
-             for n in os.listdir("/sys/class/net")}
+    after = {
+        n: sysfs_int(Path(f"/sys/class/net/{n}/statistics/rx_bytes"))
+        for n in os.listdir("/sys/class/net")
+    }
     assert r.returncode == 0, r.stderr
     assert f"written to {out}" in r.stderr
     doc = json.loads(out.read_text())
@@ -77,8 +84,18 @@ def test_local_snapshot_netdev_bytes_match_sysfs(tmp_path: Path) -> None:
 def test_snapshot_over_real_sshd_and_an_unreachable_host(tmp_path: Path, sshd: Sshd) -> None:
     out = tmp_path / "snap.json"
     lo_before = sysfs_int(Path("/sys/class/net/lo/statistics/tx_bytes"))
-    r = fabtop("snapshot", "--interval", "0.5", "--timeout", "15", "-o", str(out),
-               *ssh_args(tmp_path, sshd), f"node1={sshd.target}", "dead=root@127.0.0.1:1")
+    r = fabtop(
+        "snapshot",
+        "--interval",
+        "0.5",
+        "--timeout",
+        "15",
+        "-o",
+        str(out),
+        *ssh_args(tmp_path, sshd),
+        f"node1={sshd.target}",
+        "dead=root@127.0.0.1:1",
+    )
     lo_after = sysfs_int(Path("/sys/class/net/lo/statistics/tx_bytes"))
     assert r.returncode == 1, r.stderr  # not every host answered
     doc = json.loads(out.read_text())
@@ -96,8 +113,16 @@ def test_snapshot_over_real_sshd_and_an_unreachable_host(tmp_path: Path, sshd: S
 def test_unknown_host_key_is_refused_not_accepted(tmp_path: Path, sshd: Sshd) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("")
-    r = fabtop("snapshot", "--timeout", "10", "--known-hosts", str(empty),
-               "--ssh-config", str(ssh_config(tmp_path, sshd)), f"node1={sshd.target}")
+    r = fabtop(
+        "snapshot",
+        "--timeout",
+        "10",
+        "--known-hosts",
+        str(empty),
+        "--ssh-config",
+        str(ssh_config(tmp_path, sshd)),
+        f"node1={sshd.target}",
+    )
     assert r.returncode == 1
     doc = json.loads(r.stdout)
     (h,) = doc["hosts"]
@@ -126,8 +151,13 @@ def test_replayed_host_tree_every_raw_counter_exact(tmp_path: Path, sshd: Sshd) 
     doc = json.loads(out.read_text())
     net = root / "sys" / "class" / "net"
     ib = root / "sys" / "class" / "infiniband"
-    roce = [d.name for d in net.iterdir() if (d / "device").exists() and
-            (root / "state" / "ethtool_S" / d.name).is_file() and "np" in d.name]
+    roce = [
+        d.name
+        for d in net.iterdir()
+        if (d / "device").exists()
+        and (root / "state" / "ethtool_S" / d.name).is_file()
+        and "np" in d.name
+    ]
     assert len(roce) == 2
     for nd in roce:
         entry = link(doc, "n1", nd)
@@ -149,8 +179,9 @@ def test_replayed_host_tree_every_raw_counter_exact(tmp_path: Path, sshd: Sshd) 
         assert {**entry["counters"]["ib_hw"], **entry["counters"].get("ib_hw_slow", {})} == hw
         assert m["ecn_marked"] >= 0 and m["cnp_sent"] == hw["np_cnp_sent"]
         assert entry["qos"]["pfc_enabled"] == [3] and entry["qos"]["trust"] == "dscp"
-    ib_link = next(x for x in next(h for h in doc["hosts"] if h["name"] == "n1")["links"]
-                   if x["kind"] == "ib")
+    ib_link = next(
+        x for x in next(h for h in doc["hosts"] if h["name"] == "n1")["links"] if x["kind"] == "ib"
+    )
     port = ib / ib_link["rdma_device"] / "ports" / str(ib_link["port"])
     rcv = sysfs_int(port / "counters" / "port_rcv_data")
     assert ib_link["counters"]["ib_port"]["port_rcv_data"] == rcv
@@ -164,8 +195,11 @@ def test_read_only_target_gives_a_clear_error_and_no_partial_file(tmp_path: Path
         skip_or_fail("needs root to mount a read-only tmpfs")
     ro = tmp_path / "ro"
     ro.mkdir()
-    r0 = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
-                        capture_output=True, text=True)
+    r0 = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
+        capture_output=True,
+        text=True,
+    )
     if r0.returncode != 0:
         skip_or_fail(f"cannot mount tmpfs: {r0.stderr.strip()}")
     try:

@@ -11,8 +11,14 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-GPU_NUMERIC = ("utilization_pct", "memory_used_mib", "memory_total_mib", "power_w",
-               "temperature_c", "sm_clock_mhz")
+GPU_NUMERIC = (
+    "utilization_pct",
+    "memory_used_mib",
+    "memory_total_mib",
+    "power_w",
+    "temperature_c",
+    "sm_clock_mhz",
+)
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +26,10 @@ def doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("snap") / "snap.json"
     proc = subprocess.run(
         [sys.executable, "-m", "fabtop", "snapshot", "--demo", "-o", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     loaded: dict[str, Any] = json.loads(out.read_text())

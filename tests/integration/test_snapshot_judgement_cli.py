@@ -28,9 +28,12 @@ def fabtop(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     """Run the CLI the way a user would."""
     return subprocess.run(
         [sys.executable, "-m", "fabtop", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    )
 
 
 def snapshot_json(*args: str) -> dict[str, Any]:
@@ -56,8 +59,10 @@ def test_two_ib_nodes_without_a_subnet_manager_in_three_snapshots_and_in_doctor(
     for name, host in fab.hosts.items():
         root = tmp_path / name
         tree.write(host, root, 5.0)
-        cfg += (f'[[host]]\nname = "{name}"\nssh = "local"\nsysfs = "{root}/sys"\n'
-                f'path = ["{root}/bin"]\n')  # fmt: skip
+        cfg += (
+            f'[[host]]\nname = "{name}"\nssh = "local"\nsysfs = "{root}/sys"\n'
+            f'path = ["{root}/bin"]\n'
+        )
     (tmp_path / "fabtop.toml").write_text(cfg)
     conf = str(tmp_path / "fabtop.toml")
     for _ in range(3):

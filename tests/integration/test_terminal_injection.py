@@ -65,13 +65,21 @@ class Payloads:
 def _payloads() -> Payloads:
     def clip(tag: str) -> str:
         # 9 random bytes are 12 base64 characters: fits a 20-column cell after "]52;c;".
-        return base64.b64encode(secrets.token_bytes(9)).decode().replace("+", "A").replace(
-            "/", "B") + tag
+        return (
+            base64.b64encode(secrets.token_bytes(9)).decode().replace("+", "A").replace("/", "B")
+            + tag
+        )
 
     # A name is shown in a 12-column host cell: its payload is shorter still.
     name = base64.b64encode(secrets.token_bytes(6)).decode().replace("+", "A").replace("/", "B")
-    return Payloads(clip("F"), "T" + secrets.token_hex(5), clip("M"),
-                    "T" + secrets.token_hex(5), name[:7], "T" + secrets.token_hex(4))
+    return Payloads(
+        clip("F"),
+        "T" + secrets.token_hex(5),
+        clip("M"),
+        "T" + secrets.token_hex(5),
+        name[:7],
+        "T" + secrets.token_hex(4),
+    )
 
 
 def firmware_line(p: Payloads) -> str:
@@ -104,7 +112,6 @@ class _Metrics(QuietHandler):
         self.reply(self.body)
 
 
-
 def _tool(bindir: Path, name: str, body: str) -> None:
     p = bindir / name
     p.write_text("#!/bin/sh\n" + body)
@@ -118,25 +125,31 @@ def node(tmp_path: Path, fixtures_dir: Path) -> Iterator[Node]:
     p = _payloads()
     root = tmp_path / "node"
     sysroot = root / "sys"
-    shutil.copytree(fixtures_dir / "sysfs/prometheus_procfs/sys/class/net",
-                    sysroot / "class/net", symlinks=True)
+    shutil.copytree(
+        fixtures_dir / "sysfs/prometheus_procfs/sys/class/net", sysroot / "class/net", symlinks=True
+    )
     # The capture has no statistics/: give eth0 counters, so it is a link with counters.
     stats = sysroot / "class/net/eth0/statistics"
     stats.mkdir()
     for name in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped"):
         (stats / name).write_text("1000\n")
     cap_i = fixtures_dir / ETHTOOL_I
-    lines = [firmware_line(p) if ln.startswith("firmware-version:") else ln
-             for ln in cap_i.read_text().splitlines()]
+    lines = [
+        firmware_line(p) if ln.startswith("firmware-version:") else ln
+        for ln in cap_i.read_text().splitlines()
+    ]
     assert any(ln.startswith("firmware-version: \x1b") for ln in lines)
     hostile_i = root / "ethtool_i.txt"
     hostile_i.write_text("\n".join(lines) + "\n")
     for kind, cap in (("hostile", hostile_i), ("other", fixtures_dir / ETHTOOL_I_OTHER)):
         bindir = root / f"bin-{kind}"
         bindir.mkdir()
-        _tool(bindir, "ethtool",
-              f'case $1 in -S) cat "{fixtures_dir / ETHTOOL_S}" ;; -i) cat "{cap}" ;; '
-              "*) exit 1 ;; esac\n")
+        _tool(
+            bindir,
+            "ethtool",
+            f'case $1 in -S) cat "{fixtures_dir / ETHTOOL_S}" ;; -i) cat "{cap}" ;; '
+            "*) exit 1 ;; esac\n",
+        )
     text = (fixtures_dir / VLLM).read_text()
     assert f'model_name="{MODEL}"' in text
     body = text.replace(f'model_name="{MODEL}"', f'model_name="{model_label(p)}"')
@@ -145,8 +158,10 @@ def node(tmp_path: Path, fixtures_dir: Path) -> Iterator[Node]:
         cfg = tmp_path / "fabtop.toml"
         hosts = []
         for name, kind in (("n1", "hostile"), ("n2", "hostile"), ("n3", "other")):
-            hosts.append(f'[[host]]\nname = "{name}"\nsysfs = "{sysroot}"\n'
-                         f'path = ["{root / f"bin-{kind}"}"]\n')
+            hosts.append(
+                f'[[host]]\nname = "{name}"\nsysfs = "{sysroot}"\n'
+                f'path = ["{root / f"bin-{kind}"}"]\n'
+            )
         hosts[0] += f'inference = ["http://127.0.0.1:{port}/metrics"]\n'
         cfg.write_text("interval = 0.5\n" + "".join(hosts))
         yield Node(root, cfg, p)
@@ -154,8 +169,13 @@ def node(tmp_path: Path, fixtures_dir: Path) -> Iterator[Node]:
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "CI")}
-    env.update(TERM="xterm-256color", HOME=str(home), COLUMNS=str(COLS), LINES=str(ROWS),
-               PYTHONUNBUFFERED="1")
+    env.update(
+        TERM="xterm-256color",
+        HOME=str(home),
+        COLUMNS=str(COLS),
+        LINES=str(ROWS),
+        PYTHONUNBUFFERED="1",
+    )
     env.pop("NO_COLOR", None)
     return env
 
@@ -166,7 +186,7 @@ def leaked(out: bytes, p: Payloads) -> list[str]:
     for k, v in p.all().items():
         i = out.find(v)
         if i >= 0:
-            found.append(f"{k} in {out[max(0, i - 40): i + len(v) + 20]!r}")
+            found.append(f"{k} in {out[max(0, i - 40) : i + len(v) + 20]!r}")
     return found
 
 
@@ -177,8 +197,15 @@ class Pty:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         self.master = master
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
-                                     env=_env(cwd), start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=_env(cwd),
+            start_new_session=True,
+        )
         os.close(slave)
         self.out = bytearray()
 
@@ -244,7 +271,8 @@ def test_dashboard_never_writes_a_remote_payload_to_the_terminal(node: Node) -> 
     out = bytes(term.out)
     shown = _visible(out)
     assert not leaked(out, node.payloads), (
-        f"remote payloads reached the terminal: {leaked(out, node.payloads)}")
+        f"remote payloads reached the terminal: {leaked(out, node.payloads)}"
+    )
     # The strings were shown (without their sequences), so the test cannot pass by
     # showing nothing: the firmware in the link detail, the model in the inference table.
     assert "eth0" in shown
@@ -255,8 +283,13 @@ def test_dashboard_never_writes_a_remote_payload_to_the_terminal(node: Node) -> 
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "fabtop", *args], cwd=cwd, env=_env(cwd),
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fabtop", *args],
+        cwd=cwd,
+        env=_env(cwd),
+        capture_output=True,
+        timeout=timeout,
+    )
 
 
 def _check(r: subprocess.CompletedProcess[bytes], p: Payloads) -> bytes:

@@ -15,8 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def doctor(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "fabtop", "doctor", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "fabtop", "doctor", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +50,7 @@ def test_healthy_pair_is_one_proven_cable_and_no_finding(runs: dict[str, tuple[i
 
 
 def test_one_lane_where_two_are_possible_is_named_on_both_ends(
-    runs: dict[str, tuple[int, Any]]
+    runs: dict[str, tuple[int, Any]],
 ) -> None:
     rc, doc = runs["lanes"]
     assert rc == 1

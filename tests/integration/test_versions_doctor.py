@@ -16,10 +16,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _doctor(scenario: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fabtop", "doctor", "--demo-scenario", scenario,
-         "--window", "1", "--json"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fabtop",
+            "doctor",
+            "--demo-scenario",
+            scenario,
+            "--window",
+            "1",
+            "--json",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -81,8 +81,11 @@ def teardown(run_id: str, driver_pid: int | None = None) -> None:
     if driver_pid and any(run_id in a for a in cmdline(driver_pid)):
         with contextlib.suppress(ProcessLookupError):
             os.kill(driver_pid, signal.SIGKILL)
-    names = [n for n in run("ip", "netns", "list", check=False).stdout.split()
-             if n.startswith(f"{PREFIX}{run_id}-")]
+    names = [
+        n
+        for n in run("ip", "netns", "list", check=False).stdout.split()
+        if n.startswith(f"{PREFIX}{run_id}-")
+    ]
     for ns in names:
         # Only processes inside a namespace we created: ours by construction.
         for _ in range(3):

@@ -25,15 +25,28 @@ def _up(ns: argparse.Namespace) -> int:
     bed = Testbed(ns.hosts, sim_hosts=sims, interval=ns.interval).up()
     if sims:
         # The trees must keep moving after this command returns: a detached driver.
-        p = subprocess.Popen([sys.executable, "-m", "tests.testbed.netns", "_drive", bed.run_id,
-                              ",".join(map(str, sims)), str(ns.interval)],
-                             start_new_session=True, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             cwd=Path(__file__).resolve().parents[2])
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.testbed.netns",
+                "_drive",
+                bed.run_id,
+                ",".join(map(str, sims)),
+                str(ns.interval),
+            ],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=Path(__file__).resolve().parents[2],
+        )
         bed.driver_pid = p.pid
         bed._save()
-    print(f"test bed {bed.run_id}: {ns.hosts} host(s), management {bed.mgmt_net}.0/24, "
-          f"data {bed.data_net}.0/24")
+    print(
+        f"test bed {bed.run_id}: {ns.hosts} host(s), management {bed.mgmt_net}.0/24, "
+        f"data {bed.data_net}.0/24"
+    )
     for h in bed.hosts:
         sim = " (simulated mlx5/IB/GPU tree)" if h.sim_root else ""
         print(f"  {h.name}: netns {h.netns}, ssh root@{h.mgmt_ip}, data {h.data_ip}{sim}")
@@ -46,8 +59,17 @@ def _up(ns: argparse.Namespace) -> int:
 def _drive(run_id: str, sims: str, interval: str) -> int:
     bed = Testbed(0, run_id=run_id, interval=float(interval))
     for i in (int(x) for x in sims.split(",")):
-        bed.hosts.append(Host(i, f"h{i}", bed.ns(i), "", "", None,  # type: ignore[arg-type]
-                              bed.dir / f"h{i}" / "tree"))
+        bed.hosts.append(
+            Host(
+                i,
+                f"h{i}",
+                bed.ns(i),
+                "",
+                "",
+                None,  # type: ignore[arg-type]
+                bed.dir / f"h{i}" / "tree",
+            )
+        )
     driver = SimDriver(bed)
     driver.t0 -= 0.0
     while (bed.dir / "state.json").exists():
@@ -58,8 +80,9 @@ def _drive(run_id: str, sims: str, interval: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``up`` / ``down`` / ``list``."""
-    p = argparse.ArgumentParser(prog="python -m tests.testbed.netns",
-                                description="namespace hosts with a real sshd each")
+    p = argparse.ArgumentParser(
+        prog="python -m tests.testbed.netns", description="namespace hosts with a real sshd each"
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     u = sub.add_parser("up", help="build a bed and leave it running")
     u.add_argument("--hosts", type=int, default=2)

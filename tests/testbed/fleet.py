@@ -24,8 +24,9 @@ def small_tree(root: Path, i: int) -> Path:
     for n, dev in enumerate(("eth0", "eth1")):
         d = root / "sys" / "class" / "net" / dev
         (d / "statistics").mkdir(parents=True, exist_ok=True)
-        for k, name in enumerate(("rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
-                                  "rx_dropped", "rx_errors")):
+        for k, name in enumerate(
+            ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped", "rx_errors")
+        ):
             (d / "statistics" / name).write_text(f"{(i + 1) * 1000 + n * 100 + k}\n")
         (d / "operstate").write_text("up\n")
         (d / "mtu").write_text("9000\n")
@@ -44,11 +45,20 @@ def fleet_config(sshd: Sshd, base: Path, n: int, interval: float = 1.0) -> Confi
     hosts = []
     for i in range(1, n + 1):
         root = small_tree(base / f"n{i}", i)
-        hosts.append(HostConfig(
-            name=f"n{i}", ssh=SshTarget(host=sshd.host, user=sshd.user, port=sshd.port),
-            sysfs=str(root / "sys"), path=(str(root / "bin"),)))
-    return Config(hosts=hosts, interval=interval, known_hosts=str(sshd.known_hosts_path),
-                  ssh_config=str(ssh_cfg))
+        hosts.append(
+            HostConfig(
+                name=f"n{i}",
+                ssh=SshTarget(host=sshd.host, user=sshd.user, port=sshd.port),
+                sysfs=str(root / "sys"),
+                path=(str(root / "bin"),),
+            )
+        )
+    return Config(
+        hosts=hosts,
+        interval=interval,
+        known_hosts=str(sshd.known_hosts_path),
+        ssh_config=str(ssh_cfg),
+    )
 
 
 @dataclass(slots=True)
@@ -78,10 +88,12 @@ class FanoutResult:
 
     def startup_line(self) -> str:
         """How the start went: hosts blamed for silence, starts given up on, own lag."""
-        return (f"start: {len(self.blamed)} hosts called stale or down by the runners, "
-                f"{self.silent} host findings of silence, {self.slow_starts} starts given up "
-                f"on for a late first frame; fabtop behind {self.own_lag} times, by "
-                f"{self.lag_max_s:.2f} s at most")
+        return (
+            f"start: {len(self.blamed)} hosts called stale or down by the runners, "
+            f"{self.silent} host findings of silence, {self.slow_starts} starts given up "
+            f"on for a late first frame; fabtop behind {self.own_lag} times, by "
+            f"{self.lag_max_s:.2f} s at most"
+        )
 
     def pct(self, q: float) -> float:
         """Quantile ``q`` of the sample ages."""
@@ -95,19 +107,26 @@ class FanoutResult:
 
     def summary(self) -> str:
         """One line of figures."""
-        node = ", ".join(f"{k} {100 * v / self.wall_s:.1f} %"
-                         for k, v in sorted(self.node_cpu_s.items()))
-        streaming = (f"all streaming {self.startup_s:.0f} s after the start" if not self.late
-                     else f"{self.hosts - len(self.late)} streaming when the wait for all "
-                     f"gave up, {self.startup_s:.0f} s after the start")
-        return (f"{self.hosts} hosts at 1 Hz over real sshd: {self.up} up at the end "
-                f"({streaming}), sample age "
-                f"p50 {self.pct(0.5):.2f} s p99 {self.pct(0.99):.2f} s max {max(self.ages):.2f} s; "
-                f"collector CPU {100 * self.cpu_share:.1f} % of one core "
-                f"({1000 * self.cpu_s / max(1, self.frames):.2f} ms per host-frame)"
-                + (f"; node side {node} of one core" if node else "")
-                + "".join(f"; {h} not streaming at that wait: {why}"
-                          for h, why in sorted(self.late.items())))
+        node = ", ".join(
+            f"{k} {100 * v / self.wall_s:.1f} %" for k, v in sorted(self.node_cpu_s.items())
+        )
+        streaming = (
+            f"all streaming {self.startup_s:.0f} s after the start"
+            if not self.late
+            else f"{self.hosts - len(self.late)} streaming when the wait for all "
+            f"gave up, {self.startup_s:.0f} s after the start"
+        )
+        return (
+            f"{self.hosts} hosts at 1 Hz over real sshd: {self.up} up at the end "
+            f"({streaming}), sample age "
+            f"p50 {self.pct(0.5):.2f} s p99 {self.pct(0.99):.2f} s max {max(self.ages):.2f} s; "
+            f"collector CPU {100 * self.cpu_share:.1f} % of one core "
+            f"({1000 * self.cpu_s / max(1, self.frames):.2f} ms per host-frame)"
+            + (f"; node side {node} of one core" if node else "")
+            + "".join(
+                f"; {h} not streaming at that wait: {why}" for h, why in sorted(self.late.items())
+            )
+        )
 
 
 class _Statuses:
@@ -137,7 +156,10 @@ class _Statuses:
 
 
 async def fanout(
-    config: Config, warmup_s: float, measure_s: float, node_pid: int | None = None,
+    config: Config,
+    warmup_s: float,
+    measure_s: float,
+    node_pid: int | None = None,
     stall_s: float = 0.0,
 ) -> FanoutResult:
     """Run a Session on ``config``; sample every host's age at 10 Hz after warm-up.
@@ -164,9 +186,12 @@ async def fanout(
             if streaming == len(state.hosts):
                 break
         startup_s = time.monotonic() - started
-        late = {h.name: f"{h.status}, {h.frames} frames, last said: "
-                        f"{h.error or (h.warnings[-1] if h.warnings else 'nothing')}"
-                for h in state.hosts.values() if h.frames < 2}
+        late = {
+            h.name: f"{h.status}, {h.frames} frames, last said: "
+            f"{h.error or (h.warnings[-1] if h.warnings else 'nothing')}"
+            for h in state.hosts.values()
+            if h.frames < 2
+        }
         await asyncio.sleep(warmup_s)
         frames0 = sum(h.frames for h in state.hosts.values())
         node0 = _tree_cpu(node_pid)
@@ -190,9 +215,22 @@ async def fanout(
     finally:
         await session.stop()
         task.cancel()
-    return FanoutResult(len(config.hosts), up, ages, cpu, wall, frames, late,
-                        startup_s, node_cpu, statuses.blamed, statuses.slow_starts, own,
-                        silent, lag_max)
+    return FanoutResult(
+        len(config.hosts),
+        up,
+        ages,
+        cpu,
+        wall,
+        frames,
+        late,
+        startup_s,
+        node_cpu,
+        statuses.blamed,
+        statuses.slow_starts,
+        own,
+        silent,
+        lag_max,
+    )
 
 
 def _tree_cpu(root: int | None) -> dict[int, tuple[str, float]]:
@@ -205,8 +243,9 @@ def _tree_cpu(root: int | None) -> dict[int, tuple[str, float]]:
             continue
         comm = stat[stat.find("(") + 1 : stat.rfind(")")]
         f = stat[stat.rfind(")") + 2 :].split()
-        kind = ("sshd" if comm.startswith("sshd")
-                else "probe" if comm.startswith("python") else "other")
+        kind = (
+            "sshd" if comm.startswith("sshd") else "probe" if comm.startswith("python") else "other"
+        )
         out[pid] = (kind, (int(f[11]) + int(f[12])) / _CLK_TCK)
     return out
 

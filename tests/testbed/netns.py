@@ -67,7 +67,9 @@ class Host:
         if self.sim_root is None:
             return HostConfig(name=self.name, ssh=target)
         return HostConfig(
-            name=self.name, ssh=target, sysfs=f"{self.sim_root}/sys",
+            name=self.name,
+            ssh=target,
+            sysfs=f"{self.sim_root}/sys",
             path=(f"{self.sim_root}/bin", *DEFAULT_PATH),
         )
 
@@ -161,16 +163,42 @@ class Testbed:
             ns = self.ns(i)
             run("ip", "netns", "add", ns)
             run("ip", "-n", ns, "link", "set", "lo", "up")
-            for dev, peer, br, net, mtu in (("mgmt", f"m{i}", "swm", m, 1500),
-                                            ("eth0", f"d{i}", "swd", d, self.data_mtu)):
-                run("ip", "link", "add", "name", dev, "netns", ns, "mtu", str(mtu), "type",
-                    "veth", "peer", "name", peer, "netns", sw, "mtu", str(mtu))
+            for dev, peer, br, net, mtu in (
+                ("mgmt", f"m{i}", "swm", m, 1500),
+                ("eth0", f"d{i}", "swd", d, self.data_mtu),
+            ):
+                run(
+                    "ip",
+                    "link",
+                    "add",
+                    "name",
+                    dev,
+                    "netns",
+                    ns,
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    peer,
+                    "netns",
+                    sw,
+                    "mtu",
+                    str(mtu),
+                )
                 run("ip", "-n", sw, "link", "set", peer, "master", br, "up")
                 run("ip", "-n", ns, "addr", "add", f"{net}.{i}/24", "dev", dev)
                 run("ip", "-n", ns, "link", "set", dev, "up")
             sim_root = self.dir / f"h{i}" / "tree" if i in self.sim_hosts else None
-            sshd = NsSshd(self.dir / f"h{i}" / "sshd", port=22, host=f"{m}.{i}", user="root",
-                          netns=ns, authorized=authorized)
+            sshd = NsSshd(
+                self.dir / f"h{i}" / "sshd",
+                port=22,
+                host=f"{m}.{i}",
+                user="root",
+                netns=ns,
+                authorized=authorized,
+            )
             self.hosts.append(Host(i, f"h{i}", ns, f"{m}.{i}", f"{d}.{i}", sshd, sim_root))
         if self.sim_hosts:
             self.driver = SimDriver(self)
@@ -198,9 +226,14 @@ class Testbed:
         teardown(self.run_id, self.driver_pid)
 
     def _save(self) -> None:
-        doc = {"id": self.run_id, "hosts": self.n_hosts, "namespaces": self.namespaces,
-               "mgmt_net": self.mgmt_net, "data_net": self.data_net,
-               "driver_pid": self.driver_pid}
+        doc = {
+            "id": self.run_id,
+            "hosts": self.n_hosts,
+            "namespaces": self.namespaces,
+            "mgmt_net": self.mgmt_net,
+            "data_net": self.data_net,
+            "driver_pid": self.driver_pid,
+        }
         (self.dir / "state.json").write_text(json.dumps(doc, indent=1) + "\n")
 
     def __enter__(self) -> Testbed:
@@ -222,8 +255,11 @@ class Testbed:
 
     def toml(self) -> str:
         """The same config as a TOML file's text."""
-        lines = [f"interval = {self.interval}", f'known_hosts = "{self.known_hosts_path}"',
-                 f'ssh_config = "{self.ssh_config_path}"']
+        lines = [
+            f"interval = {self.interval}",
+            f'known_hosts = "{self.known_hosts_path}"',
+            f'ssh_config = "{self.ssh_config_path}"',
+        ]
         for h in self.hosts:
             c = h.config()
             lines += ["", "[[host]]", f'name = "{c.name}"', f'ssh = "{c.ssh}"']
@@ -233,16 +269,22 @@ class Testbed:
 
     # --- acting on hosts -------------------------------------------------------------------
 
-    def exec(self, host: str, *argv: str, check: bool = True,
-             timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    def exec(
+        self, host: str, *argv: str, check: bool = True, timeout: float = 30
+    ) -> subprocess.CompletedProcess[str]:
         """Run a command inside a host's namespace."""
-        return run("ip", "netns", "exec", self.host(host).netns, *argv, check=check,
-                   timeout=timeout)
+        return run(
+            "ip", "netns", "exec", self.host(host).netns, *argv, check=check, timeout=timeout
+        )
 
     def popen(self, host: str, *argv: str) -> subprocess.Popen[str]:
         """Start a command inside a host's namespace (stdout/stderr piped)."""
-        return subprocess.Popen(["ip", "netns", "exec", self.host(host).netns, *argv],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            ["ip", "netns", "exec", self.host(host).netns, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def set_link(self, host: str, dev: str, up: bool) -> None:
         """``ip link set DEV up|down`` inside a host (``eth0`` data, ``mgmt`` management)."""
@@ -256,41 +298,78 @@ class Testbed:
         stream socket", esnet/iperf#862) instead of measuring loss.
         """
         port = f"d{self.host(to_host).index}"
-        rules = (f"table bridge fabt {{\n chain drops {{\n"
-                 f"  type filter hook forward priority 0;\n"
-                 f'  oifname "{port}" udp length < {SPARED_UDP_LENGTH} accept\n'
-                 f'  oifname "{port}" numgen random mod 100 < {int(percent)} counter drop\n'
-                 f" }}\n}}\n")
-        p = subprocess.run(["ip", "netns", "exec", self.switch, "nft", "-f", "-"],
-                           input=rules, capture_output=True, text=True, timeout=10)
+        rules = (
+            f"table bridge fabt {{\n chain drops {{\n"
+            f"  type filter hook forward priority 0;\n"
+            f'  oifname "{port}" udp length < {SPARED_UDP_LENGTH} accept\n'
+            f'  oifname "{port}" numgen random mod 100 < {int(percent)} counter drop\n'
+            f" }}\n}}\n"
+        )
+        p = subprocess.run(
+            ["ip", "netns", "exec", self.switch, "nft", "-f", "-"],
+            input=rules,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if p.returncode != 0:
             raise TestbedError(f"nft in {self.switch}: {p.stderr.strip()}")
 
     def switch_dropped(self) -> int:
         """Frames the switch's drop rule has dropped so far (its nftables counter)."""
-        out = run("ip", "netns", "exec", self.switch, "nft", "-j", "list", "table", "bridge",
-                  "fabt").stdout
+        out = run(
+            "ip", "netns", "exec", self.switch, "nft", "-j", "list", "table", "bridge", "fabt"
+        ).stdout
         return sum(
             e["counter"]["packets"]
-            for item in json.loads(out)["nftables"] if "rule" in item
-            for e in item["rule"]["expr"] if "counter" in e
+            for item in json.loads(out)["nftables"]
+            if "rule" in item
+            for e in item["rule"]["expr"]
+            if "counter" in e
         )
 
     def udp_rcvbuf_errors(self, host: str) -> int:
         """UDP datagrams a host's sockets dropped for a full receive buffer (/proc/net/snmp)."""
-        rows = [ln.split() for ln in self.exec(host, "cat", "/proc/net/snmp").stdout.splitlines()
-                if ln.startswith("Udp:")]
+        rows = [
+            ln.split()
+            for ln in self.exec(host, "cat", "/proc/net/snmp").stdout.splitlines()
+            if ln.startswith("Udp:")
+        ]
         return int(dict(zip(rows[0], rows[1], strict=True))["RcvbufErrors"])
 
     def switch_clear(self) -> None:
         """Remove every drop rule from the switch."""
-        run("ip", "netns", "exec", self.switch, "nft", "delete", "table", "bridge", "fabt",
-            check=False)
+        run(
+            "ip",
+            "netns",
+            "exec",
+            self.switch,
+            "nft",
+            "delete",
+            "table",
+            "bridge",
+            "fabt",
+            check=False,
+        )
 
     def rate_limit(self, host: str, mbit: int, dev: str = "eth0") -> None:
         """Shape a host's egress on ``dev`` with a token bucket (tc tbf)."""
-        self.exec(host, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
-                  f"{mbit}mbit", "burst", "256kb", "latency", "100ms")
+        self.exec(
+            host,
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            dev,
+            "root",
+            "tbf",
+            "rate",
+            f"{mbit}mbit",
+            "burst",
+            "256kb",
+            "latency",
+            "100ms",
+        )
 
     @contextlib.contextmanager
     def iperf3_server(self, host: str) -> Iterator[str]:
@@ -310,8 +389,18 @@ class Testbed:
 
     def iperf3(self, client: str, server_addr: str, *args: str, seconds: float) -> dict[str, Any]:
         """Run an iperf3 client in a host for ``seconds``; its -J report."""
-        r = self.exec(client, "iperf3", "-c", server_addr, "-t", f"{seconds:g}", "-J", *args,
-                      check=False, timeout=seconds + 30)
+        r = self.exec(
+            client,
+            "iperf3",
+            "-c",
+            server_addr,
+            "-t",
+            f"{seconds:g}",
+            "-J",
+            *args,
+            check=False,
+            timeout=seconds + 30,
+        )
         doc: dict[str, Any] = json.loads(r.stdout)
         if "error" in doc:
             raise TestbedError(f"iperf3 in {client}: {doc['error']}")

@@ -36,18 +36,31 @@ class NsSshd(Sshd):
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                ["ip", "netns", "exec", self.netns, str(SSHD), "-D", "-e", "-f",
-                 str(self.config_path)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    self.netns,
+                    str(SSHD),
+                    "-D",
+                    "-e",
+                    "-f",
+                    str(self.config_path),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
             )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 log_tail = self.log_path.read_text()[-500:]
                 raise TestbedError(f"sshd in {self.netns} exited: {log_tail}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                (self.host, self.port), timeout=1
-            ) as s:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection((self.host, self.port), timeout=1) as s,
+            ):
                 if s.recv(64).startswith(b"SSH-"):
                     return
             time.sleep(0.02)

@@ -21,8 +21,7 @@ class SimDriver:
     def __init__(self, bed: Testbed) -> None:
         self.bed = bed
         sims = [h for h in bed.hosts if h.sim_root is not None]
-        self.fabric = Fabric([SimHostConfig(h.name, ib_port=True) for h in sims],
-                             slow_every_s=0.0)
+        self.fabric = Fabric([SimHostConfig(h.name, ib_port=True) for h in sims], slow_every_s=0.0)
         self.roots = {h.name: h.sim_root for h in sims if h.sim_root is not None}
         self.hold: set[str] = set()  # hosts whose trees a test edits by hand for now
         self.lock = threading.Lock()

@@ -56,7 +56,8 @@ class Watch:
         self.session = Session(self.config, self.state, on_change=self._changed)
         self._frames = {h: 0 for h in self.state.hosts}
         self._status: dict[str, tuple[str, str | None]] = {
-            h: ("connecting", None) for h in self.state.hosts}
+            h: ("connecting", None) for h in self.state.hosts
+        }
         self._task: asyncio.Task[None] | None = None
 
     def _changed(self) -> None:
@@ -66,15 +67,20 @@ class Watch:
                 self._frames[name] = hs.frames
                 r = hs.rates
                 links = r.links if r is not None else {}
-                self.ticks.append(Tick(
-                    name, now, hs.sample.clock_ns / 1e9, r.interval_s if r else None,
-                    {lid: dict(lr.rates) for lid, lr in links.items()},
-                    {lid: ln.state for lid, ln in hs.sample.links.items()},
-                    {lid: lr.gap for lid, lr in links.items()},
-                    {lid: list(ln.saturated) for lid, ln in hs.sample.links.items()},
-                    list(hs.sample.warnings),
-                    {lid: lr.span_s for lid, lr in links.items()},
-                ))
+                self.ticks.append(
+                    Tick(
+                        name,
+                        now,
+                        hs.sample.clock_ns / 1e9,
+                        r.interval_s if r else None,
+                        {lid: dict(lr.rates) for lid, lr in links.items()},
+                        {lid: ln.state for lid, ln in hs.sample.links.items()},
+                        {lid: lr.gap for lid, lr in links.items()},
+                        {lid: list(ln.saturated) for lid, ln in hs.sample.links.items()},
+                        list(hs.sample.warnings),
+                        {lid: lr.span_s for lid, lr in links.items()},
+                    )
+                )
             st = (hs.status, hs.error)
             if st != self._status[name]:
                 self._status[name] = st
@@ -107,8 +113,9 @@ class Watch:
     async def frames(self, host: str, n: int, timeout: float = 20.0) -> None:
         """Wait for ``n`` more frames of ``host``."""
         start = len(self.of(host))
-        await self.until(lambda: len(self.of(host)) >= start + n, timeout,
-                         f"{host}: {n} more frame(s)")
+        await self.until(
+            lambda: len(self.of(host)) >= start + n, timeout, f"{host}: {n} more frame(s)"
+        )
 
 
 def steady_mean(ticks: list[Tick], link: str, key: str, t0: float, t1: float) -> float:

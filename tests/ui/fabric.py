@@ -35,8 +35,17 @@ def _bytes(tick: int, gbps: float, wobble: float) -> int:
     return int(sum(gbps + wobble * (k % 5) for k in range(tick)) * 1e9 / 8)
 
 
-def _roce(lid: str, tick: int, rx_gbps: float, tx_gbps: float, wobble: float, *,
-          pause_p3: int = 0, paused_us_p3: int = 0, loss: int = 0) -> LinkSample:
+def _roce(
+    lid: str,
+    tick: int,
+    rx_gbps: float,
+    tx_gbps: float,
+    wobble: float,
+    *,
+    pause_p3: int = 0,
+    paused_us_p3: int = 0,
+    loss: int = 0,
+) -> LinkSample:
     """A RoCE port: rx wobbling by ``wobble``, a steady tx, ``pause_p3`` pause frames/s
     received on priority 3, paused ``paused_us_p3`` microseconds of every second (mlx5's
     pause duration counter), ``loss`` drops/s.
@@ -71,17 +80,33 @@ def _roce(lid: str, tick: int, rx_gbps: float, tx_gbps: float, wobble: float, *,
         "cnp_sent": tick * 20,
     }
     return LinkSample(
-        id=lid, netdev=lid, rdma_device="mlx5_0", port=1, link_layer="Ethernet",
-        state="up", rate_gbps=400.0, mtu=4200, driver="mlx5_core", firmware="28.39.1002",
-        temperature_c=61.0, physical=True, kind="roce", counters=counters,
+        id=lid,
+        netdev=lid,
+        rdma_device="mlx5_0",
+        port=1,
+        link_layer="Ethernet",
+        state="up",
+        rate_gbps=400.0,
+        mtu=4200,
+        driver="mlx5_core",
+        firmware="28.39.1002",
+        temperature_c=61.0,
+        physical=True,
+        kind="roce",
+        counters=counters,
         metrics=metrics,  # type: ignore[arg-type]
     )
 
 
 def _lo(tick: int) -> LinkSample:
-    return LinkSample(id="lo", netdev="lo", state="up", kind="virtual",
-                      counters={"netdev": {"rx_bytes": tick * 1000}},
-                      metrics={"rx_bytes": tick * 1000, "tx_bytes": tick * 1000})
+    return LinkSample(
+        id="lo",
+        netdev="lo",
+        state="up",
+        kind="virtual",
+        counters={"netdev": {"rx_bytes": tick * 1000}},
+        metrics={"rx_bytes": tick * 1000, "tx_bytes": tick * 1000},
+    )
 
 
 def sample(host: str, tick: int) -> HostSample:
@@ -91,8 +116,9 @@ def sample(host: str, tick: int) -> HostSample:
     (0.2 Gb/s, under the rules' 2 % of line rate) while rx still arrives, and it drops.
     """
     if host == "node3":
-        port0 = _roce("enp65s0f0np0", tick, 40.0, 0.2, 10.0,
-                      pause_p3=90_000, paused_us_p3=995_000, loss=12)
+        port0 = _roce(
+            "enp65s0f0np0", tick, 40.0, 0.2, 10.0, pause_p3=90_000, paused_us_p3=995_000, loss=12
+        )
     else:
         port0 = _roce("enp65s0f0np0", tick, 120.0, 96.0, 10.0)
     links = {
@@ -100,8 +126,9 @@ def sample(host: str, tick: int) -> HostSample:
         "enp65s0f1np1": _roce("enp65s0f1np1", tick, 30.0, 24.0, 0.0),
         "lo": _lo(tick),
     }
-    return HostSample(host=host, seq=tick, clock_ns=int((T0 + tick) * 1e9),
-                      uptime_s=5000.0 + tick, links=links)
+    return HostSample(
+        host=host, seq=tick, clock_ns=int((T0 + tick) * 1e9), uptime_s=5000.0 + tick, links=links
+    )
 
 
 def feed(state: FabricState, host: str, s: HostSample, clock: FakeClock) -> None:
@@ -115,8 +142,7 @@ def fabric(hosts: int = 3, ticks: int = 30) -> tuple[FabricState, FakeClock]:
     """``hosts`` hosts fed ``ticks`` one-second frames; the clock stands at the last one."""
     clock = FakeClock()
     names = [f"node{i + 1}" for i in range(hosts)]
-    state = FabricState([HostConfig(name=n) for n in names], rules=make_evaluator(),
-                        clock=clock)
+    state = FabricState([HostConfig(name=n) for n in names], rules=make_evaluator(), clock=clock)
     for tick in range(1, ticks + 1):
         clock.t += 1.0
         for n in names:
@@ -124,8 +150,9 @@ def fabric(hosts: int = 3, ticks: int = 30) -> tuple[FabricState, FakeClock]:
     return state, clock
 
 
-def dashboard(hosts: int = 3, ticks: int = 20, interval: float = 1.0
-              ) -> tuple[FabtopApp, FabricState, FakeClock]:
+def dashboard(
+    hosts: int = 3, ticks: int = 20, interval: float = 1.0
+) -> tuple[FabtopApp, FabricState, FakeClock]:
     """The dashboard over :func:`fabric` (no session: the test feeds the state)."""
     from tui.app import FabtopApp
     from tui.context import ViewContext

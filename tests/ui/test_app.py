@@ -72,13 +72,18 @@ async def test_storm_link_shows_pauses_drops_and_a_critical_finding() -> None:
         assert "1 critical" in top_line(app)
         # the real rules (fabtop.core.rules) found the storm; the panel shows their words
         [f] = state.findings
-        assert (f.rule, f.severity, f.subject) == ("pfc_storm", "critical",
-                                                   "node3/enp65s0f0np0/prio3")
+        assert (f.rule, f.severity, f.subject) == (
+            "pfc_storm",
+            "critical",
+            "node3/enp65s0f0np0/prio3",
+        )
         assert f.evidence["rx_pause_time_ratio"] == 0.995
         findings = str(app.screen.query_one("#findings").render())
         assert "CRIT" in findings and "node3/enp65s0f0np0/prio3" in findings
-        assert ("PFC storm: paused 99.5% of the last 19 s while tx is flat "
-                "(stuck receiver beyond the switch)") in findings
+        assert (
+            "PFC storm: paused 99.5% of the last 19 s while tx is flat "
+            "(stuck receiver beyond the switch)"
+        ) in findings
 
 
 async def test_filter_narrows_hosts_and_links_and_esc_clears_it() -> None:
@@ -302,8 +307,10 @@ async def test_enter_opens_link_detail_spans_filter_and_esc_goes_back() -> None:
         await pilot.press("enter")
         await pilot.pause()
         scr = app.screen
-        assert isinstance(scr, LinkDetailScreen) and (scr.host, scr.lid) == ("node3",
-                                                                              "enp65s0f0np0")
+        assert isinstance(scr, LinkDetailScreen) and (scr.host, scr.lid) == (
+            "node3",
+            "enp65s0f0np0",
+        )
         raw = scr.query_one("#raw")
         names = [k.split("\x1f")[1] for k in raw.row_keys()]  # type: ignore[attr-defined]
         assert "rx_prio3_pause" in names and "np_cnp_sent" in names
@@ -315,7 +322,11 @@ async def test_enter_opens_link_detail_spans_filter_and_esc_goes_back() -> None:
         # 40+ Gb/s of rx bytes is the biggest mover, then the flat tx (25 MB/s), then the
         # 995 000 µs/s of pause duration, then the 90k pauses/s
         assert [k.split("\x1f")[1] for k in raw.row_keys()[:4]] == [  # type: ignore[attr-defined]
-            "rx_bytes_phy", "tx_bytes_phy", "rx_prio3_pause_duration", "rx_prio3_pause"]
+            "rx_bytes_phy",
+            "tx_bytes_phy",
+            "rx_prio3_pause_duration",
+            "rx_prio3_pause",
+        ]
         await pilot.press("slash", *"cnp")
         assert [k.split("\x1f")[1] for k in raw.row_keys()] == ["np_cnp_sent"]  # type: ignore[attr-defined]
         await pilot.press("escape")  # first Esc clears the filter
@@ -333,17 +344,41 @@ async def test_help_lists_every_key_of_every_screen() -> None:
         shown = {k for _, rows in app.screen.sections for k, _ in rows}
         text = " ".join(w for _, rows in app.screen.sections for _, w in rows)
         others = [cls for _, cls in SCREEN_REGISTRY.values()]
-        for cls in (FabtopApp, OverviewScreen, LinkDetailScreen, HostDetailScreen,
-                    FindingsPanel, HelpScreen, *others):
+        for cls in (
+            FabtopApp,
+            OverviewScreen,
+            LinkDetailScreen,
+            HostDetailScreen,
+            FindingsPanel,
+            HelpScreen,
+            *others,
+        ):
             for b in cls.__dict__.get("BINDINGS", []):  # its own, not Screen's tab/shift+tab
                 if "screen(" in b.action:
                     continue
                 assert b.description in text
-        assert {"?", "q", "s", "p", "r", "d", "/", "o", "O", "v", "i", "l", "Enter", "Esc", "m",
-                "f", "h", "1-6"} <= shown
+        assert {
+            "?",
+            "q",
+            "s",
+            "p",
+            "r",
+            "d",
+            "/",
+            "o",
+            "O",
+            "v",
+            "i",
+            "l",
+            "Enter",
+            "Esc",
+            "m",
+            "f",
+            "h",
+            "1-6",
+        } <= shown
         # one line names every screen, in the registry's order (six screens: 1-6, not 1-9)
-        assert ("screens: 1 overview, 2 PFC, 3 GPUs, 4 inference, 5 timeline, 6 findings"
-                in text)
+        assert "screens: 1 overview, 2 PFC, 3 GPUs, 4 inference, 5 timeline, 6 findings" in text
         await pilot.press("escape")
         assert isinstance(app.screen, OverviewScreen)
 
@@ -413,7 +448,7 @@ def test_a_refresh_that_lands_after_the_screens_are_gone_draws_nothing() -> None
 
 
 async def test_a_tick_while_the_app_shuts_down_draws_nothing(
-    monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The interval tick fired while the app closed its screens: the screen was still on
     # the stack but its widgets were gone, and refresh_view raised NoMatches (TopBar).

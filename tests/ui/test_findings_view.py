@@ -17,9 +17,11 @@ from tui.screens.link_detail import LinkDetailScreen
 from tui.screens.overview import OverviewScreen
 from tui.widgets.findings_panel import FindingsPanel
 
-LONG_ERROR = ("node1 (admin@10.0.0.1): ssh: connect to host 10.0.0.1 port 22: Connection "
-              "refused; the last lines of its stderr follow and go on well past any one "
-              "line of an 80-column terminal so that only a wrapped view shows it all")
+LONG_ERROR = (
+    "node1 (admin@10.0.0.1): ssh: connect to host 10.0.0.1 port 22: Connection "
+    "refused; the last lines of its stderr follow and go on well past any one "
+    "line of an 80-column terminal so that only a wrapped view shows it all"
+)
 
 
 def detail_lines(app: FabtopApp) -> list[str]:
@@ -32,7 +34,7 @@ def visible_detail(app: FabtopApp) -> str:
     """The detail pane's lines that are on screen now (not scrolled away)."""
     scroll = app.screen.query_one("#finding-detail", VerticalScroll)
     top = scroll.scroll_offset.y
-    return "\n".join(detail_lines(app)[top: top + scroll.content_region.height])
+    return "\n".join(detail_lines(app)[top : top + scroll.content_region.height])
 
 
 async def test_enter_on_a_panel_finding_opens_it_in_full_at_80x24() -> None:
@@ -55,8 +57,9 @@ async def test_enter_on_a_panel_finding_opens_it_in_full_at_80x24() -> None:
         assert table.cursor_key() == finding_key(storm)
         # the table cuts the long line with "…"; the pane below has every word
         cut = table.get_cell(finding_key(storm), "headline").plain
-        assert len(cut) > table.columns[next(k for k in table.columns
-                                              if k.value == "headline")].width
+        assert (
+            len(cut) > table.columns[next(k for k in table.columns if k.value == "headline")].width
+        )
         shown = words(visible_detail(app))
         assert words(storm.summary) in shown
         assert words(storm.next_step) in shown  # on screen at 80x24, no scrolling

@@ -49,7 +49,8 @@ def test_reasons_read_like_nvidia_smi() -> None:
     assert spell_reasons(("something_new",)) == "something new"
     # both thermal slowdowns in one phrase: it fits the narrowest Clocks column whole
     assert spell_reasons(("sw_power_cap", "sw_thermal_slowdown", "hw_thermal_slowdown")) == (
-        "SW power cap, HW+SW thermal slowdown")
+        "SW power cap, HW+SW thermal slowdown"
+    )
     assert spell_reasons(("hw_thermal_slowdown",)) == "HW thermal slowdown"
 
 

@@ -15,10 +15,12 @@ from tui.screens.overview import OverviewScreen
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import LinkTable
 
-LONG_ERROR = ("node2 (admin@10.0.0.2): Host key verification failed.\n"
-              "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@ someone could be "
-              "eavesdropping on you right now (man-in-the-middle attack); offending key in "
-              "/home/admin/.ssh/known_hosts:12")
+LONG_ERROR = (
+    "node2 (admin@10.0.0.2): Host key verification failed.\n"
+    "@@@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @@@ someone could be "
+    "eavesdropping on you right now (man-in-the-middle attack); offending key in "
+    "/home/admin/.ssh/known_hosts:12"
+)
 
 
 def body(app: FabtopApp) -> str:
@@ -51,10 +53,11 @@ async def test_enter_on_a_down_host_shows_its_whole_error_wrapped_at_80x24() -> 
 async def test_probe_warnings_sections_and_what_is_not_read_are_shown() -> None:
     app, state, clock = make(hosts=2)
     s = sample("node1", 21)
-    s.sections = [SectionStatus("gpu_nvidia", None, "missing", detail="no nvidia-smi"),
-                  SectionStatus("dcb_pfc", "enp65s0f0np0", "error",
-                                detail="DCB not supported by the device"),
-                  SectionStatus("ethtool", "enp65s0f0np0", "ok", read_ns=3_000_000)]
+    s.sections = [
+        SectionStatus("gpu_nvidia", None, "missing", detail="no nvidia-smi"),
+        SectionStatus("dcb_pfc", "enp65s0f0np0", "error", detail="DCB not supported by the device"),
+        SectionStatus("ethtool", "enp65s0f0np0", "ok", read_ns=3_000_000),
+    ]
     s.warnings = ["lldptool: not installed, neighbours unknown"]
     clock.t += 1.0
     feed(state, "node1", s, clock)

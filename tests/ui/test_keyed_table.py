@@ -31,18 +31,28 @@ def private_uses(source: str, private: set[str]) -> list[str]:
         if isinstance(node, ast.Attribute) and node.attr in private:
             owner = node.value
             is_self = isinstance(owner, ast.Name) and owner.id == "self"
-            is_super = (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name)
-                        and owner.func.id == "super")
+            is_super = (
+                isinstance(owner, ast.Call)
+                and isinstance(owner.func, ast.Name)
+                and owner.func.id == "super"
+            )
             if is_self or is_super:
                 found.append(f"line {node.lineno}: .{node.attr}")
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
-                if (isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-                        and item.name in private):
+                if (
+                    isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and item.name in private
+                ):
                     found.append(f"line {item.lineno}: def {item.name}")
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in ("getattr", "setattr", "delattr") and len(node.args) > 1
-              and isinstance(node.args[1], ast.Constant) and node.args[1].value in private):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "delattr")
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in private
+        ):
             found.append(f"line {node.lineno}: {node.func.id}({node.args[1].value!r})")
     return found
 
@@ -69,8 +79,10 @@ COLUMNS = [Column("name", "Name", 8, False), Column("rx", "RX", 6)]
 
 
 def rows(values: dict[str, str]) -> list[tuple[str, dict[str, Text | Spec]]]:
-    return [(k, {"name": Spec(k.split("\x1f")[1], "bold"), "rx": Text(v, justify="right")})
-            for k, v in values.items()]
+    return [
+        (k, {"name": Spec(k.split("\x1f")[1], "bold"), "rx": Text(v, justify="right")})
+        for k, v in values.items()
+    ]
 
 
 class TableApp(App[None]):
@@ -203,11 +215,14 @@ async def test_a_width_change_keeps_rows_and_cursor_and_cuts_with_an_ellipsis() 
     async with app.run_test(size=(60, 10)) as pilot:
         await pilot.pause()
         t = app.query_one(KeyedTable)
-        t.set_layout([Column("name", "Name", None, False, flex=True, min_width=4),
-                      Column("rx", "RX", 6)])
+        t.set_layout(
+            [Column("name", "Name", None, False, flex=True, min_width=4), Column("rx", "RX", 6)]
+        )
         long = "a-very-long-counter-name-that-will-not-fit"
-        data = [("n1\x1fa", {"name": Text(long), "rx": Text("1", justify="right")}),
-                ("n1\x1fb", {"name": Text("b"), "rx": Text("123,456,789", justify="right")})]
+        data = [
+            ("n1\x1fa", {"name": Text(long), "rx": Text("1", justify="right")}),
+            ("n1\x1fb", {"name": Text("b"), "rx": Text("123,456,789", justify="right")}),
+        ]
         t.sync(data)
         t.move_cursor(row=1)
         await pilot.pause()

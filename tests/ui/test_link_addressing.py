@@ -21,8 +21,9 @@ Title = tuple[str, list[str]]  # the title's text, and its parts drawn red
 def _title(app: FabtopApp) -> Title:
     title = app.screen.query_one("#link-title", Static).render()  # Content or Text
     text = str(title)
-    return text, [text[s.start:s.end] for s in getattr(title, "spans", [])
-                  if "red" in str(s.style)]  # fmt: skip
+    return text, [
+        text[s.start : s.end] for s in getattr(title, "spans", []) if "red" in str(s.style)
+    ]
 
 
 def _app(scenario: str) -> FabtopApp:
@@ -44,7 +45,8 @@ async def _titles(scenario: str, *links: tuple[str, str]) -> list[Title]:
 
 async def test_roce_port_detail_shows_its_roce_v2_gid_or_its_absence() -> None:
     (text, red), (ib, ib_red) = await _titles(
-        "healthy", ("node1", "enp65s0f0np0"), ("node2", "mlx5_2/1"))
+        "healthy", ("node1", "enp65s0f0np0"), ("node2", "mlx5_2/1")
+    )
     assert "mlx5_0/1  v2 GID 3 10.0.0.1" in text and red == []
     assert "InfiniBand" in ib and "sm_lid 0x1" in ib and ib_red == []
     [(text, _)] = await _titles("gid_index_mismatch", ("node3", "enp65s0f1np1"))

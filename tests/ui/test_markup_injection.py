@@ -36,7 +36,7 @@ LINK = '[link="https://evil.example/t"]x[/link]'
 RICH_LINK = "[link=https://evil.example/r]y[/link]"
 ACTION = "[@click=app.quit]z[/]"
 HOST = "[b]n1[/b]"  # fits the 8-column host cell whole
-FIRMWARE = f'{LINK} 28.39.1002'
+FIRMWARE = f"{LINK} 28.39.1002"
 MODEL = f"{RICH_LINK}opt"
 GPU_NAME = f"[reverse]{ACTION}"
 INFERENCE_ERROR = f"{ACTION} refused"
@@ -56,8 +56,11 @@ def drawn(app: FabtopApp) -> tuple[str, list[str]]:
     lines: list[str] = []
     found: list[str] = []
     for w in app.screen.walk_children(Widget, with_self=False):
-        if not w.display or not w.outer_size.area or any(
-                isinstance(a, Footer) for a in (w, *w.ancestors)):
+        if (
+            not w.display
+            or not w.outer_size.area
+            or any(isinstance(a, Footer) for a in (w, *w.ancestors))
+        ):
             continue
         for strip in w.render_lines(Region(0, 0, *w.outer_size)):
             lines.append(strip.text)
@@ -67,25 +70,36 @@ def drawn(app: FabtopApp) -> tuple[str, list[str]]:
                     continue
                 if style.link:
                     found.append(f"link {style.link} in {type(w).__name__}")
-                found += [f"{k}={v} in {type(w).__name__}"
-                          for k, v in style.meta.items() if k.startswith("@")]
+                found += [
+                    f"{k}={v} in {type(w).__name__}"
+                    for k, v in style.meta.items()
+                    if k.startswith("@")
+                ]
     return "\n".join(lines), found
 
 
 def hostile_state() -> tuple[FabricState, FakeClock]:
     """Host ``[b]n1[/b]`` with markup in its firmware, GPU, model and errors; n2 went down."""
     clock = FakeClock()
-    state = FabricState([HostConfig(name=HOST), HostConfig(name="n2")], rules=make_evaluator(),
-                        clock=clock)
+    state = FabricState(
+        [HostConfig(name=HOST), HostConfig(name="n2")], rules=make_evaluator(), clock=clock
+    )
     for tick in range(1, 8):
         clock.t += 1.0
         s = sample(HOST, tick)
-        s.links = {k: replace(v, firmware=FIRMWARE) if v.kind == "roce" else v
-                   for k, v in s.links.items()}
+        s.links = {
+            k: replace(v, firmware=FIRMWARE) if v.kind == "roce" else v for k, v in s.links.items()
+        }
         s.gpus = [GpuSample(index=0, name=GPU_NAME, temperature_c=50.0)]
         s.sections = [SectionStatus("gpu_nvidia", None, "timeout", detail=SECTION_DETAIL)]
-        s.inference = [InferenceSample(url="http://127.0.0.1:8000/metrics", server="vllm",
-                                       model=MODEL, error=INFERENCE_ERROR)]
+        s.inference = [
+            InferenceSample(
+                url="http://127.0.0.1:8000/metrics",
+                server="vllm",
+                model=MODEL,
+                error=INFERENCE_ERROR,
+            )
+        ]
         feed(state, HOST, s, clock)
         feed(state, "n2", sample("n2", tick), clock)
     state.apply_status("n2", "down", DOWN_ERROR)
@@ -107,8 +121,7 @@ async def test_remote_strings_show_literally_on_every_screen() -> None:
         text, links = drawn(app)
         assert links == []
         assert f"fw {LINK}" in text, text[:600]
-        for key, wanted in (("4", "[link=https://evi"), ("3", "[reverse]["),
-                            ("2", '[link="htt')):
+        for key, wanted in (("4", "[link=https://evi"), ("3", "[reverse]["), ("2", '[link="htt')):
             await pilot.press("escape") if isinstance(app.screen, LinkDetailScreen) else None
             await pilot.press(key)
             await pilot.pause()

@@ -63,8 +63,15 @@ U64_MAX = 18_446_744_073_709_551_615  # a 20-digit counter, 26 characters with s
 
 
 def _link(host: str, netdev: str, tick: int) -> LinkSample:
-    link = _roce(netdev, tick, 120.0, 96.0, 10.0, pause_p3=90_000 if host == HOSTS[0] else 0,
-                 paused_us_p3=995_000 if host == HOSTS[0] else 0)
+    link = _roce(
+        netdev,
+        tick,
+        120.0,
+        96.0,
+        10.0,
+        pause_p3=90_000 if host == HOSTS[0] else 0,
+        paused_us_p3=995_000 if host == HOSTS[0] else 0,
+    )
     # a counter near the top of a u64, moving every tick (so the link detail lists it)
     link.counters["ethtool"]["rx_vport_rdma_unicast_bytes"] = U64_MAX - 10_000 + tick
     return link
@@ -74,47 +81,80 @@ def _gpus(tick: int) -> list[GpuSample]:
     out = []
     for i in range(8):
         hot = i == 7
-        out.append(GpuSample(
-            index=i, name=GPU_NAMES[i % len(GPU_NAMES)], bus_id=f"00000000:{0x18 + i:02X}:00.0",
-            vendor="amd" if "AMD" in GPU_NAMES[i % len(GPU_NAMES)] else "nvidia",
-            utilization_pct=100.0, memory_used_mib=81_000.0 + tick, memory_total_mib=81_559.0,
-            power_w=699.9, power_limit_w=700.0, temperature_c=94.0 if hot else 71.0,
-            memory_temperature_c=88.0, sm_clock_mhz=1155.0 if hot else 1980.0,
-            mem_clock_mhz=11251.0, fan_pct=100.0, pcie_rx_kbps=26_000_000.0,
-            pcie_tx_kbps=25_000_000.0, pcie_gen=5, pcie_width=16,
-            throttle_reasons=(("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown",
-                               "hw_thermal_slowdown") if hot else ()),
-        ))
+        out.append(
+            GpuSample(
+                index=i,
+                name=GPU_NAMES[i % len(GPU_NAMES)],
+                bus_id=f"00000000:{0x18 + i:02X}:00.0",
+                vendor="amd" if "AMD" in GPU_NAMES[i % len(GPU_NAMES)] else "nvidia",
+                utilization_pct=100.0,
+                memory_used_mib=81_000.0 + tick,
+                memory_total_mib=81_559.0,
+                power_w=699.9,
+                power_limit_w=700.0,
+                temperature_c=94.0 if hot else 71.0,
+                memory_temperature_c=88.0,
+                sm_clock_mhz=1155.0 if hot else 1980.0,
+                mem_clock_mhz=11251.0,
+                fan_pct=100.0,
+                pcie_rx_kbps=26_000_000.0,
+                pcie_tx_kbps=25_000_000.0,
+                pcie_gen=5,
+                pcie_width=16,
+                throttle_reasons=(
+                    ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown")
+                    if hot
+                    else ()
+                ),
+            )
+        )
     return out
 
 
 def _inference(host: str, tick: int, clock: float) -> list[InferenceSample]:
     url = f"http://{host}:30000/metrics"
     return [
-        InferenceSample(url=url, server="vllm", model=MODEL,
-                        generated_tokens_total=123_456.0 * tick,
-                        prompt_tokens_total=654_321.0 * tick, requests_running=1024.0,
-                        requests_waiting=4096.0, read_s=clock),
-        InferenceSample(url=f"http://{host}:8000/v1/metrics?format=prometheus",
-                        server="sglang", model="Qwen/Qwen2.5-Coder-32B-Instruct-GPTQ-Int8",
-                        error="GET /metrics: connection refused after 3 attempts (timeout 2 s)",
-                        read_s=clock),
+        InferenceSample(
+            url=url,
+            server="vllm",
+            model=MODEL,
+            generated_tokens_total=123_456.0 * tick,
+            prompt_tokens_total=654_321.0 * tick,
+            requests_running=1024.0,
+            requests_waiting=4096.0,
+            read_s=clock,
+        ),
+        InferenceSample(
+            url=f"http://{host}:8000/v1/metrics?format=prometheus",
+            server="sglang",
+            model="Qwen/Qwen2.5-Coder-32B-Instruct-GPTQ-Int8",
+            error="GET /metrics: connection refused after 3 attempts (timeout 2 s)",
+            read_s=clock,
+        ),
     ]
 
 
 def long_fabric(ticks: int = 30) -> tuple[FabricState, FakeClock]:
     """Two hosts with the longest names, 8 GPUs each, two servers each, u64 counters."""
     clock = FakeClock()
-    state = FabricState([HostConfig(name=h) for h in HOSTS], rules=make_evaluator(),
-                        clock=clock)
+    state = FabricState([HostConfig(name=h) for h in HOSTS], rules=make_evaluator(), clock=clock)
     for tick in range(1, ticks + 1):
         clock.t += 1.0
         for host in HOSTS:
             links = {n: _link(host, n, tick) for n in NETDEVS}
-            state.apply_sample(host, HostSample(
-                host=host, seq=tick, clock_ns=int((T0 + tick) * 1e9), uptime_s=5000.0 + tick,
-                links=links, gpus=_gpus(tick), inference=_inference(host, tick, clock.t),
-                cpu_throttle_count=12_345_678_901 + tick))
+            state.apply_sample(
+                host,
+                HostSample(
+                    host=host,
+                    seq=tick,
+                    clock_ns=int((T0 + tick) * 1e9),
+                    uptime_s=5000.0 + tick,
+                    links=links,
+                    gpus=_gpus(tick),
+                    inference=_inference(host, tick, clock.t),
+                    cpu_throttle_count=12_345_678_901 + tick,
+                ),
+            )
     return state, clock
 
 
@@ -140,15 +180,16 @@ def table_problems(table: KeyedTable) -> Iterator[str]:
             yield f"{where} header: {problem}"
     for i in range(table.row_count):
         cells = [c.plain if c is not None else "" for c in table.get_row_at(i)]
-        for key, full, shown in zip(table.column_keys, cells, table.drawn_cells(i),
-                                    strict=True):
+        for key, full, shown in zip(table.column_keys, cells, table.drawn_cells(i), strict=True):
             problem = cut_problem(shown, full)
             if problem:
                 yield f"{where} row {i} {key}: {problem}"
     visible = table.scrollable_content_region.width
     if table.virtual_size.width > visible:
-        yield (f"{where}: {table.virtual_size.width} columns wide in {visible}: "
-               f"{', '.join(table.column_keys)}")
+        yield (
+            f"{where}: {table.virtual_size.width} columns wide in {visible}: "
+            f"{', '.join(table.column_keys)}"
+        )
 
 
 def static_problems(widget: Static) -> Iterator[str]:
@@ -160,8 +201,9 @@ def static_problems(widget: Static) -> Iterator[str]:
     full = [ln for ln in (_squash(x) for x in str(content).splitlines()) if ln]
     # the lines inside the border and padding (a border title is not the content)
     inner, outer = widget.content_region, widget.region
-    strips = widget.render_lines(Region(inner.x - outer.x, inner.y - outer.y,
-                                        inner.width, inner.height))
+    strips = widget.render_lines(
+        Region(inner.x - outer.x, inner.y - outer.y, inner.width, inner.height)
+    )
     shown = [s for s in (_squash(s.text) for s in strips) if s]
     i = 0
     for line in full:
@@ -173,7 +215,7 @@ def static_problems(widget: Static) -> Iterator[str]:
             got = shown[i]
             i += 1
             if rest.startswith(got):
-                rest = rest[len(got):]
+                rest = rest[len(got) :]
             elif got.endswith("…") and rest.startswith(got[:-1]):
                 rest = ""
             else:

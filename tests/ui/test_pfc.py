@@ -38,8 +38,10 @@ async def test_storm_names_the_stuck_receiver_at_80x24() -> None:
         assert "node1/enp65s0f0np0" in pairs  # one of the ports it pauses
         matrix = app.screen.query_one(PauseMatrix)
         # the port sending the pauses is the first one listed, its tx row red on prio 3
-        assert matrix.row_keys()[:2] == [f"node3{SEP}enp65s0f0np0{SEP}rx",
-                                         f"node3{SEP}enp65s0f0np0{SEP}tx"]  # fmt: skip
+        assert matrix.row_keys()[:2] == [
+            f"node3{SEP}enp65s0f0np0{SEP}rx",
+            f"node3{SEP}enp65s0f0np0{SEP}tx",
+        ]
         hot = matrix.get_cell(f"node3{SEP}enp65s0f0np0{SEP}tx", "p3")
         assert hot.plain == "99.6" and "red" in str(hot.style)
         assert matrix.get_cell(f"node1{SEP}enp65s0f0np0{SEP}rx", "p3").plain == "97"

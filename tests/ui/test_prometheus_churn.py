@@ -21,10 +21,17 @@ T0 = 1_700_000_000.0
 
 def answer(instances: list[str], t: float) -> list[dict[str, Any]]:
     return [
-        {"metric": {"__name__": "node_ethtool_received_bytes_phy", "instance": i, "job": "node",
-                    "device": "eth0"}, "value": [t, str(int(t - T0) * 1000)]}
+        {
+            "metric": {
+                "__name__": "node_ethtool_received_bytes_phy",
+                "instance": i,
+                "job": "node",
+                "device": "eth0",
+            },
+            "value": [t, str(int(t - T0) * 1000)],
+        }
         for i in instances
-    ]  # fmt: skip
+    ]
 
 
 async def test_hosts_forgotten_leave_the_tables_and_an_open_detail_says_so() -> None:

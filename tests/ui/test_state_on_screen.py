@@ -57,8 +57,9 @@ async def test_all_hosts_down_is_never_healthy_and_names_them() -> None:
 
 async def test_waiting_for_the_first_frame_says_so_not_healthy() -> None:
     clock = FakeClock()
-    state = FabricState([HostConfig(name=n) for n in ("node1", "node2")],
-                        rules=make_evaluator(), clock=clock)
+    state = FabricState(
+        [HostConfig(name=n) for n in ("node1", "node2")], rules=make_evaluator(), clock=clock
+    )
     app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -186,8 +187,10 @@ async def test_footer_at_80_columns_has_help_and_every_screen_and_no_cut_key() -
             shown = {k for k, _, _ in keys}
             assert "?" in shown, (key, keys)
             # every screen: by its own key, or as one "1-6" key when the names do not fit
-            assert (f"1-{len(SCREEN_REGISTRY)}" in shown
-                    or set(SCREEN_REGISTRY) <= shown), (key, keys)
+            assert f"1-{len(SCREEN_REGISTRY)}" in shown or set(SCREEN_REGISTRY) <= shown, (
+                key,
+                keys,
+            )
             assert all(right <= 80 for _, _, right in keys), (key, keys)
 
 

@@ -51,10 +51,20 @@ def _port(host: str, tick: int) -> LinkSample:
         pause_us[side]: {3: round(tick * RATIO * 1e6)},
     }
     return LinkSample(
-        id=PORT, netdev=PORT, rdma_device="mlx5_0", port=1, link_layer="Ethernet",
-        state="up", rate_gbps=100.0, mtu=9000, driver="mlx5_core", firmware="28.39.1002",
-        physical=True, kind="roce", metrics=metrics,
-    )  # fmt: skip
+        id=PORT,
+        netdev=PORT,
+        rdma_device="mlx5_0",
+        port=1,
+        link_layer="Ethernet",
+        state="up",
+        rate_gbps=100.0,
+        mtu=9000,
+        driver="mlx5_core",
+        firmware="28.39.1002",
+        physical=True,
+        kind="roce",
+        metrics=metrics,
+    )
 
 
 def storm_state(thresholds: Mapping[str, float]) -> tuple[FabricState, FakeClock]:
@@ -65,10 +75,16 @@ def storm_state(thresholds: Mapping[str, float]) -> tuple[FabricState, FakeClock
     for tick in range(1, 7):
         clock.t += 1.0
         for h in HOSTS:
-            state.apply_sample(h, HostSample(
-                host=h, seq=tick, clock_ns=int((T0 + tick) * 1e9), uptime_s=5000.0 + tick,
-                links={PORT: _port(h, tick)},
-            ))  # fmt: skip
+            state.apply_sample(
+                h,
+                HostSample(
+                    host=h,
+                    seq=tick,
+                    clock_ns=int((T0 + tick) * 1e9),
+                    uptime_s=5000.0 + tick,
+                    links={PORT: _port(h, tick)},
+                ),
+            )
     return state, clock
 
 
@@ -164,8 +180,9 @@ async def test_overview_red_follows_pause_hot_ratio() -> None:
 def test_line_share_and_temperature_colours_follow_their_thresholds() -> None:
     def styles(thresholds: Mapping[str, float]) -> tuple[str, str]:
         state, clock = storm_state(thresholds)
-        row = dataclasses.replace(link_rows(state, clock(), 1.0)[0], line_ratio=0.85,
-                                  temperature_c=100.0)  # fmt: skip
+        row = dataclasses.replace(
+            link_rows(state, clock(), 1.0)[0], line_ratio=0.85, temperature_c=100.0
+        )
         cells = link_cells(row, None, False, state.thresholds)
         return cells["line"].style, cells["temp"].style
 

@@ -52,10 +52,10 @@ def axis_letters(panel: TimelinePanel) -> dict[str, int]:
     return {ch: x for x, ch in enumerate(lines(panel)[-2].text) if ch.isalpha()}
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)],
-                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_every_panel_shares_the_x_axis_column_for_column(  # type: ignore[no-untyped-def]
-        thermal_state, size: tuple[int, int]) -> None:
+    thermal_state, size: tuple[int, int]
+) -> None:
     state, clock, _ = thermal_state
     app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
     async with app.run_test(size=size) as pilot:
@@ -64,8 +64,11 @@ async def test_every_panel_shares_the_x_axis_column_for_column(  # type: ignore[
         panels = list(app.screen.query(TimelinePanel))
         assert len(panels) == 5
         # the plot's left border: the same column in every panel, every chart row
-        borders = {next(i for i, ch in enumerate(row.text) if ch in "┤│")
-                   for p in panels for row in chart_rows(p)}
+        borders = {
+            next(i for i, ch in enumerate(row.text) if ch in "┤│")
+            for p in panels
+            for row in chart_rows(p)
+        }
         assert len(borders) == 1, borders
         # a given time: each marker's letter sits on the axis at one column, and that
         # column is tinted in the chart rows of every panel, at the same x

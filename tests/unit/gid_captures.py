@@ -38,8 +38,11 @@ def sysib_text(name: str) -> str:
         pp = f"{dev}/ports/{port}"
         if pp not in ports:
             ports.append(pp)
-        lines += [f"{pp}/gids/{index} {gid}", f"{pp}/gid_attrs/types/{index} {kind}",
-                  f"{pp}/gid_attrs/ndevs/{index} {ndev}"]
+        lines += [
+            f"{pp}/gids/{index} {gid}",
+            f"{pp}/gid_attrs/types/{index} {kind}",
+            f"{pp}/gid_attrs/ndevs/{index} {ndev}",
+        ]
     lines += [f"{pp}/gids -" for pp in ports]
     return "\n".join(lines)
 
@@ -48,5 +51,7 @@ def table(name: str, dev: str, port: int = 1) -> tuple[GidEntry, ...]:
     """One port's GID table of a capture, parsed as the assembler builds it."""
     rec = parse_sysib(sysib_text(name)).devices[dev].ports[port]
     assert rec.gids is not None
-    return tuple(GidEntry(i, g, rec.gid_types.get(i), rec.gid_ndevs.get(i))
-                 for i, g in sorted(rec.gids.items()))
+    return tuple(
+        GidEntry(i, g, rec.gid_types.get(i), rec.gid_ndevs.get(i))
+        for i, g in sorted(rec.gids.items())
+    )

@@ -47,28 +47,46 @@ class TbHost:
 def files(h: TbHost) -> dict[str, str | None]:
     """``relpath -> value`` under one device tree (None: a directory)."""
     out: dict[str, str | None] = {
-        "0-0": None, "0-0/unique_id": h.uid, "0-0/generation": str(h.generation),
+        "0-0": None,
+        "0-0/unique_id": h.uid,
+        "0-0/generation": str(h.generation),
         "0-0/authorized": "1",
-    }  # fmt: skip
+    }
     for x in h.xds:
         d = f"0-{x.route}"
         speed = f"{x.gbps:.1f} Gb/s"
-        out.update({
-            d: None, f"{d}/unique_id": x.peer_uid, f"{d}/device_name": x.peer_name,
-            f"{d}/vendor_name": "Intel Corp.", f"{d}/device": "0x1",
-            f"{d}/rx_speed": speed, f"{d}/tx_speed": speed,
-            f"{d}/rx_lanes": str(x.lanes), f"{d}/tx_lanes": str(x.lanes),
-            f"{d}.0": None, f"{d}.0/key": "network", f"{d}.0/prtcid": "1",
-        })  # fmt: skip
+        out.update(
+            {
+                d: None,
+                f"{d}/unique_id": x.peer_uid,
+                f"{d}/device_name": x.peer_name,
+                f"{d}/vendor_name": "Intel Corp.",
+                f"{d}/device": "0x1",
+                f"{d}/rx_speed": speed,
+                f"{d}/tx_speed": speed,
+                f"{d}/rx_lanes": str(x.lanes),
+                f"{d}/tx_lanes": str(x.lanes),
+                f"{d}.0": None,
+                f"{d}.0/key": "network",
+                f"{d}.0/prtcid": "1",
+            }
+        )
         if x.netdev:
             out[f"{d}.0/net/{x.netdev}"] = None
     if h.dock:
-        out.update({
-            "0-3": None, "0-3/unique_id": "c0030000-00a2-8508-2219-f4d4d2c1a918",
-            "0-3/device_name": "Core", "0-3/vendor_name": "Razer", "0-3/authorized": "1",
-            "0-3/generation": "3", "0-3/rx_speed": "20.0 Gb/s", "0-3/rx_lanes": "2",
-            "0-3/key": "SECRET-KEY-NEVER-READ",
-        })  # fmt: skip
+        out.update(
+            {
+                "0-3": None,
+                "0-3/unique_id": "c0030000-00a2-8508-2219-f4d4d2c1a918",
+                "0-3/device_name": "Core",
+                "0-3/vendor_name": "Razer",
+                "0-3/authorized": "1",
+                "0-3/generation": "3",
+                "0-3/rx_speed": "20.0 Gb/s",
+                "0-3/rx_lanes": "2",
+                "0-3/key": "SECRET-KEY-NEVER-READ",
+            }
+        )
     return out
 
 
@@ -94,8 +112,11 @@ def write(h: TbHost, sysroot: Path) -> None:
         name, _, attr = rel.partition("/")
         if name not in places:
             # 0-0 under domain0, 0-1 under 0-0, 0-1.0 under 0-1 (the kernel's parents)
-            parent = nhi if name == "0-0" else (
-                places[name.rsplit(".", 1)[0]] if "." in name else places["0-0"])
+            parent = (
+                nhi
+                if name == "0-0"
+                else (places[name.rsplit(".", 1)[0]] if "." in name else places["0-0"])
+            )
             places[name] = parent / name
             places[name].mkdir(parents=True, exist_ok=True)
             link = bus / name

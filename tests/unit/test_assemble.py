@@ -104,10 +104,13 @@ def test_dcb_pfc_section_used_without_mlnx_qos(fixtures_dir: Path, roce_frame: F
 
 def test_dcb_buffer_and_failed_dcb_tools(fixtures_dir: Path, roce_frame: Frame) -> None:
     # dcb-buffer(8) example text (no real capture exists); a dcb that failed is one warning.
-    buf = ("prio-buffer 0:0 1:0 2:0 3:1 4:0 5:0 6:0 7:0\n"
-           "buffer-size 0:10Kb 1:1Mb 2:0b 3:0b 4:0b 5:0b 6:0b 7:0b\n")
-    failed = Section("dcb_ets", "eth0", 1, "error", "rc=1",
-                     "Attribute read: Operation not supported")
+    buf = (
+        "prio-buffer 0:0 1:0 2:0 3:1 4:0 5:0 6:0 7:0\n"
+        "buffer-size 0:10Kb 1:1Mb 2:0b 3:0b 4:0b 5:0b 6:0b 7:0b\n"
+    )
+    failed = Section(
+        "dcb_ets", "eth0", 1, "error", "rc=1", "Attribute read: Operation not supported"
+    )
     frame = _frame(*roce_frame.sections, _sec("dcb_buffer", "eth0", buf), failed)
     sample = assemble("gpu1", frame)
     qos = sample.links["eth0"].qos
@@ -271,8 +274,9 @@ def test_the_parse_memo_is_bounded_in_bytes_whatever_a_host_sends() -> None:
     for i in range(40):
         alias = "x" * 1900
         body = "\n".join(f"eth{i}_{k}/ifalias {alias}" for k in range(500))  # ~0.97 MB
-        text = (f"@@fabtop-frame {i + 1} 1 1.00 1.000\n@@section sysnet - 1 ok\n{body}\n"
-                f"@@end {i + 1}\n")
+        text = (
+            f"@@fabtop-frame {i + 1} 1 1.00 1.000\n@@section sysnet - 1 ok\n{body}\n@@end {i + 1}\n"
+        )
         (frame,) = FrameDecoder().feed(text.encode())
         sample = assemble("n1", frame)
         assert len(sample.links) == 500

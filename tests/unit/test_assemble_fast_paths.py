@@ -27,8 +27,7 @@ def _set(frame: Frame, kind: str, values: dict[str, str]) -> Frame:
             for i, name in enumerate(s.schema.names):
                 if name in values:
                     toks[i] = values[name]
-            s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks),
-                        s.schema)
+            s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks), s.schema)
         secs.append(s)
     return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, secs)
 
@@ -55,12 +54,14 @@ def test_saturation_on_a_kept_shape_is_what_a_new_build_gives() -> None:
     assert seen == stuck_ticks
 
 
-def _failing_on(link_id: str, real: Callable[[LinkSample, asm._LinkPlan, list[str]], None]
-                ) -> Callable[[LinkSample, asm._LinkPlan, list[str]], None]:
+def _failing_on(
+    link_id: str, real: Callable[[LinkSample, asm._LinkPlan, list[str]], None]
+) -> Callable[[LinkSample, asm._LinkPlan, list[str]], None]:
     def metrics(link: LinkSample, lp: asm._LinkPlan, left: list[str]) -> None:
         if link.id == link_id:
             raise ValueError("broken on purpose")
         real(link, lp, left)
+
     return metrics
 
 

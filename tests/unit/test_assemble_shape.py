@@ -28,10 +28,15 @@ def _stream(ticks: int, seed: int = 0, full_every: int = FULL_EVERY) -> list[Fra
     """Structured frames of a 2-port mlx5 + IB host, slow sections carried as the pipeline
     carries them; NIC temperatures move from tick to tick, slow ticks come every 60 s.
     ``full_every=1``: every section's values whole in its text (to spoil them)."""
-    fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2),
-                  SimHostConfig("n2")], seed=seed)
-    dec, enc, wire_dec, pipe = FrameDecoder(), StructuredEncoder(full_every), FrameDecoder(), \
-        Pipeline()
+    fab = Fabric(
+        [SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2), SimHostConfig("n2")], seed=seed
+    )
+    dec, enc, wire_dec, pipe = (
+        FrameDecoder(),
+        StructuredEncoder(full_every),
+        FrameDecoder(),
+        Pipeline(),
+    )
     out = []
     for i in range(ticks):
         for f in dec.feed(fab.hosts["n1"].frame(25.0 + i, 1.0).encode()):
@@ -64,17 +69,23 @@ def _spoil(frame: Frame, rng: random.Random) -> Frame:
         if s.schema is not None and rng.random() < 0.4:
             toks = _whole(s).split(" ")
             i = rng.randrange(len(toks))
-            toks[i] = rng.choice(["-", "x1", "99999999999999999999", str(2**32 - 1), "07",
-                                  "", "1\t2"])
+            toks[i] = rng.choice(
+                ["-", "x1", "99999999999999999999", str(2**32 - 1), "07", "", "1\t2"]
+            )
             if rng.random() < 0.1:
                 toks.pop()
-            s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks),
-                        s.schema)
+            s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks), s.schema)
         elif s.kind == "sysnet" and rng.random() < 0.3:
             # a temperature that is no number, then one that is
             bad = rng.choice(["x", "-5", "57000\r", "12345678901"])
-            s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail,
-                        s.text.replace("temp1_input 5", f"temp1_input {bad}5", 1))
+            s = Section(
+                s.kind,
+                s.subject,
+                s.read_ns,
+                s.status,
+                s.detail,
+                s.text.replace("temp1_input 5", f"temp1_input {bad}5", 1),
+            )
         secs.append(s)
     return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, secs)
 
@@ -86,7 +97,8 @@ def test_a_kept_shape_gives_what_a_new_build_gives() -> None:
         before = asm._SHAPES.get("n1")
         got = repr(assemble("n1", f))
         builds += asm._SHAPES["n1"] is not before and (
-            before is None or asm._SHAPES["n1"].shape is not before.shape)
+            before is None or asm._SHAPES["n1"].shape is not before.shape
+        )
         assert got == _fresh("n1", f), f.seq
     # Counters, temperatures and GPUs move every tick, slow sections come twice: the
     # shape is built on the first frame only.
@@ -103,9 +115,18 @@ def test_hostile_values_and_temperatures_give_what_a_new_build_gives() -> None:
 def test_a_kept_shape_follows_a_change_of_state_and_of_names() -> None:
     frames = _stream(8)
     assemble("n1", frames[0])
-    down = [Section(s.kind, s.subject, s.read_ns, s.status, s.detail,
-                    s.text.replace("enp65s0f0np0/operstate up", "enp65s0f0np0/operstate down"),
-                    s.schema) for s in frames[1].sections]
+    down = [
+        Section(
+            s.kind,
+            s.subject,
+            s.read_ns,
+            s.status,
+            s.detail,
+            s.text.replace("enp65s0f0np0/operstate up", "enp65s0f0np0/operstate down"),
+            s.schema,
+        )
+        for s in frames[1].sections
+    ]
     f = Frame(frames[1].seq, frames[1].clock_ns, frames[1].uptime_s, frames[1].unix_s, down)
     assert assemble("n1", f).links["enp65s0f0np0"].state == "down"
     assert assemble("n1", frames[2]).links["enp65s0f0np0"].state == "up"
@@ -118,21 +139,31 @@ def test_probe_lines_that_change_every_tick_keep_the_shape() -> None:
     frames = _stream(6)
 
     def with_probe(f: Frame, text: str) -> Frame:
-        secs = [Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
-                if s.kind == "probe" else s for s in f.sections]
+        secs = [
+            Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
+            if s.kind == "probe"
+            else s
+            for s in f.sections
+        ]
         return Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s, secs)
 
     shapes = []
     for i, f in enumerate(frames[:4]):
-        g = with_probe(f, f"interval_ms 1000\nslow {i % 2}\nimpl python3.12"
-                          f"\nskipped_ticks {i}\nethtool_ioctls {10 * i}")
+        g = with_probe(
+            f,
+            f"interval_ms 1000\nslow {i % 2}\nimpl python3.12"
+            f"\nskipped_ticks {i}\nethtool_ioctls {10 * i}",
+        )
         got = assemble("n3", g)
         assert got.probe == "python3.12"
         assert repr(got) == _fresh("n3", g)
         shapes.append(asm._SHAPES["n3"].shape)
     assert len({id(s) for s in shapes}) == 1
-    g = with_probe(frames[4], "interval_ms 1000\nslow 0\nimpl python3.12\n"
-                              "ethtool_ioctls 50\nwarning sysfs file skipped (its read blocked)")
+    g = with_probe(
+        frames[4],
+        "interval_ms 1000\nslow 0\nimpl python3.12\n"
+        "ethtool_ioctls 50\nwarning sysfs file skipped (its read blocked)",
+    )
     got = assemble("n3", g)
     assert any("sysfs file skipped" in w for w in got.warnings)
     assert asm._SHAPES["n3"].shape is not shapes[0]
@@ -143,17 +174,29 @@ def test_carried_slow_sections_read_once_give_what_a_new_build_gives() -> None:
     as long as they stay the same (Frame.carried): every tick still gives what a new
     build of its frame gives, their headers cleaned, a NIC temperature among them kept,
     and the host's unread notes of them kept; a slow tick that changes one is read."""
-    fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2),
-                  SimHostConfig("n2")])
+    fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2), SimHostConfig("n2")])
     dec, enc, wire = FrameDecoder(), StructuredEncoder(), FrameDecoder()
-    raw = [g for i in range(8)
-           for f in dec.feed(fab.hosts["n1"].frame(25.0 + i, 1.0).encode())
-           for g in wire.feed(render_frame(enc.encode(f)).encode())]
+    raw = [
+        g
+        for i in range(8)
+        for f in dec.feed(fab.hosts["n1"].frame(25.0 + i, 1.0).encode())
+        for g in wire.feed(render_frame(enc.encode(f)).encode())
+    ]
 
     def slow(f: Frame, dcb: str) -> Frame:
-        secs = [Section(s.kind, s.subject, s.read_ns, s.status, s.detail,
-                        s.text + "\nenp65s0f0np0/device/hwmon/hwmon9/temp2_input 91000")
-                if s.kind == "sysnet_slow" else s for s in f.sections]
+        secs = [
+            Section(
+                s.kind,
+                s.subject,
+                s.read_ns,
+                s.status,
+                s.detail,
+                s.text + "\nenp65s0f0np0/device/hwmon/hwmon9/temp2_input 91000",
+            )
+            if s.kind == "sysnet_slow"
+            else s
+            for s in f.sections
+        ]
         secs.append(Section("dcb_pfc", "enp65s0f0np0", f.clock_ns, "error", dcb, ""))
         return Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s, secs)
 
@@ -176,13 +219,17 @@ def test_carried_slow_sections_read_once_give_what_a_new_build_gives() -> None:
     assert carried[6] is carried[5] and len(carried[1]) > 5
 
 
-_TOKEN = st.one_of(st.integers(0, 2**64 + 10).map(str), st.sampled_from(
-    ["-", "0", "1", "", "x", "+1", "٣", "00000000000000000000001", "1\t2"]))
+_TOKEN = st.one_of(
+    st.integers(0, 2**64 + 10).map(str),
+    st.sampled_from(["-", "0", "1", "", "x", "+1", "٣", "00000000000000000000001", "1\t2"]),
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(_TOKEN, min_size=3, max_size=3), min_size=1, max_size=6),
-       st.lists(st.integers(0, 2), min_size=6, max_size=6))
+@given(
+    st.lists(st.lists(_TOKEN, min_size=3, max_size=3), min_size=1, max_size=6),
+    st.lists(st.integers(0, 2), min_size=6, max_size=6),
+)
 def test_reading_only_what_changed_gives_what_reading_all_gives(
     lines: list[list[str]], keep_same: list[int]
 ) -> None:
@@ -198,8 +245,9 @@ def test_reading_only_what_changed_gives_what_reading_all_gives(
         prev = line
 
 
-@pytest.mark.parametrize("texts", [["1 2 3", "1 2 4", "1 2 4", "1 - 4", "1 2 4"],
-                                   ["1 2\n3", "1 2 3", "5 2 3"]])
+@pytest.mark.parametrize(
+    "texts", [["1 2 3", "1 2 4", "1 2 4", "1 - 4", "1 2 4"], ["1 2\n3", "1 2 3", "5 2 3"]]
+)
 def test_reading_only_what_changed_on_plain_lines(texts: list[str]) -> None:
     last = None
     for t in texts:
@@ -236,10 +284,15 @@ def test_slow_sections_are_carried_last_in_one_order() -> None:
     first = pipe.with_slow_sections("h", frame(1, slow[0], ("sysnet", None, "a"), slow[1]))
     between = pipe.with_slow_sections("h", frame(2, ("sysnet", None, "b")))
     again = pipe.with_slow_sections(
-        "h", frame(3, ("mlnx_qos", "eth0", "new"), ("sysnet", None, "c"), slow[0]))
+        "h", frame(3, ("mlnx_qos", "eth0", "new"), ("sysnet", None, "c"), slow[0])
+    )
     layouts = [[(s.kind, s.subject) for s in f.sections] for f in (first, between, again)]
-    assert layouts[0] == layouts[1] == layouts[2] == [
-        ("sysnet", None), ("ethtool_i", "eth0"), ("mlnx_qos", "eth0")]
+    assert (
+        layouts[0]
+        == layouts[1]
+        == layouts[2]
+        == [("sysnet", None), ("ethtool_i", "eth0"), ("mlnx_qos", "eth0")]
+    )
     assert [s.text for s in again.sections] == ["c", "driver: mlx5_core", "new"]
     after = pipe.with_slow_sections("h", frame(4, ("sysnet", None, "d")))
     assert after.sections[2].text == "new"
@@ -254,8 +307,9 @@ def test_a_value_not_read_then_read_again() -> None:
             if s.kind == "ethtool_S" and s.subject == "enp65s0f0np0" and n in (20, 22):
                 toks = _whole(s).split(" ")
                 toks[3] = "-"
-                s = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks),
-                            s.schema)
+                s = Section(
+                    s.kind, s.subject, s.read_ns, s.status, s.detail, " ".join(toks), s.schema
+                )
             secs.append(s)
         g = Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s, secs)
         got = assemble("n3", g)
@@ -267,9 +321,20 @@ def test_two_streams_of_one_host_keep_a_shape_each() -> None:
     """Focus mode reads one port of a host at 4 Hz beside the dashboard's whole frames:
     each Pipeline keeps its own shapes, so neither stream rebuilds the other's."""
     whole = _stream(12)
-    one_port = [Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s,
-                      [s for s in f.sections if s.subject in (None, "enp65s0f0np0")
-                       and not s.kind.startswith("gpu")]) for f in whole]
+    one_port = [
+        Frame(
+            f.seq,
+            f.clock_ns,
+            f.uptime_s,
+            f.unix_s,
+            [
+                s
+                for s in f.sections
+                if s.subject in (None, "enp65s0f0np0") and not s.kind.startswith("gpu")
+            ],
+        )
+        for f in whole
+    ]
     main, focus = Pipeline(), Pipeline()
     shapes = []
     for a, b in zip(whole, one_port, strict=True):

@@ -43,9 +43,21 @@ from fabtop.run.replay import Replay
 from fabtop.run.session import MetricsReading
 from tests.conftest import REPO
 
-GOOD_CONFIG = {"source": "x", "interval": 1.0, "thresholds": {},
-               "hosts": [{"name": "n1", "target": "local", "sysfs": "/sys", "path": [],
-                          "interfaces": None, "inference": []}]}
+GOOD_CONFIG = {
+    "source": "x",
+    "interval": 1.0,
+    "thresholds": {},
+    "hosts": [
+        {
+            "name": "n1",
+            "target": "local",
+            "sysfs": "/sys",
+            "path": [],
+            "interfaces": None,
+            "inference": [],
+        }
+    ],
+}
 
 
 def craft(path: Path, records: list[tuple[str, Any]], header: Any = None) -> Path:
@@ -56,16 +68,25 @@ def craft(path: Path, records: list[tuple[str, Any]], header: Any = None) -> Pat
     for kind, h in [("H", head), *records]:
         payload = h if isinstance(h, bytes) else json.dumps(h).encode() + b"\n"
         stored = z.compress(payload) + z.flush(zlib.Z_SYNC_FLUSH)
-        out += kind.encode() + len(stored).to_bytes(4, "big") + zlib.crc32(stored).to_bytes(
-            4, "big") + stored
+        out += (
+            kind.encode()
+            + len(stored).to_bytes(4, "big")
+            + zlib.crc32(stored).to_bytes(4, "big")
+            + stored
+        )
     path.write_bytes(bytes(out))
     return path
 
 
 def fabtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fabtop", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", "fabtop", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def one_line_error(run: subprocess.CompletedProcess[str], *parts: str) -> str:
@@ -81,43 +102,73 @@ def one_line_error(run: subprocess.CompletedProcess[str], *parts: str) -> str:
 _NAN = b'{"t": NaN, "host": "n1"}\n'
 BAD_RECORDINGS: dict[str, tuple[list[tuple[str, Any]], Any, str]] = {
     # name: (records, header or None, what the error names)
-    "hosts_not_a_list": ([], {"schema": "fabtop.rec/1", "config": {"hosts": "n1"}},
-                         "config.hosts"),
-    "host_without_name": ([], {"schema": "fabtop.rec/1",
-                               "config": {"hosts": [{"target": "local"}]}},
-                          "config.hosts[0].name"),
-    "interval_text": ([], {"schema": "fabtop.rec/1", "config": {**GOOD_CONFIG, "interval": "x"}},
-                      "config.interval"),
-    "interval_infinite": ([], b'{"schema": "fabtop.rec/1", "config": {"interval": 1e999}}\n',
-                          "config.interval"),
+    "hosts_not_a_list": ([], {"schema": "fabtop.rec/1", "config": {"hosts": "n1"}}, "config.hosts"),
+    "host_without_name": (
+        [],
+        {"schema": "fabtop.rec/1", "config": {"hosts": [{"target": "local"}]}},
+        "config.hosts[0].name",
+    ),
+    "interval_text": (
+        [],
+        {"schema": "fabtop.rec/1", "config": {**GOOD_CONFIG, "interval": "x"}},
+        "config.interval",
+    ),
+    "interval_infinite": (
+        [],
+        b'{"schema": "fabtop.rec/1", "config": {"interval": 1e999}}\n',
+        "config.interval",
+    ),
     "config_a_list": ([], {"schema": "fabtop.rec/1", "config": [1]}, "config"),
-    "path_a_string": ([], {"schema": "fabtop.rec/1", "config": {
-        "hosts": [{"name": "n1", "path": 5}]}}, "config.hosts[0].path"),
+    "path_a_string": (
+        [],
+        {"schema": "fabtop.rec/1", "config": {"hosts": [{"name": "n1", "path": 5}]}},
+        "config.hosts[0].path",
+    ),
     "t_text": ([("S", {"t": "soon", "host": "n1", "state": "up"})], None, "'t'"),
     "t_negative": ([("E", {"t": -5})], None, "'t'"),
     "t_nan": ([("S", _NAN)], None, "NaN"),
     "host_a_list": ([("F", {"t": 1, "host": ["n1"]})], None, "'host'"),
-    "status_rtt_text": ([("S", {"t": 1, "host": "n1", "state": "up", "rtt_s": "fast"})], None,
-                        "'rtt_s'"),
-    "status_state_unknown": ([("S", {"t": 1, "host": "n1", "state": "pwned"})], None,
-                             "'state'"),
-    "status_error_object": ([("S", {"t": 1, "host": "n1", "state": "down",
-                                    "error": {"a": 1}})], None, "'error'"),
-    "readings_an_object": ([("M", {"t": 1, "host": "n1", "readings": {"url": "x"}})], None,
-                           "'readings'"),
-    "reading_a_number": ([("M", {"t": 1, "host": "n1", "readings": [7]})], None,
-                         "'readings[0]'"),
-    "reading_status_text": ([("M", {"t": 1, "host": "n1", "readings": [
-        {"url": "http://h/metrics", "status": "200", "body": "x 1\n"}]})], None,
-        "'readings[0].status'"),
+    "status_rtt_text": (
+        [("S", {"t": 1, "host": "n1", "state": "up", "rtt_s": "fast"})],
+        None,
+        "'rtt_s'",
+    ),
+    "status_state_unknown": ([("S", {"t": 1, "host": "n1", "state": "pwned"})], None, "'state'"),
+    "status_error_object": (
+        [("S", {"t": 1, "host": "n1", "state": "down", "error": {"a": 1}})],
+        None,
+        "'error'",
+    ),
+    "readings_an_object": (
+        [("M", {"t": 1, "host": "n1", "readings": {"url": "x"}})],
+        None,
+        "'readings'",
+    ),
+    "reading_a_number": ([("M", {"t": 1, "host": "n1", "readings": [7]})], None, "'readings[0]'"),
+    "reading_status_text": (
+        [
+            (
+                "M",
+                {
+                    "t": 1,
+                    "host": "n1",
+                    "readings": [{"url": "http://h/metrics", "status": "200", "body": "x 1\n"}],
+                },
+            )
+        ],
+        None,
+        "'readings[0].status'",
+    ),
     "stall_text": ([("L", {"t": 1, "late_s": "long"})], None, "'late_s'"),
     "stall_missing": ([("L", {"t": 1})], None, "'late_s'"),
     "stall_negative": ([("L", {"t": 1, "late_s": -3})], None, "'late_s'"),
     "head_a_list": ([("E", [1, 2])], None, "head must be an object"),
-    "deep_nesting": ([("E", b'{"t": 1, "x": ' + b"[" * 50 + b"]" * 50 + b"}\n")], None,
-                     "nested"),
-    "very_deep_nesting": ([("E", b'{"t": 1, "x": ' + b"[" * 200000 + b"]" * 200000 + b"}\n")],
-                          None, "nested"),
+    "deep_nesting": ([("E", b'{"t": 1, "x": ' + b"[" * 50 + b"]" * 50 + b"}\n")], None, "nested"),
+    "very_deep_nesting": (
+        [("E", b'{"t": 1, "x": ' + b"[" * 200000 + b"]" * 200000 + b"}\n")],
+        None,
+        "nested",
+    ),
     "head_not_json": ([("S", b"{not json\n")], None, "not JSON"),
 }
 
@@ -137,12 +188,17 @@ def test_a_crafted_recording_is_one_error_naming_file_record_and_field(
 
 
 def test_the_cli_says_one_line_and_exits_2_for_crafted_recordings(tmp_path: Path) -> None:
-    bad = craft(tmp_path / "bad.fabrec", [("S", {"t": 1, "host": "n1", "state": "up",
-                                                 "rtt_s": [1]})])
+    bad = craft(
+        tmp_path / "bad.fabrec", [("S", {"t": 1, "host": "n1", "state": "up", "rtt_s": [1]})]
+    )
     snap = tmp_path / "s.json"
     snap.write_text(json.dumps({"schema": "fabtop.snapshot/1", "hosts": []}))
-    for args in (["replay", "--info", str(bad)], ["replay", "--findings", str(bad)],
-                 ["replay", str(bad)], ["diff", f"{bad}@1", str(snap)]):
+    for args in (
+        ["replay", "--info", str(bad)],
+        ["replay", "--findings", str(bad)],
+        ["replay", str(bad)],
+        ["diff", f"{bad}@1", str(snap)],
+    ):
         one_line_error(fabtop(*args, timeout=30), str(bad), "record 1 (status)", "'rtt_s'")
 
 
@@ -151,21 +207,25 @@ BAD_SNAPSHOTS: dict[str, tuple[Any, str]] = {
     "host_a_string": ({"hosts": ["n1"]}, "field 'hosts[0]'"),
     "host_without_name": ({"hosts": [{"links": []}]}, "field 'hosts[0].name'"),
     "links_an_object": ({"hosts": [{"name": "n1", "links": {"a": 1}}]}, "'hosts[0].links'"),
-    "link_without_id": ({"hosts": [{"name": "n1", "links": [{"metrics": {}}]}]},
-                        "'hosts[0].links[0].id'"),
-    "priority_key_x": ({"hosts": [{"name": "n1", "links": [
-        {"id": "l", "metrics": {"rx_pause": {"x": 1}}}]}]}, "priority 'x'"),
-    "metric_text": ({"hosts": [{"name": "n1", "links": [
-        {"id": "l", "metrics": {"rx_bytes": "12"}}]}]}, "'hosts[0].links[0].metrics.rx_bytes'"),
+    "link_without_id": (
+        {"hosts": [{"name": "n1", "links": [{"metrics": {}}]}]},
+        "'hosts[0].links[0].id'",
+    ),
+    "priority_key_x": (
+        {"hosts": [{"name": "n1", "links": [{"id": "l", "metrics": {"rx_pause": {"x": 1}}}]}]},
+        "priority 'x'",
+    ),
+    "metric_text": (
+        {"hosts": [{"name": "n1", "links": [{"id": "l", "metrics": {"rx_bytes": "12"}}]}]},
+        "'hosts[0].links[0].metrics.rx_bytes'",
+    ),
     "clock_text": ({"hosts": [{"name": "n1", "clock_ns": "now"}]}, "'hosts[0].clock_ns'"),
-    "deep_nesting": ({"hosts": [{"name": "n1", "x": json.loads("[" * 60 + "]" * 60)}]},
-                     "nested"),
+    "deep_nesting": ({"hosts": [{"name": "n1", "x": json.loads("[" * 60 + "]" * 60)}]}, "nested"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(BAD_SNAPSHOTS))
-def test_a_malformed_snapshot_is_one_error_naming_file_and_field(tmp_path: Path,
-                                                                  name: str) -> None:
+def test_a_malformed_snapshot_is_one_error_naming_file_and_field(tmp_path: Path, name: str) -> None:
     body, field = BAD_SNAPSHOTS[name]
     p = tmp_path / f"{name}.json"
     p.write_text(json.dumps({"schema": "fabtop.snapshot/1", **body}))
@@ -178,12 +238,19 @@ def test_the_cli_diff_says_one_line_for_malformed_and_very_deep_snapshots(tmp_pa
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"schema": "fabtop.snapshot/1", "hosts": []}))
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"schema": "fabtop.snapshot/1", "hosts": [{"name": "n1",
-                   "links": [{"id": "l", "metrics": {"rx_pause": {"x": 1}}}]}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "schema": "fabtop.snapshot/1",
+                "hosts": [
+                    {"name": "n1", "links": [{"id": "l", "metrics": {"rx_pause": {"x": 1}}}]}
+                ],
+            }
+        )
+    )
     one_line_error(fabtop("diff", str(good), str(bad)), str(bad), "priority 'x'")
     deep = tmp_path / "deep.json"
-    deep.write_text('{"schema": "fabtop.snapshot/1", "hosts": ' + "[" * 100000 + "]" * 100000
-                    + "}")
+    deep.write_text('{"schema": "fabtop.snapshot/1", "hosts": ' + "[" * 100000 + "]" * 100000 + "}")
     one_line_error(fabtop("diff", str(deep), str(good)), str(deep), "nested")
     nan = tmp_path / "nan.json"
     nan.write_text('{"schema": "fabtop.snapshot/1", "hosts": [{"name": "n1", "clock_ns": NaN}]}')
@@ -207,11 +274,17 @@ def test_a_damaged_recording_is_read_as_far_as_it_goes_and_exits_non_zero(
     """As `gzip -t` does: what could be read is shown, and the exit status says damaged."""
     z = zlib.compressobj(6)
     out = bytearray(MAGIC)
-    for kind, head in (("H", {"schema": "fabtop.rec/1", "config": GOOD_CONFIG}),
-                       ("S", {"t": 0.5, "host": "n1", "state": "up"})):
+    for kind, head in (
+        ("H", {"schema": "fabtop.rec/1", "config": GOOD_CONFIG}),
+        ("S", {"t": 0.5, "host": "n1", "state": "up"}),
+    ):
         stored = z.compress(json.dumps(head).encode() + b"\n") + z.flush(zlib.Z_SYNC_FLUSH)
-        out += kind.encode() + len(stored).to_bytes(4, "big") + zlib.crc32(
-            stored).to_bytes(4, "big") + stored
+        out += (
+            kind.encode()
+            + len(stored).to_bytes(4, "big")
+            + zlib.crc32(stored).to_bytes(4, "big")
+            + stored
+        )
     if damage == "expands":
         out += _bomb_record(z)
     elif damage == "torn":
@@ -227,9 +300,14 @@ def test_a_damaged_recording_is_read_as_far_as_it_goes_and_exits_non_zero(
 
 
 def test_a_clean_recording_exits_0(tmp_path: Path) -> None:
-    path = craft(tmp_path / "ok.fabrec", [("S", {"t": 0.5, "host": "n1", "state": "up"}),
-                                          ("E", {"t": 1.0}),
-                                          ("Z", {"t": 1.0, "frames": 0, "reason": "stopped"})])
+    path = craft(
+        tmp_path / "ok.fabrec",
+        [
+            ("S", {"t": 0.5, "host": "n1", "state": "up"}),
+            ("E", {"t": 1.0}),
+            ("Z", {"t": 1.0, "frames": 0, "reason": "stopped"}),
+        ],
+    )
     for args in (["replay", "--info", str(path)], ["replay", "--findings", str(path)]):
         run = fabtop(*args)
         assert run.returncode == 0 and run.stderr == "", (args, run.stderr[-500:])
@@ -240,16 +318,19 @@ def test_a_decompression_bomb_stops_at_the_bound_in_bounded_memory(tmp_path: Pat
     # inflate it. The bomb continues the file's one zlib stream, as a real record would.
     z = zlib.compressobj(6)
     hdr = json.dumps({"schema": "fabtop.rec/1", "config": GOOD_CONFIG}).encode() + b"\n"
-    parts = [(b"H", z.compress(hdr) + z.flush(zlib.Z_SYNC_FLUSH)),
-             (b"E", z.compress(b'{"t": 0.5}\n') + z.flush(zlib.Z_SYNC_FLUSH))]
+    parts = [
+        (b"H", z.compress(hdr) + z.flush(zlib.Z_SYNC_FLUSH)),
+        (b"E", z.compress(b'{"t": 0.5}\n') + z.flush(zlib.Z_SYNC_FLUSH)),
+    ]
     bomb = bytearray(z.compress(b'{"t": 1, "host": "n1"}\n'))
     zeros = bytes(1 << 24)
     for _ in range(64):
         bomb += z.compress(zeros)
     bomb += z.flush(zlib.Z_SYNC_FLUSH)
     parts.append((b"F", bytes(bomb)))
-    data = MAGIC + b"".join(k + len(s).to_bytes(4, "big") + zlib.crc32(s).to_bytes(4, "big") + s
-                            for k, s in parts)
+    data = MAGIC + b"".join(
+        k + len(s).to_bytes(4, "big") + zlib.crc32(s).to_bytes(4, "big") + s for k, s in parts
+    )
     path = tmp_path / "bomb.fabrec"
     path.write_bytes(data)
     assert path.stat().st_size < 2 * 2**20
@@ -265,8 +346,14 @@ def test_a_decompression_bomb_stops_at_the_bound_in_bounded_memory(tmp_path: Pat
         "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
         "print(int(hwm.group(1)) // 1024)\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     listing, peak_mib = run.stdout.strip().splitlines()
     assert listing.startswith("['E']") and "expands to more than" in listing
@@ -277,9 +364,16 @@ def test_a_decompression_bomb_stops_at_the_bound_in_bounded_memory(tmp_path: Pat
 # Every string loaded from a recording or a snapshot: hostile text, whole C0/C1 range ---
 
 CONTROLS = [chr(c) for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))] + [
-    "\u202e", "\u2066", "\x1b]52;c;cGF5bG9hZA==\x07", "\x1b]0;pwned\x1b\\", "\x1b[31m", "\x9b2J"]
+    "\u202e",
+    "\u2066",
+    "\x1b]52;c;cGF5bG9hZA==\x07",
+    "\x1b]0;pwned\x1b\\",
+    "\x1b[31m",
+    "\x9b2J",
+]
 hostile_text = st.lists(st.sampled_from(CONTROLS), min_size=1, max_size=6).map(
-    lambda cs: "n" + "".join(cs) + "x")
+    lambda cs: "n" + "".join(cs) + "x"
+)
 
 # Raw text that is not a name: the parser it feeds cleans what it takes from it.
 RAW_FIELDS = {(MetricsReading, "body"), (Record, "body")}
@@ -290,8 +384,12 @@ NOT_RECORDED = {(Config, "known_hosts"), (Config, "ssh_config"), (SshTarget, "us
 
 def _unoptional(tp: Any) -> Any:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
-    return args[0] if typing.get_origin(tp) in (typing.Union, getattr(
-        __import__("types"), "UnionType", None)) and args else tp
+    return (
+        args[0]
+        if typing.get_origin(tp) in (typing.Union, getattr(__import__("types"), "UnionType", None))
+        and args
+        else tp
+    )
 
 
 def hostile(tp: Any, s: str) -> Any:
@@ -345,8 +443,11 @@ def strings(obj: Any, seen: set[int] | None = None) -> Iterator[tuple[str, str]]
 def str_fields(cls: type) -> list[str]:
     """The fields of ``cls`` that hold text (str, str | None, tuple[str, ...], ...)."""
     hints = typing.get_type_hints(cls)
-    return [f.name for f in fields(cls)
-            if "str" in str(hints[f.name]) and (cls, f.name) not in RAW_FIELDS]
+    return [
+        f.name
+        for f in fields(cls)
+        if "str" in str(hints[f.name]) and (cls, f.name) not in RAW_FIELDS
+    ]
 
 
 def _recorded(tmp: Path, s: str) -> Path:
@@ -361,8 +462,9 @@ def _recorded(tmp: Path, s: str) -> Path:
     return path
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(s=hostile_text)
 def test_every_string_loaded_from_a_recording_is_clean(tmp_path: Path, s: str) -> None:
     path = _recorded(tmp_path, s)
@@ -374,8 +476,12 @@ def test_every_string_loaded_from_a_recording_is_clean(tmp_path: Path, s: str) -
     rp.advance_to(rp.duration)
     hs = next(iter(rp.state.hosts.values()))
     loaded: dict[type, list[Any]] = {
-        Record: records, Config: [cfg], HostConfig: cfg.hosts,
-        SshTarget: [h.ssh for h in cfg.hosts], MetricsReading: readings, HostState: [hs],
+        Record: records,
+        Config: [cfg],
+        HostConfig: cfg.hosts,
+        SshTarget: [h.ssh for h in cfg.hosts],
+        MetricsReading: readings,
+        HostState: [hs],
     }
     for cls, objs in loaded.items():
         assert objs, cls
@@ -401,9 +507,16 @@ def _hostile_snapshot(tmp: Path, s: str, name: str, value: int) -> Path:
     from fabtop.core.state import UP
 
     hs = state.hosts["n1"]
-    hs.sample = HostSample(host="n1", seq=1, clock_ns=value * 10**9, uptime_s=1.0,
-                           links={link.id: link}, gpus=[hostile(GpuSample, s)],
-                           inference=[hostile(InferenceSample, s)], warnings=[s])
+    hs.sample = HostSample(
+        host="n1",
+        seq=1,
+        clock_ns=value * 10**9,
+        uptime_s=1.0,
+        links={link.id: link},
+        gpus=[hostile(GpuSample, s)],
+        inference=[hostile(InferenceSample, s)],
+        warnings=[s],
+    )
     hs.status, hs.target, hs.error = UP, s, s
     hs.warnings.append(s)
     doc = snapshot.build(state, 1.0)
@@ -413,8 +526,9 @@ def _hostile_snapshot(tmp: Path, s: str, name: str, value: int) -> Path:
     return p
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(s=hostile_text)
 def test_every_string_loaded_from_a_snapshot_is_clean(tmp_path: Path, s: str) -> None:
     a = _hostile_snapshot(tmp_path, s, "a.json", 10)

@@ -65,9 +65,11 @@ def test_the_calm_line_names_what_was_not_monitored() -> None:
     # Macs: RDMA over Thunderbolt, and formats known from documentation only) but the DGX
     # Spark, simulated with its Thunderbolt link only
     others = names(n for n in DEMO if n != "node1")
-    assert list(cov.gaps[:3]) == ["no RDMA device on spark1",
-                            "GPUs not monitored on spark1 (no GPU tool answered)",
-                            f"no inference server on {others}"]  # fmt: skip
+    assert list(cov.gaps[:3]) == [
+        "no RDMA device on spark1",
+        "GPUs not monitored on spark1 (no GPU tool answered)",
+        f"no inference server on {others}",
+    ]
     assert [g for g in cov.gaps[3:] if not g.startswith("unverified on mac1, mac2")] == []
     assert calm_line(cov) == "; ".join(("no problems in what was seen", *cov.gaps))
 
@@ -76,12 +78,16 @@ def test_zero_hosts_waiting_for_a_source_is_not_all_seen() -> None:
     state = FabricState([])
     cov = coverage(state, 0.0, 1.0)
     assert not cov.all_seen and cov.hosts == 0
-    state.source_status("Prometheus at http://prom:9090", "URLError: connection refused",
-                        check="curl -s http://prom:9090/api/v1/query?query=up")
+    state.source_status(
+        "Prometheus at http://prom:9090",
+        "URLError: connection refused",
+        check="curl -s http://prom:9090/api/v1/query?query=up",
+    )
     (f,) = state.findings
     assert (f.rule, f.severity) == ("source_unreachable", "critical")
-    assert f.summary == ("Prometheus at http://prom:9090 did not answer: "
-                         "URLError: connection refused")
+    assert f.summary == (
+        "Prometheus at http://prom:9090 did not answer: URLError: connection refused"
+    )
     assert calm_line(coverage(state, 0.0, 1.0)) == "Prometheus at http://prom:9090 did not answer"
     state.source_status("Prometheus at http://prom:9090", None)
     assert state.findings == []
@@ -135,8 +141,9 @@ def test_a_metrics_readings_warnings_reach_the_hosts_warnings() -> None:
     from collectors.samples import InferenceSample
 
     state, _, _ = demo_state(20.0)
-    reading = InferenceSample(url="http://127.0.0.1:8000/metrics",
-                              warnings=["vllm:num_requests_running: NaN dropped"])
+    reading = InferenceSample(
+        url="http://127.0.0.1:8000/metrics", warnings=["vllm:num_requests_running: NaN dropped"]
+    )
     for _ in range(3):
         state.apply_inference("node1", [reading])
     said = [w for w in state.hosts["node1"].warnings if "NaN dropped" in w]
@@ -152,8 +159,9 @@ def test_a_host_that_reconnects_is_not_stale_for_its_outage() -> None:
     state.apply_status("node4", "up")
     assert effective_status(state.hosts["node4"], clock.t, state.interval) == UP
     assert not [f for f in state.findings if f.host == "node4"]
-    assert not [e for e in state.finding_log.episodes()
-                if e.rule == "host_stale" and e.subject == "node4"]
+    assert not [
+        e for e in state.finding_log.episodes() if e.rule == "host_stale" and e.subject == "node4"
+    ]
     clock.t += 3.0  # and then no frame after all: stale, from the reconnection
     assert effective_status(state.hosts["node4"], clock.t, state.interval) == STALE
 

@@ -149,8 +149,13 @@ def test_slow_sections_of_a_netdev_gone_are_no_longer_carried() -> None:
 
     def frame(seq: int, *netdevs: str) -> Frame:
         secs = [Section("ethtool_i", n, 1, "ok", None, "driver: veth") for n in netdevs]
-        return Frame(seq, seq, float(seq), float(seq), [Section("probe", None, 1, "ok", None,
-                                                                "slow 1"), *secs])
+        return Frame(
+            seq,
+            seq,
+            float(seq),
+            float(seq),
+            [Section("probe", None, 1, "ok", None, "slow 1"), *secs],
+        )
 
     pipe = Pipeline()
     pipe.with_slow_sections("n1", frame(1, "eth0", "veth1"))

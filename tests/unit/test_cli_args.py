@@ -21,8 +21,11 @@ POSITIONAL = {"replay": ["run.fabrec"], "diff": ["a.json", "b.json"], "record": 
 
 
 def _numeric_options(cmd: str | None) -> list[argparse.Action]:
-    return [a for a in _parser(cmd)._actions
-            if a.option_strings and a.type is not None and a.nargs is None]
+    return [
+        a
+        for a in _parser(cmd)._actions
+        if a.option_strings and a.type is not None and a.nargs is None
+    ]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS)
@@ -58,9 +61,14 @@ def test_good_numbers_still_pass() -> None:
 
 def test_doctor_with_a_nan_window_exits_at_once_instead_of_hanging() -> None:
     start = time.monotonic()
-    run = subprocess.run([sys.executable, "-m", "fabtop", "doctor", "--demo", "--window", "nan"],
-                         capture_output=True, text=True, timeout=60, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    run = subprocess.run(
+        [sys.executable, "-m", "fabtop", "doctor", "--demo", "--window", "nan"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and "--window" in run.stderr
     assert time.monotonic() - start < 30
@@ -78,30 +86,48 @@ def test_more_than_256_hosts_needs_many_hosts(cmd: str | None, tmp_path: Path) -
     toml.write_text('[[host]]\nname = "gpu[001-400]"\n')
     with pytest.raises(ConfigError, match="400 hosts is more than"):
         build_config(_parser(cmd).parse_args([*extra, "-c", str(toml)]))
-    assert len(build_config(_parser(cmd).parse_args(
-        [*extra, "-c", str(toml), "--many-hosts"])).hosts) == 400
+    assert (
+        len(build_config(_parser(cmd).parse_args([*extra, "-c", str(toml), "--many-hosts"])).hosts)
+        == 400
+    )
 
 
 def test_too_many_hosts_is_one_line_on_the_command_line() -> None:
-    run = subprocess.run([sys.executable, "-m", "fabtop", "snapshot", "node[1-10000]"],
-                         capture_output=True, text=True, timeout=60, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    run = subprocess.run(
+        [sys.executable, "-m", "fabtop", "snapshot", "node[1-10000]"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.strip().splitlines() == [
-        "fabtop: command line: 10000 hosts is more than 256; pass --many-hosts to monitor them all"]
+        "fabtop: command line: 10000 hosts is more than 256; pass --many-hosts to monitor them all"
+    ]
 
 
 def _record(path: Path, *args: str) -> None:
-    run = subprocess.run([sys.executable, "-m", "fabtop", "record", "-o", str(path), *args],
-                         capture_output=True, text=True, timeout=60, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    run = subprocess.run(
+        [sys.executable, "-m", "fabtop", "record", "-o", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert run.returncode == 0, run.stderr
 
 
 def _replay_findings(path: Path) -> list[str]:
-    run = subprocess.run([sys.executable, "-m", "fabtop", "replay", str(path), "--findings"],
-                         capture_output=True, text=True, timeout=60, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    run = subprocess.run(
+        [sys.executable, "-m", "fabtop", "replay", str(path), "--findings"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert run.returncode == 0 and run.stderr == "", run.stderr
     return run.stdout.splitlines()
 
@@ -119,8 +145,10 @@ def test_replay_findings_prints_each_raise_and_clear_not_every_tick(tmp_path: Pa
     assert all(float(t) >= 0 and what in ("raised", "cleared") for t, what, _, _ in rows)
     assert [float(r[0]) for r in rows] == sorted(float(r[0]) for r in rows)
     storm = [(what, sev, rest) for _, what, sev, rest in rows if "PFC storm" in rest]
-    assert [(what, sev) for what, sev, _ in storm] == [("raised", "critical"),
-                                                       ("cleared", "critical")], lines
+    assert [(what, sev) for what, sev, _ in storm] == [
+        ("raised", "critical"),
+        ("cleared", "critical"),
+    ], lines
     assert storm[0][2].startswith("node3/")
     subjects = [(what, rest.split(":")[0]) for _, what, _, rest in rows]
     assert len(set(subjects)) == len(subjects)  # each finding raised (and cleared) once

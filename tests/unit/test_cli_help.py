@@ -18,8 +18,14 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def _fabtop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fabtop", *args], capture_output=True,
-                          text=True, timeout=60, cwd=REPO, env=env or ENV)
+    return subprocess.run(
+        [sys.executable, "-m", "fabtop", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env=env or ENV,
+    )
 
 
 def test_help_lists_every_command_with_its_one_line() -> None:
@@ -28,7 +34,8 @@ def test_help_lists_every_command_with_its_one_line() -> None:
     lines = run.stdout.splitlines()
     for c in COMMANDS:
         assert [ln.split() for ln in lines if ln.split()[:1] == [c.name]] == [
-            [c.name, *c.summary.split()]], c.name
+            [c.name, *c.summary.split()]
+        ], c.name
     assert "fabtop COMMAND" in run.stdout and "--demo" in run.stdout
 
 
@@ -43,32 +50,53 @@ def test_each_command_describes_itself_not_the_dashboard(cmd: str) -> None:
     assert f"fabtop {cmd} " in text.split("examples:")[1]
 
 
-@pytest.mark.parametrize(("word", "meant"), [
-    ("sanpshot", "snapshot"), ("doctr", "doctor"), ("recrod", "record"), ("replya", "replay"),
-    ("dif", "diff"), ("exprot", "export"),
-])
+@pytest.mark.parametrize(
+    ("word", "meant"),
+    [
+        ("sanpshot", "snapshot"),
+        ("doctr", "doctor"),
+        ("recrod", "record"),
+        ("replya", "replay"),
+        ("dif", "diff"),
+        ("exprot", "export"),
+    ],
+)
 def test_a_typo_of_a_command_is_one_line_and_exit_2(word: str, meant: str) -> None:
     run = _fabtop(word, "--demo")
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.splitlines() == [
         f"fabtop: unknown command {word!r}; did you mean {meant!r}? "
-        f"(a host named so: fabtop -- {word}, or {word}={word})"]
+        f"(a host named so: fabtop -- {word}, or {word}={word})"
+    ]
 
 
-@pytest.mark.parametrize("word", [
-    "doctor1", "snapshot.lan", "root@doctor", "doctor:2222", "doctr[1-2]", "d=doctr", "node",
-    "gpu", "local", "--demo",
-])
+@pytest.mark.parametrize(
+    "word",
+    [
+        "doctor1",
+        "snapshot.lan",
+        "root@doctor",
+        "doctor:2222",
+        "doctr[1-2]",
+        "d=doctr",
+        "node",
+        "gpu",
+        "local",
+        "--demo",
+    ],
+)
 def test_a_word_that_can_only_be_a_host_stays_a_host(word: str) -> None:
     assert looks_like_command(word, "/nonexistent") is None
 
 
 def test_a_host_in_the_ssh_config_is_never_taken_for_a_typo(tmp_path: Path) -> None:
     cfg = tmp_path / "ssh_config"
-    cfg.write_text("Host *\n  ServerAliveInterval 5\n"
-                   "Host bastion sanpshot\n  HostName 10.0.0.9\n"
-                   "Host=rec*\n  User admin\n"
-                   "Include extra/*.conf\n")
+    cfg.write_text(
+        "Host *\n  ServerAliveInterval 5\n"
+        "Host bastion sanpshot\n  HostName 10.0.0.9\n"
+        "Host=rec*\n  User admin\n"
+        "Include extra/*.conf\n"
+    )
     (tmp_path / "extra").mkdir()
     (tmp_path / "extra/lab.conf").write_text('Host "doctr"\n  Port 2222\n')
     ssh = str(cfg)
@@ -90,9 +118,7 @@ def test_include_is_read_relative_to_the_ssh_directory(
     assert looks_like_command("sanpshot") == "snapshot"
 
 
-def test_the_escape_hatch_watches_a_host_named_like_a_typo(
-    monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_escape_hatch_watches_a_host_named_like_a_typo(monkeypatch: pytest.MonkeyPatch) -> None:
     import tui.app
 
     seen: dict[str, Any] = {}
@@ -110,8 +136,14 @@ def test_the_escape_hatch_watches_a_host_named_like_a_typo(
 
 
 def test_help_does_not_import_completion_ssh_or_textual() -> None:
-    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "fabtop", "--help"],
-                         capture_output=True, text=True, timeout=60, cwd=REPO, env=ENV)
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "fabtop", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env=ENV,
+    )
     assert run.returncode == 0
     imported = {ln.split("|")[-1].strip() for ln in run.stderr.splitlines()}
     assert not {m for m in imported if m.split(".")[0] in ("argcomplete", "asyncssh", "textual")}
@@ -120,12 +152,24 @@ def test_help_does_not_import_completion_ssh_or_textual() -> None:
 def _complete(line: str) -> list[str]:
     """What bash's completion function gets: argcomplete's protocol, answers on fd 8."""
     pytest.importorskip("argcomplete")
-    env = {**ENV, "COMP_LINE": line, "COMP_POINT": str(len(line)), "COMP_TYPE": "9",
-           "_ARGCOMPLETE": "1", "_ARGCOMPLETE_SHELL": "bash", "_ARGCOMPLETE_SUPPRESS_SPACE": "1"}
+    env = {
+        **ENV,
+        "COMP_LINE": line,
+        "COMP_POINT": str(len(line)),
+        "COMP_TYPE": "9",
+        "_ARGCOMPLETE": "1",
+        "_ARGCOMPLETE_SHELL": "bash",
+        "_ARGCOMPLETE_SUPPRESS_SPACE": "1",
+    }
     # As register-python-argcomplete's bash function runs it: fd 8 is the answer.
-    run = subprocess.run(["bash", "-c", '"$0" -m fabtop 8>&1 9>&2 1>/dev/null 2>/dev/null',
-                          sys.executable], capture_output=True, text=True, timeout=60,
-                         cwd=REPO, env=env)
+    run = subprocess.run(
+        ["bash", "-c", '"$0" -m fabtop 8>&1 9>&2 1>/dev/null 2>/dev/null', sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     return run.stdout.split("\013") if run.stdout else []
 
@@ -153,9 +197,21 @@ def test_the_committed_man_page_is_the_one_the_parsers_make(tmp_path: Path) -> N
         skip_or_fail("argparse-manpage is not installed (pip install -e '.[test]')")
     out = tmp_path / "fabtop.1"
     # TESTING= : the venv this test runs in is the one to use, never one to install into.
-    run = subprocess.run(["make", "--no-print-directory", "man", f"MAN_OUT={out}", "TESTING=",
-                          f"VENV={Path(sys.executable).parent.parent}"], capture_output=True,
-                         text=True, timeout=120, cwd=REPO, env=ENV)
+    run = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "man",
+            f"MAN_OUT={out}",
+            "TESTING=",
+            f"VENV={Path(sys.executable).parent.parent}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=ENV,
+    )
     assert run.returncode == 0, run.stderr
 
     def body(p: Path) -> list[str]:  # without the .TH line, which carries the date

@@ -51,7 +51,9 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_toml_config_with_defaults_and_hostlist(tmp_path: Path) -> None:
-    p = _write(tmp_path, """
+    p = _write(
+        tmp_path,
+        """
 interval = 0.5
 [defaults]
 path = ["/usr/sbin", "/opt/mellanox/bin"]
@@ -65,7 +67,8 @@ name = "me"
 sysfs = "/tmp/fake-sys"
 [thresholds]
 storm_pause_ratio = 0.95
-""")
+""",
+    )
     cfg = load_config(p)
     assert cfg.interval == 0.5
     assert [h.name for h in cfg.hosts] == ["node1", "node2", "me"]
@@ -152,7 +155,8 @@ def test_ten_thousand_hosts_need_the_explicit_flag(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         hosts_from_args(["node[1-10000]"])
     assert str(e.value) == (
-        "command line: 10000 hosts is more than 256; pass --many-hosts to monitor them all")
+        "command line: 10000 hosts is more than 256; pass --many-hosts to monitor them all"
+    )
     # The bound counts every argument together, and a config file the same way.
     with pytest.raises(ConfigError, match="257 hosts is more than 256"):
         hosts_from_args(["a[1-200]", "b[1-57]"])
@@ -164,12 +168,15 @@ def test_ten_thousand_hosts_need_the_explicit_flag(tmp_path: Path) -> None:
     assert len(load_config(p, max_hosts=None).hosts) == 300
 
 
-@pytest.mark.parametrize("expr", [
-    "node[1-10000000]",
-    "n[1-99999],m[1-99999]",
-    "n[1-1000][1-1000]",
-    "n[1-" + "9" * 5000 + "]",
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "node[1-10000000]",
+        "n[1-99999],m[1-99999]",
+        "n[1-1000][1-1000]",
+        "n[1-" + "9" * 5000 + "]",
+    ],
+)
 def test_a_huge_hostlist_is_refused_before_it_is_expanded(expr: str) -> None:
     started = time.process_time()
     for limit in (256, None):

@@ -46,7 +46,8 @@ def test_the_path_follows_the_xdg_rules(tmp_path: Path) -> None:
     # A relative XDG_CONFIG_HOME is invalid by the spec and ignored.
     assert user_config_path({"HOME": home, "XDG_CONFIG_HOME": "rel/conf"}) == fallback
     assert user_config_path({"HOME": home, "XDG_CONFIG_HOME": "/etc/xdg"}) == Path(
-        "/etc/xdg/fabtop/config.toml")
+        "/etc/xdg/fabtop/config.toml"
+    )
 
 
 @pytest.mark.parametrize("cmd", HOST_COMMANDS)
@@ -83,8 +84,14 @@ def test_a_bad_user_config_is_one_line_naming_the_file(home: Path) -> None:
         _hosts(None)
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
     env.pop("XDG_CONFIG_HOME", None)
-    run = subprocess.run([sys.executable, "-m", "fabtop", "doctor"], capture_output=True,
-                         text=True, timeout=60, cwd=REPO, env=env)
+    run = subprocess.run(
+        [sys.executable, "-m", "fabtop", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env=env,
+    )
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.splitlines() == [f"fabtop: {path}: host 'a': unknown field 'bogus'"]
 

@@ -13,9 +13,16 @@ from fabtop.core.deltas import counts_since, metric_delta
 
 
 def _doc(clock_s: float, metrics: dict[str, object]) -> dict[str, object]:
-    return {"schema": "fabtop.snapshot/1", "hosts": [
-        {"name": "n1", "clock_ns": int(clock_s * 1e9),
-         "links": [{"id": "mlx5_0/1", "metrics": metrics}]}]}
+    return {
+        "schema": "fabtop.snapshot/1",
+        "hosts": [
+            {
+                "name": "n1",
+                "clock_ns": int(clock_s * 1e9),
+                "links": [{"id": "mlx5_0/1", "metrics": metrics}],
+            }
+        ],
+    }
 
 
 def test_reset_and_missing_counters_have_no_delta() -> None:
@@ -27,11 +34,15 @@ def test_reset_and_missing_counters_have_no_delta() -> None:
 
 def test_errors_come_before_pauses_before_bytes() -> None:
     a = _doc(100.0, {"rx_bytes": 0, "rx_phy_errors": 5, "rx_pause": {"3": 0}, "rx_discards": 1})
-    b = _doc(110.0, {"rx_bytes": 10**12, "rx_phy_errors": 6, "rx_pause": {"3": 5000},
-                     "rx_discards": 1})
+    b = _doc(
+        110.0, {"rx_bytes": 10**12, "rx_phy_errors": 6, "rx_pause": {"3": 5000}, "rx_discards": 1}
+    )
     rows = diff_docs(a, b)
     assert [(r.metric, r.priority) for r in rows] == [
-        ("rx_phy_errors", None), ("rx_pause", 3), ("rx_bytes", None)]
+        ("rx_phy_errors", None),
+        ("rx_pause", 3),
+        ("rx_bytes", None),
+    ]
     assert rows[1].rate_per_s == pytest.approx(500.0)
     assert elapsed_s(a, b) == pytest.approx(10.0)
     text = render_text(rows, 10.0)
@@ -42,8 +53,10 @@ def test_dashboard_baseline_and_diff_agree() -> None:
     base = LinkSample(id="l", metrics={"rx_pause": {3: 10}, "rx_pause_global": 1})
     cur = LinkSample(id="l", metrics={"rx_pause": {3: 25}, "rx_pause_global": 3})
     assert counts_since(cur, base, ("rx_pause", "rx_pause_global")) == 17.0
-    rows = diff_docs(_doc(0, {"rx_pause": {"3": 10}, "rx_pause_global": 1}),
-                     _doc(1, {"rx_pause": {"3": 25}, "rx_pause_global": 3}))
+    rows = diff_docs(
+        _doc(0, {"rx_pause": {"3": 10}, "rx_pause_global": 1}),
+        _doc(1, {"rx_pause": {"3": 25}, "rx_pause_global": 3}),
+    )
     assert sum(r.delta for r in rows) == 17.0
     cur.metrics["rx_pause_global"] = 0
     assert counts_since(cur, base, ("rx_pause", "rx_pause_global")) is None
@@ -66,18 +79,34 @@ def test_a_side_without_data_is_said_not_no_counter_changed(tmp_path: Path) -> N
     a = tmp_path / "a.json"
     b = tmp_path / "b.json"
     a.write_text(json.dumps(_doc(100.0, {"rx_bytes": 5})))
-    dead = {"schema": "fabtop.snapshot/1", "hosts": [
-        {"name": "n1", "reachable": False, "links": [], "clock_ns": None,
-         "error": "n1 (root@gpu1): no answer within 30 s"}]}
+    dead = {
+        "schema": "fabtop.snapshot/1",
+        "hosts": [
+            {
+                "name": "n1",
+                "reachable": False,
+                "links": [],
+                "clock_ns": None,
+                "error": "n1 (root@gpu1): no answer within 30 s",
+            }
+        ],
+    }
     b.write_text(json.dumps(dead))
     out = diff_command(str(a), str(b))
     assert "no counter changed" not in out
     assert out.splitlines() == [
         f"n1: no data in B ({b}): n1 (root@gpu1): no answer within 30 s",
-        "counter deltas: nothing to compare"]
+        "counter deltas: nothing to compare",
+    ]
     doc = json.loads(diff_command(str(a), str(b), as_json=True))
-    assert doc["no_data"] == [{"host": "n1", "side": "B", "source": str(b),
-                               "why": "n1 (root@gpu1): no answer within 30 s"}]
+    assert doc["no_data"] == [
+        {
+            "host": "n1",
+            "side": "B",
+            "source": str(b),
+            "why": "n1 (root@gpu1): no answer within 30 s",
+        }
+    ]
     # A host only one side has, next to one that did not change: both said.
     two = _doc(100.0, {"rx_bytes": 5})
     two["hosts"].append({"name": "n2", "links": [{"id": "x", "metrics": {"rx_bytes": 1}}]})  # type: ignore[attr-defined]
@@ -85,7 +114,8 @@ def test_a_side_without_data_is_said_not_no_counter_changed(tmp_path: Path) -> N
     b.write_text(json.dumps(_doc(110.0, {"rx_bytes": 5})))
     assert diff_command(str(a), str(b)).splitlines() == [
         f"n2: no data in B ({b}): host not in it",
-        "counter deltas over 10.0 s: no counter changed on the other hosts"]
+        "counter deltas over 10.0 s: no counter changed on the other hosts",
+    ]
 
 
 def record_demo(path: Path, seconds: int = 12) -> Path:
@@ -106,8 +136,9 @@ def record_demo(path: Path, seconds: int = 12) -> Path:
             for frame in decoders[name].feed(host.frame(float(t)).encode()):
                 rec.frame(name, frame)
             if host.cfg.inference_url:
-                rec.metrics(name, [MetricsReading(host.cfg.inference_url, 200,
-                                                  host.metrics_text())])
+                rec.metrics(
+                    name, [MetricsReading(host.cfg.inference_url, 200, host.metrics_text())]
+                )
         rec.evaluated()
     rec.close()
     return path
@@ -147,7 +178,12 @@ def test_diff_past_the_end_is_one_line_and_exit_2(tmp_path: Path) -> None:
     from tests.conftest import REPO
 
     run = str(record_demo(tmp_path / "run.fabrec"))
-    proc = subprocess.run([sys.executable, "-m", "fabtop", "diff", f"{run}@999", f"{run}@5"],
-                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fabtop", "diff", f"{run}@999", f"{run}@5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [f"fabtop: {run}@999: past the end: {run} holds 12.0 s"]

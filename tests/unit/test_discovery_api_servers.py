@@ -16,11 +16,29 @@ EXO_STATE = (FIX / "exo_state_two_studios_documented.json").read_bytes()
 MLX_MODELS = (FIX / "mlx_lm_v1_models_documented.json").read_bytes()
 # llama.cpp without --metrics (ggml-org/llama.cpp tools/server/README.md: 501
 # not_supported_error), and its /v1/models entries with owned_by/meta.
-LLAMACPP_501 = json.dumps({"error": {"code": 501, "type": "not_supported_error", "message":
-                                     "This server does not support metrics endpoint."}}).encode()
-LLAMACPP_MODELS = json.dumps({"object": "list", "data": [{
-    "id": "qwen", "object": "model", "created": 1, "owned_by": "llamacpp",
-    "meta": {"n_vocab": 151936}}]}).encode()
+LLAMACPP_501 = json.dumps(
+    {
+        "error": {
+            "code": 501,
+            "type": "not_supported_error",
+            "message": "This server does not support metrics endpoint.",
+        }
+    }
+).encode()
+LLAMACPP_MODELS = json.dumps(
+    {
+        "object": "list",
+        "data": [
+            {
+                "id": "qwen",
+                "object": "model",
+                "created": 1,
+                "owned_by": "llamacpp",
+                "meta": {"n_vocab": 151936},
+            }
+        ],
+    }
+).encode()
 NOT_FOUND = (404, b'{"detail":"Not Found"}')
 
 
@@ -63,10 +81,12 @@ def test_exo_port_is_a_default() -> None:
 
 
 async def test_exo_and_mlx_lm_are_found_and_their_pages_polled() -> None:
-    t = _Paths({
-        52415: {"/state": (200, EXO_STATE)},  # FastAPI: /metrics is 404
-        8080: {"/metrics": (404, b"Not Found"), "/v1/models": (200, MLX_MODELS)},
-    })
+    t = _Paths(
+        {
+            52415: {"/state": (200, EXO_STATE)},  # FastAPI: /metrics is 404
+            8080: {"/metrics": (404, b"Not Found"), "/v1/models": (200, MLX_MODELS)},
+        }
+    )
     disc = Discovery(ports=(8080, 52415))
     answers = await probe_ports(t, disc.to_probe(0.0), timeout=1.0)
     assert disc.update(0.0, answers) == [loopback_url(8080), loopback_url(52415)]

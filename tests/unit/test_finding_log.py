@@ -23,8 +23,9 @@ class StateFed:
     def __init__(self, fab: Fabric) -> None:
         self.fab = fab
         self.clock = ManualClock()
-        self.state = FabricState([HostConfig(name=h) for h in fab.hosts], rules=Evaluator(),
-                                 clock=self.clock)
+        self.state = FabricState(
+            [HostConfig(name=h) for h in fab.hosts], rules=Evaluator(), clock=self.clock
+        )
 
     def tick(self, n: int = 1) -> None:
         fab = self.fab
@@ -36,8 +37,13 @@ class StateFed:
                 p.grow(1.0)
             for name in fab.hosts:
                 links = {nd: p.sample() for (h, nd), p in fab.ports.items() if h == name}
-                sample = HostSample(host=name, seq=fab.seq, clock_ns=round(fab.t * 1e9),
-                                    uptime_s=fab.t - T0 + 1000.0, links=copy.deepcopy(links))
+                sample = HostSample(
+                    host=name,
+                    seq=fab.seq,
+                    clock_ns=round(fab.t * 1e9),
+                    uptime_s=fab.t - T0 + 1000.0,
+                    links=copy.deepcopy(links),
+                )
                 self.state.apply_sample(name, sample)
 
 

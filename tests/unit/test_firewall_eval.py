@@ -92,8 +92,9 @@ def test_wildcard_interface_and_negated_port_set_drop_quote_the_comment() -> Non
 
 
 def test_a_range_is_dropped_when_only_part_of_it_is() -> None:
-    rs = _rules("*filter\n:INPUT DROP [0:0]\n-A INPUT -p tcp -m tcp --dport 1000:1999 "
-                "-j ACCEPT\nCOMMIT\n")
+    rs = _rules(
+        "*filter\n:INPUT DROP [0:0]\n-A INPUT -p tcp -m tcp --dport 1000:1999 -j ACCEPT\nCOMMIT\n"
+    )
     assert evaluate(rs, tcp("eth0", ((1500, 1600),))).verdict == "accept"
     assert evaluate(rs, tcp("eth0", ((1500, 2500),))).verdict == "drop"
 
@@ -144,8 +145,10 @@ def test_an_accept_before_the_drop_keeps_the_port_open() -> None:
 
 
 def test_accept_ends_only_its_base_chain_a_later_one_still_drops() -> None:
-    text = ("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n"
-            "*security\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --dport 18515 -j REJECT\nCOMMIT\n")
+    text = (
+        "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n"
+        "*security\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --dport 18515 -j REJECT\nCOMMIT\n"
+    )
     out = evaluate(_rules(text), tcp("eth0"))
     assert out.verdict == "drop" and "security" in (out.rule or "")
 
@@ -154,14 +157,18 @@ def test_accept_ends_only_its_base_chain_a_later_one_still_drops() -> None:
 def test_goto_does_not_come_back_jump_does(jump: str, verdict: str) -> None:
     # the user chain returns; after a jump the packet meets ACCEPT, after a goto the
     # chain that did the goto is left: INPUT's policy (DROP) decides
-    text = ("*filter\n:INPUT DROP [0:0]\n:sub - [0:0]\n"
-            f"-A INPUT {jump} sub\n-A INPUT -j ACCEPT\n-A sub -p udp -j RETURN\nCOMMIT\n")
+    text = (
+        "*filter\n:INPUT DROP [0:0]\n:sub - [0:0]\n"
+        f"-A INPUT {jump} sub\n-A INPUT -j ACCEPT\n-A sub -p udp -j RETURN\nCOMMIT\n"
+    )
     assert evaluate(_rules(text), tcp("eth0")).verdict == verdict
 
 
 def test_established_first_is_no_accept_for_a_new_connection() -> None:
-    text = ("*filter\n:INPUT DROP [0:0]\n"
-            "-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\nCOMMIT\n")
+    text = (
+        "*filter\n:INPUT DROP [0:0]\n"
+        "-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\nCOMMIT\n"
+    )
     assert evaluate(_rules(text), tcp("eth0")).verdict == "drop"
     # and for "any packet": established ones pass, new ones do not: some are dropped
     assert evaluate(_rules(text), Question("thunderbolt0", None)).verdict == "drop"
@@ -178,29 +185,36 @@ def test_a_jump_loop_is_unknown_not_a_crash() -> None:
 
 
 def test_source_and_destination_matches_are_decided_from_the_interface_s_subnet() -> None:
-    rs = _rules("*filter\n:INPUT DROP [0:0]\n-A INPUT -s 10.0.0.0/8 -p tcp -j ACCEPT\n"
-                "-A INPUT -d 192.168.7.1/32 -j ACCEPT\nCOMMIT\n")
+    rs = _rules(
+        "*filter\n:INPUT DROP [0:0]\n-A INPUT -s 10.0.0.0/8 -p tcp -j ACCEPT\n"
+        "-A INPUT -d 192.168.7.1/32 -j ACCEPT\nCOMMIT\n"
+    )
     # unknown peers: the source match could go either way
     assert evaluate(rs, tcp("eth0")).verdict == "unknown"
     # the fabric subnet lies inside 10/8: its peers are accepted
-    assert evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("10.1.2.3/24",))).verdict \
-        == "accept"
+    assert (
+        evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("10.1.2.3/24",))).verdict == "accept"
+    )
     # a subnet outside it: dropped by the policy (and the own address is not 192.168.7.1)
     out = evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("172.16.0.5/24",)))
     assert (out.verdict, out.rule) == ("drop", "ip filter INPUT: policy drop")
     # the destination is this interface's own address
-    assert evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("192.168.7.1/24",))).verdict \
+    assert (
+        evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("192.168.7.1/24",))).verdict
         == "accept"
+    )
     # a subnet that straddles the match: undecided
-    assert evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("10.0.0.1/4",))).verdict \
-        == "unknown"
+    assert (
+        evaluate(rs, Question("eth0", "tcp", RDMA_PORT, addrs=("10.0.0.1/4",))).verdict == "unknown"
+    )
 
 
 def test_thousands_of_rules_are_walked_without_running_out_of_stack() -> None:
     # each port rule splits "any packet" in two; the path that goes on is a loop, not a
     # recursion (Python's stack ends near 1000 frames)
-    ports = "".join(f"-A INPUT -p tcp -m tcp --dport {1000 + 2 * i} -j ACCEPT\n"
-                    for i in range(3000))
+    ports = "".join(
+        f"-A INPUT -p tcp -m tcp --dport {1000 + 2 * i} -j ACCEPT\n" for i in range(3000)
+    )
     rs = _rules("*filter\n:INPUT DROP [0:0]\n" + ports + "COMMIT\n")
     out = evaluate(rs, Question("thunderbolt0", None))
     assert (out.verdict, out.rule) == ("drop", "ip filter INPUT: policy drop")
@@ -210,18 +224,37 @@ def test_thousands_of_rules_are_walked_without_running_out_of_stack() -> None:
 
 def test_kube_firewall_s_loopback_guard_is_no_drop_on_a_fabric_interface() -> None:
     # kube-proxy's KUBE-FIREWALL: drops what comes for 127.0.0.0/8 from elsewhere
-    rs = _rules("*filter\n:INPUT ACCEPT [0:0]\n:KUBE-FIREWALL - [0:0]\n"
-                "-A INPUT -j KUBE-FIREWALL\n"
-                '-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment '
-                '"block incoming localnet connections" -m conntrack ! --ctstate '
-                "RELATED,ESTABLISHED,DNAT -j DROP\nCOMMIT\n")
+    rs = _rules(
+        "*filter\n:INPUT ACCEPT [0:0]\n:KUBE-FIREWALL - [0:0]\n"
+        "-A INPUT -j KUBE-FIREWALL\n"
+        "-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "
+        '"block incoming localnet connections" -m conntrack ! --ctstate '
+        "RELATED,ESTABLISHED,DNAT -j DROP\nCOMMIT\n"
+    )
     assert evaluate(rs, tcp("enp65s0f0np0")).verdict == "accept"
 
 
 def test_an_ipv6_only_interface_is_judged_by_the_ip6_chains() -> None:
-    rs, _ = parse_nft_json(json.dumps({"nftables": [
-        {"chain": {"family": "ip6", "table": "f", "name": "in", "handle": 1,
-                   "type": "filter", "hook": "input", "prio": 0, "policy": "drop"}}]}))
+    rs, _ = parse_nft_json(
+        json.dumps(
+            {
+                "nftables": [
+                    {
+                        "chain": {
+                            "family": "ip6",
+                            "table": "f",
+                            "name": "in",
+                            "handle": 1,
+                            "type": "filter",
+                            "hook": "input",
+                            "prio": 0,
+                            "policy": "drop",
+                        }
+                    }
+                ]
+            }
+        )
+    )
     assert rs is not None
     assert evaluate(rs, tcp("eth0")).verdict == "accept"
     six = Question("eth0", "tcp", RDMA_PORT, family="ipv6", addrs=("fd00::1/64",))

@@ -11,19 +11,28 @@ from collectors.frames import Frame, FrameDecoder, Section, render_frame
 
 
 def _frame(seq: int, *sections: Section) -> Frame:
-    return Frame(seq, 1_700_000_000_000_000_000 + seq * 10**9, 100.0 + seq, 1.7e9 + seq,
-                 list(sections))
+    return Frame(
+        seq, 1_700_000_000_000_000_000 + seq * 10**9, 100.0 + seq, 1.7e9 + seq, list(sections)
+    )
 
 
 TRICKY = Section(
-    "ethtool_S", "eth0", 5, "ok", None,
+    "ethtool_S",
+    "eth0",
+    5,
+    "ok",
+    None,
     "NIC statistics:\n     rx_bytes_phy: 1\n@@end 1\n@@@already\n@@fabtop-frame 9 9 9 9\n",
 )
 
 
 def test_render_then_decode_keeps_every_content_line() -> None:
-    f = _frame(1, TRICKY, Section("probe", None, None, "ok", None, "interval_ms 1000"),
-               Section("dcb_pfc", "eth0", 7, "error", "rc=1", "Attribute read: nope"))
+    f = _frame(
+        1,
+        TRICKY,
+        Section("probe", None, None, "ok", None, "interval_ms 1000"),
+        Section("dcb_pfc", "eth0", 7, "error", "rc=1", "Attribute read: nope"),
+    )
     (back,) = FrameDecoder().feed(render_frame(f).encode())
     assert (back.seq, back.clock_ns, back.uptime_s) == (1, f.clock_ns, 101.0)
     eth = back.find("ethtool_S", "eth0")
@@ -117,9 +126,11 @@ def test_a_truncated_section_keeps_its_text_detail_and_the_rest_of_the_frame() -
 def test_crlf_bodies_and_schemas_decode_as_lf_however_chunked() -> None:
     # Section bodies are taken whole between control lines (issue 13): a stream through
     # a pty ends its lines in \r\n, and each line loses its \r as it did line by line.
-    lf = (b"@@fabtop-frame 1 5 1.0 1.0\n@@section schema 4 - ok for=ethtool_S\n"
-          b"rx_bytes\ntx_bytes\n@@section ethtool_S eth0 5 ok schema=4\n7 9\n"
-          b"@@section sysnet - 5 ok\neth0/mtu 9000\neth0/operstate up\n@@@x\n\n@@end 1\n")
+    lf = (
+        b"@@fabtop-frame 1 5 1.0 1.0\n@@section schema 4 - ok for=ethtool_S\n"
+        b"rx_bytes\ntx_bytes\n@@section ethtool_S eth0 5 ok schema=4\n7 9\n"
+        b"@@section sysnet - 5 ok\neth0/mtu 9000\neth0/operstate up\n@@@x\n\n@@end 1\n"
+    )
     crlf = lf.replace(b"\n", b"\r\n")
     for data in (lf, crlf):
         for cut in range(len(data) + 1):
@@ -132,19 +143,42 @@ def test_crlf_bodies_and_schemas_decode_as_lf_however_chunked() -> None:
             assert d.take_warnings() == []
 
 
-_HOSTILE_LINES = st.sampled_from([
-    "@@fabtop-frame 1 1 1 1", "@@fabtop-event 2 2 2 2", "@@fabtop-frame x", "@@end 1", "@@end",
-    "@@section sysnet - 5 ok", "@@section\tx\x0by 1 ok rc=1", "@@section x - 1 ok schema=1",
-    "@@section schema 1 - ok for=x", "@@section schema 2 - truncated for=x", "@@", "@@bogus",
-    "@@@escaped", "@@@", "@", " @@section x", "", "a\tb", "rx: 1", "1 2 -", "\x1b[31m\x00", "é",
-    "x" * 70,
-])
+_HOSTILE_LINES = st.sampled_from(
+    [
+        "@@fabtop-frame 1 1 1 1",
+        "@@fabtop-event 2 2 2 2",
+        "@@fabtop-frame x",
+        "@@end 1",
+        "@@end",
+        "@@section sysnet - 5 ok",
+        "@@section\tx\x0by 1 ok rc=1",
+        "@@section x - 1 ok schema=1",
+        "@@section schema 1 - ok for=x",
+        "@@section schema 2 - truncated for=x",
+        "@@",
+        "@@bogus",
+        "@@@escaped",
+        "@@@",
+        "@",
+        " @@section x",
+        "",
+        "a\tb",
+        "rx: 1",
+        "1 2 -",
+        "\x1b[31m\x00",
+        "é",
+        "x" * 70,
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(lines=st.lists(st.tuples(_HOSTILE_LINES, st.sampled_from(["\n", "\r\n", "\r\r\n"])),
-                      max_size=40),
-       bad=st.booleans())
+@given(
+    lines=st.lists(
+        st.tuples(_HOSTILE_LINES, st.sampled_from(["\n", "\r\n", "\r\r\n"])), max_size=40
+    ),
+    bad=st.booleans(),
+)
 def test_hostile_streams_decode_the_same_whole_or_byte_by_byte(
     lines: list[tuple[str, str]], bad: bool
 ) -> None:
@@ -154,9 +188,29 @@ def test_hostile_streams_decode_the_same_whole_or_byte_by_byte(
     def run(chunks: list[bytes]) -> tuple[object, ...]:
         d = FrameDecoder()
         got = [f for c in chunks for f in d.feed(c)]
-        return ([(f.seq, f.event, [(s.kind, s.subject, s.read_ns, s.status, s.detail, s.text,
-                                    s.schema and s.schema.names) for s in f.sections])
-                 for f in got], d.take_warnings(), sorted(d.schemas))
+        return (
+            [
+                (
+                    f.seq,
+                    f.event,
+                    [
+                        (
+                            s.kind,
+                            s.subject,
+                            s.read_ns,
+                            s.status,
+                            s.detail,
+                            s.text,
+                            s.schema and s.schema.names,
+                        )
+                        for s in f.sections
+                    ],
+                )
+                for f in got
+            ],
+            d.take_warnings(),
+            sorted(d.schemas),
+        )
 
     whole = run([data])
     assert run([data[i : i + 1] for i in range(len(data))]) == whole

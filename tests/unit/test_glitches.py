@@ -53,19 +53,30 @@ def mlx4_port(fixtures_dir: Path) -> tuple[dict[str, int], float | None]:
 def mlx5_link(counters: dict[str, int], gbps: float | None = 100.0) -> LinkSample:
     """A ConnectX port as the assembler builds it (speed as sysfs reports it)."""
     return LinkSample(
-        id="eth2", netdev="eth2", driver="mlx5_core", rate_gbps=gbps, physical=True,
-        kind="roce", counters={"ethtool": dict(counters)},
+        id="eth2",
+        netdev="eth2",
+        driver="mlx5_core",
+        rate_gbps=gbps,
+        physical=True,
+        kind="roce",
+        counters={"ethtool": dict(counters)},
         metrics=normalize_ethtool(counters, "mlx5_core"),
-    )  # fmt: skip
+    )
 
 
 def ib_link(counters: dict[str, int], gbps: float | None) -> LinkSample:
     """A legacy (32-bit counters only) InfiniBand port."""
     return LinkSample(
-        id="mlx4_0/1", rdma_device="mlx4_0", port=1, kind="ib", physical=True,
-        rate_gbps=gbps, counters={"ib_port": dict(counters)},
-        metrics=normalize_ib(counters, {}), saturated=saturated_ib_counters(counters),
-    )  # fmt: skip
+        id="mlx4_0/1",
+        rdma_device="mlx4_0",
+        port=1,
+        kind="ib",
+        physical=True,
+        rate_gbps=gbps,
+        counters={"ib_port": dict(counters)},
+        metrics=normalize_ib(counters, {}),
+        saturated=saturated_ib_counters(counters),
+    )
 
 
 class Host:
@@ -79,8 +90,13 @@ class Host:
 
     def tick(self, *links: LinkSample) -> HostRates:
         self.seq += 1
-        s = HostSample(host="gpu1", seq=self.seq, clock_ns=round((T0 + self.seq) * 1e9),
-                       uptime_s=1000.0 + self.seq, links={lk.id: lk for lk in links})
+        s = HostSample(
+            host="gpu1",
+            seq=self.seq,
+            clock_ns=round((T0 + self.seq) * 1e9),
+            uptime_s=1000.0 + self.seq,
+            links={lk.id: lk for lk in links},
+        )
         r = self.pipe.apply_sample(s)
         self.rates.append(r)
         self.samples.append(s)
@@ -108,8 +124,12 @@ def run_40g(mlx5: dict[str, int], glitch_at: int | None, glitch: dict[str, int])
 
 
 def all_rx_bps(h: Host) -> list[float]:
-    return [v for r in h.rates for lr in r.links.values()
-            if isinstance(v := lr.rates.get("rx_bps"), float)]  # fmt: skip
+    return [
+        v
+        for r in h.rates
+        for lr in r.links.values()
+        if isinstance(v := lr.rates.get("rx_bps"), float)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -200,10 +220,15 @@ def test_carrier_counter_glitch_on_a_link_of_unknown_speed(fixtures_dir: Path) -
     h = Host()
     for i in range(4):
         value = U32_MAX if i == 1 else down
-        h.tick(LinkSample(id="eth0", netdev="eth0", physical=True,
-                          metrics={"link_down_events": value}))  # fmt: skip
+        h.tick(
+            LinkSample(id="eth0", netdev="eth0", physical=True, metrics={"link_down_events": value})
+        )
     assert [r.links["eth0"].rates.get("link_down_events_per_s") for r in h.rates] == [
-        None, None, 0.0, 0.0]  # fmt: skip
+        None,
+        None,
+        0.0,
+        0.0,
+    ]
     assert h.rates[-1].glitch_count == 1
     means, _ = h.series("eth0", "link_down_events")
     assert all(v == down for v in means if v is not None)
@@ -289,8 +314,16 @@ def test_a_tool_that_drops_out_is_a_new_baseline_not_a_rate(mlx5: dict[str, int]
         if eth is not None:
             metrics.update(normalize_ethtool(eth, "mlx5_core"))
             counters["ethtool"] = dict(eth)
-        return LinkSample(id="eth2", netdev="eth2", driver="mlx5_core", rate_gbps=100.0,
-                          physical=True, kind="roce", counters=counters, metrics=metrics)
+        return LinkSample(
+            id="eth2",
+            netdev="eth2",
+            driver="mlx5_core",
+            rate_gbps=100.0,
+            physical=True,
+            kind="roce",
+            counters=counters,
+            metrics=metrics,
+        )
 
     h = Host()
     eth, st = mlx5, netdev
@@ -401,10 +434,19 @@ def test_a_token_counter_jumping_past_any_server_is_a_gap_not_a_spike() -> None:
     got = []
     for i, total in enumerate((1000.0, 1500.0, 1e15, 1e15 + 400.0)):
         h.seq += 1
-        inf = InferenceSample(url="http://127.0.0.1:8000/metrics", server="vllm",
-                              generated_tokens_total=total, read_s=float(i))
-        s = HostSample(host="gpu1", seq=h.seq, clock_ns=round((T0 + h.seq) * 1e9),
-                       uptime_s=1000.0 + h.seq, inference=[inf])
+        inf = InferenceSample(
+            url="http://127.0.0.1:8000/metrics",
+            server="vllm",
+            generated_tokens_total=total,
+            read_s=float(i),
+        )
+        s = HostSample(
+            host="gpu1",
+            seq=h.seq,
+            clock_ns=round((T0 + h.seq) * 1e9),
+            uptime_s=1000.0 + h.seq,
+            inference=[inf],
+        )
         rates = h.pipe.apply_sample(s).inference[inf.url]
         got.append(rates["generated_tokens_per_s"])
     assert got == [None, 500.0, None, 400.0]

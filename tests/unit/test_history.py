@@ -320,8 +320,9 @@ def test_clock_step_with_arrival_times_stays_on_the_operators_axis(
         if seq == 5:
             clock += 7200.0  # and then forward two
         counters = step(counters, rx_bytes_phy=8)
-        pipe.apply_sample(host_frame(seq, clock, 100.0 + seq, counters, vllm),
-                          arrived_unix=arrive + seq + 0.05)
+        pipe.apply_sample(
+            host_frame(seq, clock, 100.0 + seq, counters, vllm), arrived_unix=arrive + seq + 0.05
+        )
         clock += 1.0
     s = pipe.history.get(("gpu1", "eth2", "rx_bps"))
     assert s is not None
@@ -373,10 +374,16 @@ def test_series_of_vanished_links_are_forgotten_bounded() -> None:
     t0 = 1_700_000_000.0
 
     def tick(i: int, links: tuple[str, ...]) -> None:
-        s = HostSample("n1", i + 1, int((t0 + i) * 1e9), 1000.0 + i, links={
-            lid: LinkSample(lid, netdev=lid, metrics={"rx_bytes": 1000 * i, "tx_bytes": 0})
-            for lid in links
-        })
+        s = HostSample(
+            "n1",
+            i + 1,
+            int((t0 + i) * 1e9),
+            1000.0 + i,
+            links={
+                lid: LinkSample(lid, netdev=lid, metrics={"rx_bytes": 1000 * i, "tx_bytes": 0})
+                for lid in links
+            },
+        )
         hist.record(t0 + i, s, engine.update(s))
 
     for i in range(10):
@@ -509,8 +516,9 @@ def test_append_all_is_append_point_by_point() -> None:
 
 def _tick(hist: History, i: int, rates: dict[str, object], gpu: GpuSample | None = None) -> None:
     link = LinkSample("eth0", netdev="eth0", metrics={"link_down_events": 1})
-    sample = HostSample("n1", i, int((T0 + i) * 1e9), 100.0 + i, links={"eth0": link},
-                        gpus=[gpu] if gpu else [])
+    sample = HostSample(
+        "n1", i, int((T0 + i) * 1e9), 100.0 + i, links={"eth0": link}, gpus=[gpu] if gpu else []
+    )
     lr = LinkRates(rates=dict(rates))  # type: ignore[arg-type]
     hist.record(T0 + i, sample, HostRates("n1", 1.0, False, {"eth0": lr}, {}))
 
@@ -534,12 +542,23 @@ def test_a_rate_given_per_priority_is_recorded_as_its_sum() -> None:
 def test_gpu_series_take_their_own_fields() -> None:
     hist = History(SMALL)
     for i in range(3):
-        gpu = GpuSample(index=0, utilization_pct=10.0 + i, temperature_c=20.0 + i,
-                        power_w=30.0 + i, sm_clock_mhz=40.0 + i, memory_used_mib=50.0 + i,
-                        throttle_reasons=("HW Thermal Slowdown",) if i == 2 else ())
+        gpu = GpuSample(
+            index=0,
+            utilization_pct=10.0 + i,
+            temperature_c=20.0 + i,
+            power_w=30.0 + i,
+            sm_clock_mhz=40.0 + i,
+            memory_used_mib=50.0 + i,
+            throttle_reasons=("HW Thermal Slowdown",) if i == 2 else (),
+        )
         _tick(hist, i, {}, gpu)
-        for name in ("utilization_pct", "temperature_c", "power_w", "sm_clock_mhz",
-                     "memory_used_mib"):
+        for name in (
+            "utilization_pct",
+            "temperature_c",
+            "power_w",
+            "sm_clock_mhz",
+            "memory_used_mib",
+        ):
             s = hist.get(("n1", "gpu0", name))
             assert s is not None and s.latest() == getattr(gpu, name), name
         thermal = hist.get(("n1", "gpu0", "thermal_slowdown"))

@@ -76,8 +76,9 @@ def test_only_a_recognized_metrics_page_is_a_server(fixtures_dir: Path) -> None:
 async def test_probe_finds_server_and_a_hung_port_costs_one_timeout(fixtures_dir: Path) -> None:
     t = _Ports({8000: _vllm(fixtures_dir), 8080: 404, 3000: "hang"})
     started = time.monotonic()
-    answers = await probe_ports(t, [loopback_url(p) for p in (8000, 8080, 3000, 30000)],
-                                timeout=0.3)
+    answers = await probe_ports(
+        t, [loopback_url(p) for p in (8000, 8080, 3000, 30000)], timeout=0.3
+    )
     assert time.monotonic() - started < 1.5
     d = Discovery()
     new = d.update(0.0, answers)
@@ -142,8 +143,13 @@ async def test_probing_parses_off_the_event_loop(
     monkeypatch.setattr(discovery, "recognize", spy)
     parser = OffLoop()
     try:
-        answers = await probe_ports(_Ports({8000: _vllm(fixtures_dir)}), [loopback_url(8000)],
-                                    timeout=1.0, parser=parser, key="n1")
+        answers = await probe_ports(
+            _Ports({8000: _vllm(fixtures_dir)}),
+            [loopback_url(8000)],
+            timeout=1.0,
+            parser=parser,
+            key="n1",
+        )
     finally:
         parser.close()
     found = answers[loopback_url(8000)]

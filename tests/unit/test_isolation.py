@@ -74,8 +74,10 @@ def test_a_frame_that_cannot_be_used_marks_its_host_failing_until_one_can(
     feed_until(fab, state, clock, 11.0, 15.0)
     bad = state.hosts[BAD]
     assert bad.status == FAILING and bad.frames == frames[BAD]
-    assert bad.error == (f"{BAD}: frame dropped: ValueError: Exceeds the limit (4300 digits) "
-                         "for integer string conversion")
+    assert bad.error == (
+        f"{BAD}: frame dropped: ValueError: Exceeds the limit (4300 digits) "
+        "for integer string conversion"
+    )
     assert list(bad.warnings).count(bad.error) == 1  # five failed frames, one line
     for n, h in state.hosts.items():
         if n != BAD:
@@ -117,15 +119,17 @@ def test_a_rule_that_raises_is_a_warning_not_a_crash() -> None:
     state = FabricState([], rules=rules)
     state.evaluate()
     assert [(f.rule, f.summary) for f in state.findings] == [
-        ("fabtop", "a health rule failed: ZeroDivisionError: division by zero")]
+        ("fabtop", "a health rule failed: ZeroDivisionError: division by zero")
+    ]
 
 
 def test_the_arrival_time_given_reaches_the_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[float | None] = []
     real = pipeline.Pipeline.apply_frame
 
-    def apply_frame(self: pipeline.Pipeline, host: str, frame: Frame,
-                    arrived_unix: float | None = None) -> object:
+    def apply_frame(
+        self: pipeline.Pipeline, host: str, frame: Frame, arrived_unix: float | None = None
+    ) -> object:
         seen.append(arrived_unix)
         return real(self, host, frame, arrived_unix=arrived_unix)
 
@@ -219,8 +223,10 @@ async def test_a_prometheus_result_of_an_odd_shape_costs_that_result_not_the_pol
     from fabtop.run.promsource import PrometheusSource
 
     calls: list[str] = []
-    good = {"metric": {"__name__": "DCGM_FI_DEV_GPU_TEMP", "instance": "gpu7:9400", "gpu": "0"},
-            "value": [1700000000.0, "71"]}
+    good = {
+        "metric": {"__name__": "DCGM_FI_DEV_GPU_TEMP", "instance": "gpu7:9400", "gpu": "0"},
+        "value": [1700000000.0, "71"],
+    }
 
     def fetch(url: str, query: str, timeout: float) -> list:  # type: ignore[type-arg]
         calls.append(query)
@@ -241,7 +247,10 @@ async def test_a_prometheus_result_of_an_odd_shape_costs_that_result_not_the_pol
     # what was left out is said on the source, as a warning, not an empty fabric
     (f,) = src.state.findings
     assert (f.rule, f.severity, f.subject) == (
-        "source_partial", "warning", "Prometheus at http://prom:9090")
+        "source_partial",
+        "warning",
+        "Prometheus at http://prom:9090",
+    )
     assert "3 results not an object with a metric left out" in f.summary
 
 

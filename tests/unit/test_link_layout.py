@@ -68,8 +68,22 @@ def test_rates_are_the_same_without_layouts() -> None:
                     assert ra.links.keys() == rb.links.keys()
                     for lid, la in ra.links.items():
                         lb = rb.links[lid]
-                        got = (la.rates, la.gap, la.norm_reset, la.saturated, la.glitched,
-                               la.confirmed, la.raw_rates)
-                        want = (lb.rates, lb.gap, lb.norm_reset, lb.saturated, lb.glitched,
-                                lb.confirmed, lb.raw_rates)
+                        got = (
+                            la.rates,
+                            la.gap,
+                            la.norm_reset,
+                            la.saturated,
+                            la.glitched,
+                            la.confirmed,
+                            la.raw_rates,
+                        )
+                        want = (
+                            lb.rates,
+                            lb.gap,
+                            lb.norm_reset,
+                            lb.saturated,
+                            lb.glitched,
+                            lb.confirmed,
+                            lb.raw_rates,
+                        )
                         assert got == want, (i, n, lid)

@@ -18,10 +18,24 @@ from collectors.normalize import (
 )
 from collectors.numbers import U64_MAX
 
-_TABLES = [(ETHTOOL_MAP, "mlx5_core"), (ETHTOOL_MAP, "bnxt_en"), (ETHTOOL_MAP, None),
-           (IB_PORT_MAP, None), (IB_HW_MAP, None), (NETDEV_MAP, None)]
-_NAMES = sorted({n.format(p=p) for table, _ in _TABLES for srcs in table.values()
-                 for src in srcs for n in src.names for p in range(8)})
+_TABLES = [
+    (ETHTOOL_MAP, "mlx5_core"),
+    (ETHTOOL_MAP, "bnxt_en"),
+    (ETHTOOL_MAP, None),
+    (IB_PORT_MAP, None),
+    (IB_HW_MAP, None),
+    (NETDEV_MAP, None),
+]
+_NAMES = sorted(
+    {
+        n.format(p=p)
+        for table, _ in _TABLES
+        for srcs in table.values()
+        for src in srcs
+        for n in src.names
+        for p in range(8)
+    }
+)
 _VALUE = st.one_of(st.integers(0, 2**20), st.integers(U64_MAX // 4, U64_MAX))
 
 

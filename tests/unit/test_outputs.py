@@ -115,7 +115,12 @@ def test_dash_is_stdout_for_text_and_for_a_stream() -> None:
         "    f.write(b'\\x00binary')\n"
         "print('still open', file=sys.stdout)\n"  # closing the stream left stdout open
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=30)
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=30,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout == b"text\n\x00binarystill open\n"

@@ -67,14 +67,17 @@ def test_exo_state_gives_nodes_instances_and_placement() -> None:
     assert s.cluster is not None
     assert [(n.name, n.chip, n.ram_total_bytes) for n in s.cluster.nodes] == [
         ("studio-1", "Apple M3 Ultra", 256 * 1024**3),
-        ("studio-2", "Apple M3 Ultra", 256 * 1024**3)]
+        ("studio-2", "Apple M3 Ultra", 256 * 1024**3),
+    ]
     (inst,) = s.cluster.instances
     assert (inst.kind, inst.model) == ("MlxRingInstance", MODEL)
-    placed = {(r.node_id, r.start_layer, r.end_layer, r.n_layers, r.status, r.shard)
-              for r in inst.runners}
+    placed = {
+        (r.node_id, r.start_layer, r.end_layer, r.n_layers, r.status, r.shard) for r in inst.runners
+    }
     assert placed == {
         (STUDIO1, 0, 40, 80, "RunnerRunning", "PipelineShardMetadata"),
-        (STUDIO2, 40, 80, 80, "RunnerReady", "PipelineShardMetadata")}
+        (STUDIO2, 40, 80, 80, "RunnerReady", "PipelineShardMetadata"),
+    }
 
 
 def test_exo_has_no_token_counter_and_says_why() -> None:
@@ -168,10 +171,18 @@ def test_a_wrong_type_costs_that_value_only() -> None:
     assert s.error is None and s.cluster is not None
     n1, n2 = s.cluster.nodes
     assert (n1.name, n1.chip, n2.ram_total_bytes, n2.name) == (
-        None, "Apple M3 Ultra", None, "studio-2")
+        None,
+        "Apple M3 Ultra",
+        None,
+        "studio-2",
+    )
     r1, r2 = s.cluster.instances[0].runners
     assert (r1.start_layer, r1.end_layer, r1.n_layers, r1.status) == (
-        None, None, 80, "RunnerRunning")
+        None,
+        None,
+        80,
+        "RunnerRunning",
+    )
     assert (r2.status, r2.start_layer) == (None, 40)
     assert s.warnings[0] == EXO_UNVERIFIED
     assert len(s.warnings) == 6, s.warnings
@@ -196,13 +207,22 @@ def test_one_bad_node_costs_that_node_only(number: str) -> None:
     assert s.model == clean_reading.model
 
 
-@pytest.mark.parametrize("body", [
-    "[]", "null", "7", '"state"', "{", "{\"topology\": NaN}", "\x00\x1b[31m",
-    '{"topology": [], "instances": [], "runners": 5, "nodeIdentities": "x"}',
-    '{"instances": {"i": {"A": 1, "B": 2}}, "runners": {}, "topology": {"nodes": [1, null]}}',
-    '{"instances": {"i": {"MlxRingInstance": {"shardAssignments": {"nodeToRunner": '
-    '{"n": 5}, "runnerToShard": {"r": "x"}}}}}}',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[]",
+        "null",
+        "7",
+        '"state"',
+        "{",
+        '{"topology": NaN}',
+        "\x00\x1b[31m",
+        '{"topology": [], "instances": [], "runners": 5, "nodeIdentities": "x"}',
+        '{"instances": {"i": {"A": 1, "B": 2}}, "runners": {}, "topology": {"nodes": [1, null]}}',
+        '{"instances": {"i": {"MlxRingInstance": {"shardAssignments": {"nodeToRunner": '
+        '{"n": 5}, "runnerToShard": {"r": "x"}}}}}}',
+    ],
+)
 def test_any_shape_is_a_reading_never_a_raise(body: str) -> None:
     s = parse_exo_state(body, EXO_URL)
     assert isinstance(s, InferenceSample) and s.server == "exo" and s.rate_unknown
@@ -212,7 +232,7 @@ def test_any_shape_is_a_reading_never_a_raise(body: str) -> None:
 
 def test_lists_kept_are_bounded() -> None:
     doc = exo_doc()
-    (iid, inst), = doc["instances"].items()
+    ((iid, inst),) = doc["instances"].items()
     for i in range(MAX_INSTANCES + 40):
         doc["instances"][f"{iid}-{i}"] = copy.deepcopy(inst)
     s = parse_exo_state(json.dumps(doc), EXO_URL)
@@ -240,9 +260,20 @@ def test_mlx_lm_models_and_unknown_rate() -> None:
 
 
 # llama.cpp's /v1/models entries carry owned_by and meta (see collectors/parsers/mlx_lm.py).
-LLAMACPP_MODELS = json.dumps({"object": "list", "data": [{
-    "id": "qwen", "object": "model", "created": 1735142223, "owned_by": "llamacpp",
-    "meta": {"n_vocab": 151936}}]})
+LLAMACPP_MODELS = json.dumps(
+    {
+        "object": "list",
+        "data": [
+            {
+                "id": "qwen",
+                "object": "model",
+                "created": 1735142223,
+                "owned_by": "llamacpp",
+                "meta": {"n_vocab": 151936},
+            }
+        ],
+    }
+)
 
 
 def test_mlx_lm_is_told_from_llama_cpp_on_8080() -> None:
@@ -258,8 +289,9 @@ def test_mlx_lm_is_told_from_llama_cpp_on_8080() -> None:
 
 
 def test_mlx_lm_hostile_ids_are_cleaned_and_bounded() -> None:
-    data = [{"id": f"m\x1b]0;t\x07{i}" + "x" * 500, "object": "model", "created": 1}
-            for i in range(40)] + [{"id": 7, "object": "model", "created": 1}]
+    data = [
+        {"id": f"m\x1b]0;t\x07{i}" + "x" * 500, "object": "model", "created": 1} for i in range(40)
+    ] + [{"id": 7, "object": "model", "created": 1}]
     s = parse_mlx_lm_models(json.dumps({"object": "list", "data": data}), MLX_URL)
     assert s.model is not None and not has_control(s.model)
     assert s.model.endswith("and 25 more") and len(s.model) < 16 * 130

@@ -47,16 +47,19 @@ def test_netdev_ingress_chain_without_its_device_is_said_not_guessed() -> None:
     assert rs is not None
     ing = rs.chains[("netdev", "ing", "ingress_tb")]
     assert (ing.hook, ing.device, ing.prio) == ("ingress", None, -500)
-    assert warnings == ["netdev ing ingress_tb: ingress chain without its device in nft's "
-                        "JSON, not evaluated"]
+    assert warnings == [
+        "netdev ing ingress_tb: ingress chain without its device in nft's JSON, not evaluated"
+    ]
 
 
 def test_iptables_save_tables_wildcards_and_targets() -> None:
-    text = ("*filter\n:INPUT DROP [0:0]\n:MYCHAIN - [0:0]\n"
-            '-A INPUT -i eth+ -p tcp -m multiport --dports 22,18515:18520 -m comment '
-            '--comment "rdma ports" -j ACCEPT\n'
-            "-A INPUT ! -i lo -m limit --limit 3/min -j LOG --log-prefix \"x \"\n"
-            "-A INPUT -j MYCHAIN\nCOMMIT\n")
+    text = (
+        "*filter\n:INPUT DROP [0:0]\n:MYCHAIN - [0:0]\n"
+        "-A INPUT -i eth+ -p tcp -m multiport --dports 22,18515:18520 -m comment "
+        '--comment "rdma ports" -j ACCEPT\n'
+        '-A INPUT ! -i lo -m limit --limit 3/min -j LOG --log-prefix "x "\n'
+        "-A INPUT -j MYCHAIN\nCOMMIT\n"
+    )
     rs, warnings = parse_iptables_save(text)
     assert not warnings
     base = rs.chains[("ip", "filter", "INPUT")]
@@ -68,14 +71,18 @@ def test_iptables_save_tables_wildcards_and_targets() -> None:
     assert first.text.startswith("-A INPUT -i eth+")
     assert log.verdict is None and log.matches[0].negate
     assert jump.verdict is not None and (jump.verdict.kind, jump.verdict.target) == (
-        "jump", "MYCHAIN")
+        "jump",
+        "MYCHAIN",
+    )
 
 
 def test_section_states_say_why_nothing_was_read() -> None:
     assert firewall_text(firewall_state("missing", "needs root", "")) == (
-        "firewall state unknown (needs root)")
+        "firewall state unknown (needs root)"
+    )
     assert firewall_text(firewall_state("truncated", "section cap 4096 bytes", "{")) == (
-        "firewall state unknown (truncated)")
+        "firewall state unknown (truncated)"
+    )
     assert firewall_state("missing", "no nft or iptables-save", "").status == "missing"
     denied = firewall_state("error", "rc=1", "sudo: a password is required\n")
     assert denied.status == "needs root"
@@ -89,27 +96,89 @@ def test_section_states_say_why_nothing_was_read() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
-        st.sampled_from(["nftables", "rule", "chain", "expr", "match", "left", "right",
-                         "op", "set", "family", "table", "name", "hook", "payload", "meta",
-                         "key", "vmap", "data", "jump", "target", "elem", "range"]),
-        kids, max_size=4),
-    max_leaves=30))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda kids: (
+            st.lists(kids, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "nftables",
+                        "rule",
+                        "chain",
+                        "expr",
+                        "match",
+                        "left",
+                        "right",
+                        "op",
+                        "set",
+                        "family",
+                        "table",
+                        "name",
+                        "hook",
+                        "payload",
+                        "meta",
+                        "key",
+                        "vmap",
+                        "data",
+                        "jump",
+                        "target",
+                        "elem",
+                        "range",
+                    ]
+                ),
+                kids,
+                max_size=4,
+            )
+        ),
+        max_leaves=30,
+    )
+)
 def test_nft_reader_never_raises(doc: object) -> None:
     parse_nft_json(json.dumps({"nftables": [doc]}))
     parse_nft_json(json.dumps(doc))
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from(
-    ["*filter", ":INPUT DROP [0:0]", "-A INPUT", "-i", "eth+", "!", "-p", "tcp", "--dport",
-     "1:", "99999", "-j", "ACCEPT", "-g", "x", '"', "--ctstate", "NEW", "COMMIT", "-m",
-     "--tcp-flags", "SYN"]), max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "*filter",
+                ":INPUT DROP [0:0]",
+                "-A INPUT",
+                "-i",
+                "eth+",
+                "!",
+                "-p",
+                "tcp",
+                "--dport",
+                "1:",
+                "99999",
+                "-j",
+                "ACCEPT",
+                "-g",
+                "x",
+                '"',
+                "--ctstate",
+                "NEW",
+                "COMMIT",
+                "-m",
+                "--tcp-flags",
+                "SYN",
+            ]
+        ),
+        max_size=30,
+    )
+)
 def test_iptables_reader_never_raises(words: list[str]) -> None:
-    parse_iptables_save(" ".join(words).replace("COMMIT", "\nCOMMIT\n").replace(
-        "-A", "\n-A").replace(":INPUT", "\n:INPUT"))
+    parse_iptables_save(
+        " ".join(words)
+        .replace("COMMIT", "\nCOMMIT\n")
+        .replace("-A", "\n-A")
+        .replace(":INPUT", "\n:INPUT")
+    )
 
 
 def _strings(value: object) -> list[str]:
@@ -128,21 +197,52 @@ def _strings(value: object) -> list[str]:
 
 def test_remote_names_comments_and_values_come_out_clean() -> None:
     evil = "x\x1b]52;c;cHduZWQ=\x07\x1b[2J\u202e\x00y"
-    doc = {"nftables": [
-        {"metainfo": {"version": evil}},
-        {"table": {"family": "inet", "name": evil, "handle": 1}},
-        {"chain": {"family": "inet", "table": evil, "name": evil, "handle": 1,
-                   "type": evil, "hook": "input", "prio": 0, "policy": "drop"}},
-        {"rule": {"family": "inet", "table": evil, "chain": evil, "handle": 2,
-                  "comment": evil, "expr": [
-                      {"match": {"op": "==", "left": {"meta": {"key": "iifname"}},
-                                 "right": evil}},
-                      {"match": {"op": "==", "left": {"meta": {"key": evil}}, "right": evil}},
-                      {evil: None}, {"jump": {"target": evil}}]}},
-    ]}
+    doc = {
+        "nftables": [
+            {"metainfo": {"version": evil}},
+            {"table": {"family": "inet", "name": evil, "handle": 1}},
+            {
+                "chain": {
+                    "family": "inet",
+                    "table": evil,
+                    "name": evil,
+                    "handle": 1,
+                    "type": evil,
+                    "hook": "input",
+                    "prio": 0,
+                    "policy": "drop",
+                }
+            },
+            {
+                "rule": {
+                    "family": "inet",
+                    "table": evil,
+                    "chain": evil,
+                    "handle": 2,
+                    "comment": evil,
+                    "expr": [
+                        {
+                            "match": {
+                                "op": "==",
+                                "left": {"meta": {"key": "iifname"}},
+                                "right": evil,
+                            }
+                        },
+                        {"match": {"op": "==", "left": {"meta": {"key": evil}}, "right": evil}},
+                        {evil: None},
+                        {"jump": {"target": evil}},
+                    ],
+                }
+            },
+        ]
+    }
     fw = firewall_state("ok", evil, json.dumps(doc))
-    ipt = firewall_state("ok", None, f"*filter\n:INPUT DROP [0:0]\n-A INPUT -i {evil} "
-                                     f"-m comment --comment {evil} -j {evil}\nCOMMIT\n")
+    ipt = firewall_state(
+        "ok",
+        None,
+        f"*filter\n:INPUT DROP [0:0]\n-A INPUT -i {evil} "
+        f"-m comment --comment {evil} -j {evil}\nCOMMIT\n",
+    )
     bad = firewall_state("error", evil, evil)
     for s in _strings(fw) + _strings(ipt) + _strings(bad) + [firewall_text(bad)]:
         assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or c == "\u202e" for c in s), s

@@ -55,8 +55,9 @@ def test_bad_lines_cost_their_address_only() -> None:
 
 
 def test_addresses_per_netdev_are_bounded() -> None:
-    text = "".join(f"2: eth0    inet 10.0.{i // 250}.{i % 250 + 1}/16 scope global eth0\n"
-                   for i in range(1000))
+    text = "".join(
+        f"2: eth0    inet 10.0.{i // 250}.{i % 250 + 1}/16 scope global eth0\n" for i in range(1000)
+    )
     assert len(parse_ip_addr(text).addresses["eth0"]) == MAX_ADDRS
 
 

@@ -28,9 +28,16 @@ def test_netstat_reads_link_rows_only() -> None:
     r = parse_netstat_ibdn(_read("netstat_ibdn_gopsutil.txt"))
     assert sorted(r.interfaces) == ["en0", "gif0", "lo0", "stf0"]
     en0 = r.interfaces["en0"]
-    assert en0.counters == {"Ipkts": 5708989, "Ierrs": 0, "Ibytes": 7295722068,
-                            "Opkts": 3494252, "Oerrs": 0, "Obytes": 379533492,
-                            "Coll": 0, "Drop": 230}
+    assert en0.counters == {
+        "Ipkts": 5708989,
+        "Ierrs": 0,
+        "Ibytes": 7295722068,
+        "Opkts": 3494252,
+        "Oerrs": 0,
+        "Obytes": 379533492,
+        "Coll": 0,
+        "Drop": 230,
+    }
     assert en0.mtu == 1500 and en0.up
     assert not r.interfaces["gif0"].up
     assert netdev_statistics(en0.counters)["tx_dropped"] == 230
@@ -78,8 +85,16 @@ def test_thunderbolt_pair_each_end_names_the_other() -> None:
     assert studio.self_uid == s.self_uid and book.self_uid == b.self_uid
 
 
-@pytest.mark.parametrize("text", ["", "not json", "[]", '{"SPThunderboltDataType": 3}',
-                                  '{"SPThunderboltDataType": [{"receptacle_1_tag": 1}]}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "not json",
+        "[]",
+        '{"SPThunderboltDataType": 3}',
+        '{"SPThunderboltDataType": [{"receptacle_1_tag": 1}]}',
+    ],
+)
 def test_thunderbolt_bad_input_never_raises(text: str) -> None:
     info = thunderbolt_info(parse_sp_thunderbolt(text))
     assert info.peers == []
@@ -135,10 +150,16 @@ def test_ibv_devinfo_gid_lines_in_rdma_core_format() -> None:
 def test_macmon_and_pmset() -> None:
     m = parse_macmon(_read("macmon_pipe_m3pro_macmonbar.json"))
     assert (m.cpu_temp_c, m.gpu_temp_c, m.gpu_util_pct, m.chip) == (
-        pytest.approx(43.73614), pytest.approx(36.95167), pytest.approx(2.15), "Apple M3 Pro")
+        pytest.approx(43.73614),
+        pytest.approx(36.95167),
+        pytest.approx(2.15),
+        "Apple M3 Pro",
+    )
     assert parse_pmset_therm(_read("pmset_g_therm_nominal_go_test.txt")) == ("nominal", 100)
     assert parse_pmset_therm(_read("pmset_g_therm_speed_limited_machealthkit.txt")) == (
-        "throttled", 62)
+        "throttled",
+        62,
+    )
     assert parse_pmset_therm("something else\n") == (None, None)  # unknown, never nominal
     assert parse_macmon('{"temp": {"cpu_temp_avg": NaN}}').cpu_temp_c is None
     assert parse_macmon("garbage").warnings

@@ -47,8 +47,14 @@ def test_number_helpers_bound_and_refuse() -> None:
     assert parse_float("2.5") == 2.5
     assert finite(math.nan) is None and finite(10**400) is None and finite(3) == 3.0
     assert json_loads(f"[NaN, Infinity, -Infinity, 1e999, {HUGE}, 5, 2.5]") == [
-        None, None, None, None, None, 5, 2.5
-    ]  # fmt: skip
+        None,
+        None,
+        None,
+        None,
+        None,
+        5,
+        2.5,
+    ]
     with pytest.raises(ValueError):
         json_loads("[" * 100_000)
 
@@ -189,8 +195,14 @@ def test_amd_json_nested_too_deep_is_a_warning() -> None:
 
 
 def test_nvidia_huge_and_non_finite_numbers() -> None:
-    fields = ["index", "name", "utilization.gpu", "power.draw", "pcie.link.width.current",
-              "clocks_event_reasons.active"]  # fmt: skip
+    fields = [
+        "index",
+        "name",
+        "utilization.gpu",
+        "power.draw",
+        "pcie.link.width.current",
+        "clocks_event_reasons.active",
+    ]
     text = f"0, H100, {HUGE}, inf, {HUGE}, 0x{'f' * 5000}\n1, H100, nan, 1e999, 16, 0x4\n"
     r = parse_query_csv(text, fields)
     g0, g1 = r.gpus

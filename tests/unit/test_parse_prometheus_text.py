@@ -59,13 +59,16 @@ def test_truncated_scrape_keeps_what_was_read(vllm_text: str) -> None:
     assert "vllm:time_to_first_token_seconds" not in s.histograms  # its buckets incomplete
 
 
-@pytest.mark.parametrize("bad", [
-    'vllm:num_requests_swapped{model_name="m" 0.0',  # a label set never closed
-    "vllm:num_requests_swapped{model_name=\"m\"} zero",  # a value that is no number
-    "vllm:num_requests_swapped 1 soon",  # a timestamp that is no number
-    '{le="0.1"} 5',  # no name at all
-    "# TYPE vllm:num_requests_swapped",  # a TYPE line without a type
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        'vllm:num_requests_swapped{model_name="m" 0.0',  # a label set never closed
+        'vllm:num_requests_swapped{model_name="m"} zero',  # a value that is no number
+        "vllm:num_requests_swapped 1 soon",  # a timestamp that is no number
+        '{le="0.1"} 5',  # no name at all
+        "# TYPE vllm:num_requests_swapped",  # a TYPE line without a type
+    ],
+)
 def test_one_unreadable_line_costs_that_line_only(vllm_text: str, bad: str) -> None:
     # The parser stops at the first line it cannot read: every counter after it was lost,
     # and the page's error stopped the server's token rate (rates need no error).

@@ -28,10 +28,12 @@ def test_host_router_xdomain_and_its_netdev() -> None:
 
 def test_bad_values_cost_that_value_only() -> None:
     text = systb_text(TbHost(A, xds=[Xd("1", B, "n2")]))
-    text = (text.replace("0-1/rx_speed 20.0 Gb/s", "0-1/rx_speed fast\x1b[31m")
-            .replace("0-1/tx_lanes 2", "0-1/tx_lanes 99999999999999999999999")
-            .replace(f"0-1/unique_id {B}", "0-1/unique_id not-a-uuid")
-            .replace("0-0/generation 4", "0-0/generation banana"))
+    text = (
+        text.replace("0-1/rx_speed 20.0 Gb/s", "0-1/rx_speed fast\x1b[31m")
+        .replace("0-1/tx_lanes 2", "0-1/tx_lanes 99999999999999999999999")
+        .replace(f"0-1/unique_id {B}", "0-1/unique_id not-a-uuid")
+        .replace("0-0/generation 4", "0-0/generation banana")
+    )
     got = parse_systb(text)
     tb = got.info
     assert tb is not None and tb.self_uid == A and tb.generation is None

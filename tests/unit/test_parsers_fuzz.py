@@ -59,8 +59,17 @@ def _capture_texts() -> list[str]:
     if not FIXTURES.is_dir():
         return ["NIC statistics:\n     rx_bytes: 1\n"]
     texts = []
-    for sub in ("ethtool", "qos", "lspci", "iplink", "procnet", "nvidia_smi", "llm_metrics",
-                "amd_smi", "nvidia_smi/captures_utkuozdemir/query_gpu_csv_"):  # fmt: skip
+    for sub in (
+        "ethtool",
+        "qos",
+        "lspci",
+        "iplink",
+        "procnet",
+        "nvidia_smi",
+        "llm_metrics",
+        "amd_smi",
+        "nvidia_smi/captures_utkuozdemir/query_gpu_csv_",
+    ):
         for path in sorted(FIXTURES.glob(sub + "*" if sub.endswith("_") else sub + "/*"))[:6]:
             if path.is_file() and path.stat().st_size < 200_000:
                 texts.append(path.read_bytes().decode("utf-8", errors="replace"))

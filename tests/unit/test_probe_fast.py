@@ -33,14 +33,20 @@ def test_the_fast_probe_needs_nothing_newer_than_python_3_6(tmp_path: Path) -> N
     # --violations: exit status 1 and the offending lines when anything needs more than 3.6.
     p = subprocess.run(
         [vermin, "--no-tips", "-t=3.6-", "--violations", "--eval-annotations", str(PROBE)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     # ... and vermin does see what it would refuse (a check that cannot fail checks nothing).
     bad = tmp_path / "newer.py"
     bad.write_text("import dataclasses\nif (n := 3):\n    pass\n")
-    q = subprocess.run([vermin, "--no-tips", "-t=3.6-", "--violations", str(bad)],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    q = subprocess.run(
+        [vermin, "--no-tips", "-t=3.6-", "--violations", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert q.returncode != 0
 
 
@@ -169,9 +175,14 @@ def _state() -> tuple[FabricState, Fabric, float]:
 
 def _event(clock_ns: int, *lines: str) -> Frame:
     text = "\n".join(
-        [f"@@fabtop-event 1 {clock_ns} 1000.00 {clock_ns // 10**9}.000",
-         f"@@section pfcwd - {clock_ns} ok window_ms=100", *lines, "@@end 1", ""]
-    )  # fmt: skip
+        [
+            f"@@fabtop-event 1 {clock_ns} 1000.00 {clock_ns // 10**9}.000",
+            f"@@section pfcwd - {clock_ns} ok window_ms=100",
+            *lines,
+            "@@end 1",
+            "",
+        ]
+    )
     [frame] = FrameDecoder().feed(text.encode())
     return frame
 
@@ -207,16 +218,21 @@ def test_a_watchdog_storm_the_probe_stops_repeating_expires() -> None:
 
 
 def _tick(seq: int, clock_ns: int, read_ns: int, pause_us: int) -> Frame:
-    text = "\n".join([
-        f"@@fabtop-frame {seq} {clock_ns} {1000 + seq}.00 {clock_ns // 10**9}.000",
-        f"@@section sysnet - {clock_ns} ok",
-        "eth2/mtu 4200", "eth2/operstate up", "eth2/device -",
-        f"@@section ethtool_S eth2 {read_ns} ok",
-        "NIC statistics:",
-        f"     rx_prio3_pause_duration: {pause_us}",
-        "     tx_prio3_bytes: 0",
-        f"@@end {seq}", "",
-    ])  # fmt: skip
+    text = "\n".join(
+        [
+            f"@@fabtop-frame {seq} {clock_ns} {1000 + seq}.00 {clock_ns // 10**9}.000",
+            f"@@section sysnet - {clock_ns} ok",
+            "eth2/mtu 4200",
+            "eth2/operstate up",
+            "eth2/device -",
+            f"@@section ethtool_S eth2 {read_ns} ok",
+            "NIC statistics:",
+            f"     rx_prio3_pause_duration: {pause_us}",
+            "     tx_prio3_bytes: 0",
+            f"@@end {seq}",
+            "",
+        ]
+    )
     [frame] = FrameDecoder().feed(text.encode())
     return frame
 
@@ -275,11 +291,18 @@ class _Driver(pf.Ethtool):
 
 
 def test_driver_names_cannot_start_a_frame_line_and_a_growing_count_is_read_again() -> None:
-    drv = _Driver([b"rx_bytes", b"evil\n@@end 9", b"rx_prio3_pause"],
-                  grow=[b"tx_prio3_pause", b"rx_prio3_pause_duration"])  # fmt: skip
+    drv = _Driver(
+        [b"rx_bytes", b"evil\n@@end 9", b"rx_prio3_pause"],
+        grow=[b"tx_prio3_pause", b"rx_prio3_pause_duration"],
+    )
     names, vals = drv.read("eth2")
-    assert names == [b"rx_bytes", b"evil?@@end 9", b"rx_prio3_pause", b"tx_prio3_pause",
-                     b"rx_prio3_pause_duration"]  # fmt: skip
+    assert names == [
+        b"rx_bytes",
+        b"evil?@@end 9",
+        b"rx_prio3_pause",
+        b"tx_prio3_pause",
+        b"rx_prio3_pause_duration",
+    ]
     assert vals == (1000, 1001, 1002, 1003, 1004)
     # Sent as the fast probe sends them: a schema of names, then values by position.
     out = pf.Sections(1 << 20, 1 << 24)
@@ -303,8 +326,13 @@ def test_a_counter_file_that_holds_no_number_costs_that_counter(tmp_path: Path) 
 
     net = tmp_path / "sys" / "class" / "net" / "eth0"
     (net / "statistics").mkdir(parents=True)
-    for name, value in (("rx_bytes", "100"), ("tx_bytes", "12 34"), ("rx_packets", "7"),
-                        ("tx_packets", "N/A (no PMA)"), ("rx_errors", "\x1b]0;owned\x07")):
+    for name, value in (
+        ("rx_bytes", "100"),
+        ("tx_bytes", "12 34"),
+        ("rx_packets", "7"),
+        ("tx_packets", "N/A (no PMA)"),
+        ("rx_errors", "\x1b]0;owned\x07"),
+    ):
         (net / "statistics" / name).write_text(value + "\n")
     (net / "mtu").write_text("9000\n")
     (net / "operstate").write_text("up\n")
@@ -319,7 +347,8 @@ def test_a_counter_file_that_holds_no_number_costs_that_counter(tmp_path: Path) 
         said = "\n".join(sample.warnings)
         assert "tx_bytes: bad value '12 34'" in said and "tx_packets: bad value" in said
         assert "\x1b" not in said and "owned" not in said
-    sec = next(s for s in dec.feed(probe.tick(False)) for s in s.sections
-               if s.kind == "sysnet_counters")
+    sec = next(
+        s for s in dec.feed(probe.tick(False)) for s in s.sections if s.kind == "sysnet_counters"
+    )
     assert sec.schema is not None and sec.values is not None
     assert sec.values.vals is not None and sec.values.vals.count(None) == 3

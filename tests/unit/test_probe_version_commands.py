@@ -40,6 +40,6 @@ def test_node_paths_are_expanded_only_inside_double_quotes() -> None:
     # Every expansion of $p and $d (a path from the node) is quoted; the only unquoted
     # one is `case $p in`, which the shell never splits nor globs.
     for m in re.finditer(r"\$\{?[pd]\b", scan):
-        before = scan[:m.start()]
+        before = scan[: m.start()]
         quoted = before.count('"') % 2 == 1
-        assert quoted or before.endswith("case "), scan[m.start() - 20:m.end() + 10]
+        assert quoted or before.endswith("case "), scan[m.start() - 20 : m.end() + 10]

@@ -461,8 +461,13 @@ def test_remove_host_forgets_all_the_state_holds_of_it() -> None:
     src = source(clock)
     for i in range(3):
         clock.t += 5
-        poll(src, [eth("received_bytes_phy", str(100 * i), instance=h, ts=T0 + 5 * i)
-                   for h in ("a:9100", "b:9100")])  # fmt: skip
+        poll(
+            src,
+            [
+                eth("received_bytes_phy", str(100 * i), instance=h, ts=T0 + 5 * i)
+                for h in ("a:9100", "b:9100")
+            ],
+        )
     st = src.state
     assert st is not None
     st.set_baseline()

@@ -70,10 +70,13 @@ def test_quantile_never_raises_and_is_finite(
     assert v is None or math.isfinite(v)
 
 
-@pytest.mark.parametrize(("bounds", "counts"), [
-    ([1.0385643364363083e154, INF], [1.730940560727181e154, 1.730940560727181e154]),  # found
-    ([-1.7e308, 1.7e308, INF], [1.0, 3.0, 3.0]),  # the bucket's width is beyond a float
-])
+@pytest.mark.parametrize(
+    ("bounds", "counts"),
+    [
+        ([1.0385643364363083e154, INF], [1.730940560727181e154, 1.730940560727181e154]),  # found
+        ([-1.7e308, 1.7e308, INF], [1.0, 3.0, 3.0]),  # the bucket's width is beyond a float
+    ],
+)
 def test_huge_bounds_interpolate_without_overflow(bounds: list[float], counts: list[float]) -> None:
     v = histogram_quantile(0.5 if bounds[0] < 0 else 1.0, bounds, counts)
     assert v is not None and math.isfinite(v) and v <= bounds[-2]

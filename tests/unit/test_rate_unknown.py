@@ -22,17 +22,23 @@ VLLM = "http://127.0.0.1:8000/metrics"
 
 def _exo(total: float) -> InferenceSample:
     # A reading that (wrongly) carries a counter: it must still never become a rate.
-    return InferenceSample(EXO, server="exo", rate_unknown=EXO_WHY,
-                           generated_tokens_total=total, prompt_tokens_total=total)
+    return InferenceSample(
+        EXO,
+        server="exo",
+        rate_unknown=EXO_WHY,
+        generated_tokens_total=total,
+        prompt_tokens_total=total,
+    )
 
 
 def test_no_rate_is_computed_for_a_server_without_a_counter() -> None:
     fab = Fabric()
     fab.port("node1").traffic(60)
     for i in range(5):
-        fab.inference["node1"] = [_exo(1000.0 * i),
-                                  InferenceSample(VLLM, server="vllm",
-                                                  generated_tokens_total=500.0 * i)]
+        fab.inference["node1"] = [
+            _exo(1000.0 * i),
+            InferenceSample(VLLM, server="vllm", generated_tokens_total=500.0 * i),
+        ]
         fab.tick()
     rates = fab.hosts["node1"].rates
     assert rates is not None
@@ -78,8 +84,8 @@ def test_coverage_names_the_server_and_the_reason() -> None:
     fab.port("node1").traffic(60)
     fab.inference["node1"] = [
         InferenceSample(EXO, server="exo", rate_unknown=EXO_WHY),
-        InferenceSample("http://127.0.0.1:8080/v1/models", server="mlx_lm",
-                        rate_unknown=MLX_WHY)]
+        InferenceSample("http://127.0.0.1:8080/v1/models", server="mlx_lm", rate_unknown=MLX_WHY),
+    ]
     fab.tick()
     from fabtop.core.state import HostState
 
@@ -99,8 +105,12 @@ def test_snapshot_says_why_the_rates_are_null() -> None:
     from collectors.parsers.exo_state import parse_exo_state
     from fabtop.run.snapshot import inference_entry
 
-    body = (Path(__file__).resolve().parents[1] / "fixtures" / "inference"
-            / "exo_state_two_studios_documented.json").read_text()
+    body = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures"
+        / "inference"
+        / "exo_state_two_studios_documented.json"
+    ).read_text()
     entry = inference_entry(parse_exo_state(body, EXO), {})
     assert entry["generated_tokens_per_s"] is None and entry["rate_unknown"] == EXO_WHY
     runners = entry["cluster"]["instances"][0]["runners"]
@@ -115,10 +125,14 @@ def test_a_recorded_reading_replays_by_its_path() -> None:
     from fabtop.run.session import MetricsReading, inference_sample
 
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "inference"
-    exo = inference_sample(MetricsReading(
-        EXO, 200, (fix / "exo_state_two_studios_documented.json").read_text()), f"n1: {EXO}")
+    exo = inference_sample(
+        MetricsReading(EXO, 200, (fix / "exo_state_two_studios_documented.json").read_text()),
+        f"n1: {EXO}",
+    )
     mlx_url = "http://127.0.0.1:8080/v1/models"
-    mlx = inference_sample(MetricsReading(
-        mlx_url, 200, (fix / "mlx_lm_v1_models_documented.json").read_text()), f"n1: {mlx_url}")
+    mlx = inference_sample(
+        MetricsReading(mlx_url, 200, (fix / "mlx_lm_v1_models_documented.json").read_text()),
+        f"n1: {mlx_url}",
+    )
     assert (exo.server, exo.rate_unknown, exo.cluster is not None) == ("exo", EXO_WHY, True)
     assert (mlx.server, mlx.rate_unknown) == ("mlx_lm", MLX_WHY)

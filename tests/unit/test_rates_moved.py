@@ -60,13 +60,23 @@ def jiggled(frames: list[HostSample], seed: int, fresh: bool) -> list[HostSample
                     v = moved(lid, k, -1, v)
                 metrics[k] = _fresh(v) if fresh else v
             links[lid] = LinkSample(
-                id=link.id, netdev=link.netdev, rdma_device=link.rdma_device, port=link.port,
-                driver=link.driver, rate_gbps=link.rate_gbps, physical=link.physical,
-                kind=link.kind, counters=link.counters, metrics=metrics,
+                id=link.id,
+                netdev=link.netdev,
+                rdma_device=link.rdma_device,
+                port=link.port,
+                driver=link.driver,
+                rate_gbps=link.rate_gbps,
+                physical=link.physical,
+                kind=link.kind,
+                counters=link.counters,
+                metrics=metrics,
                 saturated=link.saturated,
-            )  # fmt: skip
-        out.append(HostSample(host=f.host, seq=f.seq, clock_ns=f.clock_ns,
-                              uptime_s=f.uptime_s, links=links))  # fmt: skip
+            )
+        out.append(
+            HostSample(
+                host=f.host, seq=f.seq, clock_ns=f.clock_ns, uptime_s=f.uptime_s, links=links
+            )
+        )
     return out
 
 

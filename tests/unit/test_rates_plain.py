@@ -54,23 +54,39 @@ def roce_link(
         counters["ethtool"] = dict(eth)
         made.update(normalize_ethtool(eth, "mlx5_core"))
     return LinkSample(
-        id="eth2", netdev="eth2", driver="mlx5_core", rate_gbps=100.0, physical=True,
-        kind="roce", counters=counters, metrics=made if metrics is None else metrics,
-    )  # fmt: skip
+        id="eth2",
+        netdev="eth2",
+        driver="mlx5_core",
+        rate_gbps=100.0,
+        physical=True,
+        kind="roce",
+        counters=counters,
+        metrics=made if metrics is None else metrics,
+    )
 
 
 def ib_link(counters: dict[str, int]) -> LinkSample:
     return LinkSample(
-        id="mlx4_0/1", rdma_device="mlx4_0", port=1, kind="ib", physical=True,
-        rate_gbps=40.0, counters={"ib_port": dict(counters)},
-        metrics=normalize_ib(counters, {}), saturated=saturated_ib_counters(counters),
-    )  # fmt: skip
+        id="mlx4_0/1",
+        rdma_device="mlx4_0",
+        port=1,
+        kind="ib",
+        physical=True,
+        rate_gbps=40.0,
+        counters={"ib_port": dict(counters)},
+        metrics=normalize_ib(counters, {}),
+        saturated=saturated_ib_counters(counters),
+    )
 
 
 def frame(seq: int, t: float, *links: LinkSample, uptime_s: float | None = None) -> HostSample:
-    return HostSample(host="gpu1", seq=seq, clock_ns=round(t * 1e9),
-                      uptime_s=t - T0 + 1000.0 if uptime_s is None else uptime_s,
-                      links={link.id: link for link in links})  # fmt: skip
+    return HostSample(
+        host="gpu1",
+        seq=seq,
+        clock_ns=round(t * 1e9),
+        uptime_s=t - T0 + 1000.0 if uptime_s is None else uptime_s,
+        links={link.id: link for link in links},
+    )
 
 
 def bump(counters: dict[str, int], **deltas: int) -> dict[str, int]:
@@ -82,11 +98,17 @@ def seen(r: HostRates) -> tuple[Any, ...]:
     links = {
         lid: (
             [(k, sorted(v.items()) if isinstance(v, dict) else v) for k, v in lr.rates.items()],
-            lr.gap, lr.norm_reset, lr.saturated, lr.glitched, lr.confirmed, lr.span_s,
-            lr.raw_rates, lr.reset,
+            lr.gap,
+            lr.norm_reset,
+            lr.saturated,
+            lr.glitched,
+            lr.confirmed,
+            lr.span_s,
+            lr.raw_rates,
+            lr.reset,
         )
         for lid, lr in r.links.items()
-    }  # fmt: skip
+    }
     return r.interval_s, r.clock_stepped, r.restarted, r.glitches, r.glitch_count, links
 
 
@@ -96,13 +118,25 @@ def faulty_frames(
     """Frames of a RoCE port and an IB port at 1 Hz, a fault on about half of them."""
     rng = random.Random(seed)
     eth, ib = dict(mlx5), dict(mlx4_ib)
-    netdev = {"rx_bytes": GB, "tx_bytes": GB, "rx_packets": 10**6, "tx_packets": 10**6,
-              "rx_dropped": 0, "rx_errors": 0}  # fmt: skip
+    netdev = {
+        "rx_bytes": GB,
+        "tx_bytes": GB,
+        "rx_packets": 10**6,
+        "tx_packets": 10**6,
+        "rx_dropped": 0,
+        "rx_errors": 0,
+    }
     out: list[HostSample] = []
     seq, t = 0, T0
     for _ in range(ticks):
-        eth = bump(eth, rx_bytes_phy=GB, tx_bytes_phy=GB // 2, rx_packets_phy=GB // 1500,
-                   tx_packets_phy=GB // 3000, rx_prio3_pause=rng.choice([0, 0, 5]))  # fmt: skip
+        eth = bump(
+            eth,
+            rx_bytes_phy=GB,
+            tx_bytes_phy=GB // 2,
+            rx_packets_phy=GB // 1500,
+            tx_packets_phy=GB // 3000,
+            rx_prio3_pause=rng.choice([0, 0, 5]),
+        )
         netdev = bump(netdev, rx_bytes=GB, rx_packets=GB // 1500)
         ib = bump(ib, port_rcv_data=GB // 4, port_rcv_packets=GB // 4096)
         e, n, i = dict(eth), dict(netdev), dict(ib)
@@ -168,8 +202,9 @@ def test_a_raw_counter_no_metric_reads_at_all_ones_changes_no_rate(
 ) -> None:
     """Its own raw rate is gone (this tick and the next), the port's rates are not."""
     made = normalize_ethtool(mlx5, "mlx5_core")
-    name = next(n for n in sorted(mlx5) if normalize_ethtool(bump(mlx5, **{n: 1}), "mlx5_core")
-                == made)  # fmt: skip
+    name = next(
+        n for n in sorted(mlx5) if normalize_ethtool(bump(mlx5, **{n: 1}), "mlx5_core") == made
+    )
     netdev = {"rx_bytes": GB, "tx_bytes": GB}
     c1 = bump(mlx5, rx_bytes_phy=GB)
     c2 = bump(c1, rx_bytes_phy=GB)
@@ -200,8 +235,9 @@ def test_a_counter_swapped_for_another_of_the_same_metric_is_a_new_baseline(
     lr = eng.update(frame(2, T0 + 1, roce_link(swapped, netdev))).links["eth2"]
     assert "rx_bytes_per_s" not in lr.rates and "rx_bytes" in lr.reset and lr.gap
     assert lr.rates["tx_bytes_per_s"] == 1e9
-    lr = eng.update(frame(3, T0 + 2, roce_link(bump(swapped, **{"port.rx_bytes": GB}),
-                                              netdev))).links["eth2"]  # fmt: skip
+    lr = eng.update(
+        frame(3, T0 + 2, roce_link(bump(swapped, **{"port.rx_bytes": GB}), netdev))
+    ).links["eth2"]
     assert lr.rates["rx_bytes_per_s"] == 1e9 and not lr.gap
 
 
@@ -222,10 +258,15 @@ def prio_link(rx_prio0_bytes: int, rx_prio3_pause: int, gauge: int, raw: bool = 
     """A port with two per-priority metrics; ``raw``: their raw counters are kept too."""
     counters = {"rx_prio0_bytes": rx_prio0_bytes, "rx_prio3_pause": rx_prio3_pause}
     return LinkSample(
-        id="eth2", netdev="eth2", driver="mlx5_core", rate_gbps=1e8, physical=True,
-        kind="roce", counters={"ethtool": {**(counters if raw else {}), "some_gauge": gauge}},
+        id="eth2",
+        netdev="eth2",
+        driver="mlx5_core",
+        rate_gbps=1e8,
+        physical=True,
+        kind="roce",
+        counters={"ethtool": {**(counters if raw else {}), "some_gauge": gauge}},
         metrics={"rx_bytes_prio": {0: rx_prio0_bytes}, "rx_pause": {3: rx_prio3_pause}},
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("raw", [True, False])
@@ -287,10 +328,13 @@ def one_feed_link(raw: int, other: int) -> LinkSample:
     """A source with one counter a metric is made of (and one no metric is); the metric
     reads as if another source had it (as rx_bytes_phy stands in for netdev rx_bytes)."""
     return LinkSample(
-        id="veth0", netdev="veth0", physical=True, rate_gbps=100.0,
+        id="veth0",
+        netdev="veth0",
+        physical=True,
+        rate_gbps=100.0,
         counters={"netdev": {"rx_bytes": raw, "rx_fifo_errors": other}},
         metrics={"rx_bytes": GB * other},
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("kept", [True, False])
@@ -301,8 +345,10 @@ def test_the_one_counter_a_metric_is_made_of_read_at_all_ones_is_looked_at(
         without_last_tick(monkeypatch)
     eng = RateEngine()
     reads = [(1, 1), (2, 2), (U64_MAX, 3), (4, 4), (5, 5), (6, 6)]
-    got = [eng.update(frame(seq, T0 + seq, one_feed_link(*r))).links["veth0"]
-           for seq, r in enumerate(reads)]  # fmt: skip
+    got = [
+        eng.update(frame(seq, T0 + seq, one_feed_link(*r))).links["veth0"]
+        for seq, r in enumerate(reads)
+    ]
     assert [lr.rates.get("rx_bytes_per_s") for lr in got] == [None, 1e9, None, 1e9, 1e9, 1e9]
     assert got[2].glitched == ["rx_bytes"] and got[3].confirmed == ["rx_bytes"]
     assert not got[4].gap and not got[5].gap

@@ -24,8 +24,11 @@ FRAME_TEXT = (
 
 
 def _cfg() -> Config:
-    return Config(hosts=[HostConfig(name="n1"), HostConfig(name="n2")], interval=0.5,
-                  thresholds={"detect_s": 3.0})
+    return Config(
+        hosts=[HostConfig(name="n1"), HostConfig(name="n2")],
+        interval=0.5,
+        thresholds={"detect_s": 3.0},
+    )
 
 
 def _write(path: Path, frames: int = 5) -> Recorder:

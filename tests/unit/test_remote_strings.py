@@ -168,9 +168,12 @@ DCB_BUFFER = "prio-buffer 0:0 1:0 2:0 3:1\nbuffer-size 0:10Kb 1:1Mb\ntotal-size 
 # ip -o addr show (tests/fixtures/ipaddr)
 IP_ADDR = "2: eth0    inet 10.0.11.252/24 brd 10.0.11.255 scope global eth0\\       valid_lft\n"
 # A Linux host with two Thunderbolt domains and a cable (tests/unit/tb_sysfs.py).
-TB_TWO_DOMAINS = systb_text(TbHost("d2030000-0072-6b0e-23a4-1c9b3f5e8a01", xds=[
-    Xd("1", "d2030000-0072-6b0e-23a4-1c9b3f5e8a02", "spark2")])) + (
-    "\n1-0 -\n1-0/unique_id d2030000-0072-6b0e-23a4-1c9b3f5e8a03\n")
+TB_TWO_DOMAINS = systb_text(
+    TbHost(
+        "d2030000-0072-6b0e-23a4-1c9b3f5e8a01",
+        xds=[Xd("1", "d2030000-0072-6b0e-23a4-1c9b3f5e8a02", "spark2")],
+    )
+) + ("\n1-0 -\n1-0/unique_id d2030000-0072-6b0e-23a4-1c9b3f5e8a03\n")
 NVIDIA = (
     "nvidia_smi/captures_utkuozdemir/"
     "query_gpu_csv_idle__linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt"
@@ -182,8 +185,13 @@ def _nvidia(fixtures_dir: Path, payload: str) -> str:
         csv.reader((fixtures_dir / NVIDIA).read_text().splitlines(), skipinitialspace=True)
     )
     # The '# fields' line is fabtop's own (the probe echoes what it asked for): not remote.
-    return "# " + ",".join(QUERY_FIELDS) + "\n" + ", ".join(header) + "\n" + ", ".join(
-        inject(v, payload) for v in row
+    return (
+        "# "
+        + ",".join(QUERY_FIELDS)
+        + "\n"
+        + ", ".join(header)
+        + "\n"
+        + ", ".join(inject(v, payload) for v in row)
     )
 
 
@@ -191,9 +199,12 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
     """A host's frame of real captures, payload in every word, plus two /metrics readings."""
     procfs = fixtures_dir / "sysfs/prometheus_procfs/sys/class"
     node_ib = fixtures_dir / "sysfs/prometheus_node_exporter/sys/class/infiniband"
-    sysib = sysfs_dump(procfs / "infiniband").replace(
-        "mlx5_0/ports/1/link_layer InfiniBand", "mlx5_0/ports/1/link_layer Ethernet"
-    ) + "mlx5_0/ports/1/gid_attrs/ndevs/0 eth0\n"
+    sysib = (
+        sysfs_dump(procfs / "infiniband").replace(
+            "mlx5_0/ports/1/link_layer InfiniBand", "mlx5_0/ports/1/link_layer Ethernet"
+        )
+        + "mlx5_0/ports/1/gid_attrs/ndevs/0 eth0\n"
+    )
 
     def read(rel: str) -> str:
         return (fixtures_dir / rel).read_text()
@@ -207,19 +218,36 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
         sec("sysib", None, inject(sysib, p)),
         sec("sysib", None, inject(sysfs_dump(node_ib), p)),
         # a GID table (show_gids capture): GIDs, their types and netdevs
-        sec("sysib_slow", None, inject(sysib_text("show_gids_mlx5_ipv4_at_3_nccl1131.txt")
-                                       + "\nmlx5_0/node_type 1: CA", p)),
-        sec("ethtool_S", "eth0",
-            inject(read("ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"), p)),
+        sec(
+            "sysib_slow",
+            None,
+            inject(
+                sysib_text("show_gids_mlx5_ipv4_at_3_nccl1131.txt") + "\nmlx5_0/node_type 1: CA", p
+            ),
+        ),
+        sec(
+            "ethtool_S",
+            "eth0",
+            inject(read("ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"), p),
+        ),
         sec("ethtool_i", "eth0", inject(read("ethtool/ethtool_i_e1000e_node_exporter.txt"), p)),
-        sec("mlnx_qos", "eth0",
-            inject(read("qos/mlnx_qos_trust_dscp_pfc3_os_controlled_att-netarbiter.txt"), p)),
+        sec(
+            "mlnx_qos",
+            "eth0",
+            inject(read("qos/mlnx_qos_trust_dscp_pfc3_os_controlled_att-netarbiter.txt"), p),
+        ),
         sec("dcb_apptrust", "eth0", inject(DCB_APPTRUST, p)),
         sec("dcb_app", "eth0", inject(DCB_APP, p)),
         sec("dcb_ets", "eth0", inject(DCB_ETS, p)),
         sec("dcb_buffer", "eth0", inject(DCB_BUFFER, p)),
-        Section("dcb_pfc", "eth0", 1, "error", inject("rc=1 failed", p),
-                inject("Error: Operation not supported", p)),
+        Section(
+            "dcb_pfc",
+            "eth0",
+            1,
+            "error",
+            inject("rc=1 failed", p),
+            inject("Error: Operation not supported", p),
+        ),
         sec("cputhrottle", None, inject("cpu0/thermal_throttle/core_throttle_count 3\n", p)),
         sec("systb_slow", None, inject(TB_TWO_DOMAINS, p)),
         # addresses (tests/fixtures/ipaddr): a clean listing, then the same poisoned
@@ -228,22 +256,36 @@ def build_sample(fixtures_dir: Path, payload: str) -> HostSample:
         sec("uname_r", None, inject("6.8.0-58-generic", p)),
         sec("ofed_info", None, inject("MLNX_OFED_LINUX-23.10-1.1.9.0:", p)),
         Section("nccl", None, 1, "missing", inject("nvidia-smi", p), ""),
-        sec("probe", None, inject("interval_ms 1000\nwarning interface name refused\n", p)
-            + "impl " + inject("python 3.11.2 /usr/bin/python3", p) + "\n"),
+        sec(
+            "probe",
+            None,
+            inject("interval_ms 1000\nwarning interface name refused\n", p)
+            + "impl "
+            + inject("python 3.11.2 /usr/bin/python3", p)
+            + "\n",
+        ),
         sec("gpu_nvidia", None, _nvidia(fixtures_dir, p)),
-        Section("gpu_amd", None, 1, "ok", "rocm-smi",
-                inject_json(read("amd_smi/rocm_smi_json_mi100_rocm571_telegraf.json"), p)),
-        Section(inject("odd", p), inject("subject", p), 1, inject("ok", p), inject("detail", p),
-                "x"),
-    ]  # fmt: skip
+        Section(
+            "gpu_amd",
+            None,
+            1,
+            "ok",
+            "rocm-smi",
+            inject_json(read("amd_smi/rocm_smi_json_mi100_rocm571_telegraf.json"), p),
+        ),
+        Section(
+            inject("odd", p), inject("subject", p), 1, inject("ok", p), inject("detail", p), "x"
+        ),
+    ]
     sample = assemble("node1", Frame(7, 1_700_000_000_000_000_000, 100.0, 1.7e9, sections))
     vllm = inject_labels(read("llm_metrics/vllm_metrics_datadog.txt"), p)
     first = "vllm:generation_tokens_total{"
     nan_counter = vllm.replace(first, f'{first}x="1"}} NaN\n{first}', 1)
     bad_line = "vllm:broken{model_name=" + inject("broken", p) + "\n"
     # a page with one unreadable line (a warning), and one of nothing else (an error)
-    sample.inference = [parse_inference_metrics(t, URL)
-                        for t in (nan_counter, vllm + "\n" + bad_line, bad_line)]
+    sample.inference = [
+        parse_inference_metrics(t, URL) for t in (nan_counter, vllm + "\n" + bad_line, bad_line)
+    ]
     # Servers with no counter (issue 14): exo's /state, mlx_lm's /v1/models (documented).
     sample.inference.append(parse_exo_state(inject_api(read_api("exo_state"), p), EXO_URL))
     sample.inference.append(parse_mlx_lm_models(inject_api(read_api("mlx_lm"), p), MLX_URL))
@@ -266,13 +308,13 @@ def inject_api(doc: Any, payload: str) -> str:
     Schema keys (``instances``, ``RunnerReady``) have no digit and are kept; ids as keys
     (node, runner, instance ids) have one. ``object`` values are kept (``"list"``).
     """
+
     def f(x: str) -> str:
         return x[:1] + payload + x[1:]
 
     def walk(v: Any, key: str = "") -> Any:
         if isinstance(v, dict):
-            return {(f(k) if any(c.isdigit() for c in k) else k): walk(x, k)
-                    for k, x in v.items()}
+            return {(f(k) if any(c.isdigit() for c in k) else k): walk(x, k) for k, x in v.items()}
         if isinstance(v, list):
             return [walk(x, key) for x in v]
         return f(v) if isinstance(v, str) and key != "object" else v
@@ -286,8 +328,15 @@ def inject_api(doc: Any, payload: str) -> str:
 def test_enumeration_finds_the_string_fields() -> None:
     """Meta-check: the dataclasses are found, and with them the fields that hold text."""
     names = {cls.__name__ for cls in SAMPLE_TYPES}
-    assert {"HostSample", "LinkSample", "GpuSample", "InferenceSample", "SectionStatus",
-            "QosConfig", "PcieLink"} <= names  # fmt: skip
+    assert {
+        "HostSample",
+        "LinkSample",
+        "GpuSample",
+        "InferenceSample",
+        "SectionStatus",
+        "QosConfig",
+        "PcieLink",
+    } <= names
     assert {
         ("LinkSample", "firmware"),
         ("LinkSample", "driver"),
@@ -319,22 +368,32 @@ def build_darwin_sample(payload: str, thermal: str = "macmon") -> HostSample:
     mac = MacState("mac1")
     texts = {
         "netstat_i": read("netstat_ibdn_gopsutil.txt"),
-        thermal: read("macmon_pipe_m3pro_macmonbar.json" if thermal == "macmon"
-                      else "pmset_g_therm_speed_limited_machealthkit.txt"),
+        thermal: read(
+            "macmon_pipe_m3pro_macmonbar.json"
+            if thermal == "macmon"
+            else "pmset_g_therm_speed_limited_machealthkit.txt"
+        ),
         "ibv_devinfo": ibv_devinfo_text("mac1", mac),
         "rdma_ctl": read("rdma_ctl_status_enabled_mlx2944.txt"),
         "sp_thunderbolt": read(
-            "system_profiler_SPThunderboltDataType_json_macstudio_m3ultra_tb5_omlx.json"),
+            "system_profiler_SPThunderboltDataType_json_macstudio_m3ultra_tb5_omlx.json"
+        ),
         "hwports": read("networksetup_listallhardwareports_macbookpro_osaurus.txt"),
         "ifconfig": ifconfig_text("mac1", mac).replace("bridge0: flags", "bridgeX: flags")
-        + "\n" + read("ifconfig_bridge0_3members_macmini_mlx1903.txt"),
+        + "\n"
+        + read("ifconfig_bridge0_3members_macmini_mlx1903.txt"),
     }
     if payload:
-        texts = {k: (inject_json(v, payload) if k in ("macmon", "sp_thunderbolt")
-                     else inject(v, payload)) for k, v in texts.items()}
+        texts = {
+            k: (
+                inject_json(v, payload) if k in ("macmon", "sp_thunderbolt") else inject(v, payload)
+            )
+            for k, v in texts.items()
+        }
     sections = [Section(k, None, 1, "ok", None, v) for k, v in texts.items()]
-    sections.append(Section("probe", None, 1, "ok", None,
-                            "impl " + inject("zsh-darwin 5.9", payload) + "\n"))
+    sections.append(
+        Section("probe", None, 1, "ok", None, "impl " + inject("zsh-darwin 5.9", payload) + "\n")
+    )
     return assemble("mac1", Frame(7, 1_700_000_000_000_000_000, 100.0, 1.7e9, sections))
 
 

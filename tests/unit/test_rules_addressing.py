@@ -19,16 +19,37 @@ NSDPERF = "show_gids_cx6_second_linklocal_ipv4_at_5_nsdperf.txt"  # ... at index
 ULA = "show_gids_rocep_ipv6_ula_v2_only_mooncake1617.txt"  # IPv6 only, RoCE v2 only
 
 
-def _ib(fab: Fabric, host: str, state: str, phys: str, sm_lid: int | None,
-        link_layer: str | None = "InfiniBand", nd: str = "ibp65s0") -> None:
-    fab.port(host, nd, kind="ib", rdma_device="mlx5_2", pfc=None, trust=None, fields={
-        "link_layer": link_layer, "port_state": state, "phys_state": phys, "sm_lid": sm_lid,
-        "state": state.lower()})  # fmt: skip
+def _ib(
+    fab: Fabric,
+    host: str,
+    state: str,
+    phys: str,
+    sm_lid: int | None,
+    link_layer: str | None = "InfiniBand",
+    nd: str = "ibp65s0",
+) -> None:
+    fab.port(
+        host,
+        nd,
+        kind="ib",
+        rdma_device="mlx5_2",
+        pfc=None,
+        trust=None,
+        fields={
+            "link_layer": link_layer,
+            "port_state": state,
+            "phys_state": phys,
+            "sm_lid": sm_lid,
+            "state": state.lower(),
+        },
+    )
 
 
 def _roce(fab: Fabric, host: str, gids: tuple[GidEntry, ...] | None, **kw: object) -> None:
-    fab.port(host, fields={"gids": gids, "port_state": "ACTIVE", "phys_state": "LinkUp",
-                           "sm_lid": 0, **kw})  # fmt: skip
+    fab.port(
+        host,
+        fields={"gids": gids, "port_state": "ACTIVE", "phys_state": "LinkUp", "sm_lid": 0, **kw},
+    )
 
 
 # --- no_subnet_manager --------------------------------------------------------------------
@@ -109,11 +130,11 @@ def test_a_roce_port_with_only_link_local_gids_cannot_run_roce_v2() -> None:
     _roce(fab, "node1", before_ip)
     f = by_rule(fab.tick(), "roce_no_ip_gid")
     assert len(f) == 1
-    assert (f[0].severity, f[0].host, f[0].subject) == ("warning", "node1",
-                                                        "node1/enp65s0f0np0")
+    assert (f[0].severity, f[0].host, f[0].subject) == ("warning", "node1", "node1/enp65s0f0np0")
     assert "RoCE v2 cannot work on this port" in f[0].summary
     assert f[0].shown_evidence()["gids"] == (
-        "0 fe80::a288:c2ff:fe5b:3ec v1, 1 fe80::a288:c2ff:fe5b:3ec v2")
+        "0 fe80::a288:c2ff:fe5b:3ec v1, 1 fe80::a288:c2ff:fe5b:3ec v2"
+    )
     assert "ip addr" in f[0].next_step and "show_gids" in f[0].next_step
 
 
@@ -198,19 +219,30 @@ def _ibstat_ports(text: str) -> list[dict[str, object]]:
 def test_no_port_of_the_real_ibstat_captures_fires_until_one_is_left_without_an_sm(
     fixtures_dir: Path,
 ) -> None:
-    ports = [p for f in sorted((fixtures_dir / "infiniband").glob("ibstat_*.txt"))
-             for p in _ibstat_ports(f.read_text())]  # fmt: skip
+    ports = [
+        p
+        for f in sorted((fixtures_dir / "infiniband").glob("ibstat_*.txt"))
+        for p in _ibstat_ports(f.read_text())
+    ]
     assert len(ports) > 80
     assert {p.get("link_layer") for p in ports} >= {"Ethernet", "InfiniBand"}
     assert any(p["link_layer"] == "Ethernet" and p["sm_lid"] == 0 for p in ports)
     fab = Fabric()
     for i, p in enumerate(ports):
-        fab.port(f"h{i // 8}", f"p{i % 8}", pfc=None, trust=None,
-                 fields={**p, "state": str(p["port_state"]).lower()})  # fmt: skip
+        fab.port(
+            f"h{i // 8}",
+            f"p{i % 8}",
+            pfc=None,
+            trust=None,
+            fields={**p, "state": str(p["port_state"]).lower()},
+        )
     assert by_rule(fab.run(4), "no_subnet_manager") == []
     # one IB port the SM never reached: a real Active port, as it reads without an SM
-    i = next(i for i, p in enumerate(ports) if p["link_layer"] == "InfiniBand"
-             and p["port_state"] == "ACTIVE")  # fmt: skip
+    i = next(
+        i
+        for i, p in enumerate(ports)
+        if p["link_layer"] == "InfiniBand" and p["port_state"] == "ACTIVE"
+    )
     fab.ports[(f"h{i // 8}", f"p{i % 8}")].fields.update(port_state="INIT", sm_lid=0)
     f = by_rule(fab.run(4), "no_subnet_manager")
     assert len(f) == 1 and f[0].host == f"h{i // 8}" and "no subnet manager reaches" in f[0].summary

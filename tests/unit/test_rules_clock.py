@@ -22,12 +22,15 @@ def skew_findings(
     return by_rule(fab.run(5), "clock_skew")
 
 
-@pytest.mark.parametrize(("skew", "way", "span"), [
-    (120.0, "ahead of", "2.0 min"),
-    (-120.0, "behind", "2.0 min"),
-    (DAY, "ahead of", "24.0 h"),
-    (-3 * DAY, "behind", "3.0 days"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("skew", "way", "span"),
+    [
+        (120.0, "ahead of", "2.0 min"),
+        (-120.0, "behind", "2.0 min"),
+        (DAY, "ahead of", "24.0 h"),
+        (-3 * DAY, "behind", "3.0 days"),
+    ],
+)
 def test_a_skewed_clock_is_named_with_its_offset(skew: float, way: str, span: str) -> None:
     found = skew_findings(skew)
     assert len(found) == 1

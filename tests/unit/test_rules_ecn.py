@@ -32,7 +32,8 @@ def test_fires_on_the_port_that_sends_pauses_within_two_ticks() -> None:
     assert f.severity == "warning"
     assert "no ECN marks or CNPs" in f.summary and "1200 pauses/s" in f.summary
     assert [p.key for p in f.refs(PAUSED_PEERS)] == [
-        ("node1", "enp65s0f0np0"), ("node3", "enp65s0f0np0")
+        ("node1", "enp65s0f0np0"),
+        ("node3", "enp65s0f0np0"),
     ]
     assert f.shown_evidence()[PAUSED_PEERS] == "node1/enp65s0f0np0, node3/enp65s0f0np0"
     assert "ecn/roce_np" in f.next_step

@@ -40,18 +40,28 @@ def iptables(*rules: str, policy: str = "ACCEPT") -> FirewallState:
 
 def host(fw: FirewallState | None, t: int = 0) -> HostSample:
     links = {
-        "mlx5_0/1": LinkSample("mlx5_0/1", netdev="enp65s0f0np0", rdma_device="mlx5_0", port=1,
-                               link_layer="Ethernet", kind="roce", physical=True),
-        "rxe0/1": LinkSample("rxe0/1", netdev="eth1", rdma_device="rxe0", port=1,
-                             link_layer="Ethernet", kind="roce"),
+        "mlx5_0/1": LinkSample(
+            "mlx5_0/1",
+            netdev="enp65s0f0np0",
+            rdma_device="mlx5_0",
+            port=1,
+            link_layer="Ethernet",
+            kind="roce",
+            physical=True,
+        ),
+        "rxe0/1": LinkSample(
+            "rxe0/1", netdev="eth1", rdma_device="rxe0", port=1, link_layer="Ethernet", kind="roce"
+        ),
         "thunderbolt0": LinkSample("thunderbolt0", netdev="thunderbolt0", kind="tb"),
         "eno1": LinkSample("eno1", netdev="eno1", physical=True),
     }
     return HostSample("n1", t + 1, (T0 + t) * 10**9, 1000.0 + t, links=links, firewall=fw)
 
 
-def run(*samples: HostSample, ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS,
-        ) -> list[list[tuple[str, str]]]:
+def run(
+    *samples: HostSample,
+    ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS,
+) -> list[list[tuple[str, str]]]:
     """The (subject, summary) of each evaluation, one per sample in turn."""
     ev = Evaluator(rules=(firewall_blocks_rdma,), firewall_ports=ports)
     state = State()
@@ -63,8 +73,14 @@ def run(*samples: HostSample, ports: tuple[tuple[int, int], ...] = DEFAULT_FIREW
 
 
 def test_udp_4791_dropped_on_hardware_roce_is_quiet_but_soft_roce_is_not() -> None:
-    (found,) = run(host(iptables("-i enp65s0f0np0 -p udp -m udp --dport 4791 -j DROP",
-                                 "-i eth1 -p udp -m udp --dport 4791 -j DROP")))
+    (found,) = run(
+        host(
+            iptables(
+                "-i enp65s0f0np0 -p udp -m udp --dport 4791 -j DROP",
+                "-i eth1 -p udp -m udp --dport 4791 -j DROP",
+            )
+        )
+    )
     subjects = [s for s, _ in found]
     assert subjects == ["n1/rxe0/1"]  # not n1/mlx5_0/1: ConnectX RoCE bypasses netfilter
     assert "soft-RoCE" in found[0][1] and "--dport 4791 -j DROP" in found[0][1]
@@ -75,17 +91,25 @@ def test_new_tcp_to_perftest_dropped_on_the_roce_netdev_names_port_and_rule() ->
     assert [s for s, _ in found] == ["n1/mlx5_0/1"]
     summary = found[0][1]
     assert "new TCP connections to 18515 " in summary
-    assert summary.endswith("ip filter INPUT: -A INPUT -i enp65s0f0np0 -p tcp -m tcp "
-                            "--dport 18515 -j REJECT")
+    assert summary.endswith(
+        "ip filter INPUT: -A INPUT -i enp65s0f0np0 -p tcp -m tcp --dport 18515 -j REJECT"
+    )
 
 
-def test_thunderbolt_policy_drop_with_established_first_is_a_warning_and_clears_when_fixed(
-) -> None:
-    bad = iptables("-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", "-i eno1 -j ACCEPT",
-                   policy="DROP")
-    good = iptables("-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", "-i eno1 -j ACCEPT",
-                    "-i thunderbolt0 -j ACCEPT", "-i eth1 -j ACCEPT",
-                    "-i enp65s0f0np0 -p tcp -j ACCEPT", policy="DROP")
+def test_thunderbolt_policy_drop_with_established_first_is_a_warning_and_clears_when_fixed() -> (
+    None
+):
+    bad = iptables(
+        "-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", "-i eno1 -j ACCEPT", policy="DROP"
+    )
+    good = iptables(
+        "-m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+        "-i eno1 -j ACCEPT",
+        "-i thunderbolt0 -j ACCEPT",
+        "-i eth1 -j ACCEPT",
+        "-i enp65s0f0np0 -p tcp -j ACCEPT",
+        policy="DROP",
+    )
     first, second = run(host(bad), host(good, 1))
     assert {s for s, _ in first} == {"n1/thunderbolt0", "n1/rxe0/1", "n1/mlx5_0/1"}
     tb = dict(first)["n1/thunderbolt0"]
@@ -108,12 +132,16 @@ def test_only_the_configured_ports_are_asked_about() -> None:
 
 
 def test_config_ports_and_per_host_sudo() -> None:
-    cfg = config_from_dict({"host": [{"name": "a", "firewall_sudo": True}, {"name": "b"}],
-                            "firewall": {"ports": [18515, "40000-40100"]}}, "t.toml")
+    cfg = config_from_dict(
+        {
+            "host": [{"name": "a", "firewall_sudo": True}, {"name": "b"}],
+            "firewall": {"ports": [18515, "40000-40100"]},
+        },
+        "t.toml",
+    )
     assert cfg.firewall_ports == ((18515, 18515), (40000, 40100))
     assert [h.firewall_sudo for h in cfg.hosts] == [True, False]
-    assert config_from_dict({"host": [{"name": "a"}]}, "t").firewall_ports == \
-        DEFAULT_FIREWALL_PORTS
+    assert config_from_dict({"host": [{"name": "a"}]}, "t").firewall_ports == DEFAULT_FIREWALL_PORTS
     for bad in ({"ports": ["x"]}, {"ports": [0]}, {"ports": []}, {"port": [1]}):
         with pytest.raises(ConfigError, match=r"\[firewall\]"):
             config_from_dict({"host": [{"name": "a"}], "firewall": bad}, "t")
@@ -121,10 +149,13 @@ def test_config_ports_and_per_host_sudo() -> None:
         config_from_dict({"host": [{"name": "a", "firewall_sudo": "yes"}]}, "t")
 
 
-@pytest.mark.parametrize(("profile", "why"), [("needs_root", "needs root"),
-                                              ("truncated", "truncated")])
-def test_an_unread_ruleset_is_said_on_the_host_and_in_the_calm_line(profile: str, why: str,
-                                                                     ) -> None:
+@pytest.mark.parametrize(
+    ("profile", "why"), [("needs_root", "needs root"), ("truncated", "truncated")]
+)
+def test_an_unread_ruleset_is_said_on_the_host_and_in_the_calm_line(
+    profile: str,
+    why: str,
+) -> None:
     from fabtop.core.coverage import coverage
     from fabtop.run.demo import demo_state
     from fabtop.sim import Fabric, demo_hosts
@@ -145,19 +176,28 @@ def test_host_lines_name_what_could_not_be_evaluated() -> None:
     s = host(iptables("-m limit --limit 3/min -j ACCEPT", policy="DROP"))
     lines = firewall_lines(s, ((18515, 18515),))
     assert lines[0] == "firewall read (iptables-save): 1 input base chain(s), 1 rule(s)"
-    assert "enp65s0f0np0 (RDMA set-up ports): unknown: could not evaluate rule ip filter " \
+    assert (
+        "enp65s0f0np0 (RDMA set-up ports): unknown: could not evaluate rule ip filter "
         "INPUT: -A INPUT -m limit --limit 3/min -j ACCEPT" in lines
+    )
 
 
 def test_the_next_step_is_the_command_of_the_tool_that_owns_the_drop() -> None:
     ev = Evaluator(rules=(firewall_blocks_rdma,))
     state = State()
-    state.hosts["n1"] = Host("n1", host(iptables("-i enp65s0f0np0 -p tcp -m tcp --dport 18515 "
-                                                 "-j DROP", "-i thunderbolt0 -j DROP")))
+    state.hosts["n1"] = Host(
+        "n1",
+        host(
+            iptables(
+                "-i enp65s0f0np0 -p tcp -m tcp --dport 18515 -j DROP", "-i thunderbolt0 -j DROP"
+            )
+        ),
+    )
     steps = {f.subject: f.next_step for f in ev(state)}
     assert steps["n1/mlx5_0/1"].startswith(
         "allow TCP 18515 in on enp65s0f0np0: iptables -I INPUT -i enp65s0f0np0 -p tcp -m "
-        "multiport --dports 18515 -j ACCEPT")
+        "multiport --dports 18515 -j ACCEPT"
+    )
     assert steps["n1/thunderbolt0"].endswith("iptables -I INPUT -i thunderbolt0 -j ACCEPT")
 
 

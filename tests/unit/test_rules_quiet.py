@@ -32,9 +32,21 @@ def _fabric() -> tuple[Fabric, Port, Port, Port]:
     gids = table(NCCL1131, "mlx5_0")
     a = fab.port("a", fields={"gids": gids, "port_state": "ACTIVE", "node_type": "CA"})
     b = fab.port("b", fields={"gids": gids, "port_state": "ACTIVE", "node_type": "CA"})
-    ib = fab.port("b", "ibp65s0", kind="ib", rdma_device="mlx5_2", pfc=None, trust=None,
-                  fields={"link_layer": "InfiniBand", "port_state": "ACTIVE",
-                          "phys_state": "LinkUp", "sm_lid": 1, "state": "active"})
+    ib = fab.port(
+        "b",
+        "ibp65s0",
+        kind="ib",
+        rdma_device="mlx5_2",
+        pfc=None,
+        trust=None,
+        fields={
+            "link_layer": "InfiniBand",
+            "port_state": "ACTIVE",
+            "phys_state": "LinkUp",
+            "sm_lid": 1,
+            "state": "active",
+        },
+    )
     for h in ("a", "b"):
         fab.versions[h] = KERNEL
     return fab, a, b, ib
@@ -53,17 +65,18 @@ def _fields(port: Port, **kw: object) -> None:
 CHANGES: list[tuple[Change, set[str]]] = [
     (lambda fab, a, b, ib: _set(b, mtu=1500), {"mtu_mismatch", "roce_mtu_low"}),
     (lambda fab, a, b, ib: _set(b, firmware="22.41.1000"), {"firmware_mismatch"}),
-    (lambda fab, a, b, ib: fab.versions.__setitem__(
-        "b", SoftwareVersions(kernel=VersionRead("6.11.0-1-generic", "uname -r"))),
-     {"firmware_mismatch"}),
+    (
+        lambda fab, a, b, ib: fab.versions.__setitem__(
+            "b", SoftwareVersions(kernel=VersionRead("6.11.0-1-generic", "uname -r"))
+        ),
+        {"firmware_mismatch"},
+    ),
     (lambda fab, a, b, ib: _set(b, pfc=(4,)), {"pfc_mismatch"}),
     (lambda fab, a, b, ib: _set(b, trust="pcp"), {"trust_mismatch"}),
     (lambda fab, a, b, ib: _set(b, pcie=PcieLink(8.0, 8, 16.0, 16)), {"pcie_degraded"}),
-    (lambda fab, a, b, ib: _fields(b, gids=table(NCCL1131, "mlx5_0")[:2]),
-     {"roce_no_ip_gid"}),
+    (lambda fab, a, b, ib: _fields(b, gids=table(NCCL1131, "mlx5_0")[:2]), {"roce_no_ip_gid"}),
     (lambda fab, a, b, ib: _fields(b, gids=table(NSDPERF, "mlx5_0")), {"gid_index_mismatch"}),
-    (lambda fab, a, b, ib: _fields(ib, port_state="INIT"),
-     {"no_subnet_manager"}),
+    (lambda fab, a, b, ib: _fields(ib, port_state="INIT"), {"no_subnet_manager"}),
 ]
 
 
@@ -82,8 +95,11 @@ def test_quiet_rules_find_what_every_rule_run_finds_as_slow_facts_change() -> No
         slow = Evaluator(quiet_rules={})
         assert _same_ticks(fab, slow, 3) == set()  # quiet: the state rules are passed by
         assert fab.evaluator.memory(fab).quiet
-        saved = [(p, n, getattr(p, n)) for p in (b, ib)
-                 for n in ("mtu", "firmware", "pfc", "trust", "pcie", "fields")]
+        saved = [
+            (p, n, getattr(p, n))
+            for p in (b, ib)
+            for n in ("mtu", "firmware", "pfc", "trust", "pcie", "fields")
+        ]
         versions = dict(fab.versions)
         change(fab, a, b, ib)
         assert want <= _same_ticks(fab, slow, 4), want
@@ -134,8 +150,10 @@ def test_the_demo_fabric_gets_the_same_findings_either_way() -> None:
     # Every episode of the demo (storms, flaps, drops, Thunderbolt, the Macs) once through,
     # the frames assembled as live: each pass's findings, since and evidence included.
     fab = demo_fabric()
-    states = [FabricState([HostConfig(n) for n in fab.hosts], rules=Evaluator(quiet_rules=q))
-              for q in (QUIET_RULES, {})]
+    states = [
+        FabricState([HostConfig(n) for n in fab.hosts], rules=Evaluator(quiet_rules=q))
+        for q in (QUIET_RULES, {})
+    ]
     decoders = {n: FrameDecoder() for n in fab.hosts}
     raised: set[str] = set()
     for i in range(int(DEMO_CYCLE_S) + 5):

@@ -56,9 +56,11 @@ def test_rdma_core_must_match_exactly() -> None:
 
 
 def test_one_finding_per_differing_field() -> None:
-    fab = fabric(rdma_core=VersionRead("50.0-2", "dpkg-query"),
-                 kernel=VersionRead("6.5.0-35-generic", "uname -r"),
-                 nccl=VersionRead("2.18.1", "mapped libnccl"))
+    fab = fabric(
+        rdma_core=VersionRead("50.0-2", "dpkg-query"),
+        kernel=VersionRead("6.5.0-35-generic", "uname -r"),
+        nccl=VersionRead("2.18.1", "mapped libnccl"),
+    )
     names = sorted(f.summary.split(" differs")[0] for f in software(fab.run(2)))
     assert names == ["NCCL (loaded)", "kernel", "rdma-core"]
 
@@ -74,10 +76,12 @@ def test_unknown_never_counts_as_a_mismatch_nor_as_agreeing() -> None:
     fab = fabric(ofed=gone)
     assert not software(fab.run(2))  # unknown is no mismatch...
     # ...and when the others disagree, the finding says who is unknown, not who agrees.
-    fab.versions["node4"] = replace(BASE, ofed=VersionRead("MLNX_OFED_LINUX-5.8-1.1.2.1",
-                                                         "ofed_info -s"))
-    fab.versions["node2"] = replace(BASE, ofed=VersionRead("MLNX_OFED_LINUX-5.8-1.1.2.1",
-                                                         "ofed_info -s"))
+    fab.versions["node4"] = replace(
+        BASE, ofed=VersionRead("MLNX_OFED_LINUX-5.8-1.1.2.1", "ofed_info -s")
+    )
+    fab.versions["node2"] = replace(
+        BASE, ofed=VersionRead("MLNX_OFED_LINUX-5.8-1.1.2.1", "ofed_info -s")
+    )
     (f,) = software(fab.run(1))
     assert "most run MLNX_OFED_LINUX-5.8-1.1.2.1, but node1 (" in f.summary
     assert f.evidence["unknown"] == "node3 (no ofed_info)"

@@ -154,9 +154,12 @@ def test_pause_counters_exist_only_for_pfc_priorities() -> None:
     fab = Fabric(hosts)
     a, b = ethtool(frame_at(fab, "a", 1.0), P0), ethtool(frame_at(fab, "b", 1.0), P0)
     assert {k for k in a if "_pause" in k and "prio" in k} == {
-        "rx_prio3_pause", "rx_prio3_pause_duration", "rx_prio3_pause_transition",
-        "tx_prio3_pause", "tx_prio3_pause_duration",
-    }  # fmt: skip
+        "rx_prio3_pause",
+        "rx_prio3_pause_duration",
+        "rx_prio3_pause_transition",
+        "tx_prio3_pause",
+        "tx_prio3_pause_duration",
+    }
     assert "rx_prio4_pause_duration" in b and "rx_prio4_pause_duration" not in a
     assert all(f"rx_prio{p}_bytes" in a for p in range(8))
     assert "rx_global_pause" not in a
@@ -298,8 +301,17 @@ def test_driver_reload_restarts_counters_from_zero() -> None:
 
 
 def test_host_overrides_show_in_the_frame() -> None:
-    hosts = [HostConfig("tcp", rdma_share=0.0, trust="pcp", mtu=1500, pcie_width=8,
-                        nic_temp_c=92.0, firmware="22.31.1014")]  # fmt: skip
+    hosts = [
+        HostConfig(
+            "tcp",
+            rdma_share=0.0,
+            trust="pcp",
+            mtu=1500,
+            pcie_width=8,
+            nic_temp_c=92.0,
+            firmware="22.31.1014",
+        )
+    ]
     fab = Fabric(hosts)
     f5, f10 = frame_at(fab, "tcp", 5.0), frame_at(fab, "tcp", 10.0)
     a, b = ethtool(f5, P0), ethtool(f10, P0)
@@ -344,16 +356,23 @@ def test_tree_shims_print_what_the_frame_carries(tmp_path: Path) -> None:
     tree.write(host, tmp_path, 4.0)
     frame = frame_at(fab, "node1", 4.0)
     sec = frame.find("ethtool_S", P0)
-    out = subprocess.run([str(tmp_path / "bin/ethtool"), "-S", P0], capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [str(tmp_path / "bin/ethtool"), "-S", P0], capture_output=True, text=True, check=True
+    )
     assert sec is not None and out.stdout.rstrip("\n") == sec.text
     gpu = frame.find("gpu_nvidia")
     assert gpu is not None
     fields = gpu.text.splitlines()[0][2:]
     smi = subprocess.run(
-        [str(tmp_path / "bin/nvidia-smi"), f"--query-gpu={fields}",
-         "--format=csv,noheader,nounits"], capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            str(tmp_path / "bin/nvidia-smi"),
+            f"--query-gpu={fields}",
+            "--format=csv,noheader,nounits",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     # Rows differ only in the timestamp (the frame's GPU line is read a little earlier).
     want = [r.split(", ", 1)[1] for r in gpu.text.splitlines()[1:]]
     assert [r.split(", ", 1)[1] for r in smi.stdout.splitlines()] == want
@@ -365,8 +384,9 @@ def test_tree_shims_print_what_the_frame_carries(tmp_path: Path) -> None:
     tree.update(host, tmp_path, 8.0)
     later = int((ib / "counters/port_rcv_data").read_text())
     assert later > int(_ib_counter(frame, "mlx5_0", "port_rcv_data"))
-    bad = subprocess.run([str(tmp_path / "bin/ethtool"), "-S", "thunderbolt0"],
-                         capture_output=True, text=True)  # fmt: skip
+    bad = subprocess.run(
+        [str(tmp_path / "bin/ethtool"), "-S", "thunderbolt0"], capture_output=True, text=True
+    )
     assert bad.returncode == 71  # node1 has no such netdev
 
 
@@ -437,7 +457,8 @@ def test_the_readme_tells_the_demo_cycle_as_the_simulation_plays_it() -> None:
     section = readme.split("## The demo\n", 1)[1].split("\n## ", 1)[0]
     rows = [ln.split("|")[1:3] for ln in section.splitlines() if re.match(r"^\| \d", ln)]
     assert [(t.strip(), kind.strip()) for t, kind in rows] == [
-        (f"{ep.start_s:.0f}\u2013{ep.end_s:.0f} s", ep.kind) for ep in DEMO_CYCLE]
+        (f"{ep.start_s:.0f}\u2013{ep.end_s:.0f} s", ep.kind) for ep in DEMO_CYCLE
+    ]
     assert "about three minutes" in section and 150 <= DEMO_CYCLE_S <= 210
     for kind, (host, _) in DEFAULT_TARGET.items():
         assert host in next(ln for ln in section.splitlines() if f"| {kind} |" in ln)

@@ -85,21 +85,46 @@ def _hostile_state() -> FabricState:
 
     nan, inf = float("nan"), float("inf")
     link = LinkSample(
-        id="eth0", netdev="eth0", rate_gbps=inf, temperature_c=nan, kind="roce",
-        counters={"ethtool": {"=HYPERLINK(\"http://x\")": 5, "+cmd|' /C calc'!A0": 1,
-                              "@SUM(A1)": 2, "-2+3": 3, "rx_bytes_phy": 10}},
+        id="eth0",
+        netdev="eth0",
+        rate_gbps=inf,
+        temperature_c=nan,
+        kind="roce",
+        counters={
+            "ethtool": {
+                '=HYPERLINK("http://x")': 5,
+                "+cmd|' /C calc'!A0": 1,
+                "@SUM(A1)": 2,
+                "-2+3": 3,
+                "rx_bytes_phy": 10,
+            }
+        },
         metrics={"rx_bytes": 10, "rx_pause": {3: 7}},
     )
     sample = HostSample(
-        host="n1", seq=2, clock_ns=2 * 10**9, uptime_s=100.0, links={"eth0": link},
+        host="n1",
+        seq=2,
+        clock_ns=2 * 10**9,
+        uptime_s=100.0,
+        links={"eth0": link},
         gpus=[GpuSample(index=0, power_w=nan, temperature_c=-inf, utilization_pct=50.0)],
-        inference=[InferenceSample(url="http://127.0.0.1:8000/metrics", requests_running=nan,
-                                   generated_tokens_total=inf)],
+        inference=[
+            InferenceSample(
+                url="http://127.0.0.1:8000/metrics",
+                requests_running=nan,
+                generated_tokens_total=inf,
+            )
+        ],
     )
     rates = HostRates(
-        host="n1", interval_s=1.0, clock_stepped=False,
-        links={"eth0": LinkRates(rates={"rx_bytes_per_s": nan, "rx_pause_per_s": {3: inf},
-                                        "rx_bps": 8.0}, raw={})},
+        host="n1",
+        interval_s=1.0,
+        clock_stepped=False,
+        links={
+            "eth0": LinkRates(
+                rates={"rx_bytes_per_s": nan, "rx_pause_per_s": {3: inf}, "rx_bps": 8.0}, raw={}
+            )
+        },
         inference={"http://127.0.0.1:8000/metrics": {"generated_tokens_per_s": nan}},
     )
     state = FabricState([HostConfig(name="n1")])
@@ -115,7 +140,8 @@ def test_non_finite_numbers_are_null_in_json_and_empty_in_csv() -> None:
     (link,) = host["links"]
     assert link["rate_gbps"] is None and link["temperature_c"] is None
     assert link["rates"]["rx_bytes_per_s"] is None and link["rates"]["rx_pause_per_s"] == {
-        "3": None}
+        "3": None
+    }
     assert link["rates"]["rx_bps"] == 8.0
     gpu = host["gpus"][0]
     assert gpu["power_w"] is None and gpu["temperature_c"] is None
@@ -132,7 +158,7 @@ def test_csv_cells_never_start_a_formula() -> None:
     doc = snapshot.build(_hostile_state(), 1.0)
     rows = list(__import__("csv").reader(snapshot.render(doc, "csv").splitlines()))
     names = [r[3] for r in rows if r[2] == "raw:ethtool"]
-    assert "'=HYPERLINK(\"http://x\")" in names and "'@SUM(A1)" in names
+    assert '\'=HYPERLINK("http://x")' in names and "'@SUM(A1)" in names
     assert "'+cmd|' /C calc'!A0" in names and "'-2+3" in names
     for r in rows:
         for cell in r:
@@ -146,13 +172,17 @@ def test_non_finite_numbers_are_absent_from_the_prometheus_forms() -> None:
     from fabtop.run.export import registry_for
 
     state = _hostile_state()
-    for text in (snapshot.render(snapshot.build(state, 1.0), "prom"),
-                 generate_latest(registry_for(state)).decode()):
+    for text in (
+        snapshot.render(snapshot.build(state, 1.0), "prom"),
+        generate_latest(registry_for(state)).decode(),
+    ):
         fams = list(text_string_to_metric_families(text))
         values = [s.value for f in fams for s in f.samples]
         assert values and all(v == v and abs(v) != float("inf") for v in values), text
-    exported = {f.name: f for f in text_string_to_metric_families(
-        generate_latest(registry_for(state)).decode())}
+    exported = {
+        f.name: f
+        for f in text_string_to_metric_families(generate_latest(registry_for(state)).decode())
+    }
     assert "fabtop_gpu_power_watts" not in exported  # its only reading was NaN
     assert [s.value for s in exported["fabtop_gpu_utilization_percent"].samples] == [50.0]
     assert [s.value for s in exported["fabtop_link_rx_bytes"].samples] == [10.0]
@@ -168,8 +198,10 @@ def test_snapshot_says_what_was_seen_and_keeps_the_finding_episodes() -> None:
     assert back["coverage"]["not_reporting"] == []
     # the DGX Spark is simulated without RDMA NIC and GPU (no capture of either): said
     assert back["coverage"]["gaps"][:3] == [
-        "no RDMA device on spark1", "GPUs not monitored on spark1 (no GPU tool answered)",
-        "no inference server on node2, node3, node4, mac1 and 2 more"]
+        "no RDMA device on spark1",
+        "GPUs not monitored on spark1 (no GPU tool answered)",
+        "no inference server on node2, node3, node4, mac1 and 2 more",
+    ]
     storm = [e for e in back["episodes"] if e["rule"] == "pfc_storm"]
     assert storm and all(e["cleared"] is None and e["severity"] == "critical" for e in storm)
     root = next(e for e in storm if e["subject"] == "node3/enp65s0f0np0/prio3")
@@ -204,7 +236,10 @@ def test_an_unknown_version_is_null_with_its_reason() -> None:
         (frame,) = FrameDecoder().feed(host.frame(1.0).encode())
         state.apply_frame(name, frame)
     node3 = next(h for h in snapshot.build(state, 1.0)["hosts"] if h["name"] == "node3")
-    assert node3["versions"]["ofed"] == {"value": None, "source": "ofed_info -s",
-                                         "note": "no ofed_info"}
+    assert node3["versions"]["ofed"] == {
+        "value": None,
+        "source": "ofed_info -s",
+        "note": "no ofed_info",
+    }
     assert node3["versions"]["nccl"]["value"] is None
     assert "no readable process" in node3["versions"]["nccl"]["note"]

@@ -39,8 +39,9 @@ class Fed:
     def __init__(self, fab: Fabric, skew: Mapping[str, float] | None = None) -> None:
         self.fab, self.skew = fab, skew or {}
         self.clock = ManualClock()
-        self.state = FabricState([HostConfig(name=n) for n in fab.hosts],
-                                 rules=make_evaluator(), clock=self.clock)  # fmt: skip
+        self.state = FabricState(
+            [HostConfig(name=n) for n in fab.hosts], rules=make_evaluator(), clock=self.clock
+        )
         self.decoders = {n: FrameDecoder() for n in fab.hosts}
         self.t = 0
 
@@ -178,8 +179,12 @@ def test_a_storm_is_not_judged_over_a_span_too_short_for_it_and_judged_once_cove
     need = DEFAULT_THRESHOLDS["detect_s"]
     assert {"rule": "pfc_storm", "needs_s": need, "span_s": 1.0} in short["not_judged"]
     # every window rule that needs more than a second of rates is named, no state rule
-    windows = {n for r in RULES if (k := kind_of(r)) and k.kind == WINDOW
-               and k.needs_s(DEFAULT_THRESHOLDS) > 1.0 for n in k.names}  # fmt: skip
+    windows = {
+        n
+        for r in RULES
+        if (k := kind_of(r)) and k.kind == WINDOW and k.needs_s(DEFAULT_THRESHOLDS) > 1.0
+        for n in k.names
+    }
     assert {n["rule"] for n in short["not_judged"]} == windows
     covered = snapshot.build(_feed(scenario_fabric("pfc_storm"), 3), 1.0)
     assert covered["span_s"] == 2.0
@@ -195,12 +200,13 @@ def test_csv_and_prometheus_forms_carry_the_same_findings_and_not_judged() -> No
     )
     assert "no_subnet_manager" in _rules_of(doc) and doc["not_judged"]
     fams = {f.name: f for f in text_string_to_metric_families(snapshot.render(doc, "prom"))}
-    assert {(s.labels["rule"], s.labels["severity"], s.labels["subject"])
-            for s in fams["fabtop_finding"].samples} == {
-        (f["rule"], f["severity"], f["subject"]) for f in doc["findings"]}  # fmt: skip
-    assert {s.labels["rule"]: s.value
-            for s in fams["fabtop_not_judged_needs_seconds"].samples} == {
-        n["rule"]: n["needs_s"] for n in doc["not_judged"]}  # fmt: skip
+    assert {
+        (s.labels["rule"], s.labels["severity"], s.labels["subject"])
+        for s in fams["fabtop_finding"].samples
+    } == {(f["rule"], f["severity"], f["subject"]) for f in doc["findings"]}
+    assert {s.labels["rule"]: s.value for s in fams["fabtop_not_judged_needs_seconds"].samples} == {
+        n["rule"]: n["needs_s"] for n in doc["not_judged"]
+    }
     assert [s.value for s in fams["fabtop_snapshot_span_seconds"].samples] == [1.0]
     rows = list(csv.DictReader(io.StringIO(snapshot.render(doc, "csv"))))
     found = [(r["name"], r["value"]) for r in rows if r["kind"] == "finding"]

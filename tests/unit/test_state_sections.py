@@ -13,8 +13,11 @@ def _sample(*sections: SectionStatus) -> HostSample:
 
 def test_a_section_read_again_is_forgotten_and_notes_stay_bounded() -> None:
     hs = HostState("n1", "n1")
-    hs.note_sections(_sample(SectionStatus("gpu", None, "ok"), SectionStatus("dcb", None, "error",
-                                                                             detail="rc=1")))
+    hs.note_sections(
+        _sample(
+            SectionStatus("gpu", None, "ok"), SectionStatus("dcb", None, "error", detail="rc=1")
+        )
+    )
     assert hs.unread == {"dcb": "error (rc=1)"}
     hs.note_sections(_sample(SectionStatus("gpu", None, "missing", detail="no nvidia-smi")))
     assert hs.unread == {"dcb": "error (rc=1)", "gpu": "missing (no nvidia-smi)"}
@@ -39,8 +42,9 @@ def test_warnings_that_come_every_tick_are_kept_once_and_come_back_when_pushed_o
     state.evaluate_per_frame = False
     lines = ["n1: dcb_pfc eth0: error (rc=1)", "n1: dcb_ets eth0: error (rc=1)"]
     for seq in range(1, 4):
-        state.apply_sample("n1", HostSample("n1", seq, seq * 10**9, 1.0 + seq,
-                                            warnings=list(lines)))
+        state.apply_sample(
+            "n1", HostSample("n1", seq, seq * 10**9, 1.0 + seq, warnings=list(lines))
+        )
     hs = state.hosts["n1"]
     assert list(hs.warnings) == lines
     for i in range(60):
@@ -48,6 +52,5 @@ def test_warnings_that_come_every_tick_are_kept_once_and_come_back_when_pushed_o
     assert lines[0] not in hs.warnings
     state.apply_sample("n1", HostSample("n1", 4, 4 * 10**9, 5.0, warnings=list(lines)))
     assert list(hs.warnings)[-2:] == lines
-    state.apply_sample("n1", HostSample("n1", 5, 5 * 10**9, 6.0,
-                                        warnings=[*lines, "n1: new"]))
+    state.apply_sample("n1", HostSample("n1", 5, 5 * 10**9, 6.0, warnings=[*lines, "n1: new"]))
     assert list(hs.warnings)[-3:] == [*lines, "n1: new"]

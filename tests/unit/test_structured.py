@@ -38,7 +38,11 @@ def _same(a: HostSample, b: HostSample) -> None:
         assert la.counters == lb.counters, k
         assert la.metrics == lb.metrics, k
         assert (la.state, la.mtu, la.rate_gbps, la.read_ns) == (
-            lb.state, lb.mtu, lb.rate_gbps, lb.read_ns)
+            lb.state,
+            lb.mtu,
+            lb.rate_gbps,
+            lb.read_ns,
+        )
     assert a.warnings == b.warnings
 
 
@@ -66,8 +70,12 @@ def test_slow_files_changed_between_slow_frames_are_sent_at_once() -> None:
     """The simulated fast probe sends the slow files (ECN enables, PCIe link, firmware) on
     slow frames and, unlike the node's probe, again whenever one changed: a simulated
     fault shows on its tick."""
-    fab = Fabric.single([SimHostConfig("n1", roce_ports=1), SimHostConfig("n2")], "no_ecn",
-                        target="n1", start_s=33.0)
+    fab = Fabric.single(
+        [SimHostConfig("n1", roce_ports=1), SimHostConfig("n2")],
+        "no_ecn",
+        target="n1",
+        start_s=33.0,
+    )
     host = fab.hosts["n1"]
     dec, enc, pipe = FrameDecoder(), StructuredEncoder(), Pipeline()
     got = []
@@ -82,15 +90,17 @@ def test_slow_files_changed_between_slow_frames_are_sent_at_once() -> None:
 
 
 def _ethtool_frame(seq: int, body: str) -> Frame:
-    text = (HEAD.format(seq=seq, ns=seq * 10**9)
-            + f"@@section sysnet - {seq * 10**9} ok\neth0/mtu 9000\n"
-            + f"@@section ethtool_S eth0 {seq * 10**9} ok\n{body}\n@@end {seq}\n")
+    text = (
+        HEAD.format(seq=seq, ns=seq * 10**9)
+        + f"@@section sysnet - {seq * 10**9} ok\neth0/mtu 9000\n"
+        + f"@@section ethtool_S eth0 {seq * 10**9} ok\n{body}\n@@end {seq}\n"
+    )
     return FrameDecoder().feed(text.encode())[0]
 
 
 def test_a_capture_round_trips_and_new_names_get_a_new_schema(fixtures_dir: Path) -> None:
     """mlx5 adds names when PFC is switched on: the names go again, under a new id."""
-    capture = (fixtures_dir / "ethtool" / "ethtool_S_ice_e810_25g_sfp_go-ethtool-metrics.txt")
+    capture = fixtures_dir / "ethtool" / "ethtool_S_ice_e810_25g_sfp_go-ethtool-metrics.txt"
     body = capture.read_text()
     enc, dec = StructuredEncoder(), FrameDecoder()
     first = render_frame(enc.encode(_ethtool_frame(1, body)))
@@ -107,10 +117,14 @@ def test_a_capture_round_trips_and_new_names_get_a_new_schema(fixtures_dir: Path
 
 
 def _wire(names: list[str], values: str, kind: str = "ethtool_S") -> str:
-    return (HEAD.format(seq=1, ns=10**9)
-            + f"@@section schema 4 - ok for={kind}\n" + "\n".join(names) + "\n"
-            + f"@@section {kind} eth0 1000000000 ok schema=4\n{values}\n"
-            + "@@section sysnet - 1000000000 ok\neth0/mtu 9000\n@@end 1\n")
+    return (
+        HEAD.format(seq=1, ns=10**9)
+        + f"@@section schema 4 - ok for={kind}\n"
+        + "\n".join(names)
+        + "\n"
+        + f"@@section {kind} eth0 1000000000 ok schema=4\n{values}\n"
+        + "@@section sysnet - 1000000000 ok\neth0/mtu 9000\n@@end 1\n"
+    )
 
 
 def _one(wire: str) -> tuple[HostSample, FrameDecoder]:
@@ -137,8 +151,11 @@ def test_a_count_that_does_not_match_costs_the_section_only() -> None:
 
 
 def test_values_for_a_schema_never_sent_are_an_error_not_text() -> None:
-    wire = (HEAD.format(seq=1, ns=10**9) + "@@section ethtool_S eth0 1 ok schema=99\n1 2 3\n"
-            + "@@section sysnet - 1 ok\neth0/mtu 1500\n@@end 1\n")
+    wire = (
+        HEAD.format(seq=1, ns=10**9)
+        + "@@section ethtool_S eth0 1 ok schema=99\n1 2 3\n"
+        + "@@section sysnet - 1 ok\neth0/mtu 1500\n@@end 1\n"
+    )
     sample, _ = _one(wire)
     sec = next(s for s in sample.sections if s.kind == "ethtool_S")
     assert sec.status == "error" and "does not hold" in (sec.detail or "")
@@ -165,8 +182,9 @@ def test_schema_names_are_cleaned_once_and_bounded() -> None:
 
 def test_schemas_per_stream_are_bounded() -> None:
     parts = [HEAD.format(seq=1, ns=1)]
-    parts += [f"@@section schema {i} - ok for=ethtool_S\nrx_bytes\n"
-              for i in range(MAX_SCHEMAS + 50)]
+    parts += [
+        f"@@section schema {i} - ok for=ethtool_S\nrx_bytes\n" for i in range(MAX_SCHEMAS + 50)
+    ]
     parts.append("@@end 1\n")
     dec = FrameDecoder()
     dec.feed("".join(parts).encode())
@@ -178,7 +196,8 @@ def test_schemas_per_stream_are_bounded() -> None:
 def test_a_truncated_schema_is_not_defined() -> None:
     wire = _wire(["rx_bytes", "tx_bytes"], "1 2").replace(
         "@@section schema 4 - ok for=ethtool_S",
-        "@@section schema 4 - truncated frame cap 10 bytes; ok for=ethtool_S")
+        "@@section schema 4 - truncated frame cap 10 bytes; ok for=ethtool_S",
+    )
     sample, dec = _one(wire)
     assert dec.schemas == {}
     assert "ethtool" not in sample.links["eth0"].counters
@@ -247,8 +266,16 @@ def test_a_values_section_cut_by_a_cap_is_said_and_costs_that_section() -> None:
     names = [b"c%d" % i for i in range(400)]
     vals = tuple(10**15 + i for i in range(400))  # 4.3 kB of base64: over the cap
     pf.Probe.values(probe, out, "ethtool_S", "eth0", 5, names, vals, None)
-    wire = b"\n".join([b"@@fabtop-frame 1 1 1.00 1.000", *out.out,
-                       b"@@section sysnet - 1 ok", b"eth0/mtu 9000", b"@@end 1", b""])
+    wire = b"\n".join(
+        [
+            b"@@fabtop-frame 1 1 1.00 1.000",
+            *out.out,
+            b"@@section sysnet - 1 ok",
+            b"eth0/mtu 9000",
+            b"@@end 1",
+            b"",
+        ]
+    )
     (frame,) = FrameDecoder().feed(wire)
     sample = assemble("n1", frame)
     sec = next(s for s in sample.sections if s.kind == "ethtool_S")
@@ -264,17 +291,25 @@ def test_the_schemas_of_one_stream_are_bounded_in_bytes() -> None:
     names = "\n".join("n" * 200 + str(i) for i in range(20_000))  # ~4 MB per schema
     dec = FrameDecoder()
     for sid in range(40):
-        dec.feed((HEAD.format(seq=sid + 1, ns=1)
-                  + f"@@section schema {sid} - ok for=ethtool_S\n{names}\n"
-                  + f"@@end {sid + 1}\n").encode())
+        dec.feed(
+            (
+                HEAD.format(seq=sid + 1, ns=1)
+                + f"@@section schema {sid} - ok for=ethtool_S\n{names}\n"
+                + f"@@end {sid + 1}\n"
+            ).encode()
+        )
     held = sum(len(n) for s in dec.schemas.values() for n in s.names)
     assert held <= fr.MAX_SCHEMA_CHARS and 39 in dec.schemas  # the newest is held
     assert any("least recently used forgotten" in w for w in dec.take_warnings())
     # Redefining an id frees what it held: a probe that resends never runs out.
     dec2 = FrameDecoder()
     for seq in range(40):
-        dec2.feed((HEAD.format(seq=seq + 1, ns=1) + f"@@section schema 1 - ok for=ethtool_S\n"
-                   f"{names}\n@@end {seq + 1}\n").encode())
+        dec2.feed(
+            (
+                HEAD.format(seq=seq + 1, ns=1) + f"@@section schema 1 - ok for=ethtool_S\n"
+                f"{names}\n@@end {seq + 1}\n"
+            ).encode()
+        )
     assert dec2.take_warnings() == [] and len(dec2.schemas) == 1
 
 
@@ -286,7 +321,11 @@ def test_a_schema_refused_for_too_many_names_frees_what_its_id_held(
     monkeypatch.setattr(fr, "MAX_SCHEMA_NAMES", 3)
     dec = FrameDecoder()
     for seq, names in ((1, "a\nb"), (2, "a\nb\nc\nd")):
-        dec.feed((HEAD.format(seq=seq, ns=1) + f"@@section schema 1 - ok for=ethtool_S\n"
-                  f"{names}\n@@end {seq}\n").encode())
+        dec.feed(
+            (
+                HEAD.format(seq=seq, ns=1) + f"@@section schema 1 - ok for=ethtool_S\n"
+                f"{names}\n@@end {seq}\n"
+            ).encode()
+        )
     assert dec.schemas == {}
     assert dec._schema_chars == 0  # else every refusal would leak from the stream's budget

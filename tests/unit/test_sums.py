@@ -17,8 +17,10 @@ def _sample(body: str, seq: int = 1):  # type: ignore[no-untyped-def]
 
 
 PORT = "mlx5_0/ports/1"
-IB = (f"@@section sysib - 1 ok\n{PORT}/link_layer InfiniBand\n{PORT}/state 4: ACTIVE\n"
-      f"{PORT}/counters/port_rcv_remote_physical_errors 3\n{PORT}/counters/port_xmit_data 10\n")
+IB = (
+    f"@@section sysib - 1 ok\n{PORT}/link_layer InfiniBand\n{PORT}/state 4: ACTIVE\n"
+    f"{PORT}/counters/port_rcv_remote_physical_errors 3\n{PORT}/counters/port_xmit_data 10\n"
+)
 
 
 def test_a_part_the_probe_could_not_read_leaves_the_sum_unknown() -> None:

@@ -22,11 +22,29 @@ from fabtop.core.state import FabricState
 from fabtop.run import snapshot
 
 INVISIBLE = [
-    "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff", "\u00ad",
-    "\u202e", "\u2066", "\U000e0001", "\U000e0041", "\U000e007f",  # tags
-    "\ue000", "\U000f0000", "\U00100000",  # private use
-    "\u115f", "\u1160", "\u3164", "\uffa0",  # Hangul fillers
-    "\x00", "\x7f", "\x85",
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u200e",
+    "\u200f",
+    "\u2060",
+    "\ufeff",
+    "\u00ad",
+    "\u202e",
+    "\u2066",
+    "\U000e0001",
+    "\U000e0041",
+    "\U000e007f",  # tags
+    "\ue000",
+    "\U000f0000",
+    "\U00100000",  # private use
+    "\u115f",
+    "\u1160",
+    "\u3164",
+    "\uffa0",  # Hangul fillers
+    "\x00",
+    "\x7f",
+    "\x85",
 ]
 # ESC and CSI start a sequence, which goes whole: the character after them goes too.
 INTRODUCERS = "\x1b\x90\x98\x9b\x9d\x9e\x9f"
@@ -69,7 +87,7 @@ def test_three_model_names_that_look_alike_are_one_name() -> None:
     names = ["Qwen3-32B", "Qwen3\u200b-32B", "Qwen3-32B\u3164", "Qwen3\U000e0020-32B"]
     models = set()
     for name in names:
-        page = (f'vllm:generation_tokens_total{{model_name="{name}"}} 5\n')
+        page = f'vllm:generation_tokens_total{{model_name="{name}"}} 5\n'
         models.add(parse_inference_page(page, "http://127.0.0.1:8000/metrics").model)
     assert models == {"Qwen3-32B"}
 
@@ -77,8 +95,10 @@ def test_three_model_names_that_look_alike_are_one_name() -> None:
 async def test_a_stderr_tail_with_escape_sequences_is_clean_in_the_snapshot_json() -> None:
     """A login shell that prints OSC 52 (clipboard) and OSC 0 (title) on stderr, then fails:
     the error as the snapshot stores it holds no sequence for `jq -r` to replay."""
-    script = (r"printf '\033]52;c;ZXZpbAo=\007\033]0;owned\007login \342\200\256nimda\n' >&2;"
-              " exit 3\n")
+    script = (
+        r"printf '\033]52;c;ZXZpbAo=\007\033]0;owned\007login \342\200\256nimda\n' >&2;"
+        " exit 3\n"
+    )
     state = FabricState([HostConfig(name="n1")])
     seen: list[HostStatus] = []
 
@@ -86,8 +106,16 @@ async def test_a_stderr_tail_with_escape_sequences_is_clean_in_the_snapshot_json
         seen.append(st)
         state.apply_status(host, st.state, st.error, st.rtt_s)
 
-    runner = HostRunner("n1", LocalTransport("n1"), script, [], lambda h, f: None, status,
-                        backoff=(30.0,), interval=0.1)
+    runner = HostRunner(
+        "n1",
+        LocalTransport("n1"),
+        script,
+        [],
+        lambda h, f: None,
+        status,
+        backoff=(30.0,),
+        interval=0.1,
+    )
     task = asyncio.create_task(runner.run())
     try:
         for _ in range(200):

@@ -31,16 +31,19 @@ def linux(name: str, h: TbHost) -> HostSample:
 
 def mac(name: str, peers: list[ThunderboltPeer]) -> HostSample:
     s = HostSample(name, 1, 0, 0.0)
-    s.thunderbolt = ThunderboltInfo("system_profiler", self_uid=MAC, peers=peers,
-                                    domain_uids=(MAC, MAC_BUS2))
+    s.thunderbolt = ThunderboltInfo(
+        "system_profiler", self_uid=MAC, peers=peers, domain_uids=(MAC, MAC_BUS2)
+    )
     return s
 
 
 def test_linux_to_linux_pair_is_one_cable_with_lanes_spelled_out() -> None:
-    cables = pair_cables({
-        "spark1": linux("spark1", TbHost(A, xds=[Xd("1", B, "spark2", gbps=40.0)])),
-        "spark2": linux("spark2", TbHost(B, xds=[Xd("1", A, "spark1", gbps=40.0)])),
-    })
+    cables = pair_cables(
+        {
+            "spark1": linux("spark1", TbHost(A, xds=[Xd("1", B, "spark2", gbps=40.0)])),
+            "spark2": linux("spark2", TbHost(B, xds=[Xd("1", A, "spark1", gbps=40.0)])),
+        }
+    )
     assert len(cables) == 1
     c = cables[0]
     assert c.status == PAIRED
@@ -49,18 +52,34 @@ def test_linux_to_linux_pair_is_one_cable_with_lanes_spelled_out() -> None:
 
 def test_three_node_mesh_with_a_mac_pairs_every_cable() -> None:
     samples = {
-        "spark1": linux("spark1", TbHost(A, xds=[
-            Xd("1", B, "spark2"), Xd("3", MAC.lower(), "Mac Studio", 40.0, netdev="thunderbolt1"),
-        ])),
-        "spark2": linux("spark2", TbHost(B, xds=[
-            Xd("1", A, "spark1"), Xd("3", MAC_BUS2.lower(), "Mac Studio", 40.0,
-                                     netdev="thunderbolt1"),
-        ])),
+        "spark1": linux(
+            "spark1",
+            TbHost(
+                A,
+                xds=[
+                    Xd("1", B, "spark2"),
+                    Xd("3", MAC.lower(), "Mac Studio", 40.0, netdev="thunderbolt1"),
+                ],
+            ),
+        ),
+        "spark2": linux(
+            "spark2",
+            TbHost(
+                B,
+                xds=[
+                    Xd("1", A, "spark1"),
+                    Xd("3", MAC_BUS2.lower(), "Mac Studio", 40.0, netdev="thunderbolt1"),
+                ],
+            ),
+        ),
         # macOS prints UUIDs in upper case; Linux in lower case
-        "mac1": mac("mac1", [
-            ThunderboltPeer("Receptacle 1", "en2", A.upper(), "spark1", 40.0, 40.0, 2, 2),
-            ThunderboltPeer("Receptacle 2", "en3", B.upper(), "spark2", 40.0, 40.0, 2, 2),
-        ]),
+        "mac1": mac(
+            "mac1",
+            [
+                ThunderboltPeer("Receptacle 1", "en2", A.upper(), "spark1", 40.0, 40.0, 2, 2),
+                ThunderboltPeer("Receptacle 2", "en3", B.upper(), "spark2", 40.0, 40.0, 2, 2),
+            ],
+        ),
     }
     cables = pair_cables(samples)
     assert [c.status for c in cables] == [PAIRED] * 3
@@ -75,11 +94,13 @@ def test_three_node_mesh_with_a_mac_pairs_every_cable() -> None:
 def test_wrong_cable_the_far_host_sees_its_cable_go_elsewhere() -> None:
     # node1 says its cable goes to node2; node2's only cable goes to node3 (the cable
     # was moved, or node1's slow reading predates the move): not a proven pair.
-    cables = pair_cables({
-        "node1": linux("node1", TbHost(A, xds=[Xd("1", B, "node2")])),
-        "node2": linux("node2", TbHost(B, xds=[Xd("1", C, "node3")])),
-        "node3": linux("node3", TbHost(C, xds=[Xd("1", B, "node2")])),
-    })
+    cables = pair_cables(
+        {
+            "node1": linux("node1", TbHost(A, xds=[Xd("1", B, "node2")])),
+            "node2": linux("node2", TbHost(B, xds=[Xd("1", C, "node3")])),
+            "node3": linux("node3", TbHost(C, xds=[Xd("1", B, "node2")])),
+        }
+    )
     by = {c.a.host: c for c in cables}
     assert by["node2"].status == PAIRED and by["node2"].b is not None
     assert by["node2"].b.host == "node3"
@@ -90,10 +111,12 @@ def test_wrong_cable_the_far_host_sees_its_cable_go_elsewhere() -> None:
 
 
 def test_one_end_seen_and_a_peer_not_monitored_say_so() -> None:
-    cables = pair_cables({
-        "spark1": linux("spark1", TbHost(A, xds=[Xd("1", MAC.lower(), "Mac Studio", 40.0)])),
-        "down": None,
-    })
+    cables = pair_cables(
+        {
+            "spark1": linux("spark1", TbHost(A, xds=[Xd("1", MAC.lower(), "Mac Studio", 40.0)])),
+            "down": None,
+        }
+    )
     assert len(cables) == 1 and cables[0].status == ONE_END
     assert cables[0].text == (
         "spark1:thunderbolt0 \u27f7 Mac Studio (not monitored)  2 \u00d7 40 = 80 Gb/s"
@@ -104,12 +127,18 @@ def test_one_end_seen_and_a_peer_not_monitored_say_so() -> None:
 def test_no_bus_identity_pairs_by_subnet_and_says_it_is_not_proven() -> None:
     def host(name: str, addr: str) -> HostSample:
         s = HostSample(name, 1, 0, 0.0)
-        s.links["thunderbolt0"] = LinkSample("thunderbolt0", netdev="thunderbolt0", kind="tb",
-                                             addresses=(addr, "fe80::1/64"))
+        s.links["thunderbolt0"] = LinkSample(
+            "thunderbolt0", netdev="thunderbolt0", kind="tb", addresses=(addr, "fe80::1/64")
+        )
         return s
 
-    cables = pair_cables({"a": host("a", "10.9.0.1/30"), "b": host("b", "10.9.0.2/30"),
-                          "c": host("c", "10.9.1.1/30")})  # fmt: skip
+    cables = pair_cables(
+        {
+            "a": host("a", "10.9.0.1/30"),
+            "b": host("b", "10.9.0.2/30"),
+            "c": host("c", "10.9.1.1/30"),
+        }
+    )
     assert [c.status for c in cables] == [BY_ADDRESS]
     assert "not proven" in cables[0].why and cables[0].b is not None
 

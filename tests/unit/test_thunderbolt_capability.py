@@ -20,8 +20,12 @@ def _peer(gbps: tuple[float, float], lanes: tuple[int, int]) -> ThunderboltPeer:
         (4, (40.0, 40.0), (3, 1), None),  # USB4 v2 asymmetric: 4 lanes in all, by design
         (4, (20.0, 20.0), (1, 1), "1 lane(s) where 2 are possible"),
         (4, (10.0, 10.0), (2, 2), "10 Gb/s per lane where 20 is possible"),
-        (3, (10.0, 10.0), (1, 1),
-         "1 lane(s) where 2 are possible; 10 Gb/s per lane where 20 is possible"),
+        (
+            3,
+            (10.0, 10.0),
+            (1, 1),
+            "1 lane(s) where 2 are possible; 10 Gb/s per lane where 20 is possible",
+        ),
         (None, (10.0, 10.0), (1, 1), None),  # generation unknown: nothing claimed
         (2, (10.0, 10.0), (1, 1), None),  # before Thunderbolt 3: no floor known
     ],

@@ -43,8 +43,7 @@ def _frame(probe: Any, eth: tuple[int, ...], sysfs: list[bytes]) -> bytes:
     eth_names = [b"e%d" % i for i in range(len(eth))]
     pf.Probe.values(probe, out, "ethtool_S", "eth0", 7, eth_names, eth, None)
     sys_names = [b"eth0/statistics/c%d" % i for i in range(len(sysfs))]
-    pf.Probe.values(probe, out, "sysnet_counters", "-", 7, sys_names, sysfs,
-                    [b" ".join(sysfs)])
+    pf.Probe.values(probe, out, "sysnet_counters", "-", 7, sys_names, sysfs, [b" ".join(sysfs)])
     head = b"@@fabtop-frame %d 1 1.00 1.000" % probe.seq
     return b"\n".join([head, *out.out, b"@@end %d" % probe.seq, b""])
 
@@ -127,10 +126,10 @@ def test_a_delta_whose_base_the_decoder_lost_is_not_placed_until_values_come_who
             assert sec is not None and sec.values is not None
             assert sec.values.warnings == [
                 "values against frame 3, which this stream did not place: section not "
-                "placed until its values come whole"]
+                "placed until its values come whole"
+            ]
     # whole at seq 1, 5, 9; seq 3 lost: seq 4 (a delta against 3) not placed, 5 whole
-    assert [v is not None for v in seen] == [True, True, False, True, True, True, True,
-                                             True, True]
+    assert [v is not None for v in seen] == [True, True, False, True, True, True, True, True, True]
 
 
 def _last(vals: list[int | None]) -> Values:
@@ -223,8 +222,9 @@ def test_a_host_read_from_deltas_is_the_host_read_from_whole_values() -> None:
     from fabtop.sim import Fabric
     from fabtop.sim import HostConfig as SimHostConfig
 
-    fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2),
-                  SimHostConfig("n2")], seed=5)
+    fab = Fabric(
+        [SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2), SimHostConfig("n2")], seed=5
+    )
     text_dec = FrameDecoder()
     whole = (StructuredEncoder(full_every=1), FrameDecoder(), {})
     delta = (StructuredEncoder(), FrameDecoder(), {})
@@ -246,11 +246,19 @@ def test_a_schema_id_defined_again_is_not_a_base_for_a_delta() -> None:
     the old names is not placed (no value is put where another name was)."""
     dec = FrameDecoder()
     head = "@@fabtop-frame {seq} 1 1.00 1.000\n"
-    dec.feed((head.format(seq=1) + "@@section schema 1 - ok for=ethtool_S\na\nb\n"
-              "@@section ethtool_S eth0 5 ok schema=1\n10 20\n@@end 1\n").encode())
-    (frame,) = dec.feed((head.format(seq=2) + "@@section schema 1 - ok for=ethtool_S\n"
-                         "a\nb\nc\nd\n@@section ethtool_S eth0 5 ok schema=1 base=1\n3 7\n"
-                         "@@end 2\n").encode())
+    dec.feed(
+        (
+            head.format(seq=1) + "@@section schema 1 - ok for=ethtool_S\na\nb\n"
+            "@@section ethtool_S eth0 5 ok schema=1\n10 20\n@@end 1\n"
+        ).encode()
+    )
+    (frame,) = dec.feed(
+        (
+            head.format(seq=2) + "@@section schema 1 - ok for=ethtool_S\n"
+            "a\nb\nc\nd\n@@section ethtool_S eth0 5 ok schema=1 base=1\n3 7\n"
+            "@@end 2\n"
+        ).encode()
+    )
     vals = frame.find("ethtool_S").values  # type: ignore[union-attr]
     assert vals is not None and vals.vals is None
     assert "did not place" in vals.warnings[0]
@@ -268,14 +276,15 @@ def test_the_values_kept_for_deltas_are_bounded(monkeypatch: Any) -> None:
     for i in range(10):
         text += f"@@section ethtool_S eth{i} 5 ok schema=1\n" + " ".join(["7"] * 30) + "\n"
     (frame,) = dec.feed((text + "@@end 1\n").encode())
-    assert all(s.values is not None and s.values.vals == [7] * 30
-               for s in frame.all("ethtool_S"))
+    assert all(s.values is not None and s.values.vals == [7] * 30 for s in frame.all("ethtool_S"))
     assert dec._kept_values <= 100 and len(dec._values) == 3
     said = dec.take_warnings()
     assert len(said) == 1 and "not kept for a delta" in said[0]
-    (frame,) = dec.feed(b"@@fabtop-frame 2 1 1.00 1.000\n"
-                        b"@@section ethtool_S eth1 5 ok schema=1 base=1\n0 8\n"
-                        b"@@section ethtool_S eth9 5 ok schema=1 base=1\n0 8\n@@end 2\n")
+    (frame,) = dec.feed(
+        b"@@fabtop-frame 2 1 1.00 1.000\n"
+        b"@@section ethtool_S eth1 5 ok schema=1 base=1\n0 8\n"
+        b"@@section ethtool_S eth9 5 ok schema=1 base=1\n0 8\n@@end 2\n"
+    )
     eth1, eth9 = frame.all("ethtool_S")
     assert eth1.values is not None and eth1.values.vals == [8] + [7] * 29
     assert eth9.values is not None and eth9.values.vals is None

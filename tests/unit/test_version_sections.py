@@ -11,11 +11,14 @@ def _frame(*sections: Section) -> Frame:
 
 
 def test_ok_sections_give_versions_with_their_source() -> None:
-    s = assemble("n1", _frame(
-        Section("uname_r", None, 1, "ok", None, "6.8.0-45-generic"),
-        Section("rdma_core", "rpm", 1, "ok", None, "rdma-core-48.0-1.el9.x86_64"),
-        Section("ofed_info", None, 1, "ok", None, "OFED-internal-25.10-1.7.1:"),
-    ))  # fmt: skip
+    s = assemble(
+        "n1",
+        _frame(
+            Section("uname_r", None, 1, "ok", None, "6.8.0-45-generic"),
+            Section("rdma_core", "rpm", 1, "ok", None, "rdma-core-48.0-1.el9.x86_64"),
+            Section("ofed_info", None, 1, "ok", None, "OFED-internal-25.10-1.7.1:"),
+        ),
+    )
     v = s.versions
     assert v is not None and v.kernel is not None and v.rdma_core is not None
     assert (v.rdma_core.value, v.rdma_core.source) == ("48.0-1.el9", "rpm")
@@ -24,17 +27,28 @@ def test_ok_sections_give_versions_with_their_source() -> None:
 
 
 def test_each_way_of_not_reading_a_version_is_unknown_with_why() -> None:
-    v = assemble("n1", _frame(
-        Section("uname_r", None, 1, "missing", "uname", ""),
-        Section("rdma_core", None, 1, "missing", "dpkg-query or rpm", ""),
-        Section("ofed_info", None, 1, "timeout", "after 2s", "MLNX_OFED_LINUX-23.10-1.1.9.0:"),
-        Section("nvidia_driver", None, 1, "error", "rc=1",
-                "cat: /proc/driver/nvidia/version: No such file or directory"),
-        Section("nccl", None, 1, "ok", None, ""),
-    )).versions  # fmt: skip
+    v = assemble(
+        "n1",
+        _frame(
+            Section("uname_r", None, 1, "missing", "uname", ""),
+            Section("rdma_core", None, 1, "missing", "dpkg-query or rpm", ""),
+            Section("ofed_info", None, 1, "timeout", "after 2s", "MLNX_OFED_LINUX-23.10-1.1.9.0:"),
+            Section(
+                "nvidia_driver",
+                None,
+                1,
+                "error",
+                "rc=1",
+                "cat: /proc/driver/nvidia/version: No such file or directory",
+            ),
+            Section("nccl", None, 1, "ok", None, ""),
+        ),
+    ).versions
     assert v is not None
-    notes = {name: (getattr(v, name).value, getattr(v, name).note)
-             for name in ("kernel", "rdma_core", "ofed", "nvidia_driver", "nccl")}
+    notes = {
+        name: (getattr(v, name).value, getattr(v, name).note)
+        for name in ("kernel", "rdma_core", "ofed", "nvidia_driver", "nccl")
+    }
     assert notes == {
         "kernel": (None, "no uname"),
         "rdma_core": (None, "no dpkg-query or rpm"),
@@ -45,8 +59,12 @@ def test_each_way_of_not_reading_a_version_is_unknown_with_why() -> None:
 
 
 def test_a_package_tool_that_says_not_installed_is_read_not_failed() -> None:
-    v = assemble("n1", _frame(Section("rdma_core", "rpm", 1, "error", "rc=1",
-                                      "package rdma-core is not installed"))).versions
+    v = assemble(
+        "n1",
+        _frame(
+            Section("rdma_core", "rpm", 1, "error", "rc=1", "package rdma-core is not installed")
+        ),
+    ).versions
     assert v is not None and v.rdma_core is not None
     assert (v.rdma_core.value, v.rdma_core.note) == (None, "rdma-core not installed")
 

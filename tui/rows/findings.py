@@ -40,12 +40,22 @@ def finding_rows(state: FabricState, max_cleared: int = MAX_CLEARED) -> list[Fin
     """The current findings (worst first), then the cleared episodes (newest clear first)."""
     episodes = state.finding_log.episodes()
     raised = {f"{e.rule}{SEP}{e.subject}": e.raised for e in episodes if e.active}
-    rows = [FindingRow(finding_key(f), f, raised.get(finding_key(f), f.since), None)
-            for f in state.findings]
-    cleared = sorted((e for e in episodes if e.cleared is not None),
-                     key=lambda e: -(e.cleared or 0.0))[:max_cleared]
-    rows += [FindingRow(f"{e.rule}{SEP}{e.subject}{SEP}{e.raised!r}{SEP}{e.cleared!r}",
-                        e.shown, e.raised, e.cleared) for e in cleared]
+    rows = [
+        FindingRow(finding_key(f), f, raised.get(finding_key(f), f.since), None)
+        for f in state.findings
+    ]
+    cleared = sorted(
+        (e for e in episodes if e.cleared is not None), key=lambda e: -(e.cleared or 0.0)
+    )[:max_cleared]
+    rows += [
+        FindingRow(
+            f"{e.rule}{SEP}{e.subject}{SEP}{e.raised!r}{SEP}{e.cleared!r}",
+            e.shown,
+            e.raised,
+            e.cleared,
+        )
+        for e in cleared
+    ]
     return rows
 
 

@@ -212,8 +212,9 @@ def link_rows(
         for lid, link in s.links.items():
             # Virtual netdevs and empty receptacles (no cable: nothing to watch) only when
             # asked for.
-            if not show_virtual and (link.kind == "virtual" or link.netdev == "lo"
-                                     or link.state == "empty"):
+            if not show_virtual and (
+                link.kind == "virtual" or link.netdev == "lo" or link.state == "empty"
+            ):
                 continue
             base = base_sample.links.get(lid) if base_sample is not None else None
             rows.append(link_row(hs, link, rates.get(lid), live, base))
@@ -247,8 +248,13 @@ def summary(state: FabricState, now: float, interval: float) -> Summary:
         elif hs.sample is not None:
             servers += len(hs.sample.inference)
     findings = Counter(f.severity for f in state.findings)
-    unknown = sum(1 for hs in state.hosts.values() if hs.sample is not None
-                  for i in hs.sample.inference if i.rate_unknown is not None)
+    unknown = sum(
+        1
+        for hs in state.hosts.values()
+        if hs.sample is not None
+        for i in hs.sample.inference
+        if i.rate_unknown is not None
+    )
     return Summary(
         tokens_per_s=_sum_present(tokens),
         hosts={s: hosts.get(s, 0) for s in (UP, STALE, CONNECTING, FAILING, DOWN)},

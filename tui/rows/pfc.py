@@ -19,11 +19,22 @@ from fabtop.core.state import FabricState
 SEP = "\x1f"
 
 # Findings about lossless traffic, ECN and the config they depend on.
-PFC_RULES = frozenset({
-    "pfc_storm", "pfc_pressure", "pfc_stall", "pfc_disabled_prio", "pfc_mismatch",
-    "trust_mismatch", "lossless_drops", "roce_out_of_sequence", "congestion_without_ecn",
-    "mtu_mismatch", "roce_mtu_low", "firmware_mismatch",
-})  # fmt: skip
+PFC_RULES = frozenset(
+    {
+        "pfc_storm",
+        "pfc_pressure",
+        "pfc_stall",
+        "pfc_disabled_prio",
+        "pfc_mismatch",
+        "trust_mismatch",
+        "lossless_drops",
+        "roce_out_of_sequence",
+        "congestion_without_ecn",
+        "mtu_mismatch",
+        "roce_mtu_low",
+        "firmware_mismatch",
+    }
+)
 
 
 def _prio_map(v: RateValue | None) -> dict[int, float]:
@@ -79,19 +90,20 @@ def pause_rows(state: FabricState) -> list[PauseRow]:
             lr = hs.rates.links.get(lid) if hs.rates is not None else None
             fresh = lr is not None and not lr.gap
             rates = lr.rates if lr is not None and fresh else {}
-            has_prio = any(
-                isinstance(v, dict) for k, v in link.metrics.items() if "pause" in k
-            )
+            has_prio = any(isinstance(v, dict) for k, v in link.metrics.items() if "pause" in k)
             if not has_prio:
                 continue
             ref = port_ref(host, link)
             for d in SIDES:
-                out.append(PauseRow(
-                    ref, d,
-                    _prio_map(rates.get(PAUSE_PER_S[d])),
-                    _prio_map(rates.get(PAUSE_RATIO[d])),
-                    link.qos.pfc_enabled if link.qos else None,
-                ))  # fmt: skip
+                out.append(
+                    PauseRow(
+                        ref,
+                        d,
+                        _prio_map(rates.get(PAUSE_PER_S[d])),
+                        _prio_map(rates.get(PAUSE_RATIO[d])),
+                        link.qos.pfc_enabled if link.qos else None,
+                    )
+                )
     # The hardest-pausing ports on top, so a storm is on screen even at 80x24; the
     # rest keep host order (sorted() is stable).
     # A port sending pauses (a congested or stuck receiver) outranks the ones it pauses.
@@ -128,8 +140,11 @@ def pause_pairs(
             continue
         seen.add((f.priority, stuck.key))
         level = f.number(Derived.TX_PAUSE_TIME_RATIO)
-        out.append(PausePair(f.priority, stuck, level if level is not None else 1.0,
-                             f.refs(PAUSED_PEERS), True))  # fmt: skip
+        out.append(
+            PausePair(
+                f.priority, stuck, level if level is not None else 1.0, f.refs(PAUSED_PEERS), True
+            )
+        )
     for prio in PRIOS:
         senders = [r for r in rows if r.direction == "tx" and r.hard(prio, thresholds)]
         receivers = [r.port for r in rows if r.direction == "rx" and r.hard(prio, thresholds)]
@@ -175,8 +190,10 @@ def _dscp(q: QosConfig | None) -> str:
         by_prio.setdefault(p, []).append(d)
     if all(sorted(ds) == list(range(p * 8, p * 8 + 8)) for p, ds in by_prio.items()):
         return "dscp/8"  # the default: DSCP d goes to priority d >> 3
-    return ";".join(f"{p}:{min(ds)}-{max(ds)}" if len(ds) > 1 else f"{p}:{ds[0]}"
-                    for p, ds in sorted(by_prio.items()))  # fmt: skip
+    return ";".join(
+        f"{p}:{min(ds)}-{max(ds)}" if len(ds) > 1 else f"{p}:{ds[0]}"
+        for p, ds in sorted(by_prio.items())
+    )
 
 
 def _firmware(fw: str | None) -> str:
@@ -207,16 +224,23 @@ def qos_rows(state: FabricState) -> list[QosRow]:
             driver = link.driver or "-"
             if link.driver_version:
                 driver += f" {link.driver_version}"
-            rows.append(QosRow(SEP.join((host, lid)), port_ref(host, link).label, link.kind, {
-                "trust": (q.trust if q and q.trust else "-"),
-                "pfc": prio_list(q.pfc_enabled if q else None),
-                "ecn_np": prio_list(q.ecn_np_enabled if q else None),
-                "ecn_rp": prio_list(q.ecn_rp_enabled if q else None),
-                "dscp": _dscp(q),
-                "mtu": str(link.mtu) if link.mtu is not None else "-",
-                "fw": _firmware(link.firmware),
-                "driver": driver,
-            }))  # fmt: skip
+            rows.append(
+                QosRow(
+                    SEP.join((host, lid)),
+                    port_ref(host, link).label,
+                    link.kind,
+                    {
+                        "trust": (q.trust if q and q.trust else "-"),
+                        "pfc": prio_list(q.pfc_enabled if q else None),
+                        "ecn_np": prio_list(q.ecn_np_enabled if q else None),
+                        "ecn_rp": prio_list(q.ecn_rp_enabled if q else None),
+                        "dscp": _dscp(q),
+                        "mtu": str(link.mtu) if link.mtu is not None else "-",
+                        "fw": _firmware(link.firmware),
+                        "driver": driver,
+                    },
+                )
+            )
     # Compare like with like: an IB HCA's firmware line is not a RoCE NIC's.
     for kind in {r.kind for r in rows}:
         group = [r for r in rows if r.kind == kind]

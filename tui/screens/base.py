@@ -26,8 +26,11 @@ def item_width(binding: Binding, key_display: str) -> int:
 
 
 def footer_items(
-    active: Mapping[str, ActiveBinding], app_node: object, screens: tuple[tuple[str, str], ...],
-    width: int, key_display: dict[str, str],
+    active: Mapping[str, ActiveBinding],
+    app_node: object,
+    screens: tuple[tuple[str, str], ...],
+    width: int,
+    key_display: dict[str, str],
 ) -> dict[str, ActiveBinding]:
     """``active`` in footer order, with ``show`` off for keys that do not fit ``width``.
 
@@ -53,22 +56,32 @@ def footer_items(
     rest.sort(key=lambda item: item[1].binding.action != "quit")  # quit first of the rest
 
     def width_of(items: list[FooterItem]) -> int:
-        return sum(item_width(ab.binding, key_display.get(k, k)) for k, ab in items
-                   if ab.binding.show)
+        return sum(
+            item_width(ab.binding, key_display.get(k, k)) for k, ab in items if ab.binding.show
+        )
 
-    named = [(k, by_screen[k]._replace(binding=replace(by_screen[k].binding, show=True,
-                                                       description=name)))
-             for k, name in screens if k in by_screen]
+    named = [
+        (
+            k,
+            by_screen[k]._replace(
+                binding=replace(by_screen[k].binding, show=True, description=name)
+            ),
+        )
+        for k, name in screens
+        if k in by_screen
+    ]
     quits = [(k, ab) for k, ab in rest if ab.binding.action == "quit"]
     # By name only when the screen's own keys and quit still fit beside them.
     if named and width_of([*helps, *named, *own, *quits]) > width:
         first, last = named[0][0], named[-1][0]
         ab = named[0][1]
-        one = ab._replace(binding=replace(ab.binding, description="screens",
-                                          key_display=f"{first}-{last}"))
+        one = ab._replace(
+            binding=replace(ab.binding, description="screens", key_display=f"{first}-{last}")
+        )
         key_display = {**key_display, first: f"{first}-{last}"}
-        named = [(first, one)] + [(k, a._replace(binding=replace(a.binding, show=False)))
-                                  for k, a in named[1:]]
+        named = [(first, one)] + [
+            (k, a._replace(binding=replace(a.binding, show=False))) for k, a in named[1:]
+        ]
     out: dict[str, ActiveBinding] = {}
     used = 0
     for k, ab in [*helps, *named, *own, *rest]:

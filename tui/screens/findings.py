@@ -49,8 +49,11 @@ def when_text(r: FindingRow, now: float | None) -> str:
 def finding_columns(width: int) -> list[Column]:
     """Severity, subject, headline (what is left) and how long."""
     subject = 28 if width >= 120 else 20
-    cols = [Column("sev", "Sev", 6, False), Column("subject", "Subject", subject, False),
-            Column("when", "State", 16, False)]
+    cols = [
+        Column("sev", "Sev", 6, False),
+        Column("subject", "Subject", subject, False),
+        Column("when", "State", 16, False),
+    ]
     used = sum((c.width or 0) + 2 for c in cols) + 4
     cols.insert(2, Column("headline", "Finding", max(12, width - used - 2), False))
     return cols
@@ -82,9 +85,11 @@ def detail(r: FindingRow, now: float | None) -> RenderableType:
         head.append("  cleared", "bold green")
     parts: list[RenderableType] = [head, Text(""), Text(clean_lines(f.summary))]
     # The next step first: at 80x24 it must be on screen without scrolling.
-    parts += [Text(""), Text("Next step", "bold underline"),
-              Text(clean_lines(f.next_step)) if f.next_step
-              else Text("no next step given", "dim")]
+    parts += [
+        Text(""),
+        Text("Next step", "bold underline"),
+        Text(clean_lines(f.next_step)) if f.next_step else Text("no next step given", "dim"),
+    ]
     ev = f.shown_evidence()
     if ev:
         parts += [Text(""), Text("Evidence", "bold underline")]
@@ -182,8 +187,12 @@ class FindingsScreen(DataScreen):
         title.append(f" {active} active")
         title.append(f" · {len(rows) - active} cleared", "dim")
         wide = (self.size.width or 120) >= 100
-        title.append("   ↑↓ choose · Enter opens its port or host · Tab scrolls the text"
-                     if wide else "   ↑↓ · Enter opens · Tab scrolls", "dim")
+        title.append(
+            "   ↑↓ choose · Enter opens its port or host · Tab scrolls the text"
+            if wide
+            else "   ↑↓ · Enter opens · Tab scrolls",
+            "dim",
+        )
         self.query_one("#findings-title", Static).update(title)
         self._calm = (calm_line(s.coverage), "green" if s.coverage.all_seen else "bold yellow")
         self._show_detail()
@@ -222,8 +231,16 @@ class FindingsScreen(DataScreen):
             body: RenderableType = Text(*self._calm)
         else:
             f = r.finding
-            sig = (r.key, f.severity, f.summary, f.next_step, tuple(f.shown_evidence().items()),
-                   r.raised, r.cleared, None if now is None else int(now))
+            sig = (
+                r.key,
+                f.severity,
+                f.summary,
+                f.next_step,
+                tuple(f.shown_evidence().items()),
+                r.raised,
+                r.cleared,
+                None if now is None else int(now),
+            )
             body = detail(r, now)
         if sig != self._detail_sig:
             self._detail_sig = sig

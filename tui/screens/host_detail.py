@@ -57,20 +57,27 @@ def _probe_line(impl: str | None) -> str:
     if impl == "sim":
         return "simulated (the demo stands in for the fast probe, PFC watchdog included)"
     if impl == "sh":
-        return "sh (no python3 of 3.6 or newer, or probe = \"sh\"): forks per tick, no watchdog"
+        return 'sh (no python3 of 3.6 or newer, or probe = "sh"): forks per tick, no watchdog'
     if impl == "sim-darwin":
         return "simulated macOS probe (the demo's Macs)"
     if impl.startswith("zsh-darwin"):
-        return (f"macOS (zsh {impl.partition(' ')[2]}): netstat per tick, slow tools off the "
-                "tick path; verified on public captures only, not run on a real Mac")
+        return (
+            f"macOS (zsh {impl.partition(' ')[2]}): netstat per tick, slow tools off the "
+            "tick path; verified on public captures only, not run on a real Mac"
+        )
     kind, _, rest = impl.partition(" ")
     version, _, exe = rest.partition(" ")
     return f"fast ({kind} {version}{f' at {exe}' if exe else ''}): no fork per tick, PFC watchdog"
 
 
 # A host's software (issue 15), in the order people check it.
-_VERSION_ROWS = (("kernel", "kernel"), ("rdma-core", "rdma_core"), ("OFED", "ofed"),
-                 ("NVIDIA driver", "nvidia_driver"), ("NCCL (loaded)", "nccl"))
+_VERSION_ROWS = (
+    ("kernel", "kernel"),
+    ("rdma-core", "rdma_core"),
+    ("OFED", "ofed"),
+    ("NVIDIA driver", "nvidia_driver"),
+    ("NCCL (loaded)", "nccl"),
+)
 
 
 def _version_text(read: VersionRead | None) -> Text:
@@ -111,14 +118,17 @@ def _versions(s: HostSample | None) -> list[RenderableType]:
     if not nics:
         kv.add_row(Text("NIC"), Text("no driver or firmware read", "dim"))
     return [kv]
+
+
 def _macos_line(s: HostSample) -> str:
     """Which thermal source a Mac uses, its RDMA switch and devices, its bridges."""
     m = s.macos
     assert m is not None
-    thermal = {"macmon": "thermals and GPU from macmon",
-               "pmset": f"thermal pressure from pmset ({m.thermal_pressure or 'unknown'})"}.get(
-        m.thermal_source or "", "thermals not read (no macmon; pmset -g therm gave nothing)")
-    devs = ("unknown" if m.rdma_devices is None else f"{len(m.rdma_devices)} RDMA devices")
+    thermal = {
+        "macmon": "thermals and GPU from macmon",
+        "pmset": f"thermal pressure from pmset ({m.thermal_pressure or 'unknown'})",
+    }.get(m.thermal_source or "", "thermals not read (no macmon; pmset -g therm gave nothing)")
+    devs = "unknown" if m.rdma_devices is None else f"{len(m.rdma_devices)} RDMA devices"
     bridges = "; ".join(f"{b}: {', '.join(ms)}" for b, ms in m.bridges.items()) or "none"
     out = f"{thermal} · rdma_ctl {m.rdma_ctl or 'unknown'}, {devs} · bridge members {bridges}"
     if m.unverified:
@@ -137,15 +147,30 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
     parts: list[RenderableType] = [head]
     kv = _kv()
     kv.add_row(Text("target"), Text(clean(hs.target)))
-    last = (f"last frame {fmt.age(hs.age_s(now))} ago" if hs.last_frame_mono is not None
-            else "no frame yet")
-    kv.add_row(Text("status"), Text(f"{status} · {last} · rtt {fmt.ms(hs.rtt_s)} · "
-                                    f"{hs.frames:,} frames used"))
+    last = (
+        f"last frame {fmt.age(hs.age_s(now))} ago"
+        if hs.last_frame_mono is not None
+        else "no frame yet"
+    )
+    kv.add_row(
+        Text("status"),
+        Text(f"{status} · {last} · rtt {fmt.ms(hs.rtt_s)} · {hs.frames:,} frames used"),
+    )
     s = hs.sample
     if s is not None:
-        kv.add_row(Text("seen"), Text(", ".join(_count(n, what) for n, what in (
-            (len(s.links), "link"), (len(s.gpus), "GPU"),
-            (len(s.inference), "inference server")))))
+        kv.add_row(
+            Text("seen"),
+            Text(
+                ", ".join(
+                    _count(n, what)
+                    for n, what in (
+                        (len(s.links), "link"),
+                        (len(s.gpus), "GPU"),
+                        (len(s.inference), "inference server"),
+                    )
+                )
+            ),
+        )
         kv.add_row(Text("probe"), Text(_probe_line(s.probe)))
         if s.macos is not None:
             kv.add_row(Text("macOS"), Text(_macos_line(s)))
@@ -154,8 +179,11 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
     parts += _versions(s)
     parts += _heading("Error")
     parts.append(Text(clean_lines(hs.error), "red") if hs.error else Text("none", "dim"))
-    found = [f for f in state.findings
-             if f.host == hs.name or (f.port is not None and f.port.host == hs.name)]
+    found = [
+        f
+        for f in state.findings
+        if f.host == hs.name or (f.port is not None and f.port.host == hs.name)
+    ]
     parts += _heading("Findings on this host")
     if not found:
         parts.append(Text("none", "dim"))
@@ -171,7 +199,7 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
         parts.append(Text(clean(domain_line(s.thunderbolt), 400)))
         for c in cables_of(pair_cables({n: h.sample for n, h in state.hosts.items()}), hs.name):
             parts.append(Text("  " + clean(c.text, 400), "" if c.status == PAIRED else "yellow"))
-    for inf in (s.inference if s is not None else []):
+    for inf in s.inference if s is not None else []:
         if inf.cluster is not None:  # exo: its nodes and where each model's runners sit
             parts += _heading(f"exo cluster at {clean(inf.url)}")
             parts += cluster_parts(inf)
@@ -179,17 +207,26 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
     parts += _heading("Not monitored on this host")
     parts.extend(Text(clean(g), "yellow") for g in missing)
     if not missing:
-        parts.append(Text("every source fabtop knows was found" if s is not None
-                          else "nothing read yet", "dim"))
+        parts.append(
+            Text(
+                "every source fabtop knows was found" if s is not None else "nothing read yet",
+                "dim",
+            )
+        )
     if s is not None and s.firewall is not None:
         parts += _heading("Firewall")
         for ln in firewall_lines(s, state.firewall_ports):
-            parts.append(Text(clean(ln, 400), "yellow" if "unknown" in ln or "dropped" in ln
-                              else ""))
+            parts.append(
+                Text(clean(ln, 400), "yellow" if "unknown" in ln or "dropped" in ln else "")
+            )
     parts += _heading("Not read on this host")
     if not hs.unread:
-        parts.append(Text("every section was read in its last frame" if s is not None
-                          else "nothing read yet", "dim"))
+        parts.append(
+            Text(
+                "every section was read in its last frame" if s is not None else "nothing read yet",
+                "dim",
+            )
+        )
     else:
         gaps = _kv()
         for kind, why in sorted(hs.unread.items()):
@@ -207,16 +244,20 @@ def host_detail(state: FabricState, hs: HostState, now: float, interval: float) 
     if s is None or not s.sections:
         parts.append(Text("none reported", "dim"))
     else:
-        sec = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0),
-                    expand=False)
+        sec = Table(
+            box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0), expand=False
+        )
         sec.add_column("section", no_wrap=True)
         sec.add_column("subject", overflow="fold")
         sec.add_column("status", no_wrap=True)
         sec.add_column("detail", overflow="fold")
         for st in s.sections:
-            sec.add_row(Text(clean(st.kind)), Text(clean(st.subject or "")),
-                        Text(clean(st.status), SECTION_STYLE.get(st.status, "")),
-                        Text(clean_lines(st.detail or "")))
+            sec.add_row(
+                Text(clean(st.kind)),
+                Text(clean(st.subject or "")),
+                Text(clean(st.status), SECTION_STYLE.get(st.status, "")),
+                Text(clean_lines(st.detail or "")),
+            )
         parts.append(sec)
     return Group(*parts)
 
@@ -257,17 +298,23 @@ class HostDetailScreen(DataScreen):
         hs = state.hosts.get(self.host)
         if hs is None:
             self.query_one("#host-text", Static).update(
-                Text(f"{self.host}: no longer watched", "dim"))
+                Text(f"{self.host}: no longer watched", "dim")
+            )
             return
         age = hs.age_s(now)
-        sig = (effective_status(hs, now, state.interval), hs.error, hs.frames, hs.rtt_s,
-               tuple(hs.warnings), tuple(sorted(hs.unread.items())),
-               None if age is None else round(age, 1),
-               tuple((f.severity, f.summary) for f in state.findings))
+        sig = (
+            effective_status(hs, now, state.interval),
+            hs.error,
+            hs.frames,
+            hs.rtt_s,
+            tuple(hs.warnings),
+            tuple(sorted(hs.unread.items())),
+            None if age is None else round(age, 1),
+            tuple((f.severity, f.summary) for f in state.findings),
+        )
         if sig != self._sig:
             self._sig = sig
-            self.query_one("#host-text", Static).update(
-                host_detail(state, hs, now, ctx.interval))
+            self.query_one("#host-text", Static).update(host_detail(state, hs, now, ctx.interval))
 
     def show_flags(self) -> None:
         """Redraw the PAUSED marker."""

@@ -20,12 +20,16 @@ def cluster_lines(state: FabricState) -> list[Text]:
     """Why each unknown rate is unknown (whole, wrapped), then each exo model's placement."""
     out: list[Text] = []
     for name, hs in state.hosts.items():
-        for inf in (hs.sample.inference if hs.sample is not None else []):
+        for inf in hs.sample.inference if hs.sample is not None else []:
             if inf.rate_unknown is not None:
-                out.append(Text(f"{name} {inf.server or ''}: token rate unknown: "
-                                f"{inf.rate_unknown}", "yellow"))
+                out.append(
+                    Text(
+                        f"{name} {inf.server or ''}: token rate unknown: {inf.rate_unknown}",
+                        "yellow",
+                    )
+                )
     for name, hs in state.hosts.items():
-        for inf in (hs.sample.inference if hs.sample is not None else []):
+        for inf in hs.sample.inference if hs.sample is not None else []:
             if inf.cluster is None:
                 continue
             names = node_names(inf.cluster)

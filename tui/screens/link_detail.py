@@ -102,9 +102,12 @@ class LinkDetailScreen(DataScreen):
         # The value column grows to the longest counter (a u64 with separators is 26
         # characters): digits are never dropped. The counter name takes what is left.
         self.query_one("#raw", KeyedTable).set_layout(
-            [Column("source", "Source", None, False, drop=1),
-             Column("counter", "Counter", None, False, flex=True, min_width=16),
-             Column("rate", "per s", 5), Column("value", "value", 6)]
+            [
+                Column("source", "Source", None, False, drop=1),
+                Column("counter", "Counter", None, False, flex=True, min_width=16),
+                Column("rate", "per s", 5),
+                Column("value", "value", 6),
+            ]
         )
         self.query_one("#raw", KeyedTable).focus()
         self.refresh_view()
@@ -134,12 +137,17 @@ class LinkDetailScreen(DataScreen):
                     if self.filter_text and self.filter_text.lower() not in name.lower():
                         continue
                     style = "" if rate else "grey50"
-                    rows.append((f"{source}\x1f{name}", {
-                        "source": Text(source, style),
-                        "counter": Text(name, style or "bold"),
-                        "rate": Text(fmt.si(rate), style, justify="right"),
-                        "value": Text(f"{value:,}", style, justify="right"),
-                    }))
+                    rows.append(
+                        (
+                            f"{source}\x1f{name}",
+                            {
+                                "source": Text(source, style),
+                                "counter": Text(name, style or "bold"),
+                                "rate": Text(fmt.si(rate), style, justify="right"),
+                                "value": Text(f"{value:,}", style, justify="right"),
+                            },
+                        )
+                    )
         if self.by_rate:
             rows.sort(key=lambda r: -_rate_of(lr, r[0]))
         self.query_one("#raw", KeyedTable).sync(rows)
@@ -157,13 +165,21 @@ class LinkDetailScreen(DataScreen):
             t.append("  link not reported by the host", "red")
         else:
             kind = {"roce": "RoCE", "ib": "InfiniBand", "tb": "Thunderbolt"}.get(
-                link.kind, link.link_layer or link.kind)
-            bits = [kind, fmt.speed(link.rate_gbps),
-                    link.state or "", f"mtu {link.mtu}" if link.mtu else "",
-                    f"{link.rdma_device}/{link.port}" if link.rdma_device else ""]
+                link.kind, link.link_layer or link.kind
+            )
+            bits = [
+                kind,
+                fmt.speed(link.rate_gbps),
+                link.state or "",
+                f"mtu {link.mtu}" if link.mtu else "",
+                f"{link.rdma_device}/{link.port}" if link.rdma_device else "",
+            ]
             if link.kind == "tb":  # the cable it rides on: lanes x lane speed, the far end
-                cab = cables_of(pair_cables({n: h.sample for n, h in self.ctx.state.hosts.items()}),
-                                self.host, link.netdev)  # fmt: skip
+                cab = cables_of(
+                    pair_cables({n: h.sample for n, h in self.ctx.state.hosts.items()}),
+                    self.host,
+                    link.netdev,
+                )
                 bits.append(clean(cab[0].text, 200) if cab else "Thunderbolt bus not read")
             t.append("  " + "  ".join(b for b in bits if b), "")
             text, style = _addressing(link)  # beside the RDMA port it belongs to

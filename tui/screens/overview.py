@@ -31,8 +31,7 @@ def delta_marker(ctx: ViewContext) -> str | None:
     return f"since r {fmt.age(ctx.now() - ctx.baseline_at)}"
 
 
-def state_line(host: str | None, needle: str, sort: str, descending: bool,
-               virtual: bool) -> Text:
+def state_line(host: str | None, needle: str, sort: str, descending: bool, virtual: bool) -> Text:
     """``links: node3 only · filter: enp65 · sort: rx ▼ · Esc shows all``."""
     t = Text(" ")
     narrowed = host is not None or bool(needle)
@@ -78,8 +77,7 @@ class OverviewScreen(DataScreen):
         yield HostTable(id="hosts")
         yield LinkTable(id="links")
         yield FindingsPanel(id="findings")
-        yield Input(placeholder="filter hosts and links (Enter keeps it, Esc clears)",
-                    id="filter")
+        yield Input(placeholder="filter hosts and links (Enter keeps it, Esc clears)", id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -107,10 +105,12 @@ class OverviewScreen(DataScreen):
         s = summary(state, now, ival)
         self.query_one(TopBar).show(s, ctx.paused, delta_marker(ctx))
         self.query_one(HostTable).show(hosts, width)
-        self.query_one(LinkTable).show(links, width, state.history, ival, ctx.delta_mode,
-                                       state.thresholds)
-        self.query_one(FindingsPanel).show(state.findings, calm_line(s.coverage),
-                                           s.coverage.all_seen)
+        self.query_one(LinkTable).show(
+            links, width, state.history, ival, ctx.delta_mode, state.thresholds
+        )
+        self.query_one(FindingsPanel).show(
+            state.findings, calm_line(s.coverage), s.coverage.all_seen
+        )
         self._titles()
 
     def show_flags(self) -> None:
@@ -121,8 +121,12 @@ class OverviewScreen(DataScreen):
         """The line above the links: what narrows them and how they are sorted."""
         lt = self.query_one(LinkTable)
         self.query_one(HostTable).border_subtitle = state_line(
-            self.ctx.links_host, self.filter_text, lt.sort_spec.label, lt.descending,
-            self.ctx.show_virtual)
+            self.ctx.links_host,
+            self.filter_text,
+            lt.sort_spec.label,
+            lt.descending,
+            self.ctx.show_virtual,
+        )
 
     # actions -----------------------------------------------------------------
 

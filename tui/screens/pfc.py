@@ -70,8 +70,9 @@ class PfcScreen(DataScreen):
         findings = pfc_findings(state.findings)
         th = state.thresholds
         small = height < 32
-        self.query_one(TopBar).show(summary(state, ctx.now(), ctx.interval), ctx.paused,
-                                    delta_marker(ctx))  # fmt: skip
+        self.query_one(TopBar).show(
+            summary(state, ctx.now(), ctx.interval), ctx.paused, delta_marker(ctx)
+        )
         self.query_one(PauseMatrix).show(rows, th)
         self.query_one(PairsPanel).show(pause_pairs(rows, findings, th))
         qos = self.query_one(QosTable)
@@ -101,8 +102,7 @@ class PfcScreen(DataScreen):
     def action_mode(self) -> None:
         """Show pause time % or pause frames/s in the matrix."""
         mode = self.query_one(PauseMatrix).cycle_mode()
-        self.notify(f"matrix shows pause {'time %' if mode == 'time' else 'frames/s'}",
-                    timeout=2)  # fmt: skip
+        self.notify(f"matrix shows pause {'time %' if mode == 'time' else 'frames/s'}", timeout=2)
         self.refresh_view()
 
     def action_next_table(self) -> None:
@@ -134,8 +134,11 @@ class PfcScreen(DataScreen):
             return
         session: Session | None = getattr(self.app, "session", None)
         if session is None:
-            self.notify("focus mode needs a live session (not a replay or a picture)",
-                        severity="warning", timeout=4)  # fmt: skip
+            self.notify(
+                "focus mode needs a live session (not a replay or a picture)",
+                severity="warning",
+                timeout=4,
+            )
             return
         chosen = self.selected_port()
         if chosen is None:

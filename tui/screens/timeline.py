@@ -51,8 +51,7 @@ def _bins(span_s: float, cols: int) -> int | None:
 def shown_episodes(episodes: list[Episode], now: float, span_s: float) -> list[Episode]:
     """The episodes that overlap the span, oldest raise first, at most one per letter."""
     lo = now - span_s
-    inside = [e for e in episodes
-              if e.raised <= now + 1 and (e.cleared is None or e.cleared >= lo)]
+    inside = [e for e in episodes if e.raised <= now + 1 and (e.cleared is None or e.cleared >= lo)]
     return inside[-MAX_MARKERS:]
 
 
@@ -86,8 +85,12 @@ class TimelineScreen(DataScreen):
         yield Static(id="timeline-title")
         with Vertical(id="timeline-panels"):
             for tr in TRACKS:
-                yield TimelinePanel(tr.title, _COLORS.get(tr.name, "white"),
-                                    cap=100.0 if tr.unit == "%" else None, id=f"tl-{tr.name}")
+                yield TimelinePanel(
+                    tr.title,
+                    _COLORS.get(tr.name, "white"),
+                    cap=100.0 if tr.unit == "%" else None,
+                    id=f"tl-{tr.name}",
+                )
         yield Static(id="timeline-legend")
         yield Footer()
 
@@ -100,8 +103,10 @@ class TimelineScreen(DataScreen):
     def markers(self, now: float, span_s: float) -> list[tuple[Marker, Episode]]:
         """The finding log's episodes in the span, lettered A, B, ... oldest raise first."""
         shown = shown_episodes(self.ctx.state.finding_log.episodes(), now, span_s)
-        return [(Marker(e.raised, string.ascii_uppercase[i], e.severity), e)
-                for i, e in enumerate(shown)]
+        return [
+            (Marker(e.raised, string.ascii_uppercase[i], e.severity), e)
+            for i, e in enumerate(shown)
+        ]
 
     def legend_rows(self) -> int:
         """Lines the legend may take, leaving every panel its minimum height."""
@@ -135,8 +140,7 @@ class TimelineScreen(DataScreen):
         for i, tr in enumerate(TRACKS):
             panel = self.query_one(f"#tl-{tr.name}", TimelinePanel)
             times, values = series.get(tr.name, ([], []))
-            panel.draw(times, values, now, span, [m for m, _ in marked], tr.unit,
-                       x_axis=i == last)
+            panel.draw(times, values, now, span, [m for m, _ in marked], tr.unit, x_axis=i == last)
         self.query_one("#timeline-legend", Static).update(self._legend(marked, now))
 
     def _legend(self, marked: list[tuple[Marker, Episode]], now: float | None) -> Text:
@@ -150,8 +154,10 @@ class TimelineScreen(DataScreen):
         room = self.legend_rows()
         keep = set(range(len(marked)))
         if len(marked) > room:
-            order = sorted(range(len(marked)), key=lambda i: (
-                marked[i][1].severity != "critical", not marked[i][1].active, -i))
+            order = sorted(
+                range(len(marked)),
+                key=lambda i: (marked[i][1].severity != "critical", not marked[i][1].active, -i),
+            )
             keep = set(order[: room - 1])
             rest = [marked[i][0].label for i in range(len(marked)) if i not in keep]
             legend.append(f"… {len(rest)} more: {', '.join(rest)}", "dim")

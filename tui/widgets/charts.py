@@ -76,8 +76,7 @@ class TimeChart(PlotextPlot):
             top = max(top, max(v for v in ys_all if v is not None))
             color = COLORS[i % len(COLORS)]
             for j, (xs, ys) in enumerate(segments(xs_all, ys_all)):
-                plt.plot(xs, ys, color=color, label=label if j == 0 else None,
-                         marker="braille")
+                plt.plot(xs, ys, color=color, label=label if j == 0 else None, marker="braille")
             drawn += 1
         lo = -span_s / (60 if minutes else 1)
         plt.xlim(lo, 0)

@@ -67,14 +67,18 @@ def cluster_parts(inf: InferenceSample) -> list[RenderableType]:
     if cluster is None:
         return []
     names = node_names(cluster)
-    nodes = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0),
-                  expand=False)
+    nodes = Table(
+        box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0), expand=False
+    )
     for col in ("node", "id", "chip", "RAM free/total GiB"):
         nodes.add_column(col, no_wrap=col != "id", overflow="fold")
     for n in cluster.nodes:
-        nodes.add_row(Text(names[n.node_id]), Text(clean(n.node_id, 60), "dim"),
-                      Text(clean(n.chip or fmt.DASH, 40)),
-                      Text(f"{_gib(n.ram_available_bytes)}/{_gib(n.ram_total_bytes)}"))
+        nodes.add_row(
+            Text(names[n.node_id]),
+            Text(clean(n.node_id, 60), "dim"),
+            Text(clean(n.chip or fmt.DASH, 40)),
+            Text(f"{_gib(n.ram_available_bytes)}/{_gib(n.ram_total_bytes)}"),
+        )
     out: list[RenderableType] = [nodes]
     if cluster.more_nodes:
         out.append(Text(f"... and {cluster.more_nodes} more nodes", "dim"))

@@ -57,8 +57,13 @@ def window(n: int, limit: int, cursor: int) -> tuple[int, int]:
     return start, start + rows
 
 
-def findings_text(findings: Sequence[Finding], limit: int, calm: str = "no findings",
-                  calm_style: str = "green", cursor: int | None = None) -> Text:
+def findings_text(
+    findings: Sequence[Finding],
+    limit: int,
+    calm: str = "no findings",
+    calm_style: str = "green",
+    cursor: int | None = None,
+) -> Text:
     """Up to ``limit`` lines, worst first, and a count of the rest.
 
     ``calm``: the line shown when there are none (the core's calm line); ``cursor``: the
@@ -126,8 +131,11 @@ class FindingsPanel(Static, can_focus=True):
         self.findings = tuple(findings)
         new_keys = [finding_key(f) for f in self.findings]
         # The cursor stays on its finding while others come and go around it.
-        self.cursor = new_keys.index(kept) if kept in new_keys else min(
-            self.cursor, max(0, len(new_keys) - 1))
+        self.cursor = (
+            new_keys.index(kept)
+            if kept in new_keys
+            else min(self.cursor, max(0, len(new_keys) - 1))
+        )
         self.calm, self.calm_style = calm, ("green" if all_seen else "bold yellow")
         self.set_class(bool(findings) or not all_seen, "-alert")
         self.set_class(not findings, "-calm")
@@ -136,13 +144,17 @@ class FindingsPanel(Static, can_focus=True):
 
     def _redraw(self) -> None:
         cursor = self.cursor if self.has_focus else None
-        sig = (tuple((f.severity, f.subject, f.summary) for f in self.findings), self.calm,
-               self.calm_style, cursor, self.limit)
+        sig = (
+            tuple((f.severity, f.subject, f.summary) for f in self.findings),
+            self.calm,
+            self.calm_style,
+            cursor,
+            self.limit,
+        )
         if sig == self._shown:
             return
         self._shown = sig
-        self.update(findings_text(self.findings, self.limit, self.calm, self.calm_style,
-                                  cursor))
+        self.update(findings_text(self.findings, self.limit, self.calm, self.calm_style, cursor))
 
     def chosen(self) -> Finding | None:
         """The finding under the cursor."""

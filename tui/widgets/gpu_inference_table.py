@@ -85,28 +85,41 @@ def inference_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
             waiting = inf.requests_waiting
             why = inf.rate_unknown
             unknown += why is not None
-            rows.append((f"{name}\x1f{inf.url}", {
-                "host": Text(name),
-                "url": Text(inf.url, "dim"),
-                "server": Text(inf.server or fmt.DASH),
-                "model": Text(inf.model or fmt.DASH),
-                "gen": _rate(gen, why, "bold"),
-                "prompt": _rate(prompt, why, ""),
-                "run": Text(_count(inf.requests_running), justify="right"),
-                "wait": Text(_count(waiting), "yellow" if waiting else "", justify="right"),
-                **{col: Text(fmt.ms(r.get(rate)), justify="right") for col, rate in LATENCIES},
-                "error": Text(inf.error or "", "bold red"),
-                "note": Text(f"token rate unknown: {why}" if why else "", "yellow"),
-            }))
+            rows.append(
+                (
+                    f"{name}\x1f{inf.url}",
+                    {
+                        "host": Text(name),
+                        "url": Text(inf.url, "dim"),
+                        "server": Text(inf.server or fmt.DASH),
+                        "model": Text(inf.model or fmt.DASH),
+                        "gen": _rate(gen, why, "bold"),
+                        "prompt": _rate(prompt, why, ""),
+                        "run": Text(_count(inf.requests_running), justify="right"),
+                        "wait": Text(_count(waiting), "yellow" if waiting else "", justify="right"),
+                        **{
+                            col: Text(fmt.ms(r.get(rate)), justify="right")
+                            for col, rate in LATENCIES
+                        },
+                        "error": Text(inf.error or "", "bold red"),
+                        "note": Text(f"token rate unknown: {why}" if why else "", "yellow"),
+                    },
+                )
+            )
     if rows:
-        rows.append((TOTAL_KEY, {
-            "host": Text("cluster", "bold"),
-            "url": Text(f"{len(rows)} server{'s' if len(rows) != 1 else ''}", "dim"),
-            "gen": _total(totals["gen"], unknown),
-            "prompt": _total(totals["prompt"], unknown),
-            "run": Text(_count(totals["run"]), justify="right"),
-            "wait": Text(_count(totals["wait"]), justify="right"),
-        }))
+        rows.append(
+            (
+                TOTAL_KEY,
+                {
+                    "host": Text("cluster", "bold"),
+                    "url": Text(f"{len(rows)} server{'s' if len(rows) != 1 else ''}", "dim"),
+                    "gen": _total(totals["gen"], unknown),
+                    "prompt": _total(totals["prompt"], unknown),
+                    "run": Text(_count(totals["run"]), justify="right"),
+                    "wait": Text(_count(totals["wait"]), justify="right"),
+                },
+            )
+        )
     return rows
 
 

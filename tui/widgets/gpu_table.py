@@ -59,8 +59,11 @@ def spell_reasons(reasons: Iterable[str]) -> str:
     both = all(r in got for r in BOTH_THERMAL)
     words: list[str] = []
     for r in got:
-        word = BOTH_THERMAL_TEXT if both and r in BOTH_THERMAL else REASON_TEXT.get(
-            r, r.replace("_", " "))
+        word = (
+            BOTH_THERMAL_TEXT
+            if both and r in BOTH_THERMAL
+            else REASON_TEXT.get(r, r.replace("_", " "))
+        )
         if word not in words:
             words.append(word)
     return ", ".join(words)
@@ -116,8 +119,10 @@ def gpu_cells(g: GpuSample) -> dict[str, Text]:
     pcie = f"G{g.pcie_gen}x{g.pcie_width}" if g.pcie_gen or g.pcie_width else fmt.DASH
     io = fmt.DASH
     if g.pcie_rx_kbps is not None or g.pcie_tx_kbps is not None:
-        io = "/".join(fmt.si(None if v is None else v * 1e3) + "B" if v is not None else fmt.DASH
-                      for v in (g.pcie_rx_kbps, g.pcie_tx_kbps))
+        io = "/".join(
+            fmt.si(None if v is None else v * 1e3) + "B" if v is not None else fmt.DASH
+            for v in (g.pcie_rx_kbps, g.pcie_tx_kbps)
+        )
     temp = fmt.celsius(g.temperature_c)
     if g.memory_temperature_c is not None:
         temp += f"/{fmt.celsius(g.memory_temperature_c)}"
@@ -136,8 +141,9 @@ def gpu_cells(g: GpuSample) -> dict[str, Text]:
         "pcie": Text(pcie, justify="right"),
         "pcie_io": Text(io, justify="right"),
         # macmon (Apple GPUs) says nothing of clock limits: unknown, never "none".
-        "throttle": Text(reasons or (fmt.DASH if g.vendor == "apple" else "none"),
-                         r_style or "dim"),
+        "throttle": Text(
+            reasons or (fmt.DASH if g.vendor == "apple" else "none"), r_style or "dim"
+        ),
     }
 
 
@@ -150,8 +156,12 @@ def gpu_rows(state: FabricState) -> list[tuple[str, dict[str, Text]]]:
             continue
         problem = gpu_section_problem(s)
         if problem is not None:
-            rows.append((f"{name}\x1fstale", {
-                "host": Text(name, "bold"), "name": Text(problem, "bold yellow")}))
+            rows.append(
+                (
+                    f"{name}\x1fstale",
+                    {"host": Text(name, "bold"), "name": Text(problem, "bold yellow")},
+                )
+            )
         for g in s.gpus:
             cells = gpu_cells(g)
             cells["host"] = Text(name)

@@ -20,11 +20,18 @@ STATUS_CELL = {
 
 def host_columns(width: int) -> list[Column]:
     """Columns that fit ``width``; the error column takes what is left."""
-    cols = [Column("host", "Host", 12, False), Column("status", "Status", 12, False),
-            Column("age", "Age", 6), Column("rtt", "RTT", 6)]
+    cols = [
+        Column("host", "Host", 12, False),
+        Column("status", "Status", 12, False),
+        Column("age", "Age", 6),
+        Column("rtt", "RTT", 6),
+    ]
     if width >= 100:
-        cols += [Column("links", "Links", 5), Column("gpus", "GPUs", 4),
-                 Column("tokens", "Tok/s", 6)]
+        cols += [
+            Column("links", "Links", 5),
+            Column("gpus", "GPUs", 4),
+            Column("tokens", "Tok/s", 6),
+        ]
     used = sum((c.width or 0) + 2 for c in cols) + 2
     cols.append(Column("error", "Error", max(12, width - used - 2), False))
     return cols

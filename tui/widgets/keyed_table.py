@@ -75,10 +75,12 @@ class Spec(NamedTuple):
         """The ``Text`` this spec describes."""
         body = self.body
         if isinstance(body, str):
-            return Text(body, self.style, justify=self.justify, no_wrap=self.no_wrap,
-                        overflow=self.overflow)
-        t = Text(style=self.style, justify=self.justify, no_wrap=self.no_wrap,
-                 overflow=self.overflow)
+            return Text(
+                body, self.style, justify=self.justify, no_wrap=self.no_wrap, overflow=self.overflow
+            )
+        t = Text(
+            style=self.style, justify=self.justify, no_wrap=self.no_wrap, overflow=self.overflow
+        )
         for part, style in body:
             t.append(part, style)
         return t
@@ -97,8 +99,9 @@ def _plain_width(cell: CellInput) -> int:
     return sum(cell_len(part) for part, _ in body)
 
 
-def fit_columns(columns: Sequence[Column], width: int, content: Mapping[str, int],
-                padding: int = 1) -> tuple[Column, ...]:
+def fit_columns(
+    columns: Sequence[Column], width: int, content: Mapping[str, int], padding: int = 1
+) -> tuple[Column, ...]:
     """The columns laid out in ``width`` cells, given each column's widest cell.
 
     Columns with ``drop`` go first, highest first, until the rest fits at their minimum;
@@ -135,10 +138,10 @@ def fit_columns(columns: Sequence[Column], width: int, content: Mapping[str, int
     # before that one is shown at all: a model name cut to make room for a p99 latency is
     # the wrong trade. (Columns never dropped share the spare as before.)
     while True:
-        short = [c.drop for c in cols
-                 if c.flex and c.drop > 0 and given[c.key] < want[c.key]]
-        victims = [(c.drop, i) for i, c in enumerate(cols)
-                   if c.drop > 0 and short and c.drop > min(short)]
+        short = [c.drop for c in cols if c.flex and c.drop > 0 and given[c.key] < want[c.key]]
+        victims = [
+            (c.drop, i) for i, c in enumerate(cols) if c.drop > 0 and short and c.drop > min(short)
+        ]
         if not victims:
             break
         del cols[max(victims)[1]]
@@ -151,16 +154,18 @@ def fit_columns(columns: Sequence[Column], width: int, content: Mapping[str, int
     return tuple(out)
 
 
-def _share(cols: Sequence[Column], lo: Mapping[str, int], want: Mapping[str, int],
-           width: int, padding: int) -> dict[str, int]:
+def _share(
+    cols: Sequence[Column], lo: Mapping[str, int], want: Mapping[str, int], width: int, padding: int
+) -> dict[str, int]:
     """Each column's width: its minimum, plus a share of the spare up to its natural width.
 
     The neediest last, so a long URL does not starve a short name.
     """
     spare = max(0, width - sum(lo[c.key] + 2 * padding for c in cols))
     given = dict(lo)
-    needy = sorted((c for c in cols if want[c.key] > lo[c.key]),
-                   key=lambda c: want[c.key] - lo[c.key])
+    needy = sorted(
+        (c for c in cols if want[c.key] > lo[c.key]), key=lambda c: want[c.key] - lo[c.key]
+    )
     for i, c in enumerate(needy):
         share = min(want[c.key] - lo[c.key], spare // (len(needy) - i))
         given[c.key] += share
@@ -170,8 +175,9 @@ def _share(cols: Sequence[Column], lo: Mapping[str, int], want: Mapping[str, int
 
 def _label(c: Column) -> Text:
     # A header cut by a narrow column shows "…", as a cut cell does.
-    return Text(c.label, justify="right" if c.numeric else "left", no_wrap=True,
-                overflow="ellipsis")
+    return Text(
+        c.label, justify="right" if c.numeric else "left", no_wrap=True, overflow="ellipsis"
+    )
 
 
 def _sig(cell: CellInput) -> object:
@@ -248,8 +254,9 @@ class KeyedTable(DataTable[Cell]):
         self.rebuilds = 0  # column-set changes; a test checks ticks do not rebuild
         # Rendered cells by (row, column, width, cursor, hover, look generation); an entry
         # holds the cell it was made from, so a replaced cell misses.
-        self._drawn: LRUCache[tuple[int, int, int, bool, bool, int],
-                              tuple[Text, list[list[Segment]]]] = LRUCache(10000)
+        self._drawn: LRUCache[
+            tuple[int, int, int, bool, bool, int], tuple[Text, list[list[Segment]]]
+        ] = LRUCache(10000)
         self._look: _Look | None = None
         self._generation = 0
         self._paint: _Paint | None = None
@@ -351,8 +358,10 @@ class KeyedTable(DataTable[Cell]):
                 old = cache.get(key)
                 if cells is old:  # handed back as shown (LinkTable's rows off screen)
                     continue
-                sig = {c: _sig(cells[c]) if c not in middle else (_sig(cells[c]), middle[c])
-                       for c in keys}
+                sig = {
+                    c: _sig(cells[c]) if c not in middle else (_sig(cells[c]), middle[c])
+                    for c in keys
+                }
                 if old is None:
                     self.add_row(*(_text(cells[c], middle.get(c)) for c in keys), key=key)
                 elif old != sig:
@@ -409,8 +418,12 @@ class KeyedTable(DataTable[Cell]):
 
     def _draws_itself(self) -> bool:
         """True for what this class draws: a row cursor, no zebra stripes, nothing fixed."""
-        return (self.cursor_type == "row" and not self.zebra_stripes
-                and not self.fixed_rows and not self.fixed_columns)
+        return (
+            self.cursor_type == "row"
+            and not self.zebra_stripes
+            and not self.fixed_rows
+            and not self.fixed_columns
+        )
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Resolve the styles once for the lines this paint asks for."""
@@ -437,8 +450,14 @@ class KeyedTable(DataTable[Cell]):
             self._generation += 1
         columns = self.ordered_columns
         widths = [c.get_render_width(self) for c in columns]
-        return _Paint(look, self._generation, widths, [c.label for c in columns],
-                      sum(widths), self.app.console_options)
+        return _Paint(
+            look,
+            self._generation,
+            widths,
+            [c.label for c in columns],
+            sum(widths),
+            self.app.console_options,
+        )
 
     def render_line(self, y: int) -> Strip:
         """Line ``y`` of the widget: the header, or a row from DataTable's model."""
@@ -473,13 +492,24 @@ class KeyedTable(DataTable[Cell]):
             segments.extend(lines[line])
         # the rest of the width, in the row's style (and the cursor's, on its row)
         style = look.header if row == -1 else look.base
-        rest = (style + _highlight(look, row == -1, on_hover, on_cursor)
-                + Style.from_meta({"row": row, "column": 0, "out_of_bounds": True}))
+        rest = (
+            style
+            + _highlight(look, row == -1, on_hover, on_cursor)
+            + Style.from_meta({"row": row, "column": 0, "out_of_bounds": True})
+        )
         segments.append(Segment(" " * max(0, width - paint.table_width), rest))
         return Strip(segments).crop(scroll_x).adjust_cell_length(width, look.base).simplify()
 
-    def _draw_cell(self, cell: Text, row: int, col: int, width: int, on_cursor: bool,
-                   on_hover: bool, paint: _Paint) -> list[list[Segment]]:
+    def _draw_cell(
+        self,
+        cell: Text,
+        row: int,
+        col: int,
+        width: int,
+        on_cursor: bool,
+        on_hover: bool,
+        paint: _Paint,
+    ) -> list[list[Segment]]:
         """One cell's lines, as DataTable renders it."""
         look = paint.look
         header = row == -1
@@ -493,11 +523,9 @@ class KeyedTable(DataTable[Cell]):
         options = paint.options.update_dimensions(width, height)
         if height == 1:
             options = options.update(no_wrap=True)
-        pre = (look.header if header else look.base) + Style.from_meta(
-            {"row": row, "column": col})
+        pre = (look.header if header else look.base) + Style.from_meta({"row": row, "column": col})
         return self.app.console.render_lines(
-            Styled(Padding(cell, (0, look.padding)),
-                   pre_style=pre + highlight, post_style=post),
+            Styled(Padding(cell, (0, look.padding)), pre_style=pre + highlight, post_style=post),
             options,
         )
 
@@ -508,14 +536,15 @@ class KeyedTable(DataTable[Cell]):
         read what a user would see in each column.
         """
         paint = self._new_paint()
-        cells: Sequence[Text] = (paint.labels if row < 0
-                                 else [c or _EMPTY for c in self.get_row_at(row)])
+        cells: Sequence[Text] = (
+            paint.labels if row < 0 else [c or _EMPTY for c in self.get_row_at(row)]
+        )
         pad = paint.look.padding
         out: list[str] = []
         for col, (cell, width) in enumerate(zip(cells, paint.widths, strict=False)):
             lines = self._draw_cell(cell, row, col, width, False, False, paint)
             text = "".join(seg.text for seg in lines[0])
-            out.append(text[pad:len(text) - pad])
+            out.append(text[pad : len(text) - pad])
         return out
 
     # ---- the hover highlight, shown and hidden as DataTable does ------------------
@@ -523,7 +552,8 @@ class KeyedTable(DataTable[Cell]):
     def on_mouse_move(self, event: events.MouseMove) -> None:
         meta = event.style.meta
         self._hover_shown = bool(meta) and (
-            self.cursor_type == "row" or not meta.get("out_of_bounds", False))
+            self.cursor_type == "row" or not meta.get("out_of_bounds", False)
+        )
 
     def on_click(self, event: events.Click) -> None:
         self._hover_shown = True
@@ -614,8 +644,9 @@ class FixedTable(KeyedTable):
         """Sync with ``rows``, filling the cells a row does not have."""
         if not self._layout:
             self.set_layout(self.COLUMNS)
-        self.sync([(k, {c.key: cells.get(c.key) or Text("") for c in self.COLUMNS})
-                   for k, cells in rows])
+        self.sync(
+            [(k, {c.key: cells.get(c.key) or Text("") for c in self.COLUMNS}) for k, cells in rows]
+        )
 
 
 def _ranker(rank: dict[int, int]) -> Callable[[Any], int]:

@@ -64,23 +64,31 @@ def link_columns(width: int, delta: bool) -> list[Column]:
     """The columns that fit ``width`` (80 columns keep the essentials)."""
     wide = width >= 116
     num_w = 5 + (1 + SPARK_W) if wide else 6
-    cols = [Column("host", "Host", 8, False),
-            # 100 columns have room for a whole "enp65s0f0np0" beside CNP
-            Column("link", "Link", 13 if width >= 100 else 10, False)]
+    cols = [
+        Column("host", "Host", 8, False),
+        # 100 columns have room for a whole "enp65s0f0np0" beside CNP
+        Column("link", "Link", 13 if width >= 100 else 10, False),
+    ]
     if wide:
         cols.append(Column("type", "Type", 9, False))
-    cols += [Column("state", "St", 4, False),
-             Column("rx", "RX Gb/s" if wide else "RX G/s", num_w),
-             Column("tx", "TX Gb/s" if wide else "TX G/s", num_w),
-             Column("line", "%L", 4)]
+    cols += [
+        Column("state", "St", 4, False),
+        Column("rx", "RX Gb/s" if wide else "RX G/s", num_w),
+        Column("tx", "TX Gb/s" if wide else "TX G/s", num_w),
+        Column("line", "%L", 4),
+    ]
     if wide:
         cols.append(Column("rdma", "RDMA", 4))
     # Loss, pauses, ECN and CNP are per second, or counts since 'r' in delta mode (where
     # the pause headers shorten so "Δ" fits the 5 columns whole).
     d = "Δ" if delta else ""
     prx, ptx = ("ΔPRx", "ΔPTx") if delta else ("PauRx", "PauTx")
-    cols += [Column("loss", f"{d}Loss", 5), Column("prx", prx, 5),
-             Column("ptx", ptx, 5), Column("ecn", f"{d}ECN", 5)]
+    cols += [
+        Column("loss", f"{d}Loss", 5),
+        Column("prx", prx, 5),
+        Column("ptx", ptx, 5),
+        Column("ecn", f"{d}ECN", 5),
+    ]
     if width >= 100:
         cols.append(Column("cnp", f"{d}CNP", 5))
     if width >= 128:
@@ -123,8 +131,13 @@ def _bad(v: float | None, style: str, base: str) -> Spec:
     return Spec(fmt.si(v), style if v and base != DIM else base, "right")
 
 
-def link_cells(r: LinkRow, spark: Callable[[LinkRow, str], str] | None, delta: bool,
-               thresholds: Mapping[str, float], link_w: int = 13) -> dict[str, Spec]:
+def link_cells(
+    r: LinkRow,
+    spark: Callable[[LinkRow, str], str] | None,
+    delta: bool,
+    thresholds: Mapping[str, float],
+    link_w: int = 13,
+) -> dict[str, Spec]:
     """The cells of one link row, coloured at ``thresholds`` (the state's)."""
     base = "" if r.live else DIM
     cells: dict[str, Spec] = {
@@ -163,8 +176,9 @@ def link_cells(r: LinkRow, spark: Callable[[LinkRow, str], str] | None, delta: b
     cells["cnp"] = _bad(cnp, "cyan", base)
     temp = r.temperature_c
     warn, crit = thresholds["nic_temp_warn_c"], thresholds["nic_temp_crit_c"]
-    tstyle = base or ("bold red" if temp and temp >= crit else "yellow" if temp and temp >= warn
-                      else "")
+    tstyle = base or (
+        "bold red" if temp and temp >= crit else "yellow" if temp and temp >= warn else ""
+    )
     cells["temp"] = Spec(fmt.celsius(temp), tstyle, "right")
     return cells
 
@@ -179,9 +193,9 @@ class LinkTable(KeyedTable):
         self._labels: dict[str, str] = {}
         # The arguments of the last ``show``: scrolling re-shows with them, so rows that
         # come into view get the cells a tick would have given them.
-        self._shown: tuple[
-            Sequence[LinkRow], int, History | None, float, bool, Mapping[str, float]
-        ] | None = None
+        self._shown: (
+            tuple[Sequence[LinkRow], int, History | None, float, bool, Mapping[str, float]] | None
+        ) = None
         self._window = (0, 0)
 
     @property
@@ -212,19 +226,31 @@ class LinkTable(KeyedTable):
 
     def _show_sort(self, cols: Sequence[Column]) -> None:
         """Put the arrow on the sorted column's header, in place (rows and cursor stay)."""
-        labels = {c.key: sorted_label(c.label, c.width or len(c.label) + 2, self.descending)
-                  if c.key == self.sort_spec.key else c.label for c in cols}
+        labels = {
+            c.key: sorted_label(c.label, c.width or len(c.label) + 2, self.descending)
+            if c.key == self.sort_spec.key
+            else c.label
+            for c in cols
+        }
         if labels == self._labels:
             return
         self._labels = labels
         numeric = {c.key: c.numeric for c in cols}
         for key, label in labels.items():
             self.columns[ColumnKey(key)].label = Text(
-                label, justify="right" if numeric[key] else "left")
+                label, justify="right" if numeric[key] else "left"
+            )
         self.refresh()
 
-    def show(self, rows: Sequence[LinkRow], width: int, history: History | None,
-             interval: float, delta: bool, thresholds: Mapping[str, float]) -> None:
+    def show(
+        self,
+        rows: Sequence[LinkRow],
+        width: int,
+        history: History | None,
+        interval: float,
+        delta: bool,
+        thresholds: Mapping[str, float],
+    ) -> None:
         """Sync the table to ``rows``, coloured at ``thresholds`` (the state's)."""
         cols = link_columns(width, delta)
         before = self.rebuilds

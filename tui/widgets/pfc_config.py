@@ -21,8 +21,9 @@ def qos_columns() -> list[Column]:
     cols = [Column("port", "port", None, numeric=False, flex=True, min_width=18, middle=True)]
     for k, _ in QOS_COLUMNS:
         if k == "driver":
-            cols.append(Column(k, labels[k], None, numeric=False, flex=True, min_width=12,
-                               drop=DROP[k]))
+            cols.append(
+                Column(k, labels[k], None, numeric=False, flex=True, min_width=12, drop=DROP[k])
+            )
         else:
             cols.append(Column(k, labels[k], WIDTHS[k], numeric=False, drop=DROP.get(k, 0)))
     return cols

@@ -78,8 +78,11 @@ class PauseMatrix(KeyedTable):
         self.set_layout(self.column_set())
         out: list[tuple[str, dict[str, Cell]]] = []
         pressure = thresholds["pressure_pause_ratio"]
-        hot_ports = {(r.host, r.link_id) for r in rows
-                     if max((r.level(p) for p in PRIOS), default=0.0) >= pressure}  # fmt: skip
+        hot_ports = {
+            (r.host, r.link_id)
+            for r in rows
+            if max((r.level(p) for p in PRIOS), default=0.0) >= pressure
+        }
         for r in rows:
             label = r.label if r.direction == "rx" else ""
             hot = (r.host, r.link_id) in hot_ports

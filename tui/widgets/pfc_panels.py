@@ -141,8 +141,10 @@ class PfcFindings(Static):
 
     def show(self, findings: Sequence[Finding]) -> None:
         """Redraw when the findings changed."""
-        sig = (self.limit, *((f.severity, f.subject, f.summary, tuple(f.evidence.items()))
-                            for f in findings))  # fmt: skip
+        sig = (
+            self.limit,
+            *((f.severity, f.subject, f.summary, tuple(f.evidence.items())) for f in findings),
+        )
         if sig == self._shown:
             return
         self._shown = sig
@@ -159,9 +161,7 @@ class FocusPanel(Static):
     }
     """
 
-    def show(
-        self, fs: FocusSession | None, width: int, thresholds: Mapping[str, float]
-    ) -> None:
+    def show(self, fs: FocusSession | None, width: int, thresholds: Mapping[str, float]) -> None:
         """Redraw from the focus session, or hide."""
         self.display = fs is not None
         if fs is not None:

@@ -14,8 +14,9 @@ def clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
 
 
-def replay_text(cursor: float, duration: float, speed: float, paused: bool, width: int,
-                name: str = "") -> Text:
+def replay_text(
+    cursor: float, duration: float, speed: float, paused: bool, width: int, name: str = ""
+) -> Text:
     """One line: ▶/⏸, cursor / duration, a progress track, speed and the keys."""
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(" REPLAY ", "bold reverse")
@@ -58,8 +59,9 @@ class ReplayBar(Static):
         if pos == self.position and self.drawn:
             return
         self.position, self.drawn = pos, True
-        self.update(replay_text(cursor, duration, speed, paused, self.size.width or 120,
-                                self.file_name))
+        self.update(
+            replay_text(cursor, duration, speed, paused, self.size.width or 120, self.file_name)
+        )
 
     def on_resize(self) -> None:
         c, d, s, p = self.position

@@ -19,8 +19,12 @@ from tui import format as fmt
 
 SEVERITY_COLOR = {"critical": "red", "warning": "yellow", "info": "blue"}
 RGB = {
-    "red": (255, 85, 85), "yellow": (240, 200, 40), "blue": (110, 150, 255),
-    "cyan": (60, 200, 230), "magenta": (230, 90, 200), "orange": (255, 150, 40),
+    "red": (255, 85, 85),
+    "yellow": (240, 200, 40),
+    "blue": (110, 150, 255),
+    "cyan": (60, 200, 230),
+    "magenta": (230, 90, 200),
+    "orange": (255, 150, 40),
     "white": (220, 220, 220),
 }
 # A marker's column through the chart rows: dark enough that the series stays readable.
@@ -59,8 +63,9 @@ def column_of(t: float, now: float, span_s: float, cols: int) -> int | None:
     return min(cols - 1, int((t - lo) / span_s * cols))
 
 
-def resample(times: Sequence[float], values: Sequence[float | None], now: float,
-             span_s: float, cols: int) -> list[float | None]:
+def resample(
+    times: Sequence[float], values: Sequence[float | None], now: float, span_s: float, cols: int
+) -> list[float | None]:
     """One value per plot column: the largest of the bins in it (a spike never vanishes),
     or the bin over the column's middle when bins are wider than columns; None: a gap."""
     out: list[float | None] = [None] * max(0, cols)
@@ -122,8 +127,9 @@ class TimelinePanel(Widget):
     TimelinePanel { height: 1fr; width: 1fr; min-height: 3; }
     """
 
-    def __init__(self, title: str, color: str, *, cap: float | None = None,
-                 id: str | None = None) -> None:
+    def __init__(
+        self, title: str, color: str, *, cap: float | None = None, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.title = title
         self.color = color
@@ -160,8 +166,10 @@ class TimelinePanel(Widget):
         present = [v for v in values if v is not None]
         last = present[-1] if present else None
         peak = fmt.si(max(present) if present else None)
-        self.headline = (f"{self.title}  now {fmt.si(last)}{unit if present else ''}"
-                         f"  peak {peak}{unit if present else ''}")
+        self.headline = (
+            f"{self.title}  now {fmt.si(last)}{unit if present else ''}"
+            f"  peak {peak}{unit if present else ''}"
+        )
         self.drawn_points = len(present)
         self.refresh()
         return self.drawn_points
@@ -178,8 +186,11 @@ class TimelinePanel(Widget):
         axis_rows = AXIS_ROWS if self.x_axis else 0
         n = max(1, height - 1 - axis_rows)
         now = self.now
-        vals = (resample(self._times, self._values, now, self.span_s, cols)
-                if now is not None else [None] * cols)
+        vals = (
+            resample(self._times, self._values, now, self.span_s, cols)
+            if now is not None
+            else [None] * cols
+        )
         present = [v for v in vals if v is not None]
         top = self.cap if self.cap is not None else (max(present) if present else 0.0)
         top = top if top > 0 else 1.0
@@ -246,7 +257,7 @@ class TimelinePanel(Widget):
                     start = width - len(label)
                 if start <= taken + 1:
                     continue  # would touch the previous label
-                line[start:start + len(label)] = label
+                line[start : start + len(label)] = label
                 taken = start + len(label) - 1
         return Text("".join(line), "dim", no_wrap=True)
 

@@ -41,12 +41,23 @@ def _gpu_slowdown(k: SeriesKey) -> bool:
 
 TRACKS: tuple[Track, ...] = (
     Track("tokens", "cluster tokens/s", _leaf(InferenceRate.GENERATED_TOKENS_PER_S), "sum"),
-    Track("pause", "pause time, worst link",
-          _prio_all(Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO), "max", 100.0, "%"),
-    Track("ecn", "ECN marks + CNPs /s",
-          _leaf(Metric.ECN_MARKED.per_s, Metric.CNP_SENT.per_s), "sum"),
-    Track("drops", "drops /s (discards, out of buffer)",
-          _leaf(Metric.RX_DISCARDS.per_s, Metric.RX_OUT_OF_BUFFER.per_s), "sum"),
+    Track(
+        "pause",
+        "pause time, worst link",
+        _prio_all(Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO),
+        "max",
+        100.0,
+        "%",
+    ),
+    Track(
+        "ecn", "ECN marks + CNPs /s", _leaf(Metric.ECN_MARKED.per_s, Metric.CNP_SENT.per_s), "sum"
+    ),
+    Track(
+        "drops",
+        "drops /s (discards, out of buffer)",
+        _leaf(Metric.RX_DISCARDS.per_s, Metric.RX_OUT_OF_BUFFER.per_s),
+        "sum",
+    ),
     Track("gpu", "GPUs in thermal slowdown", _gpu_slowdown, "sum"),
 )
 
@@ -72,8 +83,13 @@ def latest_time(history: History, keys: Iterable[SeriesKey]) -> float | None:
 
 
 def combine_series(
-    history: History, keys: Iterable[SeriesKey], how: Combine, span_s: float, now: float,
-    width: float, bins: int | None = None,
+    history: History,
+    keys: Iterable[SeriesKey],
+    how: Combine,
+    span_s: float,
+    now: float,
+    width: float,
+    bins: int | None = None,
 ) -> tuple[list[float], list[float | None]]:
     """Bucket every series into ``width``-second bins over the span and sum or max them.
 
@@ -119,21 +135,25 @@ def track_series(
     per_track = {tr.name: [k for k in keys if tr.match(k)] for tr in TRACKS}
     if now is None:
         now = latest_time(history, per_track["tokens"]) or latest_time(
-            history, [k for ks in per_track.values() for k in ks])
+            history, [k for ks in per_track.values() for k in ks]
+        )
     out: dict[str, tuple[list[float], list[float | None]]] = {}
     if now is None:
         return None, out
     width = span_s / bins if bins else bin_width(span_s)
     for tr in TRACKS:
-        times, values = combine_series(history, per_track[tr.name], tr.combine, span_s, now,
-                                       width, bins or None)
+        times, values = combine_series(
+            history, per_track[tr.name], tr.combine, span_s, now, width, bins or None
+        )
         out[tr.name] = (times, [None if v is None else v * tr.scale for v in values])
     return now, out
 
 
 def first_time(series: dict[str, tuple[list[float], list[float | None]]]) -> float | None:
     """The earliest bin any track has a value in (None when all are empty)."""
-    firsts = [next((t for t, v in zip(ts, vs, strict=False) if v is not None), None)
-              for ts, vs in series.values()]
+    firsts = [
+        next((t for t, v in zip(ts, vs, strict=False) if v is not None), None)
+        for ts, vs in series.values()
+    ]
     present = [t for t in firsts if t is not None]
     return min(present) if present else None

@@ -12,18 +12,27 @@ from textual.widgets import Static
 from tui import format as fmt
 from tui.rows.links import Summary
 
-SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow",
-                  "info": "cyan"}
-STATUS_STYLE = {"up": "green", "stale": "bold black on yellow", "connecting": "dim",
-                "down": "bold white on red", "failing": "bold white on red"}
+SEVERITY_STYLE = {
+    "critical": "bold white on red",
+    "warning": "bold black on yellow",
+    "info": "cyan",
+}
+STATUS_STYLE = {
+    "up": "green",
+    "stale": "bold black on yellow",
+    "connecting": "dim",
+    "down": "bold white on red",
+    "failing": "bold white on red",
+}
 
 
 BLIND_STYLE = "bold black on yellow"
 REC_STYLE = "bold white on red"
 
 
-def summary_text(s: Summary, width: int, paused: bool, delta: str | None,
-                 recording: bool = False) -> Text:
+def summary_text(
+    s: Summary, width: int, paused: bool, delta: str | None, recording: bool = False
+) -> Text:
     """The top line for ``s``; shorter words below 100 columns."""
     narrow = width < 100
     t = Text(no_wrap=True, overflow="ellipsis")
@@ -49,8 +58,17 @@ def summary_text(s: Summary, width: int, paused: bool, delta: str | None,
         if not first:
             t.append(" ")
         first = False
-        label = status if not narrow else {"up": "up", "stale": "stale", "down": "down",
-                                           "connecting": "conn", "failing": "fail"}[status]
+        label = (
+            status
+            if not narrow
+            else {
+                "up": "up",
+                "stale": "stale",
+                "down": "down",
+                "connecting": "conn",
+                "failing": "fail",
+            }[status]
+        )
         t.append(f"{n} {label}", STATUS_STYLE[status] if status != "up" or n else "dim")
     t.append("  │ ", "dim")
     total = sum(s.findings.values())
@@ -119,5 +137,8 @@ class TopBar(Static):
                 t.append(" ● REC ", REC_STYLE)
             self.update(t)
             return
-        self.update(summary_text(self._summary, self.size.width or 120, self._paused,
-                                 self._delta, self.recording))
+        self.update(
+            summary_text(
+                self._summary, self.size.width or 120, self._paused, self._delta, self.recording
+            )
+        )

@@ -164,8 +164,14 @@ class Evaluator:
         if not times:
             return []
         now = max(times)
-        ctx = RuleContext(state, self.thresholds, now, memory, links=list(iter_links(state)),
-                          firewall_ports=self.firewall_ports)  # fmt: skip
+        ctx = RuleContext(
+            state,
+            self.thresholds,
+            now,
+            memory,
+            links=list(iter_links(state)),
+            firewall_ports=self.firewall_ports,
+        )
         quiet_rules = self.quiet_rules
         quiet = memory.quiet
         if quiet_rules:
@@ -197,8 +203,11 @@ class Evaluator:
         that found nothing are listed as not judged.
         """
         starts = self.memory(state).span_start
-        ends = {h.name: host_time(h.sample, h.rates) for h in state.hosts.values()
-                if h.sample is not None}  # fmt: skip
+        ends = {
+            h.name: host_time(h.sample, h.rates)
+            for h in state.hosts.values()
+            if h.sample is not None
+        }
         span = max(0.0, min((t - starts.get(h, t) for h, t in ends.items()), default=0.0))
         found = list(live)
         raised = {(f.rule, f.subject) for f in found}
@@ -226,8 +235,9 @@ class Evaluator:
             needs = kind.needs_s(self.thresholds)
             if span > 0 and span >= needs - SLACK_S:
                 continue  # the rates covered its window: live's verdict is a verdict
-            not_judged += [NotJudged(name, needs, round(span, 3))
-                           for name in kind.names if name not in said]  # fmt: skip
+            not_judged += [
+                NotJudged(name, needs, round(span, 3)) for name in kind.names if name not in said
+            ]
         found.sort(key=lambda f: -f.rank)  # live's order within a severity, then the rest
         return Judgement(found, not_judged, round(span, 3))
 

@@ -283,9 +283,18 @@ class LinkTick:
     """
 
     __slots__ = (
-        "_label", "_prio_subjects", "_ref", "_subject", "dt", "host", "link", "measured",
-        "pausing", "rates", "t",
-    )  # fmt: skip
+        "_label",
+        "_prio_subjects",
+        "_ref",
+        "_subject",
+        "dt",
+        "host",
+        "link",
+        "measured",
+        "pausing",
+        "rates",
+        "t",
+    )
 
     host: str
     link: LinkSample
@@ -431,17 +440,42 @@ def slow_facts(state: StateView) -> tuple[object, ...]:
         # Spelled out: a tuple display reads slots several times faster than attrgetter.
         for lk in s.links.values():
             pcie, qos = lk.pcie, lk.qos
-            out.append((
-                lk.id, lk.netdev, lk.rdma_device, lk.port, lk.link_layer, lk.state,
-                lk.rate_gbps, lk.mtu, lk.driver, lk.driver_version, lk.firmware, lk.physical,
-                lk.kind, lk.gids, lk.addresses, lk.port_state, lk.phys_state, lk.sm_lid,
-                lk.gids_truncated, lk.node_type,
-                None if pcie is None else (
-                    pcie.speed_gts, pcie.width, pcie.max_speed_gts, pcie.max_width),
-                None if qos is None else (
-                    qos.source, qos.trust, qos.pfc_enabled, qos.ecn_np_enabled,
-                    qos.ecn_rp_enabled),
-            ))  # fmt: skip
+            out.append(
+                (
+                    lk.id,
+                    lk.netdev,
+                    lk.rdma_device,
+                    lk.port,
+                    lk.link_layer,
+                    lk.state,
+                    lk.rate_gbps,
+                    lk.mtu,
+                    lk.driver,
+                    lk.driver_version,
+                    lk.firmware,
+                    lk.physical,
+                    lk.kind,
+                    lk.gids,
+                    lk.addresses,
+                    lk.port_state,
+                    lk.phys_state,
+                    lk.sm_lid,
+                    lk.gids_truncated,
+                    lk.node_type,
+                    None
+                    if pcie is None
+                    else (pcie.speed_gts, pcie.width, pcie.max_speed_gts, pcie.max_width),
+                    None
+                    if qos is None
+                    else (
+                        qos.source,
+                        qos.trust,
+                        qos.pfc_enabled,
+                        qos.ecn_np_enabled,
+                        qos.ecn_rp_enabled,
+                    ),
+                )
+            )
     return tuple(out)
 
 

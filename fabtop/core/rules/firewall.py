@@ -67,9 +67,12 @@ _PRINTS: WeakKeyDictionary[Ruleset, int] = WeakKeyDictionary()
 def _fingerprint(rs: Ruleset) -> int:
     fp = _PRINTS.get(rs)
     if fp is None:
-        fp = _PRINTS[rs] = hash(tuple(
-            (c.key, c.hook, c.prio, c.policy, c.device, tuple(c.rules))
-            for c in rs.chains.values()))
+        fp = _PRINTS[rs] = hash(
+            tuple(
+                (c.key, c.hook, c.prio, c.policy, c.device, tuple(c.rules))
+                for c in rs.chains.values()
+            )
+        )
     return fp
 
 
@@ -108,8 +111,14 @@ def host_firewall(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> lis
     fw = sample.firewall
     if fw is None or not fw.known or fw.ruleset is None:
         return []
-    key = (ports, *((lk.id, lk.netdev, lk.kind, lk.rdma_device, lk.gids, lk.addresses)
-                    for lk in sample.links.values() if fabric_kind(lk) is not None))
+    key = (
+        ports,
+        *(
+            (lk.id, lk.netdev, lk.kind, lk.rdma_device, lk.gids, lk.addresses)
+            for lk in sample.links.values()
+            if fabric_kind(lk) is not None
+        ),
+    )
     got = _HOSTS.get(id(fw))
     if got is not None and got[0] is fw and got[1] == key:
         return got[2]
@@ -139,11 +148,17 @@ def _host_firewall(
             addrs = tuple(link.addresses or ()) if nd == link.netdev else ()
             fam = _family(addrs)
             if kind == "rdma":
-                answers = tuple((f"new TCP connections to {port_text(p)}", _outcome(
-                    rs, Question(nd, "tcp", (p,), family=fam, addrs=addrs))) for p in ports)
+                answers = tuple(
+                    (
+                        f"new TCP connections to {port_text(p)}",
+                        _outcome(rs, Question(nd, "tcp", (p,), family=fam, addrs=addrs)),
+                    )
+                    for p in ports
+                )
             else:
-                answers = (("any packet", _outcome(
-                    rs, Question(nd, None, family=fam, addrs=addrs))),)
+                answers = (
+                    ("any packet", _outcome(rs, Question(nd, None, family=fam, addrs=addrs))),
+                )
             out.append(IfaceCheck(nd, kind, answers, link.id))
     return out
 
@@ -155,8 +170,11 @@ def _family(addrs: tuple[str, ...]) -> str:
     return "ipv6" if v6 and not any("." in a and ":" not in a for a in addrs) else "ipv4"
 
 
-_KIND_TEXT = {"rdma": "RDMA set-up ports", "tb": "IP over Thunderbolt, every packet",
-              "soft": "soft-RoCE, every packet"}  # fmt: skip
+_KIND_TEXT = {
+    "rdma": "RDMA set-up ports",
+    "tb": "IP over Thunderbolt, every packet",
+    "soft": "soft-RoCE, every packet",
+}
 
 
 def firewall_lines(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> list[str]:
@@ -215,13 +233,15 @@ def _allow(rule: str, netdev: str, ports: str | None) -> str:
     if chain.startswith("ufw"):
         if ports is None:
             return f"ufw allow in on {netdev}"
-        return "; ".join(f"ufw allow in on {netdev} to any port {p.replace('-', ':')} "
-                         "proto tcp" for p in ports.split(", "))
+        return "; ".join(
+            f"ufw allow in on {netdev} to any port {p.replace('-', ':')} proto tcp"
+            for p in ports.split(", ")
+        )
     nft_ports = "" if ports is None else f" tcp dport {{ {ports} }}"
     if rule.startswith(("ip filter ", "ip6 filter ")) and chain.isupper():
         ipt = "" if ports is None else f" -p tcp -m multiport --dports {ports.replace('-', ':')}"
         return f"iptables -I {chain} -i {netdev}{ipt.replace(', ', ',')} -j ACCEPT"
-    return f"nft insert rule {fam} {table} {chain} iifname \"{netdev}\"{nft_ports} accept"
+    return f'nft insert rule {fam} {table} {chain} iifname "{netdev}"{nft_ports} accept'
 
 
 def _finding(lt: LinkTick, c: IfaceCheck) -> Finding | None:
@@ -232,17 +252,26 @@ def _finding(lt: LinkTick, c: IfaceCheck) -> Finding | None:
     where = "" if c.netdev == lt.link.netdev else f" on {c.netdev}"  # a VLAN of the port
     if c.kind == "rdma":
         ports = ", ".join(w.removeprefix("new TCP connections to ") for w, _ in drops)
-        summary = (f"{lt.label}: the firewall drops new TCP connections{where} to {ports} "
-                   f"(RDMA connection set-up: perftest, rendezvous, NCCL bootstrap): {rule}")
-        step = (f"allow TCP {ports} in on {c.netdev}: {_allow(rule, c.netdev, ports)}; "
-                "RDMA itself (UDP 4791) bypasses netfilter on this NIC")
-        evidence: dict[str, str | int | float | None] = {"rule": rule, "ports": ports,
-                                                         "interface": c.netdev}
+        summary = (
+            f"{lt.label}: the firewall drops new TCP connections{where} to {ports} "
+            f"(RDMA connection set-up: perftest, rendezvous, NCCL bootstrap): {rule}"
+        )
+        step = (
+            f"allow TCP {ports} in on {c.netdev}: {_allow(rule, c.netdev, ports)}; "
+            "RDMA itself (UDP 4791) bypasses netfilter on this NIC"
+        )
+        evidence: dict[str, str | int | float | None] = {
+            "rule": rule,
+            "ports": ports,
+            "interface": c.netdev,
+        }
     else:
         what = "IP over Thunderbolt" if c.kind == "tb" else "soft-RoCE (all of it passes netfilter)"
         summary = f"{lt.label}: the firewall drops traffic{where} on {what}: {rule}"
-        step = (f"take {c.netdev} out of the firewall, as the cluster guide says: "
-                f"{_allow(rule, c.netdev, None)}")
+        step = (
+            f"take {c.netdev} out of the firewall, as the cluster guide says: "
+            f"{_allow(rule, c.netdev, None)}"
+        )
         evidence = {"rule": rule, "interface": c.netdev}
     return Finding(
         rule=RULE,

@@ -92,7 +92,8 @@ def _finding(stuck: list[LinkTick], managed: set[int]) -> Finding:
     stuck = sorted(stuck, key=lambda lt: lt.label)
     hosts = sorted({lt.host for lt in stuck})
     labels = ", ".join(lt.label for lt in stuck[:4]) + (
-        f" and {len(stuck) - 4} more" if len(stuck) > 4 else "")
+        f" and {len(stuck) - 4} more" if len(stuck) > 4 else ""
+    )
     n = len(stuck)
     ports = f"{n} InfiniBand port{'s' if n > 1 else ''}"
     if managed:

@@ -122,8 +122,10 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
                 total = sum([v for v in drops if v is not None])
                 if total > limit:
                     clause, sw = switch_without_pfc(ctx, (p,))
-                    switch = _SWITCH_CHECK.format(p=p) if clause else (
-                        "check the switch buffer/headroom and PFC on this priority"
+                    switch = (
+                        _SWITCH_CHECK.format(p=p)
+                        if clause
+                        else ("check the switch buffer/headroom and PFC on this priority")
                     )
                     evidence: dict[str, float | None] = {
                         k: r3(v) for k, v in zip(_DROP_RATES, drops, strict=True)

@@ -121,7 +121,7 @@ def tb_bridge_loop(ctx: RuleContext) -> list[Finding]:
                     f"take the Thunderbolt ports out of the bridge on every node: sudo "
                     f"ifconfig {bridge} deletem <port> for each, then give each port its own "
                     "network service (networksetup -createnetworkservice) and disable "
-                    "\"Thunderbolt Bridge\""
+                    '"Thunderbolt Bridge"'
                 ),
                 host=host,
             )
@@ -150,11 +150,16 @@ def rdma_enabled_no_device(ctx: RuleContext) -> list[Finding]:
                 subject=f"{host}/rdma",
                 summary=(
                     f"{host}: RDMA is enabled (rdma_ctl) but "
-                    + ("ibv_devinfo could not be read: RDMA devices unknown" if unknown else
-                       "no RDMA device is listed: jobs that need RDMA (JACCL) will fail")
+                    + (
+                        "ibv_devinfo could not be read: RDMA devices unknown"
+                        if unknown
+                        else "no RDMA device is listed: jobs that need RDMA (JACCL) will fail"
+                    )
                 ),
-                evidence={"rdma_ctl": mac.rdma_ctl,
-                          "rdma_devices": "unknown" if unknown else "none"},
+                evidence={
+                    "rdma_ctl": mac.rdma_ctl,
+                    "rdma_devices": "unknown" if unknown else "none",
+                },
                 next_step=(
                     "ibv_devices; if it stays empty: run rdma_ctl enable from Recovery OS "
                     "again, reboot, and check that both ends run macOS 26.2 or later with "
@@ -182,8 +187,10 @@ def rdma_needs_tb5(ctx: RuleContext) -> list[Finding]:
         # macOS 26 lists rdma_enX on every Thunderbolt port, Thunderbolt 4 ones too (exo PR
         # #1813): a device alone is no sign of RDMA in use; the switch, or (where rdma_ctl
         # could not be read) an RDMA port that is up, is.
-        wants_rdma = mac.rdma_ctl == "enabled" or (mac.rdma_ctl is None and any(
-            lk.rdma_device and lk.state == "up" for lk in s.links.values()))
+        wants_rdma = mac.rdma_ctl == "enabled" or (
+            mac.rdma_ctl is None
+            and any(lk.rdma_device and lk.state == "up" for lk in s.links.values())
+        )
         found = None
         if wants_rdma and speeds and max(speeds) < TB5_MIN_GBPS:
             slow = [p for p in tb.peers if p.link_gbps is not None] if tb else []
@@ -197,8 +204,11 @@ def rdma_needs_tb5(ctx: RuleContext) -> list[Finding]:
                     f" but its Thunderbolt links run at Thunderbolt 4 speed ({shown}): RDMA "
                     f"over Thunderbolt needs Thunderbolt 5 ({TB5_MIN_GBPS:g} Gb/s)"
                 ),
-                evidence={"rdma_ctl": mac.rdma_ctl, "fastest_link_gbps": max(speeds),
-                          "needs_gbps": TB5_MIN_GBPS},
+                evidence={
+                    "rdma_ctl": mac.rdma_ctl,
+                    "fastest_link_gbps": max(speeds),
+                    "needs_gbps": TB5_MIN_GBPS,
+                },
                 next_step=(
                     "system_profiler SPThunderboltDataType: use Thunderbolt 5 ports and a "
                     "Thunderbolt 5 cable at both ends; on Thunderbolt 4 use TCP (MLX ring) "
@@ -222,28 +232,30 @@ def rdma_port_no_ipv4(ctx: RuleContext) -> list[Finding]:
         for link in s.links.values():
             if not link.rdma_device or link.state != "up":
                 continue
-            no_addr = link.addresses is not None and not any(
-                ":" not in a for a in link.addresses)
+            no_addr = link.addresses is not None and not any(":" not in a for a in link.addresses)
             no_gid = link.gids is not None and not any(g.ipv4_mapped for g in link.gids)
             key = ("rdma_port_no_ipv4", f"{host}/{link.id}")
             found = None
             if no_addr or no_gid:
-                what = " and ".join(w for w, on in (("no IPv4 address", no_addr),
-                                                     ("no IPv4-mapped GID", no_gid)) if on)
+                what = " and ".join(
+                    w
+                    for w, on in (("no IPv4 address", no_addr), ("no IPv4-mapped GID", no_gid))
+                    if on
+                )
                 found = Finding(
                     rule="rdma_port_no_ipv4",
                     severity="warning",
                     subject=f"{host}/{link.netdev or link.rdma_device}",
                     summary=(
                         f"{host} {link.netdev}: RDMA port {link.rdma_device} is up with "
-                        f"{what}: JACCL fails with \"Changing queue pair to RTR failed "
-                        "with errno 22\""
+                        f'{what}: JACCL fails with "Changing queue pair to RTR failed '
+                        'with errno 22"'
                     ),
                     evidence={
                         "rdma_device": link.rdma_device,
                         "addresses": ",".join(link.addresses or ()) or "none",
-                        "gids": ",".join(g.gid for g in link.gids or ()) or
-                        ("not read" if link.gids is None else "none"),
+                        "gids": ",".join(g.gid for g in link.gids or ())
+                        or ("not read" if link.gids is None else "none"),
                     },
                     next_step=(
                         f"give {link.netdev} an IPv4 address (its own network service with "

@@ -19,8 +19,9 @@ SIDES = ("rx", "tx")  # rx: being paused by the peer; tx: sending pauses to the 
 
 # The per-priority names of one side (direction) of a port.
 PAUSE_RATIO: dict[str, Derived] = {
-    "rx": Derived.RX_PAUSE_TIME_RATIO, "tx": Derived.TX_PAUSE_TIME_RATIO,
-}  # fmt: skip
+    "rx": Derived.RX_PAUSE_TIME_RATIO,
+    "tx": Derived.TX_PAUSE_TIME_RATIO,
+}
 PAUSE_PER_S: dict[str, str] = {"rx": Metric.RX_PAUSE.per_s, "tx": Metric.TX_PAUSE.per_s}
 BYTES_PRIO: dict[str, Metric] = {"rx": Metric.RX_BYTES_PRIO, "tx": Metric.TX_BYTES_PRIO}
 BYTES_PER_S: dict[str, str] = {"rx": Metric.RX_BYTES.per_s, "tx": Metric.TX_BYTES.per_s}

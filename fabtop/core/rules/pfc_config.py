@@ -85,8 +85,11 @@ def _grouped(values: dict[str, str]) -> str:
 def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
     """PFC priorities or trust mode differing across the RoCE ports of the fabric."""
     tracked = ctx.memory.held
-    roce = [(lt, lt.link.qos) for lt in ctx.links
-            if lt.link.qos is not None and is_rdma_ethernet(lt.link)]  # fmt: skip
+    roce = [
+        (lt, lt.link.qos)
+        for lt in ctx.links
+        if lt.link.qos is not None and is_rdma_ethernet(lt.link)
+    ]
     if (
         "pfc_mismatch" not in tracked
         and "trust_mismatch" not in tracked

@@ -184,9 +184,18 @@ def _from_watchdog(
         t = placed_time(wd.clock_ns / 1e9, hs.sample, hs.rates)
     moved_name = f"{BYTES_PRIO[OTHER_SIDE[wd.side]]}{p}_per_s"
     found = _storm_finding(
-        lt, p, wd.side, wd.ratio, None, wd.moved_bytes_per_s, moved_name, wd.window_s,
-        wd.ratio, senders.get(p, []), receivers.get(p, []),
-    )  # fmt: skip
+        lt,
+        p,
+        wd.side,
+        wd.ratio,
+        None,
+        wd.moved_bytes_per_s,
+        moved_name,
+        wd.window_s,
+        wd.ratio,
+        senders.get(p, []),
+        receivers.get(p, []),
+    )
     found.evidence[WATCHDOG_WINDOW_S] = round(wd.window_s, 3)
     found.summary += f" [probe watchdog, {wd.window_s * 1000:.0f} ms window]"
     marked = ctx.memory.mark(found, key, t - wd.window_s)

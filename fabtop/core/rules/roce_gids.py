@@ -91,8 +91,9 @@ def gid_facts(gids: tuple[GidEntry, ...]) -> GidFacts:
     hit = _FACTS.get(id(gids))
     if hit is not None and hit[0] is gids:
         return hit[1]
-    facts = GidFacts(any(g.type == ROCE_V2 for g in gids), any(ip_v2(g) for g in gids),
-                     v2_ipv4_index(gids))
+    facts = GidFacts(
+        any(g.type == ROCE_V2 for g in gids), any(ip_v2(g) for g in gids), v2_ipv4_index(gids)
+    )
     if len(_FACTS) >= _FACTS_MAX:
         _FACTS.clear()
     _FACTS[id(gids)] = (gids, facts)
@@ -136,13 +137,17 @@ def _no_ip_gid(lt: LinkTick, gids: tuple[GidEntry, ...]) -> Finding | None:
     nd = link.netdev or "<netdev>"
     if any(not g.link_local for g in gids):  # addresses, as RoCE v1 GIDs only
         why = f"{dev} has addresses as RoCE v1 GIDs only"
-        step = (f"show_gids {link.rdma_device or ''}: every entry with an address is v1, "
-                "so the device runs RoCE v1 only; check its RoCE mode")
+        step = (
+            f"show_gids {link.rdma_device or ''}: every entry with an address is v1, "
+            "so the device runs RoCE v1 only; check its RoCE mode"
+        )
     else:
         why = f"{dev} has only link-local GIDs: the netdev has no IP address"
-        step = (f"ip addr show dev {nd}; give it an address (ip addr add <addr>/<len> dev "
-                f"{nd}, or its network config), then show_gids {link.rdma_device or ''} or "
-                f"rdma link show {dev}: a RoCE v2 GID with the address appears")
+        step = (
+            f"ip addr show dev {nd}; give it an address (ip addr add <addr>/<len> dev "
+            f"{nd}, or its network config), then show_gids {link.rdma_device or ''} or "
+            f"rdma link show {dev}: a RoCE v2 GID with the address appears"
+        )
     return Finding(
         rule="roce_no_ip_gid",
         severity="warning",
@@ -180,7 +185,8 @@ def gid_index_mismatch(ctx: RuleContext) -> list[Finding]:
         if odd is not None:
             majority, hosts = odd
             shown = ", ".join(f"{h} ({values[h]})" for h in hosts[:4]) + (
-                f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+                f" and {len(hosts) - 4} more" if len(hosts) > 4 else ""
+            )
             lt = first[hosts[0]]
             found = Finding(
                 rule="gid_index_mismatch",

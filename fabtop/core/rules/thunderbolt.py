@@ -40,8 +40,9 @@ def tb_link_degraded(ctx: RuleContext) -> list[Finding]:
             found = None
             if why is not None and cap is not None:
                 lanes = min(v for v in (p.rx_lanes, p.tx_lanes, cap[1]) if v is not None)
-                speed = min(v for v in (p.rx_gbps_per_lane, p.tx_gbps_per_lane, cap[0])
-                            if v is not None)  # fmt: skip
+                speed = min(
+                    v for v in (p.rx_gbps_per_lane, p.tx_gbps_per_lane, cap[0]) if v is not None
+                )
                 found = Finding(
                     rule="tb_link_degraded",
                     severity="warning",

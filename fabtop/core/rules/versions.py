@@ -65,22 +65,47 @@ class VersionField:
 
 
 FIELDS: tuple[VersionField, ...] = (
-    VersionField("kernel", "kernel", "major.minor", major_minor,
-                 "its RDMA core and in-tree drivers change between minor releases",
-                 "uname -r"),
-    VersionField("rdma_core", "rdma-core", "exact version", _exact,
-                 "it is the userspace half of the verbs ABI (libibverbs, libmlx5)",
-                 "dpkg-query -W rdma-core (or rpm -q rdma-core)"),
-    VersionField("ofed", "MLNX_OFED/DOCA-OFED", "exact release", _exact,
-                 "one release ships the kernel modules and userspace as a pair",
-                 "ofed_info -s"),
-    VersionField("nvidia_driver", "NVIDIA driver", "major.minor", major_minor,
-                 "a release fixes the CUDA driver and GPUDirect RDMA (nvidia-peermem)",
-                 "cat /proc/driver/nvidia/version"),
-    VersionField("nccl", "NCCL (loaded)", "exact version", _exact,
-                 "every rank of a job must load the same NCCL",
-                 "NCCL_DEBUG=VERSION in the serving process's environment"),
-)  # fmt: skip
+    VersionField(
+        "kernel",
+        "kernel",
+        "major.minor",
+        major_minor,
+        "its RDMA core and in-tree drivers change between minor releases",
+        "uname -r",
+    ),
+    VersionField(
+        "rdma_core",
+        "rdma-core",
+        "exact version",
+        _exact,
+        "it is the userspace half of the verbs ABI (libibverbs, libmlx5)",
+        "dpkg-query -W rdma-core (or rpm -q rdma-core)",
+    ),
+    VersionField(
+        "ofed",
+        "MLNX_OFED/DOCA-OFED",
+        "exact release",
+        _exact,
+        "one release ships the kernel modules and userspace as a pair",
+        "ofed_info -s",
+    ),
+    VersionField(
+        "nvidia_driver",
+        "NVIDIA driver",
+        "major.minor",
+        major_minor,
+        "a release fixes the CUDA driver and GPUDirect RDMA (nvidia-peermem)",
+        "cat /proc/driver/nvidia/version",
+    ),
+    VersionField(
+        "nccl",
+        "NCCL (loaded)",
+        "exact version",
+        _exact,
+        "every rank of a job must load the same NCCL",
+        "NCCL_DEBUG=VERSION in the serving process's environment",
+    ),
+)
 
 
 def _shown(hosts: list[str], values: dict[str, str]) -> str:
@@ -95,8 +120,9 @@ def _grouped(values: dict[str, str]) -> str:
     return "; ".join(f"{v}: {', '.join(hs)}" for v, hs in by.items())
 
 
-def _finding(f: VersionField, keys: dict[str, str], full: dict[str, str],
-             unknown: dict[str, str]) -> Finding | None:
+def _finding(
+    f: VersionField, keys: dict[str, str], full: dict[str, str], unknown: dict[str, str]
+) -> Finding | None:
     counts = Counter(keys.values()).most_common()
     if len(counts) < 2:
         return None
@@ -108,8 +134,11 @@ def _finding(f: VersionField, keys: dict[str, str], full: dict[str, str],
         majority = counts[0][0]
         odd = sorted(h for h, k in keys.items() if k != majority)
         said = f"most run {majority}, but {_shown(odd, full)}"
-    evidence: dict[str, str | None] = {"values": _grouped(full), "compared": f.compared,
-                                       "majority": majority}
+    evidence: dict[str, str | None] = {
+        "values": _grouped(full),
+        "compared": f.compared,
+        "majority": majority,
+    }
     if unknown:
         evidence["unknown"] = "; ".join(f"{h} ({why})" for h, why in sorted(unknown.items()))
     return Finding(
