@@ -30,7 +30,6 @@ frames and the GPU sections, read every tick, take the same kept readings.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -48,15 +47,12 @@ from collectors.normalize import (
     IB_PORT_MAP,
     NETDEV_MAP,
     MetricPlan,
-    Step,
     apply_plan,
     ethtool_plan,
     metric_plan,
     netdev_counters,
     pfc_priorities_from_names,
     saturated_ib_counters,
-    step_names,
-    step_value,
     without_unknown,
 )
 from collectors.numbers import U64_MAX, parse_uint
@@ -103,7 +99,7 @@ from collectors.samples import (
 )
 from collectors.structured import COUNTER_KINDS, keyed_values
 from collectors.text import MAX_TEXT, clean
-from collectors.values import Values, decode_whole
+from collectors.values import decode_whole
 from collectors.version_sections import versions_from_frame
 
 _T = TypeVar("_T")
@@ -199,18 +195,13 @@ _VALUE_KINDS = frozenset({"ethtool_S", *COUNTER_KINDS.values()})
 _PER_TICK_KINDS = frozenset(GPU_KINDS)
 
 _Decoded = dict[int, tuple[list[int | None] | None, list[str]]]  # section index -> values
-# Section index -> the values it was read against and the positions that moved since.
-_Deltas = dict[int, tuple[list[int | None], list[int]]]
 
 
 def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner, shapes: Shapes) -> None:
     sections = frame.sections
     had = shapes.get(host)
     kept = had if isinstance(had, _Kept) else None
-    last = kept.values if kept is not None else {}
-    values: dict[int, _Values] = {}
     decoded: _Decoded = {}
-    deltas: _Deltas = {}
     temps: dict[str, dict[str, int]] = {}
     shaped = sections
     # The carried slow sections (Frame.carried) are read once while they stay the same:
@@ -230,16 +221,8 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner, shapes
         if s.schema is not None and s.kind in _VALUE_KINDS:
             got = s.values  # as the stream's decoder read them
             if got is None:  # a frame made in-process (tests, tools): read here
-                before = last.get(i)
-                since = (
-                    before[2] if before is not None and before[:2] == (s.kind, s.subject) else None
-                )
-                got = decode_whole(s.text, s.schema.names, since)
-                if got.vals is not None:
-                    values[i] = (s.kind, s.subject, got)
+                got = decode_whole(s.text, s.schema.names)
             decoded[i] = (got.vals, got.warnings)
-            if got.moved is not None and got.base is not None:
-                deltas[i] = (got.base, got.moved)
             # Which values came: a value not read ("-", or no number) is no key of a dict.
             parts.append((s.kind, s.subject, s.status, s.detail, s.schema.names, got.unread))
         elif s.kind in _PER_TICK_KINDS:
@@ -264,21 +247,18 @@ def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner, shapes
             shaped = (
                 sections[:end] + tail.shaped if shaped is sections else shaped[:end] + tail.shaped
             )
-    if kept is not None and kept.key == key:
-        kept.values = values
-    else:
+    if kept is None or kept.key != key:
         bare = (
             frame
             if shaped is sections
             else Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, shaped)
         )
-        kept = _Kept(
-            key, _build_shape(host, bare, decoded, _read_now if tail is None else tail.read), values
-        )
+        read = _read_now if tail is None else tail.read
+        kept = _Kept(key, _build_shape(host, bare, decoded, read))
         _keep(shapes, host, kept)
     if tail is not None:
         kept.tail = tail
-    _fill(kept.shape, frame, decoded, deltas, temps, sample, warn, end, tail)
+    _fill(kept.shape, frame, decoded, temps, sample, warn, end, tail)
 
 
 def _keep(shapes: Shapes, host: str, kept: _Kept | _Tail) -> None:
@@ -381,17 +361,11 @@ def _text_part(
 
 @dataclass(slots=True)
 class _Kept:
-    """What is kept of a host between its frames: its shape, and the last values of the
-    structured sections it read itself (a frame not from a stream's decoder), by section."""
+    """What is kept of a host between its frames: its shape."""
 
     key: tuple[object, ...]
     shape: _Shape
-    values: dict[int, _Values]
     tail: _Tail | None = None  # the carried sections as last read (Frame.carried)
-
-
-# A structured section's kind, subject and last values.
-_Values = tuple[str, str | None, Values]
 
 
 # NIC temperatures (hwmon, millidegrees) are in the sysfs text and move every few ticks:
@@ -449,38 +423,15 @@ class _Pos:
 
 
 class _Resolver:
-    """One dict of a shape (name -> position, or a value read from text), made each tick.
+    """One dict of a shape (name -> position, or a value read from text), made each tick."""
 
-    A shape is its host's own, so a resolver keeps the dict it made last and the values it
-    made it of: when this tick's values were read against those, only the positions that
-    moved are set, in a copy of it (three in four counters do not move in a tick).
-    """
-
-    __slots__ = (
-        "base",
-        "first",
-        "get",
-        "items",
-        "moved",
-        "names",
-        "out",
-        "section",
-        "tops",
-        "vals",
-    )
+    __slots__ = ("get", "items", "names", "section", "tops")
 
     def __init__(self, template: Mapping[str, object], placed: bool = True) -> None:
         """``placed``: the frame had values by position (else none is looked for)."""
         self.names = tuple(template)
         self.section = -1
-        self.first = -1  # where the run starts (-1: not one run)
         self.get: Callable[[list[int | None]], Any] | None = None
-        self.vals: list[int | None] | None = None  # the values the last dict was made of
-        self.out: dict[str, int] | None = None  # the last dict made
-        # The dict made before it, and the positions whose values moved between the two
-        # (None: any may have): which metrics to make again (_metrics).
-        self.base: dict[str, int] | None = None
-        self.moved: list[int] | tuple[()] | None = None
         self.tops: tuple[int, ...] = ()  # the legacy PMA counters' all-ones (_saturated)
         places = [v for v in template.values() if isinstance(v, _Pos)] if placed else []
         if not places:  # all read from text (the sh probe): a copy each tick
@@ -496,43 +447,25 @@ class _Resolver:
             self.section = places[0].section
             first, last = places[0].index, places[-1].index
             if [p.index for p in places] == list(range(first, last + 1)):
-                self.first = first
                 self.get = itemgetter(slice(first, last + 1))  # a run: one slice
             else:
                 self.get = itemgetter(*(p.index for p in places))
 
-    def __call__(self, decoded: _Decoded, deltas: _Deltas) -> dict[str, int]:
-        moved: list[int] | tuple[()] | None = None
+    def __call__(self, decoded: _Decoded) -> dict[str, int]:
         if self.get is not None:
             vals = decoded[self.section][0]
             assert vals is not None  # a shape places values only where they came
-            delta = deltas.get(self.section)
-            if delta is not None and self.vals is delta[0] and self.first >= 0:
-                assert self.out is not None  # made with self.vals
-                out = self.out.copy()
-                names, first, all_moved = self.names, self.first, delta[1]
-                # moved is in order: the run's part of it lies between two bisections
-                moved = all_moved[
-                    bisect_left(all_moved, first) : bisect_left(all_moved, first + len(names))
-                ]
-                for p in moved:
-                    out[names[p - first]] = vals[p]  # type: ignore[assignment]
+            return dict(zip(self.names, self.get(vals), strict=True))
+        if isinstance(self.items, dict):
+            return self.items.copy()  # type: ignore[return-value]
+        out: dict[str, int] = {}
+        for name, v in self.items:
+            if isinstance(v, _Pos):
+                got = decoded[v.section][0]
+                assert got is not None
+                out[name] = got[v.index]  # type: ignore[assignment]
             else:
-                out = dict(zip(self.names, self.get(vals), strict=True))
-            self.vals = vals
-        elif isinstance(self.items, dict):
-            out = self.items.copy()  # type: ignore[assignment]
-            moved = ()  # all read from the shape's text
-        else:
-            out = {}
-            for name, v in self.items:
-                if isinstance(v, _Pos):
-                    got = decoded[v.section][0]
-                    assert got is not None
-                    out[name] = got[v.index]  # type: ignore[assignment]
-                else:
-                    out[name] = v  # type: ignore[assignment]
-        self.base, self.out, self.moved = self.out, out, moved
+                out[name] = v  # type: ignore[assignment]
         return out
 
 
@@ -559,13 +492,8 @@ class _LinkPlan:
     lost: tuple[frozenset[str], ...] = (frozenset(),) * 4
     # Which of the plans run (netdev, RDMA port, hw_counters, ethtool: 0 to 3), in order.
     runs: tuple[int, ...] = ()
-    # Per counter source (as .counters): its positions a metric reads, and which metrics
-    # each makes; None until _plan_metrics made them (no metric is then made again alone).
-    feeds: tuple[tuple[frozenset[int], dict[int, tuple[str, ...]]], ...] | None = None
-    # Each metric's steps, the winning plan's first: (which plan, step).
-    steps: dict[str, tuple[tuple[int, Step], ...]] | None = None
-    # The counters dicts (as .counters) of the tick whose metrics these are.
-    made: tuple[tuple[dict[str, int], ...], dict[str, MetricValue]] | None = None
+    # The metrics the plans make (a tick that makes fewer left a sum beyond 64 bits out).
+    makes: frozenset[str] = frozenset()
     # The link's and its QoS's fields in order: a tick's own are made in one call.
     fields: tuple[Any, ...] = ()
     qos: tuple[Any, ...] | None = None
@@ -751,7 +679,6 @@ def _fill(
     shape: _Shape,
     frame: Frame,
     decoded: _Decoded,
-    deltas: _Deltas,
     temps: dict[str, dict[str, int]],
     sample: HostSample,
     warn: _Warner,
@@ -782,11 +709,11 @@ def _fill(
     links = sample.links
     for lp in shape.links:
         link = links[lp.link.id] = LinkSample(*lp.fields)
-        link.counters = {source: r(decoded, deltas) for source, r in lp.counters}
+        link.counters = {source: r(decoded) for source, r in lp.counters}
         link.metrics = {}  # made where the warnings say (below)
         if lp.qos is not None:
             link.qos = QosConfig(*lp.qos)  # each sample's own, as a new build gives
-        link.saturated = _saturated(lp.legacy, decoded, deltas) if lp.legacy is not None else []
+        link.saturated = _saturated(lp.legacy, decoded) if lp.legacy is not None else []
         if lp.read_at is not None:
             link.read_ns = sections[lp.read_at].read_ns
         if temps and lp.temp is not None:
@@ -820,7 +747,7 @@ def _fill(
     _gpus(frame, sample, warn, shape.gpu_at, tail)
 
 
-def _saturated(legacy: _Resolver, decoded: _Decoded, deltas: _Deltas) -> list[str]:
+def _saturated(legacy: _Resolver, decoded: _Decoded) -> list[str]:
     """saturated_ib_counters of the link's legacy PMA counters this tick.
 
     Nearly always none reads its maximum: one look at the values by position says so,
@@ -832,71 +759,20 @@ def _saturated(legacy: _Resolver, decoded: _Decoded, deltas: _Deltas) -> list[st
         assert vals is not None  # a shape places values only where they came
         if not any(map(eq, legacy.get(vals), legacy.tops)):
             return []
-    return saturated_ib_counters(legacy(decoded, deltas))
+    return saturated_ib_counters(legacy(decoded))
 
 
 def _metrics(link: LinkSample, lp: _LinkPlan, left: list[str]) -> None:
     # Precedence: netdev < RDMA port < ethtool port counters, metric by metric.
     counters = link.counters
-    made = lp.made
-    metrics = _moved_metrics(lp, counters, made) if made is not None else None
-    if metrics is None:
-        metrics = {}
-        for i in lp.runs:
-            metrics.update(apply_plan(lp.plans[i], _plan_input(i, lp, counters)))
-    if lp.steps is not None and len(metrics) < len(lp.steps):
+    metrics: dict[str, MetricValue] = {}
+    for i in lp.runs:
+        metrics.update(apply_plan(lp.plans[i], _plan_input(i, lp, counters)))
+    if len(metrics) < len(lp.makes):
         left.extend(
-            f"{link.id} {m}: sum beyond 64 bits, left out" for m in lp.steps if m not in metrics
+            f"{link.id} {m}: sum beyond 64 bits, left out" for m in lp.makes if m not in metrics
         )
-    lp.made = (tuple(counters.values()), metrics)
     link.metrics = metrics
-
-
-def _moved_metrics(
-    lp: _LinkPlan,
-    counters: dict[str, dict[str, int]],
-    made: tuple[tuple[dict[str, int], ...], dict[str, MetricValue]],
-) -> dict[str, MetricValue] | None:
-    """The metrics of last tick with those made of a moved counter made again; None when
-    that cannot be known (the dicts are not last tick's with some values moved, or a
-    metric came or went: it would not keep its place in the dict)."""
-    feeds, steps = lp.feeds, lp.steps
-    if feeds is None or steps is None or len(made[0]) != len(lp.counters):
-        return None
-    again: set[str] = set()
-    for (_, r), was, (where, makes) in zip(lp.counters, made[0], feeds):  # noqa: B905 (lengths checked)
-        moved = r.moved
-        if moved is None or r.base is not was:
-            return None
-        if moved:
-            for p in where.intersection(moved):
-                again.update(makes[p])
-    metrics = made[1].copy()
-    inputs: list[Mapping[str, int] | None] = [None, None, None, None]
-    for metric in again:
-        v: MetricValue | None = None
-        for i, step in steps[metric]:
-            got = inputs[i]
-            if got is None:
-                got = inputs[i] = _plan_input(i, lp, counters)
-            one = step[5]
-            if one.__class__ is str:  # the usual step: one name, scale 1 (apply_plan's)
-                v = got[one]
-                if v <= U64_MAX:
-                    break
-                v = None
-                continue
-            v = step_value(step, got)
-            if v is not None:
-                break
-        if v is None:
-            if metric in metrics:
-                return None  # rare: a sum beyond 64 bits
-        elif metric in metrics:
-            metrics[metric] = v
-        else:
-            return None
-    return metrics
 
 
 def _plan_input(i: int, lp: _LinkPlan, counters: dict[str, dict[str, int]]) -> Mapping[str, int]:
@@ -1334,10 +1210,7 @@ def _finish(
     lp.counters = tuple((source, _Resolver(c, placed)) for source, c in link.counters.items())
     _guard(warn, "link", link.id, None, _plan_metrics, lp)
     link.counters = {}
-    # layout: one token for every tick of this plan (its dicts' sources and names); a bare
-    # object, so that nothing walking a sample's fields walks into the plan.
-    layout = object()
-    lp.fields = tuple(layout if name == "layout" else getattr(link, name) for name in _LINK_FIELDS)
+    lp.fields = tuple(getattr(link, name) for name in _LINK_FIELDS)
     if link.qos is not None:
         lp.qos = tuple(getattr(link.qos, name) for name in _QOS_FIELDS)
 
@@ -1370,35 +1243,12 @@ def _plan_metrics(lp: _LinkPlan) -> None:
     lp.runs = tuple(
         i for i, run in enumerate((lp.carrier is not None, lp.rdma, lp.rdma, lp.ethtool)) if run
     )
-    # Which metrics each raw name makes, by plan; and each metric's steps, by precedence.
-    makes: list[dict[str, list[str]]] = [{}, {}, {}, {}]
-    steps: dict[str, list[tuple[int, Step]]] = {}
-    for i in lp.runs:
-        for step in lp.plans[i]:
-            steps.setdefault(step[0], []).append((i, step))
-            for name in step_names(step):
-                makes[i].setdefault(name, []).append(step[0])
-    lp.steps = {metric: tuple(reversed(each)) for metric, each in steps.items()}
-    feeds = []
-    for source, r in lp.counters:
-        plan = _PLAN_OF.get(source)
-        feed: dict[int, tuple[str, ...]] = {}
-        if r.first >= 0 and plan is not None:  # one run of values: moves are known
-            for j, name in enumerate(r.names):
-                metrics = makes[plan].get(name)
-                if metrics:
-                    feed[r.first + j] = tuple(metrics)
-        feeds.append((frozenset(feed), feed))
-    lp.feeds = tuple(feeds)
+    lp.makes = frozenset(step[0] for i in lp.runs for step in lp.plans[i])
 
 
 def _listed(counters: Mapping[str, object], lost: frozenset[str]) -> Mapping[str, object]:
     """The names a source listed: those read and those whose values were not."""
     return {**counters, **dict.fromkeys(sorted(lost))} if lost else counters
-
-
-# The plan (of _LinkPlan.plans) each counter source is read by.
-_PLAN_OF = {"netdev": 0, "ib_port": 1, "ib_hw": 2, SLOW_SOURCE: 2, "ethtool": 3}
 
 
 def _read_at(link: LinkSample, b: _Build, ethtool: dict[str, dict[str, int]]) -> int | None:

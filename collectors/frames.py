@@ -26,12 +26,12 @@ each tick then carries one line of values by position (decimal, ``-`` for not re
     @@section <kind> <subject> <read_ns> ok schema=<sid>
     <value> <value> ...
 
-Values may also come in binary (``enc=b64``) and, between whole frames, as a delta
-against the section's values in an earlier frame (``base=<seq>``): collectors/values.py.
+Values may also come in binary (``enc=b64``): collectors/values.py. Every frame carries
+them whole: nothing but the schemas is kept from one frame to the next.
 
 Schema ids live as long as the stream (one decoder); the decoder keeps the schemas in
 use and hands each values section over with its :class:`Schema` and its values read
-(``Section.values``; it keeps each section's last values, bounded, for the next delta).
+(``Section.values``).
 The tables forget what is no longer used, never refuse what is new (a week of netdevs
 coming and going): a section bound to a new schema frees its old one, the probe says
 ``@@section schema <sid> - ok drop`` for a section it stopped sending, and past the
@@ -56,14 +56,7 @@ from typing import Any, Protocol, TypeVar
 
 from collectors.numbers import parse_float, parse_uint
 from collectors.text import clean
-from collectors.values import (
-    Values,
-    apply_delta,
-    apply_delta_b64,
-    decode_whole,
-    decode_whole_b64,
-    values_line,
-)
+from collectors.values import Values, decode_whole, decode_whole_b64, values_line
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # a frame larger than this is dropped, not buffered forever
 SECTION_STATUSES = ("ok", "missing", "timeout", "error", "stale", "truncated")
@@ -76,9 +69,6 @@ UNKNOWN_SCHEMA = "values for schema"  # how the detail of such a section starts
 # All names of one stream's schemas together: 4096 schemas of 200,000 names each would be
 # 200 GB; a real host needs a few MB (259 netdevs x 300 names x 30 characters is 2.3 MB).
 MAX_SCHEMA_CHARS = 64 * 1024 * 1024
-# Values kept per stream for the next delta (a real host: 259 netdevs x 300 counters is
-# 78,000); a stream that sends more gets the rest whole or not at all, never unbounded.
-MAX_KEPT_VALUES = 2_000_000
 
 
 @dataclass(slots=True, eq=False)
@@ -213,11 +203,6 @@ class FrameDecoder:
         self.undecoded = 0
         self.undecoded_frames = 0
         self._undecoded_in_frame = False
-        # (kind, subject) -> the schema, frame seq and values of a structured section
-        # as this stream last placed them: what its next delta is applied to.
-        self._values: dict[tuple[str, str | None], tuple[Schema, int, Values]] = {}
-        self._kept_values = 0  # how many values _values holds, bounded
-        self._said_unkept = False
 
     def feed(self, data: bytes) -> list[Frame]:
         """Consume bytes; return every frame that ended in them."""
@@ -325,65 +310,21 @@ class FrameDecoder:
         if detail is not None and "schema=" in detail:
             self._bind(section, h[4:])
             if section.schema is not None:
-                self._place(section, h[4:], self._frame.seq)
+                self._place(section, h[4:])
         self._frame.sections.append(section)
 
-    def _place(self, section: Section, detail: list[str], seq: int) -> None:
-        """Read a structured section's values: whole or a delta, decimal or binary
-        (collectors/values.py). A delta is applied only to the values of the frame it
-        names, as this stream placed them; else the section is not placed."""
+    def _place(self, section: Section, detail: list[str]) -> None:
+        """Read a structured section's values, decimal or binary (collectors/values.py)."""
         schema = section.schema
         assert schema is not None
-        key = (section.kind, section.subject)
-        kept = self._values.pop(key, None)
-        if kept is not None:
-            self._kept_values -= len(kept[2].vals or ())
-        # The very schema (an id defined again names other values)
-        last = kept[2] if kept is not None and kept[0] is schema else None
-        base = binary = None
-        for t in detail:
-            if t.startswith("base="):
-                base = t
-            elif t == "enc=b64":
-                binary = t
-        if base is None and binary is None:
-            got = decode_whole(section.text, schema.names, last)
-        else:
-            # How the values came, not what the section is: the shape and a recording's
-            # frame see the section as whole decimal values would give it.
-            section.detail = " ".join(t for t in detail if t is not base and t is not binary)
-            text, section.text = section.text, ""
-            if base is None:
-                got = decode_whole_b64(text, schema.names, last)
-            elif section.status != "ok" or last is None or kept is None or str(kept[1]) != base[5:]:
-                got = Values(
-                    None,
-                    [
-                        f"values against frame {base[5:][:20]}, which this "
-                        "stream did not place: section not placed until its "
-                        "values come whole"
-                    ],
-                    None,
-                    plain=False,
-                )
-            elif binary is None:
-                got = apply_delta(text, schema.names, last)
-            else:
-                got = apply_delta_b64(text, schema.names, last)
-        section.values = got
-        if got.vals is None or section.status != "ok":
+        if "enc=b64" not in detail:
+            section.values = decode_whole(section.text, schema.names)
             return
-        size = len(got.vals)
-        if len(self._values) < MAX_SCHEMAS and self._kept_values + size <= MAX_KEPT_VALUES:
-            self._values[key] = (schema, seq, got)
-            self._kept_values += size
-        elif not self._said_unkept:  # its next delta is not placed (said there)
-            self._said_unkept = True
-            self._warn(
-                f"values of more than {MAX_KEPT_VALUES} counters or {MAX_SCHEMAS} "
-                f"sections kept: {key[0]} {key[1] or '-'} and later ones not kept for a "
-                "delta"[:160]
-            )
+        # How the values came, not what the section is: the shape and a recording's frame
+        # see the section as decimal values would give it.
+        section.detail = " ".join(t for t in detail if t != "enc=b64")
+        text, section.text = section.text, ""
+        section.values = decode_whole_b64(text, schema.names)
 
     def _define(self, subject: str | None, detail: str | None, names: list[str]) -> None:
         sid = parse_uint(subject) if subject else None
@@ -441,9 +382,6 @@ class FrameDecoder:
         key = old.key
         if key is not None and self._bound.get(key) == sid:
             del self._bound[key]
-            kept = self._values.pop(key, None)
-            if kept is not None:
-                self._kept_values -= len(kept[2].vals or ())
 
     def _bind(self, section: Section, detail: list[str]) -> None:
         token = ""

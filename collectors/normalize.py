@@ -212,6 +212,35 @@ IB_LEGACY_WIDTH: Mapping[str, int] = {
 }
 
 
+# (normalized metric, the drivers its source is read for; None: any driver)
+Feed = tuple[str, frozenset[str] | None]
+
+
+def _feeds_index() -> dict[str, dict[str, tuple[Feed, ...]]]:
+    """Per counter source, the normalized metrics each raw name feeds (the tables above)."""
+    tables = {
+        "ethtool": ETHTOOL_MAP,
+        "ib_port": IB_PORT_MAP,
+        "ib_hw": IB_HW_MAP,
+        "netdev": NETDEV_MAP,
+    }
+    out: dict[str, dict[str, tuple[Feed, ...]]] = {}
+    for source, table in tables.items():
+        feeds: dict[str, list[Feed]] = {}
+        for metric, srcs in table.items():
+            for src in srcs:
+                names = [n for per in src.per_prio for n in per] if src.per_prio else src.names
+                for name in names:
+                    feeds.setdefault(name, []).append((metric, src.drivers))
+        out[source] = {name: tuple(fs) for name, fs in feeds.items()}
+    return out
+
+
+# Which raw counter of which source feeds which metric (for which drivers), derived once
+# from the tables: the rate engine tells by it a counter that moved source or glitched.
+FEEDS = _feeds_index()
+
+
 def apply_map(
     table: Mapping[Metric, tuple[Src, ...]], counters: Mapping[str, int], driver: str | None = None
 ) -> dict[str, MetricValue]:
@@ -278,33 +307,6 @@ def apply_plan(plan: MetricPlan, counters: Mapping[str, int]) -> dict[str, Metri
             else:
                 out[metric] = per
     return out
-
-
-def step_value(step: Step, counters: Mapping[str, int]) -> MetricValue | None:
-    """The value one step of a plan gives (None: absent), as apply_plan makes it.
-
-    For a caller that makes again only the metrics whose counters moved; apply_plan keeps
-    its own loop (a call per step would cost the whole plan more).
-    """
-    _, names, scale, prios, rollup, _ = step
-    if prios is None:
-        v = counters[names[0]] if len(names) == 1 else sum([counters[n] for n in names])
-        if scale != 1:
-            v *= scale
-        return v if v <= U64_MAX else None
-    per: dict[int, int] = {}
-    for p, pnames in prios:
-        v = counters[pnames[0]] if len(pnames) == 1 else sum([counters[n] for n in pnames])
-        if scale != 1:
-            v *= scale
-        if v <= U64_MAX:
-            per[p] = v
-    if not per:
-        return None
-    if rollup:
-        total = sum(per.values())
-        return total if total <= U64_MAX else None
-    return per
 
 
 def without_unknown(

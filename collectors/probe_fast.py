@@ -25,8 +25,6 @@ import subprocess
 import sys
 import threading
 import time
-from itertools import compress, count
-from operator import ne
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]*\Z")
@@ -518,23 +516,75 @@ ETH_SS_STATS = 1
 ETH_GSTRING_LEN = 32
 ROW = 512  # values per line of a structured section
 STATS_MAX = 200000  # names per netdev; more is a broken driver
-# Values go whole at least this often (and in a stream's first frame, after a cut or a new
-# schema), as deltas between: a decoder that lost a delta's base has them back by then.
-FULL_MS = 10000
 B64_LINE = 4096  # base64 characters per line of a binary section (a multiple of 4)
-U32 = "I" if array.array("I").itemsize == 4 else "L"
 
 
-def b64_rows(*arrays: Any) -> List[bytes]:
-    """Arrays of unsigned integers, little-endian, one after the other, as base64 lines
-    (each array is changed in place on a big-endian node)."""
-    blob = b""
-    for arr in arrays:
-        if sys.byteorder != "little":
-            arr.byteswap()
-        blob += arr.tobytes()
-    text = binascii.b2a_base64(blob, newline=False)
+def b64_rows(nums: Any) -> List[bytes]:
+    """Unsigned 64-bit integers, little-endian, as base64 lines."""
+    arr = array.array("Q", nums)
+    if sys.byteorder != "little":
+        arr.byteswap()
+    text = binascii.b2a_base64(arr.tobytes(), newline=False)
     return [text[i : i + B64_LINE] for i in range(0, len(text), B64_LINE)]
+
+
+def decimal_rows(nums: List[bytes]) -> List[bytes]:
+    """Decimal values (bytes, ``-`` for one not read) in lines of at most ROW."""
+    if len(nums) <= ROW:
+        return [b" ".join(nums)]
+    return [b" ".join(nums[i : i + ROW]) for i in range(0, len(nums), ROW)]
+
+
+class Encoder(object):
+    """Structured sections as this probe sends them (docs/PROBE.md "Structured
+    sections"): a section's names once, in a ``schema`` section, again under a new id
+    when they change, and its values by position in every frame, whole. The simulated
+    hosts of the collector send theirs through this very class (collectors/structured.py).
+
+    ``out`` is anything with the ``add(kind, subj, read_ns, status, detail, lines)`` of
+    Sections (False: a cap cut it)."""
+
+    def __init__(self) -> None:
+        # (kind, subject) -> (schema id, names) as last sent.
+        self.schemas = {}  # type: Dict[Tuple[str, str], Tuple[int, List[bytes]]]
+        self.nsid = 0
+
+    def values(
+        self,
+        out: Any,
+        kind: str,
+        subj: str,
+        rns: int,
+        names: List[bytes],
+        rows: List[bytes],
+        binary: bool = False,
+    ) -> None:
+        """One structured section: its schema when new or changed, then its values in
+        ``rows`` (decimal_rows, or b64_rows with ``binary``: what the ethtool ioctl
+        read, every value a number)."""
+        key = (kind, subj)
+        got = self.schemas.get(key)
+        if got is None or (got[1] is not names and got[1] != names):
+            self.nsid += 1
+            got = (self.nsid, names)
+            if out.add("schema", str(self.nsid), 0, "ok", "for=" + kind, names):
+                self.schemas[key] = got
+            else:
+                self.schemas.pop(key, None)  # a cap cut it: sent again with the next frame
+        det = "schema=%d enc=b64" % got[0] if binary else "schema=%d" % got[0]
+        out.add(kind, subj, rns, "ok", det, rows or [b""])
+
+    def forget_unsent(self, out: Any, live: List[Tuple[str, str]]) -> None:
+        """Forget the structured sections this frame did not send (a netdev gone, pod
+        veths and VFs coming and going for a week), here and, by a ``drop`` line, in the
+        collector's decoder. A section that comes back is defined anew. Every structured
+        section is sent every tick while it exists."""
+        if len(self.schemas) <= len(live):
+            return
+        keep = set(live)
+        for key in [k for k in self.schemas if k not in keep]:
+            sid = self.schemas.pop(key)[0]
+            out.add("schema", str(sid), 0, "ok", "drop", [])
 
 
 class Ethtool(object):
@@ -1089,14 +1139,7 @@ class Probe(object):
         self.out_lock = threading.Lock()
         self.end_lock = threading.Lock()
         self.wd = Watchdog(self)
-        # Structured sections: (kind, subject) -> (schema id, names) as last sent.
-        self.schemas = {}  # type: Dict[Tuple[str, str], Tuple[int, List[bytes]]]
-        self.nsid = 0
-        # (kind, subject) -> the schema id, frame seq and values last sent: what a delta
-        # is made against.
-        self.sent = {}  # type: Dict[Tuple[str, str], Tuple[int, int, Any]]
-        self.full_every = max(1, FULL_MS // max(1, self.a.iv))
-        self.full = True
+        self.enc = Encoder()  # structured sections' schemas
         py = "%d.%d.%d" % sys.version_info[:3]
         self.impl = "python %s %s" % (py, clean(sys.executable or "python3"))
 
@@ -1446,7 +1489,6 @@ class Probe(object):
         jobs: List[Job],
     ) -> bytes:
         self.seq += 1
-        self.full = self.seq % self.full_every == 1 or self.full_every == 1
         out = Sections(self.a.scap, self.a.fcap)
         rns = times.get("sys", clock_ns)
         for kind in ("sysnet", "sysib"):
@@ -1475,12 +1517,12 @@ class Probe(object):
                         if v != b"-" and not (v.isdigit() and len(v) <= 20):
                             nums[i] = b"-"
                             lines.append(e.pre + v)
-                    rows = [b" ".join(nums[i : i + ROW]) for i in range(0, len(nums), ROW)]
+                    rows = decimal_rows(nums)
                 else:
                     rows = [row]
             out.add(kind, "-", rns, "ok", "", lines)
             if ctr:
-                self.values(out, kind + "_counters", "-", rns, s.ctr_names[kind], nums, rows)
+                self.enc.values(out, kind + "_counters", "-", rns, s.ctr_names[kind], rows)
             if slow:
                 lines = []
                 gt = GidTable()
@@ -1520,12 +1562,12 @@ class Probe(object):
                 got = eth[n]
                 t = times.get("eth " + n, clock_ns)
                 if isinstance(got, tuple):
-                    self.values(out, "ethtool_S", n, t, got[0], got[1], None)
+                    self.enc.values(out, "ethtool_S", n, t, got[0], b64_rows(got[1]), True)
                 else:
                     out.add(
                         "ethtool_S", n, t, "error", "ioctl: " + clean(got.strerror or str(got)), []
                     )
-        self.forget_unsent(
+        self.enc.forget_unsent(
             out,
             [(k + "_counters", "-") for k in ("sysnet", "sysib") if s.ctr.get(k)]
             + [("ethtool_S", n) for n in s.ethtool if isinstance(eth.get(n), tuple)],
@@ -1607,67 +1649,6 @@ class Probe(object):
             (clock_ns // 10**6) % 1000,
         )
         return b"\n".join([head.encode()] + out.out + [b"@@end %d" % self.seq, b""])
-
-    def values(
-        self,
-        out: Sections,
-        kind: str,
-        subj: str,
-        rns: int,
-        names: List[bytes],
-        nums: Any,
-        rows: Optional[List[bytes]],
-    ) -> None:
-        """A structured section: its schema when new or changed, then its values by
-        position: ``nums`` (bytes, whole in ``rows`` of at most ROW values each; or, with
-        ``rows`` None, ints from the ioctl, sent in binary), or, when fewer than half moved
-        since this section was last sent and this is no full frame, only those that moved
-        (docs/PROBE.md "Structured sections")."""
-        key = (kind, subj)
-        got = self.schemas.get(key)
-        if got is None or (got[1] is not names and got[1] != names):
-            self.nsid += 1
-            got = (self.nsid, names)
-            if out.add("schema", str(self.nsid), 0, "ok", "for=" + kind, names):
-                self.schemas[key] = got
-            else:
-                self.schemas.pop(key, None)  # a cap cut it: sent again with the next frame
-        last = self.sent.pop(key, None)
-        det = "schema=%d" % got[0]
-        binary = rows is None  # ints from the ioctl: sent in binary (enc=b64)
-        if binary:
-            det += " enc=b64"
-        if not self.full and last is not None and last[0] == got[0] and len(last[2]) == len(nums):
-            moved = list(compress(count(), map(ne, nums, last[2])))
-            if 2 * len(moved) <= len(nums):
-                det += " base=%d" % last[1]
-                if binary:
-                    rows = b64_rows(
-                        array.array(U32, moved), array.array("Q", [nums[i] for i in moved])
-                    )
-                else:
-                    pairs = [b"%d %s" % (i, nums[i]) for i in moved]
-                    half = ROW // 2
-                    rows = [b" ".join(pairs[i : i + half]) for i in range(0, len(pairs), half)]
-        if rows is None:
-            rows = b64_rows(array.array("Q", nums))
-        if out.add(kind, subj, rns, "ok", det, rows or [b""]):
-            self.sent[key] = (got[0], self.seq, nums)
-
-    def forget_unsent(self, out: Sections, live: List[Tuple[str, str]]) -> None:
-        """Forget the structured sections this frame did not send (a netdev gone, pod
-        veths and VFs coming and going for a week): their schema and last values, here and,
-        by a ``drop`` line, in the collector's decoder. A section that comes back is
-        defined anew. Every structured section is sent every tick while it exists."""
-        if len(self.schemas) <= len(live):
-            return
-        keep = set(live)
-        for key in [k for k in self.schemas if k not in keep]:
-            sid = self.schemas.pop(key)[0]
-            self.sent.pop(key, None)
-            out.add("schema", str(sid), 0, "ok", "drop", [])
-        for key in [k for k in self.sent if k not in keep]:
-            del self.sent[key]
 
     # -- output and lifetime
     def write(self, data: bytes) -> None:

@@ -80,11 +80,6 @@ class LinkSample:
     # The RDMA device's sysfs node_type: "CA" (InfiniBand, RoCE), "RNIC" (iWARP); None
     # when not read. iWARP has no RoCE GIDs to judge.
     node_type: str | None = None
-    # Opaque, not data: one object for every sample of this link whose ``counters`` have
-    # the very sources and raw names, in the same order (a token of the assembler's plan of
-    # the link in a host's shape); None when not known. The rate engine then need not compare a
-    # few hundred names per link and tick to know they are last tick's.
-    layout: object | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True, frozen=True)

@@ -2,27 +2,22 @@
 
 The fast probe sends its counters this way (``ethtool_S`` per netdev, and the counter
 files of ``sysnet``/``sysib`` as ``sysnet_counters``/``sysib_counters``); everything else
-stays text. Values go whole or as a delta against an earlier frame of the stream;
-collectors/values.py reads them.
+stays text. Values go whole in every frame; collectors/values.py reads them.
 
 :class:`StructuredEncoder` turns a text frame into the structured form the fast probe
-sends, for the simulated hosts and the benchmarks; the probe has its own copy (it runs
-on the node with the standard library only). Its probe section counts ioctls as the
+sends, for the simulated hosts and the benchmarks, through the probe's own encoder
+(``collectors.probe_fast.Encoder``: the probe runs on the node with the standard library
+only, so the encoder lives there, written once). Its probe section counts ioctls as the
 fast probe's does (``ethtool_ioctls N``, a line that changes every tick).
 """
 
 from __future__ import annotations
 
-from itertools import compress, count
-from operator import ne
 from typing import cast
 
-from collectors.frames import SCHEMA_KIND, Frame, Schema, Section
-from collectors.values import decode_values, encode_delta_b64, encode_whole_b64
-
-# Values go whole every this many frames (and when a schema changes), as deltas between:
-# a decoder that lost a delta's base places that section again within this many frames.
-FULL_EVERY = 10
+from collectors.frames import Frame, Section
+from collectors.probe_fast import Encoder, b64_rows, decimal_rows
+from collectors.values import decode_values
 
 # The counter files the fast probe sends by position (the rest of sysfs stays text).
 COUNTER_KINDS = {"sysnet": "sysnet_counters", "sysib": "sysib_counters"}
@@ -80,7 +75,7 @@ def section_values(
     schema = section.schema
     if schema is None:
         return {}, []
-    if section.values is not None:  # as its stream decoded it (a delta has no line)
+    if section.values is not None:  # as its stream decoded it (binary has no line)
         vals, warnings = section.values.vals, section.values.warnings
     else:
         vals, warnings = decode_values(section.text, schema.names)
@@ -102,25 +97,31 @@ def keyed_values(keys: tuple[str, ...], vals: list[int | None]) -> dict[str, int
     return out
 
 
+class _Into:
+    """What the probe's encoder writes to (its Sections' ``add``), as a Frame's sections."""
+
+    def __init__(self, frame: Frame) -> None:
+        self.frame = frame
+
+    def add(self, kind: str, subj: str, rns: int, st: str, det: str, lines: list[bytes]) -> bool:
+        text = b"\n".join(lines).decode()
+        self.frame.sections.append(
+            Section(kind, None if subj == "-" else subj, rns or None, st, det or None, text)
+        )
+        return True
+
+
 class StructuredEncoder:
     """One stream's structured encoding of text frames (what the fast probe sends).
 
     ``ethtool_S`` text becomes values against a schema of its names; the counter lines
     of ``sysnet``/``sysib`` move into ``*_counters`` sections. A schema is sent in the
-    first frame that needs it and again, under a new id, when its names change. Values
-    go whole in a stream's first frame, when a schema changes and every ``full_every``
-    frames; in between, as deltas: the values that moved since the section's last frame
-    (``full_every=1``: always whole).
+    first frame that needs it and again, under a new id, when its names change; values go
+    whole in every frame.
     """
 
-    def __init__(self, full_every: int = FULL_EVERY) -> None:
-        self._sids: dict[tuple[str, str | None], Schema] = {}
-        self._next = 1
-        self.full_every = max(1, full_every)
-        # (kind, subject) -> the schema id, frame seq and values last sent.
-        self._sent: dict[tuple[str, str | None], tuple[int, int, list[str]]] = {}
-        self._seq = 0
-        self._full = True
+    def __init__(self) -> None:
+        self._enc = Encoder()
         self._ioctls = 0
         # Per sysnet/sysib: the slow lines last sent in its *_slow section, and the text of
         # the last *_slow section the frames brought (the GID tables), sent with them.
@@ -129,9 +130,6 @@ class StructuredEncoder:
 
     def encode(self, frame: Frame) -> Frame:
         out = Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, event=frame.event)
-        if not frame.event:
-            self._seq = frame.seq
-            self._full = self._full or frame.seq % self.full_every == 0
         probe = None
         # Slow files go apart only where the frame says whether it is a slow one (as the
         # probes' frames do): "slow 1" or "slow 0" in its probe section.
@@ -180,19 +178,7 @@ class StructuredEncoder:
                 s.detail,
                 f"{s.text}\nethtool_ioctls {self._ioctls}",
             )
-        self._full = False
         return out
-
-    def _schema(self, out: Frame, kind: str, subject: str | None, names: list[str]) -> Schema:
-        key = (kind, subject)
-        schema = self._sids.get(key)
-        if schema is None or list(schema.names) != names:
-            schema = self._sids[key] = Schema(self._next, kind, tuple(names))
-            self._next += 1
-            out.sections.append(
-                Section(SCHEMA_KIND, str(schema.sid), None, "ok", f"for={kind}", "\n".join(names))
-            )
-        return schema
 
     def _values(
         self,
@@ -205,28 +191,13 @@ class StructuredEncoder:
     ) -> None:
         """``binary``: as the probe sends what an ioctl read (``enc=b64``: every value a
         number), else in decimal."""
-        schema = self._schema(out, kind, s.subject, names)
-        key = (kind, s.subject)
-        last = self._sent.get(key)
-        self._sent[key] = (schema.sid, self._seq, vals)
-        detail = f"schema={schema.sid}" + (" enc=b64" if binary else "")
-        text = None
-        if (
-            not self._full
-            and last is not None
-            and last[0] == schema.sid
-            and len(last[2]) == len(vals)
-        ):
-            moved = list(compress(count(), map(ne, vals, last[2])))
-            if 2 * len(moved) <= len(vals):
-                detail += f" base={last[1]}"
-                if binary:
-                    text = encode_delta_b64(moved, [int(vals[i]) for i in moved])
-                else:
-                    text = " ".join(f"{i} {vals[i]}" for i in moved)
-        if text is None:  # whole: made only when no delta goes
-            text = encode_whole_b64(list(map(int, vals))) if binary else " ".join(vals)
-        out.sections.append(Section(kind, s.subject, s.read_ns, "ok", detail, text))
+        rows = (
+            b64_rows(list(map(int, vals))) if binary else decimal_rows([v.encode() for v in vals])
+        )
+        subj = s.subject or "-"
+        self._enc.values(
+            _Into(out), kind, subj, s.read_ns or 0, [n.encode() for n in names], rows, binary
+        )
 
     def _ethtool(self, out: Frame, s: Section) -> None:
         names: list[str] = []

@@ -13,13 +13,11 @@ never a rate, an event count or a spike in the history's max tiers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import is_not, itemgetter
 from typing import Any
 
-from collectors.normalize import ETHTOOL_MAP, IB_HW_MAP, IB_PORT_MAP, NETDEV_MAP, Src
+from collectors.normalize import FEEDS, Feed
 from collectors.numbers import ALL_ONES
 from collectors.samples import (
     SLOW_SOURCE,
@@ -111,37 +109,8 @@ _PACKETS_OF_BYTES_RATES: tuple[tuple[str, str, str], ...] = (
 _INF = math.inf
 
 
-# (normalized metric, the drivers its source is read for; None: any driver)
-Feed = tuple[str, frozenset[str] | None]
-
-
-def _feeds_index() -> dict[str, dict[str, tuple[Feed, ...]]]:
-    """Per counter source, the normalized metrics each raw name feeds (collectors.normalize)."""
-    tables = {
-        "ethtool": ETHTOOL_MAP,
-        "ib_port": IB_PORT_MAP,
-        "ib_hw": IB_HW_MAP,
-        "netdev": NETDEV_MAP,
-    }
-    out: dict[str, dict[str, tuple[Feed, ...]]] = {}
-    for source, table in tables.items():
-        feeds: dict[str, list[Feed]] = {}
-        for metric, srcs in table.items():
-            for src in srcs:
-                for name in _src_names(src):
-                    feeds.setdefault(name, []).append((metric, src.drivers))
-        out[source] = {name: tuple(fs) for name, fs in feeds.items()}
-    return out
-
-
-def _src_names(src: Src) -> tuple[str, ...]:
-    if src.per_prio:
-        return tuple(n for names in src.per_prio for n in names)
-    return src.names
-
-
-# Built once: only a tick with an all-ones read looks into it.
-_FEEDS = _feeds_index()
+_FEEDS = FEEDS  # which raw names feed which metric: collectors.normalize, derived once
+_NO_FEEDS: dict[str, tuple[Feed, ...]] = {}
 _NONE: frozenset[str] = frozenset()
 
 
@@ -272,7 +241,7 @@ class _Baseline:
     inference: dict[str, _InferenceBase]
     cpu_throttle: int | None
     held: dict[str, dict[str, _Held]] = field(default_factory=dict)  # link id -> name -> held
-    shapes: dict[str, _Shape] = field(default_factory=dict)  # link id -> what it read
+    tables: dict[str, _Table] = field(default_factory=dict)  # link id -> how it made rates
 
 
 def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
@@ -568,81 +537,15 @@ _Plan = tuple[tuple[str, int, bool], ...]
 
 
 @dataclass(slots=True)
-class _Moved:
-    """What _moved_rates needs of a plan, made once per plan."""
+class _Table:
+    """How one link's metrics become rates while they are the same names of the same types
+    tick after tick: their rate names and bounds, in order (``plan``), and whether the last
+    tick's values were judged clean (none read all-ones: an unchanged one is rate 0)."""
 
-    zero: dict[str, RateValue]  # every rate name of the plan, in its order (values: any)
-    scalars: tuple[int, ...]  # the plan's int counters: their indices ...
-    pick: Callable[[Sequence[Any]], tuple[Any, ...]]  # ... and their values, in one C call
-    prios: tuple[int, ...]  # the indices of the per-priority counters
-
-
-def _moved_of(plan: _Plan) -> _Moved:
-    scalars = tuple(i for i, step in enumerate(plan) if step[2])
-    pick: Callable[[Sequence[Any]], tuple[Any, ...]]
-    if len(scalars) > 1:
-        pick = itemgetter(*scalars)
-    elif scalars:  # itemgetter of one index gives the value, not a tuple
-        pick = itemgetter(scalars[0], scalars[0])
-    else:
-        pick = _no_values
-    prios = tuple(i for i, step in enumerate(plan) if not step[2])
-    return _Moved(dict.fromkeys([step[0] for step in plan], 0.0), scalars, pick, prios)
-
-
-def _no_values(values: Sequence[Any]) -> tuple[Any, ...]:
-    return ()
-
-
-@dataclass(slots=True)
-class _Shape:
-    """What one read of a link held, kept so that the next tick compares against it."""
-
-    sample: LinkSample  # the read it describes
-    counter_names: dict[str, list[str]]  # source -> raw names, in the read's order
-    feed_names: dict[str, tuple[str, ...]]  # source -> those of them a metric is made of
-    feed_pickers: dict[str, _Pick | None]  # source -> reads those (None: there are none)
-    metric_names: list[str]
-    metric_types: tuple[type, ...]
+    names: list[str]
+    types: tuple[type, ...]
     plan: _Plan | None  # None: a metric outside the vocabulary, or neither int nor dict
-    plain: bool  # _plain_rates made its rates: none of its metrics reads all-ones
-    values: list[Any]  # the metrics' values, in the read's order
-    moved: _Moved | None  # of ``plan``
-
-
-_NO_NAMES: dict[str, tuple[str, ...]] = {}
-_NO_LISTS: dict[str, list[str]] = {}
-
-# The values of a source's feeds, as one tuple (one C call: the usual tick looks at them all).
-_Pick = Callable[[dict[str, int]], tuple[int, ...]]
-
-
-def _pickers(feeds_of: dict[str, tuple[str, ...]]) -> dict[str, _Pick | None]:
-    out: dict[str, _Pick | None] = {}
-    for source, feeds in feeds_of.items():
-        if len(feeds) == 1:  # itemgetter of one name gives the value, not a tuple
-            feeds = (feeds[0], feeds[0])
-        out[source] = itemgetter(*feeds) if feeds else None
-    return out
-
-
-def _feed_names(source: str, names: list[str]) -> tuple[str, ...]:
-    """The raw names of ``names`` that feed a normalized metric (any driver)."""
-    feeds = _FEEDS.get(source)
-    if feeds is None or source == SLOW_SOURCE:
-        return ()
-    return tuple(n for n in names if n in feeds)
-
-
-def _has_ones(cur: LinkSample, prev: LinkSample) -> bool:
-    """Whether a raw counter that has a rate to make (read before too) reads all-ones."""
-    for source, counters in cur.counters.items():
-        pcounters = prev.counters.get(source)
-        if pcounters is None or source == SLOW_SOURCE or ALL_ONES.isdisjoint(counters.values()):
-            continue
-        if any(v in ALL_ONES and n in pcounters for n, v in counters.items()):
-            return True
-    return False
+    clean: bool
 
 
 def _plan(names: Sequence[str], types: tuple[type, ...]) -> _Plan | None:
@@ -662,7 +565,6 @@ def _plain_rates(
     limits: Limits,
     inv_dt: float,
     pclean: bool,
-    moved: _Moved | None = None,
 ) -> dict[str, RateValue] | None:
     """The normalized counters' rates when nothing is in doubt; None as soon as one is.
 
@@ -671,11 +573,8 @@ def _plain_rates(
     (this function said so on their own tick). The checks are those of _link_rates'
     per-counter loop, which takes the link over on None (a reset, a glitch, a priority
     gone) and judges it counter by counter. This one is the common tick, so it is kept to
-    few operations. With ``moved`` (pclean, and ``metrics`` the values of the plan's types
-    as far as they are not ``pmetrics``' very objects: lists), see _moved_rates.
+    few operations.
     """
-    if moved is not None:
-        return _moved_rates(plan, moved, metrics, pmetrics, limits, inv_dt)  # type: ignore[arg-type]
     rates: dict[str, RateValue] = {}
     for (rname, kind, scalar), v, pv in zip(plan, metrics, pmetrics):  # noqa: B905 (strict= is a keyword parse per call)
         if pclean and v == pv:
@@ -736,58 +635,6 @@ def _prio_rates(
     return per
 
 
-def _moved_rates(
-    plan: _Plan,
-    moved: _Moved,
-    values: list[Any],
-    pvalues: list[Any],
-    limits: Limits,
-    inv_dt: float,
-) -> dict[str, RateValue] | None:
-    """_plain_rates on a tick after one whose rates it made (pclean), the names those of
-    ``plan`` in both reads: the same rates, or None where it would give None (or where a
-    value is not of the plan's type: the caller then looks at the types).
-
-    Most int counters do not move between ticks, and an unchanged one is most often the very
-    int object of the read before (the decoder keeps what did not change; small ints are
-    cached): such a one, of the type and judged clean last tick, has the rate 0, which
-    ``moved.zero`` holds already. Those are found in one C pass; the rest, and every
-    per-priority counter (a new dict each read), are judged here as _plain_rates does.
-    """
-    rates = moved.zero.copy()  # every rate of the plan at 0.0, in the plan's order
-    pick = moved.pick
-    for i in compress(moved.scalars, map(is_not, pick(values), pick(pvalues))):
-        v = values[i]
-        if v.__class__ is not int:  # (an unchanged one is last tick's object: an int)
-            return None
-        rname, kind, _ = plan[i]
-        d = v - pvalues[i]
-        if 0 <= d <= limits[kind] and v not in ALL_ONES:
-            if d:
-                rates[rname] = d * inv_dt
-            continue
-        return None
-    for i in moved.prios:
-        v, pv = values[i], pvalues[i]
-        if v.__class__ is not dict:
-            return None
-        rname, kind, _ = plan[i]
-        if v is pv or v == pv:  # nothing counted; that value was judged clean on its own tick
-            if v:
-                rates[rname] = dict.fromkeys(v, 0.0)
-            else:
-                del rates[rname]
-            continue
-        per = _prio_rates(v, pv, limits[kind], inv_dt)
-        if per is None:
-            return None
-        if per:
-            rates[rname] = per
-        else:  # no priority read both times: no rate
-            del rates[rname]
-    return rates
-
-
 def _eager_raw_rates(
     counters: dict[str, int],
     pcounters: dict[str, int],
@@ -821,75 +668,45 @@ def _link_rates(
     dt: float,
     held: dict[str, _Held] | None,
     events_per_s: float,
-    pshape: _Shape | None = None,
-) -> tuple[LinkRates, dict[str, _Held] | None, _Shape | None]:
+    table: _Table | None = None,
+) -> tuple[LinkRates, dict[str, _Held] | None, _Table | None]:
     """Rates of one link against its previous reading.
 
-    Also returns what to hold for the next tick, and what ``cur`` read, for the next tick
-    to compare against (``pshape``: the same of ``prev``, from its own tick).
+    Also returns what to hold for the next tick, and how ``cur``'s metrics became rates,
+    for the next tick (``table``: the same of ``prev``, from its own tick).
     """
     if prev is None:
         return LinkRates(rates={}, raw={}), None, None
-    if pshape is not None and pshape.sample is not prev:
-        pshape = None
     # every field given: a default factory is a call per list, per link and tick
     lr = LinkRates({}, None, False, [], [], [], [], None, [], dt)
     inv_dt = 1.0 / dt
     reset = lr.norm_reset
     ones: list[tuple[str, str, bool]] = []  # (source, raw name, read all-ones before too)
 
-    # Of the raw counters (hundreds per mlx5 port), each tick looks at their names (the same
-    # as last time?) and at the values of those that feed a metric (all-ones?). The rest
+    # Of the raw counters (hundreds per mlx5 port) each tick looks at whether their names
+    # are last tick's (else a metric may have moved to another source) and, in one pass in
+    # C, whether one reads all-ones (a glitched or saturated read: then which). The rest
     # waits for raw_rates (the link detail), which judges every counter itself.
     counters_of, pcounters_of = cur.counters, prev.counters
-    pnames_of = _NO_LISTS if pshape is None else pshape.counter_names
-    pfeeds_of = _NO_NAMES if pshape is None else pshape.feed_names
-    names_of: dict[str, list[str]]
-    feeds_of: dict[str, tuple[str, ...]]
-    # The usual tick: last tick's raw names, in its order (the same name objects, so one
-    # compare of lists: a list is made and compared in about half the time of a tuple),
-    # and no counter a metric is made of at all-ones. Known so, the tick keeps last tick's
-    # tables.
-    same_names = False
-    if pshape is not None and len(counters_of) == len(pnames_of):
-        same_names = True
-        pick_of = pshape.feed_pickers
-        # One layout (collectors.samples.LinkSample.layout): the names are last tick's.
-        known = cur.layout is not None and cur.layout is prev.layout
-        for source, counters in counters_of.items():
-            if not known and list(counters) != pnames_of.get(source):
-                same_names = False
-                break
-            pick = pick_of[source]
-            if pick is not None and not ALL_ONES.isdisjoint(pick(counters)):
-                same_names = False
-                break
-    if same_names:
-        names_of, feeds_of = pnames_of, pfeeds_of
-    else:
-        names_of, feeds_of = {}, {}
-        # The same raw names in both reads: no metric moved to another source.
-        same_names = len(counters_of) == len(pcounters_of)
-        for source, counters in counters_of.items():
-            names = list(counters)
-            pnames = pnames_of.get(source)
-            pcounters = pcounters_of.get(source)
-            if names == pnames:
-                names, feeds = pnames, pfeeds_of[source]
-            else:
-                feeds = _feed_names(source, names)
-                if same_names:
-                    same_names = pcounters is not None and counters.keys() == pcounters.keys()
-            names_of[source], feeds_of[source] = names, feeds
-            if pcounters is None:
-                same_names = False
-            elif feeds and not ALL_ONES.isdisjoint(map(counters.__getitem__, feeds)):
-                for name in feeds:
-                    value = counters[name]
-                    if value in ALL_ONES:
-                        pvalue = pcounters.get(name)
-                        if pvalue is not None:
-                            ones.append((source, name, value == pvalue))  # glitch or stuck
+    same_names = len(counters_of) == len(pcounters_of)
+    any_ones = False  # a raw counter read before reads all-ones (every counter in doubt)
+    for source, counters in counters_of.items():
+        pcounters = pcounters_of.get(source)
+        if pcounters is None:
+            same_names = False
+            continue
+        if same_names and counters.keys() != pcounters.keys():
+            same_names = False
+        if source == SLOW_SOURCE or ALL_ONES.isdisjoint(counters.values()):
+            continue
+        feeds = _FEEDS.get(source, _NO_FEEDS)
+        for name, value in counters.items():
+            if value in ALL_ONES:
+                pvalue = pcounters.get(name)
+                if pvalue is not None:
+                    any_ones = True
+                    if name in feeds:
+                        ones.append((source, name, value == pvalue))  # glitch or stuck
     stuck_raw = _stuck_legacy(cur, prev) if cur.saturated else []
     lr.raw_inputs = (counters_of, pcounters_of, inv_dt, stuck_raw)
 
@@ -901,44 +718,29 @@ def _link_rates(
     held_out: dict[str, _Held] = {}
     sat_norm: list[str] = []
     # With an all-ones read or a held counter on the link, every counter gets a careful look.
-    # (Known so far: those that feed a metric. Other raw counters reading all-ones change
-    # no rate _plain_rates makes, so they are looked for only when it makes none.)
     slow = bool(ones) or bool(held)
     metrics, pmetrics = cur.metrics, prev.metrics
     switched = _NONE if same_names else _switched_feeds(cur, prev)
     mnames = list(metrics)
     values = list(metrics.values())
-    # (a finite 1/dt: 0 x inv_dt is then 0.0, as _plain_rates takes it to be)
-    plain_ok = not (slow or switched) and 0.0 < inv_dt < _INF
-    plain = None
-    moved = None
-    if pshape is not None and mnames == pshape.metric_names:
-        # The usual tick: the same metrics as last tick, whose rates _plain_rates made
-        # (its values' types are then the plan's).
-        moved = pshape.moved
-        if plain_ok and pshape.plain and moved is not None:
-            plain = _plain_rates(
-                pshape.plan or (), values, pshape.values, limits, inv_dt, True, moved
-            )
-    if plain is not None:
-        mnames, mtypes, plan = pshape.metric_names, pshape.metric_types, pshape.plan  # type: ignore[union-attr]
+    mtypes = tuple(map(type, values))
+    # The usual tick: the same metrics of the same types as last tick, with last tick's
+    # plan (and, when its values were judged clean, an unchanged value is rate 0).
+    if table is not None and mnames == table.names and mtypes == table.types:
+        aligned, pclean, plan = True, table.clean, table.plan
     else:
-        mtypes = tuple(map(type, values))
-        if pshape is not None and mnames == pshape.metric_names and mtypes == pshape.metric_types:
-            aligned, pclean = True, pshape.plain
-            mnames, mtypes, plan = pshape.metric_names, pshape.metric_types, pshape.plan
-        else:
-            aligned = mnames == list(pmetrics) and mtypes == tuple(map(type, pmetrics.values()))
-            pclean = False
-            plan = _plan(mnames, mtypes)
-            moved = None if plan is None else _moved_of(plan)
-        if plan is not None and aligned and plain_ok:
-            plain = _plain_rates(plan, values, pmetrics.values(), limits, inv_dt, pclean)
+        aligned = mnames == list(pmetrics) and mtypes == tuple(map(type, pmetrics.values()))
+        pclean = False
+        plan = _plan(mnames, mtypes)
+    plain = None
+    # (a finite 1/dt: 0 x inv_dt is then 0.0, as _plain_rates takes it to be)
+    if plan is not None and aligned and not (slow or switched) and 0.0 < inv_dt < _INF:
+        plain = _plain_rates(plan, values, pmetrics.values(), limits, inv_dt, pclean)
     if plain is not None:
         rates = lr.rates = plain
     else:
         rates = lr.rates
-        slow = slow or _has_ones(cur, prev)
+        slow = slow or any_ones
         rate_caps = (_INF, *(lim * inv_dt for lim in limits[1:]))
         for name, metric in metrics.items():
             rk = _RATE_KIND.get(name)
@@ -1032,17 +834,7 @@ def _link_rates(
             lr.saturated.append(name)
 
     _derive(rates)
-    if pshape is not None and names_of is pnames_of and mnames is pshape.metric_names:
-        # The usual tick: last tick's tables describe this read too. Its shape (of the
-        # baseline this tick replaces: nothing else holds it) takes the rest, not a new one.
-        pshape.sample, pshape.values, pshape.plain = cur, values, plain is not None
-        pshape.metric_types, pshape.plan, pshape.moved = mtypes, plan, moved
-        return lr, held_out or None, pshape
-    pickers = pshape.feed_pickers if pshape and names_of is pnames_of else _pickers(feeds_of)
-    shape = _Shape(
-        cur, names_of, feeds_of, pickers, mnames, mtypes, plan, plain is not None, values, moved
-    )
-    return lr, held_out or None, shape
+    return lr, held_out or None, _Table(mnames, mtypes, plan, plain is not None)
 
 
 def _raw_rates(lr: LinkRates) -> dict[str, dict[str, float]]:
@@ -1151,22 +943,22 @@ class RateEngine:
 
         links: dict[str, LinkRates] = {}
         held: dict[str, dict[str, _Held]] = {}
-        shapes: dict[str, _Shape] = {}
+        tables: dict[str, _Table] = {}
         notes: list[str] = []
-        pshapes = prev.shapes
+        ptables = prev.tables
         for lid, link in sample.links.items():
             plink = prev.links.get(lid)
-            lr, hold, shape = _link_rates(
+            lr, hold, table = _link_rates(
                 link,
                 plink,
                 _read_interval(link, plink, dt, stepped),
                 prev.held.get(lid),
                 self.events_per_s,
-                pshapes.get(lid),
+                ptables.get(lid),
             )
             links[lid] = lr
-            if shape is not None:
-                shapes[lid] = shape
+            if table is not None:
+                tables[lid] = table
             if hold:
                 held[lid] = hold
             if lr.confirmed:
@@ -1180,7 +972,7 @@ class RateEngine:
                 cpu = (n - pn) * inv_dt
             else:
                 notes.append("counter glitch ignored on CPU thermal throttle count")
-        inference = self._rebaseline(sample, prev.inference, held, shapes)
+        inference = self._rebaseline(sample, prev.inference, held, tables)
         count = self._glitches.get(host, 0) + len(notes)
         if notes:
             self._glitches[host] = count
@@ -1205,7 +997,7 @@ class RateEngine:
         sample: HostSample,
         prev: dict[str, _InferenceBase],
         held: dict[str, dict[str, _Held]],
-        shapes: dict[str, _Shape],
+        tables: dict[str, _Table],
     ) -> dict[str, dict[str, float | None]]:
         """Make ``sample`` the new baseline; return its inference rates against ``prev``."""
         bases: dict[str, _InferenceBase] = {}
@@ -1236,7 +1028,7 @@ class RateEngine:
             bases,
             sample.cpu_throttle_count,
             held,
-            shapes,
+            tables,
         )
         return rates
 

@@ -4,7 +4,6 @@ gives: saturation read from the values by position, all links' metrics made in o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -84,28 +83,3 @@ def test_a_link_whose_metrics_fail_is_said_at_its_place(
     assert f"n5: link {link_id}: error: ValueError: broken on purpose" in at_once.warnings
     assert at_once.links[link_id].metrics == {}
     assert all(link.metrics for lid, link in at_once.links.items() if lid != link_id)
-
-
-def test_only_the_metrics_of_moved_counters_are_made_again(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A kept shape makes again only the metrics whose counters moved since last tick; a
-    metric that goes (a sum beyond 64 bits) or comes back makes them all, in their order."""
-    huge = {"mlx5_2/ports/1/counters/port_rcv_data": str(2**63)}  # x 4: beyond 64 bits
-    gone_ticks = {5, 6, 9}
-    again = 0
-    real = asm._moved_metrics
-
-    def moved_metrics(*args: Any) -> Any:
-        nonlocal again
-        got = real(*args)
-        again += got is not None
-        return got
-
-    monkeypatch.setattr(asm, "_moved_metrics", moved_metrics)
-    for n, f in enumerate(_stream(14)):
-        g = _set(f, "sysib_counters", huge) if n in gone_ticks else f
-        got = assemble("n6", g)
-        assert repr(got) == _fresh("n6", g), n
-        assert ("rx_bytes" in got.links["mlx5_2/1"].metrics) == (n not in gone_ticks)
-    assert again > 5 * 5  # most ticks, most links: only what moved was made again

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import random
 
-import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import collectors.assemble as asm
 from collectors.assemble import assemble
 from collectors.frames import Frame, FrameDecoder, Section, render_frame
 from collectors.parsers.sysfs import parse_sysnet
-from collectors.structured import FULL_EVERY, StructuredEncoder
+from collectors.structured import StructuredEncoder
 from collectors.text import has_control
-from collectors.values import decode_changed, decode_values, values_line
+from collectors.values import values_line
 from fabtop.config import HostConfig
 from fabtop.core.pipeline import Pipeline
 from fabtop.core.rules import make_evaluator
@@ -24,16 +22,15 @@ from fabtop.sim import Fabric
 from fabtop.sim import HostConfig as SimHostConfig
 
 
-def _stream(ticks: int, seed: int = 0, full_every: int = FULL_EVERY) -> list[Frame]:
+def _stream(ticks: int, seed: int = 0) -> list[Frame]:
     """Structured frames of a 2-port mlx5 + IB host, slow sections carried as the pipeline
-    carries them; NIC temperatures move from tick to tick, slow ticks come every 60 s.
-    ``full_every=1``: every section's values whole in its text (to spoil them)."""
+    carries them; NIC temperatures move from tick to tick, slow ticks come every 60 s."""
     fab = Fabric(
         [SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2), SimHostConfig("n2")], seed=seed
     )
     dec, enc, wire_dec, pipe = (
         FrameDecoder(),
-        StructuredEncoder(full_every),
+        StructuredEncoder(),
         FrameDecoder(),
         Pipeline(),
     )
@@ -107,7 +104,7 @@ def test_a_kept_shape_gives_what_a_new_build_gives() -> None:
 
 def test_hostile_values_and_temperatures_give_what_a_new_build_gives() -> None:
     rng = random.Random(7)
-    for f in _stream(60, seed=3, full_every=1):
+    for f in _stream(60, seed=3):
         g = _spoil(f, rng)
         assert repr(assemble("n2", g)) == _fresh("n2", g), g.seq
 
@@ -225,42 +222,12 @@ _TOKEN = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.lists(_TOKEN, min_size=3, max_size=3), min_size=1, max_size=6),
-    st.lists(st.integers(0, 2), min_size=6, max_size=6),
-)
-def test_reading_only_what_changed_gives_what_reading_all_gives(
-    lines: list[list[str]], keep_same: list[int]
-) -> None:
-    names = ("a", "b", "c")
-    last = None
-    prev: list[str] | None = None
-    for line, same in zip(lines, keep_same, strict=False):
-        if prev is not None and same:  # most tokens as last tick's: the path that reuses
-            line = [*prev[:same], *line[same:]]
-        text = " ".join(line)
-        vals, warnings, last, _ = decode_changed(text, names, last)
-        assert (vals, warnings) == decode_values(text, names)
-        prev = line
-
-
-@pytest.mark.parametrize(
-    "texts", [["1 2 3", "1 2 4", "1 2 4", "1 - 4", "1 2 4"], ["1 2\n3", "1 2 3", "5 2 3"]]
-)
-def test_reading_only_what_changed_on_plain_lines(texts: list[str]) -> None:
-    last = None
-    for t in texts:
-        vals, warnings, last, _ = decode_changed(t, ("a", "b", "c"), last)
-        assert (vals, warnings) == decode_values(t, ("a", "b", "c"))
-
-
 def test_nic_temperatures_follow_the_text_every_tick() -> None:
     """Temperatures are read as values (the shape holds while they move): each tick's are
     those the sysfs parser reads from that tick's whole text, hottest sensor first."""
     rng = random.Random(11)
     seen = set()
-    for f in _stream(40, full_every=1):
+    for f in _stream(40):
         g = _spoil(f, rng)
         text = "\n".join(s.text for s in g.sections if s.kind in ("sysnet", "sysnet_slow"))
         records = parse_sysnet(text).netdevs
@@ -300,7 +267,7 @@ def test_slow_sections_are_carried_last_in_one_order() -> None:
 
 def test_a_value_not_read_then_read_again() -> None:
     """A counter the probe could not read ("-": no key) and read again next tick."""
-    frames = _stream(26, full_every=1)
+    frames = _stream(26)
     for n, f in enumerate(frames):
         secs = []
         for s in f.sections:

@@ -306,9 +306,7 @@ def test_driver_names_cannot_start_a_frame_line_and_a_growing_count_is_read_agai
     assert vals == (1000, 1001, 1002, 1003, 1004)
     # Sent as the fast probe sends them: a schema of names, then values by position.
     out = pf.Sections(1 << 20, 1 << 24)
-    probe = pf.Probe.__new__(pf.Probe)
-    probe.schemas, probe.nsid, probe.sent, probe.full, probe.seq = {}, 0, {}, True, 1
-    pf.Probe.values(probe, out, "ethtool_S", "eth2", 7, names, vals, None)
+    pf.Encoder().values(out, "ethtool_S", "eth2", 7, names, pf.b64_rows(vals), True)
     wire = b"\n".join([b"@@fabtop-frame 1 1 1.00 1.000", *out.out, b"@@end 1", b""])
     dec = FrameDecoder()
     (frame,) = dec.feed(wire)

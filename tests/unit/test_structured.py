@@ -261,11 +261,9 @@ def test_a_values_section_cut_by_a_cap_is_said_and_costs_that_section() -> None:
     from collectors import probe_fast as pf
 
     out = pf.Sections(4096, 1 << 20)
-    probe = pf.Probe.__new__(pf.Probe)
-    probe.schemas, probe.nsid, probe.sent, probe.full, probe.seq = {}, 0, {}, True, 1
     names = [b"c%d" % i for i in range(400)]
     vals = tuple(10**15 + i for i in range(400))  # 4.3 kB of base64: over the cap
-    pf.Probe.values(probe, out, "ethtool_S", "eth0", 5, names, vals, None)
+    pf.Encoder().values(out, "ethtool_S", "eth0", 5, names, pf.b64_rows(vals), True)
     wire = b"\n".join(
         [
             b"@@fabtop-frame 1 1 1.00 1.000",
