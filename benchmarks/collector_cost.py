@@ -2,7 +2,7 @@
 
 A simulated 2-port ConnectX (mlx5) host with an IB port and 8 GPUs (fabtop.sim frames,
 evolved from the real captures) is fed through the same FabricState the dashboard uses.
-Goal (issue 13): <= 0.5 ms per host-tick on the fast probe's structured frames;
+Goal (issue 28): <= 0.6 ms per host-tick on the fast probe's structured frames;
 the sh probe's text frames are measured beside them.
 
     .venv/bin/python benchmarks/collector_cost.py [--ticks 600]
@@ -127,8 +127,8 @@ def main() -> None:
     print(
         f"collector cost per host-tick ({ns.ticks} ticks; host with {len(s.links)} links, "
         f"{len(s.gpus)} GPUs; wire bytes per tick after the first frame, mean: "
-        f"{sum(map(len, fast[1:])) // max(1, len(fast) - 1)} fast probe (whole values "
-        f"every 10th frame, deltas between), "
+        f"{sum(map(len, fast[1:])) // max(1, len(fast) - 1)} fast probe (values whole, "
+        f"ethtool's in binary), "
         f"{sum(map(len, text[1:])) // max(1, len(text) - 1)} sh probe):"
     )
     got = {}
@@ -145,8 +145,8 @@ def main() -> None:
     print(
         f"  collector_ms_per_host_tick {total:.3f} fast probe, "
         f"{got['sh probe (text)']['total']:.3f} sh probe "
-        f"(decode+assemble+rates+history+rules; fast-probe goal <= 0.5 ms: "
-        f"{'met' if total <= 0.5 else 'NOT met'})"
+        f"(decode+assemble+rates+history+rules; fast-probe goal <= 0.6 ms: "
+        f"{'met' if total <= 0.6 else 'NOT met'})"
     )
 
 
