@@ -32,13 +32,20 @@ from fabtop.sim import Fabric  # noqa: E402
 from fabtop.sim import HostConfig as SimHostConfig  # noqa: E402
 
 
-def frames(ticks: int, structured: bool = False) -> list[bytes]:
-    """Wire text of ``ticks`` consecutive 1 Hz frames of one 8-GPU host.
+def frames(ticks: int, structured: bool = False, ports: int = 2) -> list[bytes]:
+    """Wire text of ``ticks`` consecutive 1 Hz frames of one host (``ports`` mlx5 ports;
+    with 2, an IB port and 8 GPUs besides).
 
     ``structured``: as the fast probe sends them (counters by position against schemas
     sent once, collectors/structured.py); else as the sh probe sends them (text).
     """
-    fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=8), SimHostConfig("n2")])
+    many = ports != 2
+    fab = Fabric(
+        [
+            SimHostConfig("n1", roce_ports=ports, ib_port=not many, gpus=0 if many else 8),
+            SimHostConfig("n2"),
+        ]
+    )
     host = fab.hosts["n1"]
     text = [host.frame(30.0 + i, 1.0).encode() for i in range(ticks)]
     if not structured:
@@ -141,6 +148,14 @@ def main() -> None:
             f"rules {ms['rules']:.3f} ms; whole path {med:.3f} ms "
             f"(median of 5 passes, {lo:.3f}-{hi:.3f})"
         )
+    # Cost per port as a host has more of them (SR-IOV VFs, many netdevs): it should grow
+    # linearly. Frames of a host without GPUs or IB, N mlx5 ports, whole path.
+    curve = []
+    for ports in (8, 32, 128):
+        wire = frames(40, structured=True, ports=ports)
+        med, _, _ = whole_path(wire, repeats=3, warm=10)
+        curve.append(f"{ports} ports {med:.2f} ms ({1000 * med / ports:.0f} us per port)")
+    print(f"  ports curve (fast probe, whole path): {'; '.join(curve)}")
     total = got["fast probe (structured)"]["total"]
     print(
         f"  collector_ms_per_host_tick {total:.3f} fast probe, "

@@ -167,8 +167,11 @@ def _cleaned(frame: Frame, seen: int = 0) -> Frame:
     # Nearly always every header is printable ASCII, which clean() leaves as it is: one
     # look at all of them together instead of four calls per section.
     look = sections[: len(sections) - seen] if seen else sections
-    heads = " ".join([h for s in look for h in (s.kind, s.status, s.subject, s.detail) if h])
-    if len(heads) <= MAX_TEXT and heads.isascii() and heads.isprintable():
+    parts = [h for s in look for h in (s.kind, s.status, s.subject, s.detail) if h]
+    heads = " ".join(parts)
+    # (each header within clean()'s bound: a frame of hundreds of sections is longer than
+    # one header may be, and must not be cleaned header by header every tick for that)
+    if heads.isascii() and heads.isprintable() and max(map(len, parts), default=0) <= MAX_TEXT:
         return frame
     for i, s in enumerate(sections):
         kind, status = clean(s.kind), clean(s.status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import strategies as st
 
 import collectors.assemble as asm
@@ -311,3 +312,22 @@ def test_two_streams_of_one_host_keep_a_shape_each() -> None:
     assert len({id(m) for m, _ in shapes[1:]}) == 1
     assert len({id(f) for _, f in shapes[1:]}) == 1
     assert shapes[-1][0] is not shapes[-1][1]
+
+
+def test_a_frame_of_hundreds_of_clean_sections_is_not_cleaned_header_by_header(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A host of 128 ports sends about 400 sections: their headers together are longer
+    than one header may be, which once sent every header through clean() every tick; a
+    dirty header among them is still cleaned."""
+    secs = [Section("ethtool_i", f"eth{i}", 1, "ok", None, "driver: mlx5_core") for i in range(400)]
+    frame = Frame(1, 1, 1.0, 1.0, secs)
+    calls = []
+    real = asm.clean
+    monkeypatch.setattr(asm, "clean", lambda t, *a: calls.append(t) or real(t, *a))
+    assert asm._cleaned(frame) is frame and calls == []
+    dirty = Frame(
+        1, 1, 1.0, 1.0, [*secs, Section("ethtool_i", "eth\x1b]0;x\x07", 1, "ok", None, "")]
+    )
+    got = asm._cleaned(dirty)
+    assert got is not dirty and got.sections[-1].subject == "eth"
