@@ -73,30 +73,40 @@ class ProbeArgs:
 PROBE_KINDS = ("auto", "python", "sh")
 
 
+# What probe.sh carries to the node, each file's text on its own ``NAME=`` line (single-
+# quoted, so nothing is written on the node): the fast probe, the macOS probe, the sh
+# probe's awk program.
+CARRIED: tuple[tuple[str, str], ...] = (
+    ("FAB_PY", "probe_fast.py"),
+    ("FAB_ZSH", "probe_darwin.zsh"),
+    ("FAB_AWK", "probe.awk"),
+)
+
+
+def _package_text(name: str) -> str:
+    return importlib.resources.files("collectors").joinpath(name).read_text("utf-8")
+
+
 def fast_probe_source() -> str:
     """The fast probe's Python source (collectors/probe_fast.py), as it is sent."""
-    return importlib.resources.files("collectors").joinpath("probe_fast.py").read_text("utf-8")
+    return _package_text("probe_fast.py")
 
 
 @functools.cache
 def probe_script() -> str:
-    """The script sent to every host: probe.sh, carrying the fast probe in ``FAB_PY``.
+    """The script sent to every host: probe.sh with the files of ``CARRIED`` in it.
 
-    Which one runs is the ``probe=`` argument's choice on the node (probe.sh,
-    ``fab_python``): a host without python3 runs the sh probe from the same bytes.
+    Which probe runs is decided on the node (probe.sh: ``fab_darwin``, then the
+    ``probe=`` argument in ``fab_python``): a host without python3 runs the sh probe,
+    probe.sh and its awk, from the same bytes.
     """
-    sh = importlib.resources.files("collectors").joinpath("probe.sh").read_text("utf-8")
-    quoted = "'" + fast_probe_source().replace("'", "'\\''") + "'"
-    head, sep, rest = sh.partition("\nFAB_PY=\n")
-    if not sep:
-        raise RuntimeError("probe.sh has no FAB_PY= line")
-    zsh = importlib.resources.files("collectors").joinpath("probe_darwin.zsh").read_text("utf-8")
-    # The macOS probe (collectors/probe_darwin.zsh) in FAB_ZSH, on the line after FAB_PY.
-    if not rest.startswith("FAB_ZSH=\n"):
-        raise RuntimeError("probe.sh has no FAB_ZSH= line after FAB_PY=")
-    zquoted = "'" + zsh.replace("'", "'\\''") + "'"
-    tail = rest.removeprefix("FAB_ZSH=\n")
-    return f"{head}\nFAB_PY={quoted}\nFAB_ZSH={zquoted}\n{tail}"
+    lines = _package_text("probe.sh").split("\n")
+    for var, name in CARRIED:
+        at = [i for i, line in enumerate(lines) if line == f"{var}="]
+        if len(at) != 1:
+            raise RuntimeError(f"probe.sh needs one line {var}= to carry {name}")
+        lines[at[0]] = var + "='" + _package_text(name).replace("'", "'\\''") + "'"
+    return "\n".join(lines)
 
 
 def _check_dir(d: str, what: str) -> None:

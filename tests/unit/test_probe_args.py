@@ -1,7 +1,9 @@
-"""Probe arguments: the GPU field lists the probe is sent by default, the byte caps."""
+"""Probe arguments (the GPU field lists sent by default, the byte caps) and the script
+that carries the probe's files."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 from collectors.frames import MAX_FRAME_BYTES
 from collectors.parsers.nvidia_smi import FALLBACK_FIELDS, QUERY_FIELDS
 from collectors.probe import (
+    CARRIED,
     FRAME_BYTES,
     SECTION_BYTES,
     ProbeArgError,
@@ -20,6 +23,9 @@ from collectors.probe import (
     probe_script,
     remote_command,
 )
+from tests.conftest import REPO, skip_or_fail
+
+COLLECTORS = REPO / "collectors"
 
 
 def _word(argv: list[str], key: str) -> str:
@@ -79,3 +85,63 @@ def test_remote_command_is_one_shell_neutral_line() -> None:
     cmd = remote_command(ProbeArgs(interfaces=("eth0",)))
     assert cmd.startswith("exec sh -s -- ") and "\n" not in cmd
     assert len(cmd) < 2000
+
+
+@pytest.mark.parametrize(("var", "name"), CARRIED)
+def test_the_script_carries_each_file_byte_for_byte(var: str, name: str, tmp_path: Path) -> None:
+    # Single-quoted on its FAB_*= line, the text the node's shell holds is the file's.
+    # The last line (fab_main) swapped for a print of the variable: nothing else runs.
+    head, sep, _ = probe_script().rpartition('fab_main "$@"; exit')
+    assert sep
+    r = subprocess.run(
+        ["dash", "-s"],
+        input=f'{head}printf %s "${var}"\n'.encode(),
+        capture_output=True,
+        timeout=5,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0 and r.stdout == (COLLECTORS / name).read_bytes()
+
+
+def test_probe_sh_alone_refuses_to_start(tmp_path: Path) -> None:
+    # Without probe_script() the carried files are empty: a clear error, not an awk or
+    # python3 that runs an empty program and says nothing.
+    r = subprocess.run(
+        ["dash", "-s", "--", "probe=sh", "max_frames=1"],
+        input=(COLLECTORS / "probe.sh").read_bytes(),
+        capture_output=True,
+        timeout=5,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert r.returncode == 2 and r.stdout == b""
+    assert b"fabtop-probe: probe.sh alone" in r.stderr
+
+
+AWKS = {
+    "gawk --posix": ["gawk", "--posix"],
+    "mawk": ["mawk"],
+    "original-awk": ["original-awk"],
+    "busybox awk": ["busybox", "awk"],
+}
+
+
+@pytest.mark.parametrize("awk", list(AWKS))
+def test_probe_awk_is_portable_awk(awk: str) -> None:
+    # The sh probe's awk (collectors/probe.awk) runs under whatever awk the node has: a
+    # gawk extension or a mawk-only form fails here before it fails on a node.
+    argv = AWKS[awk]
+    if not shutil.which(argv[0]):
+        skip_or_fail(f"{argv[0]} not installed")
+    r = subprocess.run(
+        [*argv, "-f", str(COLLECTORS / "probe.awk")],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=5,
+    )
+    assert (r.returncode, r.stderr) == (0, b"")
+
+
+def test_probe_awk_fits_one_argument() -> None:
+    # fab_main gives it to awk as one command-line word: Linux caps one at 128 KiB.
+    assert len((COLLECTORS / "probe.awk").read_bytes()) < 128 * 1024
