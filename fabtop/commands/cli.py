@@ -1,5 +1,4 @@
-# PYTHON_ARGCOMPLETE_OK  (argcomplete's marker for global completion: keep in the first 1 KB)
-"""The ``fabtop`` command: the dashboard by default, plus headless subcommands.
+"""The ``fabtop`` command line: its parser, and the commands that need no dashboard.
 
     fabtop [HOSTS | -c FILE | --demo]            the dashboard
     fabtop snapshot [HOSTS | -c FILE] [-o FILE]  two frames, written atomically
@@ -13,6 +12,10 @@
 ``fabtop HOSTS...`` with no command word is the dashboard, which argparse subparsers
 cannot express next to positional hosts: the first word picks the parser here, and the
 help text, the "did you mean" check and shell completion read the one table below.
+
+The console script's entry is :mod:`tui.main`, above both packages: it parses with
+:func:`parse`, starts the dashboard itself (no word, ``replay``, ``serve``'s tabs) and
+hands every other word to :func:`run_headless`. Nothing here imports ``tui``.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ import difflib
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from collectors.numbers import parse_float, parse_int
 from collectors.text import clean
@@ -46,10 +49,12 @@ from fabtop.config import (
 from fabtop.run.demo import SCENARIOS, demo_config
 from fabtop.run.outputs import OutputError
 
-# Each subcommand imports its own module when it runs, and only the dashboard imports
-# tui: importing Textual costs about 0.7 s and the session machinery 0.4 s, which
-# ``fabtop diff`` and ``fabtop --help`` should not pay. Every such import is in main()
-# and the three helpers below it.
+if TYPE_CHECKING:
+    from fabtop.run.replay import Replay
+
+# Each subcommand imports its own module when it runs: importing Textual costs about
+# 0.7 s and the session machinery 0.4 s, which ``fabtop diff`` and ``fabtop --help``
+# should not pay. Every such import is in run_headless() and the helpers below it.
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,7 +392,7 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
 def man_parser() -> argparse.ArgumentParser:
     """The whole command line as one parser with subcommands, for ``make man`` only.
 
-    ``main`` never parses with it (subparsers cannot sit beside positional hosts); the
+    :func:`parse` never parses with it (subparsers cannot sit beside positional hosts); the
     man page generator (argparse-manpage) reads it, so the page comes from the same
     parsers and the same table as ``--help``.
     """
@@ -439,9 +444,13 @@ def looks_like_command(word: str, ssh_config: str | None = None) -> str | None:
     return close[0]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fabtop`` console script."""
-    args = list(sys.argv[1:] if argv is None else argv)
+def parse(argv: Sequence[str]) -> tuple[str | None, argparse.Namespace, list[str]]:
+    """The command word (None: the dashboard), its parsed options, and the words after it.
+
+    Exits, as argparse does, on what it answers itself: a shell's completion request,
+    ``--help``, ``--version`` and a bad command line (one line on stderr, exit 2).
+    """
+    args = list(argv)
     if "_ARGCOMPLETE" in os.environ:
         complete()  # the shell asks for completions: answers and exits
     cmd = args[0] if args and args[0] in SUBCOMMANDS else None
@@ -454,39 +463,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"fabtop -- {word}, or {word}={word})",
             file=sys.stderr,
         )
-        return EX_USAGE
-    ns = _parser(cmd).parse_args(args)
+        raise SystemExit(EX_USAGE)
+    return cmd, _parser(cmd).parse_args(args), args
+
+
+def guarded(command: Callable[[], int]) -> int:
+    """Run a command: bad input in one line and exit 2, Ctrl-C 130, a bug in one line 70."""
     try:
-        if cmd == "snapshot":
-            from fabtop.commands.headless import snapshot_command
-
-            return asyncio.run(snapshot_command(build_config(ns), ns))
-        if cmd == "doctor":
-            from fabtop.commands.headless import doctor_command
-
-            return asyncio.run(doctor_command(build_config(ns), ns))
-        if cmd == "record":
-            return _record(ns)
-        if cmd == "replay":
-            return _replay(ns)
-        if cmd == "diff":
-            return _diff(ns)
-        if cmd == "export":
-            from fabtop.commands.export import export_command
-
-            cfg, source = _source(ns)
-            return asyncio.run(export_command(cfg, ns.listen, source=source))
-        if cmd == "serve":
-            from fabtop.commands.serve import serve_command
-
-            _source(ns)  # a bad host or config file is said once here, not in every tab
-            return serve_command(ns, args)
-        cfg, source = _source(ns)
-        from tui.app import run_dashboard
-
-        return run_dashboard(
-            cfg, record=ns.record, source=source, allow_write=ns.served != READ_ONLY
-        )
+        return command()
     except (ConfigError, OutputError) as e:
         print(f"fabtop: {clean(str(e))}", file=sys.stderr)
         return EX_USAGE
@@ -505,6 +489,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EX_SOFTWARE
 
 
+def run_headless(cmd: str, ns: argparse.Namespace) -> int:
+    """Snapshot, doctor, record, diff and export: the commands that show no dashboard.
+
+    (``replay`` is :func:`replay`, which the entry hands the dashboard's player.)
+    """
+    if cmd == "snapshot":
+        from fabtop.commands.headless import snapshot_command
+
+        return asyncio.run(snapshot_command(build_config(ns), ns))
+    if cmd == "doctor":
+        from fabtop.commands.headless import doctor_command
+
+        return asyncio.run(doctor_command(build_config(ns), ns))
+    if cmd == "record":
+        return _record(ns)
+    if cmd == "diff":
+        return _diff(ns)
+    if cmd == "export":
+        from fabtop.commands.export import export_command
+
+        cfg, src = source(ns)
+        return asyncio.run(export_command(cfg, ns.listen, source=src))
+    raise ValueError(f"fabtop {cmd}: not a headless command")
+
+
 def _complete_hosts(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
     """The first word of ``fabtop``: a command, or a host named in the SSH config."""
     from fabtop.config import ssh_config_hosts
@@ -517,7 +526,7 @@ def _complete_hosts(prefix: str, parsed_args: argparse.Namespace, **_: object) -
 def complete() -> None:
     """Answer a shell's completion request (argcomplete's protocol) and exit.
 
-    The first word picks the parser, as in :func:`main`: once a command word is typed,
+    The first word picks the parser, as in :func:`parse`: once a command word is typed,
     completion continues with that command's own parser, so ``fabtop doctor --w`` offers
     ``--window``. argcomplete is imported only here, so ``fabtop --help`` does not pay it.
     """
@@ -537,7 +546,7 @@ def complete() -> None:
     sys.exit(0)  # not reached: autocomplete exits (os._exit) once it has answered
 
 
-def _source(ns: argparse.Namespace) -> tuple[Config, object | None]:
+def source(ns: argparse.Namespace) -> tuple[Config, object | None]:
     """The config, and a Prometheus source when --from-prometheus replaces the probes."""
     url = getattr(ns, "from_prometheus", None)
     if not url:
@@ -565,7 +574,11 @@ def _record(ns: argparse.Namespace) -> int:
     )
 
 
-def _replay(ns: argparse.Namespace) -> int:
+def replay(ns: argparse.Namespace, play: Callable[[Replay, float], int]) -> int:
+    """``fabtop replay``: what the recording holds, its findings, or ``play`` (the dashboard).
+
+    ``play`` is the entry's: it gets the opened recording and the speed.
+    """
     from fabtop.run.record import RecordError, summary
 
     try:
@@ -605,9 +618,7 @@ def _replay(ns: argparse.Namespace) -> int:
         return 2
     if rp.torn:
         print(f"fabtop: {rp.torn}", file=sys.stderr)
-    from tui.app import run_replay
-
-    status = run_replay(rp, speed=ns.speed)
+    status = play(rp, ns.speed)
     return status or (1 if rp.torn else 0)  # replayed as far as it goes; still damaged
 
 
@@ -620,7 +631,3 @@ def _diff(ns: argparse.Namespace) -> int:
         print(f"fabtop: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

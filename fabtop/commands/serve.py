@@ -95,17 +95,24 @@ def session_args(args: Sequence[str]) -> list[str]:
     return out
 
 
-def session_command(ns: argparse.Namespace, args: Sequence[str]) -> list[str]:
-    """The argv of each tab's fabtop, run without a shell: the same Python, the dashboard."""
+def session_command(ns: argparse.Namespace, args: Sequence[str], entry: str) -> list[str]:
+    """The argv of each tab's fabtop, run without a shell: the same Python, the dashboard.
+
+    ``entry``: the module ``python -m`` runs, the console script's own (it sits above
+    fabtop, which does not name it).
+    """
     mode = ALLOW_WRITE if ns.allow_write else READ_ONLY
-    # -P: python -m would put the current directory first on sys.path, and a fabtop/ (or
-    # collectors/, tui/) there, planted in /tmp say, would run as you. The hidden option
+    # -P: python -m would put the current directory first on sys.path, and a tui/ (or
+    # fabtop/, collectors/) there, planted in /tmp say, would run as you. The hidden option
     # comes first, so a host named like a command (fabtop serve export) stays a host.
-    return [sys.executable, "-P", "-m", "fabtop", SERVED, mode, *session_args(args)]
+    return [sys.executable, "-P", "-m", entry, SERVED, mode, *session_args(args)]
 
 
-def serve_command(ns: argparse.Namespace, args: Sequence[str]) -> int:
-    """Serve until SIGINT/SIGTERM; 2 when the extra is missing or the address is refused."""
+def serve_command(ns: argparse.Namespace, args: Sequence[str], entry: str) -> int:
+    """Serve until SIGINT/SIGTERM; 2 when the extra is missing or the address is refused.
+
+    Each tab runs ``python -m ENTRY`` (:func:`session_command`).
+    """
     try:
         from fabtop.run.browser import BindError, ServeOptions, bind_plan, serve
     except ImportError as e:
@@ -117,6 +124,9 @@ def serve_command(ns: argparse.Namespace, args: Sequence[str]) -> int:
         print(f"fabtop: {e}", file=sys.stderr)
         return 2
     opts = ServeOptions(
-        argv=session_command(ns, args), plan=plan, sessions=ns.sessions, allow_write=ns.allow_write
+        argv=session_command(ns, args, entry),
+        plan=plan,
+        sessions=ns.sessions,
+        allow_write=ns.allow_write,
     )
     return asyncio.run(serve(opts))

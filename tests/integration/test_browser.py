@@ -1,6 +1,6 @@
 """``fabtop serve`` against what a web page and a program can send it (docs/BROWSER.md).
 
-A real server on loopback, run as a user runs it (``python -m fabtop serve --demo``), and
+A real server on loopback, run as a user runs it (``python -m tui serve --demo``), and
 a real WebSocket client sending what a browser sends: the Origin of the page it runs in.
 """
 
@@ -122,7 +122,7 @@ async def served(tmp_path: Path, *args: str) -> AsyncIterator[Served]:
             sys.executable,
             "-P",  # as the fabtop command runs: nothing imported from the current directory
             "-m",
-            "fabtop",
+            "tui",
             "serve",
             "--demo",
             "--port",
@@ -352,13 +352,19 @@ async def test_behind_a_tunnel_the_public_url_is_the_only_origin(tmp_path: Path)
 async def test_a_fabtop_package_in_the_current_directory_is_not_what_a_tab_runs(
     tmp_path: Path,
 ) -> None:
-    # Serving from /tmp, where another user planted fabtop/__main__.py.
-    planted = tmp_path / "work" / "fabtop"
-    planted.mkdir(parents=True)
-    (planted / "__init__.py").write_text("")
-    (planted / "__main__.py").write_text(
-        "import pathlib; pathlib.Path('HIJACKED').write_text('ran')\n"
-    )
+    # Serving from /tmp, where another user planted tui/__main__.py (what a tab runs) and
+    # the packages it imports.
+    for package, module in (
+        ("tui", "__main__"),
+        ("fabtop", "__init__"),
+        ("collectors", "__init__"),
+    ):
+        planted = tmp_path / "work" / package
+        planted.mkdir(parents=True)
+        (planted / "__init__.py").write_text("")
+        (planted / f"{module}.py").write_text(
+            "import pathlib; pathlib.Path('HIJACKED').write_text('ran')\n"
+        )
     async with served(tmp_path) as srv, aiohttp.ClientSession() as http:
         ws, _ = await open_dashboard(http, srv)
         await ws.close()

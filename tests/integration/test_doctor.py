@@ -24,7 +24,7 @@ SEVERITY_ORDER = ("critical", "warning", "info")
 
 def start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fabtop", "doctor", *args],
+        [sys.executable, "-m", "tui", "doctor", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -23,7 +23,7 @@ def _doctor(*args: str) -> subprocess.Popen[str]:
         [
             sys.executable,
             "-m",
-            "fabtop",
+            "tui",
             "doctor",
             "--demo-scenario",
             "exo_cluster",

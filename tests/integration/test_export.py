@@ -217,7 +217,7 @@ def test_export_from_an_unreachable_prometheus_says_so(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "fabtop",
+            "tui",
             "export",
             "--from-prometheus",
             closed,
@@ -275,7 +275,7 @@ def _start_export(tmp: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fabtop", "export", "--demo", "--listen", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "tui", "export", "--demo", "--listen", f"127.0.0.1:{port}"],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.DEVNULL,

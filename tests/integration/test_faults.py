@@ -40,7 +40,7 @@ def bed() -> Iterator[Testbed]:
 
 def fabtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The installed CLI, as a user runs it."""
-    cmd = FABTOP if Path(FABTOP[0]).exists() else [sys.executable, "-m", "fabtop"]
+    cmd = FABTOP if Path(FABTOP[0]).exists() else [sys.executable, "-m", "tui"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 

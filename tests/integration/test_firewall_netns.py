@@ -62,7 +62,7 @@ def doctor(bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     # h3 runs the sh probe: both probes read the packet filter the same way.
     cfg.write_text(bed.toml().replace('name = "h3"', 'name = "h3"\nprobe = "sh"'))
     p = subprocess.run(
-        [sys.executable, "-m", "fabtop", "doctor", "-c", str(cfg), "--json", "--window", "1"],
+        [sys.executable, "-m", "tui", "doctor", "-c", str(cfg), "--json", "--window", "1"],
         cwd=ROOT,
         capture_output=True,
         text=True,

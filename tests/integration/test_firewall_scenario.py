@@ -16,7 +16,7 @@ def test_firewalld_default_zone_on_node3_is_named_per_fabric_interface() -> None
         [
             sys.executable,
             "-m",
-            "fabtop",
+            "tui",
             "doctor",
             "--demo-scenario",
             "firewall_blocked",

@@ -177,7 +177,7 @@ async def test_replay_findings_are_transitions_and_seeking_rebuilds_the_log(
 def _run_cli(*args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
-        [sys.executable, "-m", "fabtop", *args],
+        [sys.executable, "-m", "tui", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -249,7 +249,7 @@ def test_full_disk_is_one_clear_line(tmp_path: Path) -> None:
 def _snapshot(out: Path) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     subprocess.run(
-        [sys.executable, "-m", "fabtop", "snapshot", "-o", str(out), "--interval", "0.2"],
+        [sys.executable, "-m", "tui", "snapshot", "-o", str(out), "--interval", "0.2"],
         cwd=REPO,
         env=env,
         check=False,
@@ -307,7 +307,7 @@ def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "fabtop",
+            "tui",
             "diff",
             str(tmp_path / "a.json"),
             str(tmp_path / "b.json"),
@@ -332,7 +332,7 @@ def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "fabtop",
+                "tui",
                 "record",
                 "--demo",
                 "--demo-speed",
@@ -363,7 +363,7 @@ def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "fabtop",
+            "tui",
             "record",
             "--demo",
             "--demo-speed",
@@ -385,7 +385,7 @@ def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
     loop = tmp_path / "loop.fabrec"
     loop.symlink_to(loop)
     run = subprocess.run(
-        [sys.executable, "-m", "fabtop", "record", "--demo", "--duration", "1", "-o", str(loop)],
+        [sys.executable, "-m", "tui", "record", "--demo", "--duration", "1", "-o", str(loop)],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -125,7 +125,7 @@ def test_doctor_names_the_mac_rule(scenario: str) -> None:
         [
             sys.executable,
             "-m",
-            "fabtop",
+            "tui",
             "doctor",
             "--demo-scenario",
             scenario,

@@ -25,7 +25,7 @@ def fabtop(
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed CLI the way a user would."""
     return subprocess.run(
-        [sys.executable, "-m", "fabtop", *args],
+        [sys.executable, "-m", "tui", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

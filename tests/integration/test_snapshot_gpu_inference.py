@@ -25,7 +25,7 @@ GPU_NUMERIC = (
 def doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("snap") / "snap.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "fabtop", "snapshot", "--demo", "-o", str(out)],
+        [sys.executable, "-m", "tui", "snapshot", "--demo", "-o", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -27,7 +27,7 @@ STUDIO_TB = "system_profiler_SPThunderboltDataType_json_macstudio_m3ultra_tb5_om
 def fabtop(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     """Run the CLI the way a user would."""
     return subprocess.run(
-        [sys.executable, "-m", "fabtop", *args],
+        [sys.executable, "-m", "tui", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -284,7 +284,7 @@ def test_dashboard_never_writes_a_remote_payload_to_the_terminal(node: Node) -> 
 
 def _run(args: list[str], cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "fabtop", *args],
+        [sys.executable, "-m", "tui", *args],
         cwd=cwd,
         env=_env(cwd),
         capture_output=True,

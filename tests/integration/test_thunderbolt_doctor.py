@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def doctor(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fabtop", "doctor", *args],
+        [sys.executable, "-m", "tui", "doctor", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

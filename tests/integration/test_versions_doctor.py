@@ -19,7 +19,7 @@ def _doctor(scenario: str) -> subprocess.Popen[str]:
         [
             sys.executable,
             "-m",
-            "fabtop",
+            "tui",
             "doctor",
             "--demo-scenario",
             scenario,

@@ -80,7 +80,7 @@ def craft(path: Path, records: list[tuple[str, Any]], header: Any = None) -> Pat
 
 def fabtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "fabtop", *args],
+        [sys.executable, "-m", "tui", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

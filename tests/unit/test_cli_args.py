@@ -62,7 +62,7 @@ def test_good_numbers_still_pass() -> None:
 def test_doctor_with_a_nan_window_exits_at_once_instead_of_hanging() -> None:
     start = time.monotonic()
     run = subprocess.run(
-        [sys.executable, "-m", "fabtop", "doctor", "--demo", "--window", "nan"],
+        [sys.executable, "-m", "tui", "doctor", "--demo", "--window", "nan"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -94,7 +94,7 @@ def test_more_than_256_hosts_needs_many_hosts(cmd: str | None, tmp_path: Path) -
 
 def test_too_many_hosts_is_one_line_on_the_command_line() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "fabtop", "snapshot", "node[1-10000]"],
+        [sys.executable, "-m", "tui", "snapshot", "node[1-10000]"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -109,7 +109,7 @@ def test_too_many_hosts_is_one_line_on_the_command_line() -> None:
 
 def _record(path: Path, *args: str) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "fabtop", "record", "-o", str(path), *args],
+        [sys.executable, "-m", "tui", "record", "-o", str(path), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -121,7 +121,7 @@ def _record(path: Path, *args: str) -> None:
 
 def _replay_findings(path: Path) -> list[str]:
     run = subprocess.run(
-        [sys.executable, "-m", "fabtop", "replay", str(path), "--findings"],
+        [sys.executable, "-m", "tui", "replay", str(path), "--findings"],
         capture_output=True,
         text=True,
         timeout=60,

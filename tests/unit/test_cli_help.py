@@ -3,23 +3,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fabtop.commands.cli import COMMANDS, SUBCOMMANDS, _parser, looks_like_command, main
+from fabtop.commands.cli import COMMANDS, SUBCOMMANDS, _parser, looks_like_command
 from tests.conftest import REPO
+from tui.main import main
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def _fabtop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "fabtop", *args],
+        [sys.executable, "-m", "tui", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -132,21 +135,43 @@ def test_the_escape_hatch_watches_a_host_named_like_a_typo(monkeypatch: pytest.M
     assert seen["hosts"] == [("sanpshot", "sanpshot")]
     assert main(["sanpshot=sanpshot"]) == 0
     assert seen["hosts"] == [("sanpshot", "sanpshot")]
-    assert main(["sanpshot", "--ssh-config", "/nonexistent"]) == 2  # the command's place
+    with pytest.raises(SystemExit) as e:  # the command's place: a typo, not a host
+        main(["sanpshot", "--ssh-config", "/nonexistent"])
+    assert e.value.code == 2 and seen["hosts"] == [("sanpshot", "sanpshot")]
 
 
-def test_help_does_not_import_completion_ssh_or_textual() -> None:
+def _imported(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``fabtop ARGS`` as ``python -m tui``; the top-level packages it imported."""
     run = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "fabtop", "--help"],
+        [sys.executable, "-X", "importtime", "-m", "tui", *args],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=REPO,
         env=ENV,
     )
-    assert run.returncode == 0
-    imported = {ln.split("|")[-1].strip() for ln in run.stderr.splitlines()}
-    assert not {m for m in imported if m.split(".")[0] in ("argcomplete", "asyncssh", "textual")}
+    lines = run.stderr.splitlines()
+    return run, {ln.split("|")[-1].strip().split(".")[0] for ln in lines if "|" in ln}
+
+
+def test_help_does_not_import_completion_ssh_or_textual() -> None:
+    run, imported = _imported("--help")
+    assert run.returncode == 0 and "fabtop COMMAND" in run.stdout
+    assert not imported & {"argcomplete", "asyncssh", "textual"}
+
+
+def test_diff_and_doctor_do_not_import_textual(tmp_path: Path) -> None:
+    # The entry (tui.main) starts the dashboard; a headless word must not pay its import.
+    for name, rx in (("a.json", 100), ("b.json", 250)):
+        link = {"id": "mlx5_0/1", "metrics": {"rx_bytes": rx}}
+        doc = {"schema": "fabtop.snapshot/1", "hosts": [{"name": "n1", "links": [link]}]}
+        (tmp_path / name).write_text(json.dumps(doc))
+    run, imported = _imported("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert run.returncode == 0 and "mlx5_0/1" in run.stdout, run.stderr[-500:]
+    assert "textual" not in imported
+    run, imported = _imported("doctor", "--demo", "--interval", "0.1", "--window", "0.5")
+    assert "fabtop doctor: watched" in run.stderr and "asyncssh" in imported
+    assert "textual" not in imported
 
 
 def _complete(line: str) -> list[str]:
@@ -163,7 +188,7 @@ def _complete(line: str) -> list[str]:
     }
     # As register-python-argcomplete's bash function runs it: fd 8 is the answer.
     run = subprocess.run(
-        ["bash", "-c", '"$0" -m fabtop 8>&1 9>&2 1>/dev/null 2>/dev/null', sys.executable],
+        ["bash", "-c", '"$0" -m tui 8>&1 9>&2 1>/dev/null 2>/dev/null', sys.executable],
         capture_output=True,
         text=True,
         timeout=60,
@@ -185,6 +210,15 @@ def test_completion_offers_each_commands_own_options() -> None:
     assert "--findings" in _complete("fabtop replay run.fabrec --f")
     assert _complete("fabtop --w") == []  # --window is doctor's, not the dashboard's
     assert _complete("fabtop --demo-scenario pfc_") == ["pfc_storm", "pfc_mismatch"]
+
+
+def test_the_entry_carries_argcompletes_marker_for_global_completion() -> None:
+    # activate-global-python-argcomplete completes a console script, or python -m PKG,
+    # only when the module run has the marker in its first 1 KB: it moves with the entry.
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    module = scripts["fabtop"].partition(":")[0]
+    for path in (f"{module.replace('.', '/')}.py", "tui/__main__.py"):
+        assert "PYTHON_ARGCOMPLETE_OK" in (REPO / path).read_text()[:1024], path
 
 
 def test_the_committed_man_page_is_the_one_the_parsers_make(tmp_path: Path) -> None:

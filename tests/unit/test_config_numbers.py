@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fabtop.commands.cli import main
 from fabtop.config import ConfigError, load_config
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, threshold_range
+from tui.main import main
 
 HOST = '[[host]]\nname = "n1"\n'
 

@@ -85,7 +85,7 @@ def test_a_bad_user_config_is_one_line_naming_the_file(home: Path) -> None:
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
     env.pop("XDG_CONFIG_HOME", None)
     run = subprocess.run(
-        [sys.executable, "-m", "fabtop", "doctor"],
+        [sys.executable, "-m", "tui", "doctor"],
         capture_output=True,
         text=True,
         timeout=60,

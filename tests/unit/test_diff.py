@@ -179,7 +179,7 @@ def test_diff_past_the_end_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
     run = str(record_demo(tmp_path / "run.fabrec"))
     proc = subprocess.run(
-        [sys.executable, "-m", "fabtop", "diff", f"{run}@999", f"{run}@5"],
+        [sys.executable, "-m", "tui", "diff", f"{run}@999", f"{run}@5"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,9 +1,10 @@
 """Imports point one way: ``tui -> fabtop -> collectors`` (DESIGN.md §1, STYLE.md rule 1).
 
 Read from the source, not from what happens to be imported at run time, so a
-function-local import, one under ``TYPE_CHECKING`` and ``importlib.import_module("...")``
-all count. Inside ``fabtop/`` the rooms are layered too: the commands over the running
-machinery over the configuration, the simulator and the pure core.
+function-local import, one under ``TYPE_CHECKING``, ``importlib.import_module("...")`` and
+``runpy.run_module("...")`` all count, with no exception: the console script's entry is
+``tui.main``, above both. Inside ``fabtop/`` the rooms are layered too: the commands over
+the running machinery over the configuration, the simulator and the pure core.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fabtop.sim", ("fabtop.sim", "collectors")),
     ("fabtop.config", ("fabtop.config", "fabtop.core", "collectors")),
     ("fabtop.run", ("fabtop.run", "fabtop.config", "fabtop.sim", "fabtop.core", "collectors")),
-    # The CLI entry starts the app: the one place fabtop names tui.
-    ("fabtop.commands.cli", ("fabtop", "collectors", "tui")),
     ("fabtop.commands", ("fabtop", "collectors")),
     ("fabtop", ("fabtop", "collectors")),
     ("tui", ("tui", "fabtop", "collectors")),
@@ -60,8 +59,7 @@ def imports_of(source: str, module: str) -> Iterator[tuple[int, str]]:
                 yield node.lineno, f"{base}.{alias.name}"
         elif (
             isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "import_module"
+            and _called(node.func) in ("import_module", "run_module", "__import__")
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
@@ -72,6 +70,13 @@ def imports_of(source: str, module: str) -> Iterator[tuple[int, str]]:
             head = node.value.partition(":")[0]
             if ":" in node.value and head.split(".")[0] in PACKAGES and " " not in head:
                 yield node.lineno, head
+
+
+def _called(func: ast.expr) -> str:
+    """The name a call calls: ``importlib.import_module`` and ``import_module`` alike."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _under(name: str, prefix: str) -> bool:
@@ -86,10 +91,9 @@ def violations(module: str, source: str) -> list[str]:
     for line, target in imports_of(source, module):
         top = target.split(".")[0]
         if top in PACKAGES and not any(_under(target, ok) for ok in allowed):
-            # ``from fabtop import __version__``: the package itself, not a room
-            if target.count(".") == 1 and target.split(".")[1].startswith("__"):
-                continue
-            if target in PACKAGES:
+            # ``from fabtop import __version__`` in fabtop: its own package, not a room
+            dunder = target.count(".") == 1 and target.split(".")[1].startswith("__")
+            if top == module.split(".")[0] and (target == top or dunder):
                 continue
             out.append(f"{module}:{line} imports {target}")
         if any(_under(target, b) for b in banned):
@@ -126,8 +130,15 @@ def test_the_check_sees_every_kind_of_upward_import() -> None:
     assert violations("fabtop.run.session", "from textual.app import App\n")
     relative = "from ..run import session\n"
     assert violations("fabtop.core.state", relative)
+    run = "import runpy\nrunpy.run_module('tui', run_name='__main__')\n"
+    assert violations("fabtop.__main__", run) == ["fabtop.__main__:2 imports tui"]
+    assert violations("fabtop.__main__", "__import__('tui.main')\n")
+    assert violations("collectors.text", "import fabtop\n")  # a package above, bare
+    assert violations("fabtop.run.session", "from tui import __main__\n")
+    # no exception for the command line: it hands the dashboard up to the entry, tui.main
+    assert violations("fabtop.commands.cli", "def main():\n    from tui.app import run_dashboard\n")
     # and what is allowed stays quiet
-    assert not violations("fabtop.commands.cli", "from tui.app import run_dashboard\n")
+    assert not violations("tui.main", "from fabtop.commands import cli\n")
     assert not violations("tui.app", "from fabtop.run.session import Session\n")
     assert not violations("fabtop.run.session", "from fabtop.core.state import FabricState\n")
 

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from fabtop.commands.cli import _parser, main
+from fabtop.commands.cli import _parser
 from fabtop.commands.serve import MISSING_EXTRA, session_args, session_command
+from tui.main import ENTRY, main
 
 browser = pytest.importorskip("fabtop.run.browser", reason="the [serve] extra is not installed")
 
@@ -34,12 +35,12 @@ def test_each_tab_gets_the_arguments_less_serves_own(args: list[str], rest: list
 def test_a_tabs_fabtop_is_the_dashboard_read_only_unless_allow_write() -> None:
     args = ["export", "--demo", "--port", "8001"]  # a host named like a command
     ns = _parser("serve").parse_args(args)
-    argv = session_command(ns, args)
-    assert argv[:4] == [sys.executable, "-P", "-m", "fabtop"]  # -P: not from the cwd
+    argv = session_command(ns, args, ENTRY)
+    assert argv[:4] == [sys.executable, "-P", "-m", "tui"]  # -P: not from the cwd
     tab = _parser(None).parse_args(argv[4:])
     assert tab.hosts == ["export"] and tab.demo and tab.served == "read-only"
     ns = _parser("serve").parse_args([*args, "--allow-write"])
-    assert _parser(None).parse_args(session_command(ns, args)[4:]).served == "allow-write"
+    assert _parser(None).parse_args(session_command(ns, args, ENTRY)[4:]).served == "allow-write"
 
 
 def test_an_abbreviation_of_serves_options_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

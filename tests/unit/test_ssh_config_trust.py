@@ -20,8 +20,8 @@ from collectors.transport.ssh_config import (
     SshConfigError,
     check_no_commands,
 )
-from fabtop.commands.cli import main
 from fabtop.config import Config, ConfigError, HostConfig, load_config, refuse_ssh_commands
+from tui.main import main
 
 
 def _asyncssh_reads(path: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:

@@ -26,11 +26,12 @@ from collectors.parsers.iptables import parse_iptables_save
 from collectors.parsers.macos_thunderbolt import parse_sp_thunderbolt
 from collectors.parsers.nftables import parse_nft_json
 from collectors.parsers.prometheus_text import parse_inference_metrics
-from fabtop.commands.cli import EX_USAGE, main
+from fabtop.commands.cli import EX_USAGE
 from fabtop.commands.diff import DiffError, check_doc
 from fabtop.config import ConfigError, expand, load_config
 from fabtop.run.export import parse_listen
 from tests.unit.remote_inputs import MAC, PARSERS, REPO_FIXTURES, call, captures
+from tui.main import main
 
 # superscript two, Arabic-Indic three, circled one, full-width three
 UNICODE_DIGITS = ("²", "٣", "①", "\uff13")

@@ -11,6 +11,14 @@ table-wide update counter), so the table draws its own lines on Textual's Line A
 object it was made from: a tick re-renders only the cells it replaced. The lines are the
 ones DataTable would draw, segment for segment, meta included, so DataTable's own mouse
 handling, cursor and messages work unchanged.
+
+It still pays on Textual 8.2.8 (benchmarks/keyed_table_paint.py: the same rows, sync and
+widths with DataTable's own ``render_line``, 160x50, CPU per refresh, two runs): 192 rows
+with four cells changed, 7.6-8.0 ms against 38-39 ms; with every row's rates changed,
+15-16 ms against 41-42 ms; 1000 rows, 14-16 ms against 44-46 ms and 34-36 ms against
+62-65 ms (44-80 % less). The paint alone is 4-11 ms against 32-38 ms. Drop it when
+DataTable's caches stop keying on its table-wide counter and that benchmark shows under
+20 % between them.
 """
 
 from __future__ import annotations
