@@ -25,8 +25,7 @@ from collectors.assemble import assemble  # noqa: E402
 from collectors.frames import FrameDecoder  # noqa: E402
 from fabtop.core.history import History  # noqa: E402
 from fabtop.core.rates import RateEngine  # noqa: E402
-from fabtop.sim import Fabric  # noqa: E402
-from fabtop.sim import HostConfig as SimHostConfig  # noqa: E402
+from fabtop.sim import Fabric, SimHostConfig  # noqa: E402
 
 
 def rss_mb() -> float:

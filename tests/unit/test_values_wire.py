@@ -219,8 +219,7 @@ def test_a_host_read_from_deltas_is_the_host_read_from_whole_values() -> None:
     the fast probe sends them (deltas, binary ethtool): the same samples, tick by tick."""
     from collectors.assemble import assemble
     from collectors.structured import StructuredEncoder
-    from fabtop.sim import Fabric
-    from fabtop.sim import HostConfig as SimHostConfig
+    from fabtop.sim import Fabric, SimHostConfig
 
     fab = Fabric(
         [SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=2), SimHostConfig("n2")], seed=5
