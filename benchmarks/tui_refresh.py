@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fabtop.core.history import estimate_24h
+from history_memory import estimate_24h  # this folder: a script's first path
+
 from fabtop.run.demo import demo_state, feed_until
 from fabtop.sim.episodes import DEMO_CYCLE, DEMO_CYCLE_S
 from fabtop.sim.fabric import Fabric
