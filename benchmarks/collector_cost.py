@@ -28,8 +28,7 @@ from fabtop.core.pipeline import Pipeline  # noqa: E402
 from fabtop.core.rates import RateEngine  # noqa: E402
 from fabtop.core.rules import make_evaluator  # noqa: E402
 from fabtop.core.state import FabricState  # noqa: E402
-from fabtop.sim import Fabric  # noqa: E402
-from fabtop.sim import HostConfig as SimHostConfig  # noqa: E402
+from fabtop.sim import Fabric, SimHostConfig  # noqa: E402
 
 
 def frames(ticks: int, structured: bool = False, ports: int = 2) -> list[bytes]:

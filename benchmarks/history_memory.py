@@ -13,9 +13,13 @@ Reports History.nbytes and the process RSS delta. Target: <= 150 MB.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
+import os
+import resource
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,18 +27,92 @@ sys.path.insert(0, str(REPO))
 
 from collectors.assemble import assemble  # noqa: E402
 from collectors.frames import FrameDecoder  # noqa: E402
+from collectors.samples import HostSample  # noqa: E402
 from fabtop.core.history import History  # noqa: E402
-from fabtop.core.rates import RateEngine  # noqa: E402
-from fabtop.sim import Fabric  # noqa: E402
-from fabtop.sim import HostConfig as SimHostConfig  # noqa: E402
+from fabtop.core.rates import HostRates, RateEngine  # noqa: E402
+from fabtop.core.series import (  # noqa: E402
+    DEFAULT_COARSE_TYPECODE,
+    DEFAULT_TIERS,
+    FloatTypecode,
+    Series,
+)
+from fabtop.sim import Fabric, SimHost, SimHostConfig  # noqa: E402
 
 
 def rss_mb() -> float:
     """Resident set size of this process (MB)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return _rss_bytes() / 2**20
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _ticks(name: str, host: SimHost, n: int) -> list[tuple[HostSample, HostRates]]:
+    """``n`` ticks of a simulated host, assembled and rated as live (the first has no rates)."""
+    dec, eng = FrameDecoder(), RateEngine()
+    got = []
+    for k in range(n):
+        (f,) = dec.feed(host.frame(2.0 + k, 1.0).encode())
+        s = assemble(name, f)
+        got.append((s, eng.update(s)))
+    return got
+
+
+def roce_link_series() -> list[tuple[str, ...]]:
+    """The series History.record makes for one RoCE port (mlx5, lossless priority 3, as the
+    simulator's): the suffixes of its keys, from a real record of three ticks."""
+    hist = History()
+    ticks = _ticks("n0", Fabric([SimHostConfig("n0", gpus=0)]).hosts["n0"], 3)
+    for k, (s, r) in enumerate(ticks):
+        hist.record(1.7e9 + k, s, r)
+    lid = next(lid for lid, ln in ticks[-1][0].links.items() if ln.kind == "roce")
+    keys = hist.keys()
+    return sorted(key[2:] for key in keys if key[1:2] == (lid,))
+
+
+def estimate_24h(
+    links: int,
+    hours: float = 24.0,
+    link_series: Sequence[tuple[str, ...]] | None = None,
+    tiers: Sequence[tuple[float, int]] = DEFAULT_TIERS,
+    coarse_typecode: FloatTypecode = DEFAULT_COARSE_TYPECODE,
+) -> tuple[int, int]:
+    """History bytes and RSS growth for ``links`` RoCE links after ``hours`` at 1 Hz.
+
+    One series of each kind is filled point by point (1 Hz for the raw ring's span, one
+    point per finest coarse bucket before, which fills the tiers alike), then copied for
+    every link, so the figure costs seconds, not a day of appends. ``link_series``: the
+    series of one link (default: :func:`roce_link_series`).
+    """
+    span = hours * 3600.0
+    t0 = 1_700_000_000.0
+    raw_span = tiers[0][0] * tiers[0][1]
+    coarse_step = tiers[1][0] if len(tiers) > 1 else tiers[0][0]
+    templates: dict[bool, Series] = {}
+    for keep in (False, True):
+        s = Series(tiers, keep, coarse_typecode)
+        t = 0.0
+        while t < span:
+            s.append(t0 + t, float(int(t) % 97))
+            t += coarse_step if t < span - raw_span else tiers[0][0]
+        templates[keep] = s
+    suffixes = roce_link_series() if link_series is None else link_series
+    rss0 = _rss_bytes()
+    hist = History(tiers, coarse_typecode=coarse_typecode)
+    for i in range(links):
+        host, lid = f"host{i // 2}", f"eth{i % 2}"
+        for suffix in suffixes:
+            key = (host, lid, *suffix)
+            # Copies go straight into the History's index: filling each by its appends
+            # would take a day's worth per series.
+            hist._series[key] = copy.deepcopy(templates[hist._keep_max(key)])
+    rss = _rss_bytes() - rss0
+    return hist.nbytes, rss
 
 
 def main() -> None:
@@ -44,14 +122,8 @@ def main() -> None:
     ns = p.parse_args()
     fab = Fabric([SimHostConfig(f"n{i}", gpus=0) for i in range(ns.hosts)])
     pairs = {}
-    eng = RateEngine()
     for name, host in fab.hosts.items():
-        dec = FrameDecoder()
-        got = []
-        for k in range(4):
-            (f,) = dec.feed(host.frame(2.0 + k, 1.0).encode())
-            s = assemble(name, f)
-            got.append((s, eng.update(s)))
+        got = _ticks(name, host, 4)
         keep = {lid for lid, ln in got[0][0].links.items() if ln.kind == "roce"}
         pairs[name] = [
             (

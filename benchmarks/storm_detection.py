@@ -48,8 +48,7 @@ from fabtop.config import HostConfig as Target
 from fabtop.core.findings import Finding
 from fabtop.core.rules import DEFAULT_THRESHOLDS, Evaluator, make_evaluator
 from fabtop.core.state import FabricState
-from fabtop.sim import Fabric, demo_hosts
-from fabtop.sim import HostConfig as SimHostConfig
+from fabtop.sim import Fabric, SimHostConfig, demo_hosts
 
 SUBJECT = "node3/enp65s0f0np0/prio3"
 

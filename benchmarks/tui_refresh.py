@@ -21,11 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fabtop.core.history import estimate_24h
+from history_memory import estimate_24h  # this folder: a script's first path
+
 from fabtop.run.demo import demo_state, feed_until
 from fabtop.sim.episodes import DEMO_CYCLE, DEMO_CYCLE_S
 from fabtop.sim.fabric import Fabric
-from fabtop.sim.host import HostConfig
+from fabtop.sim.host import SimHostConfig
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.screens.overview import OverviewScreen
@@ -36,7 +37,7 @@ WARMUP_S = 20.0
 
 def fabric() -> Fabric:
     """64 hosts, 2 RoCE ports each, the demo's episodes on the first four names."""
-    cfgs = [HostConfig(f"node{i + 1}", gpus=8) for i in range(HOSTS)]
+    cfgs = [SimHostConfig(f"node{i + 1}", gpus=8) for i in range(HOSTS)]
     return Fabric(cfgs, DEMO_CYCLE, cycle_s=DEMO_CYCLE_S, seed=0)
 
 

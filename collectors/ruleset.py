@@ -12,6 +12,13 @@ of them matches, as in the kernel).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
+
+from collectors.warning_lines import SUPPRESSED, WarningLines
+
+# A reader says each rule or line it could not read: thousands of them say no more
+# than the first fifty.
+MAX_WARNINGS = 50
 
 # Fields a Match can test. Values, by field:
 #   iifname   interface names; a trailing "*" is a wildcard (nft "eth*", iptables "eth+")
@@ -100,7 +107,7 @@ class Ruleset:
 
     source: str  # "nft" | "iptables"
     chains: dict[tuple[str, str, str], Chain] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS, SUPPRESSED))
     version: str | None = None  # the tool's version where it says (nft metainfo)
 
     def base_chains(self, hook: str) -> list[Chain]:

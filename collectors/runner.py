@@ -16,17 +16,23 @@ import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from collectors.frames import Frame, FrameDecoder
 from collectors.gate import ConnectGate
 from collectors.guard import Guard
+from collectors.host_states import (
+    CONNECTING,
+    DOWN,
+    STALE,
+    STALE_AFTER_INTERVALS,
+    UP,
+    ConnectionState,
+)
 from collectors.lag import LoopLag
 from collectors.transport.base import Transport, TransportError, one_line
 
 _T = TypeVar("_T")
-
-HostState = Literal["connecting", "up", "stale", "down"]
 
 MAX_WARNINGS = 20
 BACKOFF_S: tuple[float, ...] = (1, 2, 4, 8, 15, 30)
@@ -56,7 +62,7 @@ SLOW_STARTS_BEFORE_DOWN = 2
 class HostStatus:
     """What the runner knows about one host's connection, as of its last change."""
 
-    state: HostState = "connecting"
+    state: ConnectionState = CONNECTING
     error: str | None = None
     last_frame_monotonic: float | None = None
     rtt_s: float | None = None
@@ -93,7 +99,9 @@ class HostRunner:
         self._on_frame = on_frame
         self._on_status = on_status
         self._backoff = tuple(float(b) for b in backoff) or (1.0,)
-        self.stale_after = stale_after if stale_after is not None else 2.5 * interval
+        self.stale_after = (
+            stale_after if stale_after is not None else STALE_AFTER_INTERVALS * interval
+        )
         # A host silent this long is given up on and reconnected, even if its transport
         # cannot tell (a stopped local process, an SSH session without keepalives).
         self.down_after = down_after if down_after is not None else 4 * self.stale_after
@@ -141,17 +149,17 @@ class HostRunner:
                 if self._stopping:
                     break
                 if self._fresh is not None:  # not the host's failure: reconnect at once
-                    self._update(state="connecting", error=self._fresh)
+                    self._update(state=CONNECTING, error=self._fresh)
                     self._fresh = None
                     continue
                 if self._abort_reason is not None and 0 < self._slow_starts < (
                     SLOW_STARTS_BEFORE_DOWN
                 ):
                     # Given up on before its first frame: a slow start, not a failure.
-                    self._update(state="connecting", error=reason)
+                    self._update(state=CONNECTING, error=reason)
                     continue
                 failures = self._status.failures + 1
-                self._update(state="down", error=reason, failures=failures)
+                self._update(state=DOWN, error=reason, failures=failures)
                 base = self._backoff[min(failures - 1, len(self._backoff) - 1)]
                 # Jitter, so hosts dropped by one switch reboot do not reconnect in lockstep.
                 delay = base * random.uniform(0.5, 1.0)
@@ -242,8 +250,8 @@ class HostRunner:
             frames=self._status.frames + len(frames),
         )
         self._slow_starts = 0
-        if self._status.state != "up":
-            self._update(state="up", error=None, failures=0)
+        if self._status.state != UP:
+            self._update(state=UP, error=None, failures=0)
         guard = Guard(f"{self.name}: frame consumer failed")
         for frame in frames:
             with guard:  # the consumer's bug must not take the host down
@@ -272,8 +280,8 @@ class HostRunner:
             # The time fabtop itself was behind is not the host's silence: frames it did
             # not read then wait in its buffers, and a start it could not serve was slow.
             silence -= self._lag.stalled(since, now)
-        if self._status.state == "up" and last is not None and silence > self.stale_after:
-            self._update(state="stale", error=f"no frame for {silence:.1f} s")
+        if self._status.state == UP and last is not None and silence > self.stale_after:
+            self._update(state=STALE, error=f"no frame for {silence:.1f} s")
         if last is not None and last >= started:
             if silence > self.down_after and self._abort_reason is None:
                 self._abort(f"no frame for {silence:.1f} s, reconnecting")

@@ -261,6 +261,12 @@ class ExoCluster:
     more_instances: int = 0
 
 
+# One latency histogram of an inference server: (upper bounds, +Inf last when the server
+# wrote it; cumulative bucket counts; count; sum). The parser fills it, the core's
+# inference rates read it.
+Histogram: TypeAlias = tuple[tuple[float, ...], tuple[float, ...], float, float]
+
+
 @dataclass(slots=True)
 class InferenceSample:
     """One inference server's /metrics at one instant (cumulative counters kept raw)."""
@@ -272,10 +278,7 @@ class InferenceSample:
     prompt_tokens_total: float | None = None
     requests_running: float | None = None
     requests_waiting: float | None = None
-    # histogram name -> (upper bounds, cumulative bucket counts, count, sum)
-    histograms: dict[str, tuple[tuple[float, ...], tuple[float, ...], float, float]] = field(
-        default_factory=dict
-    )
+    histograms: dict[str, Histogram] = field(default_factory=dict)  # by histogram name
     error: str | None = None
     # Values the page had but that could not be used (NaN, ±Inf, overflow), one line each;
     # the page itself was read (``error`` says when it was not).

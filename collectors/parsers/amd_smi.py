@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from collectors.numbers import finite, json_loads, parse_float, parse_uint
 from collectors.samples import GpuSample
 from collectors.text import clean
+from collectors.warning_lines import SUPPRESSED, WarningLines
 
 # A reading as the tools print it ("16.0GT/s x16", "1000 MHz", "0x1002", "N/A") is a few
 # dozen characters: a longer string is no reading, and no pattern runs over it.
 _FIELD_MAX = 128
+MAX_WARNINGS = 50  # one per GPU entry: a list of garbage must not make thousands
 _NUM = re.compile(r"[-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 # A search whose pattern starts with a repeated class, tried at every position of a long
 # run of that class, costs the square of the run; the look-behinds start each try at the
@@ -41,7 +44,7 @@ class AmdResult:
     """GPUs read from one AMD tool's output, with what could not be read."""
 
     gpus: list[GpuSample] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS, SUPPRESSED))
 
 
 def _num(raw: Any) -> float | None:
@@ -191,7 +194,7 @@ def parse_amd_smi_metric_json(text: str) -> AmdResult:
         return result
     for position, item in enumerate(data):
         if not isinstance(item, dict):
-            result.warnings.append(f"amd-smi entry {position} is not an object")
+            result.warnings.add(f"amd-smi entry {position} is not an object")
             continue
         idx = item.get("gpu")
         if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < 2**32:

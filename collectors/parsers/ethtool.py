@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from collectors.numbers import parse_uint
 from collectors.text import clean
+from collectors.warning_lines import SUPPRESSED, WarningLines
 
 _QUEUE_RE = re.compile(r"^\[([0-9]+)\]:\s*(.+)$")
 _HEADER = "NIC statistics:"
@@ -24,7 +26,7 @@ class EthtoolStats:
     """Counters of one ``ethtool -S`` run, raw names as reported (queue lines: ``name[N]``)."""
 
     counters: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS, SUPPRESSED))
 
 
 @dataclass(slots=True)
@@ -36,14 +38,7 @@ class DriverInfo:
     firmware_version: str | None = None
     bus_info: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-
-def _warn(warnings: list[str], msg: str) -> None:
-    if len(warnings) < MAX_WARNINGS:
-        warnings.append(msg)
-    elif len(warnings) == MAX_WARNINGS:
-        warnings.append("further warnings suppressed")
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS, SUPPRESSED))
 
 
 def parse_ethtool_stats(text: str) -> EthtoolStats:
@@ -83,16 +78,16 @@ def _other_line(raw: str, out: EthtoolStats) -> None:
     name = name.strip()
     value = value.strip()
     if not sep or not name:
-        _warn(out.warnings, f"unparsed line: {line[:80]!r}")
+        out.warnings.add(f"unparsed line: {line[:80]!r}")
         return
     m = _QUEUE_RE.match(name)
     if m:
         name = f"{m.group(2).strip()}[{m.group(1)}]"
     num = parse_uint(value)
     if num is None:
-        _warn(out.warnings, f"bad value for {name[:64]}: {value[:40]!r}")
+        out.warnings.add(f"bad value for {name[:64]}: {value[:40]!r}")
     elif name in out.counters:
-        _warn(out.warnings, f"duplicate counter {name[:64]} (kept the first value)")
+        out.warnings.add(f"duplicate counter {name[:64]} (kept the first value)")
     else:
         out.counters[name] = num
 
@@ -106,7 +101,7 @@ def parse_ethtool_info(text: str) -> DriverInfo:
             continue
         key, sep, value = line.partition(":")
         if not sep:
-            _warn(out.warnings, f"unparsed line: {line[:80]!r}")
+            out.warnings.add(f"unparsed line: {line[:80]!r}")
             continue
         out.fields.setdefault(key.strip(), value.strip())
     f = out.fields

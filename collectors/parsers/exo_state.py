@@ -34,6 +34,7 @@ from typing import Any
 from collectors.parsers.json_body import bounded_json
 from collectors.samples import ExoCluster, ExoInstance, ExoNode, ExoRunner, InferenceSample
 from collectors.text import clean
+from collectors.warning_lines import WarningLines
 
 SERVER = "exo"
 PORT = 52415  # exo's API port (src/exo/main.py: api_port default)
@@ -58,18 +59,14 @@ class _Reader:
     """Typed reads from remote JSON: a wrong type is None plus one warning, never a raise."""
 
     def __init__(self) -> None:
-        self.warnings: list[str] = []
-
-    def warn(self, line: str) -> None:
-        if len(self.warnings) < MAX_WARNINGS:
-            self.warnings.append(clean(line, 200))
+        self.warnings = WarningLines(MAX_WARNINGS, width=200)
 
     def obj(self, v: object, where: str) -> Mapping[str, Any]:
         if v is None:
             return {}
         if isinstance(v, dict):
             return v
-        self.warn(f"/state {where}: not an object")
+        self.warnings.add(f"/state {where}: not an object")
         return {}
 
     def text(self, v: object, where: str) -> str | None:
@@ -77,7 +74,7 @@ class _Reader:
             return None
         if isinstance(v, str):
             return clean(v, MAX_NAME)
-        self.warn(f"/state {where}: not a string")
+        self.warnings.add(f"/state {where}: not a string")
         return None
 
     def count(self, v: object, where: str) -> int | None:
@@ -86,7 +83,7 @@ class _Reader:
             return None
         if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
             return v
-        self.warn(f"/state {where}: not a count")
+        self.warnings.add(f"/state {where}: not a count")
         return None
 
     def tagged(self, v: object, where: str) -> tuple[str | None, Mapping[str, Any]]:
@@ -95,7 +92,7 @@ class _Reader:
             ((tag, body),) = v.items()
             if isinstance(tag, str):
                 return clean(tag, 40), self.obj(body, where)
-        self.warn(f"/state {where}: not a tagged value")
+        self.warnings.add(f"/state {where}: not a tagged value")
         return None, {}
 
 
@@ -104,7 +101,7 @@ def _nodes(r: _Reader, state: Mapping[str, Any], cluster: ExoCluster) -> None:
     ids = topo.get("nodes")
     if not isinstance(ids, list):
         if ids is not None:
-            r.warn("/state topology.nodes: not a list")
+            r.warnings.add("/state topology.nodes: not a list")
         ids = []
     idents = r.obj(state.get("nodeIdentities"), "nodeIdentities")
     memory = r.obj(state.get("nodeMemory"), "nodeMemory")
@@ -113,7 +110,7 @@ def _nodes(r: _Reader, state: Mapping[str, Any], cluster: ExoCluster) -> None:
             cluster.more_nodes += 1
             continue
         if not isinstance(raw, str):
-            r.warn("/state topology.nodes: a node id that is not a string")
+            r.warnings.add("/state topology.nodes: a node id that is not a string")
             continue
         node = ExoNode(clean(raw, MAX_NAME))
         ident = r.obj(idents.get(raw), "nodeIdentities entry")
@@ -160,7 +157,7 @@ def _instances(r: _Reader, state: Mapping[str, Any], cluster: ExoCluster) -> Non
             if isinstance(rid, str):
                 node_of[rid] = clean(str(node), MAX_NAME)
             else:
-                r.warn("/state nodeToRunner: a runner id that is not a string")
+                r.warnings.add("/state nodeToRunner: a runner id that is not a string")
         for rid, shard in list(r.obj(sa.get("runnerToShard"), "runnerToShard").items()):
             if len(inst.runners) >= MAX_RUNNERS:
                 break

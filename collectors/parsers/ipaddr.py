@@ -14,8 +14,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from collectors.text import clean
+from collectors.warning_lines import WarningLines
 
 MAX_NETDEVS = 512
 MAX_ADDRS = 32  # per netdev: more is a host with aliases by the hundred, not a fabric port
@@ -30,7 +32,7 @@ class IpAddrResult:
     """The addresses per netdev, in the order the kernel listed them, and what was odd."""
 
     addresses: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 def parse_ip_addr(text: str) -> IpAddrResult:
@@ -45,14 +47,10 @@ def parse_ip_addr(text: str) -> IpAddrResult:
         try:
             iface = ipaddress.ip_interface(word.split("%", 1)[0])
         except ValueError:
-            if len(out.warnings) < MAX_WARNINGS:
-                out.warnings.append(
-                    f"ip addr: {clean(name, 64)}: not an address: {clean(word, 80)}"
-                )
+            out.warnings.add(f"ip addr: {clean(name, 64)}: not an address: {clean(word, 80)}")
             continue
         if (family == "inet6") != (iface.version == 6):
-            if len(out.warnings) < MAX_WARNINGS:
-                out.warnings.append(f"ip addr: {clean(name, 64)}: {family} {clean(word, 80)}")
+            out.warnings.add(f"ip addr: {clean(name, 64)}: {family} {clean(word, 80)}")
             continue
         addrs = got.get(name)
         if addrs is None:

@@ -87,12 +87,12 @@ def parse_iptables_save(text: str, family: str = "ip") -> tuple[Ruleset, list[st
                     c.hook, c.prio, c.type = "input", _INPUT_PRIO[table], "filter"
             rs.chains[c.key] = c
         elif len(line) > MAX_LINE:
-            rs.warnings.append(f"line {n} not read: longer than {MAX_LINE} characters")
+            rs.warnings.add(f"line {n} not read: longer than {MAX_LINE} characters")
         elif line.startswith("-A "):
             try:
                 _rule(line, table, family, rs)
             except Exception as e:  # one odd line costs that line
-                rs.warnings.append(f"line {n} not read: {clean(repr(e), 120)}")
+                rs.warnings.add(f"line {n} not read: {clean(repr(e), 120)}")
     return rs, rs.warnings
 
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from collectors.normalize import NETDEV_MAP
 from collectors.numbers import parse_uint
-from collectors.text import clean
 from collectors.vocabulary import Metric
+from collectors.warning_lines import WarningLines
 
 MAX_WARNINGS = 50
 
@@ -63,12 +64,7 @@ class NetstatIface:
 @dataclass(slots=True)
 class NetstatResult:
     interfaces: dict[str, NetstatIface] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-
-def _warn(out: NetstatResult, msg: str) -> None:
-    if len(out.warnings) < MAX_WARNINGS:
-        out.warnings.append(clean(msg, 200))
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS, width=200))
 
 
 def parse_netstat_ibdn(text: str) -> NetstatResult:
@@ -88,16 +84,16 @@ def parse_netstat_ibdn(text: str) -> NetstatResult:
             continue  # an address row, or a line before the header
         name = parts[0].rstrip("*")
         if not _NAME_RE.fullmatch(name):
-            _warn(out, f"refused interface name {name[:40]!r}")
+            out.warnings.add(f"refused interface name {name[:40]!r}")
             continue
         nums = parts[-len(columns) :]
         if len(parts) < 3 + len(columns):
-            _warn(out, f"{name}: short row")
+            out.warnings.add(f"{name}: short row")
             continue
         if name in out.interfaces or name in seen_twice:
             seen_twice.add(name)
             out.interfaces.pop(name, None)
-            _warn(out, f"{name}: more than one link row (name cut by netstat?): not read")
+            out.warnings.add(f"{name}: more than one link row (name cut by netstat?): not read")
             continue
         rec = NetstatIface(name, mtu=parse_uint(parts[1]), up=not parts[0].endswith("*"))
         for col, v in zip(columns, nums, strict=True):
@@ -105,10 +101,10 @@ def parse_netstat_ibdn(text: str) -> NetstatResult:
             if num is not None:
                 rec.counters[col] = num
             elif v != "-":
-                _warn(out, f"{name}: {col} is not a counter: {v[:30]!r}")
+                out.warnings.add(f"{name}: {col} is not a counter: {v[:30]!r}")
         out.interfaces[name] = rec
     if columns is None and text.strip():
-        _warn(out, "no netstat header line")
+        out.warnings.add("no netstat header line")
     return out
 
 

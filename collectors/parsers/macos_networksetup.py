@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from collectors.numbers import parse_uint
 from collectors.text import clean
+from collectors.warning_lines import WarningLines
 
 _DEV_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 _TB_RE = re.compile(r"Thunderbolt ([0-9]{1,3})")
 MAX_PORTS = 512
+MAX_WARNINGS = 20
 
 
 @dataclass(slots=True)
 class HardwarePorts:
     ports: dict[str, str] = field(default_factory=dict)  # device -> hardware port name
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
     def receptacle_of(self, dev: str) -> int | None:
         """The Thunderbolt receptacle number of a device named ``Thunderbolt N``."""
@@ -51,8 +54,8 @@ def parse_hardware_ports(text: str) -> HardwarePorts:
             dev = line.split(":", 1)[1].strip()
             if _DEV_RE.fullmatch(dev) and len(out.ports) < MAX_PORTS:
                 out.ports[dev] = port
-            elif len(out.warnings) < 20:
-                out.warnings.append(f"refused device name {clean(dev, 40)!r}")
+            else:
+                out.warnings.add(f"refused device name {clean(dev, 40)!r}")
             port = None
         elif line.startswith("VLAN Configurations"):
             break

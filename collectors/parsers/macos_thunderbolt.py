@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from collectors.numbers import json_loads, parse_float, parse_uint
 from collectors.samples import ThunderboltInfo, ThunderboltPeer
 from collectors.text import clean
+from collectors.warning_lines import WarningLines
 
 _SPEED_RE = re.compile(r"(Up to )?([0-9]{1,4}(?:\.[0-9]{1,3})?) Gb/s")
 _UUID_RE = re.compile(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
@@ -47,7 +49,7 @@ class TbBus:
 @dataclass(slots=True)
 class TbResult:
     buses: list[TbBus] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 def _uuid(v: Any) -> str | None:
@@ -88,8 +90,8 @@ def parse_sp_thunderbolt(text: str) -> TbResult:
                 n = rid
             if n is not None and n <= 999:
                 bus.receptacle = n
-            elif rid is not None and len(out.warnings) < MAX_WARNINGS:
-                out.warnings.append(
+            elif rid is not None:
+                out.warnings.add(
                     f"{name}: receptacle_id_key {clean(str(rid), 20)!r} is no receptacle number"
                 )
             bus.connected = tag.get("receptacle_status_key") == "receptacle_connected"

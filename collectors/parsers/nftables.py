@@ -107,7 +107,7 @@ def parse_nft_json(text: str) -> tuple[Ruleset | None, list[str]]:
         try:
             _rule(body, rs, sets)
         except Exception as e:  # one odd rule costs that rule (an unknown), never the set
-            rs.warnings.append(f"rule not read: {clean(repr(e), 160)}")
+            rs.warnings.add(f"rule not read: {clean(repr(e), 160)}")
     return rs, rs.warnings
 
 
@@ -152,7 +152,7 @@ def _chain(body: dict[str, Any], rs: Ruleset) -> None:
         elif c.hook == "ingress":
             # nft 1.0.6 prints no "dev" for an ingress chain (the custom.json capture):
             # which interface it filters is not known, so it is not evaluated.
-            rs.warnings.append(
+            rs.warnings.add(
                 f"{fam} {table} {name}: ingress chain without its device "
                 "in nft's JSON, not evaluated"
             )

@@ -10,12 +10,14 @@ import csv
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter, methodcaller
 
 from collectors.memo import Memo
 from collectors.numbers import parse_float, parse_hex
 from collectors.samples import GpuSample
 from collectors.text import MAX_TEXT, clean
+from collectors.warning_lines import SUPPRESSED, WarningLines
 
 # Driver >= 535 names the clock limiters "clocks_event_reasons"; every driver in the
 # captures (590, 595, 610) still accepts "clocks_throttle_reasons.*" as an alias (see
@@ -118,13 +120,15 @@ _ALIASES = {
     "gpu.power.current_limit": "enforced.power.limit",
 }
 
+MAX_WARNINGS = 50  # a garbage capture must not turn into thousands of warning lines
+
 
 @dataclass(slots=True)
 class NvidiaQueryResult:
     """GPUs read from one nvidia-smi output, with what could not be read."""
 
     gpus: list[GpuSample] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS, SUPPRESSED))
     timestamp: str | None = None  # nvidia-smi's own "YYYY/MM/DD HH:MM:SS.msec", when asked
 
 
@@ -402,7 +406,7 @@ def parse_query_csv(
             if len(cells) != plan.width:
                 shown = [c.lstrip(" ") for c in cells] if split else cells  # the csv module's
                 line = clean(", ".join(shown))
-                warnings.append(
+                warnings.add(
                     f"nvidia-smi line with {len(cells)} values for {plan.width} fields "
                     f"ignored: {line[:120]!r}"
                 )
@@ -417,7 +421,7 @@ def parse_query_csv(
         if index is None:
             index = position
         if note is not None:
-            warnings.append(f"GPU {index}: {note}")
+            warnings.add(f"GPU {index}: {note}")
         # By position, in GpuSample's field order: keywords cost twice as much per row.
         by_index[index] = GpuSample(
             index,

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from collectors.numbers import parse_float, parse_uint
 from collectors.probe import NAME_RE
 from collectors.text import clean
+from collectors.warning_lines import WarningLines
 
 MAX_LINES = 256  # 8 priorities x 2 sides x 16 ports
+MAX_WARNINGS = 20
 
 
 @dataclass(slots=True, frozen=True)
@@ -38,7 +40,7 @@ class WatchdogEvent:
 def parse_pfcwd(text: str, clock_ns: int) -> tuple[list[WatchdogEvent], list[str]]:
     """Events of one section, and one warning per line that could not be used."""
     out: list[WatchdogEvent] = []
-    warnings: list[str] = []
+    warnings = WarningLines(MAX_WARNINGS)
     for n, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
@@ -47,8 +49,7 @@ def parse_pfcwd(text: str, clock_ns: int) -> tuple[list[WatchdogEvent], list[str
             break
         ev = _line(line.split(), clock_ns)
         if ev is None:
-            if len(warnings) < 20:
-                warnings.append(f"bad watchdog line: {clean(line, 120)!r}")
+            warnings.add(f"bad watchdog line: {clean(line, 120)!r}")
             continue
         out.append(ev)
     return out, warnings

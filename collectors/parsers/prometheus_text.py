@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.numbers import finite, parse_float
-from collectors.samples import InferenceSample
+from collectors.samples import Histogram, InferenceSample
 from collectors.text import MAX_TEXT, clean, clean_lines
 
 
@@ -239,9 +239,6 @@ def _sum(parsed: PromText, samples: list[PromSample], name: str) -> float | None
     if parsed.left_out(name) is not None:
         return None  # one label set unknown: the sum is unknown, not smaller
     return _fsum(values) if values else None
-
-
-Histogram = tuple[tuple[float, ...], tuple[float, ...], float, float]
 
 
 def _histogram(parsed: PromText, samples: list[PromSample], name: str) -> Histogram | str | None:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from collectors.numbers import U64_MAX, is_digits, parse_uint
 from collectors.samples import QosConfig
 from collectors.text import MAX_TEXT, clean
+from collectors.warning_lines import WarningLines
 
 MAX_WARNINGS = 50
 _TRUST_RE = re.compile(r"^Priority trust (?:state|mode)\s*:\s*(\S+)", re.IGNORECASE)
@@ -42,7 +44,7 @@ class MlnxQos:
     config: QosConfig = field(default_factory=lambda: QosConfig(source="mlnx_qos"))
     dcbx_mode: str | None = None
     cable_len: int | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 @dataclass(slots=True)
@@ -55,12 +57,7 @@ class DcbPfc:
     delay: int | None = None
     requests: dict[int, int] = field(default_factory=dict)  # PFC frames sent, per priority
     indications: dict[int, int] = field(default_factory=dict)  # PFC frames received
-    warnings: list[str] = field(default_factory=list)
-
-
-def _warn(warnings: list[str], msg: str) -> None:
-    if len(warnings) < MAX_WARNINGS:
-        warnings.append(msg)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 def _ints(text: str) -> list[int] | None:
@@ -89,7 +86,7 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
             continue
         low = line.lower()
         if "not supported" in low:
-            _warn(out.warnings, line[:120])
+            out.warnings.add(line[:120])
             continue
         if m := _TRUST_RE.match(line):
             cfg.trust = m.group(1).lower()
@@ -117,7 +114,7 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
         if section == "dscp" and (m := _DSCP_ROW_RE.match(line)):
             prio = parse_uint(m.group(1))
             if prio is None or prio > 7:
-                _warn(out.warnings, f"bad dscp2prio row {line[:60]!r}")
+                out.warnings.add(f"bad dscp2prio row {line[:60]!r}")
                 continue
             for d in _ints(m.group(2)) or []:
                 if 0 <= d <= 63:
@@ -162,7 +159,7 @@ def parse_dcb_pfc(text: str) -> DcbPfc:
         i += 1
         if tok in _DCB_SCALARS:
             if i >= len(toks):
-                _warn(out.warnings, f"{tok} without a value")
+                out.warnings.add(f"{tok} without a value")
                 break
             value = toks[i]
             i += 1
@@ -174,7 +171,7 @@ def parse_dcb_pfc(text: str) -> DcbPfc:
                 else:
                     out.delay = num
             else:
-                _warn(out.warnings, f"bad value for {tok}: {value[:40]!r}")
+                out.warnings.add(f"bad value for {tok}: {value[:40]!r}")
         elif tok in _DCB_LISTS:
             while i < len(toks) and (m := _PRIO_PAIR_RE.match(toks[i])):
                 i += 1
@@ -187,7 +184,7 @@ def parse_dcb_pfc(text: str) -> DcbPfc:
                     target = out.requests if tok == "requests" else out.indications
                     target[prio] = num
         else:
-            _warn(out.warnings, f"unexpected token {tok[:40]!r}")
+            out.warnings.add(f"unexpected token {tok[:40]!r}")
     if enabled:
         out.config.pfc_enabled = tuple(sorted(p for p, on in enabled.items() if on))
     return out
@@ -205,7 +202,7 @@ class DcbApptrust:
 
     order: tuple[str, ...] | None = None
     trust: str | None = None  # "dscp" or "pcp": whichever of the two comes first
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 def parse_dcb_apptrust(text: str) -> DcbApptrust:
@@ -219,7 +216,7 @@ def parse_dcb_apptrust(text: str) -> DcbApptrust:
             out.order = tuple(rest.split())
             out.trust = next((s for s in out.order if s in ("dscp", "pcp")), None)
         else:
-            _warn(out.warnings, f"unexpected line {line[:60]!r}")
+            out.warnings.add(f"unexpected line {line[:60]!r}")
     return out
 
 
@@ -248,7 +245,7 @@ class DcbApp:
 
     dscp2prio: dict[int, int] = field(default_factory=dict)
     default_prio: tuple[int, ...] | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 _APP_KEYS = (
@@ -275,19 +272,19 @@ def parse_dcb_app(text: str) -> DcbApp:
             if (num := parse_uint(tok)) is not None and num <= 7:
                 defaults.append(num)
             else:
-                _warn(out.warnings, f"bad default-prio {tok[:40]!r}")
+                out.warnings.add(f"bad default-prio {tok[:40]!r}")
             continue
         if key == "dscp-prio":
             name, sep, prio = tok.rpartition(":")
             d = dscp_value(name) if sep else None
             p = parse_uint(prio)
             if d is None or p is None or p > 7:
-                _warn(out.warnings, f"bad dscp-prio entry {tok[:40]!r}")
+                out.warnings.add(f"bad dscp-prio entry {tok[:40]!r}")
                 continue
             out.dscp2prio[d] = p
             continue
         if key is None:
-            _warn(out.warnings, f"unexpected token {tok[:40]!r}")
+            out.warnings.add(f"unexpected token {tok[:40]!r}")
     if defaults:
         out.default_prio = tuple(defaults)
     return out
@@ -300,7 +297,7 @@ class DcbEts:
     ets: dict[str, str] = field(default_factory=dict)
     willing: bool | None = None
     ets_cap: int | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 _ETS_MAPS = ("prio-tc", "tc-tsa", "tc-bw", "pg-bw", "reco-prio-tc", "reco-tc-tsa", "reco-tc-bw")
@@ -324,7 +321,7 @@ def parse_dcb_ets(text: str) -> DcbEts:
                 out.ets_cap = parse_uint(value)
             continue
         if tok not in _ETS_MAPS:
-            _warn(out.warnings, f"unexpected token {tok[:40]!r}")
+            out.warnings.add(f"unexpected token {tok[:40]!r}")
             continue
         while i < len(toks) and (m := _PRIO_PAIR_RE.match(toks[i])):
             i += 1
@@ -364,7 +361,7 @@ class DcbBuffer:
     prio_buffer: dict[int, int] = field(default_factory=dict)
     buffer_size: dict[int, int] = field(default_factory=dict)  # bytes
     total_size: int | None = None  # bytes
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 def parse_dcb_buffer(text: str) -> DcbBuffer:
@@ -380,7 +377,7 @@ def parse_dcb_buffer(text: str) -> DcbBuffer:
             i += 1
             continue
         if tok not in ("prio-buffer", "buffer-size"):
-            _warn(out.warnings, f"unexpected token {tok[:40]!r}")
+            out.warnings.add(f"unexpected token {tok[:40]!r}")
             continue
         while i < len(toks) and (m := _PRIO_PAIR_RE.match(toks[i])):
             i += 1
@@ -393,7 +390,7 @@ def parse_dcb_buffer(text: str) -> DcbBuffer:
             else:
                 size = _size_bytes(m.group(2))
                 if size is None:
-                    _warn(out.warnings, f"bad buffer size {m.group(2)[:40]!r}")
+                    out.warnings.add(f"bad buffer size {m.group(2)[:40]!r}")
                 else:
                     out.buffer_size[k] = size
     return out

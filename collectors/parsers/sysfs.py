@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from collectors.numbers import is_digits, parse_float, parse_hex, parse_int, parse_uint
 from collectors.samples import PcieLink
 from collectors.text import MAX_TEXT, clean
+from collectors.warning_lines import SUPPRESSED, WarningLines
 
 MAX_WARNINGS = 50
 _MAX_LINE = 2 * MAX_TEXT  # a path and one sysfs file, which holds at most a page (4096 bytes)
@@ -116,7 +118,7 @@ class SysNet:
     """Parsed ``sysnet`` section."""
 
     netdevs: dict[str, NetdevRecord] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS, SUPPRESSED))
 
 
 @dataclass(slots=True)
@@ -124,7 +126,7 @@ class SysIb:
     """Parsed ``sysib`` section."""
 
     devices: dict[str, RdmaDeviceRecord] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS, SUPPRESSED))
 
 
 @dataclass(slots=True)
@@ -144,13 +146,6 @@ class _DeviceBits:
 
     def temperature(self) -> float | None:
         return max(self.temps) if self.temps else None
-
-
-def _warn(warnings: list[str], msg: str) -> None:
-    if len(warnings) < MAX_WARNINGS:
-        warnings.append(msg)
-    elif len(warnings) == MAX_WARNINGS:
-        warnings.append("further warnings suppressed")
 
 
 def _int(text: str) -> int | None:
@@ -193,7 +188,9 @@ def _split_lines(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _device_bit(bits: _DeviceBits, rel: str, value: str, warnings: list[str], where: str) -> bool:
+def _device_bit(
+    bits: _DeviceBits, rel: str, value: str, warnings: WarningLines, where: str
+) -> bool:
     """Take PCIe/hwmon files below ``device/``; True when ``rel`` was one of them."""
     if rel == "device/current_link_speed":
         bits.speed = parse_pcie_speed(value)
@@ -207,7 +204,7 @@ def _device_bit(bits: _DeviceBits, rel: str, value: str, warnings: list[str], wh
         milli = _int(value)
         if milli is None:
             if value:
-                _warn(warnings, f"{where}/{rel}: bad temperature {value[:40]!r}")
+                warnings.add(f"{where}/{rel}: bad temperature {value[:40]!r}")
         else:
             bits.temps.append(milli / 1000.0)
     else:
@@ -227,7 +224,7 @@ def parse_sysnet(text: str) -> SysNet:
     for path, value in _split_lines(text):
         name, slash, rel = path.partition("/")
         if not slash or not name or not rel:
-            _warn(out.warnings, f"unparsed line: {path[:80]!r}")
+            out.warnings.add(f"unparsed line: {path[:80]!r}")
             continue
         rec = out.netdevs.get(name)
         if rec is None:
@@ -238,7 +235,7 @@ def parse_sysnet(text: str) -> SysNet:
             if num is None:
                 rec.lost.add(rel[len("statistics/") :])
                 if value and value != NOT_READ:
-                    _warn(out.warnings, f"{name}/{rel}: bad value {value[:40]!r}")
+                    out.warnings.add(f"{name}/{rel}: bad value {value[:40]!r}")
             else:
                 rec.statistics[rel[len("statistics/") :]] = num
         elif rel == "device" or rel.startswith("device/"):
@@ -276,7 +273,9 @@ def parse_sysnet(text: str) -> SysNet:
 _COUNTER_DIRS = ("counters", "counters_ext", "hw_counters")
 
 
-def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], where: str) -> None:
+def _port_line(
+    port: RdmaPortRecord, rel: str, value: str, warnings: WarningLines, where: str
+) -> None:
     group, _, leaf = rel.partition("/")
     if group in _COUNTER_DIRS and leaf and "/" not in leaf:
         num = parse_uint(value)
@@ -290,7 +289,7 @@ def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], 
         else:
             port.lost.add(leaf)
             if value and value != NOT_READ:
-                _warn(warnings, f"{where}/{rel}: bad value {value[:40]!r}")
+                warnings.add(f"{where}/{rel}: bad value {value[:40]!r}")
     elif group == "gid_attrs" and leaf.startswith("ndevs/"):
         if value and value not in port.netdevs:
             port.netdevs.append(value)
@@ -312,7 +311,7 @@ def _port_line(port: RdmaPortRecord, rel: str, value: str, warnings: list[str], 
         index = _gid_index(leaf)
         gid = value.lower()
         if index is None or not _GID_RE.match(gid):
-            _warn(warnings, f"{where}/{rel}: bad GID {value[:48]!r}")
+            warnings.add(f"{where}/{rel}: bad GID {value[:48]!r}")
         elif gid != ZERO_GID:
             port.gids[index] = gid
     elif rel == "state":
@@ -341,7 +340,7 @@ def parse_sysib(text: str) -> SysIb:
     for path, value in _split_lines(text):
         name, slash, rel = path.partition("/")
         if not slash or not name or not rel:
-            _warn(out.warnings, f"unparsed line: {path[:80]!r}")
+            out.warnings.add(f"unparsed line: {path[:80]!r}")
             continue
         dev = out.devices.get(name)
         if dev is None:
@@ -351,7 +350,7 @@ def parse_sysib(text: str) -> SysIb:
             parts = rel.split("/", 2)
             num = parse_uint(parts[1]) if len(parts) > 1 else None
             if num is None or len(parts) < 3:
-                _warn(out.warnings, f"unparsed line: {path[:80]!r}")
+                out.warnings.add(f"unparsed line: {path[:80]!r}")
                 continue
             port = dev.ports.get(num)
             if port is None:
@@ -376,10 +375,10 @@ def parse_sysib(text: str) -> SysIb:
 def parse_kv_dump(text: str) -> tuple[dict[str, str], list[str]]:
     """Generic ``<relpath> <value>`` dump (e.g. ``cputhrottle``) into a dict."""
     values: dict[str, str] = {}
-    warnings: list[str] = []
+    warnings = WarningLines(MAX_WARNINGS, SUPPRESSED)
     for path, value in _split_lines(text):
         if not path:
-            _warn(warnings, "line without a path")
+            warnings.add("line without a path")
             continue
         values[path] = value
     return values, warnings
@@ -406,7 +405,7 @@ def counter_runs(kind: str, names: tuple[str, ...]) -> tuple[tuple[CounterRun, .
     Built once per schema; a name that fits no counter file is left unplaced and said.
     """
     runs: list[CounterRun] = []
-    warnings: list[str] = []
+    warnings = WarningLines(MAX_WARNINGS, SUPPRESSED)
     cur: tuple[str, int | None, str] | None = None
     start = 0
     leaves: list[str] = []
@@ -425,7 +424,7 @@ def counter_runs(kind: str, names: tuple[str, ...]) -> tuple[tuple[CounterRun, .
             if port is not None and parts[3] in _COUNTER_DIRS:
                 key = (parts[0], port, parts[3])
         if key is None or not parts[0] or not parts[-1]:
-            _warn(warnings, f"counter name not placed: {name[:80]!r}")
+            warnings.add(f"counter name not placed: {name[:80]!r}")
             close(i)
             cur, leaves = None, []
             continue

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from collectors.numbers import parse_float, parse_hex, parse_uint
 from collectors.samples import ThunderboltInfo, ThunderboltPeer
 from collectors.text import clean
+from collectors.warning_lines import WarningLines
 
 MAX_WARNINGS = 20
 MAX_PEERS = 64  # the probe reads at most 64 entries of the bus
@@ -57,12 +59,7 @@ class TbParse:
     """What the section said: the host's Thunderbolt domain (None: no host router seen)."""
 
     info: ThunderboltInfo | None = None
-    warnings: list[str] = field(default_factory=list)
-
-
-def _warn(warnings: list[str], msg: str) -> None:
-    if len(warnings) < MAX_WARNINGS:
-        warnings.append(msg)
+    warnings: WarningLines = field(default_factory=partial(WarningLines, MAX_WARNINGS))
 
 
 def parse_uid(value: str) -> str | None:
@@ -71,27 +68,25 @@ def parse_uid(value: str) -> str | None:
     return v if _UUID.fullmatch(v) else None
 
 
-def parse_lane_speed(value: str, warnings: list[str], where: str) -> float | None:
-    """``"20.0 Gb/s"`` -> 20.0 (per lane)."""
+def parse_lane_speed(value: str) -> tuple[float | None, str | None]:
+    """``"20.0 Gb/s"`` -> 20.0 (per lane), and what was odd about it (None: nothing)."""
     m = _SPEED.fullmatch(value.strip())
     v = parse_float(m.group(1)) if m else None
     if v is None or v <= 0:
-        _warn(warnings, f"{where}: not a lane speed: {clean(value, 40)!r}")
-        return None
+        return None, f"not a lane speed: {clean(value, 40)!r}"
     if v not in _KNOWN_SPEEDS:
-        _warn(warnings, f"{where}: lane speed {v:g} Gb/s is none the kernel names (10, 20, 40)")
-    return v
+        return v, f"lane speed {v:g} Gb/s is none the kernel names (10, 20, 40)"
+    return v, None
 
 
-def parse_lanes(value: str, warnings: list[str], where: str) -> int | None:
-    """``"2"`` -> 2."""
+def parse_lanes(value: str) -> tuple[int | None, str | None]:
+    """``"2"`` -> 2, and what was odd about it (None: nothing)."""
     n = parse_uint(value.strip())
     if n is None or n == 0 or n > 8:
-        _warn(warnings, f"{where}: not a lane count: {clean(value, 40)!r}")
-        return None
+        return None, f"not a lane count: {clean(value, 40)!r}"
     if n not in _KNOWN_LANES:
-        _warn(warnings, f"{where}: {n} lanes is none the kernel names (1, 2, 3)")
-    return n
+        return n, f"{n} lanes is none the kernel names (1, 2, 3)"
+    return n, None
 
 
 def parse_systb(text: str) -> TbParse:
@@ -126,7 +121,7 @@ def parse_systb(text: str) -> TbParse:
             peers.append(_peer(name, a, net.get(name), out.warnings))
     if not hosts:
         if peers:
-            _warn(out.warnings, "XDomains without a host router: this host's identity unknown")
+            out.warnings.add("XDomains without a host router: this host's identity unknown")
             out.info = ThunderboltInfo(source="sysfs", peers=peers)
         return out
     uids: list[str] = []
@@ -135,13 +130,13 @@ def parse_systb(text: str) -> TbParse:
         if "unique_id" in a:
             uid = parse_uid(a["unique_id"])
             if uid is None:
-                _warn(out.warnings, f"{name}/unique_id: not a UUID: {a['unique_id'][:40]!r}")
+                out.warnings.add(f"{name}/unique_id: not a UUID: {a['unique_id'][:40]!r}")
             else:
                 uids.append(uid)
         if "generation" in a:
             g = parse_uint(a["generation"])
             if g is None or not 1 <= g <= 9:
-                _warn(out.warnings, f"{name}/generation: bad value {a['generation'][:20]!r}")
+                out.warnings.add(f"{name}/generation: bad value {a['generation'][:20]!r}")
             else:
                 gens.append(g)
     out.info = ThunderboltInfo(
@@ -154,19 +149,26 @@ def parse_systb(text: str) -> TbParse:
     return out
 
 
-def _peer(name: str, a: dict[str, str], netdev: str | None, warnings: list[str]) -> ThunderboltPeer:
+def _peer(
+    name: str, a: dict[str, str], netdev: str | None, warnings: WarningLines
+) -> ThunderboltPeer:
     p = ThunderboltPeer(port=name, netdev=netdev)
     if "unique_id" in a:
         p.peer_uid = parse_uid(a["unique_id"])
         if p.peer_uid is None:
-            _warn(warnings, f"{name}/unique_id: not a UUID: {a['unique_id'][:40]!r}")
+            warnings.add(f"{name}/unique_id: not a UUID: {a['unique_id'][:40]!r}")
     if a.get("device_name"):
         p.peer_name = clean(a["device_name"], _NAME_MAX)
     for key in ("rx_speed", "tx_speed"):
         if key in a:
-            v = parse_lane_speed(a[key], warnings, f"{name}/{key}")
-            setattr(p, key[:2] + "_gbps_per_lane", v)
+            speed, why = parse_lane_speed(a[key])
+            setattr(p, key[:2] + "_gbps_per_lane", speed)
+            if why is not None:
+                warnings.add(f"{name}/{key}: {why}")
     for key in ("rx_lanes", "tx_lanes"):
         if key in a:
-            setattr(p, key, parse_lanes(a[key], warnings, f"{name}/{key}"))
+            lanes, why = parse_lanes(a[key])
+            setattr(p, key, lanes)
+            if why is not None:
+                warnings.add(f"{name}/{key}: {why}")
     return p

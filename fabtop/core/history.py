@@ -10,9 +10,6 @@ reading the rate engine ignored as a glitch never enters a tier.
 
 from __future__ import annotations
 
-import copy
-import os
-import resource
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import partial
@@ -473,57 +470,3 @@ class History:
             h.servers.pop(subj, None)
         for index in [i for i, g in h.gpus.items() if g.gid in subjects]:
             del h.gpus[index]
-
-
-# The series History.record creates for one mlx5 RoCE port with one lossless priority
-# (priority 3, as in the captures and the demo): link suffixes of the series keys.
-ROCE_LINK_SERIES: tuple[tuple[str, ...], ...] = (
-    (Metric.LINK_DOWN_EVENTS,),
-    ("temperature_c",),
-    *((name,) for name in _LINK_RATES),
-    *((name, p) for name, _ in _LINK_PRIO_RATES for p in ("", "3")),
-)
-
-
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def estimate_24h(
-    links: int,
-    hours: float = 24.0,
-    link_series: Sequence[tuple[str, ...]] = ROCE_LINK_SERIES,
-    tiers: Sequence[tuple[float, int]] = DEFAULT_TIERS,
-    coarse_typecode: FloatTypecode = DEFAULT_COARSE_TYPECODE,
-) -> tuple[int, int]:
-    """History bytes and RSS growth for ``links`` RoCE links after ``hours`` at 1 Hz.
-
-    One series of each kind is filled point by point (1 Hz for the raw ring's span, one
-    point per finest coarse bucket before, which fills the tiers alike), then copied for
-    every link, so the figure costs seconds, not a day of appends.
-    """
-    span = hours * 3600.0
-    t0 = 1_700_000_000.0
-    raw_span = tiers[0][0] * tiers[0][1]
-    coarse_step = tiers[1][0] if len(tiers) > 1 else tiers[0][0]
-    templates: dict[bool, Series] = {}
-    for keep in (False, True):
-        s = Series(tiers, keep, coarse_typecode)
-        t = 0.0
-        while t < span:
-            s.append(t0 + t, float(int(t) % 97))
-            t += coarse_step if t < span - raw_span else tiers[0][0]
-        templates[keep] = s
-    rss0 = _rss_bytes()
-    hist = History(tiers, coarse_typecode=coarse_typecode)
-    for i in range(links):
-        host, lid = f"host{i // 2}", f"eth{i % 2}"
-        for suffix in link_series:
-            key = (host, lid, *suffix)
-            hist._series[key] = copy.deepcopy(templates[hist._keep_max(key)])
-    rss = _rss_bytes() - rss0
-    return hist.nbytes, rss

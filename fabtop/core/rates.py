@@ -34,10 +34,9 @@ from collectors.vocabulary import (
     MICROSECONDS,
     PACKETS,
     Derived,
-    InferenceRate,
     Metric,
 )
-from fabtop.core.quantile import histogram_quantile
+from fabtop.core.inference_rates import INFERENCE_RATE_NAMES, inference_rates
 from fabtop.core.thresholds import effective
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
@@ -138,20 +137,6 @@ _RX_BPS, _TX_BPS = Derived.RX_BPS.value, Derived.TX_BPS.value
 _RX_PAUSED, _TX_PAUSED = Derived.RX_PAUSE_TIME_RATIO.value, Derived.TX_PAUSE_TIME_RATIO.value
 _RDMA_SHARE = Derived.RDMA_SHARE.value
 
-# Histogram names as servers expose them (llm_metrics/LLM_METRICS_NOTES.md); matched
-# by suffix so a parser may keep or strip the "vllm:"/"sglang:" prefix.
-TTFT_HISTOGRAMS: tuple[str, ...] = ("time_to_first_token_seconds",)
-ITL_HISTOGRAMS: tuple[str, ...] = (
-    "inter_token_latency_seconds",
-    "time_per_output_token_seconds",  # vLLM before V1
-    "tgi_request_mean_time_per_token_duration",
-)
-
-INFERENCE_RATE_NAMES: tuple[str, ...] = tuple(InferenceRate)
-
-Histogram = tuple[tuple[float, ...], tuple[float, ...], float, float]
-
-
 # What raw-counter rates are made of when a view first asks: (counters now, before, 1/dt,
 # raw names stuck at their maximum).
 _RawInputs = tuple[dict[str, dict[str, int]], dict[str, dict[str, int]], float, list[str]]
@@ -250,79 +235,6 @@ def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
     if abs(d_clock_s - d_uptime_s) > tolerance:
         return d_uptime_s, True
     return d_clock_s, False
-
-
-def _find_histogram(hists: dict[str, Histogram], suffixes: tuple[str, ...]) -> str | None:
-    for suffix in suffixes:
-        for name in hists:
-            if name.endswith(suffix):
-                return name
-    return None
-
-
-def _histogram_delta(cur: Histogram, prev: Histogram) -> tuple[tuple[float, ...], list[float]]:
-    """Bucket deltas as a cumulative histogram, +Inf bucket included; raises ValueError on reset."""
-    bounds, counts, count, _ = cur
-    pbounds, pcounts, pcount, _ = prev
-    if bounds != pbounds or len(counts) != len(pcounts):
-        raise ValueError("bucket layout changed")
-    deltas = [c - p for c, p in zip(counts, pcounts, strict=True)]
-    if any(d < 0 for d in deltas) or count < pcount:
-        raise ValueError("histogram went backwards")
-    if not bounds or not math.isinf(bounds[-1]):
-        bounds = (*bounds, math.inf)
-        deltas.append(count - pcount)
-    return bounds, deltas
-
-
-def _quantiles(
-    cur: InferenceSample, prev: InferenceSample, suffixes: tuple[str, ...]
-) -> tuple[float | None, float | None]:
-    name = _find_histogram(cur.histograms, suffixes)
-    if name is None or name not in prev.histograms:
-        return None, None
-    bounds, deltas = _histogram_delta(cur.histograms[name], prev.histograms[name])
-    return histogram_quantile(0.5, bounds, deltas), histogram_quantile(0.99, bounds, deltas)
-
-
-def _counter_rate(
-    cur: float | None, prev: float | None, inv_dt: float, most: float
-) -> float | None:
-    if cur is None or prev is None:
-        return None
-    d = cur - prev
-    if d < 0:
-        raise ValueError("counter went backwards")
-    if d * inv_dt > most:  # no server counts so fast: a glitched read, a gap
-        raise ValueError("counter jumped beyond belief")
-    return d * inv_dt
-
-
-def _inference_rates(
-    cur: InferenceSample, prev: InferenceSample, dt: float, tokens_per_s: float = _INF
-) -> dict[str, float | None]:
-    out: dict[str, float | None] = dict.fromkeys(INFERENCE_RATE_NAMES)
-    if not dt > 0 or cur.error is not None or prev.error is not None:
-        return out
-    if cur.rate_unknown is not None or prev.rate_unknown is not None:
-        return out  # a server with no counter (exo, mlx_lm): unknown, never computed
-    inv_dt = 1.0 / dt
-    try:
-        out[InferenceRate.GENERATED_TOKENS_PER_S] = _counter_rate(
-            cur.generated_tokens_total, prev.generated_tokens_total, inv_dt, tokens_per_s
-        )
-        out[InferenceRate.PROMPT_TOKENS_PER_S] = _counter_rate(
-            cur.prompt_tokens_total, prev.prompt_tokens_total, inv_dt, tokens_per_s
-        )
-        ttft = _quantiles(cur, prev, TTFT_HISTOGRAMS)
-        out[InferenceRate.TTFT_P50_S], out[InferenceRate.TTFT_P99_S] = ttft
-        itl = _quantiles(cur, prev, ITL_HISTOGRAMS)
-        out[InferenceRate.ITL_P50_S], out[InferenceRate.ITL_P99_S] = itl
-    except ValueError:
-        # The server restarted (or changed its buckets), or a counter jumped past any
-        # server's speed: nothing is comparable this tick.
-        return dict.fromkeys(INFERENCE_RATE_NAMES)
-    return out
 
 
 def _line_bytes_per_s(cur: LinkSample, prev: LinkSample) -> float | None:
@@ -1016,7 +928,7 @@ class RateEngine:
                             (sample.clock_ns - base.clock_ns) / 1e9,
                             sample.uptime_s - base.uptime_s,
                         )
-                    r = _inference_rates(inf, base.sample, dt, self.tokens_per_s)
+                    r = inference_rates(inf, base.sample, dt, self.tokens_per_s)
                 bases[inf.url] = _InferenceBase(inf, sample.clock_ns, sample.uptime_s, r)
             rates[inf.url] = bases[inf.url].rates
         # Samples are not mutated downstream, so keeping references costs no copy.

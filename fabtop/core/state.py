@@ -18,6 +18,12 @@ from typing import Protocol
 
 from collectors.frames import Frame
 from collectors.guard import Guard
+from collectors.host_states import CONNECTING as CONNECTING
+from collectors.host_states import DOWN as DOWN
+from collectors.host_states import FAILING as FAILING
+from collectors.host_states import STALE as STALE
+from collectors.host_states import STALE_AFTER_INTERVALS as STALE_AFTER_INTERVALS
+from collectors.host_states import UP as UP
 from collectors.parsers.pfcwd import WatchdogEvent, parse_pfcwd
 from collectors.samples import HostSample, InferenceSample, SectionStatus
 from collectors.text import clean
@@ -33,17 +39,11 @@ from fabtop.core.rules.context import host_time
 from fabtop.core.rules.context import link_up as link_up  # for the views and the exporter
 from fabtop.core.thresholds import effective
 
-# Host states. FAILING: connected and sending frames that fabtop cannot use (a bad value
-# that a parser or the rate engine chokes on); the error says why.
-UP, STALE, CONNECTING, DOWN, FAILING = "up", "stale", "connecting", "down", "failing"
-# The order a user should worry about them.
+# Host states: collectors/host_states.py (imported above for the views too). The order a
+# user should worry about them:
 STATUSES = (DOWN, FAILING, STALE, CONNECTING, UP)
 # Blind is not healthy (DESIGN §10): each of these raises a finding on its host.
 NOT_REPORTING = frozenset({DOWN, FAILING, STALE})
-# The runner marks a host stale after 2.5 intervals without a frame; the state does the
-# same from the age of the last frame, so a frozen host is stale (and a finding) even
-# when no status message comes (a replay, a Prometheus source, a hand-fed fabric).
-STALE_AFTER_INTERVALS = 2.5
 # A storm the fast probe's watchdog reported counts this many intervals after its last
 # word (the probe repeats a holding storm once per interval, and says when it clears).
 WATCHDOG_HOLD_INTERVALS = 2.5
@@ -137,6 +137,9 @@ class HostState:
 
 def effective_status(hs: HostState, now: float, interval: float) -> str:
     """The host's status, downgraded to stale when its last frame is too old.
+
+    Too old: STALE_AFTER_INTERVALS, the runner's limit, so a frozen host is stale (and a
+    finding) even when no status message comes (a replay, a Prometheus source).
 
     ``now``: the state's clock (the one ``HostState.last_frame_mono`` is on: monotonic
     live, the recording's time in a replay); ``interval``: the probe's interval.

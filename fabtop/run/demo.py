@@ -23,7 +23,7 @@ from fabtop.core.state import FabricState
 from fabtop.sim.episodes import DEFAULT_TARGET
 from fabtop.sim.exo import EXO_DEMO_URL
 from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts
-from fabtop.sim.host import HostConfig as HostConfigSim
+from fabtop.sim.host import SimHostConfig
 from fabtop.sim.mac_ids import RING_CABLES
 from fabtop.sim.transport import sim_transports
 
@@ -62,7 +62,7 @@ TB_MISCONFIGS: dict[str, dict[str, Any]] = {
     "tb_lane_degraded": {"tb_lanes": 1},  # one lane where two are possible
 }
 # Hosts added to the demo's four (healthy otherwise): the DGX Spark on its Mac Studio.
-EXTRA_HOSTS: dict[str, tuple[HostConfigSim, ...]] = {}
+EXTRA_HOSTS: dict[str, tuple[SimHostConfig, ...]] = {}
 # Servers a scenario adds (not faults): ``exo_cluster`` runs exo on the Mac Studio pair
 # (mac1 serves /state for both), as a Mac cluster does; its token rate is unknown, and why.
 SERVERS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -78,7 +78,7 @@ SCENARIOS: tuple[str, ...] = (
 )
 
 
-def _urls(h: HostConfigSim) -> tuple[str, ...]:
+def _urls(h: SimHostConfig) -> tuple[str, ...]:
     """The inference URLs a simulated host serves (its /metrics, its exo /state)."""
     return tuple(u for u in (h.inference_url, h.exo_url) if u)
 

@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, get_args
 
 from collectors.frames import MAX_FRAME_BYTES, Frame, FrameDecoder, render_frame
+from collectors.host_states import ConnectionState
 from collectors.numbers import finite
-from collectors.runner import HostState
 from collectors.transport.base import MAX_HTTP_RESPONSE_BYTES
 from fabtop import __version__
 from fabtop.config import Config, HostConfig, SshTarget
@@ -79,7 +79,9 @@ _KIND_NAMES = {
     END: "end",
     STALLED: "stalled",
 }
-_STATES = frozenset(get_args(HostState))  # what a runner reports, so what a status record holds
+_STATES = frozenset(
+    get_args(ConnectionState)
+)  # what a runner reports, so what a status record holds
 _RAW_TEXT = frozenset({"body"})  # a /metrics body: raw text for the parser, which cleans it
 
 

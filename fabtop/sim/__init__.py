@@ -2,7 +2,7 @@
 
 from fabtop.sim.episodes import DEMO_CYCLE, DEMO_CYCLE_S, KINDS, Episode
 from fabtop.sim.fabric import DEMO_METRICS_URL, Fabric, demo_fabric, demo_hosts
-from fabtop.sim.host import HostConfig, SimHost
+from fabtop.sim.host import SimHost, SimHostConfig
 
 __all__ = [
     "DEMO_CYCLE",
@@ -11,8 +11,8 @@ __all__ = [
     "KINDS",
     "Episode",
     "Fabric",
-    "HostConfig",
     "SimHost",
+    "SimHostConfig",
     "demo_fabric",
     "demo_hosts",
 ]

@@ -19,7 +19,7 @@ from fabtop.sim.episodes import (
     apply_episode,
     episode_at,
 )
-from fabtop.sim.host import HostConfig, SimHost
+from fabtop.sim.host import SimHost, SimHostConfig
 from fabtop.sim.tb_ids import MAC_STUDIO1_NAME, MAC_STUDIO1_UID, NODE3_UID, NODE4_UID, SPARK1_UID
 
 GRID_S = 0.5
@@ -32,7 +32,7 @@ class Fabric:
 
     def __init__(
         self,
-        hosts_config: Sequence[HostConfig],
+        hosts_config: Sequence[SimHostConfig],
         episodes: Sequence[Episode] = (),
         *,
         cycle_s: float | None = None,
@@ -76,7 +76,7 @@ class Fabric:
     @classmethod
     def single(
         cls,
-        hosts_config: Sequence[HostConfig],
+        hosts_config: Sequence[SimHostConfig],
         kind: str,
         *,
         target: str | None = None,
@@ -133,13 +133,13 @@ class Fabric:
         return {n: h.cfg.inference_url for n, h in self.hosts.items() if h.cfg.inference_url}
 
 
-def demo_hosts() -> list[HostConfig]:
+def demo_hosts() -> list[SimHostConfig]:
     """The built-in demo: 4 nodes, 2 RoCE rails each, an IB pair, a Thunderbolt pair, a Mac
     Studio pair over Thunderbolt 5 and a DGX Spark cabled to one of the Macs."""
     return [
-        HostConfig("node1", ib_port=True, gpu_profile="h100", inference_url=DEMO_METRICS_URL),
-        HostConfig("node2", ib_port=True, gpu_profile="h100"),
-        HostConfig(
+        SimHostConfig("node1", ib_port=True, gpu_profile="h100", inference_url=DEMO_METRICS_URL),
+        SimHostConfig("node2", ib_port=True, gpu_profile="h100"),
+        SimHostConfig(
             "node3",
             tb_link=True,
             gpu_profile="rtx4080s",
@@ -147,7 +147,7 @@ def demo_hosts() -> list[HostConfig]:
             tb_peer_uid=NODE4_UID,
             tb_peer_name="node4",
         ),
-        HostConfig(
+        SimHostConfig(
             "node4",
             tb_link=True,
             gpu_profile="rtx4080s",
@@ -156,18 +156,18 @@ def demo_hosts() -> list[HostConfig]:
             tb_peer_name="node3",
         ),
         # A Mac Studio pair over Thunderbolt 5 (issue 14; cables in fabtop/sim/mac_ids.py).
-        HostConfig("mac1", roce_ports=0, gpus=0, macos=True),
-        HostConfig("mac2", roce_ports=0, gpus=0, macos=True),
+        SimHostConfig("mac1", roce_ports=0, gpus=0, macos=True),
+        SimHostConfig("mac2", roce_ports=0, gpus=0, macos=True),
         # A DGX Spark on mac1's third receptacle (Thunderbolt 5; fabtop/sim/tb_ids.py).
         spark_host(),
     ]
 
 
-def spark_host() -> HostConfig:
+def spark_host() -> SimHostConfig:
     """A DGX Spark (Linux, thunderbolt-net ``thunderbolt0``) on a Mac Studio's Thunderbolt 5
     receptacle (fabtop.sim.tb_ids): USB4 v2, 2 lanes of 40 Gb/s. No GPU and no RDMA port
     are simulated (no GB10 or DGX Spark capture to replay): the views say so."""
-    return HostConfig(
+    return SimHostConfig(
         "spark1",
         roce_ports=0,
         gpus=0,

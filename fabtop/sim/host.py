@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class HostConfig:
+class SimHostConfig:
     """One simulated host; every field can be overridden to build a single-fault fabric."""
 
     name: str
@@ -123,7 +123,7 @@ def noise(seed: int, *keys: int) -> float:
 class SimHost:
     """One host of a :class:`Fabric`; ``frame(t)`` is the text its probe would print."""
 
-    def __init__(self, cfg: HostConfig, fabric: Fabric, index: int) -> None:
+    def __init__(self, cfg: SimHostConfig, fabric: Fabric, index: int) -> None:
         self.cfg = cfg
         self.fabric = fabric
         self.index = index

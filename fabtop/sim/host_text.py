@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from collectors.parsers.nvidia_smi import QUERY_FIELDS
 
 if TYPE_CHECKING:
-    from fabtop.sim.host import HostConfig, SimHost
+    from fabtop.sim.host import SimHost, SimHostConfig
 
 # The parser module owns the field list: the simulated nvidia-smi answers that query.
 GPU_FIELDS: tuple[str, ...] = QUERY_FIELDS
@@ -259,7 +259,7 @@ def ethtool_s(host: SimHost, netdev: str, frac: float) -> tuple[str, str | None,
     return "error", "rc=94", ""
 
 
-def ethtool_i(cfg: HostConfig, netdev: str) -> str:
+def ethtool_i(cfg: SimHostConfig, netdev: str) -> str:
     """``ethtool -i netdev`` output."""
     if netdev.startswith("enp65s0f"):
         fn = netdev[len("enp65s0f")]
@@ -286,7 +286,7 @@ def ethtool_i(cfg: HostConfig, netdev: str) -> str:
     )
 
 
-def mlnx_qos(cfg: HostConfig) -> str:
+def mlnx_qos(cfg: SimHostConfig) -> str:
     """``mlnx_qos -i <port>`` output, shaped like the capture in ../shared/fixtures/qos."""
     lines = ["DCBX mode: OS controlled", f"Priority trust state: {cfg.trust}"]
     if cfg.trust == "dscp":
@@ -355,7 +355,7 @@ _SITE = "/opt/vllm/lib/python3.12/site-packages"
 
 
 def version_sections(
-    cfg: HostConfig,
+    cfg: SimHostConfig,
 ) -> list[tuple[str, str | None, str, str | None, str]]:
     """``(kind, subject, status, detail, text)`` of the software-version sections, shaped
     like the captures in tests/fixtures/versions (docs/PROBE.md, "Software versions")."""

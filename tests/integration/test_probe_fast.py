@@ -120,8 +120,7 @@ def _comparable(s: HostSample) -> dict[str, object]:
 def _sim_node(tmp_path: Path) -> Path:
     """A simulated node tree (2 ConnectX RoCE ports with every counter of the captures,
     an IB port): the fabtop.sim tree and its ethtool/mlnx_qos shims."""
-    from fabtop.sim import Fabric, tree
-    from fabtop.sim import HostConfig as SimHostConfig
+    from fabtop.sim import Fabric, SimHostConfig, tree
 
     fab = Fabric([SimHostConfig("n1", roce_ports=2, ib_port=True), SimHostConfig("n2")])
     root = tmp_path / "simnode"
@@ -445,8 +444,7 @@ def test_a_storm_in_a_tree_reaches_the_collector_as_a_watchdog_event(
     # A simulated stuck receiver written as a sysfs tree with its ethtool shim, read by
     # the real fast probe: a tree's ethtool -S is a process, so the watchdog sees it once
     # a tick (fast reads need the ioctl), and names the storm after a tick of it.
-    from fabtop.sim import Fabric, tree
-    from fabtop.sim import HostConfig as SimHostConfig
+    from fabtop.sim import Fabric, SimHostConfig, tree
 
     fab = Fabric.single(
         [SimHostConfig(f"n{i}", roce_ports=1) for i in range(1, 4)],

@@ -33,8 +33,7 @@ def _gid_node(tmp_path: Path) -> Path:
     """A simulated node: two RoCE ports whose IPv4 GIDs sit at 4/5 (an extra link-local
     address first), zero entries after them, a long table on mlx5_1, and an IB port
     without a subnet manager."""
-    from fabtop.sim import Fabric, tree
-    from fabtop.sim import HostConfig as SimHostConfig
+    from fabtop.sim import Fabric, SimHostConfig, tree
 
     cfg = SimHostConfig("n1", roce_ports=2, ib_port=True, ib_sm=False, roce_addrs=("ll6", "ipv4"))
     fab = Fabric([cfg, SimHostConfig("n2")])

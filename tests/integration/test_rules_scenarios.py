@@ -19,7 +19,7 @@ from fabtop.core.findings import PAUSED_PEERS, STUCK_RECEIVER, Finding
 from fabtop.core.rules import Evaluator
 from fabtop.core.state import FabricState
 from fabtop.sim import Fabric, demo_hosts
-from fabtop.sim.host import HostConfig
+from fabtop.sim.host import SimHostConfig
 
 START = 5.0  # episodes start here; the frame at START + 1 is the first to show them
 
@@ -27,7 +27,7 @@ START = 5.0  # episodes start here; the frame at START + 1 is the first to show 
 class Run:
     """A simulated fabric watched by the real FabricState, one frame per host per tick."""
 
-    def __init__(self, fabric: Fabric, hosts: list[HostConfig]) -> None:
+    def __init__(self, fabric: Fabric, hosts: list[SimHostConfig]) -> None:
         self.fabric = fabric
         self.hosts = hosts
         self.state = FabricState([Target(h.name) for h in hosts], rules=Evaluator())

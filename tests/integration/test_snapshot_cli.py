@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from collectors.parsers.ethtool import parse_ethtool_stats
-from fabtop.sim import Fabric, tree
-from fabtop.sim import HostConfig as SimHostConfig
+from fabtop.sim import Fabric, SimHostConfig, tree
 from tests.conftest import REPO, skip_or_fail
 from tests.integration.sshd import Sshd
 

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from fabtop.sim import Fabric, tree
-from fabtop.sim import HostConfig as SimHostConfig
+from fabtop.sim import Fabric, SimHostConfig, tree
 from tests.conftest import IN_CI, REPO, skip_or_fail
 
 DARWIN = REPO / "tests" / "fixtures" / "darwin"

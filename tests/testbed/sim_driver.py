@@ -6,8 +6,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from fabtop.sim import Fabric, tree
-from fabtop.sim import HostConfig as SimHostConfig
+from fabtop.sim import Fabric, SimHostConfig, tree
 
 if TYPE_CHECKING:
     from tests.testbed.netns import Testbed

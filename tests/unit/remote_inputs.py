@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.frames import Frame, FrameDecoder, Section
-from fabtop.sim import Fabric, HostConfig
+from fabtop.sim import Fabric, SimHostConfig
 from tests.conftest import FIXTURES
 from tests.unit.test_parsers_fuzz import PARSERS, _call
 
@@ -31,7 +31,7 @@ def sim_frames() -> tuple[Frame, Frame]:
     a Mac, as the simulated probes print them."""
     fab = Fabric(
         [
-            HostConfig(
+            SimHostConfig(
                 "n1",
                 roce_ports=2,
                 ib_port=True,
@@ -42,8 +42,8 @@ def sim_frames() -> tuple[Frame, Frame]:
                 tb_peer_name="n2",
                 inference_url="http://127.0.0.1:8000/metrics",
             ),
-            HostConfig("mac1", roce_ports=0, gpus=0, macos=True),
-            HostConfig("mac2", roce_ports=0, gpus=0, macos=True),
+            SimHostConfig("mac1", roce_ports=0, gpus=0, macos=True),
+            SimHostConfig("mac2", roce_ports=0, gpus=0, macos=True),
         ],
         seed=0,
     )
@@ -55,7 +55,7 @@ def sim_frames() -> tuple[Frame, Frame]:
 
 
 LINUX, MAC = sim_frames()
-_FAB = Fabric([HostConfig("n1", inference_url="http://127.0.0.1:8000/metrics")], seed=0)
+_FAB = Fabric([SimHostConfig("n1", inference_url="http://127.0.0.1:8000/metrics")], seed=0)
 METRICS = _FAB.hosts["n1"].metrics_text()
 
 

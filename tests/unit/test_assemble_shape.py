@@ -19,8 +19,7 @@ from fabtop.config import HostConfig
 from fabtop.core.pipeline import Pipeline
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
-from fabtop.sim import Fabric
-from fabtop.sim import HostConfig as SimHostConfig
+from fabtop.sim import Fabric, SimHostConfig
 
 
 def _stream(ticks: int, seed: int = 0) -> list[Frame]:

@@ -24,8 +24,7 @@ from collectors.parsers.iptables import parse_iptables_save
 from fabtop.config import HostConfig
 from fabtop.core.pipeline import Pipeline
 from fabtop.core.state import FabricState
-from fabtop.sim import Fabric
-from fabtop.sim import HostConfig as SimHostConfig
+from fabtop.sim import Fabric, SimHostConfig
 
 ROCM = Path(__file__).resolve().parents[1] / "fixtures"  # (no rocm capture here: inline)
 

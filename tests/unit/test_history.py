@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import random
+import sys
 from array import array
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -13,7 +16,7 @@ from collectors.normalize import normalize_ethtool
 from collectors.parsers.ethtool import parse_ethtool_stats
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample
-from fabtop.core.history import History, estimate_24h
+from fabtop.core.history import History
 from fabtop.core.pipeline import Pipeline
 from fabtop.core.rates import HostRates, LinkRates, RateEngine
 from fabtop.core.series import DEFAULT_TIERS, Series, append_all
@@ -356,8 +359,23 @@ def test_last_reads_the_newest_raw_points_like_points_does() -> None:
     assert s.last(10, span_s=5.5) == s.points(5.5)[1]
 
 
+def _history_memory_bench() -> ModuleType:
+    """benchmarks/history_memory.py (a script, not a package): its estimate_24h."""
+    name = "history_memory_bench"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "history_memory.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_a_day_of_128_roce_links_fits_the_memory_target() -> None:
     """DESIGN.md §8: 24 h of history for 128 links in at most 150 MB."""
+    estimate_24h = _history_memory_bench().estimate_24h
     nbytes, _ = estimate_24h(128)
     assert nbytes <= 150e6
     wide, _ = estimate_24h(4, coarse_typecode="d")

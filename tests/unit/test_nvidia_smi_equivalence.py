@@ -25,7 +25,7 @@ from collectors.parsers.nvidia_smi import (
 )
 from collectors.samples import GpuSample
 from collectors.text import clean
-from fabtop.sim import Fabric, HostConfig
+from fabtop.sim import Fabric, SimHostConfig
 
 # --- reference ------------------------------------------------------------------------
 
@@ -236,8 +236,8 @@ def test_every_csv_capture_matches_the_reference(fixtures_dir: Path) -> None:
 def test_simulated_hosts_match_the_reference() -> None:
     fab = Fabric(
         [
-            HostConfig("n1", roce_ports=2, ib_port=True, gpus=8),
-            HostConfig("n2", gpu_profile="rtx4080s", gpus=3),
+            SimHostConfig("n1", roce_ports=2, ib_port=True, gpus=8),
+            SimHostConfig("n2", gpu_profile="rtx4080s", gpus=3),
         ]
     )
     seen = 0

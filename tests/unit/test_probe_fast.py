@@ -18,8 +18,7 @@ from collectors.structured import section_values
 from fabtop.config import HostConfig
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
-from fabtop.sim import Fabric
-from fabtop.sim import HostConfig as SimHostConfig
+from fabtop.sim import Fabric, SimHostConfig
 from tests.conftest import skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]

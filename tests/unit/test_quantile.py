@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabtop.core.quantile import histogram_quantile
+from fabtop.core.inference_rates import histogram_quantile
 
 
 def test_histogram_quantile_matches_prometheus_interpolation() -> None:

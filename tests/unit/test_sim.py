@@ -16,7 +16,7 @@ from collectors.frames import Frame, FrameDecoder
 from collectors.gpu_sections import gpus_from_frame
 from collectors.parsers.ethtool import parse_ethtool_stats
 from collectors.parsers.sysfs import NetdevRecord, parse_sysib, parse_sysnet
-from fabtop.sim import Fabric, HostConfig, demo_fabric, demo_hosts, tree
+from fabtop.sim import Fabric, SimHostConfig, demo_fabric, demo_hosts, tree
 from fabtop.sim.counter_names import IB_HW_CONG_COUNTERS, MLX5_DRIVER_SOURCE_NAMES
 from fabtop.sim.episodes import FLAP_DOWN_AT_S, FLAP_DOWN_FOR_S
 from fabtop.sim.transport import DemoTransport, SimClock, sim_transports
@@ -150,7 +150,7 @@ def test_every_rendered_counter_name_has_evidence(fixtures_dir: Path) -> None:
 
 
 def test_pause_counters_exist_only_for_pfc_priorities() -> None:
-    hosts = [HostConfig("a", pfc_prios=(3,)), HostConfig("b", pfc_prios=(3, 4))]
+    hosts = [SimHostConfig("a", pfc_prios=(3,)), SimHostConfig("b", pfc_prios=(3, 4))]
     fab = Fabric(hosts)
     a, b = ethtool(frame_at(fab, "a", 1.0), P0), ethtool(frame_at(fab, "b", 1.0), P0)
     assert {k for k in a if "_pause" in k and "prio" in k} == {
@@ -294,7 +294,7 @@ def test_demo_cycle_starts_healthy_and_visits_every_fault() -> None:
 
 
 def test_driver_reload_restarts_counters_from_zero() -> None:
-    fab = Fabric([HostConfig("r", reload_at=(10.0,))])
+    fab = Fabric([SimHostConfig("r", reload_at=(10.0,))])
     before, after = ethtool(frame_at(fab, "r", 9.0), P0), ethtool(frame_at(fab, "r", 12.0), P0)
     assert after["rx_bytes_phy"] < before["rx_bytes_phy"]
     assert 0 < after["rx_bytes_phy"] < 3 * 100e9 / 8
@@ -302,7 +302,7 @@ def test_driver_reload_restarts_counters_from_zero() -> None:
 
 def test_host_overrides_show_in_the_frame() -> None:
     hosts = [
-        HostConfig(
+        SimHostConfig(
             "tcp",
             rdma_share=0.0,
             trust="pcp",
@@ -341,7 +341,7 @@ def test_sim_frame_assembles_into_normalized_links() -> None:
 
 
 def test_rendering_is_cheap() -> None:
-    fab = Fabric([HostConfig(f"n{i:02d}") for i in range(64)])
+    fab = Fabric([SimHostConfig(f"n{i:02d}") for i in range(64)])
     start = time.perf_counter()
     for t in (1.0, 2.0, 3.0):
         for h in fab.hosts.values():
@@ -420,7 +420,7 @@ async def test_demo_transport_streams_frames_and_serves_metrics() -> None:
 
 
 async def test_a_silent_host_refuses_connections() -> None:
-    fab = Fabric([HostConfig("gone", silent_after=0.0)])
+    fab = Fabric([SimHostConfig("gone", silent_after=0.0)])
     t = DemoTransport(fab.hosts["gone"], SimClock(fab))
     with pytest.raises(Exception, match="stopped answering"):
         await t.connect()

@@ -37,8 +37,7 @@ def _latency(run: object, t0: float) -> float:
 
 @pytest.fixture(scope="module")
 def frames() -> list[bytes]:
-    from fabtop.sim import Fabric
-    from fabtop.sim import HostConfig as SimHostConfig
+    from fabtop.sim import Fabric, SimHostConfig
 
     fab = Fabric([SimHostConfig(sd.HOST, roce_ports=2), SimHostConfig("n2")])
     return [fab.hosts[sd.HOST].frame(30.0 + i, 1.0).encode() for i in range(3)]

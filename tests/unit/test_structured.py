@@ -15,8 +15,7 @@ from collectors.values import decode_values
 from fabtop.config import Config, HostConfig
 from fabtop.core.pipeline import Pipeline
 from fabtop.run.record import Recorder, RecordingReader, decode_frame
-from fabtop.sim import Fabric
-from fabtop.sim import HostConfig as SimHostConfig
+from fabtop.sim import Fabric, SimHostConfig
 
 HEAD = "@@fabtop-frame {seq} {ns} 100.00 1700000000.000\n"
 
