@@ -54,7 +54,7 @@ def _mtu_links(ctx: RuleContext) -> list[tuple[LinkTick, str, int]]:
     return out
 
 
-@state_rule("mtu_mismatch", slow_only=True)
+@state_rule("mtu_mismatch")
 def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different netdev MTUs on the fabric links of different hosts."""
     tracked = ctx.memory.held
@@ -99,7 +99,7 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
     return out
 
 
-@state_rule("roce_mtu_low", slow_only=True)
+@state_rule("roce_mtu_low")
 def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
     """A RoCE port whose netdev MTU is too small for RoCE MTU 4096."""
     tracked = ctx.memory.held
@@ -163,7 +163,7 @@ def _firmware_of(
     return " ".join(parts), version
 
 
-@state_rule("firmware_mismatch", slow_only=True)
+@state_rule("firmware_mismatch")
 def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different NIC firmware across hosts for the same kind of NIC, or different software
     (kernel, rdma-core, OFED, NVIDIA driver, loaded NCCL: which fields and how exactly in

@@ -103,11 +103,6 @@ class RuleMemory:
     # (``watch_start``): the lossless-drop rule's evidence about the switch.
     rx_paused: set[int] = field(default_factory=set, init=False, repr=False)
     watch_start: float | None = field(default=None, init=False, repr=False)
-    # The state rules (``QUIET_RULES`` in the package) that found nothing and remember
-    # nothing, and the facts they found nothing in (:func:`slow_facts`): the Evaluator
-    # passes them by while the facts stay the same.
-    quiet: set[object] = field(default_factory=set, init=False, repr=False)
-    quiet_facts: object = field(default=None, init=False, repr=False)
     # Per host, the time of the first frame of its unbroken rates: how long a window rule
     # could have watched it (a one-shot judgement says which windows were not covered).
     span_start: dict[str, float] = field(default_factory=dict, init=False, repr=False)
@@ -418,65 +413,6 @@ def host_time(sample: HostSample, rates: HostRates | None = None) -> float:
 def placed_time(remote_s: float, sample: HostSample, rates: HostRates | None) -> float:
     """Another remote time of the same host (a section's read time) on the operator's axis."""
     return remote_s - (sample.clock_ns / 1e9 - host_time(sample, rates))
-
-
-def slow_facts(state: StateView) -> tuple[object, ...]:
-    """Everything a state rule (``QUIET_RULES``) reads of the fabric, as one comparable value.
-
-    Per host with a sample: its name, software versions and packet filter (both shared,
-    never changed, by the samples of one shape), and per link the facts of the host's
-    shape: the assembler copies them from the shape, so from frame to frame they are the
-    very same objects and comparing two passes' facts is mostly identity checks. Not here,
-    and never read by a rule in QUIET_RULES: each tick's counters, metrics, rates, read
-    times and temperature, and QoS's dicts. Two passes with equal facts give a state rule
-    the same input: one that found nothing finds nothing again.
-    """
-    out: list[object] = []
-    for hs in state.hosts.values():
-        s = hs.sample
-        if s is None:
-            continue
-        out.append((hs.name, s.versions, s.firewall))
-        # Spelled out: a tuple display reads slots several times faster than attrgetter.
-        for lk in s.links.values():
-            pcie, qos = lk.pcie, lk.qos
-            out.append(
-                (
-                    lk.id,
-                    lk.netdev,
-                    lk.rdma_device,
-                    lk.port,
-                    lk.link_layer,
-                    lk.state,
-                    lk.rate_gbps,
-                    lk.mtu,
-                    lk.driver,
-                    lk.driver_version,
-                    lk.firmware,
-                    lk.physical,
-                    lk.kind,
-                    lk.gids,
-                    lk.addresses,
-                    lk.port_state,
-                    lk.phys_state,
-                    lk.sm_lid,
-                    lk.gids_truncated,
-                    lk.node_type,
-                    None
-                    if pcie is None
-                    else (pcie.speed_gts, pcie.width, pcie.max_speed_gts, pcie.max_width),
-                    None
-                    if qos is None
-                    else (
-                        qos.source,
-                        qos.trust,
-                        qos.pfc_enabled,
-                        qos.ecn_np_enabled,
-                        qos.ecn_rp_enabled,
-                    ),
-                )
-            )
-    return tuple(out)
 
 
 def watchdog_storms(state: StateView) -> Mapping[tuple[str, str, int, str], WatchdogEvent]:

@@ -196,7 +196,7 @@ def firewall_lines(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> li
     return out
 
 
-@state_rule(RULE, slow_only=True)
+@state_rule(RULE)
 def firewall_blocks_rdma(ctx: RuleContext) -> list[Finding]:
     """New TCP connections to the RDMA set-up ports dropped on a RoCE/IPoIB netdev, or
     anything dropped on IP over Thunderbolt or soft-RoCE."""

@@ -14,7 +14,7 @@ _LINK_DOWN_PER_S = Metric.LINK_DOWN_EVENTS.per_s
 _MODULE_HIGH_TEMP_PER_S = Metric.MODULE_HIGH_TEMP_EVENTS.per_s
 
 
-@state_rule("pcie_degraded", slow_only=True)
+@state_rule("pcie_degraded")
 def pcie_degraded(ctx: RuleContext) -> list[Finding]:
     """A NIC whose PCIe link trained narrower or slower than it can."""
     tracked = ctx.memory.held

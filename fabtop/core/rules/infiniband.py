@@ -59,7 +59,7 @@ def _port_line(lt: LinkTick) -> str:
     return f"{lt.label} {link.port_state or '?'}/{link.phys_state or '?'} sm_lid {sm}"
 
 
-@state_rule(RULE, slow_only=True)
+@state_rule(RULE)
 def no_subnet_manager(ctx: RuleContext) -> list[Finding]:
     """InfiniBand ports physically up but never configured: no subnet manager reaches them."""
     memory = ctx.memory

@@ -81,7 +81,7 @@ def _grouped(values: dict[str, str]) -> str:
     return "; ".join(f"{v}: {', '.join(labels)}" for v, labels in by.items())
 
 
-@state_rule("pfc_mismatch", "trust_mismatch", slow_only=True)
+@state_rule("pfc_mismatch", "trust_mismatch")
 def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
     """PFC priorities or trust mode differing across the RoCE ports of the fabric."""
     tracked = ctx.memory.held

@@ -110,7 +110,7 @@ def _judged(lt: LinkTick) -> tuple[GidEntry, ...] | None:
     return link.gids
 
 
-@state_rule("roce_no_ip_gid", slow_only=True)
+@state_rule("roce_no_ip_gid")
 def roce_no_ip_gid(ctx: RuleContext) -> list[Finding]:
     """An up RoCE port without a RoCE v2 GID that carries an IP address."""
     tracked = "roce_no_ip_gid" in ctx.memory.held
@@ -163,7 +163,7 @@ def _no_ip_gid(lt: LinkTick, gids: tuple[GidEntry, ...]) -> Finding | None:
     )
 
 
-@state_rule("gid_index_mismatch", slow_only=True)
+@state_rule("gid_index_mismatch")
 def gid_index_mismatch(ctx: RuleContext) -> list[Finding]:
     """The GID index of RoCE v2 with IPv4 differs across hosts (info)."""
     tracked = "gid_index_mismatch" in ctx.memory.held
