@@ -3,7 +3,10 @@
 Every rule is ``rule(ctx: RuleContext) -> list[Finding]``: pure given the context and
 its :class:`~fabtop.core.rules.context.RuleMemory` (when a condition was first seen, how long
 it held, how long it has been quiet). :func:`evaluate` runs them all after every frame,
-every one every pass.
+every one every pass. For each subject a rule works out the condition, builds its finding
+(None: it does not hold now) and hands it to the context (``ctx.report`` for a state
+condition, ``ctx.report_debounced`` for one that must hold), which asks the memory what
+is reported.
 
 Each rule is declared a *state* or a *window* rule where it is defined
 (:mod:`fabtop.core.rules.kinds`): :meth:`Evaluator.once` judges the state rules of a

@@ -94,10 +94,8 @@ class RuleMemory:
 
     tracks: dict[tuple[str, str], Track] = field(default_factory=dict)
     # Tracks per rule name, for reading only. A rule that remembers nothing has nothing to
-    # carry on or clear for a subject whose condition does not hold now, so it can pass
-    # such subjects by without building their keys: on a healthy fabric that is nearly
-    # every subject. A rule's loop asks ``name in held`` of this live dict per subject (a
-    # method call per subject cost more than the rest of a quiet subject's check).
+    # carry on or clear for a subject whose condition does not hold now (RuleContext.report
+    # hands nothing to the memory for it): on a healthy fabric that is nearly every subject.
     held: dict[str, int] = field(default_factory=dict, init=False, repr=False)
     # Priorities on which any host received a PFC pause since this memory began
     # (``watch_start``): the lossless-drop rule's evidence about the switch.
@@ -258,6 +256,55 @@ class RuleContext:
     def th(self, name: str) -> float:
         """One threshold (defaults merged with the config's ``[thresholds]``)."""
         return self.thresholds[name]
+
+    def remembers(self, rule: str) -> bool:
+        """True when ``rule`` keeps a track for any subject: a rule that remembers nothing
+        may pass by, without building anything, a subject whose condition does not hold."""
+        return rule in self.memory.held
+
+    # The end of every rule's look at a subject: the finding it built (None: the condition
+    # does not hold now) handed over here, and the memory says what is reported. A subject
+    # with nothing found and nothing remembered by its rule costs a membership test.
+
+    def report(
+        self, out: list[Finding], found: Finding | None, key: tuple[str, str], t: float
+    ) -> None:
+        """A state condition (:meth:`RuleMemory.mark`): ``found`` goes into ``out`` at once,
+        carrying the time ``key`` was first seen; None clears ``key`` at once."""
+        if found is None and key[0] not in self.memory.held:
+            return  # nothing to report and nothing to clear
+        f = self.memory.mark(found, key, t)
+        if f is not None:
+            out.append(f)
+
+    def report_debounced(
+        self,
+        out: list[Finding],
+        found: Finding | None,
+        key: tuple[str, str],
+        t: float,
+        dt: float,
+        detect_s: float | None = None,
+        restore_s: float | None = None,
+        level: float | None = None,
+    ) -> None:
+        """A condition that must hold (:meth:`RuleMemory.debounce`): ``found`` goes into
+        ``out`` once it held ``detect_s`` (default: the ``detect_s`` threshold), and the
+        last one found goes on until it was quiet ``restore_s`` (default: ``restore_s``)."""
+        memory = self.memory
+        if found is None and key[0] not in memory.held:
+            return  # nothing holds and nothing to carry on: debouncing would do nothing
+        f = memory.debounce(
+            found,
+            key,
+            t,
+            dt,
+            self.thresholds["detect_s"] if detect_s is None else detect_s,
+            self.thresholds["restore_s"] if restore_s is None else restore_s,
+            level,
+        )
+        if f is not None:
+            out.append(f)
 
 
 # What a link measured on a tick without rates (its first frame, a gap): nothing.

@@ -200,7 +200,6 @@ def firewall_lines(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> li
 def firewall_blocks_rdma(ctx: RuleContext) -> list[Finding]:
     """New TCP connections to the RDMA set-up ports dropped on a RoCE/IPoIB netdev, or
     anything dropped on IP over Thunderbolt or soft-RoCE."""
-    tracked = ctx.memory.held
     out: list[Finding] = []
     by_host: dict[str, list[LinkTick]] = {}
     for lt in ctx.links:
@@ -215,11 +214,7 @@ def firewall_blocks_rdma(ctx: RuleContext) -> list[Finding]:
         for lt in by_host.get(hs.name, ()):
             dropping = [c for c in checks.get(lt.link.id, ()) if c.drops]
             found = _finding(lt, dropping[0]) if dropping else None
-            if found is None and RULE not in tracked:
-                continue
-            f = ctx.memory.mark(found, (RULE, lt.subject), lt.t)
-            if f is not None:
-                out.append(f)
+            ctx.report(out, found, (RULE, lt.subject), lt.t)
     return out
 
 
