@@ -23,7 +23,7 @@ from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates, LinkRates
-from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
+from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO
 
 # Floating-point slack when comparing accumulated intervals against a detection time:
 # two 1.0 s intervals measured on a remote clock add up to 1.9999 as often as to 2.0001.
@@ -328,13 +328,13 @@ class LinkTick:
         "_label",
         "_prio_subjects",
         "_ref",
-        "_subject",
         "dt",
         "host",
         "link",
         "measured",
         "pausing",
         "rates",
+        "subject",
         "t",
     )
 
@@ -348,6 +348,9 @@ class LinkTick:
     # Priorities with any pause time or pause frames this tick (the rest cannot storm).
     # Three rules ask on every link every pass: a plain attribute, not a property.
     pausing: frozenset[int]
+    # ``host/link`` as findings name it, and the key of its rules' memory: every rule
+    # hands each link it judges to the context under it, every pass.
+    subject: str
 
     def __init__(
         self, host: str, link: LinkSample, rates: LinkRates | None, t: float, dt: float | None
@@ -357,10 +360,10 @@ class LinkTick:
         self.rates = rates
         self.t = t
         self.dt = dt
+        self.subject = f"{host}/{link.id}"
         self._ref: PortRef | None = None
         self._label: str | None = None
-        self._subject: str | None = None
-        self._prio_subjects: tuple[str, ...] | None = None
+        self._prio_subjects: dict[int, str] | None = None
         m = self.measured = _NOTHING if rates is None or rates.gap else rates.rates
         out: list[int] = []
         for name in _PAUSE_NAMES:
@@ -387,23 +390,15 @@ class LinkTick:
         """What the operator types in commands: the netdev, else the RDMA device/port."""
         return self.ref.name
 
-    @property
-    def subject(self) -> str:
-        """``host/link`` as findings name it."""
-        subject = self._subject
-        if subject is None:
-            subject = self._subject = f"{self.host}/{self.link.id}"
-        return subject
-
     def prio_subject(self, prio: int) -> str:
-        """``host/link/prioN``."""
+        """``host/link/prioN``, made when first asked (most links are asked for one or none)."""
         subjects = self._prio_subjects
         if subjects is None:
-            base = self.subject
-            subjects = self._prio_subjects = tuple(f"{base}/prio{p}" for p in range(len(PRIOS)))
-        if 0 <= prio < len(subjects):
-            return subjects[prio]
-        return f"{self.subject}/prio{prio}"
+            subjects = self._prio_subjects = {}
+        subject = subjects.get(prio)
+        if subject is None:
+            subject = subjects[prio] = f"{self.subject}/prio{prio}"
+        return subject
 
     @property
     def label(self) -> str:
