@@ -63,7 +63,7 @@ def _port_line(lt: LinkTick) -> str:
 def no_subnet_manager(ctx: RuleContext) -> list[Finding]:
     """InfiniBand ports physically up but never configured: no subnet manager reaches them."""
     ports: dict[str, LinkTick] = {}
-    held: list[Finding] = []  # each port's own condition, once it held detect_s
+    confirmed: list[Finding] = []  # each port's own condition, once it held detect_s
     managed: set[int] = set()  # SM LIDs of ACTIVE ports: an SM configured them
     for lt in ctx.links:
         if lt.link.link_layer != "InfiniBand":
@@ -76,8 +76,8 @@ def no_subnet_manager(ctx: RuleContext) -> list[Finding]:
         if reason is not None:
             stuck = Finding(RULE, "critical", lt.subject, reason, host=lt.host, port=lt.ref)
         dt = lt.dt if lt.dt is not None else 0.0
-        ctx.report_debounced(held, stuck, (RULE, lt.subject), lt.t, dt)
-    found = _finding([ports[f.subject] for f in held], managed) if held else None
+        ctx.report_debounced(confirmed, stuck, (RULE, lt.subject), lt.t, dt)
+    found = _finding([ports[f.subject] for f in confirmed], managed) if confirmed else None
     out: list[Finding] = []
     ctx.report(out, found, (RULE, "fabric"), ctx.now)
     return out
