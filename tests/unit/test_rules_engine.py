@@ -127,3 +127,51 @@ def test_memory_knows_which_rules_hold_a_track() -> None:
     assert not mem.remembers("d")
     # A memory made with tracks counts them.
     assert RuleMemory(tracks={("r", "a"): Track(since=0.0, last_t=0.0)}).remembers("r")
+
+
+def _ctx(**thresholds: float) -> RuleContext:
+    return RuleContext(Fabric(), {**DEFAULT_THRESHOLDS, **thresholds}, 0.0, RuleMemory())
+
+
+def test_a_state_condition_handed_to_the_context_is_reported_at_once_and_cleared_at_once() -> None:
+    ctx, key = _ctx(), ("r", "a")
+    out: list[Finding] = []
+    ctx.report(out, Finding("r", "warning", "a", "first"), key, 10.0)
+    ctx.report(out, Finding("r", "warning", "a", "again"), key, 11.0)
+    assert [(f.summary, f.since) for f in out] == [("first", 10.0), ("again", 10.0)]
+    out.clear()
+    ctx.report(out, None, key, 12.0)
+    assert out == [] and not ctx.remembers("r")
+    ctx.report(out, Finding("r", "warning", "a", "back"), key, 13.0)
+    assert [f.since for f in out] == [13.0]  # a new episode
+
+
+def test_a_held_condition_handed_to_the_context_waits_detect_s_and_stays_restore_s() -> None:
+    # detect_s and restore_s are the context's thresholds unless the rule says otherwise.
+    ctx, key = _ctx(detect_s=2.0, restore_s=3.0), ("r", "a")
+    seen: list[list[Finding]] = []
+    for t, found in [(10.0, True), (11.0, True), (12.0, False), (13.0, False), (14.0, False)]:
+        out: list[Finding] = []
+        f = Finding("r", "warning", "a", "x") if found else None
+        ctx.report_debounced(out, f, key, t, 1.0)
+        seen.append(out)
+    assert [len(out) for out in seen] == [0, 1, 1, 1, 0]
+    assert seen[1][0].since == 9.0  # the start of its first interval
+    assert seen[3][0].summary == "x [not seen for 2 s; clears in 1 s]"
+    assert seen[3][0].evidence["quiet_s"] == 2.0
+    out = []
+    ctx.report_debounced(out, Finding("e", "warning", "a", "y"), ("e", "a"), 20.0, 1.0, 0.0, 5.0)
+    assert [f.since for f in out] == [19.0]  # no detection time: reported at once
+
+
+def test_a_subject_with_nothing_found_is_carried_on_only_where_its_rule_remembers() -> None:
+    ctx = _ctx(restore_s=3.0)
+    out: list[Finding] = []
+    ctx.report_debounced(out, Finding("r", "warning", "a", "x"), ("r", "a"), 10.0, 1.0, 0.0)
+    ctx.report_debounced(out, None, ("r", "b"), 10.0, 1.0, 0.0)  # nothing held for b
+    ctx.report(out, None, ("m", "b"), 10.0)  # a rule that remembers nothing
+    assert [f.subject for f in out] == ["a"]
+    assert set(ctx.memory.tracks) == {("r", "a")} and not ctx.remembers("m")
+    out.clear()
+    ctx.report_debounced(out, None, ("r", "a"), 11.0, 1.0, 0.0)  # a's held finding goes on
+    assert [f.subject for f in out] == ["a"]

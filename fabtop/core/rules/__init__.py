@@ -2,7 +2,11 @@
 
 Every rule is ``rule(ctx: RuleContext) -> list[Finding]``: pure given the context and
 its :class:`~fabtop.core.rules.context.RuleMemory` (when a condition was first seen, how long
-it held, how long it has been quiet). :func:`evaluate` runs them all after every frame.
+it held, how long it has been quiet). :func:`evaluate` runs them all after every frame,
+every one every pass. For each subject a rule works out the condition, builds its finding
+(None: it does not hold now) and hands it to the context (``ctx.report`` for a state
+condition, ``ctx.report_debounced`` for one that must hold), which asks the memory what
+is reported.
 
 Each rule is declared a *state* or a *window* rule where it is defined
 (:mod:`fabtop.core.rules.kinds`): :meth:`Evaluator.once` judges the state rules of a
@@ -21,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from weakref import WeakKeyDictionary
 
 from fabtop.core.findings import Finding
@@ -51,7 +54,6 @@ from fabtop.core.rules.context import (
     StateView,
     host_time,
     iter_links,
-    slow_facts,
 )
 from fabtop.core.rules.kinds import HOLDS, STATE, WINDOW, kind_of
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, effective, unknown_thresholds
@@ -94,17 +96,6 @@ RULES: tuple[Rule, ...] = (
     decoding.counters_undecoded,
 )
 
-# The state rules the evaluator passes by while they stay quiet, with the rule names of
-# the tracks they keep: those declared ``slow_only`` (fabtop/core/rules/kinds.py). They
-# read only the fabric's slow facts (:func:`~fabtop.core.rules.context.slow_facts`), the
-# thresholds and the firewall ports, never rates, earlier findings or the history. Such a
-# rule that found nothing and remembers nothing finds nothing again while those stay
-# equal (it would mark nothing; one with a track always runs, so mark's times are as
-# before). About 40 % of a quiet pass went to them.
-QUIET_RULES: Mapping[Rule, tuple[str, ...]] = MappingProxyType(
-    {rule: kind.names for rule in RULES if (kind := kind_of(rule)) is not None and kind.slow_only}
-)
-
 
 @dataclass(frozen=True, slots=True)
 class NotJudged:
@@ -130,22 +121,20 @@ _FORGET_AFTER_S = 3600.0
 
 
 class Evaluator:
-    """Runs every rule over a state, with thresholds fixed and one memory per state."""
+    """Runs every rule over a state, every pass, with thresholds fixed and one memory per
+    state."""
 
-    __slots__ = ("_memory", "firewall_ports", "quiet_rules", "rules", "thresholds")
+    __slots__ = ("_memory", "firewall_ports", "rules", "thresholds")
 
     def __init__(
         self,
         thresholds: Mapping[str, float] | None = None,
         rules: tuple[Rule, ...] = RULES,
         firewall_ports: tuple[tuple[int, int], ...] = DEFAULT_FIREWALL_PORTS,
-        quiet_rules: Mapping[Rule, tuple[str, ...]] = QUIET_RULES,
     ) -> None:
         self.thresholds: dict[str, float] = effective(thresholds)
         self.rules = rules
         self.firewall_ports = firewall_ports
-        # Rules passed by while they stay quiet (QUIET_RULES; empty: every rule runs).
-        self.quiet_rules = quiet_rules
         self._memory: WeakKeyDictionary[StateView, RuleMemory] = WeakKeyDictionary()
 
     def memory(self, state: StateView) -> RuleMemory:
@@ -172,23 +161,8 @@ class Evaluator:
             links=list(iter_links(state)),
             firewall_ports=self.firewall_ports,
         )
-        quiet_rules = self.quiet_rules
-        quiet = memory.quiet
-        if quiet_rules:
-            # The one threshold a state rule compares with (roce_mtu_low's); the others'
-            # (no_subnet_manager's hold times) matter only once a condition holds.
-            facts = (self.firewall_ports, self.thresholds["roce_min_mtu"], slow_facts(state))
-            if facts != memory.quiet_facts:
-                memory.quiet_facts = facts
-                quiet.clear()
-        held = memory.held.keys()
         for rule in self.rules:
-            names = quiet_rules.get(rule) if quiet_rules else None
-            if names is not None and rule in quiet and held.isdisjoint(names):
-                continue  # found nothing in these very facts, and remembers nothing
-            got = _run(rule, ctx)
-            if names is not None and not got and held.isdisjoint(names):
-                quiet.add(rule)
+            _run(rule, ctx)
         memory.forget_before(now - _FORGET_AFTER_S)
         return sorted(ctx.findings, key=_worst_first)
 
@@ -242,7 +216,7 @@ class Evaluator:
         return Judgement(found, not_judged, round(span, 3))
 
 
-def _run(rule: Rule, ctx: RuleContext) -> list[Finding]:
+def _run(rule: Rule, ctx: RuleContext) -> None:
     """One rule's findings, added to the pass's; a rule that fails is a warning finding."""
     try:
         got = rule(ctx)
@@ -257,7 +231,6 @@ def _run(rule: Rule, ctx: RuleContext) -> list[Finding]:
             )
         )
     ctx.findings.extend(got)
-    return got
 
 
 def _worst_first(f: Finding) -> tuple[int, str, str]:

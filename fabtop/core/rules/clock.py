@@ -26,7 +26,6 @@ def _span(seconds: float) -> str:
 @state_rule("clock_skew")
 def clock_skew(ctx: RuleContext) -> list[Finding]:
     """A host's clock ahead of or behind the operator's by more than the threshold."""
-    tracked = ctx.memory.held
     out: list[Finding] = []
     limit = ctx.th("clock_skew_s")
     for hs in ctx.state.hosts.values():
@@ -52,9 +51,5 @@ def clock_skew(ctx: RuleContext) -> list[Finding]:
                 ),
                 host=hs.name,
             )
-        elif "clock_skew" not in tracked:
-            continue  # nothing to report and nothing to clear
-        f = ctx.memory.mark(found, ("clock_skew", hs.name), host_time(s, r))
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("clock_skew", hs.name), host_time(s, r))
     return out

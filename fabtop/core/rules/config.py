@@ -54,13 +54,12 @@ def _mtu_links(ctx: RuleContext) -> list[tuple[LinkTick, str, int]]:
     return out
 
 
-@state_rule("mtu_mismatch", slow_only=True)
+@state_rule("mtu_mismatch")
 def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different netdev MTUs on the fabric links of different hosts."""
-    tracked = ctx.memory.held
     links = _mtu_links(ctx)
     one_each = len({(kind, mtu) for _, kind, mtu in links}) == len({k for _, k, _ in links})
-    if one_each and "mtu_mismatch" not in tracked:
+    if one_each and not ctx.remembers("mtu_mismatch"):
         return []  # one MTU per kind (the usual case): nothing to find, nothing to clear
     groups: dict[str, dict[str, int | str]] = {}
     ports: dict[str, PortRef] = {}
@@ -91,21 +90,15 @@ def mtu_mismatch(ctx: RuleContext) -> list[Finding]:
                     "(and the switch ports), fabtop changes nothing itself"
                 ),
             )
-        if found is None and "mtu_mismatch" not in tracked:
-            continue  # nothing to report and nothing to clear
-        f = ctx.memory.mark(found, ("mtu_mismatch", f"fabric/{kind}"), ctx.now)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("mtu_mismatch", f"fabric/{kind}"), ctx.now)
     return out
 
 
-@state_rule("roce_mtu_low", slow_only=True)
+@state_rule("roce_mtu_low")
 def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
     """A RoCE port whose netdev MTU is too small for RoCE MTU 4096."""
-    tracked = ctx.memory.held
     out: list[Finding] = []
     need = ctx.th("roce_min_mtu")
-    memory = ctx.memory
     for lt in ctx.links:
         found = None
         mtu = lt.link.mtu
@@ -126,11 +119,7 @@ def roce_mtu_low(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        elif "roce_mtu_low" not in tracked:
-            continue  # nothing to report and nothing to clear
-        f = memory.mark(found, ("roce_mtu_low", lt.subject), lt.t)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("roce_mtu_low", lt.subject), lt.t)
     return out
 
 
@@ -163,12 +152,11 @@ def _firmware_of(
     return " ".join(parts), version
 
 
-@state_rule("firmware_mismatch", slow_only=True)
+@state_rule("firmware_mismatch")
 def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different NIC firmware across hosts for the same kind of NIC, or different software
     (kernel, rdma-core, OFED, NVIDIA driver, loaded NCCL: which fields and how exactly in
     :mod:`fabtop.core.rules.versions`)."""
-    tracked = ctx.memory.held
     groups: dict[str, dict[str, set[str]]] = {}
     first: dict[tuple[str, str], LinkTick] = {}  # the port to name in the next step
     for lt in ctx.links:
@@ -213,10 +201,6 @@ def firmware_mismatch(ctx: RuleContext) -> list[Finding]:
                     "(mlxfwmanager --query) so all hosts behave the same under congestion"
                 ),
             )
-        if found is None and "firmware_mismatch" not in tracked:
-            continue  # nothing to report and nothing to clear
-        f = ctx.memory.mark(found, ("firmware_mismatch", f"fabric/{group}"), ctx.now)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("firmware_mismatch", f"fabric/{group}"), ctx.now)
     out.extend(software_mismatch(ctx))  # one cause (hosts run different software), one rule
     return out

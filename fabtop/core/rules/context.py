@@ -23,7 +23,7 @@ from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.history import History
 from fabtop.core.rates import HostRates, LinkRates
-from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
+from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO
 
 # Floating-point slack when comparing accumulated intervals against a detection time:
 # two 1.0 s intervals measured on a remote clock add up to 1.9999 as often as to 2.0001.
@@ -94,20 +94,13 @@ class RuleMemory:
 
     tracks: dict[tuple[str, str], Track] = field(default_factory=dict)
     # Tracks per rule name, for reading only. A rule that remembers nothing has nothing to
-    # carry on or clear for a subject whose condition does not hold now, so it can pass
-    # such subjects by without building their keys: on a healthy fabric that is nearly
-    # every subject. A rule's loop asks ``name in held`` of this live dict per subject (a
-    # method call per subject cost more than the rest of a quiet subject's check).
+    # carry on or clear for a subject whose condition does not hold now (RuleContext.report
+    # hands nothing to the memory for it): on a healthy fabric that is nearly every subject.
     held: dict[str, int] = field(default_factory=dict, init=False, repr=False)
     # Priorities on which any host received a PFC pause since this memory began
     # (``watch_start``): the lossless-drop rule's evidence about the switch.
     rx_paused: set[int] = field(default_factory=set, init=False, repr=False)
     watch_start: float | None = field(default=None, init=False, repr=False)
-    # The state rules (``QUIET_RULES`` in the package) that found nothing and remember
-    # nothing, and the facts they found nothing in (:func:`slow_facts`): the Evaluator
-    # passes them by while the facts stay the same.
-    quiet: set[object] = field(default_factory=set, init=False, repr=False)
-    quiet_facts: object = field(default=None, init=False, repr=False)
     # Per host, the time of the first frame of its unbroken rates: how long a window rule
     # could have watched it (a one-shot judgement says which windows were not covered).
     span_start: dict[str, float] = field(default_factory=dict, init=False, repr=False)
@@ -264,6 +257,55 @@ class RuleContext:
         """One threshold (defaults merged with the config's ``[thresholds]``)."""
         return self.thresholds[name]
 
+    def remembers(self, rule: str) -> bool:
+        """True when ``rule`` keeps a track for any subject: a rule that remembers nothing
+        may pass by, without building anything, a subject whose condition does not hold."""
+        return rule in self.memory.held
+
+    # The end of every rule's look at a subject: the finding it built (None: the condition
+    # does not hold now) handed over here, and the memory says what is reported. A subject
+    # with nothing found and nothing remembered by its rule costs a membership test.
+
+    def report(
+        self, out: list[Finding], found: Finding | None, key: tuple[str, str], t: float
+    ) -> None:
+        """A state condition (:meth:`RuleMemory.mark`): ``found`` goes into ``out`` at once,
+        carrying the time ``key`` was first seen; None clears ``key`` at once."""
+        if found is None and key[0] not in self.memory.held:
+            return  # nothing to report and nothing to clear
+        f = self.memory.mark(found, key, t)
+        if f is not None:
+            out.append(f)
+
+    def report_debounced(
+        self,
+        out: list[Finding],
+        found: Finding | None,
+        key: tuple[str, str],
+        t: float,
+        dt: float,
+        detect_s: float | None = None,
+        restore_s: float | None = None,
+        level: float | None = None,
+    ) -> None:
+        """A condition that must hold (:meth:`RuleMemory.debounce`): ``found`` goes into
+        ``out`` once it held ``detect_s`` (default: the ``detect_s`` threshold), and the
+        last one found goes on until it was quiet ``restore_s`` (default: ``restore_s``)."""
+        memory = self.memory
+        if found is None and key[0] not in memory.held:
+            return  # nothing holds and nothing to carry on: debouncing would do nothing
+        f = memory.debounce(
+            found,
+            key,
+            t,
+            dt,
+            self.thresholds["detect_s"] if detect_s is None else detect_s,
+            self.thresholds["restore_s"] if restore_s is None else restore_s,
+            level,
+        )
+        if f is not None:
+            out.append(f)
+
 
 # What a link measured on a tick without rates (its first frame, a gap): nothing.
 _NOTHING: Mapping[str, RateValue] = MappingProxyType({})
@@ -286,13 +328,13 @@ class LinkTick:
         "_label",
         "_prio_subjects",
         "_ref",
-        "_subject",
         "dt",
         "host",
         "link",
         "measured",
         "pausing",
         "rates",
+        "subject",
         "t",
     )
 
@@ -306,6 +348,9 @@ class LinkTick:
     # Priorities with any pause time or pause frames this tick (the rest cannot storm).
     # Three rules ask on every link every pass: a plain attribute, not a property.
     pausing: frozenset[int]
+    # ``host/link`` as findings name it, and the key of its rules' memory: every rule
+    # hands each link it judges to the context under it, every pass.
+    subject: str
 
     def __init__(
         self, host: str, link: LinkSample, rates: LinkRates | None, t: float, dt: float | None
@@ -315,10 +360,10 @@ class LinkTick:
         self.rates = rates
         self.t = t
         self.dt = dt
+        self.subject = f"{host}/{link.id}"
         self._ref: PortRef | None = None
         self._label: str | None = None
-        self._subject: str | None = None
-        self._prio_subjects: tuple[str, ...] | None = None
+        self._prio_subjects: dict[int, str] | None = None
         m = self.measured = _NOTHING if rates is None or rates.gap else rates.rates
         out: list[int] = []
         for name in _PAUSE_NAMES:
@@ -345,23 +390,15 @@ class LinkTick:
         """What the operator types in commands: the netdev, else the RDMA device/port."""
         return self.ref.name
 
-    @property
-    def subject(self) -> str:
-        """``host/link`` as findings name it."""
-        subject = self._subject
-        if subject is None:
-            subject = self._subject = f"{self.host}/{self.link.id}"
-        return subject
-
     def prio_subject(self, prio: int) -> str:
-        """``host/link/prioN``."""
+        """``host/link/prioN``, made when first asked (most links are asked for one or none)."""
         subjects = self._prio_subjects
         if subjects is None:
-            base = self.subject
-            subjects = self._prio_subjects = tuple(f"{base}/prio{p}" for p in range(len(PRIOS)))
-        if 0 <= prio < len(subjects):
-            return subjects[prio]
-        return f"{self.subject}/prio{prio}"
+            subjects = self._prio_subjects = {}
+        subject = subjects.get(prio)
+        if subject is None:
+            subject = subjects[prio] = f"{self.subject}/prio{prio}"
+        return subject
 
     @property
     def label(self) -> str:
@@ -418,65 +455,6 @@ def host_time(sample: HostSample, rates: HostRates | None = None) -> float:
 def placed_time(remote_s: float, sample: HostSample, rates: HostRates | None) -> float:
     """Another remote time of the same host (a section's read time) on the operator's axis."""
     return remote_s - (sample.clock_ns / 1e9 - host_time(sample, rates))
-
-
-def slow_facts(state: StateView) -> tuple[object, ...]:
-    """Everything a state rule (``QUIET_RULES``) reads of the fabric, as one comparable value.
-
-    Per host with a sample: its name, software versions and packet filter (both shared,
-    never changed, by the samples of one shape), and per link the facts of the host's
-    shape: the assembler copies them from the shape, so from frame to frame they are the
-    very same objects and comparing two passes' facts is mostly identity checks. Not here,
-    and never read by a rule in QUIET_RULES: each tick's counters, metrics, rates, read
-    times and temperature, and QoS's dicts. Two passes with equal facts give a state rule
-    the same input: one that found nothing finds nothing again.
-    """
-    out: list[object] = []
-    for hs in state.hosts.values():
-        s = hs.sample
-        if s is None:
-            continue
-        out.append((hs.name, s.versions, s.firewall))
-        # Spelled out: a tuple display reads slots several times faster than attrgetter.
-        for lk in s.links.values():
-            pcie, qos = lk.pcie, lk.qos
-            out.append(
-                (
-                    lk.id,
-                    lk.netdev,
-                    lk.rdma_device,
-                    lk.port,
-                    lk.link_layer,
-                    lk.state,
-                    lk.rate_gbps,
-                    lk.mtu,
-                    lk.driver,
-                    lk.driver_version,
-                    lk.firmware,
-                    lk.physical,
-                    lk.kind,
-                    lk.gids,
-                    lk.addresses,
-                    lk.port_state,
-                    lk.phys_state,
-                    lk.sm_lid,
-                    lk.gids_truncated,
-                    lk.node_type,
-                    None
-                    if pcie is None
-                    else (pcie.speed_gts, pcie.width, pcie.max_speed_gts, pcie.max_width),
-                    None
-                    if qos is None
-                    else (
-                        qos.source,
-                        qos.trust,
-                        qos.pfc_enabled,
-                        qos.ecn_np_enabled,
-                        qos.ecn_rp_enabled,
-                    ),
-                )
-            )
-    return tuple(out)
 
 
 def watchdog_storms(state: StateView) -> Mapping[tuple[str, str, int, str], WatchdogEvent]:

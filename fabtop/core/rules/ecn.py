@@ -33,17 +33,16 @@ def _sends(f: Finding, need: float) -> bool:
 @window_rule("congestion_without_ecn")
 def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
     """Pauses keep coming while ECN marks and CNPs stay at zero."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("congestion_without_ecn")
     stormy = {f.port.key for f in ctx.findings if f.rule == "pfc_storm" and f.port is not None}
     need = ctx.th("ecn_pause_per_s")
-    points: list[Finding] = []
-    victims: list[Finding] = []
+    out: list[Finding] = []
     for lt in ctx.links:
         if lt.dt is None or not is_rdma_ethernet(lt.link):
             continue
         rx = lt.rate(PAUSE_PER_S["rx"]) or 0.0
         tx = lt.rate(PAUSE_PER_S["tx"]) or 0.0
-        if max(rx, tx) < need and "congestion_without_ecn" not in tracked:
+        if max(rx, tx) < need and not remembered:
             continue  # too few pauses to find anything, and nothing tracked to carry on
         key = ("congestion_without_ecn", lt.subject)
         ecn = {n: lt.rate(n) for n in _ECN_RATES}
@@ -85,10 +84,9 @@ def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        f = ctx.memory.debounce(found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"))
-        if f is None:
-            continue
-        (points if _sends(f, need) else victims).append(f)
+        ctx.report_debounced(out, found, key, lt.t, lt.dt)
+    points = [f for f in out if _sends(f, need)]
+    victims = [f for f in out if not _sends(f, need)]
     if not points:
         return victims
     peers = tuple(v.port for v in victims if v.port is not None)

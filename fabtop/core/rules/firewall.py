@@ -196,30 +196,26 @@ def firewall_lines(sample: HostSample, ports: tuple[tuple[int, int], ...]) -> li
     return out
 
 
-@state_rule(RULE, slow_only=True)
+@state_rule(RULE)
 def firewall_blocks_rdma(ctx: RuleContext) -> list[Finding]:
     """New TCP connections to the RDMA set-up ports dropped on a RoCE/IPoIB netdev, or
     anything dropped on IP over Thunderbolt or soft-RoCE."""
-    tracked = ctx.memory.held
-    out: list[Finding] = []
-    by_host: dict[str, list[LinkTick]] = {}
-    for lt in ctx.links:
-        by_host.setdefault(lt.host, []).append(lt)
+    judged: set[str] = set()  # hosts whose packet filter was read
+    dropping: dict[tuple[str, str], IfaceCheck] = {}  # (host, link): the first check that drops
     for hs in ctx.state.hosts.values():
         s = hs.sample
         if s is None or s.firewall is None:
             continue
-        checks: dict[str, list[IfaceCheck]] = {}
+        judged.add(hs.name)
         for c in host_firewall(s, ctx.firewall_ports):
-            checks.setdefault(c.link, []).append(c)
-        for lt in by_host.get(hs.name, ()):
-            dropping = [c for c in checks.get(lt.link.id, ()) if c.drops]
-            found = _finding(lt, dropping[0]) if dropping else None
-            if found is None and RULE not in tracked:
-                continue
-            f = ctx.memory.mark(found, (RULE, lt.subject), lt.t)
-            if f is not None:
-                out.append(f)
+            if c.drops:
+                dropping.setdefault((hs.name, c.link), c)
+    out: list[Finding] = []
+    for lt in ctx.links:
+        if lt.host in judged:
+            check = dropping.get((lt.host, lt.link.id))
+            found = _finding(lt, check) if check is not None else None
+            ctx.report(out, found, (RULE, lt.subject), lt.t)
     return out
 
 

@@ -33,14 +33,14 @@ def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
 @window_rule("gpu_thermal_slowdown")
 def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     """A GPU whose clocks are held down for thermal reasons, sustained for the detection time."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("gpu_thermal_slowdown")
     out: list[Finding] = []
     for host, g, t, dt in _gpus(ctx):
         reasons = (
             [r for r in g.throttle_reasons if "thermal" in r.lower()] if g.throttle_reasons else []
         )
-        if not reasons and "gpu_thermal_slowdown" not in tracked:
-            continue  # not throttled and nothing tracked: debouncing would do nothing
+        if not reasons and not remembered:
+            continue  # not throttled and nothing remembered
         subject = f"{host}/gpu{g.index}"
         key = ("gpu_thermal_slowdown", subject)
         found = None
@@ -70,23 +70,21 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
                 ),
                 host=host,
             )
-        f = ctx.memory.debounce(found, key, t, dt, ctx.th("detect_s"), ctx.th("restore_s"))
-        if f is not None:
-            out.append(f)
+        ctx.report_debounced(out, found, key, t, dt)
     return out
 
 
 @window_rule("gpu_hot")
 def gpu_hot(ctx: RuleContext) -> list[Finding]:
     """GPU core or memory temperature at or above its warning threshold."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("gpu_hot")
     out: list[Finding] = []
     warn, mem_warn = ctx.th("gpu_temp_warn_c"), ctx.th("gpu_mem_temp_warn_c")
     for host, g, t, dt in _gpus(ctx):
         core, mem = g.temperature_c, g.memory_temperature_c
         core_hot = core is not None and core >= warn
         mem_hot = mem is not None and mem >= mem_warn
-        if not (core_hot or mem_hot) and "gpu_hot" not in tracked:
+        if not (core_hot or mem_hot) and not remembered:
             continue  # as above
         hot = []
         if core_hot:
@@ -111,7 +109,5 @@ def gpu_hot(ctx: RuleContext) -> list[Finding]:
                 next_step=f"nvidia-smi -q -d TEMPERATURE -i {g.index}; check fans and airflow",
                 host=host,
             )
-        f = ctx.memory.debounce(found, key, t, dt, ctx.th("detect_s"), ctx.th("restore_s"))
-        if f is not None:
-            out.append(f)
+        ctx.report_debounced(out, found, key, t, dt)
     return out

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding
-from fabtop.core.rules.context import RuleContext, link_down, r3
+from fabtop.core.rules.context import LinkTick, RuleContext, link_down, r3
 from fabtop.core.rules.kinds import state_rule, window_rule
 
 # Looked up once: an enum member costs a class attribute lookup per read, per link.
@@ -14,10 +14,9 @@ _LINK_DOWN_PER_S = Metric.LINK_DOWN_EVENTS.per_s
 _MODULE_HIGH_TEMP_PER_S = Metric.MODULE_HIGH_TEMP_EVENTS.per_s
 
 
-@state_rule("pcie_degraded", slow_only=True)
+@state_rule("pcie_degraded")
 def pcie_degraded(ctx: RuleContext) -> list[Finding]:
     """A NIC whose PCIe link trained narrower or slower than it can."""
-    tracked = ctx.memory.held
     out: list[Finding] = []
     for lt in ctx.links:
         pcie = lt.link.pcie
@@ -46,21 +45,15 @@ def pcie_degraded(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        elif "pcie_degraded" not in tracked:
-            continue  # nothing to report and nothing to clear
-        f = ctx.memory.mark(found, ("pcie_degraded", lt.subject), lt.t)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("pcie_degraded", lt.subject), lt.t)
     return out
 
 
 @state_rule("nic_temperature")
 def nic_temperature(ctx: RuleContext) -> list[Finding]:
     """NIC (hwmon) temperature at or above the warning / critical threshold."""
-    tracked = ctx.memory.held
     out: list[Finding] = []
     warn, crit = ctx.th("nic_temp_warn_c"), ctx.th("nic_temp_crit_c")
-    restore_s = ctx.th("restore_s")
     for lt in ctx.links:
         temp = lt.link.temperature_c
         found = None
@@ -82,28 +75,24 @@ def nic_temperature(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        elif "nic_temperature" not in tracked:
-            continue  # not hot and nothing tracked: debouncing would do nothing
-        key = ("nic_temperature", lt.subject)
-        f = ctx.memory.debounce(found, key, lt.t, lt.dt or 0.0, 0.0, restore_s)
-        if f is not None:
-            out.append(f)
+        ctx.report_debounced(out, found, ("nic_temperature", lt.subject), lt.t, lt.dt or 0.0, 0.0)
     return out
 
 
 @window_rule("link_flap", window=())
 def link_flap(ctx: RuleContext) -> list[Finding]:
     """link_down_events / carrier changes rising: the link went down and (maybe) came back."""
-    tracked = ctx.memory.held
-    out: list[Finding] = []
+    remembered = ctx.remembers("link_flap")
+    got: list[Finding] = []
     hold = ctx.th("event_hold_s")
+    ports: dict[str, LinkTick] = {}
     for lt in ctx.links:
         if lt.dt is None:
             continue
         per_s = lt.rate(_LINK_DOWN_PER_S) or 0.0
-        if not per_s > 0 and "link_flap" not in tracked:
-            continue  # no event now and none being shown: debouncing would do nothing
-        key = ("link_flap", lt.subject)
+        if not per_s > 0 and not remembered:
+            continue  # no event now and none being shown
+        ports[lt.subject] = lt
         found = None
         if per_s > 0:
             found = Finding(
@@ -118,12 +107,15 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        f = ctx.memory.debounce(found, key, lt.t, lt.dt, 0.0, hold, per_s)
-        tr = ctx.memory.tracks.get(key)
-        if f is None or tr is None:
+        ctx.report_debounced(got, found, ("link_flap", lt.subject), lt.t, lt.dt, 0.0, hold, per_s)
+    out: list[Finding] = []
+    for f in got:
+        tr = ctx.memory.tracks.get(("link_flap", f.subject))
+        if tr is None:
             continue
         # Written from the current state, not the one at the event: "down now" must not
         # outlive the link coming back.
+        lt = ports[f.subject]
         events = tr.level_sum
         down_now = link_down(lt.link.state)  # an IB port down reads "polling"
         now = " and is down now" if down_now else ", up again now"
@@ -151,13 +143,14 @@ def link_flap(ctx: RuleContext) -> list[Finding]:
 @window_rule("module_high_temp", window=())
 def module_high_temp(ctx: RuleContext) -> list[Finding]:
     """mlx5 ``module_high_temp`` events rising: the transceiver overheated."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("module_high_temp")
     out: list[Finding] = []
+    hold = ctx.th("event_hold_s")
     for lt in ctx.links:
         if lt.dt is None:
             continue
         per_s = lt.rate(_MODULE_HIGH_TEMP_PER_S) or 0.0
-        if not per_s > 0 and "module_high_temp" not in tracked:
+        if not per_s > 0 and not remembered:
             continue  # as in link_flap
         key = ("module_high_temp", lt.subject)
         found = None
@@ -177,9 +170,7 @@ def module_high_temp(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        f = ctx.memory.debounce(found, key, lt.t, lt.dt, 0.0, ctx.th("event_hold_s"), per_s)
-        if f is not None:
-            out.append(f)
+        ctx.report_debounced(out, found, key, lt.t, lt.dt, 0.0, hold, per_s)
     return out
 
 

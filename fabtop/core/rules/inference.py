@@ -53,7 +53,7 @@ def _pick_event(events: list[Finding], host: str) -> Finding:
 def token_drop_with_fabric_event(ctx: RuleContext) -> list[Finding]:
     """Generated-token rate fell well below its recent level while a fabric finding is open."""
     events = [f for f in ctx.findings if f.rule in FABRIC_RULES and f.severity != "info"]
-    out: list[Finding] = []
+    drops: list[Finding] = []
     for hs in ctx.state.hosts.values():
         s, r = hs.sample, hs.rates
         if s is None or r is None or r.interval_s is None:
@@ -91,20 +91,18 @@ def token_drop_with_fabric_event(ctx: RuleContext) -> list[Finding]:
                 )
             # The drop is tracked on its own, so it is confirmed in time to meet the
             # fabric finding; it is reported only while such a finding is open.
-            f = ctx.memory.debounce(found, key, t, dt, ctx.th("detect_s"), ctx.th("restore_s"))
-            if f is None or not events:
-                continue
-            event = _pick_event(events, hs.name)
-            out.append(
-                replace(
-                    f,
-                    summary=f"{f.summary} while {event.subject}: {event.rule}",
-                    evidence={
-                        **f.evidence,
-                        "fabric_event": event.subject,
-                        "fabric_rule": event.rule,
-                    },
-                    next_step=f"fix the fabric event first: {event.next_step}",
-                )
+            ctx.report_debounced(drops, found, key, t, dt)
+    if not events:
+        return []
+    out: list[Finding] = []
+    for f in drops:
+        event = _pick_event(events, f.host or "")
+        out.append(
+            replace(
+                f,
+                summary=f"{f.summary} while {event.subject}: {event.rule}",
+                evidence={**f.evidence, "fabric_event": event.subject, "fabric_rule": event.rule},
+                next_step=f"fix the fabric event first: {event.next_step}",
             )
+        )
     return out

@@ -59,33 +59,28 @@ def _port_line(lt: LinkTick) -> str:
     return f"{lt.label} {link.port_state or '?'}/{link.phys_state or '?'} sm_lid {sm}"
 
 
-@state_rule(RULE, slow_only=True)
+@state_rule(RULE)
 def no_subnet_manager(ctx: RuleContext) -> list[Finding]:
     """InfiniBand ports physically up but never configured: no subnet manager reaches them."""
-    memory = ctx.memory
-    tracked = RULE in memory.held
-    stuck: list[LinkTick] = []
+    ports: dict[str, LinkTick] = {}
+    confirmed: list[Finding] = []  # each port's own condition, once it held detect_s
     managed: set[int] = set()  # SM LIDs of ACTIVE ports: an SM configured them
-    detect, restore = ctx.th("detect_s"), ctx.th("restore_s")
     for lt in ctx.links:
         if lt.link.link_layer != "InfiniBand":
             continue
+        ports[lt.subject] = lt
         reason = stuck_reason(lt)
         if reason is None and lt.link.sm_lid and lt.link.port_state == "ACTIVE":
             managed.add(lt.link.sm_lid)
-        if reason is None and not tracked:
-            continue  # the usual case: nothing to confirm, nothing to clear
-        held = None
+        stuck = None
         if reason is not None:
-            held = Finding(RULE, "critical", lt.subject, reason, host=lt.host, port=lt.ref)
+            stuck = Finding(RULE, "critical", lt.subject, reason, host=lt.host, port=lt.ref)
         dt = lt.dt if lt.dt is not None else 0.0
-        if memory.debounce(held, (RULE, lt.subject), lt.t, dt, detect, restore) is not None:
-            stuck.append(lt)
-    found = _finding(stuck, managed) if stuck else None
-    if found is None and not tracked:
-        return []
-    f = memory.mark(found, (RULE, "fabric"), ctx.now)
-    return [f] if f is not None else []
+        ctx.report_debounced(confirmed, stuck, (RULE, lt.subject), lt.t, dt)
+    found = _finding([ports[f.subject] for f in confirmed], managed) if confirmed else None
+    out: list[Finding] = []
+    ctx.report(out, found, (RULE, "fabric"), ctx.now)
+    return out
 
 
 def _finding(stuck: list[LinkTick], managed: set[int]) -> Finding:

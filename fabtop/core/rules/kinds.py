@@ -12,9 +12,7 @@
   anything, and is not judged on less.
 
 A snapshot judges the state rules on what it read, at once, and says which window rules
-its span was too short for (:meth:`fabtop.core.rules.Evaluator.once`). The evaluator
-also passes by the state rules that read only the fabric's slow facts while those stay
-the same (``slow_only``; :func:`fabtop.core.rules.context.slow_facts`).
+its span was too short for (:meth:`fabtop.core.rules.Evaluator.once`).
 """
 
 from __future__ import annotations
@@ -40,8 +38,6 @@ class RuleKind:
     names: tuple[str, ...]
     # WINDOW: the thresholds whose sum is the seconds of rates it needs (none: one interval).
     window: tuple[str, ...] = ()
-    # STATE: it reads only ``slow_facts``, the thresholds and the firewall ports.
-    slow_only: bool = False
 
     def needs_s(self, thresholds: Mapping[str, float]) -> float:
         """Seconds of rates the rule needs before it can judge (0: one interval of rates)."""
@@ -61,9 +57,9 @@ def _declare(kind: RuleKind) -> Callable[[R], R]:
     return declare
 
 
-def state_rule(*names: str, slow_only: bool = False) -> Callable[[R], R]:
+def state_rule(*names: str) -> Callable[[R], R]:
     """Declare a state rule raising findings named ``names``."""
-    return _declare(RuleKind(STATE, names, slow_only=slow_only))
+    return _declare(RuleKind(STATE, names))
 
 
 def window_rule(*names: str, window: tuple[str, ...] = ("detect_s",)) -> Callable[[R], R]:

@@ -100,21 +100,18 @@ def _in_order(prios: tuple[int, ...]) -> tuple[int, ...]:
 @window_rule("lossless_drops", "roce_out_of_sequence", window=())
 def lossless_drops(ctx: RuleContext) -> list[Finding]:
     """Drops on a lossless priority, or RoCE out-of-sequence: PFC is not protecting the flow."""
-    tracked = ctx.memory.held
     out: list[Finding] = []
     limit = ctx.th("lossless_drops_per_s")
-    restore_s = ctx.th("restore_s")
     flapped = {f.port.key for f in ctx.findings if f.rule == "link_flap" and f.port is not None}
-    memory = ctx.memory
+    # A priority that is not lossless finds nothing; with no drops remembered it has
+    # nothing to clear either, and is passed by.
+    visit_all = ctx.remembers("lossless_drops")
     _note_rx_pauses(ctx)
     for lt in ctx.links:
         if lt.dt is None:
             continue
         prios = lossless_prios(lt.link) or ()
-        # A priority that is not lossless finds nothing; with no drops tracked it has
-        # nothing to clear either, and is passed by.
-        remembered = "lossless_drops" in tracked
-        visit = PRIOS if remembered else _in_order(prios)
+        visit = PRIOS if visit_all else _in_order(prios)
         for p in visit:
             found = None
             if p in prios:
@@ -148,12 +145,9 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
                         port=lt.ref,
                         priority=p,
                     )
-            if found is None and not remembered:
-                continue  # nothing found and nothing tracked: debouncing would do nothing
-            key = ("lossless_drops", lt.prio_subject(p))
-            f = memory.debounce(found, key, lt.t, lt.dt, 0.0, restore_s)
-            if f is not None:
-                out.append(f)
+            ctx.report_debounced(
+                out, found, ("lossless_drops", lt.prio_subject(p)), lt.t, lt.dt, 0.0
+            )
         # Out-of-sequence on RoCE means a packet went missing: on a PFC fabric it should not.
         # Right after a flap the link_flap finding already explains the loss.
         found = None
@@ -188,10 +182,5 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
                     host=lt.host,
                     port=lt.ref,
                 )
-        if found is None and "roce_out_of_sequence" not in tracked:
-            continue
-        key = ("roce_out_of_sequence", lt.subject)
-        f = memory.debounce(found, key, lt.t, lt.dt, 0.0, restore_s)
-        if f is not None:
-            out.append(f)
+        ctx.report_debounced(out, found, ("roce_out_of_sequence", lt.subject), lt.t, lt.dt, 0.0)
     return out

@@ -126,11 +126,7 @@ def tb_bridge_loop(ctx: RuleContext) -> list[Finding]:
                 host=host,
             )
             break
-        if found is None and "tb_bridge_loop" not in ctx.memory.held:
-            continue
-        f = ctx.memory.mark(found, ("tb_bridge_loop", host), t)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("tb_bridge_loop", host), t)
     return out
 
 
@@ -167,11 +163,7 @@ def rdma_enabled_no_device(ctx: RuleContext) -> list[Finding]:
                 ),
                 host=host,
             )
-        elif "rdma_enabled_no_device" not in ctx.memory.held:
-            continue
-        f = ctx.memory.mark(found, ("rdma_enabled_no_device", host), t)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("rdma_enabled_no_device", host), t)
     return out
 
 
@@ -216,11 +208,7 @@ def rdma_needs_tb5(ctx: RuleContext) -> list[Finding]:
                 ),
                 host=host,
             )
-        elif "rdma_needs_tb5" not in ctx.memory.held:
-            continue
-        f = ctx.memory.mark(found, ("rdma_needs_tb5", host), t)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("rdma_needs_tb5", host), t)
     return out
 
 
@@ -234,7 +222,6 @@ def rdma_port_no_ipv4(ctx: RuleContext) -> list[Finding]:
                 continue
             no_addr = link.addresses is not None and not any(":" not in a for a in link.addresses)
             no_gid = link.gids is not None and not any(g.ipv4_mapped for g in link.gids)
-            key = ("rdma_port_no_ipv4", f"{host}/{link.id}")
             found = None
             if no_addr or no_gid:
                 what = " and ".join(
@@ -266,9 +253,5 @@ def rdma_port_no_ipv4(ctx: RuleContext) -> list[Finding]:
                     host=host,
                     port=port_ref(host, link),
                 )
-            elif key not in ctx.memory.tracks:
-                continue
-            f = ctx.memory.mark(found, key, t)
-            if f is not None:
-                out.append(f)
+            ctx.report(out, found, ("rdma_port_no_ipv4", f"{host}/{link.id}"), t)
     return out

@@ -13,17 +13,15 @@ from fabtop.core.rules.pauses import PAUSE_PER_S, PRIOS
 @window_rule("pfc_disabled_prio", window=())
 def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
     """Pauses counted on a priority where this host's PFC configuration has PFC off."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("pfc_disabled_prio")
     out: list[Finding] = []
-    memory = ctx.memory
-    restore_s = ctx.th("restore_s")
     for lt in ctx.links:
         qos = lt.link.qos
         if lt.dt is None or qos is None or qos.pfc_enabled is None or qos.source == "ethtool":
             continue  # "ethtool" qos is inferred from the counters themselves: always agrees
         # Only a priority with pause frames finds anything (they are among lt.pausing);
         # with nothing tracked, the quiet ones have nothing to clear either.
-        if not lt.pausing and "pfc_disabled_prio" not in tracked:
+        if not lt.pausing and not remembered:
             continue
         for p in PRIOS:
             if p in qos.pfc_enabled:
@@ -56,9 +54,7 @@ def pause_on_disabled_prio(ctx: RuleContext) -> list[Finding]:
                     port=lt.ref,
                     priority=p,
                 )
-            f = memory.debounce(found, key, lt.t, lt.dt, 0.0, restore_s)
-            if f is not None:
-                out.append(f)
+            ctx.report_debounced(out, found, key, lt.t, lt.dt, 0.0)
     return out
 
 
@@ -81,18 +77,17 @@ def _grouped(values: dict[str, str]) -> str:
     return "; ".join(f"{v}: {', '.join(labels)}" for v, labels in by.items())
 
 
-@state_rule("pfc_mismatch", "trust_mismatch", slow_only=True)
+@state_rule("pfc_mismatch", "trust_mismatch")
 def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
     """PFC priorities or trust mode differing across the RoCE ports of the fabric."""
-    tracked = ctx.memory.held
     roce = [
         (lt, lt.link.qos)
         for lt in ctx.links
         if lt.link.qos is not None and is_rdma_ethernet(lt.link)
     ]
     if (
-        "pfc_mismatch" not in tracked
-        and "trust_mismatch" not in tracked
+        not ctx.remembers("pfc_mismatch")
+        and not ctx.remembers("trust_mismatch")
         and len({q.pfc_enabled for _, q in roce if q.pfc_enabled is not None}) < 2
         and len({q.trust for _, q in roce if q.trust is not None}) < 2
     ):
@@ -130,9 +125,5 @@ def pfc_config_mismatch(ctx: RuleContext) -> list[Finding]:
                     "switch (lossless traffic needs the same map end to end)"
                 ),
             )
-        if found is None and rule not in tracked:
-            continue  # nothing to report and nothing to clear
-        f = ctx.memory.mark(found, (rule, "fabric"), ctx.now)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, (rule, "fabric"), ctx.now)
     return out

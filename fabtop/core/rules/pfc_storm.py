@@ -96,18 +96,17 @@ class _Pausers:
 @window_rule("pfc_storm")
 def pfc_storm(ctx: RuleContext) -> list[Finding]:
     """A priority paused for nearly the whole interval while its traffic does not move."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("pfc_storm")
     ticks = list(ctx.links)
     ends = _Pausers(ticks, ctx.thresholds)
     min_ratio = ctx.th("storm_pause_ratio")
     min_per_s = ctx.th("storm_min_pause_per_s")
     watchdog = watchdog_storms(ctx.state)
     out: list[Finding] = []
-    memory = ctx.memory
-    tracks = memory.tracks
+    tracks = ctx.memory.tracks
     for lt in ticks:
         active = lt.pausing
-        if not active and not watchdog and "pfc_storm" not in tracked:
+        if not active and not watchdog and not remembered:
             continue  # every priority would be passed by below: nothing pauses, nothing to forget
         for p in PRIOS:
             key = ("pfc_storm", lt.prio_subject(p))
@@ -115,7 +114,9 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
                 continue  # nothing pauses and nothing to forget: the same as a quiet pass
             wd = _watched(watchdog, lt, p)
             if wd is not None:
-                out.append(_from_watchdog(ctx, lt, p, wd, key, ends.senders, ends.receivers))
+                # Named at once: the probe's window was the hold.
+                seen, since = _from_watchdog(ctx, lt, p, wd, ends.senders, ends.receivers)
+                ctx.report(out, seen, key, since)
                 continue
             if lt.dt is None or lt.rates is None:
                 continue
@@ -150,11 +151,7 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
                     ends.receivers.get(p, []),
                 )
                 break
-            f = ctx.memory.debounce(
-                found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"), level
-            )
-            if f is not None:
-                out.append(f)
+            ctx.report_debounced(out, found, key, lt.t, lt.dt, level=level)
     return out
 
 
@@ -174,10 +171,10 @@ def _from_watchdog(
     lt: LinkTick,
     p: int,
     wd: WatchdogEvent,
-    key: tuple[str, str],
     senders: dict[int, list[PauseEnd]],
     receivers: dict[int, list[PauseEnd]],
-) -> Finding:
+) -> tuple[Finding, float]:
+    """The storm the probe's watchdog saw, and when its window began."""
     hs = ctx.state.hosts[lt.host]
     t = lt.t
     if hs.sample is not None:
@@ -198,9 +195,7 @@ def _from_watchdog(
     )
     found.evidence[WATCHDOG_WINDOW_S] = round(wd.window_s, 3)
     found.summary += f" [probe watchdog, {wd.window_s * 1000:.0f} ms window]"
-    marked = ctx.memory.mark(found, key, t - wd.window_s)
-    assert marked is not None
-    return marked
+    return found, t - wd.window_s
 
 
 def _storm_finding(
@@ -272,16 +267,15 @@ def _storm_finding(
 @window_rule("pfc_pressure")
 def pfc_pressure(ctx: RuleContext) -> list[Finding]:
     """Heavy but moving PFC pausing (incast): information, not a fault."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("pfc_pressure")
     out: list[Finding] = []
     lo, hi = ctx.th("pressure_pause_ratio"), ctx.th("storm_pause_ratio")
-    memory = ctx.memory
-    tracks = memory.tracks
+    tracks = ctx.memory.tracks
     for lt in ctx.links:
         if lt.dt is None or lt.rates is None:
             continue
         active = lt.pausing
-        if not active and "pfc_pressure" not in tracked:
+        if not active and not remembered:
             continue  # as below, for every priority at once
         for p in PRIOS:
             key = ("pfc_pressure", lt.prio_subject(p))
@@ -317,19 +311,16 @@ def pfc_pressure(ctx: RuleContext) -> list[Finding]:
                     port=lt.ref,
                     priority=p,
                 )
-            f = ctx.memory.debounce(
-                found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"), worst
-            )
-            if f is not None:
-                out.append(f)
+            ctx.report_debounced(out, found, key, lt.t, lt.dt, level=worst)
     return out
 
 
 @window_rule("pfc_stall", window=())
 def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
     """mlx5's own stall watchdog fired (tx_pause_storm_warning/error_events rising)."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("pfc_stall")
     out: list[Finding] = []
+    hold = ctx.th("event_hold_s")
     warn_m, err_m = Metric.TX_PAUSE_STORM_WARNING_EVENTS, Metric.TX_PAUSE_STORM_ERROR_EVENTS
     warn_name, err_name = warn_m.per_s, err_m.per_s
     for lt in ctx.links:
@@ -338,8 +329,8 @@ def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
         warn = lt.rate(warn_name) or 0.0
         err = lt.rate(err_name) or 0.0
         fired = warn > 0 or err > 0
-        if not fired and "pfc_stall" not in tracked:
-            continue  # nothing fired and no episode to carry on: debouncing would do nothing
+        if not fired and not remembered:
+            continue  # nothing fired and no episode to carry on
         key = ("pfc_stall", lt.subject)
         found = None
         if fired:
@@ -372,9 +363,7 @@ def pfc_stall_events(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        f = ctx.memory.debounce(found, key, lt.t, lt.dt, 0.0, ctx.th("event_hold_s"), (warn + err))
-        if f is not None:
-            out.append(f)
+        ctx.report_debounced(out, found, key, lt.t, lt.dt, 0.0, hold, warn + err)
     return out
 
 

@@ -110,19 +110,14 @@ def _judged(lt: LinkTick) -> tuple[GidEntry, ...] | None:
     return link.gids
 
 
-@state_rule("roce_no_ip_gid", slow_only=True)
+@state_rule("roce_no_ip_gid")
 def roce_no_ip_gid(ctx: RuleContext) -> list[Finding]:
     """An up RoCE port without a RoCE v2 GID that carries an IP address."""
-    tracked = "roce_no_ip_gid" in ctx.memory.held
     out: list[Finding] = []
     for lt in ctx.links:
         gids = _judged(lt)
         found = _no_ip_gid(lt, gids) if gids is not None else None
-        if found is None and not tracked:
-            continue  # nothing to report and nothing to clear
-        f = ctx.memory.mark(found, ("roce_no_ip_gid", lt.subject), lt.t)
-        if f is not None:
-            out.append(f)
+        ctx.report(out, found, ("roce_no_ip_gid", lt.subject), lt.t)
     return out
 
 
@@ -163,10 +158,9 @@ def _no_ip_gid(lt: LinkTick, gids: tuple[GidEntry, ...]) -> Finding | None:
     )
 
 
-@state_rule("gid_index_mismatch", slow_only=True)
+@state_rule("gid_index_mismatch")
 def gid_index_mismatch(ctx: RuleContext) -> list[Finding]:
     """The GID index of RoCE v2 with IPv4 differs across hosts (info)."""
-    tracked = "gid_index_mismatch" in ctx.memory.held
     per_host: dict[str, set[int]] = {}
     first: dict[str, LinkTick] = {}
     for lt in ctx.links:
@@ -206,7 +200,6 @@ def gid_index_mismatch(ctx: RuleContext) -> list[Finding]:
                 ),
                 host=hosts[0] if len(hosts) == 1 else None,
             )
-    if found is None and not tracked:
-        return []
-    f = ctx.memory.mark(found, ("gid_index_mismatch", "fabric"), ctx.now)
-    return [f] if f is not None else []
+    out: list[Finding] = []
+    ctx.report(out, found, ("gid_index_mismatch", "fabric"), ctx.now)
+    return out

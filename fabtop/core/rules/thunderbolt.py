@@ -72,27 +72,23 @@ def tb_link_degraded(ctx: RuleContext) -> list[Finding]:
                     host=name,
                     port=ref,
                 )
-            elif "tb_link_degraded" not in ctx.memory.held:
-                continue
-            f = ctx.memory.mark(found, ("tb_link_degraded", subject), t)
-            if f is not None:
-                out.append(f)
+            ctx.report(out, found, ("tb_link_degraded", subject), t)
     return out
 
 
 @window_rule("tb_link_errors")
 def tb_link_errors(ctx: RuleContext) -> list[Finding]:
     """Receive errors or drops rising on a thunderbolt-net netdev (over ``detect_s``)."""
+    remembered = ctx.remembers("tb_link_errors")
     out: list[Finding] = []
     limit = ctx.th("tb_errors_per_s")
-    detect_s, restore_s = ctx.th("detect_s"), ctx.th("restore_s")
     for lt in ctx.links:
         if lt.link.kind != "tb" or lt.dt is None:
             continue
         errs = lt.rate(_RX_ERRORS_PER_S)
         drops = lt.rate(_RX_DROPS_PER_S)
         per_s = (errs or 0.0) + (drops or 0.0)
-        if not per_s > limit and "tb_link_errors" not in ctx.memory.held:
+        if not per_s > limit and not remembered:
             continue
         found = None
         if per_s > limit:
@@ -118,10 +114,7 @@ def tb_link_errors(ctx: RuleContext) -> list[Finding]:
                 host=lt.host,
                 port=lt.ref,
             )
-        key = ("tb_link_errors", lt.subject)
-        f = ctx.memory.debounce(found, key, lt.t, lt.dt, detect_s, restore_s, per_s)
-        if f is not None:
-            out.append(f)
+        ctx.report_debounced(out, found, ("tb_link_errors", lt.subject), lt.t, lt.dt, level=per_s)
     return out
 
 

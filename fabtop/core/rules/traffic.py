@@ -15,14 +15,14 @@ _RX_PER_S, _TX_PER_S = Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s
 @window_rule("rdma_fallback")
 def rdma_fallback(ctx: RuleContext) -> list[Finding]:
     """Traffic flows on an RDMA-capable port but the RDMA share of its bytes is near zero."""
-    tracked = ctx.memory.held
+    remembered = ctx.remembers("rdma_fallback")
     out: list[Finding] = []
     min_bps, share_min = ctx.th("rdma_min_traffic_bps"), ctx.th("rdma_share_min")
     for lt in ctx.links:
         if lt.dt is None:
             continue
         share = lt.rate(_SHARE)
-        if share is None and "rdma_fallback" not in tracked:
+        if share is None and not remembered:
             continue  # no RDMA share measured (not an RDMA port): nothing to find or carry on
         rx, tx = lt.rate(_RX_PER_S), lt.rate(_TX_PER_S)
         found = None
@@ -54,10 +54,5 @@ def rdma_fallback(ctx: RuleContext) -> list[Finding]:
                     host=lt.host,
                     port=lt.ref,
                 )
-        if found is None and "rdma_fallback" not in tracked:
-            continue  # nothing found and nothing tracked: debouncing would do nothing
-        key = ("rdma_fallback", lt.subject)
-        f = ctx.memory.debounce(found, key, lt.t, lt.dt, ctx.th("detect_s"), ctx.th("restore_s"))
-        if f is not None:
-            out.append(f)
+        ctx.report_debounced(out, found, ("rdma_fallback", lt.subject), lt.t, lt.dt)
     return out

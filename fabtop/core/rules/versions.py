@@ -108,6 +108,10 @@ FIELDS: tuple[VersionField, ...] = (
 )
 
 
+# Each field's track: one finding per field, under the fabric.
+_KEYS = {f.attr: (RULE, f"fabric/software/{f.attr}") for f in FIELDS}
+
+
 def _shown(hosts: list[str], values: dict[str, str]) -> str:
     shown = ", ".join(f"{h} ({values[h]})" for h in hosts[:_NAMED])
     return shown + (f" and {len(hosts) - _NAMED} more" if len(hosts) > _NAMED else "")
@@ -153,7 +157,6 @@ def _finding(
 
 def software_mismatch(ctx: RuleContext) -> list[Finding]:
     """Different kernel, rdma-core, OFED, NVIDIA driver or loaded NCCL across hosts."""
-    tracked = RULE in ctx.memory.held
     names: list[str] = []
     vers: list[SoftwareVersions] = []
     for hs in ctx.state.hosts.values():
@@ -169,11 +172,7 @@ def software_mismatch(ctx: RuleContext) -> list[Finding]:
         # whatever the key, and nothing more is worked out (this runs every tick).
         if len({r.value for r in reads if r is not None}) > 1:
             found = _compare(f, names, reads)
-        if found is None and not tracked:
-            continue  # nothing to report and nothing to clear
-        got = ctx.memory.mark(found, (RULE, f"fabric/software/{f.attr}"), ctx.now)
-        if got is not None:
-            out.append(got)
+        ctx.report(out, found, _KEYS[f.attr], ctx.now)
     return out
 
 
