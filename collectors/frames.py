@@ -57,6 +57,7 @@ from typing import Any, Protocol, TypeVar
 from collectors.numbers import parse_float, parse_uint
 from collectors.text import clean
 from collectors.values import Values, decode_whole, decode_whole_b64, values_line
+from collectors.warning_lines import WarningLines
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # a frame larger than this is dropped, not buffered forever
 SECTION_STATUSES = ("ok", "missing", "timeout", "error", "stale", "truncated")
@@ -193,7 +194,7 @@ class FrameDecoder:
         self._section_lines: list[str] = []
         self._frame_bytes = 0
         self._skipping_long_line = False
-        self.warnings: list[str] = []
+        self.warnings = WarningLines(100)
         self.schemas: dict[int, Schema] = {}
         self._schema_chars = 0
         # (kind, subject) -> the schema id its values last named: a new one frees the old.
@@ -281,12 +282,11 @@ class FrameDecoder:
 
     def take_warnings(self) -> list[str]:
         """Return and clear the warnings gathered so far."""
-        w, self.warnings = self.warnings, []
+        w, self.warnings = self.warnings, WarningLines(100)
         return w
 
     def _warn(self, msg: str) -> None:
-        if len(self.warnings) < 100:
-            self.warnings.append(msg)
+        self.warnings.add(msg)
 
     def _close_section(self) -> None:
         if self._frame is None or self._section_head is None:

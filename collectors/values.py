@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from collectors.numbers import U64_MAX, parse_uint
+from collectors.warning_lines import WarningLines
 
 MAX_VALUE_WARNINGS = 20
 
@@ -54,30 +55,27 @@ def decode_values(text: str, names: tuple[str, ...]) -> tuple[list[int | None] |
             vals = cast(list[int | None], ints)
         if top <= U64_MAX:
             return vals, []
-        warnings: list[str] = []
+        warnings = _warnings()
         for i, v in enumerate(vals):
             if v is not None and v > U64_MAX:
                 vals[i] = None
-                _warn(warnings, f"{names[i][:64]}: value beyond 64 bits")
+                warnings.add(f"{names[i][:64]}: value beyond 64 bits")
         return vals, warnings
     tokens = text.split()
     if len(tokens) != n:
         return None, [f"{len(tokens)} values for {n} names: section not placed"]
-    warnings = []
+    warnings = _warnings()
     out: list[int | None] = []
     for name, tok in zip(names, tokens, strict=True):
         v = None if tok == "-" else parse_uint(tok)
         if v is None and tok != "-":
-            _warn(warnings, f"{name[:64]}: bad value {tok[:40]!r}")
+            warnings.add(f"{name[:64]}: bad value {tok[:40]!r}")
         out.append(v)
     return out, warnings
 
 
-def _warn(warnings: list[str], msg: str) -> None:
-    if len(warnings) < MAX_VALUE_WARNINGS:
-        warnings.append(msg)
-    elif len(warnings) == MAX_VALUE_WARNINGS:
-        warnings.append("further bad values suppressed")
+def _warnings() -> WarningLines:
+    return WarningLines(MAX_VALUE_WARNINGS, "further bad values suppressed")
 
 
 @dataclass(slots=True, eq=False)
