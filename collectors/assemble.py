@@ -13,46 +13,50 @@ warning line once more as it is added.
 
 A frame is assembled in two steps. Its *shape* (section headers, every text section but
 the GPUs', the structured sections' names and which of their values came) is what stays
-the same tick after tick on a host; it is built by the code below with each structured
-value standing for its position, and kept per host. Each tick then only decodes the
-values, puts them where the shape says, and makes what depends on them (normalized
-metrics, saturated IB counters, read times, GPUs): the links, their records, QoS and the
-parse of the text are not redone while the host's shape holds. One path builds every
-sample, so a kept shape gives exactly what a new one would.
-
-The slow sections a Pipeline carries into the frames between slow ticks (Frame.carried)
-are the same objects until one of their kind comes again: what each reader made of one
-is kept with them (_Tail), so a carried section is parsed once, however often the
-shape is built again (every tick for the sh probe, whose counters are text); a Mac's
-frames and the GPU sections, read every tick, take the same kept readings.
+the same tick after tick on a host; it is built by the code below (:func:`_build_shape`)
+with each structured value standing for its position, and kept per host by
+collectors/layout.py, which reads every tick through it: decodes the values, puts them
+where the shape says, and makes what depends on them (normalized metrics, saturated IB
+counters, read times, GPUs). One path builds every sample, so a kept shape gives exactly
+what a new one would. The slow sections a Pipeline carries into the frames between slow
+ticks are parsed once (collectors/layout.py ``Tail``).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from functools import partial
-from operator import eq, is_, itemgetter
-from typing import Any, ParamSpec, TypeVar, cast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from operator import is_
+from typing import TypeVar, cast
 
-from collectors.darwin import TICK_KIND as DARWIN_TICK_KIND
-from collectors.darwin import assemble_darwin
 from collectors.frames import UNKNOWN_SCHEMA, Frame, Section, TextRead
-from collectors.gpu_sections import GPU_KINDS, gpus_from_frame, read_gpu_section
-from collectors.guard import Guard
+from collectors.layout import (
+    EMPTY,
+    LINK_FIELDS,
+    PER_TICK_KINDS,
+    QOS_FIELDS,
+    Decoded,
+    LinkPlan,
+    Pos,
+    Resolver,
+    Shape,
+    Shapes,
+    ShapeWarner,
+    Warner,
+    guard,
+    memo,
+    tick,
+)
 from collectors.normalize import (
     IB_HW_MAP,
     IB_LEGACY_WIDTH,
     IB_PORT_MAP,
     NETDEV_MAP,
     MetricPlan,
-    apply_plan,
     ethtool_plan,
     metric_plan,
     netdev_counters,
     pfc_priorities_from_names,
-    saturated_ib_counters,
     without_unknown,
 )
 from collectors.numbers import U64_MAX, parse_uint
@@ -91,19 +95,12 @@ from collectors.samples import (
     GidEntry,
     HostSample,
     LinkSample,
-    MetricValue,
     QosConfig,
-    SectionStatus,
-    SoftwareVersions,
     ThunderboltInfo,
 )
 from collectors.structured import COUNTER_KINDS, keyed_values
-from collectors.text import MAX_TEXT, clean
-from collectors.values import decode_whole
+from collectors.text import clean
 from collectors.version_sections import versions_from_frame
-
-_T = TypeVar("_T")
-_A = TypeVar("_A")
 
 _TB_DRIVERS = frozenset({"thunderbolt-net", "thunderbolt_net"})
 
@@ -115,414 +112,13 @@ def assemble(host: str, frame: Frame, kept: Shapes | None = None) -> HostSample:
 
     ``kept``: what is kept of each host between its frames, one per stream of frames (a
     Pipeline's own: the dashboard's and focus mode's frames of one host have two shapes);
-    None: this module's.
+    None: this module's. The layout is built here (_build_shape) when the frame's shape is
+    new, and read by collectors/layout.py every tick.
     """
-    sample = HostSample(host=host, seq=frame.seq, clock_ns=frame.clock_ns, uptime_s=frame.uptime_s)
-    warn = _Warner(host, sample.warnings)
-    shapes = _SHAPES if kept is None else kept
-    last = shapes.get(host)
-    if any(s.kind == DARWIN_TICK_KIND for s in frame.sections):
-        # A macOS probe's frame: all text, read by collectors/darwin.py (see its docstring);
-        # what is kept of the host is its carried sections' readings.
-        frame = _cleaned(frame)
-        tail = last if isinstance(last, _Tail) and last.sections is frame.carried else None
-        if tail is None and frame.carried:
-            tail = _Tail(frame.carried, (), {}, None).keep(
-                last if isinstance(last, _Tail) else None
-            )
-            _keep(shapes, host, tail)
-        _guard(
-            warn,
-            "assemble",
-            None,
-            None,
-            assemble_darwin,
-            frame,
-            sample,
-            warn,
-            _read_now if tail is None else tail.read,
-        )
-        return sample
-    # Carried sections read before, this very tuple (Frame.carried): their headers were
-    # looked at then (a frame whose headers needed cleaning is rebuilt without carried).
-    seen = (
-        len(frame.carried)
-        if frame.carried
-        and isinstance(last, _Kept)
-        and last.tail is not None
-        and last.tail.sections is frame.carried
-        else 0
-    )
-    # A bug outside the per-section guards costs the rest of this frame, said in one line.
-    _guard(
-        warn, "assemble", None, None, _assemble, host, _cleaned(frame, seen), sample, warn, shapes
-    )
-    return sample
+    return tick(host, frame, kept, _build_shape)
 
 
-def _cleaned(frame: Frame, seen: int = 0) -> Frame:
-    """The frame with its section headers (kind, subject, status, detail) cleaned, but for
-    its last ``seen`` sections' (known clean)."""
-    sections = frame.sections
-    # Nearly always every header is printable ASCII, which clean() leaves as it is: one
-    # look at all of them together instead of four calls per section.
-    look = sections[: len(sections) - seen] if seen else sections
-    parts = [h for s in look for h in (s.kind, s.status, s.subject, s.detail) if h]
-    heads = " ".join(parts)
-    # (each header within clean()'s bound: a frame of hundreds of sections is longer than
-    # one header may be, and must not be cleaned header by header every tick for that)
-    if heads.isascii() and heads.isprintable() and max(map(len, parts), default=0) <= MAX_TEXT:
-        return frame
-    for i, s in enumerate(sections):
-        kind, status = clean(s.kind), clean(s.status)
-        subject = clean(s.subject) if s.subject is not None else None
-        detail = clean(s.detail) if s.detail is not None else None
-        # clean() hands back the very string when there is nothing to remove: a section
-        # is rebuilt only when one of its headers changed (almost never).
-        if kind is s.kind and status is s.status and subject is s.subject and detail is s.detail:
-            continue
-        if sections is frame.sections:
-            sections = list(sections)
-        # s.schema: its names were cleaned when the stream defined it.
-        sections[i] = Section(kind, subject, s.read_ns, status, detail, s.text, s.schema, s.values)
-    if sections is frame.sections:
-        return frame
-    return Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, sections)
-
-
-# --- the two steps: a host's shape, kept; each tick's values, put where it says ----------
-
-# Structured sections whose values the links hold (the rest of a frame is text).
-_VALUE_KINDS = frozenset({"ethtool_S", *COUNTER_KINDS.values()})
-# Sections read anew every tick whatever the shape (their text changes every tick).
-_PER_TICK_KINDS = frozenset(GPU_KINDS)
-
-_Decoded = dict[int, tuple[list[int | None] | None, list[str]]]  # section index -> values
-
-
-def _assemble(host: str, frame: Frame, sample: HostSample, warn: _Warner, shapes: Shapes) -> None:
-    sections = frame.sections
-    had = shapes.get(host)
-    kept = had if isinstance(had, _Kept) else None
-    decoded: _Decoded = {}
-    temps: dict[str, dict[str, int]] = {}
-    shaped = sections
-    # The carried slow sections (Frame.carried) are read once while they stay the same:
-    # on a real host they are most of a frame's sections (ethtool -i and dcb per netdev).
-    carried = frame.carried
-    tail = None
-    if carried:
-        tail = (
-            kept.tail
-            if kept is not None and kept.tail is not None and kept.tail.sections is carried
-            else _tail(carried, kept.tail if kept else None)
-        )
-    end = len(sections) if tail is None else len(sections) - len(carried)
-    # The shape's key: all of the frame but the values, the GPUs and the read times.
-    parts: list[tuple[object, ...]] = []
-    for i, s in enumerate(sections if tail is None else sections[:end]):
-        if s.schema is not None and s.kind in _VALUE_KINDS:
-            got = s.values  # as the stream's decoder read them
-            if got is None:  # a frame made in-process (tests, tools): read here
-                got = decode_whole(s.text, s.schema.names)
-            decoded[i] = (got.vals, got.warnings)
-            # Which values came: a value not read ("-", or no number) is no key of a dict.
-            parts.append((s.kind, s.subject, s.status, s.detail, s.schema.names, got.unread))
-        elif s.kind in _PER_TICK_KINDS:
-            parts.append((s.kind, s.subject, s.status, s.detail))
-        else:
-            part, cut = _text_part(s, temps)
-            if cut is not None:
-                if shaped is sections:
-                    shaped = list(sections)
-                shaped[i] = cut
-            parts.append(part)
-    if tail is None:
-        key = tuple(parts)
-    else:
-        key = tuple(parts) + tail.parts
-        for kind, got_temps in tail.temps.items():
-            into = temps.setdefault(kind, {})
-            for owner, v in got_temps.items():
-                if v > into.get(owner, -1):
-                    into[owner] = v
-        if tail.shaped is not None:
-            shaped = (
-                sections[:end] + tail.shaped if shaped is sections else shaped[:end] + tail.shaped
-            )
-    if kept is None or kept.key != key:
-        bare = (
-            frame
-            if shaped is sections
-            else Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, shaped)
-        )
-        read = _read_now if tail is None else tail.read
-        kept = _Kept(key, _build_shape(host, bare, decoded, read))
-        _keep(shapes, host, kept)
-    if tail is not None:
-        kept.tail = tail
-    _fill(kept.shape, frame, decoded, temps, sample, warn, end, tail)
-
-
-def _keep(shapes: Shapes, host: str, kept: _Kept | _Tail) -> None:
-    if len(shapes) >= _SHAPES_MAX and host not in shapes:
-        del shapes[next(iter(shapes))]  # the host kept longest ago
-    shapes[host] = kept
-
-
-@dataclass(slots=True)
-class _Tail:
-    """What a frame's carried sections give the key (their parts, NIC temperatures, the
-    sections without those), read once for as long as the very same tuple comes; and
-    what each reader made of each of them (a carried section is parsed once, whatever
-    the frames between and however often the host's shape is built again)."""
-
-    sections: tuple[Section, ...]
-    parts: tuple[tuple[object, ...], ...]
-    temps: dict[str, dict[str, int]]
-    shaped: list[Section] | None  # None: as they came
-    # Where each of its sections (as came, and as shaped) is: it holds them, so their
-    # ids are theirs for as long as it lives.
-    at: dict[int, int] = field(default_factory=dict)
-    reads: dict[tuple[object, int], Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.at = {id(s): i for i, s in enumerate(self.sections)}
-        self.at.update((id(s), i) for i, s in enumerate(self.shaped or ()))
-
-    def read(self, parse: Callable[[str], _T], sec: Section) -> _T:
-        """``parse(sec.text)``: once per carried section; the memo's for any other."""
-        i = self.at.get(id(sec))
-        return _memo(parse, sec.text) if i is None else self._once(parse, i, sec.text)
-
-    def read_section(self, read: Callable[[Section], _T], sec: Section) -> _T:
-        """``read(sec)``: once per carried section; anew for any other."""
-        i = self.at.get(id(sec))
-        return read(sec) if i is None else self._once(read, i, sec)
-
-    def keep(self, prev: _Tail | None) -> _Tail:
-        """What ``prev`` read of the sections both hold: a Pipeline carries each section on,
-        the very object, until one of its kind comes again (a new tail each time any does),
-        so a section is parsed once, not once per tail."""
-        if prev is not None:
-            for (read, i), got in prev.reads.items():
-                j = self.at.get(id(prev.sections[i]))
-                if j is not None and self.sections[j] is prev.sections[i]:
-                    self.reads[(read, j)] = got
-        return self
-
-    def _once(self, read: Callable[[_A], _T], i: int, arg: _A) -> _T:
-        key = (read, i)
-        got = self.reads.get(key, self)  # (self: not read yet; a reading may be None)
-        if got is self:
-            got = self.reads[key] = read(arg)
-        return cast(_T, got)
-
-
-def _read_now(parse: Callable[[str], _T], sec: Section) -> _T:
-    """How a section is read where no tail keeps it (TextRead): the memo's."""
-    return _memo(parse, sec.text)
-
-
-def _tail(carried: tuple[Section, ...], prev: _Tail | None) -> _Tail | None:
-    """The carried sections read as _assemble reads a frame's, with what ``prev`` read of
-    those it held too; None when one has values by position (read every tick, never
-    cached)."""
-    parts: list[tuple[object, ...]] = []
-    temps: dict[str, dict[str, int]] = {}
-    shaped: list[Section] | None = None
-    for i, s in enumerate(carried):
-        if s.schema is not None and s.kind in _VALUE_KINDS:
-            return None
-        if s.kind in _PER_TICK_KINDS:
-            parts.append((s.kind, s.subject, s.status, s.detail))
-            continue
-        part, cut = _text_part(s, temps)
-        if cut is not None:
-            if shaped is None:
-                shaped = list(carried)
-            shaped[i] = cut
-        parts.append(part)
-    return _Tail(carried, tuple(parts), temps, shaped).keep(prev)
-
-
-def _text_part(
-    s: Section, temps: dict[str, dict[str, int]]
-) -> tuple[tuple[object, ...], Section | None]:
-    """A text section's part of the shape's key, and the section as the shape keeps it
-    when that differs: its NIC temperatures taken out into ``temps``, which every tick
-    reads anew (None: as it came)."""
-    text = s.text
-    cut = None
-    if s.kind in _TEMP_KINDS and s.schema is None and "/hwmon/" in text:
-        text = _hwmon_values(text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
-        if text is not s.text:
-            cut = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
-    key = _probe_key(text) if s.kind == "probe" else text
-    return (s.kind, s.subject, s.status, s.detail, key, s.schema is None), cut
-
-
-@dataclass(slots=True)
-class _Kept:
-    """What is kept of a host between its frames: its shape."""
-
-    key: tuple[object, ...]
-    shape: _Shape
-    tail: _Tail | None = None  # the carried sections as last read (Frame.carried)
-
-
-# NIC temperatures (hwmon, millidegrees) are in the sysfs text and move every few ticks:
-# read as values, like the counters, so that the shape holds while they move. A line
-# that is not plain stays in the shape's text, where the parser says what is wrong. Only
-# printable ASCII is taken: such a line reads the same to the parser (nothing to clean).
-_TEMP_KINDS = {"sysnet": "net", "sysnet_slow": "net", "sysib": "ib", "sysib_slow": "ib"}
-_HWMON_LINE = re.compile(
-    r"([!-.0-~]{1,64})(/device/hwmon/[!-.0-~]{1,64}/temp[0-9]{1,4}_input) ([0-9]{1,9})"
-)
-
-
-def _hwmon_values(text: str, into: dict[str, int]) -> str:
-    """``text`` without its hwmon temperature values; the hottest of each owner goes to
-    ``into`` (in millidegrees, as the parser reads them)."""
-    parts: list[str] = []
-    done = 0
-    at = text.find("/hwmon/")
-    while at >= 0:
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        if end < 0:
-            end = len(text)
-        m = _HWMON_LINE.fullmatch(text, start, end)
-        if m is not None:
-            owner, path, milli = m.groups()
-            v = int(milli)
-            if v > into.get(owner, -1):
-                into[owner] = v
-            parts.append(text[done:start])
-            parts.append(owner + path)
-            done = end
-        at = text.find("/hwmon/", end)
-    if not parts:
-        return text
-    parts.append(text[done:])
-    return "".join(parts)
-
-
-# A host's last shape and values (a macOS host's: its carried sections' readings); one per
-# host: bounded by the hosts watched (and this).
-Shapes = dict[str, "_Kept | _Tail"]
-_SHAPES: Shapes = {}
-_SHAPES_MAX = 4096
-
-
-class _Pos:
-    """A structured value while a shape is built: the section and position it comes from."""
-
-    __slots__ = ("index", "section")
-
-    def __init__(self, section: int, index: int) -> None:
-        self.section = section
-        self.index = index
-
-
-class _Resolver:
-    """One dict of a shape (name -> position, or a value read from text), made each tick."""
-
-    __slots__ = ("get", "items", "names", "section", "tops")
-
-    def __init__(self, template: Mapping[str, object], placed: bool = True) -> None:
-        """``placed``: the frame had values by position (else none is looked for)."""
-        self.names = tuple(template)
-        self.section = -1
-        self.get: Callable[[list[int | None]], Any] | None = None
-        self.tops: tuple[int, ...] = ()  # the legacy PMA counters' all-ones (_saturated)
-        places = [v for v in template.values() if isinstance(v, _Pos)] if placed else []
-        if not places:  # all read from text (the sh probe): a copy each tick
-            self.items: dict[str, object] | tuple[tuple[str, object], ...] = dict(template)
-            return
-        self.items = tuple(template.items())
-        if (
-            len(places) > 1
-            and len(places) == len(template)
-            and all(p.section == places[0].section for p in places)
-        ):
-            # The usual dict: every value from one section, taken in one call into C.
-            self.section = places[0].section
-            first, last = places[0].index, places[-1].index
-            if [p.index for p in places] == list(range(first, last + 1)):
-                self.get = itemgetter(slice(first, last + 1))  # a run: one slice
-            else:
-                self.get = itemgetter(*(p.index for p in places))
-
-    def __call__(self, decoded: _Decoded) -> dict[str, int]:
-        if self.get is not None:
-            vals = decoded[self.section][0]
-            assert vals is not None  # a shape places values only where they came
-            return dict(zip(self.names, self.get(vals), strict=True))
-        if isinstance(self.items, dict):
-            return self.items.copy()  # type: ignore[return-value]
-        out: dict[str, int] = {}
-        for name, v in self.items:
-            if isinstance(v, _Pos):
-                got = decoded[v.section][0]
-                assert got is not None
-                out[name] = got[v.index]  # type: ignore[assignment]
-            else:
-                out[name] = v  # type: ignore[assignment]
-        return out
-
-
-@dataclass(slots=True)
-class _LinkPlan:
-    """One link of a shape: what stays, and how each tick fills the rest."""
-
-    link: LinkSample  # its fixed facts; counters, metrics, saturated and read_ns stay empty
-    counters: tuple[tuple[str, _Resolver], ...] = ()  # LinkSample.counters, source by source
-    # What the normalizers take beside link.counters (None: that normalizer is not run):
-    carrier: tuple[int | None, int | None] | None = None  # the netdev's carrier counts
-    rdma: bool = False  # an RDMA port's link: its counters and hw_counters make metrics
-    ethtool: bool = False
-    legacy: _Resolver | None = None  # the RDMA port's legacy PMA counters (saturation)
-    read_at: int | None = None  # the section whose read time the counters have
-    # Whose hwmon temperatures the link shows: its netdev's, else its RDMA device's, each
-    # with the hottest read from the shape's own text (a line that was not plain).
-    temp: tuple[str | None, float | None, str | None, float | None] | None = None
-    # normalize's plans for its netdev, RDMA port, hw_counters and ethtool counters (the
-    # names are the shape's: which raw names make each metric is found once).
-    plans: tuple[MetricPlan, MetricPlan, MetricPlan, MetricPlan] = ((), (), (), ())
-    # Per plan, the raw names listed but not read (unread: part of the shape's key): a
-    # metric summed from one of them is unknown, never the sum of the other parts.
-    lost: tuple[frozenset[str], ...] = (frozenset(),) * 4
-    # Which of the plans run (netdev, RDMA port, hw_counters, ethtool: 0 to 3), in order.
-    runs: tuple[int, ...] = ()
-    # The metrics the plans make (a tick that makes fewer left a sum beyond 64 bits out).
-    makes: frozenset[str] = frozenset()
-    # The link's and its QoS's fields in order: a tick's own are made in one call.
-    fields: tuple[Any, ...] = ()
-    qos: tuple[Any, ...] | None = None
-
-
-@dataclass(slots=True)
-class _Shape:
-    """What a host's frames keep tick after tick, and where each tick's values go."""
-
-    sections: tuple[tuple[int, str, str | None, str, str | None], ...]  # index, header
-    # Warning lines in frame order; (index, kind, subject): that structured section's decode
-    # warnings go there; a _LinkPlan: that link's metrics are made there (and a failure said).
-    warnings: list[str | tuple[int, str, str | None] | _LinkPlan]
-    links: list[_LinkPlan]
-    cpu_throttle_count: int | None
-    probe: str | None
-    versions: SoftwareVersions | None = None  # slow text sections: part of the shape
-    firewall: FirewallState | None = None  # parsed once per shape: never changed after
-    thunderbolt: ThunderboltInfo | None = None  # shared by the samples: read-only
-    metrics_at_once: bool = False  # the warnings make the metrics of .links, in order
-    gpu_at: tuple[int, ...] = ()  # where the GPU sections are (read every tick)
-    # The statuses of a frame's carried sections, made once for that very tuple.
-    tail_status: tuple[tuple[Section, ...], list[SectionStatus]] | None = None
-
-
-def _build_shape(host: str, frame: Frame, decoded: _Decoded, read: TextRead) -> _Shape:
+def _build_shape(host: str, frame: Frame, decoded: Decoded, read: TextRead) -> Shape:
     """Run the whole assembly once, each structured value standing for its position.
 
     ``read``: how the readers parse a text section (the tail keeps each carried one's).
@@ -534,28 +130,28 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded, read: TextRead) -> 
             None
             if vals is None
             else cast(
-                list[int | None], [None if v is None else _Pos(i, j) for j, v in enumerate(vals)]
+                list[int | None], [None if v is None else Pos(i, j) for j, v in enumerate(vals)]
             )
         )
-    warn = _ShapeWarner(host)
+    warn = ShapeWarner(host)
     b = _Build(frame, warn, index, values, read)
-    b.thunderbolt = _guard(warn, "systb_slow", None, None, _thunderbolt, b)
+    b.thunderbolt = guard(warn, "systb_slow", None, None, _thunderbolt, b)
     statuses = []
     for i, s in enumerate(frame.sections):
         detail = s.detail
         if s.schema is not None:  # "schema=7": how the values came, nothing to show
             detail = " ".join(t for t in (detail or "").split() if not t.startswith("schema="))
         statuses.append((i, s.kind, s.subject, s.status, detail or None))
-    links = _guard(warn, "assemble", None, [], _links, b)
+    links = guard(warn, "assemble", None, [], _links, b)
     probe = HostSample("", 0, 0, 0.0)
-    cpu = _guard(warn, "cputhrottle", None, None, _cpu_throttle, b)
-    _guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
-    versions = _guard(warn, "versions", None, None, versions_from_frame, frame, read)
-    fw = _guard(warn, "firewall", None, None, _firewall, b)
+    cpu = guard(warn, "cputhrottle", None, None, _cpu_throttle, b)
+    guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
+    versions = guard(warn, "versions", None, None, versions_from_frame, frame, read)
+    fw = guard(warn, "firewall", None, None, _firewall, b)
     # Every link's metrics are made at its place in the warnings: when those places are
     # the links, in their order, _fill may make them all in one try.
-    at_once = [item for item in warn.plan if isinstance(item, _LinkPlan)]
-    return _Shape(
+    at_once = [item for item in warn.plan if isinstance(item, LinkPlan)]
+    return Shape(
         tuple(statuses),
         warn.plan,
         links,
@@ -565,7 +161,7 @@ def _build_shape(host: str, frame: Frame, decoded: _Decoded, read: TextRead) -> 
         fw,
         b.thunderbolt,
         len(at_once) == len(links) and all(map(is_, at_once, links)),
-        tuple(i for i, s in enumerate(frame.sections) if s.kind in _PER_TICK_KINDS),
+        tuple(i for i, s in enumerate(frame.sections) if s.kind in PER_TICK_KINDS),
     )
 
 
@@ -574,7 +170,7 @@ class _Build:
     """What the steps of a shape's build share."""
 
     frame: Frame
-    warn: _ShapeWarner
+    warn: ShapeWarner
     index: dict[int, int]  # id(section) -> its index in the frame
     values: dict[int, list[int | None] | None]  # section index -> its values, as positions
     read: TextRead  # parse(section.text), or the tail's reading of a carried section
@@ -598,15 +194,15 @@ class _Build:
         return found.get((kind, subject))
 
 
-def _links(b: _Build) -> list[_LinkPlan]:
+def _links(b: _Build) -> list[LinkPlan]:
     warn = b.warn
-    netdevs = _guard(warn, "sysnet", None, {}, _sysnet, b)
-    devices = _guard(warn, "sysib", None, {}, _sysib, b)
-    slow_hw = _guard(warn, "sysib_slow", None, {}, _slow_hw_names, b)
+    netdevs = guard(warn, "sysnet", None, {}, _sysnet, b)
+    devices = guard(warn, "sysib", None, {}, _sysib, b)
+    slow_hw = guard(warn, "sysib_slow", None, {}, _slow_hw_names, b)
     infos = _driver_infos(b)
     ethtool = _ethtool_stats(b)
 
-    found: dict[str, _LinkPlan] = {}
+    found: dict[str, LinkPlan] = {}
     claimed: set[str] = set()
     for dev in devices.values():
         for port in dev.ports.values():
@@ -617,7 +213,7 @@ def _links(b: _Build) -> list[_LinkPlan]:
                 claimed.add(ndev)
             rec = netdevs.get(ndev) if ndev else None
             where = f"{dev.name}/{port.port}"
-            lp = _guard(
+            lp = guard(
                 warn,
                 "sysib",
                 where,
@@ -634,13 +230,13 @@ def _links(b: _Build) -> list[_LinkPlan]:
                 found[lp.link.id] = lp
     for name, netdev in netdevs.items():
         if name not in claimed:
-            net_link = _guard(warn, "sysnet", name, None, _netdev_link, netdev)
+            net_link = guard(warn, "sysnet", name, None, _netdev_link, netdev)
             if net_link is not None:
                 found[name] = net_link
 
     if b.thunderbolt is not None:
         _tb_rates(found, b.thunderbolt)
-    addresses = _guard(warn, "ip_addr", None, None, _addresses, b)
+    addresses = guard(warn, "ip_addr", None, None, _addresses, b)
     for lp in found.values():
         if addresses is not None and lp.link.netdev is not None:
             lp.link.addresses = addresses.get(lp.link.netdev, ())  # read: none on it
@@ -668,7 +264,7 @@ def _thunderbolt(b: _Build) -> ThunderboltInfo | None:
     return parsed.info
 
 
-def _tb_rates(found: dict[str, _LinkPlan], tb: ThunderboltInfo) -> None:
+def _tb_rates(found: dict[str, LinkPlan], tb: ThunderboltInfo) -> None:
     """A thunderbolt-net netdev's rate from its XDomain (lane speed x lanes) where the
     kernel gave it no ``speed`` (thunderbolt-net has link settings only since late 2025:
     net: thunderbolt: Allow reading link settings, netdev list)."""
@@ -676,249 +272,6 @@ def _tb_rates(found: dict[str, _LinkPlan], tb: ThunderboltInfo) -> None:
         lp = found.get(peer.netdev) if peer.netdev else None
         if lp is not None and lp.link.rate_gbps is None:
             lp.link.rate_gbps = peer.total_gbps
-
-
-def _fill(
-    shape: _Shape,
-    frame: Frame,
-    decoded: _Decoded,
-    temps: dict[str, dict[str, int]],
-    sample: HostSample,
-    warn: _Warner,
-    end: int,
-    tail: _Tail | None,
-) -> None:
-    """One tick's sample from its host's shape and its own values; from ``end`` on, the
-    frame's sections are its carried ones (Frame.carried, read as ``tail`` says)."""
-    sections = frame.sections
-    statuses = shape.sections if end == len(sections) else shape.sections[:end]
-    sample.sections = [
-        SectionStatus(kind, subject, status, sections[i].read_ns, detail)
-        for i, kind, subject, status, detail in statuses
-    ]
-    if end < len(sections):
-        # The shape's own: a key that matched had these sections at these places.
-        noted = shape.tail_status
-        if noted is None or noted[0] is not frame.carried:
-            noted = shape.tail_status = (
-                frame.carried,
-                [
-                    SectionStatus(kind, subject, status, sections[i].read_ns, detail)
-                    for i, kind, subject, status, detail in shape.sections[end:]
-                ],
-            )
-        sample.sections += noted[1]
-        sample.carried_sections = noted[1]
-    links = sample.links
-    for lp in shape.links:
-        link = links[lp.link.id] = LinkSample(*lp.fields)
-        link.counters = {source: r(decoded) for source, r in lp.counters}
-        link.metrics = {}  # made where the warnings say (below)
-        if lp.qos is not None:
-            link.qos = QosConfig(*lp.qos)  # each sample's own, as a new build gives
-        link.saturated = _saturated(lp.legacy, decoded) if lp.legacy is not None else []
-        if lp.read_at is not None:
-            link.read_ns = sections[lp.read_at].read_ns
-        if temps and lp.temp is not None:
-            link.temperature_c = _temperature(lp.temp, temps)
-    # The metrics of all links in one try: a failure is said at its link's place in the
-    # warnings, where each link's are then made again behind a guard of its own.
-    each = not shape.metrics_at_once
-    left: list[str] = []  # metrics left out (a sum beyond 64 bits): said, not silent
-    if not each:
-        try:
-            for lp in shape.links:
-                _metrics(links[lp.link.id], lp, left)
-        except Exception:
-            each = True
-    for item in shape.warnings:
-        if isinstance(item, str):
-            warn.put(item)
-        elif isinstance(item, tuple):
-            i, kind, subject = item
-            warn.add(kind, subject, decoded[i][1])
-        elif each:
-            link = links[item.link.id]
-            _guard(warn, "link", link.id, None, _metrics, link, item, left)
-    if left:
-        warn.add("metrics", None, left)
-    sample.cpu_throttle_count = shape.cpu_throttle_count
-    sample.probe = shape.probe
-    sample.versions = shape.versions  # frozen: shared by the samples of one shape
-    sample.firewall = shape.firewall
-    sample.thunderbolt = shape.thunderbolt
-    _gpus(frame, sample, warn, shape.gpu_at, tail)
-
-
-def _saturated(legacy: _Resolver, decoded: _Decoded) -> list[str]:
-    """saturated_ib_counters of the link's legacy PMA counters this tick.
-
-    Nearly always none reads its maximum: one look at the values by position says so,
-    without making their dict (the resolver then has no last dict to update: its next
-    call makes the whole dict, which gives the same).
-    """
-    if legacy.get is not None:
-        vals = decoded[legacy.section][0]
-        assert vals is not None  # a shape places values only where they came
-        if not any(map(eq, legacy.get(vals), legacy.tops)):
-            return []
-    return saturated_ib_counters(legacy(decoded))
-
-
-def _metrics(link: LinkSample, lp: _LinkPlan, left: list[str]) -> None:
-    # Precedence: netdev < RDMA port < ethtool port counters, metric by metric.
-    counters = link.counters
-    metrics: dict[str, MetricValue] = {}
-    for i in lp.runs:
-        metrics.update(apply_plan(lp.plans[i], _plan_input(i, lp, counters)))
-    if len(metrics) < len(lp.makes):
-        left.extend(
-            f"{link.id} {m}: sum beyond 64 bits, left out" for m in lp.makes if m not in metrics
-        )
-    link.metrics = metrics
-
-
-def _plan_input(i: int, lp: _LinkPlan, counters: dict[str, dict[str, int]]) -> Mapping[str, int]:
-    """What plan ``i`` of the link reads: each source's counters are the link's own
-    (netdev: its statistics and carrier counts; ib_port: counters with counters_ext over
-    them); only hw_counters differ, the slow ones included here."""
-    if i == 0:
-        assert lp.carrier is not None  # plan 0 runs only then
-        return netdev_counters(counters.get("netdev", _EMPTY), *lp.carrier)
-    if i == 1:
-        return counters.get("ib_port", _EMPTY)
-    if i == 2:
-        return {**counters.get("ib_hw", _EMPTY), **counters.get(SLOW_SOURCE, _EMPTY)}
-    return counters["ethtool"]
-
-
-_EMPTY: dict[str, int] = {}
-# In the order their classes take them.
-_LINK_FIELDS = tuple(f.name for f in fields(LinkSample))
-_QOS_FIELDS = tuple(f.name for f in fields(QosConfig))
-
-
-def _temperature(
-    temp: tuple[str | None, float | None, str | None, float | None],
-    temps: dict[str, dict[str, int]],
-) -> float | None:
-    """The link's temperature this tick, as the parser would make it of the whole text."""
-    rec, rec_base, dev, dev_base = temp
-    if rec is not None:
-        t = _hotter(rec_base, temps.get("net", _EMPTY).get(rec))
-        if t is not None:  # the netdev's wins over its RDMA device's
-            return t
-    return _hotter(dev_base, temps.get("ib", _EMPTY).get(dev)) if dev is not None else None
-
-
-def _hotter(base: float | None, milli: int | None) -> float | None:
-    if milli is None:
-        return base
-    t = milli / 1000.0
-    return t if base is None or t > base else base
-
-
-_D = TypeVar("_D")
-_P = ParamSpec("_P")
-
-
-def _guard(
-    warn: _Warner,
-    kind: str,
-    subject: str | None,
-    default: _D,
-    step: Callable[_P, _T],
-    *args: _P.args,
-    **kwargs: _P.kwargs,
-) -> _T | _D:
-    """Run one section's step; a failure costs that section, in one warning line."""
-    guard = Guard("error")  # the one guard (collectors/guard.py): traceback logged at debug
-    with guard:
-        return step(*args, **kwargs)
-    warn.add(kind, subject, [guard.error or "error"])
-    return default
-
-
-_MEMO: dict[tuple[Callable[[str], object], str], object] = {}
-_MEMO_MAX = 1024
-# The memo's keys are remote text: bounded in bytes too, not only in entries (1024 texts
-# at a section's 8 MiB cap would be 8 GiB). A text beyond _MEMO_TEXT_MAX is parsed, not kept.
-_MEMO_BYTES_MAX = 32 * 1024 * 1024
-_MEMO_TEXT_MAX = 1024 * 1024
-_memo_bytes = 0
-
-
-def _memo(parse: Callable[[str], _T], text: str) -> _T:
-    """Parse slow-cadence output once: the collector re-sends the same text every tick.
-
-    Callers treat the result as read-only (parsers are pure, so sharing is safe).
-    """
-    global _memo_bytes
-    if len(text) > _MEMO_TEXT_MAX:
-        return parse(text)
-    key = (parse, text)
-    hit = _MEMO.get(key)
-    if hit is None:
-        if len(_MEMO) >= _MEMO_MAX or _memo_bytes + len(text) > _MEMO_BYTES_MAX:
-            _MEMO.clear()
-            _memo_bytes = 0
-        hit = _MEMO[key] = parse(text)
-        _memo_bytes += len(text)
-    return hit  # type: ignore[return-value]
-
-
-MAX_FRAME_WARNINGS = 200  # each parser caps its own; 259 netdevs must not make 13,000 lines
-
-
-class _Warner:
-    """Prefixes every parser warning with host, section kind and subject; cleans and bounds."""
-
-    def __init__(self, host: str, sink: list[str]) -> None:
-        self.host = host
-        self.sink = sink
-
-    def add(self, kind: str, subject: str | None, messages: list[str]) -> None:
-        where = f"{kind} {subject}" if subject else kind
-        for m in messages:
-            # Parsers clean what they read; this is the backstop for anything quoted
-            # into a message (an exception's text, a probe note, a section detail).
-            if not self.put(clean(f"{self.host}: {where}: {m}")):
-                return
-
-    def put(self, line: str) -> bool:
-        """Add one finished line; False once the frame's bound is reached."""
-        n = len(self.sink)
-        if n < MAX_FRAME_WARNINGS:
-            self.sink.append(line)
-            return True
-        if n == MAX_FRAME_WARNINGS:
-            self.sink.append(f"{self.host}: further warnings of this frame suppressed")
-        return False
-
-
-class _ShapeWarner(_Warner):
-    """Keeps a shape's warnings in order, with the places of what each tick adds."""
-
-    def __init__(self, host: str) -> None:
-        super().__init__(host, [])
-        self.plan: list[str | tuple[int, str, str | None] | _LinkPlan] = []
-        self._lines = 0
-
-    def put(self, line: str) -> bool:
-        # Past the frame's bound a line is never shown, whatever a tick adds before it.
-        if self._lines > MAX_FRAME_WARNINGS:
-            return False
-        self._lines += 1
-        self.plan.append(line)
-        return True
-
-    def values(self, section: int, kind: str, subject: str | None) -> None:
-        """Here go the warnings of decoding section ``section``'s values, each tick."""
-        self.plan.append((section, kind, subject))
-
-    def metrics(self, lp: _LinkPlan) -> None:
-        """Here the link's metrics are made each tick (a failure is said here)."""
-        self.plan.append(lp)
 
 
 def _texts(frame: Frame, kind: str) -> list[Section]:
@@ -937,11 +290,11 @@ def _sysnet(b: _Build) -> dict[str, NetdevRecord]:
     text, kind = _sysfs_text(b.frame, "sysnet")
     netdevs: dict[str, NetdevRecord] = {}
     if text:
-        parsed = _memo(parse_sysnet, text)
+        parsed = memo(parse_sysnet, text)
         b.warn.add(kind, None, parsed.warnings)
         netdevs = {name: _own_netdev(rec) for name, rec in parsed.netdevs.items()}
     for sec, runs, vals in _counter_sections(b, "sysnet"):
-        _guard(b.warn, sec.kind, None, None, apply_sysnet_counters, netdevs, runs, vals)
+        guard(b.warn, sec.kind, None, None, apply_sysnet_counters, netdevs, runs, vals)
     return netdevs
 
 
@@ -949,11 +302,11 @@ def _sysib(b: _Build) -> dict[str, RdmaDeviceRecord]:
     text, kind = _sysfs_text(b.frame, "sysib")
     devices: dict[str, RdmaDeviceRecord] = {}
     if text:
-        parsed = _memo(parse_sysib, text)
+        parsed = memo(parse_sysib, text)
         b.warn.add(kind, None, parsed.warnings)
         devices = {name: _own_device(dev) for name, dev in parsed.devices.items()}
     for sec, runs, vals in _counter_sections(b, "sysib"):
-        _guard(b.warn, sec.kind, None, None, apply_sysib_counters, devices, runs, vals)
+        guard(b.warn, sec.kind, None, None, apply_sysib_counters, devices, runs, vals)
     return devices
 
 
@@ -999,7 +352,7 @@ def _counter_sections(b: _Build, kind: str) -> list[_Placed]:
                 detail = f" ({sec.detail})" if sec.detail else ""
                 b.warn.add(sec.kind, None, [f"{sec.status}{detail}"])
             continue
-        placed = _guard(b.warn, sec.kind, None, None, _placed, b, sec)
+        placed = guard(b.warn, sec.kind, None, None, _placed, b, sec)
         if placed is not None:
             out.append(placed)
     return out
@@ -1045,7 +398,7 @@ def _driver_infos(b: _Build) -> dict[str, DriverInfo]:
     out: dict[str, DriverInfo] = {}
     for s in _texts(b.frame, "ethtool_i"):
         if s.subject:
-            info = _guard(warn, s.kind, s.subject, None, b.read, parse_ethtool_info, s)
+            info = guard(warn, s.kind, s.subject, None, b.read, parse_ethtool_info, s)
             if info is not None:
                 warn.add(s.kind, s.subject, info.warnings)
                 out[s.subject] = info
@@ -1073,11 +426,11 @@ def _ethtool_stats(b: _Build) -> dict[str, dict[str, int]]:
             names: tuple[str, ...] | None = s.schema.plans.get("ethtool")
             if names is None:
                 names = s.schema.plans["ethtool"] = stat_names(s.schema.names)
-            got = _guard(warn, s.kind, s.subject, None, _keyed_values, b, s, names)
+            got = guard(warn, s.kind, s.subject, None, _keyed_values, b, s, names)
             if got is not None:
                 out[s.subject] = got
         elif s.status in _PARTIAL_BUT_REAL:
-            stats = _guard(warn, s.kind, s.subject, None, parse_ethtool_stats, s.text)
+            stats = guard(warn, s.kind, s.subject, None, parse_ethtool_stats, s.text)
             if stats is not None:
                 warn.add(s.kind, s.subject, stats.warnings)
                 out[s.subject] = stats.counters
@@ -1107,7 +460,7 @@ def _rdma_link(
     ndev: str | None,
     slow_hw: dict[tuple[str, int], frozenset[str]],
     placed: bool,
-) -> _LinkPlan:
+) -> LinkPlan:
     ib = port.link_layer == "InfiniBand" or (rec is not None and rec.type == _ARPHRD_INFINIBAND)
     link = LinkSample(
         id=ndev or f"{dev.name}/{port.port}",
@@ -1141,14 +494,14 @@ def _rdma_link(
             link.counters["ib_hw"] = hw
         if slow:
             link.counters[SLOW_SOURCE] = slow
-    lp = _LinkPlan(link, rdma=True)
+    lp = LinkPlan(link, rdma=True)
     if port.lost:
         gone = frozenset(port.lost)
         lp.lost = (frozenset(rec.lost) if rec is not None else frozenset(), gone, gone, frozenset())
     elif rec is not None and rec.lost:
         lp.lost = (frozenset(rec.lost), *lp.lost[1:])
     legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
-    lp.legacy = _Resolver(legacy, placed)
+    lp.legacy = Resolver(legacy, placed)
     lp.legacy.tops = tuple((1 << IB_LEGACY_WIDTH[n]) - 1 for n in lp.legacy.names)
     lp.temp = (None, None, dev.name, dev.temperature_c)
     if rec is not None:
@@ -1157,11 +510,11 @@ def _rdma_link(
     return lp
 
 
-def _netdev_link(rec: NetdevRecord) -> _LinkPlan:
+def _netdev_link(rec: NetdevRecord) -> LinkPlan:
     link = LinkSample(id=rec.name, netdev=rec.name, physical=rec.physical)
     link.kind = "netdev" if rec.physical else "virtual"
     _apply_netdev(link, rec)
-    lp = _LinkPlan(link, temp=(rec.name, rec.temperature_c, None, None))
+    lp = LinkPlan(link, temp=(rec.name, rec.temperature_c, None, None))
     if rec.lost:
         lp.lost = (frozenset(rec.lost), *lp.lost[1:])
     return lp
@@ -1190,35 +543,35 @@ def _ib_state(port: RdmaPortRecord) -> str | None:
 
 
 def _finish(
-    lp: _LinkPlan,
+    lp: LinkPlan,
     b: _Build,
     infos: dict[str, DriverInfo],
     ethtool: dict[str, dict[str, int]],
     netdevs: dict[str, NetdevRecord],
-    warn: _Warner,
+    warn: Warner,
 ) -> None:
     """Driver facts, where the metrics go, and QoS of one link, each behind its own guard."""
     link = lp.link
     ndev = link.netdev
     rec = netdevs.get(ndev) if ndev else None
-    _guard(warn, "link", link.id, None, _driver_facts, link, infos, ethtool)
+    guard(warn, "link", link.id, None, _driver_facts, link, infos, ethtool)
     if rec is not None:
         lp.carrier = (rec.carrier_changes, rec.carrier_down_count)
     lp.ethtool = "ethtool" in link.counters
     b.warn.metrics(lp)
     lp.read_at = _read_at(link, b, ethtool)
     raw_ethtool = ethtool.get(ndev) if ndev else None
-    link.qos = _guard(warn, "qos", ndev, None, _qos, b, ndev, rec, raw_ethtool)
+    link.qos = guard(warn, "qos", ndev, None, _qos, b, ndev, rec, raw_ethtool)
     placed = bool(b.values)
-    lp.counters = tuple((source, _Resolver(c, placed)) for source, c in link.counters.items())
-    _guard(warn, "link", link.id, None, _plan_metrics, lp)
+    lp.counters = tuple((source, Resolver(c, placed)) for source, c in link.counters.items())
+    guard(warn, "link", link.id, None, _plan_metrics, lp)
     link.counters = {}
-    lp.fields = tuple(getattr(link, name) for name in _LINK_FIELDS)
+    lp.fields = tuple(getattr(link, name) for name in LINK_FIELDS)
     if link.qos is not None:
-        lp.qos = tuple(getattr(link.qos, name) for name in _QOS_FIELDS)
+        lp.qos = tuple(getattr(link.qos, name) for name in QOS_FIELDS)
 
 
-def _plan_metrics(lp: _LinkPlan) -> None:
+def _plan_metrics(lp: LinkPlan) -> None:
     """The metric plans of a link of the shape, from the names its dicts will have."""
     c = lp.link.counters
     netdev: MetricPlan = ()
@@ -1229,14 +582,14 @@ def _plan_metrics(lp: _LinkPlan) -> None:
     if lp.carrier is not None:
         netdev = metric_plan(
             NETDEV_MAP,
-            _listed(netdev_counters(c.get("netdev", _EMPTY), *lp.carrier), lost[0]),
+            _listed(netdev_counters(c.get("netdev", EMPTY), *lp.carrier), lost[0]),
             None,
         )
     if lp.rdma:
-        ib = metric_plan(IB_PORT_MAP, _listed(c.get("ib_port", _EMPTY), lost[1]), None)
+        ib = metric_plan(IB_PORT_MAP, _listed(c.get("ib_port", EMPTY), lost[1]), None)
         hw = metric_plan(
             IB_HW_MAP,
-            _listed({**c.get("ib_hw", _EMPTY), **c.get(SLOW_SOURCE, _EMPTY)}, lost[2]),
+            _listed({**c.get("ib_hw", EMPTY), **c.get(SLOW_SOURCE, EMPTY)}, lost[2]),
             None,
         )
     if lp.ethtool:
@@ -1388,20 +741,7 @@ def _cpu_throttle(b: _Build) -> int | None:
     return total
 
 
-def _probe_key(text: str) -> str:
-    """A probe section as the shape knows it: without the lines that no sample reads and
-    that change from tick to tick (``slow 0|1``, ``skipped_ticks N``, the fast probe's
-    running ``ethtool_ioctls N``) or with the probe's arguments (``interval_ms N``). Kept
-    in, every tick would build the host's shape anew.
-    """
-    return "\n".join([ln for ln in text.split("\n") if not ln.startswith(_PROBE_TICK)])
-
-
-# docs/PROBE.md "probe lines"; _probe_notes reads impl and warning lines only
-_PROBE_TICK = ("slow ", "skipped_ticks ", "ethtool_ioctls ", "interval_ms ")
-
-
-def _probe_notes(frame: Frame, sample: HostSample, warn: _Warner) -> None:
+def _probe_notes(frame: Frame, sample: HostSample, warn: Warner) -> None:
     for s in _texts(frame, "probe"):
         lines = [clean(ln) for ln in s.text.splitlines()]
         impl = next((ln[5:].strip() for ln in lines if ln.startswith("impl ")), None)
@@ -1428,21 +768,3 @@ def _firewall(b: _Build) -> FirewallState | None:
     if fw.ruleset is not None:
         b.warn.add("firewall", None, fw.ruleset.warnings[:20])
     return fw
-
-
-def _gpus(
-    frame: Frame, sample: HostSample, warn: _Warner, at: tuple[int, ...], tail: _Tail | None
-) -> None:
-    """The GPUs of the frame's sections at ``at`` (the shape knows where they are); a
-    carried one (``gpu_amd`` comes once a minute) is read once, by its tail."""
-    sections = frame.sections
-    only = Frame(frame.seq, frame.clock_ns, frame.uptime_s, frame.unix_s, [sections[i] for i in at])
-    read = read_gpu_section if tail is None else partial(tail.read_section, read_gpu_section)
-    # A bug in the GPU parsers must not lose the network sample.
-    found = _guard(warn, "gpu", None, None, gpus_from_frame, only, read)
-    if found is None:
-        return
-    gpus, read_ns, warnings = found
-    sample.gpus = list(gpus)
-    sample.gpu_read_ns = read_ns
-    warn.add("gpu", None, list(warnings))

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from collectors.assemble import Shapes, assemble
+from collectors.assemble import assemble
 from collectors.darwin import DARWIN_SLOW_KINDS
 from collectors.frames import Frame, Section
+from collectors.layout import Shapes
 from collectors.samples import HostSample
 from collectors.version_sections import VERSION_KINDS
 from fabtop.core.clock import Clocks

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from collectors.assemble import Shapes
 from collectors.frames import Frame
+from collectors.layout import Shapes
 from collectors.samples import HostSample
 from collectors.transport.base import HTTP_MAX_BODY, Transport
 from collectors.transport.local import LocalTransport

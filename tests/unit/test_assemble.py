@@ -223,9 +223,10 @@ def test_a_parser_that_raises_costs_its_section_only(
 ) -> None:
     frame = _frame(*roce_frame.sections, _sec("cputhrottle", None, "cpu0/x 3"))
     whole = assemble("gpu1", frame)
-    monkeypatch.setattr(f"collectors.assemble.{target}", _boom)
+    where = "layout" if target == "gpus_from_frame" else "assemble"  # read every tick
+    monkeypatch.setattr(f"collectors.{where}.{target}", _boom)
     # The host's shape is kept (parsers run when it is built): this frame builds a new one.
-    monkeypatch.setattr("collectors.assemble._SHAPES", {})
+    monkeypatch.setattr("collectors.layout._SHAPES", {})
     sample = assemble("gpu1", frame)
     errors = [w for w in sample.warnings if "RuntimeError" in w]
     assert errors == [f"gpu1: {kind}: error: RuntimeError: parser bug here"]
@@ -269,7 +270,7 @@ def test_warnings_of_one_frame_are_bounded() -> None:
 def test_the_parse_memo_is_bounded_in_bytes_whatever_a_host_sends() -> None:
     """The sysfs text is memoized (it repeats once counters go by position); a host whose
     text changes every tick, at the section cap, must not grow the collector's memory."""
-    from collectors import assemble as asm
+    from collectors import layout as asm
 
     for i in range(40):
         alias = "x" * 1900

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-import collectors.assemble as asm
+import collectors.layout as lay
 from collectors.assemble import assemble
 from collectors.frames import Frame, Section
 from collectors.samples import LinkSample
@@ -54,9 +54,9 @@ def test_saturation_on_a_kept_shape_is_what_a_new_build_gives() -> None:
 
 
 def _failing_on(
-    link_id: str, real: Callable[[LinkSample, asm._LinkPlan, list[str]], None]
-) -> Callable[[LinkSample, asm._LinkPlan, list[str]], None]:
-    def metrics(link: LinkSample, lp: asm._LinkPlan, left: list[str]) -> None:
+    link_id: str, real: Callable[[LinkSample, lay.LinkPlan, list[str]], None]
+) -> Callable[[LinkSample, lay.LinkPlan, list[str]], None]:
+    def metrics(link: LinkSample, lp: lay.LinkPlan, left: list[str]) -> None:
         if link.id == link_id:
             raise ValueError("broken on purpose")
         real(link, lp, left)
@@ -73,9 +73,9 @@ def test_a_link_whose_metrics_fail_is_said_at_its_place(
     frames = _stream(6)
     for f in frames[:3]:
         assemble("n5", f)
-    monkeypatch.setattr(asm, "_metrics", _failing_on(link_id, asm._metrics))
+    monkeypatch.setattr(lay, "_metrics", _failing_on(link_id, lay._metrics))
     at_once = assemble("n5", frames[3])
-    kept = asm._SHAPES["n5"].shape
+    kept = lay._SHAPES["n5"].shape
     assert kept.metrics_at_once
     monkeypatch.setattr(kept, "metrics_at_once", False)  # the guard per link
     each = assemble("n5", frames[3])

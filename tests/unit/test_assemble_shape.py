@@ -8,7 +8,7 @@ import random
 import pytest
 from hypothesis import strategies as st
 
-import collectors.assemble as asm
+import collectors.layout as lay
 from collectors.assemble import assemble
 from collectors.frames import Frame, FrameDecoder, Section, render_frame
 from collectors.parsers.sysfs import parse_sysnet
@@ -44,12 +44,12 @@ def _stream(ticks: int, seed: int = 0) -> list[Frame]:
 
 def _fresh(host: str, frame: Frame) -> str:
     """The sample a new build gives: nothing kept of the host."""
-    kept = asm._SHAPES.pop(host, None)
+    kept = lay._SHAPES.pop(host, None)
     try:
         return repr(assemble(host, frame))
     finally:
         if kept is not None:
-            asm._SHAPES[host] = kept
+            lay._SHAPES[host] = kept
 
 
 def _whole(s: Section) -> str:
@@ -91,10 +91,10 @@ def test_a_kept_shape_gives_what_a_new_build_gives() -> None:
     frames = _stream(130)
     builds = 0
     for f in frames:
-        before = asm._SHAPES.get("n1")
+        before = lay._SHAPES.get("n1")
         got = repr(assemble("n1", f))
-        builds += asm._SHAPES["n1"] is not before and (
-            before is None or asm._SHAPES["n1"].shape is not before.shape
+        builds += lay._SHAPES["n1"] is not before and (
+            before is None or lay._SHAPES["n1"].shape is not before.shape
         )
         assert got == _fresh("n1", f), f.seq
     # Counters, temperatures and GPUs move every tick, slow sections come twice: the
@@ -154,7 +154,7 @@ def test_probe_lines_that_change_every_tick_keep_the_shape() -> None:
         got = assemble("n3", g)
         assert got.probe == "python3.12"
         assert repr(got) == _fresh("n3", g)
-        shapes.append(asm._SHAPES["n3"].shape)
+        shapes.append(lay._SHAPES["n3"].shape)
     assert len({id(s) for s in shapes}) == 1
     g = with_probe(
         frames[4],
@@ -163,7 +163,7 @@ def test_probe_lines_that_change_every_tick_keep_the_shape() -> None:
     )
     got = assemble("n3", g)
     assert any("sysfs file skipped" in w for w in got.warnings)
-    assert asm._SHAPES["n3"].shape is not shapes[0]
+    assert lay._SHAPES["n3"].shape is not shapes[0]
 
 
 def test_carried_slow_sections_read_once_give_what_a_new_build_gives() -> None:
@@ -322,11 +322,11 @@ def test_a_frame_of_hundreds_of_clean_sections_is_not_cleaned_header_by_header(
     secs = [Section("ethtool_i", f"eth{i}", 1, "ok", None, "driver: mlx5_core") for i in range(400)]
     frame = Frame(1, 1, 1.0, 1.0, secs)
     calls = []
-    real = asm.clean
-    monkeypatch.setattr(asm, "clean", lambda t, *a: calls.append(t) or real(t, *a))
-    assert asm._cleaned(frame) is frame and calls == []
+    real = lay.clean
+    monkeypatch.setattr(lay, "clean", lambda t, *a: calls.append(t) or real(t, *a))
+    assert lay._cleaned(frame) is frame and calls == []
     dirty = Frame(
         1, 1, 1.0, 1.0, [*secs, Section("ethtool_i", "eth\x1b]0;x\x07", 1, "ok", None, "")]
     )
-    got = asm._cleaned(dirty)
+    got = lay._cleaned(dirty)
     assert got is not dirty and got.sections[-1].subject == "eth"

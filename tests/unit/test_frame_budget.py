@@ -18,6 +18,7 @@ import pytest
 import collectors.assemble as asm
 import collectors.darwin as darwin
 import collectors.gpu_sections as gpu_sections
+import collectors.layout as lay
 import collectors.version_sections as version_sections
 from collectors.frames import Frame, FrameDecoder, Section
 from collectors.parsers.iptables import parse_iptables_save
@@ -134,7 +135,7 @@ def test_every_carried_slow_section_is_parsed_once(monkeypatch: pytest.MonkeyPat
         monkeypatch.setitem(version_sections._PARSERS, kind, (source, count(kind, parse)))
     rules = "".join(f"-A INPUT -p tcp --dport {p} -j ACCEPT\n" for p in range(1, 40_000))
     ruleset = f"*filter\n:INPUT ACCEPT [0:0]\n{rules}COMMIT\n"
-    assert len(ruleset) > asm._MEMO_TEXT_MAX
+    assert len(ruleset) > lay._MEMO_TEXT_MAX
     pipe = Pipeline()
     for i, frame in enumerate(_frames()):
         if i == 0:

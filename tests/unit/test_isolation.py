@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from collectors.assemble import Shapes
 from collectors.frames import Frame, FrameDecoder
 from collectors.guard import Guard, failure_line
+from collectors.layout import Shapes
 from collectors.runner import OffLoop, supervise
 from collectors.samples import HostSample
 from fabtop.core import pipeline
