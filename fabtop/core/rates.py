@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.normalize import FEEDS, Feed
 from collectors.numbers import ALL_ONES
 from collectors.samples import (
     SLOW_SOURCE,
@@ -28,13 +27,31 @@ from collectors.samples import (
     RateValue,
 )
 from collectors.vocabulary import (
-    BYTES,
-    EVENTS,
-    FRAMES,
-    MICROSECONDS,
-    PACKETS,
     Derived,
     Metric,
+)
+from fabtop.core.believe import (
+    FEEDS_OF,
+    GLITCH,
+    GLITCH_MARGIN,
+    IB_SATURABLE,
+    MIN_PACKET_BYTES,
+    NO_FEEDS,
+    NONE,
+    PACKETS_READ_SLACK,
+    PENDING,
+    RATE,
+    SHIFT,
+    STUCK,
+    Held,
+    Limits,
+    bound_kind,
+    bounds,
+    judge,
+    line_bytes_per_s,
+    ones_feeds,
+    stuck_legacy,
+    switched_feeds,
 )
 from fabtop.core.inference_rates import INFERENCE_RATE_NAMES, inference_rates
 from fabtop.core.thresholds import effective
@@ -44,60 +61,6 @@ from fabtop.core.thresholds import effective
 CLOCK_STEP_TOLERANCE_S = 0.25
 CLOCK_STEP_TOLERANCE_FRAC = 0.02
 
-# Legacy InfiniBand PMA counters (sysfs ports/N/counters; 4- to 32-bit, they stop at
-# their maximum) and the normalized metric each feeds (DESIGN.md §3), with the 64-bit
-# counters_ext name that the parser prefers when the port has it.
-_IB_SATURABLE: dict[str, tuple[Metric, str | None]] = {
-    "port_rcv_data": (Metric.RX_BYTES, "port_rcv_data_64"),
-    "port_xmit_data": (Metric.TX_BYTES, "port_xmit_data_64"),
-    "port_rcv_packets": (Metric.RX_PACKETS, "port_rcv_packets_64"),
-    "port_xmit_packets": (Metric.TX_PACKETS, "port_xmit_packets_64"),
-    "port_xmit_wait": (Metric.XMIT_WAIT, None),
-    "port_xmit_discards": (Metric.RX_DISCARDS, None),
-    "port_rcv_errors": (Metric.RX_DISCARDS, None),
-    "symbol_error": (Metric.RX_PHY_ERRORS, None),
-    "port_rcv_remote_physical_errors": (Metric.RX_PHY_ERRORS, None),
-    "link_downed": (Metric.LINK_DOWN_EVENTS, None),
-}
-
-# --- glitches -----------------------------------------------------------------------
-# A read of a NIC that is resetting or has fallen off the bus returns all-ones; drivers
-# have bugs. Such a delta is judged against what the link can do and costs one gap.
-
-# The probe stamps a frame when its tick starts and reads each section within the tools'
-# timeout (2 s by default; ``timeout -k 1`` kills a hung one a second later), so one
-# counter's two reads can lie this much further apart than the two frames' stamps.
-READ_SKEW_S = 3.0
-# Headroom on every bound: what fails one is off by orders of magnitude (a 64-bit all-ones
-# read is 10^8 times a 400G link's bytes per second), never by rounding or framing.
-GLITCH_MARGIN = 1.5
-# The smallest packet a physical port counts: Ethernet 60 bytes (64 with the FCS that
-# netdev counters leave out), InfiniBand 26 (LRH + BTH + ICRC + VCRC); below both.
-MIN_PACKET_BYTES = 20.0
-# Packets and bytes are separate reads of one dump (sysfs files, milliseconds apart):
-# packets counted between the two reads are no impossibility. A million is about 7 ms of
-# minimum-size frames at 100 Gb/s; a glitched packet counter is off by billions.
-PACKETS_READ_SLACK = 1_000_000
-
-# Events that each ride on a packet (a NAK, a timeout's retransmission): as many as
-# packets at most, bounded like them.
-_PER_PACKET_EVENTS = frozenset({Metric.PACKET_SEQ_ERR, Metric.LOCAL_ACK_TIMEOUT_ERR})
-
-
-def _bound_kind(m: Metric) -> int:
-    """What bounds a counter's delta: 1 bytes (the line rate), 2 packets or frames (the line
-    rate in minimum-size packets), 3 microseconds (the interval itself), 4 other events
-    (a link going down, a module overheating, the NIC's stall watchdog: the threshold
-    ``events_max_per_s``), 0 nothing (InfiniBand's transmit-wait ticks, whose length the
-    port chooses: only the all-ones test applies)."""
-    if m.unit == BYTES:
-        return 1
-    if m.unit in (PACKETS, FRAMES) or m in _PER_PACKET_EVENTS:
-        return 2
-    if m.unit == MICROSECONDS:
-        return 3
-    return 4 if m.unit == EVENTS else 0
-
 
 # Packet counters that must fit in the bytes of the same direction: (counter, its rate,
 # the bytes' rate).
@@ -105,27 +68,13 @@ _PACKETS_OF_BYTES_RATES: tuple[tuple[str, str, str], ...] = (
     (Metric.RX_PACKETS, Metric.RX_PACKETS.per_s, Metric.RX_BYTES.per_s),
     (Metric.TX_PACKETS, Metric.TX_PACKETS.per_s, Metric.TX_BYTES.per_s),
 )
+
 _INF = math.inf
-
-
-_FEEDS = FEEDS  # which raw names feed which metric: collectors.normalize, derived once
-_NO_FEEDS: dict[str, tuple[Feed, ...]] = {}
-_NONE: frozenset[str] = frozenset()
-
-
-def _is_ones(v: MetricValue | None) -> bool:
-    """True when ``v`` (or one of its priorities) reads all-ones."""
-    if isinstance(v, int):
-        return v in ALL_ONES
-    if isinstance(v, dict):
-        return not ALL_ONES.isdisjoint(v.values())
-    return False
-
 
 # The rate name of every counter, built once: the per-tick loop only looks it up.
 _RATE_NAME: dict[str, str] = {m: m.per_s for m in Metric}
 # ... and with its bound kind, for the per-tick loop's one lookup per counter.
-_RATE_KIND: dict[str, tuple[str, int]] = {m: (m.per_s, _bound_kind(m)) for m in Metric}
+_RATE_KIND: dict[str, tuple[str, int]] = {m: (m.per_s, bound_kind(m)) for m in Metric}
 # What _derive reads: byte rates (-> bits/s, the RDMA share), pause-duration rates (-> the
 # share of the interval paused).
 _RX_BYTES_RATE, _TX_BYTES_RATE = Metric.RX_BYTES.per_s, Metric.TX_BYTES.per_s
@@ -209,15 +158,6 @@ class _InferenceBase:
 
 
 @dataclass(slots=True)
-class _Held:
-    """A normalized counter whose last reading was ignored: the reading before it stands."""
-
-    value: MetricValue
-    extra_s: float  # seconds from that reading to the baseline frame
-    pending: bool  # an all-ones read: a glitch if the next one is back, saturated if not
-
-
-@dataclass(slots=True)
 class _Baseline:
     seq: int
     clock_ns: int
@@ -225,7 +165,7 @@ class _Baseline:
     links: dict[str, LinkSample]
     inference: dict[str, _InferenceBase]
     cpu_throttle: int | None
-    held: dict[str, dict[str, _Held]] = field(default_factory=dict)  # link id -> name -> held
+    held: dict[str, dict[str, Held]] = field(default_factory=dict)  # link id -> name -> held
     tables: dict[str, _Table] = field(default_factory=dict)  # link id -> how it made rates
 
 
@@ -237,131 +177,15 @@ def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
     return d_clock_s, False
 
 
-def _line_bytes_per_s(cur: LinkSample, prev: LinkSample) -> float | None:
-    """A physical port's line rate in bytes per second, when it reports its speed.
-
-    Virtual links (veth, bridges, tunnels) report a nominal speed they routinely exceed.
-    A speed that changed between the frames (renegotiation) counts at the higher one.
-    """
-    if not cur.physical:
-        return None
-    best = 0.0
-    for g in (cur.rate_gbps, prev.rate_gbps):
-        if g is not None and g > best:
-            best = g
-    return best * 1e9 / 8.0 if best > 0 else None
-
-
-Limits = tuple[float, float, float, float, float]
-
-
-def _limits(line: float | None, span_s: float, events_per_s: float) -> Limits:
-    """The largest believable delta over ``span_s`` for each bound kind (see _bound_kind)."""
-    s = (span_s + READ_SKEW_S) * GLITCH_MARGIN
-    if line is None:
-        return _INF, _INF, _INF, s * 1e6, s * events_per_s
-    return _INF, line * s, line * s / MIN_PACKET_BYTES, s * 1e6, s * events_per_s
-
-
-def _stuck_legacy(cur: LinkSample, prev: LinkSample) -> list[str]:
-    """Legacy IB counters at their maximum in this read and the one before (DESIGN.md §4).
-
-    One tick of look-ahead: a first read at the maximum may be a glitch gone by the next
-    tick; a counter that reached its maximum stays there.
-    """
-    out: list[str] = []
-    for raw in cur.saturated:
-        for source, counters in cur.counters.items():
-            v = counters.get(raw)
-            if v is not None:
-                if prev.counters.get(source, {}).get(raw) == v:
-                    out.append(raw)
-                break
-    return out
-
-
-def _switched_feeds(cur: LinkSample, prev: LinkSample) -> frozenset[str]:
-    """Normalized metrics whose raw counters came or went between the two reads.
-
-    A tool that timed out this tick (or came back) moves a metric to another source
-    (``rx_bytes_phy`` from ethtool, ``statistics/rx_bytes`` from sysfs): two different
-    counters, so their difference is no rate. Those metrics start a new baseline.
-    """
-    out: set[str] = set()
-    driver = cur.driver.strip().lower() if cur.driver else None
-    for source in cur.counters.keys() | prev.counters.keys():
-        now, before = cur.counters.get(source, {}), prev.counters.get(source, {})
-        if len(now) == len(before) and now.keys() == before.keys():
-            continue
-        feeds = _FEEDS.get(source, {})
-        for raw in now.keys() ^ before.keys():
-            for metric, drivers in feeds.get(raw, ()):
-                if drivers is None or driver in drivers:
-                    out.add(metric)
-    return frozenset(out)
-
-
-def _ones_feeds(
-    cur: LinkSample, reads: list[tuple[str, str, bool]]
-) -> tuple[frozenset[str], frozenset[str]]:
-    """Normalized metrics fed by raw counters reading all-ones: (jumped there now, stuck there)."""
-    jumped: set[str] = set()
-    stuck: set[str] = set()
-    driver = cur.driver.strip().lower() if cur.driver else None
-    for source, name, was in reads:
-        feeds = _FEEDS.get(source, {}).get(name)
-        if not feeds:
-            continue
-        legacy = _IB_SATURABLE.get(name)
-        if legacy is not None and legacy[1] is not None and legacy[1] in cur.counters[source]:
-            continue  # the metric is read from the 64-bit counter
-        for metric, drivers in feeds:
-            if drivers is None or driver in drivers:
-                (stuck if was else jumped).add(metric)
-    return frozenset(jumped), frozenset(stuck)
-
-
-# How the reading of one normalized counter is taken this tick.
-_RATE, _STUCK, _PENDING, _GLITCH, _SHIFT = range(5)
-
-
-def _judge(
-    metric: MetricValue,
-    last: MetricValue | None,
-    held: _Held | None,
-    top: int,
-    limit: float,
-    jumped: bool,
-    stuck: bool,
-) -> int:
-    """The verdict on a suspicious delta (``top``: the largest, per priority, of this tick)."""
-    ones_now, ones_before = _is_ones(metric), _is_ones(last)
-    jumped = jumped or (ones_now and not ones_before)
-    stuck = stuck or (ones_now and ones_before)
-    if held is not None and held.pending:
-        # the look-ahead: an all-ones read that stayed is a counter at its maximum
-        if stuck or jumped:
-            return _STUCK
-        return _RATE if top <= limit else _SHIFT
-    if stuck and top == 0:
-        return _STUCK
-    if jumped and top > 0:
-        return _PENDING
-    if top > limit:
-        # still beyond belief against the reading before a glitch: the level moved
-        return _SHIFT if held is not None else _GLITCH
-    return _RATE
-
-
 def _careful(
     name: str,
     rname: str,
     kind: int,
     metric: MetricValue,
     last: MetricValue,
-    h: _Held | None,
+    h: Held | None,
     lr: LinkRates,
-    held_out: dict[str, _Held],
+    held_out: dict[str, Held],
     sat_norm: list[str],
     dt: float,
     line: float | None,
@@ -384,7 +208,7 @@ def _careful(
                 # counter): the look-ahead decides, as for one above it
                 lr.glitched.append(name)
                 lr.gap = True
-                held_out[name] = _Held(base, dt, True)
+                held_out[name] = Held(base, dt, True)
                 return
             lr.norm_reset.append(name)
             lr.gap = True
@@ -409,25 +233,25 @@ def _careful(
         delta = per
     else:
         return
-    limit = _limits(line, span, events_per_s)[kind]
-    verdict = _judge(metric, last, h, top, limit, jumped, stuck)
-    if h is not None and h.pending and verdict != _STUCK:
+    limit = bounds(line, span, events_per_s)[kind]
+    verdict = judge(metric, last, h, top, limit, jumped, stuck)
+    if h is not None and h.pending and verdict != STUCK:
         lr.confirmed.append(name)  # the all-ones read is gone again: it was a glitch
-    if verdict == _RATE:
+    if verdict == RATE:
         inv = 1.0 / span
         if isinstance(delta, dict):
             lr.rates[rname] = {p: x * inv for p, x in delta.items()}
         else:
             lr.rates[rname] = delta * inv
-    elif verdict == _STUCK:
+    elif verdict == STUCK:
         sat_norm.append(name)
     else:
         lr.glitched.append(name)
         lr.gap = True
-        if verdict == _GLITCH:
+        if verdict == GLITCH:
             lr.confirmed.append(name)
-        if verdict != _SHIFT:  # the reading before stands in for the ignored one
-            held_out[name] = _Held(base, span, verdict == _PENDING)
+        if verdict != SHIFT:  # the reading before stands in for the ignored one
+            held_out[name] = Held(base, span, verdict == PENDING)
 
 
 def _read_interval(cur: LinkSample, prev: LinkSample | None, dt: float, stepped: bool) -> float:
@@ -578,10 +402,10 @@ def _link_rates(
     cur: LinkSample,
     prev: LinkSample | None,
     dt: float,
-    held: dict[str, _Held] | None,
+    held: dict[str, Held] | None,
     events_per_s: float,
     table: _Table | None = None,
-) -> tuple[LinkRates, dict[str, _Held] | None, _Table | None]:
+) -> tuple[LinkRates, dict[str, Held] | None, _Table | None]:
     """Rates of one link against its previous reading.
 
     Also returns what to hold for the next tick, and how ``cur``'s metrics became rates,
@@ -601,7 +425,6 @@ def _link_rates(
     # waits for raw_rates (the link detail), which judges every counter itself.
     counters_of, pcounters_of = cur.counters, prev.counters
     same_names = len(counters_of) == len(pcounters_of)
-    any_ones = False  # a raw counter read before reads all-ones (every counter in doubt)
     for source, counters in counters_of.items():
         pcounters = pcounters_of.get(source)
         if pcounters is None:
@@ -611,28 +434,26 @@ def _link_rates(
             same_names = False
         if source == SLOW_SOURCE or ALL_ONES.isdisjoint(counters.values()):
             continue
-        feeds = _FEEDS.get(source, _NO_FEEDS)
+        feeds = FEEDS_OF.get(source, NO_FEEDS)
         for name, value in counters.items():
-            if value in ALL_ONES:
+            if value in ALL_ONES and name in feeds:
                 pvalue = pcounters.get(name)
                 if pvalue is not None:
-                    any_ones = True
-                    if name in feeds:
-                        ones.append((source, name, value == pvalue))  # glitch or stuck
-    stuck_raw = _stuck_legacy(cur, prev) if cur.saturated else []
+                    ones.append((source, name, value == pvalue))  # glitch or stuck
+    stuck_raw = stuck_legacy(cur, prev) if cur.saturated else []
     lr.raw_inputs = (counters_of, pcounters_of, inv_dt, stuck_raw)
 
     # Raw-only resets drop that rate but do not cut the charts: some drivers list
     # gauges among their statistics, and those go down all the time.
-    jumped, stuck = _ones_feeds(cur, ones) if ones else (_NONE, _NONE)
-    line = _line_bytes_per_s(cur, prev)
-    limits = _limits(line, dt, events_per_s)
-    held_out: dict[str, _Held] = {}
+    jumped, stuck = ones_feeds(cur, ones) if ones else (NONE, NONE)
+    line = line_bytes_per_s(cur, prev)
+    limits = bounds(line, dt, events_per_s)
+    held_out: dict[str, Held] = {}
     sat_norm: list[str] = []
     # With an all-ones read or a held counter on the link, every counter gets a careful look.
     slow = bool(ones) or bool(held)
     metrics, pmetrics = cur.metrics, prev.metrics
-    switched = _NONE if same_names else _switched_feeds(cur, prev)
+    switched = NONE if same_names else switched_feeds(cur, prev)
     mnames = list(metrics)
     values = list(metrics.values())
     mtypes = tuple(map(type, values))
@@ -651,9 +472,9 @@ def _link_rates(
     if plain is not None:
         rates = lr.rates = plain
     else:
+        # A counter in doubt on the link (a reset, a glitch, an all-ones read, a held
+        # reading, a metric from another source): each counter is judged on its own.
         rates = lr.rates
-        slow = slow or any_ones
-        rate_caps = (_INF, *(lim * inv_dt for lim in limits[1:]))
         for name, metric in metrics.items():
             rk = _RATE_KIND.get(name)
             if rk is None:  # outside the vocabulary: nothing could name it
@@ -665,41 +486,11 @@ def _link_rates(
                 reset.append(name)
                 lr.gap = True
                 continue
-            rname, kind = rk
-            if isinstance(metric, int):
-                if not isinstance(pmetric, int):
-                    continue
-                d = metric - pmetric
-                if 0 <= d <= limits[kind] and not slow and metric not in ALL_ONES:
-                    rates[rname] = d * inv_dt  # the common case: nothing to doubt
-                    continue
-            elif isinstance(pmetric, dict):
-                per: dict[int, float] = {}
-                bad = False
-                for prio, v in metric.items():
-                    pv = pmetric.get(prio)
-                    if pv is None:
-                        continue
-                    d = v - pv
-                    if d < 0:
-                        bad = True
-                    else:
-                        per[prio] = d * inv_dt
-                if not (slow or bad) and per:
-                    if max(per.values()) <= rate_caps[kind] and ALL_ONES.isdisjoint(
-                        metric.values()
-                    ):
-                        rates[rname] = per
-                        continue
-                elif not per and not bad:
-                    continue
-            else:
-                continue
             h = held.get(name) if held else None
             _careful(
                 name,
-                rname,
-                kind,
+                rk[0],
+                rk[1],
                 metric,
                 pmetric,
                 h,
@@ -728,12 +519,12 @@ def _link_rates(
                 lr.glitched.append(pkts)
                 lr.confirmed.append(pkts)
                 lr.gap = True
-                held_out[pkts] = _Held(pmetrics[pkts], dt, False)
+                held_out[pkts] = Held(pmetrics[pkts], dt, False)
 
     if stuck_raw:
         lr.saturated.extend(stuck_raw)
         for raw in stuck_raw:
-            entry = _IB_SATURABLE.get(raw)
+            entry = IB_SATURABLE.get(raw)
             if entry is None or entry[0] in lr.saturated:
                 continue
             norm, wide = entry
@@ -854,7 +645,7 @@ class RateEngine:
         inv_dt = 1.0 / dt
 
         links: dict[str, LinkRates] = {}
-        held: dict[str, dict[str, _Held]] = {}
+        held: dict[str, dict[str, Held]] = {}
         tables: dict[str, _Table] = {}
         notes: list[str] = []
         ptables = prev.tables
@@ -880,7 +671,7 @@ class RateEngine:
         n, pn = sample.cpu_throttle_count, prev.cpu_throttle
         # lower: the count was reset; all-ones or beyond any event rate: a glitched read
         if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
-            if n - pn <= _limits(None, dt, self.events_per_s)[4]:
+            if n - pn <= bounds(None, dt, self.events_per_s)[4]:
                 cpu = (n - pn) * inv_dt
             else:
                 notes.append("counter glitch ignored on CPU thermal throttle count")
@@ -908,7 +699,7 @@ class RateEngine:
         self,
         sample: HostSample,
         prev: dict[str, _InferenceBase],
-        held: dict[str, dict[str, _Held]],
+        held: dict[str, dict[str, Held]],
         tables: dict[str, _Table],
     ) -> dict[str, dict[str, float | None]]:
         """Make ``sample`` the new baseline; return its inference rates against ``prev``."""
