@@ -91,6 +91,7 @@ from collectors.parsers.sysfs import (
 from collectors.parsers.thunderbolt import parse_systb
 from collectors.ruleset import FirewallState
 from collectors.samples import (
+    PORT_SLOW_SOURCE,
     SLOW_SOURCE,
     GidEntry,
     HostSample,
@@ -547,6 +548,9 @@ class _LinkPlan:
     rdma: bool = False  # an RDMA port's link: its counters and hw_counters make metrics
     ethtool: bool = False
     legacy: _Resolver | None = None  # the RDMA port's legacy PMA counters (saturation)
+    # Those of them read on slow ticks only (ib_port_tick) that read their maximum: their
+    # values are the shape's own text, so found once.
+    slow_saturated: tuple[str, ...] = ()
     read_at: int | None = None  # the section whose read time the counters have
     # Whose hwmon temperatures the link shows: its netdev's, else its RDMA device's, each
     # with the hottest read from the shape's own text (a line that was not plain).
@@ -671,7 +675,7 @@ def _links(b: _Build) -> list[_LinkPlan]:
     warn = b.warn
     netdevs = _guard(warn, "sysnet", None, {}, _sysnet, b)
     devices = _guard(warn, "sysib", None, {}, _sysib, b)
-    slow_hw = _guard(warn, "sysib_slow", None, {}, _slow_hw_names, b)
+    slow_names = _guard(warn, "sysib_slow", None, {}, _slow_names, b)
     infos = _driver_infos(b)
     ethtool = _ethtool_stats(b)
 
@@ -696,7 +700,7 @@ def _links(b: _Build) -> list[_LinkPlan]:
                 port,
                 rec,
                 ndev,
-                slow_hw,
+                slow_names,
                 bool(b.values),
             )
             if lp is not None:
@@ -787,6 +791,8 @@ def _fill(
         if lp.qos is not None:
             link.qos = QosConfig(*lp.qos)  # each sample's own, as a new build gives
         link.saturated = _saturated(lp.legacy, decoded, deltas) if lp.legacy is not None else []
+        if lp.slow_saturated:
+            link.saturated = sorted([*link.saturated, *lp.slow_saturated])
         if lp.read_at is not None:
             link.read_ns = sections[lp.read_at].read_ns
         if temps and lp.temp is not None:
@@ -907,7 +913,7 @@ def _plan_input(i: int, lp: _LinkPlan, counters: dict[str, dict[str, int]]) -> M
         assert lp.carrier is not None  # plan 0 runs only then
         return netdev_counters(counters.get("netdev", _EMPTY), *lp.carrier)
     if i == 1:
-        return counters.get("ib_port", _EMPTY)
+        return {**counters.get("ib_port", _EMPTY), **counters.get(PORT_SLOW_SOURCE, _EMPTY)}
     if i == 2:
         return {**counters.get("ib_hw", _EMPTY), **counters.get(SLOW_SOURCE, _EMPTY)}
     return counters["ethtool"]
@@ -1141,23 +1147,29 @@ def _placed(b: _Build, sec: Section) -> _Placed | None:
     return (sec, runs, vals) if vals is not None else None
 
 
-def _slow_hw_names(b: _Build) -> dict[tuple[str, int], frozenset[str]]:
-    """hw_counters the probe reads on slow ticks only (ib_hw_tick), by (device, port)."""
-    out: dict[tuple[str, int], frozenset[str]] = {}
+# The counter source of an RDMA port's files, by their directory.
+_PORT_DIRS = {"counters": "ib_port", "counters_ext": "ib_port", "hw_counters": "ib_hw"}
+
+
+def _slow_names(b: _Build) -> dict[tuple[str, int, str], frozenset[str]]:
+    """Port counters the probe reads on slow ticks only (ib_port_tick, ib_hw_tick), by
+    (device, port, their source: ib_port or ib_hw)."""
+    out: dict[tuple[str, int, str], frozenset[str]] = {}
     for sec in _texts(b.frame, "sysib_slow"):
-        out.update(b.read(_hw_in_text, sec))
+        out.update(b.read(_slow_in_text, sec))
     return out
 
 
-def _hw_in_text(text: str) -> dict[tuple[str, int], frozenset[str]]:
-    found: dict[tuple[str, int], set[str]] = {}
+def _slow_in_text(text: str) -> dict[tuple[str, int, str], frozenset[str]]:
+    found: dict[tuple[str, int, str], set[str]] = {}
     for line in text.splitlines():
         parts = line.split(" ", 1)[0].split("/")
-        # <dev>/ports/<n>/hw_counters/<name>
-        if len(parts) == 5 and parts[1] == "ports" and parts[3] == "hw_counters":
+        # <dev>/ports/<n>/{counters,counters_ext,hw_counters}/<name>
+        if len(parts) == 5 and parts[1] == "ports" and parts[3] in _PORT_DIRS:
             n = parse_uint(parts[2])
             if n is not None:
-                found.setdefault((clean(parts[0]), n), set()).add(clean(parts[4]))
+                key = (clean(parts[0]), n, _PORT_DIRS[parts[3]])
+                found.setdefault(key, set()).add(clean(parts[4]))
     return {k: frozenset(v) for k, v in found.items()}
 
 
@@ -1226,7 +1238,7 @@ def _rdma_link(
     port: RdmaPortRecord,
     rec: NetdevRecord | None,
     ndev: str | None,
-    slow_hw: dict[tuple[str, int], frozenset[str]],
+    slow_names: dict[tuple[str, int, str], frozenset[str]],
     placed: bool,
 ) -> _LinkPlan:
     ib = port.link_layer == "InfiniBand" or (rec is not None and rec.type == _ARPHRD_INFINIBAND)
@@ -1252,30 +1264,45 @@ def _rdma_link(
     link.firmware = dev.fw_ver
     link.pcie = dev.pcie
     link.temperature_c = dev.temperature_c
+    # Each source's slow files (read on slow ticks, carried between) kept apart.
     ib_counters = {**port.counters, **port.counters_ext}
-    if ib_counters:
-        link.counters["ib_port"] = ib_counters
-    if port.hw_counters:
-        hw = dict(port.hw_counters)
-        slow = {k: hw.pop(k) for k in slow_hw.get((dev.name, port.port), ()) if k in hw}
-        if hw:
-            link.counters["ib_hw"] = hw
-        if slow:
-            link.counters[SLOW_SOURCE] = slow
+    ib_slow = _slow_part(ib_counters, slow_names.get((dev.name, port.port, "ib_port")))
+    hw = dict(port.hw_counters)
+    hw_slow = _slow_part(hw, slow_names.get((dev.name, port.port, "ib_hw")))
+    for source, counters in (
+        ("ib_port", ib_counters),
+        (PORT_SLOW_SOURCE, ib_slow),
+        ("ib_hw", hw),
+        (SLOW_SOURCE, hw_slow),
+    ):
+        if counters:
+            link.counters[source] = counters
     lp = _LinkPlan(link, rdma=True)
     if port.lost:
         gone = frozenset(port.lost)
         lp.lost = (frozenset(rec.lost) if rec is not None else frozenset(), gone, gone, frozenset())
     elif rec is not None and rec.lost:
         lp.lost = (frozenset(rec.lost), *lp.lost[1:])
-    legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
+    legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH and k not in ib_slow}
     lp.legacy = _Resolver(legacy, placed)
+    slow_legacy = {k: v for k, v in ib_slow.items() if k in IB_LEGACY_WIDTH}
+    lp.slow_saturated = tuple(saturated_ib_counters(slow_legacy))
     lp.legacy.tops = tuple((1 << IB_LEGACY_WIDTH[n]) - 1 for n in lp.legacy.names)
     lp.temp = (None, None, dev.name, dev.temperature_c)
     if rec is not None:
         _apply_netdev(link, rec)
         lp.temp = (rec.name, rec.temperature_c, dev.name, dev.temperature_c)
     return lp
+
+
+def _slow_part(counters: dict[str, _T], names: frozenset[str] | None) -> dict[str, _T]:
+    """The counters of ``names`` (read on slow ticks), taken out of ``counters``."""
+    if not names:
+        return {}
+    slow = {k: v for k, v in counters.items() if k in names}
+    for k in slow:
+        del counters[k]
+    return slow
 
 
 def _netdev_link(rec: NetdevRecord) -> _LinkPlan:
@@ -1357,7 +1384,11 @@ def _plan_metrics(lp: _LinkPlan) -> None:
             None,
         )
     if lp.rdma:
-        ib = metric_plan(IB_PORT_MAP, _listed(c.get("ib_port", _EMPTY), lost[1]), None)
+        ib = metric_plan(
+            IB_PORT_MAP,
+            _listed({**c.get("ib_port", _EMPTY), **c.get(PORT_SLOW_SOURCE, _EMPTY)}, lost[1]),
+            None,
+        )
         hw = metric_plan(
             IB_HW_MAP,
             _listed({**c.get("ib_hw", _EMPTY), **c.get(SLOW_SOURCE, _EMPTY)}, lost[2]),
@@ -1398,7 +1429,14 @@ def _listed(counters: Mapping[str, object], lost: frozenset[str]) -> Mapping[str
 
 
 # The plan (of _LinkPlan.plans) each counter source is read by.
-_PLAN_OF = {"netdev": 0, "ib_port": 1, "ib_hw": 2, SLOW_SOURCE: 2, "ethtool": 3}
+_PLAN_OF = {
+    "netdev": 0,
+    "ib_port": 1,
+    PORT_SLOW_SOURCE: 1,
+    "ib_hw": 2,
+    SLOW_SOURCE: 2,
+    "ethtool": 3,
+}
 
 
 def _read_at(link: LinkSample, b: _Build, ethtool: dict[str, dict[str, int]]) -> int | None:

@@ -22,7 +22,7 @@ from typing import Any
 from collectors.normalize import ETHTOOL_MAP, IB_HW_MAP, IB_PORT_MAP, NETDEV_MAP, Src
 from collectors.numbers import ALL_ONES
 from collectors.samples import (
-    SLOW_SOURCE,
+    SLOW_SOURCES,
     HostSample,
     InferenceSample,
     LinkSample,
@@ -629,7 +629,7 @@ def _pickers(feeds_of: dict[str, tuple[str, ...]]) -> dict[str, _Pick | None]:
 def _feed_names(source: str, names: list[str]) -> tuple[str, ...]:
     """The raw names of ``names`` that feed a normalized metric (any driver)."""
     feeds = _FEEDS.get(source)
-    if feeds is None or source == SLOW_SOURCE:
+    if feeds is None or source in SLOW_SOURCES:
         return ()
     return tuple(n for n in names if n in feeds)
 
@@ -638,7 +638,7 @@ def _has_ones(cur: LinkSample, prev: LinkSample) -> bool:
     """Whether a raw counter that has a rate to make (read before too) reads all-ones."""
     for source, counters in cur.counters.items():
         pcounters = prev.counters.get(source)
-        if pcounters is None or source == SLOW_SOURCE or ALL_ONES.isdisjoint(counters.values()):
+        if pcounters is None or source in SLOW_SOURCES or ALL_ONES.isdisjoint(counters.values()):
             continue
         if any(v in ALL_ONES and n in pcounters for n, v in counters.items()):
             return True
@@ -1056,7 +1056,7 @@ def _raw_rates(lr: LinkRates) -> dict[str, dict[str, float]]:
     later: list[str] = []
     for source, now in counters.items():
         before = pcounters_of.get(source)
-        if before is None or source == SLOW_SOURCE:
+        if before is None or source in SLOW_SOURCES:
             continue  # slow-cadence values: a rate per frame would be 0, then a spike
         if not (ALL_ONES.isdisjoint(now.values()) and ALL_ONES.isdisjoint(before.values())):
             out[source] = _eager_raw_rates(now, before, inv_dt, source, [], reset)
