@@ -900,16 +900,20 @@ def run_jobs(
         j.mono = time.monotonic()
     total = [0]
     end = time.monotonic() + timeout
+    # poll, not select: a node's held sysfs files put the pipes past select's 1024.
+    poller = select.poll()
+    for fd in live:
+        poller.register(fd, select.POLLIN)
     while live:
         left = end - time.monotonic()
         if left <= 0:
             break
-        r, _, _ = select.select(list(live), [], [], left)
-        for fd in r:
+        for fd, _ in poller.poll(int(left * 1000) + 1):
             j = live[fd]
             data = os.read(fd, 65536)
             if not data:
                 del live[fd]
+                poller.unregister(fd)
                 continue
             if j.trunc:
                 continue

@@ -548,3 +548,26 @@ def test_a_slow_file_of_a_tree_replaced_by_rename_is_read_anew(
     os.replace(net / "device" / ".new", speed)
     dec.feed(probe.tick(False))
     assert slow_value(probe.tick(True)) == "16.0 GT/s PCIe"
+
+
+def test_a_ticks_tools_are_read_past_a_thousand_open_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A node's fast probe holds every sysfs file it reads open (thousands with GID tables
+    # and hw_counters): the tools' pipes then get descriptors past 1024, where select()
+    # refuses to look (ValueError); their sections must still come.
+    import os
+    import resource
+
+    probe, _ = _tree_probe(tmp_path, monkeypatch)  # raises its soft limit to the hard one
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1200:
+        skip_or_fail("needs an open-file limit of 1200 or more (ulimit -n)")
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        dec = FrameDecoder()
+        for slow in (True, False):
+            [frame] = dec.feed(probe.tick(slow))
+            assert frame.find("ethtool_S", "eth0").status == "ok"  # type: ignore[union-attr]
+    finally:
+        for fd in held:
+            os.close(fd)
