@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from collectors.normalize import IB_HW_TICK  # noqa: E402
+from collectors.normalize import IB_HW_TICK, IB_PORT_TICK  # noqa: E402
 from collectors.probe import ProbeArgs, build_argv, probe_script  # noqa: E402
 from collectors.transport.base import TransportError  # noqa: E402
 from collectors.transport.ssh import SshTransport  # noqa: E402
@@ -424,7 +424,8 @@ def run_ib(tmp: Path, ticks: int, interval_ms: int) -> Case:
         case.notes.append(f"probes: no sshd ({e})")
     else:
         try:
-            # ib_hw_tick as a session sends it: hw_counters no rule reads on slow ticks.
+            # ib_hw_tick, ib_port_tick as a session sends them: the RDMA port counters no
+            # metric reads on slow ticks.
             both_probes(
                 case,
                 sshd,
@@ -434,6 +435,7 @@ def run_ib(tmp: Path, ticks: int, interval_ms: int) -> Case:
                     gpu="off",
                     slow_ticks=SLOW_TICKS,
                     ib_hw_tick=IB_HW_TICK,
+                    ib_port_tick=IB_PORT_TICK,
                 ),
                 ticks,
             )
@@ -515,6 +517,7 @@ def run_veth(tmp: Path, ticks: int, interval_ms: int) -> Case:
                     gpu="off",
                     slow_ticks=SLOW_TICKS,
                     ib_hw_tick=IB_HW_TICK,
+                    ib_port_tick=IB_PORT_TICK,
                 ),
                 ticks,
             )

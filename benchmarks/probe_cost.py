@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from collectors.normalize import IB_HW_TICK, IB_PORT_TICK  # noqa: E402
 from collectors.probe import ProbeArgs, local_command, probe_script  # noqa: E402
 
 FIXTURES = REPO.parent / "shared" / "fixtures"
@@ -150,21 +151,23 @@ def main() -> None:
     path_env = "/usr/bin:/bin"
     print(f"probe cost, shell={ns.shell}, interval={ns.interval_ms} ms, {ns.ticks} ticks")
     for kind in ("python", "sh"):
-        real = ProbeArgs(interval_ms=ns.interval_ms, gpu="off", slow_ticks=100000, probe=kind)
+        # The RDMA port counters a metric reads every tick, the rest on slow ticks, as a
+        # session asks (collectors.probe.probe_args).
+        real = ProbeArgs(
+            interval_ms=ns.interval_ms,
+            gpu="off",
+            slow_ticks=100000,
+            probe=kind,
+            ib_hw_tick=IB_HW_TICK,
+            ib_port_tick=IB_PORT_TICK,
+        )
         measure(
             f"{kind}: real /sys, no tools", replace(real, path=()), ns.shell, path_env, ns.ticks
         )
         measure(f"{kind}: real /sys, ethtool from PATH", real, ns.shell, path_env, ns.ticks)
         with tempfile.TemporaryDirectory() as tmp:
             sysroot, bindir = build_mlx5_node(Path(tmp))
-            fx = ProbeArgs(
-                interval_ms=ns.interval_ms,
-                sysfs=str(sysroot),
-                path=(str(bindir),),
-                gpu="off",
-                slow_ticks=100000,
-                probe=kind,
-            )
+            fx = replace(real, sysfs=str(sysroot), path=(str(bindir),))
             measure(f"{kind}: fixture 2x mlx5, shim ethtool -S", fx, ns.shell, path_env, ns.ticks)
             measure(
                 f"{kind}: fixture 2x mlx5, sysfs only",

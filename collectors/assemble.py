@@ -57,6 +57,7 @@ from collectors.normalize import (
     metric_plan,
     netdev_counters,
     pfc_priorities_from_names,
+    saturated_ib_counters,
     without_unknown,
 )
 from collectors.numbers import U64_MAX, parse_uint
@@ -91,6 +92,7 @@ from collectors.parsers.sysfs import (
 from collectors.parsers.thunderbolt import parse_systb
 from collectors.ruleset import FirewallState
 from collectors.samples import (
+    PORT_SLOW_SOURCE,
     SLOW_SOURCE,
     GidEntry,
     HostSample,
@@ -198,7 +200,7 @@ def _links(b: _Build) -> list[LinkPlan]:
     warn = b.warn
     netdevs = guard(warn, "sysnet", None, {}, _sysnet, b)
     devices = guard(warn, "sysib", None, {}, _sysib, b)
-    slow_hw = guard(warn, "sysib_slow", None, {}, _slow_hw_names, b)
+    slow_names = guard(warn, "sysib_slow", None, {}, _slow_names, b)
     infos = _driver_infos(b)
     ethtool = _ethtool_stats(b)
 
@@ -223,7 +225,7 @@ def _links(b: _Build) -> list[LinkPlan]:
                 port,
                 rec,
                 ndev,
-                slow_hw,
+                slow_names,
                 bool(b.values),
             )
             if lp is not None:
@@ -373,23 +375,29 @@ def _placed(b: _Build, sec: Section) -> _Placed | None:
     return (sec, runs, vals) if vals is not None else None
 
 
-def _slow_hw_names(b: _Build) -> dict[tuple[str, int], frozenset[str]]:
-    """hw_counters the probe reads on slow ticks only (ib_hw_tick), by (device, port)."""
-    out: dict[tuple[str, int], frozenset[str]] = {}
+# The counter source of an RDMA port's files, by their directory.
+_PORT_DIRS = {"counters": "ib_port", "counters_ext": "ib_port", "hw_counters": "ib_hw"}
+
+
+def _slow_names(b: _Build) -> dict[tuple[str, int, str], frozenset[str]]:
+    """Port counters the probe reads on slow ticks only (ib_port_tick, ib_hw_tick), by
+    (device, port, their source: ib_port or ib_hw)."""
+    out: dict[tuple[str, int, str], frozenset[str]] = {}
     for sec in _texts(b.frame, "sysib_slow"):
-        out.update(b.read(_hw_in_text, sec))
+        out.update(b.read(_slow_in_text, sec))
     return out
 
 
-def _hw_in_text(text: str) -> dict[tuple[str, int], frozenset[str]]:
-    found: dict[tuple[str, int], set[str]] = {}
+def _slow_in_text(text: str) -> dict[tuple[str, int, str], frozenset[str]]:
+    found: dict[tuple[str, int, str], set[str]] = {}
     for line in text.splitlines():
         parts = line.split(" ", 1)[0].split("/")
-        # <dev>/ports/<n>/hw_counters/<name>
-        if len(parts) == 5 and parts[1] == "ports" and parts[3] == "hw_counters":
+        # <dev>/ports/<n>/{counters,counters_ext,hw_counters}/<name>
+        if len(parts) == 5 and parts[1] == "ports" and parts[3] in _PORT_DIRS:
             n = parse_uint(parts[2])
             if n is not None:
-                found.setdefault((clean(parts[0]), n), set()).add(clean(parts[4]))
+                key = (clean(parts[0]), n, _PORT_DIRS[parts[3]])
+                found.setdefault(key, set()).add(clean(parts[4]))
     return {k: frozenset(v) for k, v in found.items()}
 
 
@@ -458,7 +466,7 @@ def _rdma_link(
     port: RdmaPortRecord,
     rec: NetdevRecord | None,
     ndev: str | None,
-    slow_hw: dict[tuple[str, int], frozenset[str]],
+    slow_names: dict[tuple[str, int, str], frozenset[str]],
     placed: bool,
 ) -> LinkPlan:
     ib = port.link_layer == "InfiniBand" or (rec is not None and rec.type == _ARPHRD_INFINIBAND)
@@ -484,30 +492,46 @@ def _rdma_link(
     link.firmware = dev.fw_ver
     link.pcie = dev.pcie
     link.temperature_c = dev.temperature_c
+    # Each source's slow files (read on slow ticks, carried between) kept apart.
     ib_counters = {**port.counters, **port.counters_ext}
-    if ib_counters:
-        link.counters["ib_port"] = ib_counters
-    if port.hw_counters:
-        hw = dict(port.hw_counters)
-        slow = {k: hw.pop(k) for k in slow_hw.get((dev.name, port.port), ()) if k in hw}
-        if hw:
-            link.counters["ib_hw"] = hw
-        if slow:
-            link.counters[SLOW_SOURCE] = slow
+    ib_slow = _slow_part(ib_counters, slow_names.get((dev.name, port.port, "ib_port")))
+    hw = dict(port.hw_counters)
+    hw_slow = _slow_part(hw, slow_names.get((dev.name, port.port, "ib_hw")))
+    for source, counters in (
+        ("ib_port", ib_counters),
+        (PORT_SLOW_SOURCE, ib_slow),
+        ("ib_hw", hw),
+        (SLOW_SOURCE, hw_slow),
+    ):
+        if counters:
+            link.counters[source] = counters
     lp = LinkPlan(link, rdma=True)
     if port.lost:
         gone = frozenset(port.lost)
         lp.lost = (frozenset(rec.lost) if rec is not None else frozenset(), gone, gone, frozenset())
     elif rec is not None and rec.lost:
         lp.lost = (frozenset(rec.lost), *lp.lost[1:])
-    legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH}
+    legacy = {k: v for k, v in port.counters.items() if k in IB_LEGACY_WIDTH and k not in ib_slow}
     lp.legacy = Resolver(legacy, placed)
     lp.legacy.tops = tuple((1 << IB_LEGACY_WIDTH[n]) - 1 for n in lp.legacy.names)
+    # Those read on slow ticks only are the shape's own text: their saturation found once.
+    slow_legacy = {k: v for k, v in ib_slow.items() if k in IB_LEGACY_WIDTH}
+    lp.slow_saturated = tuple(saturated_ib_counters(slow_legacy))
     lp.temp = (None, None, dev.name, dev.temperature_c)
     if rec is not None:
         _apply_netdev(link, rec)
         lp.temp = (rec.name, rec.temperature_c, dev.name, dev.temperature_c)
     return lp
+
+
+def _slow_part(counters: dict[str, int], names: frozenset[str] | None) -> dict[str, int]:
+    """The counters of ``names`` (read on slow ticks), taken out of ``counters``."""
+    if not names:
+        return {}
+    slow = {k: v for k, v in counters.items() if k in names}
+    for k in slow:
+        del counters[k]
+    return slow
 
 
 def _netdev_link(rec: NetdevRecord) -> LinkPlan:
@@ -586,7 +610,11 @@ def _plan_metrics(lp: LinkPlan) -> None:
             None,
         )
     if lp.rdma:
-        ib = metric_plan(IB_PORT_MAP, _listed(c.get("ib_port", EMPTY), lost[1]), None)
+        ib = metric_plan(
+            IB_PORT_MAP,
+            _listed({**c.get("ib_port", EMPTY), **c.get(PORT_SLOW_SOURCE, EMPTY)}, lost[1]),
+            None,
+        )
         hw = metric_plan(
             IB_HW_MAP,
             _listed({**c.get("ib_hw", EMPTY), **c.get(SLOW_SOURCE, EMPTY)}, lost[2]),

@@ -32,6 +32,7 @@ from collectors.normalize import (
 )
 from collectors.ruleset import FirewallState
 from collectors.samples import (
+    PORT_SLOW_SOURCE,
     SLOW_SOURCE,
     HostSample,
     LinkSample,
@@ -379,6 +380,9 @@ class LinkPlan:
     rdma: bool = False  # an RDMA port's link: its counters and hw_counters make metrics
     ethtool: bool = False
     legacy: Resolver | None = None  # the RDMA port's legacy PMA counters (saturation)
+    # Those of them read on slow ticks only (ib_port_tick) that read their maximum: their
+    # values are the shape's own text, so found once.
+    slow_saturated: tuple[str, ...] = ()
     read_at: int | None = None  # the section whose read time the counters have
     # Whose hwmon temperatures the link shows: its netdev's, else its RDMA device's, each
     # with the hottest read from the shape's own text (a line that was not plain).
@@ -457,6 +461,8 @@ def _fill(
         if lp.qos is not None:
             link.qos = QosConfig(*lp.qos)  # each sample's own, as a new build gives
         link.saturated = _saturated(lp.legacy, decoded) if lp.legacy is not None else []
+        if lp.slow_saturated:
+            link.saturated = sorted([*link.saturated, *lp.slow_saturated])
         if lp.read_at is not None:
             link.read_ns = sections[lp.read_at].read_ns
         if temps and lp.temp is not None:
@@ -521,12 +527,12 @@ def _metrics(link: LinkSample, lp: LinkPlan, left: list[str]) -> None:
 def _plan_input(i: int, lp: LinkPlan, counters: dict[str, dict[str, int]]) -> Mapping[str, int]:
     """What plan ``i`` of the link reads: each source's counters are the link's own
     (netdev: its statistics and carrier counts; ib_port: counters with counters_ext over
-    them); only hw_counters differ, the slow ones included here."""
+    them); the port's files read on slow ticks only are included here."""
     if i == 0:
         assert lp.carrier is not None  # plan 0 runs only then
         return netdev_counters(counters.get("netdev", EMPTY), *lp.carrier)
     if i == 1:
-        return counters.get("ib_port", EMPTY)
+        return {**counters.get("ib_port", EMPTY), **counters.get(PORT_SLOW_SOURCE, EMPTY)}
     if i == 2:
         return {**counters.get("ib_hw", EMPTY), **counters.get(SLOW_SOURCE, EMPTY)}
     return counters["ethtool"]

@@ -171,11 +171,18 @@ IB_HW_MAP: Mapping[Metric, tuple[Src, ...]] = {
     Metric.RETRANSMITS: (_s("roce_adp_retrans"),),
 }
 
-# hw_counters/ read on every tick; the rest only on slow ticks (probe argument ib_hw_tick):
-# on real hardware each read is a firmware query, and no rule reads the others.
-IB_HW_TICK: tuple[str, ...] = tuple(
-    dict.fromkeys(n for srcs in IB_HW_MAP.values() for src in srcs for n in src.names)
-)
+
+def _names(table: Mapping[Metric, tuple[Src, ...]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n for srcs in table.values() for src in srcs for n in src.names))
+
+
+# The RDMA port files read on every tick: those a metric reads (no rule reads raw names);
+# the rest only on slow ticks (probe arguments ib_hw_tick, ib_port_tick). On real hardware
+# each hw_counters read is a firmware command and each counters/ read a PMA query; the
+# slow ones (a ConnectX port's unicast/multicast packets, VL15_dropped, the constraint,
+# relay, integrity and overrun errors) are kept apart, with no per-frame rate.
+IB_HW_TICK: tuple[str, ...] = _names(IB_HW_MAP)
+IB_PORT_TICK: tuple[str, ...] = _names(IB_PORT_MAP)
 
 # /sys/class/net/<dev>/statistics/* plus carrier counters.
 NETDEV_MAP: Mapping[Metric, tuple[Src, ...]] = {

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import math
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from collectors.frames import MAX_FRAME_BYTES
-from collectors.normalize import IB_HW_TICK
+from collectors.normalize import IB_HW_TICK, IB_PORT_TICK
 from collectors.parsers.nvidia_smi import FALLBACK_FIELDS, QUERY_FIELDS
 
 _SBIN: tuple[str, ...] = ("/usr/local/sbin", "/usr/sbin", "/sbin")
@@ -25,6 +26,13 @@ _DIR_RE = re.compile(r"/[A-Za-z0-9_./-]*")
 _FIELD_RE = re.compile(r"[A-Za-z0-9_.]{1,64}")
 _HW_NAME_RE = re.compile(r"[A-Za-z0-9_]{1,64}|-")
 _TIMEOUT_RE = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3})?")
+# A threshold's value on the wire: 0 to 16 integer digits, no leading zero, at most 6
+# decimals (the probes check the same: probe.sh fab_decimal, probe_fast.py DECIMAL_RE).
+_DECIMAL_RE = re.compile(r"(0|[1-9][0-9]{0,15})(\.[0-9]{1,6})?")
+# The thresholds the fast probe's PFC watchdog judges a storm by (fabtop/core/thresholds.py
+# has their defaults and reasons): sent under the same names, so the probe's events and
+# the frames' rules fire at the same numbers. The first two are shares (0..1).
+STORM_THRESHOLDS = ("storm_pause_ratio", "storm_flat_fraction", "storm_flat_bytes_per_s")
 
 # Content bytes the probe keeps per section: 100k ethtool -S counters (about 4.5 MB) fit,
 # one tool printing without end does not fill the frame. Past it the section says
@@ -60,6 +68,12 @@ class ProbeArgs:
     # hw_counters/ files read on every tick; the others on slow ticks. None: every file on
     # every tick (as probes before this argument did).
     ib_hw_tick: tuple[str, ...] | None = None
+    # The same for an RDMA port's counters/ and counters_ext/ files.
+    ib_port_tick: tuple[str, ...] | None = None
+    # The watchdog's storm thresholds (STORM_THRESHOLDS); None: the probe's own defaults.
+    storm_pause_ratio: float | None = None
+    storm_flat_fraction: float | None = None
+    storm_flat_bytes_per_s: float | None = None
     # Read the packet filter through ``sudo -n`` when the SSH user is not root (off by
     # default: a sudo that asks for a password fails, and is logged, once a minute).
     fw_sudo: bool = False
@@ -130,6 +144,25 @@ def _fields(fields: tuple[str, ...], what: str) -> str:
     return joined
 
 
+def _threshold(name: str, v: float) -> str:
+    """A watchdog threshold as the probes read it (six decimals at most)."""
+    share = name != "storm_flat_bytes_per_s"
+    text = ""
+    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+        text = f"{v:.6f}".rstrip("0").rstrip(".")
+    if not _DECIMAL_RE.fullmatch(text) or (share and float(text) > 1):
+        bound = "0..1" if share else "0..9999999999999999"
+        raise ProbeArgError(f"{name} must be a number within {bound}: {v!r}")
+    return text
+
+
+def _tick_names(key: str, names: tuple[str, ...]) -> str:
+    names = names or ("-",)  # "-": none per tick
+    if not all(_HW_NAME_RE.fullmatch(n) for n in names) or len(",".join(names)) > 1500:
+        raise ProbeArgError(f"{key} must be names of [A-Za-z0-9_]: {names!r}")
+    return f"{key}={','.join(names)}"
+
+
 def build_argv(args: ProbeArgs) -> list[str]:
     """Validate ``args`` and return the script's argument words (``key=value``)."""
     if isinstance(args.interval_ms, bool) or not 100 <= args.interval_ms <= 60000:
@@ -177,10 +210,13 @@ def build_argv(args: ProbeArgs) -> list[str]:
     if args.fw_sudo:
         argv.append("fw_sudo=1")
     if args.ib_hw_tick is not None:
-        names = args.ib_hw_tick or ("-",)  # "-": none per tick
-        if not all(_HW_NAME_RE.fullmatch(n) for n in names) or len(",".join(names)) > 1500:
-            raise ProbeArgError(f"ib_hw_tick must be names of [A-Za-z0-9_]: {names!r}")
-        argv.append(f"ib_hw_tick={','.join(names)}")
+        argv.append(_tick_names("ib_hw_tick", args.ib_hw_tick))
+    if args.ib_port_tick is not None:
+        argv.append(_tick_names("ib_port_tick", args.ib_port_tick))
+    for name in STORM_THRESHOLDS:
+        v = getattr(args, name)
+        if v is not None:
+            argv.append(f"{name}={_threshold(name, v)}")
     return argv
 
 
@@ -196,14 +232,19 @@ def probe_args(
     slow_ticks: int | None = None,
     probe: str = "auto",
     ib_hw_tick: Sequence[str] | None = IB_HW_TICK,
+    ib_port_tick: Sequence[str] | None = IB_PORT_TICK,
     fw_sudo: bool = False,
+    thresholds: Mapping[str, float] | None = None,
 ) -> list[str]:
     """Validated argument words; the host's ``path`` dirs come before the sbin defaults.
 
     A hung tool is killed after ``timeout_s``: by default 80 % of the interval (at most
-    2 s), so a frame with a hung tool still ships within its own tick. ``ib_hw_tick``:
-    the RDMA ``hw_counters`` a rule reads, on every tick; the rest on slow ticks.
+    2 s), so a frame with a hung tool still ships within its own tick. ``ib_hw_tick``,
+    ``ib_port_tick``: the RDMA ``hw_counters`` and port counters a metric reads, on every
+    tick; the rest on slow ticks. ``thresholds``: the fabric's effective thresholds; the
+    watchdog's (STORM_THRESHOLDS) go to the probe, which judges storms by them.
     """
+    th = thresholds or {}
     if timeout_s is None:
         timeout_s = round(min(2.0, max(0.1, 0.8 * interval_ms / 1000)), 2)
     dirs = list(dict.fromkeys([*(path or ()), *ProbeArgs.path_default()]))
@@ -219,7 +260,11 @@ def probe_args(
             max_frames=max_frames,
             probe=probe,
             ib_hw_tick=tuple(ib_hw_tick) if ib_hw_tick is not None else None,
+            ib_port_tick=tuple(ib_port_tick) if ib_port_tick is not None else None,
             fw_sudo=fw_sudo,
+            storm_pause_ratio=th.get("storm_pause_ratio"),
+            storm_flat_fraction=th.get("storm_flat_fraction"),
+            storm_flat_bytes_per_s=th.get("storm_flat_bytes_per_s"),
         )
     )
 

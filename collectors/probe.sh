@@ -95,9 +95,18 @@ fab_okdirs() {
 	return 0
 }
 
+# A threshold's value as probe.py writes it: 0 to 16 integer digits, no leading zero, at
+# most 6 decimals (probe_fast.py's DECIMAL_RE).
+fab_decimal() {
+	case $1 in '' | .* | *. | *.*.* | *[!0-9.]* | 0[0-9]*) return 1 ;; esac
+	_i=${1%%.*}
+	[ "${#_i}" -le 16 ] || return 1
+	case $1 in *.*) _d=${1#*.}; [ "${#_d}" -le 6 ] ;; esac
+}
+
 fab_args() {
 	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0 SCAP=8388608 FCAP=15728640
-	PROBE=auto HWT= FWS=0
+	PROBE=auto HWT= PTT= FWS=0
 	GF=index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw
 	GFB=index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw
 	for a in "$@"; do
@@ -144,10 +153,18 @@ fab_args() {
 			case $a in section_bytes=*) SCAP=$v ;; *) FCAP=$v ;; esac ;;
 		probe=auto | probe=python | probe=sh) PROBE=$v ;;
 		fw_sudo=0 | fw_sudo=1) FWS=$v ;;
-		ib_hw_tick=*)
-			case $v in '' | *[!A-Za-z0-9_,-]* | ,* | *, | *,,*) fab_die "bad ib_hw_tick" ;; esac
-			[ "${#v}" -le 1500 ] || fab_die "bad ib_hw_tick"
-			HWT=$v ;;
+		ib_hw_tick=* | ib_port_tick=*)
+			case $v in '' | *[!A-Za-z0-9_,-]* | ,* | *, | *,,*) fab_die "bad ${a%%=*}" ;; esac
+			[ "${#v}" -le 1500 ] || fab_die "bad ${a%%=*}"
+			case $a in ib_hw_tick=*) HWT=$v ;; *) PTT=$v ;; esac ;;
+		# The fast probe's PFC watchdog thresholds (this probe has none): checked alike.
+		storm_pause_ratio=* | storm_flat_fraction=* | storm_flat_bytes_per_s=*)
+			fab_decimal "$v" || fab_die "bad ${a%%=*}"
+			case $a in
+			storm_flat_bytes_per_s=*) ;;
+			*) case $v in 0 | 0.* | 1 | 1.*) ;; *) fab_die "bad ${a%%=*}" ;; esac
+				case $v in 1.*[1-9]*) fab_die "bad ${a%%=*}" ;; esac ;;
+			esac ;;
 		*) fab_die "unknown argument" ;;
 		esac
 	done
@@ -215,15 +232,17 @@ fab_files() {
 	done
 }
 
-# hw_counters: with ib_hw_tick= those names every tick, the others on slow ticks (each
-# read is a firmware query on real hardware); without it, every file every tick.
-fab_hw() {
-	[ -n "$HWT" ] || { fab_files N sysib "$1" "$2"; return; }
-	for _f in "$2"/*; do
+# An RDMA port's counter files: with a list ($1: ib_port_tick= for counters/ and
+# counters_ext/, ib_hw_tick= for hw_counters/) those names every tick, the others on slow
+# ticks (each read is a PMA query or a firmware command on real hardware); without it,
+# every file every tick.
+fab_split() {
+	[ -n "$1" ] || { fab_files N sysib "$2" "$3"; return; }
+	for _f in "$3"/*; do
 		fab_exists "$_f" || continue
 		_b=${_f##*/}
-		fab_okname "$_b" 128 || { fab_refuse file "$1/$_b"; continue; }
-		case ",$HWT," in *",$_b,"*) fab_one N sysib "$1/$_b" "$_f" ;; *) fab_one S sysib "$1/$_b" "$_f" ;; esac
+		fab_okname "$_b" 128 || { fab_refuse file "$2/$_b"; continue; }
+		case ",$1," in *",$_b,"*) fab_one N sysib "$2/$_b" "$_f" ;; *) fab_one S sysib "$2/$_b" "$_f" ;; esac
 	done
 }
 
@@ -278,9 +297,9 @@ fab_scan() {
 				fab_one N sysib "$n/ports/$pn/$f" "$p/$f"
 			done
 			for c in counters counters_ext; do
-				fab_files N sysib "$n/ports/$pn/$c" "$p/$c"
+				fab_split "$PTT" "$n/ports/$pn/$c" "$p/$c"
 			done
-			fab_hw "$n/ports/$pn/hw_counters" "$p/hw_counters"
+			fab_split "$HWT" "$n/ports/$pn/hw_counters" "$p/hw_counters"
 			fab_files S sysib "$n/ports/$pn/gid_attrs/ndevs" "$p/gid_attrs/ndevs"
 			# The GID table (RoCE addressing), slow: the marker after the files says it
 			# was read (see gid_keep in the awk).

@@ -54,6 +54,11 @@ while IFS= read -r p; do
 done"""
 DPKG_FORMAT = "${db:Status-Abbrev} ${Version}\\n"
 WARN_MAX = 200
+# A threshold's value as probe.py writes it: 0 to 16 integer digits, no leading zero, and
+# at most 6 decimals (probe.sh's fab_decimal checks the same).
+DECIMAL_RE = re.compile(r"(0|[1-9][0-9]{0,15})(\.[0-9]{1,6})?\Z")
+# The watchdog's thresholds, named as the config's [thresholds] (fabtop/core/thresholds.py).
+STORM_ARGS = ("storm_pause_ratio", "storm_flat_fraction", "storm_flat_bytes_per_s")
 SEEN_MAX = 4096  # notes said once (names refused, odd files): bounded like every table
 
 
@@ -95,7 +100,13 @@ class Args(object):
         self.gfb = "index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw"
         self.probe = "auto"
         self.hw_tick = None  # type: Optional[Set[str]]
+        self.port_tick = None  # type: Optional[Set[str]]
         self.fw_sudo = False
+        # The watchdog's storm condition: the session sends the config's thresholds of
+        # these names (STORM_ARGS); the constants only serve a run without them.
+        self.storm_ratio = STORM_RATIO
+        self.flat_frac = FLAT_FRACTION
+        self.flat_bytes = FLAT_BYTES_PER_S
         for a in argv:
             key, sep, v = a.partition("=")
             if not sep:
@@ -138,10 +149,23 @@ class Args(object):
                 self.scap = self._int(v, 1, 99999999, key)
             elif key == "frame_bytes":
                 self.fcap = self._int(v, 1, 99999999, key)
-            elif key == "ib_hw_tick":
+            elif key in ("ib_hw_tick", "ib_port_tick"):
                 if not re.match(r"[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*\Z", v) or len(v) > 1500:
-                    raise Refused("bad ib_hw_tick")
-                self.hw_tick = set(v.split(","))
+                    raise Refused("bad " + key)
+                if key == "ib_hw_tick":
+                    self.hw_tick = set(v.split(","))
+                else:
+                    self.port_tick = set(v.split(","))
+            elif key in STORM_ARGS:
+                # A decimal (DECIMAL_RE); a ratio or fraction within 0..1.
+                if not DECIMAL_RE.match(v) or (key != "storm_flat_bytes_per_s" and float(v) > 1):
+                    raise Refused("bad " + key)
+                if key == "storm_pause_ratio":
+                    self.storm_ratio = float(v)
+                elif key == "storm_flat_fraction":
+                    self.flat_frac = float(v)
+                else:
+                    self.flat_bytes = float(v)
             elif key == "fw_sudo":
                 if v not in ("0", "1"):
                     raise Refused("bad fw_sudo")
@@ -285,8 +309,13 @@ class Scan(object):
         self.ctr = {}  # type: Dict[str, List[Entry]]
         self.ctr_names = {}  # type: Dict[str, List[bytes]]
         self.slow = {}  # type: Dict[str, List[Entry]]
+        self.reads = []  # type: List[Entry]
+        self.reads_slow = []  # type: List[Entry]
 
     def index(self) -> None:
+        # What a tick reads: the files read every tick, and on slow ticks the slow ones too.
+        self.reads = [e for e in self.entries if e.code == "N"]
+        self.reads_slow = [e for e in self.entries if e.code in ("N", "S")]
         for kind in ("sysnet", "sysib", "systb"):
             mine = [e for e in self.entries if e.kind == kind]
             self.tick[kind] = [e for e in mine if e.code == "n" or (e.code == "N" and not e.ctr)]
@@ -313,10 +342,11 @@ class Scan(object):
             else:
                 self.one(code, kind, rel + "/" + b, d + "/" + b)
 
-    def hw(self, rel: str, d: str) -> None:
-        """hw_counters: the ib_hw_tick names every tick, the others on slow ticks (each
-        read is a firmware query on real hardware); without the argument, all per tick."""
-        tick = self.p.a.hw_tick
+    def split(self, rel: str, d: str, tick: Optional[Set[str]]) -> None:
+        """An RDMA port's counter files: the names of ``tick`` (ib_port_tick for counters/
+        and counters_ext/, ib_hw_tick for hw_counters/) every tick, the others on slow
+        ticks (each read is a PMA query or a firmware command on real hardware); without
+        the argument, all per tick."""
         if tick is None:
             self.files("N", "sysib", rel, d)
             return
@@ -401,8 +431,10 @@ class Scan(object):
                 for f in ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid"):
                     self.one("N", "sysib", "%s/ports/%s/%s" % (n, pn, f), p + "/" + f)
                 for c in ("counters", "counters_ext"):
-                    self.files("N", "sysib", "%s/ports/%s/%s" % (n, pn, c), p + "/" + c)
-                self.hw("%s/ports/%s/hw_counters" % (n, pn), p + "/hw_counters")
+                    self.split("%s/ports/%s/%s" % (n, pn, c), p + "/" + c, self.p.a.port_tick)
+                self.split(
+                    "%s/ports/%s/hw_counters" % (n, pn), p + "/hw_counters", self.p.a.hw_tick
+                )
                 self.files(
                     "S", "sysib", "%s/ports/%s/gid_attrs/ndevs" % (n, pn), p + "/gid_attrs/ndevs"
                 )
@@ -784,9 +816,10 @@ def pause_counters(text: bytes) -> Tuple[List[bytes], Tuple[int, ...]]:
 class Reader(object):
     """Runs one tick's reads in a thread: a read stuck in the kernel costs one value.
 
-    The main loop waits for it until the section timeout; a reader still inside a file
-    then is abandoned (a thread in the kernel cannot be stopped), the file is skipped
-    from then on, and the next tick starts a new reader.
+    The main loop hands it the tick's reads (one handoff a tick: the tools of the tick run
+    in the main loop meanwhile) and waits for it until the section timeout from the
+    start; a reader still inside a file then is abandoned (a thread in the kernel cannot
+    be stopped), the file is skipped from then on, and the next tick starts a new reader.
     """
 
     def __init__(self) -> None:
@@ -813,13 +846,20 @@ class Reader(object):
 
     error = ""
 
-    def run(self, job: Any, timeout: float) -> bool:
+    def start(self, job: Any) -> None:
         self.job = job
         self.item = None
         self.error = ""
         self.done.clear()
         self.go.set()
-        return self.done.wait(timeout)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the job is done, waiting for it at most ``timeout`` seconds."""
+        return self.done.wait(max(timeout, 0.0))
+
+    def run(self, job: Any, timeout: float) -> bool:
+        self.start(job)
+        return self.wait(timeout)
 
 
 def pread_value(e: Entry) -> Optional[bytes]:
@@ -910,16 +950,20 @@ def run_jobs(
         j.mono = time.monotonic()
     total = [0]
     end = time.monotonic() + timeout
+    # poll, not select: a node's held sysfs files put the pipes past select's 1024.
+    poller = select.poll()
+    for fd in live:
+        poller.register(fd, select.POLLIN)
     while live:
         left = end - time.monotonic()
         if left <= 0:
             break
-        r, _, _ = select.select(list(live), [], [], left)
-        for fd in r:
+        for fd, _ in poller.poll(int(left * 1000) + 1):
             j = live[fd]
             data = os.read(fd, 65536)
             if not data:
                 del live[fd]
+                poller.unregister(fd)
                 continue
             if j.trunc:
                 continue
@@ -1194,7 +1238,9 @@ class Probe(object):
             return 960
 
     def keep_open(self, e: Entry) -> bool:
-        return e.fd >= 0 and (e.fd < self.fd_budget + 64)
+        # A tree's slow files are opened for each (slow) read: only the directories of the
+        # files read every tick are watched for files replaced by rename (_follow_tree).
+        return e.fd >= 0 and (e.fd < self.fd_budget + 64) and (self.real or e.code != "S")
 
     def rescan(self) -> None:
         old = self.scan
@@ -1241,8 +1287,11 @@ class Probe(object):
         if not self.real:
             s.dirs = {}
             for e in s.entries:
+                if e.code == "S":
+                    close_fd(e)  # read anew on slow ticks (keep_open)
+                    continue
                 d = os.path.dirname(e.path)
-                if d not in s.dirs:
+                if e.code == "N" and d not in s.dirs:
                     s.dirs[d] = self._mtime(d)
         s.index()
         self.scan = s
@@ -1275,7 +1324,8 @@ class Probe(object):
             return (-1, -1)
 
     def _follow_tree(self, s: Scan) -> None:
-        """A replayed or synced tree replaces files (rename): reopen those of a changed dir.
+        """A replayed or synced tree replaces files (rename): reopen those of a changed dir
+        (of the dirs holding files read every tick; slow files are opened for each read).
 
         A directory's mtime moves in coarse steps (a jiffy): renames that land after this
         check within the same step leave it unchanged, so a changed directory is opened
@@ -1363,34 +1413,34 @@ class Probe(object):
                 except OSError as x:
                     self.once("-rtnl", "rtnetlink dump failed (%s): netdev files are read" % x)
             m0 = time.monotonic()
-            for e in s.entries:
-                if e.code == "N" or (e.code == "S" and slow):
-                    if e.path in self.skip:
-                        continue
-                    if e.netlink:
-                        dev = e.rel.split("/", 1)[0]
-                        v = nl.get(dev, {}).get(e.netlink)
-                        if v is not None:
-                            vals[e.rel] = v
-                            continue
-                    r.item = e.path
-                    if e.fd >= 0:  # the common case, inline: a held file read again
-                        try:
-                            data = pread(e.fd, 4096, 0)
-                        except OSError:
-                            data = None  # ENODEV/ESTALE and the rest: pread_value decides
-                        if data is not None:
-                            line = data.partition(b"\n")[0]
-                            if b"\0" in line:
-                                line = line.replace(b"\0", b"")
-                            if line and len(line) <= VALUE_MAX:
-                                vals[e.rel] = line
-                            elif line:
-                                self.left_out(e.rel)
-                            continue
-                    v = pread_value(e)
+            skip = self.skip
+            for e in s.reads_slow if slow else s.reads:
+                if skip and e.path in skip:
+                    continue
+                if e.netlink:
+                    dev = e.rel.split("/", 1)[0]
+                    v = nl.get(dev, {}).get(e.netlink)
                     if v is not None:
                         vals[e.rel] = v
+                        continue
+                r.item = e.path
+                if e.fd >= 0:  # the common case, inline: a held file read again
+                    try:
+                        data = pread(e.fd, 4096, 0)
+                    except OSError:
+                        data = None  # ENODEV/ESTALE and the rest: pread_value decides
+                    if data is not None:
+                        line = data.partition(b"\n")[0]
+                        if b"\0" in line:
+                            line = line.replace(b"\0", b"")
+                        if line and len(line) <= VALUE_MAX:
+                            vals[e.rel] = line
+                        elif line:
+                            self.left_out(e.rel)
+                        continue
+                v = pread_value(e)
+                if v is not None:
+                    vals[e.rel] = v
             times["sys"] = self.wall_ns((m0 + time.monotonic()) / 2)
             if slow:
                 for base, path in s.cpu:
@@ -1415,17 +1465,13 @@ class Probe(object):
                     self.wd.seen(n, m, eth[n], took)
             r.item = None
 
+        # One handoff a tick: the reader reads (each read under the deadline) while this
+        # thread runs the tick's tools, if any, and collects them.
+        go = time.monotonic()
+        self.reader.start(reads)
         if jobs:
-            # Tools first (they run while the reads happen), collected after.
-            th = threading.Thread(
-                target=run_jobs,
-                args=(jobs, self.a.to, self.a.scap, self.a.fcap, self.wall_ns, self.children),
-            )
-            th.daemon = True
-            th.start()
-        else:
-            th = None
-        if not self.reader.run(reads, self.a.to):
+            run_jobs(jobs, self.a.to, self.a.scap, self.a.fcap, self.wall_ns, self.children)
+        if not self.reader.wait(go + self.a.to - time.monotonic()):
             stuck = self.reader.item
             self.reader.job = None
             self.reader = Reader()
@@ -1442,17 +1488,16 @@ class Probe(object):
                 self.warn(
                     "sysfs reads not done after %gs: values missing from this frame" % self.a.to
                 )
-            vals = dict(vals)
+            # What it read so far; the abandoned reader may still write to its own.
+            vals, eth, times, cpu = dict(vals), dict(eth), dict(times), dict(cpu)
         if self.reader.error:
             self.warn("read error: " + self.reader.error)
-        if th is not None:
-            th.join(self.a.to + 2)
-            if not use_ioctl:
-                # A tree's ethtool -S comes from a process: the watchdog gets its numbers
-                # once a tick (no fast reads: the tree changes at its writer's pace).
-                for j in jobs:
-                    if j.kind == "ethtool_S" and j.rc == 0 and not j.trunc:
-                        self.wd.seen(j.subj, j.mono, pause_counters(b"".join(j.buf)))
+        if jobs and not use_ioctl:
+            # A tree's ethtool -S comes from a process: the watchdog gets its numbers
+            # once a tick (no fast reads: the tree changes at its writer's pace).
+            for j in jobs:
+                if j.kind == "ethtool_S" and j.rc == 0 and not j.trunc:
+                    self.wd.seen(j.subj, j.mono, pause_counters(b"".join(j.buf)))
         return self.frame(clock_ns, up, slow, s, vals, eth, times, cpu, jobs)
 
     def version_jobs(self) -> List[Job]:
@@ -1761,6 +1806,8 @@ class Probe(object):
 # ---------------------------------------------------------------- PFC watchdog
 
 FAST_S = 0.1  # sampling period of a port whose lossless priorities show pause activity
+# The storm condition of a run without the storm_* arguments (Args): the defaults of the
+# thresholds of the same names (fabtop/core/thresholds.py; a test holds them equal).
 STORM_RATIO = 0.99  # pfcwd: paused for 99 % of the window
 FLAT_BYTES_PER_S = 1e6  # "the priority's tx is flat" when the link speed is unknown
 FLAT_FRACTION = 0.02  # ... or under 2 % of the line rate
@@ -1775,8 +1822,10 @@ class Watchdog(object):
     Every tick reads each port's statistics anyway (the tick's ethtool read feeds it); a
     port whose `[rt]x_prioN_pause_duration` moved is sampled every FAST_S until a whole
     tick passes without pause activity. A storm is a priority paused for at least
-    STORM_RATIO of the window between two samples while the bytes it should be moving
-    stay flat: the event is written the moment that holds, and again while it holds
+    storm_pause_ratio of the window between two samples while the bytes it should be
+    moving stay flat (under storm_flat_fraction of the line rate, storm_flat_bytes_per_s
+    without a speed): the thresholds the frames are judged by, sent as arguments (Args).
+    The event is written the moment that holds, and again while it holds
     (at most once a tick), and a `clear` when it stops.
     """
 
@@ -1847,7 +1896,8 @@ class Watchdog(object):
         active = False
         lines = []  # type: List[bytes]
         speed = self._speed(n)
-        flat = max(FLAT_BYTES_PER_S, 0.0) if speed is None else FLAT_FRACTION * speed
+        a = self.p.a
+        flat = a.flat_bytes if speed is None else a.flat_frac * speed
         for p in range(8):
             for side, other in (("rx", "tx"), ("tx", "rx")):
                 dk = b"%s_prio%d_pause_duration" % (side.encode(), p)
@@ -1858,7 +1908,7 @@ class Watchdog(object):
                     continue
                 active = True
                 ratio = min(d / 1e6 / mid, 1.0)
-                stormy = d / 1e6 >= STORM_RATIO * short
+                stormy = d / 1e6 >= a.storm_ratio * short
                 bk = b"%s_prio%d_bytes" % (other.encode(), p)
                 moved = (cur[bk] - old[bk]) / dt if bk in cur and bk in old else None
                 key = (n, p, side)

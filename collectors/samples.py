@@ -13,10 +13,13 @@ from collectors.ruleset import FirewallState
 
 # A normalized metric is either one cumulative value or one per priority (0-7).
 MetricValue: TypeAlias = int | dict[int, int]
-# The counter source (LinkSample.counters) of raw counters read on slow ticks only (the
-# probe's ib_hw_tick): kept apart, so a value carried between slow ticks is never taken
-# for a counter that stopped, and no per-frame rate is made of it.
+# The counter sources (LinkSample.counters) of an RDMA port's hw_counters and port
+# counters read on slow ticks only (the probe's ib_hw_tick, ib_port_tick): kept apart, so
+# a value carried between slow ticks is never taken for a counter that stopped, and no
+# per-frame rate is made of it.
 SLOW_SOURCE = "ib_hw_slow"
+PORT_SLOW_SOURCE = "ib_port_slow"
+SLOW_SOURCES = frozenset({SLOW_SOURCE, PORT_SLOW_SOURCE})
 RateValue: TypeAlias = float | dict[int, float]
 
 

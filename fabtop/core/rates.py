@@ -19,7 +19,7 @@ from typing import Any
 
 from collectors.numbers import ALL_ONES
 from collectors.samples import (
-    SLOW_SOURCE,
+    SLOW_SOURCES,
     HostSample,
     InferenceSample,
     LinkSample,
@@ -432,7 +432,7 @@ def _link_rates(
             continue
         if same_names and counters.keys() != pcounters.keys():
             same_names = False
-        if source == SLOW_SOURCE or ALL_ONES.isdisjoint(counters.values()):
+        if source in SLOW_SOURCES or ALL_ONES.isdisjoint(counters.values()):
             continue
         feeds = FEEDS_OF.get(source, NO_FEEDS)
         for name, value in counters.items():
@@ -551,7 +551,7 @@ def _raw_rates(lr: LinkRates) -> dict[str, dict[str, float]]:
     later: list[str] = []
     for source, now in counters.items():
         before = pcounters_of.get(source)
-        if before is None or source == SLOW_SOURCE:
+        if before is None or source in SLOW_SOURCES:
             continue  # slow-cadence values: a rate per frame would be 0, then a spike
         if not (ALL_ONES.isdisjoint(now.values()) and ALL_ONES.isdisjoint(before.values())):
             out[source] = _eager_raw_rates(now, before, inv_dt, source, [], reset)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from collectors.frames import Frame
@@ -106,6 +106,7 @@ class FocusSession:
         keep: int = 240,
         probe: str = "auto",
         on_event: Callable[[str, Frame], None] | None = None,
+        thresholds: Mapping[str, float] | None = None,
     ) -> None:
         self.host = host
         self.netdev = netdev
@@ -122,6 +123,7 @@ class FocusSession:
             interfaces=[netdev],
             gpu="off",
             probe=probe,
+            thresholds=thresholds,  # its watchdog judges storms as the main stream's
         )
         self.runner = HostRunner(
             host,

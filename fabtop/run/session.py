@@ -230,15 +230,7 @@ class Session:
             name = host.name
             guard = Guard(f"{name}: probe arguments")
             with guard:  # the config was checked at load; a Config built in code may not be
-                args = probe_args(
-                    interval_ms=int(self.config.interval * 1000),
-                    sysfs=host.sysfs,
-                    path=list(host.path),
-                    interfaces=list(host.interfaces) if host.interfaces else None,
-                    max_frames=self.max_frames,
-                    probe=host.probe,
-                    fw_sudo=host.firewall_sudo,
-                )
+                args = self.probe_argv(host)
             if guard.error is not None:
                 self._host_down(name, guard.error)
                 continue
@@ -266,6 +258,24 @@ class Session:
             await asyncio.wait(list(self._tasks))
         finally:
             await self.stop()
+
+    def probe_argv(self, host: HostConfig) -> list[str]:
+        """The probe's argument words for ``host`` (ProbeArgError when one is refused).
+
+        The fast probe's PFC watchdog is told the storm thresholds the rules judge frames
+        by (the state's effective ones, the config's ``[thresholds]`` over the defaults):
+        one set of numbers for both verdicts.
+        """
+        return probe_args(
+            interval_ms=int(self.config.interval * 1000),
+            sysfs=host.sysfs,
+            path=list(host.path),
+            interfaces=list(host.interfaces) if host.interfaces else None,
+            max_frames=self.max_frames,
+            probe=host.probe,
+            fw_sudo=host.firewall_sudo,
+            thresholds=self.state.thresholds,
+        )
 
     async def _evaluate_loop(self) -> None:
         # Evaluate as soon as every live host has sent its frame of this tick (the last of
@@ -431,6 +441,7 @@ class Session:
             on_update=on_update,
             probe=cfg.probe,
             on_event=self._on_frame,
+            thresholds=self.state.thresholds,
         )
         self.focused = fs
         # In _tasks, so stop() ends the focus stream with everything else.

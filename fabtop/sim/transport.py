@@ -135,7 +135,7 @@ class DemoTransport(Transport):
         last = self._last_tick if not own else -1.0
         # The fast probe's PFC watchdog runs on the main stream (a focus stream's would
         # only repeat it).
-        wd = SimWatchdog(self.host, iv) if not own and self.host.ports else None
+        wd = SimWatchdog(self.host, iv, args) if not own and self.host.ports else None
         enc = StructuredEncoder()  # counters by position, as the fast probe sends them
         while self._connected:
             tick = math.floor(self.clock.now() / iv + 1e-9) * iv

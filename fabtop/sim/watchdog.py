@@ -10,23 +10,25 @@ time at or after the latest grid time reads exact values).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from collectors import probe_fast
 from fabtop.sim.host import SimHost
 
 FAST_S = probe_fast.FAST_S
 
 
-class _Args:
-    def __init__(self, interval_ms: int) -> None:
-        self.iv = interval_ms
-
-
 class SimWatchdog:
-    """One simulated host's watchdog; ``events`` returns what the probe would have sent."""
+    """One simulated host's watchdog; ``events`` returns what the probe would have sent.
 
-    def __init__(self, host: SimHost, interval_s: float) -> None:
+    ``args``: the probe's argument words, of which the storm thresholds are read as the
+    probe reads them (a session sends the ones its rules judge frames by).
+    """
+
+    def __init__(self, host: SimHost, interval_s: float, args: Sequence[str] = ()) -> None:
         self.host = host
-        self.a = _Args(max(1, round(interval_s * 1000)))
+        self.a = probe_fast.Args([a for a in args if a.split("=", 1)[0] in probe_fast.STORM_ARGS])
+        self.a.iv = max(1, round(interval_s * 1000))
         self.scan = None  # no sysfs tree: the flat limit without a link speed
         self.eth = self  # "has ethtool statistics": the watchdog may fast-sample
         self._out: list[bytes] = []

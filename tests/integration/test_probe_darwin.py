@@ -257,6 +257,23 @@ def test_probe_ends_with_its_connection(mac: Path) -> None:
         pytest.fail(f"processes of the probe outlived its connection:\n{left}")
 
 
+def test_the_mac_probe_takes_every_word_a_session_may_send(mac: Path) -> None:
+    # A session sends its per-tick counter lists and the watchdog's thresholds to every
+    # host, and fw_sudo=1 where the config asks: a Mac takes them (and has no use for them).
+    args = ProbeArgs(
+        interval_ms=200,
+        path=(str(mac),),
+        max_frames=2,
+        fw_sudo=True,
+        ib_hw_tick=("out_of_buffer",),
+        ib_port_tick=("port_xmit_wait",),
+        storm_pause_ratio=0.9,
+        storm_flat_fraction=0.02,
+        storm_flat_bytes_per_s=1e6,
+    )
+    assert [f.seq for f in _frames(_run(SHELLS["sh"], args))] == [1, 2]
+
+
 def test_linux_node_is_not_taken_for_a_mac(mac: Path) -> None:
     _tool(mac, "uname", "echo Linux\n")
     args = ProbeArgs(

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from collectors.frames import Frame, FrameDecoder
-from collectors.normalize import IB_HW_TICK
+from collectors.normalize import IB_HW_TICK, IB_PORT_TICK
 from collectors.probe import ProbeArgs, build_argv, probe_script
 from collectors.samples import HostSample
 from collectors.structured import COUNTER_KINDS
@@ -128,7 +128,7 @@ def _sim_node(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("split", [False, True], ids=["all-per-tick", "ib_hw_tick"])
+@pytest.mark.parametrize("split", [False, True], ids=["all-per-tick", "ib_tick"])
 @pytest.mark.parametrize("tree", ["captures", "sim"])
 def test_both_probes_give_the_same_samples_from_the_same_tree(
     tree: str, split: bool, node: Path, tmp_path: Path, run_probe: list[Probe]
@@ -140,7 +140,12 @@ def test_both_probes_give_the_same_samples_from_the_same_tree(
         )
     else:
         base = _args(node, max_frames=2)
-    base = replace(base, slow_ticks=100000, ib_hw_tick=IB_HW_TICK if split else None)
+    base = replace(
+        base,
+        slow_ticks=100000,
+        ib_hw_tick=IB_HW_TICK if split else None,
+        ib_port_tick=IB_PORT_TICK if split else None,
+    )
     sh = _run(replace(base, probe="sh"), node, run_probe, 2)
     fast = _run(replace(base, probe="python"), node, run_probe, 2)
     assert _impl(sh[0]) == "sh"
@@ -155,35 +160,61 @@ def test_both_probes_give_the_same_samples_from_the_same_tree(
         assert sum(len(c) for ln in a.links.values() for c in ln.counters.values()) > 20
 
 
-def test_hw_counters_no_rule_reads_come_on_slow_ticks_and_make_no_rate(
-    tmp_path: Path, node: Path, run_probe: list[Probe]
+@pytest.mark.parametrize("kind", ["python", "sh"])
+def test_port_counters_no_metric_reads_come_on_slow_ticks_and_make_no_rate(
+    kind: str, tmp_path: Path, node: Path, run_probe: list[Probe]
 ) -> None:
-    # Each hw_counters read is a firmware query on real hardware: per tick only what a
-    # rule reads (collectors.normalize.IB_HW_TICK), the rest with the slow sources.
+    # On real hardware each counters/ read is a PMA query and each hw_counters read a
+    # firmware command: per tick only what a metric reads (collectors.normalize's
+    # IB_PORT_TICK and IB_HW_TICK, as a session sends them), the rest with the slow
+    # sources, carried into the frames between and kept apart.
     root = _sim_node(tmp_path)
+    # Two legacy 16-bit counters stuck at their maximum: one read per tick, one not.
+    counters = root / "sys/class/infiniband/mlx5_2/ports/1/counters"
+    for name in ("port_rcv_errors", "VL15_dropped"):
+        (counters / name).write_text("65535\n")
     args = replace(
         _args(node),
         sysfs=str(root / "sys"),
         path=(str(root / "bin"),),
         max_frames=3,
         slow_ticks=100000,
-        probe="python",
-        ib_hw_tick=IB_HW_TICK,
+        probe=kind,
     )
-    frames = _run(args, node, run_probe, 3)
-    tick = _tree(frames[1], "sysib")
-    hw_tick = {r.rsplit("/", 1)[1] for r in tick if "/hw_counters/" in r}
-    assert hw_tick and hw_tick <= set(IB_HW_TICK)
-    slow = _lines(frames[0].find("sysib_slow").text)  # type: ignore[union-attr]
-    hw_slow = {r.rsplit("/", 1)[1] for r in slow if "/hw_counters/" in r}
-    assert hw_slow and not hw_slow & set(IB_HW_TICK)
-    pipe = Pipeline()
-    for f in frames:
+    split = _run(
+        replace(args, ib_hw_tick=IB_HW_TICK, ib_port_tick=IB_PORT_TICK), node, run_probe, 3
+    )
+    tick, slow = _tree(split[1], "sysib"), _lines(split[0].find("sysib_slow").text)  # type: ignore[union-attr]
+    port = "mlx5_2/ports/1/"  # the simulated node's InfiniBand port
+
+    def names(rels: dict[str, str], d: str) -> set[str]:
+        return {r.rsplit("/", 1)[1] for r in rels if r.startswith(port + d)}
+
+    for d, want in (("counters/", IB_PORT_TICK), ("hw_counters/", IB_HW_TICK)):
+        assert names(tick, d) and names(tick, d) <= set(want), d
+        assert names(slow, d) and not names(slow, d) & set(want), d
+    assert {"unicast_xmit_packets", "VL15_dropped"} <= names(slow, "counters/")
+    every = _run(args, node, run_probe, 3)  # the same tree, every file every tick
+    pipe, whole = Pipeline(), Pipeline()
+    for f, g in zip(split, every, strict=True):
         sample, rates = pipe.apply_frame("n1", f)
-    ib = next(ln for ln in sample.links.values() if ln.rdma_device and "ib_hw_slow" in ln.counters)
-    assert set(ib.counters["ib_hw_slow"]) == hw_slow  # carried into every frame, kept apart
-    assert "ib_hw_slow" not in rates.links[ib.id].raw_rates  # and no rate made of them
-    assert rates.links[ib.id].raw_rates.get("ib_hw")
+        base, base_rates = whole.apply_frame("n1", g)
+    ib = next(ln for ln in sample.links.values() if ln.rdma_device == "mlx5_2")
+    # Carried into every frame, kept apart, no rate made of them.
+    assert set(ib.counters["ib_port_slow"]) == names(slow, "counters/")
+    assert set(ib.counters["ib_hw_slow"]) == names(slow, "hw_counters/")
+    raw = rates.links[ib.id].raw_rates
+    assert (
+        raw.get("ib_port") and raw.get("ib_hw") and not {"ib_port_slow", "ib_hw_slow"} & raw.keys()
+    )
+    # Nothing a user sees moved: the same metrics, every counter still there, both
+    # saturated counters said.
+    assert ib.metrics == base.links[ib.id].metrics
+    assert ib.saturated == base.links[ib.id].saturated == ["VL15_dropped", "port_rcv_errors"]
+    stuck = rates.links[ib.id].saturated
+    assert stuck == base_rates.links[ib.id].saturated and "VL15_dropped" in stuck
+    merged = {**ib.counters["ib_port"], **ib.counters["ib_port_slow"]}
+    assert merged.keys() == base.links[ib.id].counters["ib_port"].keys()
 
 
 def test_a_tree_file_replaced_by_rename_is_followed_and_a_fifo_is_never_read(
@@ -257,6 +288,47 @@ def test_the_fast_probe_refuses_what_the_sh_probe_refuses(word: str, tmp_path: P
     )
     assert p.returncode == 2 and p.stdout == b""
     assert p.stderr.startswith(b"fabtop-probe: ")
+
+
+# Words the probes take and refuse alike (the watchdog's thresholds, the per-tick lists):
+# (word, taken). probe.py writes a threshold in at most 6 decimals, no exponent.
+TICK_AND_STORM_WORDS = [
+    ("storm_pause_ratio=0.9", True),
+    ("storm_pause_ratio=1", True),
+    ("storm_pause_ratio=1.000000", True),
+    ("storm_pause_ratio=0", True),
+    ("storm_flat_fraction=0.999999", True),
+    ("storm_flat_bytes_per_s=9999999999999999.5", True),
+    ("ib_port_tick=-", True),
+    ("ib_port_tick=port_xmit_wait,symbol_error", True),
+    ("storm_pause_ratio=1.5", False),
+    ("storm_pause_ratio=1.000001", False),
+    ("storm_pause_ratio=0.9999999", False),
+    ("storm_pause_ratio=.5", False),
+    ("storm_pause_ratio=1.", False),
+    ("storm_pause_ratio=00.5", False),
+    ("storm_pause_ratio=-0.1", False),
+    ("storm_pause_ratio=", False),
+    ("storm_flat_fraction=2", False),
+    ("storm_flat_bytes_per_s=1e6", False),
+    ("storm_flat_bytes_per_s=10000000000000000", False),
+    ("storm_flat_bytes_per_s=1.2.3", False),
+    ("ib_port_tick=a;reboot", False),
+    ("ib_port_tick=a,,b", False),
+]
+
+
+@pytest.mark.parametrize(("word", "taken"), TICK_AND_STORM_WORDS)
+def test_both_probes_take_and_refuse_the_same_threshold_and_tick_words(
+    word: str, taken: bool, node: Path, run_probe: list[Probe]
+) -> None:
+    args = build_argv(_fast(node, max_frames=1, slow_ticks=100000))
+    for probe in ("python", "sh"):
+        argv = ["sh", "-s", "--", *[a for a in args if not a.startswith("probe=")]]
+        p = _start(run_probe, [*argv, f"probe={probe}", word], node)
+        frames = p.frames(1, deadline_s=10)
+        assert p.proc.wait(timeout=10) == (0 if taken else 2), (probe, word)
+        assert len(frames) == (1 if taken else 0), (probe, word)
 
 
 def _threads(pids: list[int]) -> str:
@@ -480,3 +552,64 @@ def test_a_storm_in_a_tree_reaches_the_collector_as_a_watchdog_event(
     line = sec.text.splitlines()[0].split()
     assert line[:2] == ["storm", host.cfg.netdev(0)] and float(line[4]) >= 0.99
     assert time.monotonic() - t0 < 2.0 + 3 * 0.2 + 2.0  # start, a tick or three, slack
+
+
+def _paused_port_node(root: Path, ratio: float) -> Path:
+    """A node tree with one RoCE netdev paused ``ratio`` of the time on priority 3 since
+    now while its bytes stay flat; its ethtool shim counts the pause from the clock at
+    each read, so every window the probe measures is paused ``ratio`` of its length."""
+    net = root / "sys/class/net/eth2"
+    (net / "device").mkdir(parents=True)
+    for name, value in (("operstate", "up"), ("mtu", "4200"), ("speed", "100000")):
+        (net / name).write_text(value + "\n")
+    (root / "bin").mkdir()
+    _write_tool(
+        root / "bin",
+        "ethtool",
+        "case $1 in -S) ;; *) exit 1 ;; esac\n"
+        f"us=$(( ($(date +%s%N) - {time.time_ns()}) * {round(ratio * 1000)} / 1000000 ))\n"
+        "printf 'NIC statistics:\\n     rx_prio3_pause: %s\\n' $((us / 500))\n"
+        "printf '     rx_prio3_pause_duration: %s\\n' $us\n"
+        "printf '     tx_prio3_bytes: 5000000000\\n     rx_prio3_bytes: 7000000000\\n'\n",
+    )
+    return root
+
+
+@pytest.mark.parametrize("override", [None, 0.9], ids=["defaults", "storm_pause_ratio=0.9"])
+def test_a_thresholds_override_reaches_the_real_probe_and_the_frames_alike(
+    override: float | None, tmp_path: Path, node: Path, run_probe: list[Probe]
+) -> None:
+    # A port paused 95 % of the time with its bytes flat, read by the real fast probe
+    # with the arguments a session sends: at storm_pause_ratio 0.9 its watchdog and the
+    # rules over its frames both name the storm; at the default 0.99 neither does.
+    from fabtop.config import Config, HostConfig
+    from fabtop.run.compose import fabric_state
+    from fabtop.run.session import Session
+
+    root = _paused_port_node(tmp_path / "paused", 0.95)
+    host = HostConfig("n1", sysfs=str(root / "sys"), path=(str(root / "bin"),), probe="python")
+    config = Config(
+        hosts=[host],
+        interval=0.5,
+        thresholds={} if override is None else {"storm_pause_ratio": override},
+    )
+    state = fabric_state(config)
+    argv = Session(config, state).probe_argv(host)
+    probe = _start(run_probe, ["sh", "-s", "--", *argv], node)
+    events: list[str] = []
+    frames = 0
+    found: set[str] = set()
+    while frames < 8 and not (events and found):
+        for f in probe.frames(1, deadline_s=2):
+            if f.event:  # the watchdog's verdict
+                events += (f.find("pfcwd") or f).text.splitlines()  # type: ignore[union-attr]
+                continue
+            frames += 1
+            state.apply_frame("n1", f)  # the frames' own verdict
+            found |= {x.subject for x in state.findings if x.rule == "pfc_storm"}
+    storms = [ln.split()[:4] for ln in events if ln.startswith("storm ")]
+    if override is None:
+        assert frames == 8 and storms == [] and found == set()
+    else:
+        assert storms and storms[0] == ["storm", "eth2", "3", "rx"]
+        assert found == {"n1/eth2/prio3"}

@@ -1,5 +1,6 @@
-"""Probe arguments (the GPU field lists sent by default, the byte caps) and the script
-that carries the probe's files."""
+"""Probe arguments (the GPU field lists the probe is sent by default, the byte caps, the
+per-tick counter lists and the watchdog's thresholds) and the script that carries the
+probe's files."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from collectors import probe_fast as pf
 from collectors.frames import MAX_FRAME_BYTES
+from collectors.normalize import IB_HW_TICK, IB_PORT_TICK
 from collectors.parsers.nvidia_smi import FALLBACK_FIELDS, QUERY_FIELDS
 from collectors.probe import (
     CARRIED,
     FRAME_BYTES,
     SECTION_BYTES,
+    STORM_THRESHOLDS,
     ProbeArgError,
     ProbeArgs,
     build_argv,
@@ -23,6 +27,7 @@ from collectors.probe import (
     probe_script,
     remote_command,
 )
+from fabtop.core.thresholds import DEFAULT_THRESHOLDS, threshold_range
 from tests.conftest import REPO, skip_or_fail
 
 COLLECTORS = REPO / "collectors"
@@ -145,3 +150,48 @@ def test_probe_awk_is_portable_awk(awk: str) -> None:
 def test_probe_awk_fits_one_argument() -> None:
     # fab_main gives it to awk as one command-line word: Linux caps one at 128 KiB.
     assert len((COLLECTORS / "probe.awk").read_bytes()) < 128 * 1024
+
+
+def test_a_session_reads_per_tick_only_the_rdma_counters_a_metric_reads() -> None:
+    argv = probe_args()
+    assert _word(argv, "ib_hw_tick").split(",") == list(IB_HW_TICK)
+    assert _word(argv, "ib_port_tick").split(",") == list(IB_PORT_TICK)
+    assert "port_xmit_wait" in IB_PORT_TICK and "unicast_xmit_packets" not in IB_PORT_TICK
+
+
+def test_the_watchdog_is_told_the_thresholds_and_its_own_defaults_are_theirs() -> None:
+    # One set of numbers: a probe run without the words judges by the thresholds' defaults.
+    assert STORM_THRESHOLDS == pf.STORM_ARGS
+    own = (pf.STORM_RATIO, pf.FLAT_FRACTION, pf.FLAT_BYTES_PER_S)
+    assert own == tuple(DEFAULT_THRESHOLDS[n] for n in STORM_THRESHOLDS)
+    assert not any(a.startswith("storm_") for a in probe_args())
+    th = {**DEFAULT_THRESHOLDS, "storm_pause_ratio": 0.9, "storm_flat_bytes_per_s": 2.5e6}
+    argv = probe_args(thresholds=th)
+    assert [_word(argv, n) for n in STORM_THRESHOLDS] == ["0.9", "0.02", "2500000"]
+    a = pf.Args(argv)  # as the fast probe reads them
+    assert (a.storm_ratio, a.flat_frac, a.flat_bytes) == (0.9, 0.02, 2.5e6)
+
+
+@pytest.mark.parametrize("name", STORM_THRESHOLDS)
+def test_every_storm_threshold_a_config_takes_reaches_the_probe(name: str) -> None:
+    for v in threshold_range(name):
+        word = _word(probe_args(thresholds={name: v}), name)
+        assert float(word) == v
+        pf.Args([f"{name}={word}"])  # taken (Refused otherwise)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"storm_pause_ratio": 1.5},
+        {"storm_pause_ratio": -0.01},
+        {"storm_pause_ratio": float("nan")},
+        {"storm_flat_fraction": float("inf")},
+        {"storm_flat_fraction": True},
+        {"storm_flat_bytes_per_s": 1e16},
+        {"ib_port_tick": ("a;reboot",)},
+    ],
+)
+def test_bad_thresholds_and_tick_lists_are_refused(bad: dict[str, object]) -> None:
+    with pytest.raises(ProbeArgError):
+        build_argv(replace(ProbeArgs(), **bad))  # type: ignore[arg-type]

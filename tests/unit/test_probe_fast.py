@@ -349,3 +349,222 @@ def test_a_counter_file_that_holds_no_number_costs_that_counter(tmp_path: Path) 
     )
     assert sec.schema is not None and sec.values is not None
     assert sec.values.vals is not None and sec.values.vals.count(None) == 3
+
+
+def _paused_port_frame(seq: int, t: float) -> Frame:
+    """A tick of a port paused 95 % of the time on priority 3 while its tx stays flat."""
+    clock = 1_800_000_000 * 10**9 + round(t * 1e9)
+    text = "\n".join(
+        [
+            f"@@fabtop-frame {seq} {clock} {1000 + t:.2f} {clock // 10**9}.000",
+            f"@@section sysnet - {clock} ok",
+            "eth2/mtu 4200",
+            "eth2/operstate up",
+            "eth2/device -",
+            f"@@section ethtool_S eth2 {clock} ok",
+            "NIC statistics:",
+            f"     rx_prio3_pause: {round(t * 2000)}",
+            f"     rx_prio3_pause_duration: {round(0.95 * t * 1e6)}",
+            "     tx_prio3_bytes: 5000000000",
+            "     rx_prio3_bytes: 7000000000",
+            f"@@end {seq}",
+            "",
+        ]
+    )
+    [frame] = FrameDecoder().feed(text.encode())
+    return frame
+
+
+@pytest.mark.parametrize("override", [None, 0.9], ids=["defaults", "storm_pause_ratio=0.9"])
+def test_a_thresholds_override_moves_the_probes_and_the_frames_verdict_alike(
+    override: float | None,
+) -> None:
+    # One storm judgment: a port paused 95 % of the time with its bytes flat is a storm
+    # at storm_pause_ratio 0.9 and none at 0.99, both for the probe's watchdog (told by
+    # the session's probe arguments) and for the rules over the frames.
+    from fabtop.config import Config
+    from fabtop.run.compose import fabric_state
+    from fabtop.run.session import Session
+
+    config = Config(
+        hosts=[HostConfig("n1")],
+        thresholds={} if override is None else {"storm_pause_ratio": override},
+    )
+    clock = [0.0]
+    state = fabric_state(config, clock=lambda: clock[0])
+    stub = _Stub()
+    stub.a = pf.Args(Session(config, state).probe_argv(config.hosts[0]))
+    wd = pf.Watchdog(stub)  # type: ignore[arg-type]
+    for k in range(31):  # 3 s of the watchdog's 100 ms reads of the same port
+        t = k / 10
+        wd.seen("eth2", t, _reading({3: round(0.95 * t * 1e6)}, {3: 5_000_000_000}, {}))
+    probe_storms = [
+        ln.split()[:4]
+        for f in _events(stub)
+        for ln in f.find("pfcwd").text.splitlines()  # type: ignore[union-attr]
+    ]
+    frame_storms = []
+    for seq in range(1, 7):  # 6 s of frames, one a second
+        state.apply_frame("n1", _paused_port_frame(seq, float(seq)))
+        clock[0] += 1.0
+        frame_storms += [f.subject for f in state.findings if f.rule == "pfc_storm"]
+    if override is None:
+        assert probe_storms == [] and frame_storms == []
+    else:
+        assert probe_storms and probe_storms[0] == ["storm", "eth2", "3", "rx"]
+        assert frame_storms and set(frame_storms) == {"n1/eth2/prio3"}
+
+
+@pytest.mark.parametrize(("words", "storms"), [((), True), (("storm_pause_ratio=1",), False)])
+def test_the_demo_watchdog_judges_by_the_words_the_probe_is_sent(
+    words: tuple[str, ...], storms: bool
+) -> None:
+    # The demo's hosts run the same watchdog on simulated readings: a session's
+    # thresholds reach it through the same argument words (a 99.6 % storm is none at 1).
+    from fabtop.sim.watchdog import SimWatchdog
+
+    fab = Fabric.single(
+        [SimHostConfig("n1", roce_ports=1), SimHostConfig("n2", roce_ports=1)],
+        "pfc_storm",
+        target="n1",
+    )
+    wd = SimWatchdog(fab.hosts["n1"], 1.0, ["interval_ms=1000", "gpu=off", *words])
+    events = [ev for k in range(30) for ev in wd.read(1.0 + k / 10)]
+    assert bool(events) == storms
+
+
+def _tree_probe(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[pf.Probe, Path]:
+    """The fast probe in process on a tree: netdev eth0 (rx_bytes 100, tx_bytes 200) and
+    an ethtool whose -S is a process every tick (no ioctl on a tree)."""
+    net = root / "sys" / "class" / "net" / "eth0"
+    (net / "statistics").mkdir(parents=True)
+    (net / "device").mkdir()
+    for name, value in (("rx_bytes", "100"), ("tx_bytes", "200"), ("operstate", "up")):
+        (net / ("statistics" if name.endswith("bytes") else "") / name).write_text(value + "\n")
+    bindir = root / "bin"
+    bindir.mkdir()
+    (bindir / "ethtool").write_text(
+        "#!/bin/sh\ncase $1 in -S) printf 'NIC statistics:\\n     rx_prio3_pause: 5\\n' ;;"
+        " *) exit 1 ;; esac\n"
+    )
+    (bindir / "ethtool").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    args = [f"sysfs={root / 'sys'}", "gpu=off", "interval_ms=250", "timeout_s=0.3"]
+    return pf.Probe(pf.Args(args)), net
+
+
+def test_a_tick_hands_its_reads_over_once_and_runs_its_tools_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One handoff a tick: the reader thread reads while the tick's own thread runs and
+    # collects its tools; no thread is started for them.
+    import threading
+
+    probe, _ = _tree_probe(tmp_path, monkeypatch)
+    dec = FrameDecoder()
+    dec.feed(probe.tick(True))
+    started: list[threading.Thread] = []
+    real_start = threading.Thread.start
+
+    def start(t: threading.Thread) -> None:
+        started.append(t)
+        real_start(t)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    for _ in range(3):
+        [frame] = dec.feed(probe.tick(False))
+        assert frame.find("ethtool_S", "eth0").status == "ok"  # type: ignore[union-attr]
+    assert started == []
+
+
+def test_a_read_that_blocks_costs_one_value_and_the_tick_ships_with_its_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sysfs read stuck in the kernel (a wedged driver attribute) cannot be made on a
+    # tree: the probe's pread of one file blocks here instead. The tick ships within the
+    # read timeout without that value and says so; the tick's tool (ethtool -S, a process
+    # on a tree) still runs and is read meanwhile; the next tick no longer waits for it.
+    import os
+    import threading
+    import time
+
+    from collectors.assemble import assemble
+
+    probe, net = _tree_probe(tmp_path, monkeypatch)
+    dec = FrameDecoder()
+    dec.feed(probe.tick(True))
+    assert probe.scan is not None
+    victim = str(net / "statistics" / "rx_bytes")
+    fd = next(e.fd for e in probe.scan.entries if e.path == victim)
+    release = threading.Event()
+    real = os.pread
+
+    def pread(f: int, n: int, off: int) -> bytes:
+        if f == fd:
+            release.wait(30)
+        return real(f, n, off)
+
+    monkeypatch.setattr(os, "pread", pread)
+    try:
+        took = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            [frame] = dec.feed(probe.tick(False))
+            took.append(time.monotonic() - t0)
+            assert frame.find("ethtool_S", "eth0").status == "ok"  # type: ignore[union-attr]
+            if len(took) == 1:  # the tick whose read hung: what was read after it is lost
+                said = frame.find("probe").text  # type: ignore[union-attr]
+                want = "blocked for 0.3s, skipped from now on: class/net/eth0/statistics/rx_bytes"
+                assert f"sysfs read {want}" in said
+            else:  # one value lost from then on
+                assert assemble("n1", frame).links["eth0"].counters["netdev"] == {"tx_bytes": 200}
+        assert took[0] < 3 and max(took[1:]) < took[0]  # bounded; the next ticks do not wait
+    finally:
+        release.set()
+
+
+def test_a_slow_file_of_a_tree_replaced_by_rename_is_read_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the dirs of the files read every tick are watched for renames; a slow file
+    # (here the NIC's PCIe link speed) is opened for each slow read.
+    import os
+
+    probe, net = _tree_probe(tmp_path, monkeypatch)
+    speed = net / "device" / "current_link_speed"
+    speed.write_text("8.0 GT/s PCIe\n")
+    dec = FrameDecoder()
+
+    def slow_value(frame: bytes) -> str:
+        [f] = dec.feed(frame)
+        text = f.find("sysnet_slow").text  # type: ignore[union-attr]
+        return dict(ln.split(" ", 1) for ln in text.splitlines())["eth0/device/current_link_speed"]
+
+    assert slow_value(probe.tick(True)) == "8.0 GT/s PCIe"
+    (net / "device" / ".new").write_text("16.0 GT/s PCIe\n")
+    os.replace(net / "device" / ".new", speed)
+    dec.feed(probe.tick(False))
+    assert slow_value(probe.tick(True)) == "16.0 GT/s PCIe"
+
+
+def test_a_ticks_tools_are_read_past_a_thousand_open_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A node's fast probe holds every sysfs file it reads open (thousands with GID tables
+    # and hw_counters): the tools' pipes then get descriptors past 1024, where select()
+    # refuses to look (ValueError); their sections must still come.
+    import os
+    import resource
+
+    probe, _ = _tree_probe(tmp_path, monkeypatch)  # raises its soft limit to the hard one
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1200:
+        skip_or_fail("needs an open-file limit of 1200 or more (ulimit -n)")
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        dec = FrameDecoder()
+        for slow in (True, False):
+            [frame] = dec.feed(probe.tick(slow))
+            assert frame.find("ethtool_S", "eth0").status == "ok"  # type: ignore[union-attr]
+    finally:
+        for fd in held:
+            os.close(fd)
