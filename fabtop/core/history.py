@@ -2,10 +2,12 @@
 
 ``History.record`` turns one frame's sample and rates into the standard series, named
 as the rate engine names its rates (:mod:`collectors.vocabulary`); each series is a
-bounded :class:`~fabtop.core.series.Series`. Subjects that stop being reported are
-forgotten, so memory stays bounded on nodes whose interfaces come and go. Times are on
-the operator's axis: the pipeline places each frame (:mod:`fabtop.core.clock`). A
-reading the rate engine ignored as a glitch never enters a tier.
+bounded :class:`~fabtop.core.series.Series`, and a host's series share one ring of raw
+times (:class:`~fabtop.core.series.Clock`: they are appended at its frames' times).
+Subjects that stop being reported are forgotten, so memory stays bounded on nodes whose
+interfaces come and go. Times are on the operator's axis: the pipeline places each frame
+(:mod:`fabtop.core.clock`). A reading the rate engine ignored as a glitch never enters a
+tier.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from fabtop.core.rates import HostRates
 from fabtop.core.series import (
     DEFAULT_COARSE_TYPECODE,
     DEFAULT_TIERS,
+    Clock,
     FloatTypecode,
     Series,
     append_all,
@@ -34,19 +37,28 @@ PRUNE_EVERY_S = 60.0
 
 SeriesKey = tuple[str, ...]
 
-# Series whose coarse buckets also keep the maximum: short spikes (a pause storm, a
-# burst of drops, a TTFT outlier) vanish in a 1-minute mean. Traffic and gauges do not
-# come in such bursts, and a mean is what their charts want.
-_SPIKY: frozenset[str] = frozenset(
+# The longest span a view charts (the link detail's and the timeline's 6h): coarse
+# maxima are kept only in the tiers that serve spans up to it (the 10-s tier).
+CHART_SPAN_S = 6 * 3600.0
+
+# Series whose coarse buckets also keep the maximum: those a view charts the maxima of,
+# since short spikes (a pause storm, a burst of drops) vanish in a 1-minute mean. The
+# link detail's pause chart (per priority), its congestion and loss charts, and the
+# timeline's pause (the worst priority), ECN and drops tracks; nothing else reads
+# maxima, so nothing else pays for them.
+_MAX_LEAVES: frozenset[str] = frozenset(
     (
-        *(m.per_s for m in Metric if m.category != "traffic"),
-        Derived.RX_PAUSE_TIME_RATIO,
-        Derived.TX_PAUSE_TIME_RATIO,
-        InferenceRate.TTFT_P50_S,
-        InferenceRate.TTFT_P99_S,
-        InferenceRate.ITL_P50_S,
-        InferenceRate.ITL_P99_S,
+        Metric.ECN_MARKED.per_s,
+        Metric.CNP_SENT.per_s,
+        Metric.CNP_HANDLED.per_s,
+        Metric.RX_DISCARDS.per_s,
+        Metric.RX_OUT_OF_BUFFER.per_s,
+        Metric.RX_PHY_ERRORS.per_s,
     )
+)
+_MAX_PER_PRIORITY: frozenset[str] = frozenset((Metric.RX_PAUSE.per_s, Metric.TX_PAUSE.per_s))
+_MAX_ALL_PRIORITIES: frozenset[str] = frozenset(
+    (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO)
 )
 
 # Link rates kept as one series each, under the rate's own name.
@@ -81,12 +93,12 @@ _INFERENCE_FIELDS: tuple[str, ...] = (
 
 
 def keeps_max(key: SeriesKey) -> bool:
-    """Default policy: keep per-bucket maxima for spiky series (pauses, drops, latencies)."""
-    if not key:
-        return False
-    # per-priority keys end in "" (all priorities) or the priority number
-    name = key[-2] if len(key) > 1 and (key[-1] == "" or is_digits(key[-1])) else key[-1]
-    return name in _SPIKY
+    """Default policy: keep per-bucket maxima for the series a view charts maxima of."""
+    if len(key) > 1 and key[-1] == "":  # all priorities (the worst, or the sum)
+        return key[-2] in _MAX_ALL_PRIORITIES
+    if len(key) > 1 and is_digits(key[-1]):  # one priority
+        return key[-2] in _MAX_PER_PRIORITY
+    return bool(key) and key[-1] in _MAX_LEAVES
 
 
 class _Row:
@@ -128,9 +140,15 @@ class _Row:
 
 
 class _Prio:
-    """One per-priority rate of one link: the aggregate series and one per priority."""
+    """One per-priority rate of one link: the aggregate series and one per priority.
+
+    While a link reports the rate on one priority only (the usual lossless port), the
+    aggregate is that priority's value: both keys then name one series (``alias``), until
+    a tick tells them apart and the aggregate gets a copy of its own.
+    """
 
     __slots__ = (
+        "alias",
         "has_total",
         "is_ratio",
         "keys",
@@ -148,6 +166,7 @@ class _Prio:
         self.total_key: SeriesKey = (host, lid, name, "")
         self.keys: tuple[SeriesKey, ...] = tuple((host, lid, name, pk) for pk in _PRIO_KEYS)
         self.has_total = False
+        self.alias = False  # the aggregate is the one priority's series
         self.series: list[Series] = []  # the aggregate's series (if any), then the priorities'
         self.prios: list[int] = []  # the priorities with a series
         self.want: set[int] = set()  # the priorities without one yet
@@ -157,8 +176,7 @@ class _Prio:
     def _resolve(self, hist: History) -> None:
         total = hist.get(self.total_key)
         self.has_total = total is not None
-        self.series = [] if total is None else [total]
-        self.prios, self.want = [], set()
+        self.series, self.prios, self.want = [], [], set()
         for p, key in enumerate(self.keys):
             s = hist.get(key)
             if s is None:
@@ -166,11 +184,26 @@ class _Prio:
             else:
                 self.prios.append(p)
                 self.series.append(s)
+        self.alias = total is not None and total in self.series
+        if total is not None and not self.alias:
+            self.series.insert(0, total)
         self.only = self.prios[0] if self.has_total and len(self.prios) == 1 else -1
+
+    def split(self, hist: History, total: float | None, per: dict[int, float]) -> None:
+        """The aggregate gets its own series when this tick tells it from the one priority."""
+        x = per.get(self.only)
+        if not (total is x if total is None or x is None else total == x):
+            hist._own(self.total_key)
+            self._resolve(hist)
 
     def grow(self, hist: History, t: float, total: float | None, per: dict[int, float]) -> None:
         """Create (the aggregate first, then by priority) the series that get a first value."""
         if not self.has_total and total is not None:
+            if not self.prios and len(per) == 1 and total in per.values():  # one priority
+                (p,) = per
+                hist._new(self.total_key, self.keys[p]).append(t, total)
+                self._resolve(hist)
+                return
             hist._new(self.total_key).append(t, total)
         for p in range(len(self.keys)):
             if p in self.want and (pv := per.get(p)) is not None:
@@ -235,7 +268,7 @@ def _number(v: object) -> float | None:
 class History:
     """All series of all hosts, keyed by tuples such as ``("gpu1", "eth2", "rx_bps")``."""
 
-    __slots__ = ("_hosts", "_keep_max", "_series", "_typecode", "tiers")
+    __slots__ = ("_clocks", "_hosts", "_keep_max", "_series", "_typecode", "tiers")
 
     def __init__(
         self,
@@ -250,6 +283,8 @@ class History:
         # "d" keeps them exact
         self._typecode = coarse_typecode
         self._series: dict[SeriesKey, Series] = {}
+        # One raw time ring per host: its series are appended at the same frame times.
+        self._clocks: dict[str, Clock] = {}
         # Per host, its subjects' series resolved once: record() is the hot path (about a
         # hundred points per host each second) and looks no key up in the steady state.
         self._hosts: dict[str, _Host] = {}
@@ -273,16 +308,39 @@ class History:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by all series plus the index."""
-        return sys.getsizeof(self._series) + sum(
-            s.nbytes + sys.getsizeof(k) for k, s in self._series.items()
+        """Bytes held by all series (their hosts' clocks included) plus the index."""
+        distinct = {id(s): s for s in self._series.values()}  # a series two keys name: once
+        return (
+            sys.getsizeof(self._series)
+            + sum(map(sys.getsizeof, self._series))
+            + sum(s.nbytes for s in distinct.values())
         )
 
-    def _new(self, key: SeriesKey) -> Series:
+    def _new(self, key: SeriesKey, also: SeriesKey | None = None) -> Series:
+        """The series of ``key``, created if new; ``also``: a second key that names it."""
         s = self._series.get(key)
         if s is None:
-            s = self._series[key] = Series(self.tiers, self._keep_max(key), self._typecode)
+            host = key[0] if key else ""
+            clock = self._clocks.get(host)
+            if clock is None:
+                clock = self._clocks[host] = Clock(self.tiers[0][1])
+            keep = self._keep_max(key) or (also is not None and self._keep_max(also))
+            s = self._series[key] = Series(self.tiers, keep, self._typecode, clock, CHART_SPAN_S)
+            if also is not None:
+                self._series[also] = s
         return s
+
+    def _own(self, key: SeriesKey) -> None:
+        """``key`` gets a copy of the series it shares with another key."""
+        self._series[key] = self._series[key].copy()
+
+    def _drop(self, keys: Iterable[SeriesKey]) -> None:
+        gone = [self._series.pop(key) for key in keys]
+        if gone:
+            named = {id(s) for s in self._series.values()}  # one two keys named may stay
+            for s in gone:
+                if id(s) not in named:
+                    s.drop()
 
     def record(self, t: float, sample: HostSample, rates: HostRates) -> None:
         """Append the standard series of one frame (``t``: its unix time on the operator's axis)."""
@@ -413,10 +471,11 @@ class History:
             v = get(g.name)
             if g.only >= 0 and v.__class__ is dict and len(v) == 1 and g.only in v:
                 # The usual lossless port: one priority, as before. The aggregate of one
-                # value: max() gives it, sum() gives 0 + it.
+                # value: max() gives it, sum() gives 0 + it (one series for both, mostly).
                 x = v[g.only]
                 row += g.series
-                values.append(x if g.is_ratio else 0 + x)
+                if not g.alias:
+                    values.append(x if g.is_ratio else 0 + x)
                 values.append(x)
                 continue
             if v is None and not g.series:
@@ -429,8 +488,10 @@ class History:
                 total = max(per.values()) if g.is_ratio else sum(per.values())
             else:
                 total = None
+            if g.alias:
+                g.split(self, total, per)
             row += g.series
-            if g.has_total:
+            if g.has_total and not g.alias:
                 values.append(total)
             values += map(per.get, g.prios)  # None: a priority that had values, its hole
             if (per and not g.want.isdisjoint(per)) or (total is not None and not g.has_total):
@@ -444,8 +505,7 @@ class History:
         gone = {subj for subj, last in h.seen.items() if t - last > FORGET_AFTER_S}
         if not gone:
             return
-        for key in [k for k in self._series if k[0] == host and k[1] in gone]:
-            del self._series[key]
+        self._drop([k for k in self._series if k[0] == host and k[1] in gone])
         for subj in gone:
             del h.seen[subj]
         self._unresolve(host, gone)
@@ -455,10 +515,10 @@ class History:
         drop = set(hosts)
         if not drop:
             return
-        for key in [k for k in self._series if k[0] in drop]:
-            del self._series[key]
+        self._drop([k for k in self._series if k[0] in drop])
         for host in drop:
             self._hosts.pop(host, None)
+            self._clocks.pop(host, None)
 
     def _unresolve(self, host: str, subjects: set[str]) -> None:
         """Forget the resolved series of these subjects: record() looks them up again."""

@@ -1,16 +1,18 @@
 """One metric over time, bounded: a ring of raw points plus coarser rings of bucket means.
 
 Memory is bounded whatever the run length (DESIGN.md §4): each tier is a ring (an
-``array``; the raw times a list of floats that the series of a subject share) that grows
-up to its capacity and then overwrites its oldest slot. Raw points keep float64
-(timestamps need it); coarse buckets default to float32, which halves them and is far
-finer than any chart can show.
+``array``) that grows up to its capacity and then overwrites its oldest slot. The raw
+times are one ring per :class:`Clock`, which the series of a host share (they are
+appended at the same frame times), each series holding only its values. Raw points keep
+float64 (timestamps need it); coarse buckets default to float32, which halves them and
+is far finer than any chart can show.
 A gap (``None``) is stored as NaN and a bucket that saw no value is NaN too,
 never 0, so charts show the hole instead of a fake drop.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 from array import array
@@ -23,15 +25,15 @@ from typing import Literal
 
 NAN = math.nan
 
-# (step in seconds, number of slots): 1 s for 15 min, 10 s for 6 h, 1 min for 3 days.
-DEFAULT_TIERS: tuple[tuple[float, int], ...] = ((1.0, 900), (10.0, 2160), (60.0, 4320))
+# (step in seconds, number of slots): 1 s for 15 min, 10 s for 6 h, 1 min for 24 h. The
+# coarsest tier spans a day (DESIGN.md §8: a day of history per link): memory is level
+# from then on.
+DEFAULT_TIERS: tuple[tuple[float, int], ...] = ((1.0, 900), (10.0, 2160), (60.0, 1440))
 
 # A pause this many times longer than the previous interval is a hole in the raw ring.
 GAP_FACTOR = 3.0
 
 FloatTypecode = Literal["d", "f"]
-
-_NO_CLOCK = (-math.inf, 0.0)
 
 if sys.version_info < (3, 12):
     # adds one value at a time, in order: what a running sum updated point by point gives
@@ -286,161 +288,180 @@ class _Coarse:
         return n + (sys.getsizeof(self.maxes) if self.maxes is not None else 0)
 
 
-class Series:
-    """One metric over time: raw ring plus coarser tiers of bucket means (and maxima).
+class Clock:
+    """The raw times of series appended together (a host's): one ring for all of them.
 
-    Appending is the hot path (about a hundred series per host each second), so the
-    finest tier lives in the series itself and a point is only written there: the coarse
-    tiers take the points waiting in the raw ring (from ``_pend`` on) in one batch when
-    the ring comes round to them, or when a reader wants a coarse tier. Buckets, sums and
-    maxima come out as a point-by-point update makes them.
+    A slot is numbered by how many came before it (``k``); it sits at ``k % cap`` and holds
+    the time of one frame, or of a hole: when nothing came for several intervals, a slot
+    one interval after the last marks the silence, so a chart does not draw a line across
+    it. Each series keeps its values in the same places. Before a slot is written over,
+    every series of the clock hands its points of the round to its coarse tiers.
     """
 
-    __slots__ = (
-        "_cap",
-        "_clock",
-        "_coarse",
-        "_pend",
-        "_step",
-        "_times",
-        "_values",
-        "_wi",
-    )
+    __slots__ = ("cap", "dt", "last", "members", "n", "times")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.times = array("d")
+        self.n = 0  # slots written so far
+        self.last = -math.inf  # the newest slot's time
+        self.dt = 0.0  # the interval before it (0: the first point)
+        self.members: dict[Series, None] = {}  # in order of creation
+
+    def slot(self, t: float) -> int:
+        """The slot of time ``t``: the newest when ``t`` is its time, a new one when later,
+        -1 when older (a point not newer than the host's last is dropped)."""
+        if t == self.last:
+            return self.n - 1
+        if not t > self.last:
+            return -1
+        if not -math.inf < t < math.inf:
+            raise ValueError(f"a time of {t!r}")
+        if self.n:
+            dt = t - self.last
+            if self.dt and dt > GAP_FACTOR * self.dt:
+                self._write(self.last + self.dt)  # the hole: no series has a point there
+            self.dt = dt
+        self.last = t
+        return self._write(t)
+
+    def _write(self, t: float) -> int:
+        k, cap, times = self.n, self.cap, self.times
+        i = k % cap
+        if k < cap:
+            times.append(t)
+            if k + 1 == cap:
+                self.times = _exact(times)
+        else:
+            if i == 0:  # the oldest round is about to go: the coarse tiers take it first
+                for s in self.members:
+                    s._fold_to(k)
+            times[i] = t
+        self.n = k + 1
+        return k
+
+    def span(self, lo: int, hi: int) -> list[float]:
+        """The times of slots ``lo`` to ``hi - 1`` (all still in the ring), oldest first."""
+        return _ring(self.times, self.cap, lo, hi)
+
+    def nbytes(self) -> int:
+        return sys.getsizeof(self) + sys.getsizeof(self.times) + sys.getsizeof(self.members)
+
+
+def _ring(a: array[float], cap: int, lo: int, hi: int) -> list[float]:
+    """``a``'s entries for slots ``lo`` to ``hi - 1`` of a ring of ``cap``, oldest first."""
+    if hi <= lo:
+        return []
+    i, n = lo % cap, hi - lo
+    if i + n <= cap:
+        return a[i : i + n].tolist()
+    return a[i:].tolist() + a[: i + n - cap].tolist()
+
+
+class Series:
+    """One metric over time: raw values beside their clock's times, coarser tiers of bucket
+    means (and maxima).
+
+    Appending is the hot path (about a hundred series per host each second): a point is
+    only written into the raw ring; the coarse tiers take the points waiting there (from
+    ``_pend`` on) in one batch, when the clock comes round to them or when a reader wants
+    a coarse tier. Buckets, sums and maxima come out as a point-by-point update makes them.
+    A slot of the clock this series has no point in (its subject was not reported in that
+    frame, or a silence) reads as a gap in the raw points; the coarse tiers skip it.
+    """
+
+    __slots__ = ("_clock", "_coarse", "_first", "_last", "_pend", "_step", "_values")
 
     def __init__(
         self,
         tiers: Sequence[tuple[float, int]] = DEFAULT_TIERS,
         keep_max: bool = True,
         coarse_typecode: FloatTypecode = DEFAULT_COARSE_TYPECODE,
+        clock: Clock | None = None,
+        max_span_s: float = math.inf,
     ) -> None:
+        """``clock``: shared with the series appended at the same times (a private one
+        otherwise); ``max_span_s``: maxima (``keep_max``) only in the coarse tiers that
+        serve spans up to this long."""
         if not tiers or any(cap < 1 or not step > 0 for step, cap in tiers):
             raise ValueError(f"bad tiers {tiers!r}: need (step > 0, capacity >= 1) pairs")
         # The finest tier: the samples as appended, with their own timestamps. Raw points
         # rather than 1-s buckets: a 1 Hz remote clock that jitters by a few ms would
         # otherwise leave empty buckets (false gaps) next to doubly filled ones.
-        self._step, self._cap = tiers[0]
-        # Times in a list, values in an array: the series of one subject are appended the
-        # same time object (a list slot is a pointer to it, as small as a float64), and a
-        # list store takes it as is where an array store parses it (PyArg_Parse, per point).
-        self._times: list[float] = []
-        self._values = array("d")
-        self._wi = -1  # once the ring is full: the slot the next point overwrites (the oldest)
-        self._pend = 0  # the oldest raw point the coarse tiers have not taken yet
-        self._coarse = tuple(
-            _Coarse(step, cap, keep_max, coarse_typecode) for step, cap in tiers[1:]
-        )
-        # (time of the last point, interval before it); a tuple that the series appended
-        # together share (append_all). The first two points go the long way.
-        self._clock = _NO_CLOCK
+        self._step, cap = tiers[0]
+        if clock is None:
+            clock = Clock(cap)
+        elif clock.cap != cap:
+            raise ValueError(f"a clock of {clock.cap} slots for a raw tier of {cap}")
+        self._clock = clock
+        clock.members[self] = None
+        # At the clock's slots (what is outside [_first, _last] is stale), as large as the
+        # ring from the start: a write is one store.
+        self._values = array("d", bytes(8 * cap))
+        self._first = 0  # the slot of the oldest point (set by the first)
+        self._last = -1  # the slot of the newest point
+        self._pend = 0  # the oldest point the coarse tiers have not taken yet
+        coarse: list[_Coarse] = []
+        maxima = keep_max
+        for step, n in tiers[1:]:
+            coarse.append(_Coarse(step, n, maxima, coarse_typecode))
+            maxima = maxima and step * n < max_span_s  # the next tier serves longer spans
+        self._coarse = tuple(coarse)
 
     def append(self, t: float, value: float | None) -> None:
         """Add one point; ``None`` is a gap. A point not newer than the last one is dropped."""
         t = float(t)  # a time kept as a float64 array would keep it
-        # The steady state inline (as in append_all): newer, and no silence before it.
-        last, last_dt = self._clock
-        dt = t - last
-        if 0.0 < dt <= GAP_FACTOR * last_dt:
-            v = NAN if value is None else float(value)
-            self._clock = (t, dt)
-            wi = self._wi
-            if wi < 0:
-                times = self._times
-                times.append(t)
-                self._values.append(v)
-                if len(times) == self._cap:
-                    self._round()
-            else:
-                self._times[wi] = t
-                self._values[wi] = v
-                wi += 1
-                if wi < self._cap:
-                    self._wi = wi
-                else:
-                    self._round()
-        else:
-            self._append(t, value)
+        v = NAN if value is None else float(value)  # refused before the series changes
+        k = self._clock.slot(t)
+        if k > self._last:
+            self._put(k, v)
 
-    def _append(self, t: float, value: float | None) -> None:
-        """``append`` off the steady state: the first points, old points, silences."""
-        last, last_dt = self._clock
-        dt = t - last
-        if self._times and not dt > 0:
-            return
-        if self._coarse and not -math.inf < t < math.inf:
-            math.floor(t / self._coarse[0].step)  # raises here, not when the tiers take it
-        # converted before the series changes: a value float() refuses leaves it as it was
-        v = NAN if value is None else float(value)
-        if not self._times:
-            self._clock = (t, 0.0)
-        else:
-            if last_dt and dt > GAP_FACTOR * last_dt:
-                # Nothing came for several intervals (host unreachable): mark the hole in
-                # the raw ring too, or a chart would draw a line across it. The marker is
-                # no point of the coarse tiers: they take what waits, then skip it.
-                self._fold()
-                if self._write(last + last_dt, NAN):
-                    self._restart()
-                self._pend = self._end()
-            self._clock = (t, dt)
-        if self._write(t, v):
-            self._round()
-
-    def _write(self, t: float, v: float) -> bool:
-        """Put a point in the raw ring; True when it took the ring's last slot."""
-        wi = self._wi
-        if wi < 0:
-            self._times.append(t)
-            self._values.append(v)
-            return len(self._times) == self._cap
-        self._times[wi] = t
-        self._values[wi] = v
-        if wi + 1 < self._cap:
-            self._wi = wi + 1
-            return False
-        return True
-
-    def _round(self) -> None:
-        """The raw ring's last slot was just written: the coarse tiers take what waits
-        before the next point overwrites the oldest, and writing goes on from slot 0."""
-        self._fold_to(self._cap)
-        self._pend = 0
-        self._restart()
-
-    def _restart(self) -> None:
-        """Go on writing from slot 0, the oldest point."""
-        if self._wi < 0:
-            # without the slack ``append`` over-allocates: a full ring never grows again
-            self._times, self._values = self._times[:], _exact(self._values)
-        self._wi = 0
+    def _put(self, k: int, v: float | None) -> None:
+        """Write the point of slot ``k`` (newer than the last): the first point, and one
+        after slots without a point (``append_all`` writes the rest inline)."""
+        last, cap, values = self._last, self._clock.cap, self._values
+        # stored first: a value the array refuses (TypeError) leaves the series as it was
+        values[k % cap] = NAN if v is None else v
+        if last < 0:
+            self._first = self._pend = k
+        elif k > last + 1:
+            # Slots this series has no point in: the coarse tiers take what waits, then skip
+            # them; a raw reader sees gaps there (those still in the ring).
+            self._fold()
+            for j in range(max(last + 1, k - cap + 1), k):
+                values[j % cap] = NAN
+            self._pend = k
+        self._last = k
 
     def _fold(self) -> None:
         """The coarse tiers take every point waiting for them."""
-        self._fold_to(self._end())
+        self._fold_to(self._clock.n)
 
     def _fold_to(self, hi: int) -> None:
-        lo = self._pend
+        """The coarse tiers take the points waiting before slot ``hi``."""
+        lo, hi = self._pend, min(hi, self._last + 1)
         if hi > lo and self._coarse:
-            times = self._times[lo:hi]
+            times = self._clock.span(lo, hi)
             key = array("d", times).tobytes()
-            values = self._values[lo:hi].tolist()  # a list: reading an array makes floats
+            values = _ring(self._values, self._clock.cap, lo, hi)
             for tier in self._coarse:
                 tier.fold(_spans(times, key, tier.step), values)
-        self._pend = hi
+        if hi > lo:
+            self._pend = hi
 
-    def _end(self) -> int:
-        """The raw index the next point goes to."""
-        return self._wi if self._wi >= 0 else len(self._times)
-
-    def _start(self) -> int:
-        """The raw index of the oldest point."""
-        return self._wi if self._wi > 0 else 0
+    def _window(self) -> tuple[int, int]:
+        """The slots of this series' points still in the raw ring: ``lo`` to ``hi - 1``."""
+        c = self._clock
+        if self._last < 0:
+            return 0, 0
+        return max(self._first, c.n - c.cap), self._last + 1
 
     def latest(self) -> float | None:
         """The newest point's value (None for a gap or an empty series)."""
-        values = self._values
-        if not values:
+        lo, hi = self._window()
+        if hi <= lo:
             return None
-        return _none(values[(self._start() + len(values) - 1) % self._cap])
+        return _none(self._values[self._last % self._clock.cap])
 
     def last(self, n: int, span_s: float | None = None) -> list[float | None]:
         """The newest ``n`` raw values, oldest first, without copying the ring.
@@ -448,16 +469,16 @@ class Series:
         With ``span_s``, only points at most ``span_s`` older than the newest one count,
         as ``points(span_s)`` would select them (sparklines read this every tick).
         """
-        size = len(self._values)
-        if n <= 0 or not size:
+        lo, hi = self._window()
+        if n <= 0 or hi <= lo:
             return []
-        times, values, cap = self._times, self._values, self._cap
-        end = self._start() + size - 1  # index of the newest point, before wrapping
-        lo = None if span_s is None else times[end % cap] - span_s
+        c, values = self._clock, self._values
+        times, cap = c.times, c.cap
+        floor = None if span_s is None else times[(hi - 1) % cap] - span_s
         out: list[float | None] = []
-        for k in range(min(n, size)):
-            i = (end - k) % cap
-            if lo is not None and times[i] < lo:
+        for k in range(hi - 1, max(lo, hi - n) - 1, -1):
+            i = k % cap
+            if floor is not None and times[i] < floor:
                 break
             v = values[i]
             out.append(None if v != v else v)
@@ -472,22 +493,28 @@ class Series:
         Coarse points are stamped with their bucket's start; ``stat="max"`` returns bucket
         maxima where the series keeps them (means otherwise).
         """
-        if not self._times:
+        if self._last < 0:
             return [], []
+        c = self._clock
+        lo_k, hi_k = self._window()
         if now is None:
-            now = self._clock[0]
+            now = c.times[self._last % c.cap] if hi_k > lo_k else c.last
         lo = now - span_s
-        if self._wi < 0 or self._times[self._wi] <= lo + self._step or not self._coarse:
-            s = self._start()
-            times = self._times[s:] + self._times[:s]
-            values = self._values[s:] + self._values[:s]
+        raw_all = self._first >= c.n - c.cap  # the ring still holds every point
+        if (
+            raw_all
+            or not self._coarse
+            or (hi_k > lo_k and c.times[lo_k % c.cap] <= lo + self._step)
+        ):
+            times = c.span(lo_k, hi_k)
+            values = _ring(self._values, c.cap, lo_k, hi_k)
             i, j = bisect_left(times, lo), bisect_right(times, now)
-            return list(times[i:j]), [_none(v) for v in values[i:j]]
+            return times[i:j], [_none(v) for v in values[i:j]]
         self._fold()
         tier = self._coarse[-1]
-        for c in self._coarse:
-            if not c.full() or c.oldest() <= lo + c.step:
-                tier = c
+        for t in self._coarse:
+            if not t.full() or t.oldest() <= lo + t.step:
+                tier = t
                 break
         ctimes, cvalues = tier.ordered(stat == "max")
         step = tier.step
@@ -497,55 +524,53 @@ class Series:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by this series (arrays, headers and tier objects), tiers up to date."""
+        """Bytes held by this series (arrays, headers and tier objects, tiers up to date)
+        and its share of its clock's."""
         self._fold()
+        c = self._clock
         return (
             sys.getsizeof(self)
-            + sys.getsizeof(self._times)
             + sys.getsizeof(self._values)
-            + sum(c.nbytes() for c in self._coarse)
+            + sum(t.nbytes() for t in self._coarse)
             + sys.getsizeof(self._coarse)
+            + c.nbytes() // max(1, len(c.members))
         )
+
+    def copy(self) -> Series:
+        """A series of its own with this one's points so far, on the same clock."""
+        new = Series.__new__(Series)
+        new._clock, new._step = self._clock, self._step
+        new._values = array(self._values.typecode, self._values)
+        new._first, new._last, new._pend = self._first, self._last, self._pend
+        new._coarse = copy.deepcopy(self._coarse)
+        self._clock.members[new] = None
+        return new
+
+    def drop(self) -> None:
+        """Leave the clock (a series forgotten): it no longer keeps this one in step."""
+        self._clock.members.pop(self, None)
 
 
 def append_all(t: float, series: Iterable[Series], values: Iterable[float | None]) -> None:
     """``s.append(t, v)`` for each pair: one loop for a subject's series at one time.
 
-    The steady state of ``Series.append`` inline, without a call per series (History
-    appends about a hundred per host each second); keep the two in step. Series appended
-    together share their clock, so whether a point is the steady state is decided once
-    for them. Values are numbers or None, stored as the array converts them (as float()
-    does numbers); one it refuses (TypeError) leaves its series as it was.
+    The steady state of ``Series._put`` inline, without a call per series (History
+    appends about a hundred per host each second); keep the two in step. Series of one
+    clock find the slot of ``t`` once. Values are numbers or None, stored as the array
+    converts them (as float() does numbers); one it refuses (TypeError) leaves its series
+    as it was.
     """
     t = float(t)  # a time kept as a float64 array would keep it
-    seen: object = None  # the clock of the series before
-    ok = False
-    clock = _NO_CLOCK
+    seen: Clock | None = None  # the clock of the series before
+    k = i = -1
     for s, value in zip(series, values):  # noqa: B905 (strict= costs a keyword parse a call)
         c = s._clock
         if c is not seen:
             seen = c
-            dt = t - c[0]
-            ok = 0.0 < dt <= GAP_FACTOR * c[1]
-            if ok and (t, dt) != clock:  # else: equal to the last group's, share that one
-                clock = (t, dt)
-        if ok:
-            wi = s._wi
-            if wi < 0:
-                s._values.append(NAN if value is None else value)
-                times = s._times
-                times.append(t)
-                s._clock = clock
-                if len(times) == s._cap:
-                    s._round()
-            else:
-                s._values[wi] = NAN if value is None else value
-                s._times[wi] = t
-                s._clock = clock
-                wi += 1
-                if wi < s._cap:
-                    s._wi = wi
-                else:
-                    s._round()
-        else:
-            s._append(t, value)
+            k = c.slot(t)
+            i = k % c.cap
+        if k == s._last + 1:  # the steady state (an older time: k is -1, no write)
+            s._values[i] = NAN if value is None else value
+            s._last = k
+        elif k > s._last:
+            s._put(k, value)

@@ -380,7 +380,7 @@ def test_record_to_stdout_and_through_a_symlink(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr.decode()
     assert link.is_symlink() and os.readlink(link) == str(target)
-    assert RecordingReader(target).read_header()["schema"] == "fabtop.rec/2"
+    assert RecordingReader(target).read_header()["schema"] == "fabtop.rec/3"
     # A loop of links is one line, exit 2.
     loop = tmp_path / "loop.fabrec"
     loop.symlink_to(loop)

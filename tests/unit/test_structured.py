@@ -241,7 +241,9 @@ def test_a_recording_of_an_unknown_format_fails_naming_it(tmp_path: Path) -> Non
     body = z.compress(head) + z.flush(zlib.Z_SYNC_FLUSH)
     rec = struct.pack(">cII", b"H", len(body), zlib.crc32(body)) + body
     path.write_bytes(raw[:8] + rec)
-    with pytest.raises(OSError, match=r"fabtop\.rec/9.*fabtop\.rec/1, fabtop\.rec/2"):
+    with pytest.raises(
+        OSError, match=r"fabtop\.rec/9.*fabtop\.rec/1, fabtop\.rec/2, fabtop\.rec/3"
+    ):
         RecordingReader(path).read_header()
 
 
