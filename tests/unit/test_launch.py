@@ -1,0 +1,64 @@
+"""The launcher's arguments (what it refuses) and its trailer (how a run ended)."""
+
+from __future__ import annotations
+
+import pytest
+
+from collectors.launch import LaunchError, ToolRun, _ended, launch_args
+
+
+def test_the_arguments_carry_the_limit_and_the_words_as_they_are() -> None:
+    argv = ["ib_write_bw", "-d", "mlx5_0", "-x", "3", "--report_gbits", "10.0.0.2"]
+    assert launch_args(argv, 30) == ["limit_s=30", "--", *argv]
+
+
+@pytest.mark.parametrize(
+    ("argv", "limit"),
+    [
+        ([], 10),
+        (["/bin/sh", "-c", "id"], 10),  # a path, not a tool name on PATH
+        (["ib_write_bw;reboot"], 10),
+        (["iperf3", "-c", "host\nreboot"], 10),
+        (["iperf3", "-c", "h\x1b[2J"], 10),
+        (["iperf3", "é"], 10),
+        (["iperf3", ""], 10),
+        (["iperf3", "x" * 257], 10),
+        (["iperf3", *["-V"] * 64], 10),
+        (["iperf3"], 0),
+        (["iperf3"], 3601),
+        (["iperf3"], 1.5),
+        (["iperf3"], True),
+    ],
+)
+def test_what_the_launcher_will_not_take(argv: list[str], limit: int) -> None:
+    with pytest.raises(LaunchError):
+        launch_args(argv, limit)
+
+
+def _run(out: bytes) -> ToolRun:
+    return _ended("n1", ("iperf3",), out, False, 9.0)
+
+
+def test_the_trailer_says_how_the_run_ended() -> None:
+    ok = _run(b"line 1\nline 2\n\n@@fabtop-launch exit 0 1234\n")
+    assert (ok.output, ok.status, ok.ok, ok.elapsed_s) == (b"line 1\nline 2\n", 0, True, 1.234)
+    no_newline = _run(b"partial\n@@fabtop-launch exit 1 5\n")
+    assert (no_newline.output, no_newline.status) == (b"partial", 1)
+    late = _run(b"out\n\n@@fabtop-launch timeout 5 5001\n\n@@fabtop-launch exit 143 5004\n")
+    assert (late.output, late.timed_out, late.status, late.ok) == (b"out\n", True, 143, False)
+    assert late.elapsed_s == 5.004
+    killed = _run(b"out\n\n@@fabtop-launch timeout 5 5001\n")
+    assert killed.timed_out and killed.status is None and killed.output == b"out\n"
+    gone = _run(b"@@fabtop-launch missing ib_write_bw\n")
+    assert gone.missing and gone.output == b"" and not gone.ok
+
+
+def test_a_tool_cannot_fake_the_trailer() -> None:
+    # Marker lines the tool printed stay output; only the launcher's last lines count.
+    out = b"@@fabtop-launch exit 0 1\n@@fabtop-launch exit 0 1\n\n@@fabtop-launch exit 2 10\n"
+    run = _run(out)
+    assert run.status == 2 and not run.ok
+    assert run.output == b"@@fabtop-launch exit 0 1\n@@fabtop-launch exit 0 1\n"
+    # No trailer at all (the connection went, the output was cut): no status, not ok.
+    cut = _run(b"@@fabtop-launch exit 0 1\nmore")
+    assert cut.status is None and not cut.ok and cut.output.endswith(b"more")
