@@ -68,6 +68,9 @@ class Bandwidth:
     gbps: float | None  # None: the engine gave no figure
     reference_gbps: float | None  # reference_rate(); None: relative only
     evidence: WindowEvidence | None = None
+    # Retransmissions the engine itself counted (iperf3's TCP retransmits): what a loss no
+    # NIC counter sees (a switch, a shaper, a firewall rule between the ends) leaves.
+    retransmits: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,7 @@ class Incast:
     sender_gbps: tuple[float | None, ...]
     reference_gbps: float | None  # the receiver's port
     evidence: WindowEvidence | None = None
+    retransmits: int | None = None  # the senders' together, as Bandwidth.retransmits
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +121,23 @@ def _worst(*statuses: Status) -> Status:
     return max(statuses, default=Status.PASS)
 
 
-def _counters(status: Status, reasons: list[str], ev: WindowEvidence | None, figure: str) -> Status:
-    """The window's counters on top of the figures' verdict."""
+def _counters(
+    status: Status,
+    reasons: list[str],
+    ev: WindowEvidence | None,
+    figure: str,
+    retransmits: int | None = None,
+) -> Status:
+    """The window's counters on top of the figures' verdict; ``retransmits``: the engine's."""
+    if retransmits and status != Status.PASS:
+        line = f"the engine retransmitted {retransmits} times in the window"
+        clean = ev is not None and {"discards", "CRC and symbol errors"} <= set(ev.ruled_out)
+        if clean:
+            line += (
+                ": no NIC counted a discard or an error, so packets were lost between "
+                "the ends (a switch, a shaper, a firewall rule)"
+            )
+        reasons.append(line)
     if ev is None:
         return status
     if ev.lossless_loss:
@@ -193,7 +212,8 @@ def judge_bandwidth(
                     f"{r.gbps:.1f} Gb/s is under {th['test_bw_outlier_ratio']:.0%} of the "
                     f"fabric's best {top:.1f} Gb/s"
                 )
-        status = _counters(status, reasons, r.evidence, f"{r.gbps:.1f} Gb/s")
+        figures["retransmits"] = r.retransmits
+        status = _counters(status, reasons, r.evidence, f"{r.gbps:.1f} Gb/s", r.retransmits)
         out.append(
             Verdict(
                 r.step,
@@ -281,7 +301,8 @@ def judge_incast(
             reasons.append(
                 f"unfair: Jain's index {jain:.2f} < {th['test_fairness_ratio']:g} (Gb/s: {said})"
             )
-        status = _counters(status, reasons, r.evidence, f"{total:.1f} Gb/s")
+        figures["retransmits"] = r.retransmits
+        status = _counters(status, reasons, r.evidence, f"{total:.1f} Gb/s", r.retransmits)
         out.append(
             Verdict(
                 r.step,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from collectors.samples import LinkSample
+from fabtop.core.thresholds import DEFAULT_THRESHOLDS
+from fabtop.fabtest.evidence import window_evidence
 from fabtop.fabtest.judge import (
     Bandwidth,
     Incast,
@@ -21,6 +25,8 @@ from fabtop.fabtest.judge import (
     settle,
 )
 from fabtop.fabtest.plans import BIDIR, INCAST, LATENCY, LOADED, PAIR, Step
+from tests.unit.rules_support import Port
+from tests.unit.test_fabtest_evidence import ends
 
 
 def pair(a: str = "a", b: str = "b", kind: str = PAIR) -> Step:
@@ -181,3 +187,38 @@ def test_exit_status_is_doctors() -> None:
     v = judge_bandwidth([Bandwidth(pair(), 95.0, 100.0)])
     assert exit_status(v) == 0
     assert exit_status([]) == 0
+
+
+def test_engine_retransmits_with_clean_nics_point_between_the_ends() -> None:
+    def veth() -> Port:
+        return Port(
+            "eth0",
+            kind="virtual",
+            rdma_device=None,
+            driver="veth",
+            pfc=None,
+            rates={"rx_phy_errors": 0.0, "rx_discards": 0.0},
+            fields={"physical": False},
+        )
+
+    ev = window_evidence(ends(veth(), veth()))
+    assert {"discards", "CRC and symbol errors"} <= set(ev.ruled_out)
+    first = [
+        Bandwidth(pair("a", "b"), 0.30, None, ev, retransmits=0),
+        Bandwidth(pair("c", "d"), 0.12, None, ev, retransmits=812),
+    ]
+    good, lossy = judge_bandwidth(first)
+    assert good.status == Status.PASS and good.figures["retransmits"] == 0
+    assert lossy.status == Status.RETEST
+    assert lossy.reasons[-1] == (
+        "the engine retransmitted 812 times in the window: no NIC counted a discard or an "
+        "error, so packets were lost between the ends (a switch, a shaper, a firewall rule)"
+    )
+
+
+def test_every_mark_is_documented_for_users_with_its_default() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "TEST.md").read_text()
+    marks = {n: v for n, v in DEFAULT_THRESHOLDS.items() if n.startswith("test_")}
+    assert len(marks) == 8
+    for name, value in marks.items():
+        assert f"| `{name}` | {value:g} |" in doc, name
