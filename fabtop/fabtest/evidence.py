@@ -419,10 +419,12 @@ def window_evidence(
             read_by[check.name] += read
             if not read:
                 ev.not_read.append(f"{ref.label}: reads no {check.what}")
-    moved_checks = {m.check for m in ev.moved}
-    ev.ruled_out = [
-        c.what for c in CHECKS if c.name not in moved_checks and read_by[c.name] == len(ends)
-    ]
+    # A check is ruled out when every end reads it, nothing of it moved and no finding
+    # rests on it ("no ECN marks" is the finding's evidence when PFC alone held a queue).
+    quiet = {c.name for c in CHECKS if read_by[c.name] == len(ends)}
+    quiet -= {m.check for m in ev.moved}
+    quiet -= {check for f in ev.findings for check in EXPLAINS.get(f.rule, ())}
+    ev.ruled_out = [c.what for c in CHECKS if c.name in quiet]
     _state_checks(pairs, len(ends), ev)
     steps = [f.next_step for f in ev.findings if f.next_step]
     explained = {

@@ -10,8 +10,8 @@ from collectors.samples import HostSample, LinkSample
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding, PortRef
 from fabtop.fabtest.evidence import CHECKS, End, WindowEvidence, window_evidence
-from fabtop.fabtest.judge import Bandwidth, Status, judge_bandwidth
-from fabtop.fabtest.plans import PAIR, Step
+from fabtop.fabtest.judge import Bandwidth, Incast, Status, judge_bandwidth, judge_incast
+from fabtop.fabtest.plans import INCAST, PAIR, Step
 from fabtop.sim import Fabric, demo_hosts
 from tests.unit.rules_support import Port
 
@@ -171,3 +171,34 @@ def test_live_findings_of_the_window_join_for_these_ports_only() -> None:
     )
     ev = window_evidence(ends(Port("eth0"), Port("eth0")), live=[here, there])
     assert ev.findings == [here]
+
+
+def sim_incast(kind: str) -> WindowEvidence:
+    """An incast's window (node2..node4 into node1) during episode ``kind`` on node1."""
+    hosts = ("node1", "node2", "node3", "node4")
+    fab = Fabric.single(demo_hosts()[:4], kind, target="node1", port=0)
+    start = {h: sim_sample(fab, h, 2.0) for h in hosts}
+    end = {h: sim_sample(fab, h, 14.0) for h in hosts}
+    return window_evidence([End(h, P0, start[h], end[h]) for h in hosts])
+
+
+def test_a_healthy_incast_pauses_and_marks_and_still_passes() -> None:
+    ev = sim_incast("incast")
+    assert ev.serious == [] and not ev.lossless_loss
+    moved = {(m.port.host, m.check) for m in ev.moved}
+    assert {("node1", "pauses"), ("node1", "ecn"), ("node2", "pauses")} <= moved
+    assert "discards" in ev.ruled_out and "PFC and global pauses" not in ev.ruled_out
+    step = Step(INCAST, 0, ("node2", "node3", "node4"), "node1")
+    (v,) = judge_incast([Incast(step, (31.0, 30.0, 31.0), 100.0, ev)])
+    assert v.status == Status.PASS
+
+
+def test_congestion_without_ecn_in_the_window_is_a_warning_and_not_ruled_out() -> None:
+    ev = sim_incast("no_ecn")
+    assert [f.rule for f in ev.serious] == ["congestion_without_ecn"]
+    assert "ECN marks and CNPs" not in ev.ruled_out  # the finding rests on their silence
+    assert "discards" in ev.ruled_out
+    step = Step(INCAST, 0, ("node2", "node3", "node4"), "node1")
+    (v,) = judge_incast([Incast(step, (31.0, 30.0, 31.0), 100.0, ev)])
+    assert v.status == Status.WARN
+    assert "congestion handled by PFC alone" in v.reasons[0]
