@@ -119,6 +119,8 @@ def circle_rounds(hosts: Sequence[str]) -> list[list[tuple[str, str]]]:
     """Every pair of ``hosts`` once, in ``n - 1`` rounds of disjoint pairs (``n`` rounds
     for an odd ``n``: each round one host has a bye). The circle method: the first host
     stays, the others turn one place per round."""
+    if len(hosts) < 2:
+        return []
     ring: list[str | None] = list(hosts)
     if len(ring) % 2:
         ring.append(None)  # the bye

@@ -178,3 +178,10 @@ def test_a_rail_with_fewer_hosts_incasts_from_all_it_has() -> None:
     assert {len(s.senders) for s in plan.steps if s.rail == 0} == {4}
     assert {len(s.senders) for s in plan.steps if s.rail == 1} == {2}  # h0..h2 only
     no_host_twice_per_rail(plan)
+
+
+def test_fewer_than_two_hosts_make_no_rounds_and_steps_name_themselves() -> None:
+    assert circle_rounds([]) == [] and circle_rounds(["a"]) == []
+    loaded = make_plan("loaded-latency", fabric(3)).rounds[1].steps[0]
+    assert loaded.label == "h01 -> h00 rail 0 under incast from h02"
+    assert make_plan("bidir", fabric(2)).steps[0].label == "h00 <-> h01 rail 0"
