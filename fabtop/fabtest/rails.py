@@ -109,6 +109,11 @@ def host_rails(
                     f"{host}: rail {rail}: the config puts both {taken.name!r} and {iface!r} on it"
                 )
                 continue
+            again = next((p for p in out if p.link == link.id), None)
+            if again is not None:  # one port named twice (its netdev and its RDMA device)
+                said = f"{iface!r} is {again.name!r}, already on rail {again.rail}"
+                problems.append(f"{host}: rail {rail}: {said}")
+                continue
             out.append(RailPort(host, link.id, port_name(link), rail, bool(link.rdma_device), True))
         return out, problems
     links, rdma = candidates(sample)

@@ -70,6 +70,8 @@ def test_configured_rails_win_and_are_the_only_ones_on_that_host() -> None:
         "n1: rail 0: the config names 'ens9', which the host does not have",
         "n1: rail 1: the config puts both 'mlx5_0/1' and 'mlx5_1/1' on it",
     ]
+    _, problems = host_rails(h, {("n1", "ens1np0"): 0, ("n1", "mlx5_0"): 2})
+    assert problems == ["n1: rail 2: 'mlx5_0' is 'mlx5_0/1', already on rail 0"]
 
 
 def test_fabric_rails_say_unknown_hosts_and_mixed_rails() -> None:
