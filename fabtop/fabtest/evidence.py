@@ -410,7 +410,10 @@ def window_evidence(
         hr = hosts[e.host].rates
         lr = hr.links.get(e.link) if hr is not None and hr.interval_s is not None else None
         ref = port_ref(e.host, b)
-        if lr is None or lr.gap:
+        if lr is None:  # the host rebooted, or the two samples are one frame
+            ev.not_read.append(f"{ref.label}: no rates over the window (no two frames of it)")
+            continue
+        if lr.gap:
             ev.not_read.append(f"{ref.label}: its counters restarted in the window (no deltas)")
             continue
         for check in CHECKS:

@@ -202,3 +202,11 @@ def test_congestion_without_ecn_in_the_window_is_a_warning_and_not_ruled_out() -
     (v,) = judge_incast([Incast(step, (31.0, 30.0, 31.0), 100.0, ev)])
     assert v.status == Status.WARN
     assert "congestion handled by PFC alone" in v.reasons[0]
+
+
+def test_a_window_of_one_frame_rules_out_no_counter() -> None:
+    s = hand("a", Port("eth0").sample(), 1000.0)
+    ev = window_evidence([End("a", "eth0", s, s)])
+    assert ev.seconds is None and ev.moved == []
+    assert ev.not_read[0] == "a/eth0: no rates over the window (no two frames of it)"
+    assert not [c.what for c in CHECKS if c.what in ev.ruled_out]
