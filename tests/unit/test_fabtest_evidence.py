@@ -6,7 +6,7 @@ from collections import Counter
 
 from collectors.assemble import assemble
 from collectors.frames import FrameDecoder
-from collectors.samples import HostSample, LinkSample
+from collectors.samples import HostSample, LinkSample, PcieLink
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding, PortRef
 from fabtop.fabtest.evidence import CHECKS, End, WindowEvidence, window_evidence
@@ -210,3 +210,13 @@ def test_a_window_of_one_frame_rules_out_no_counter() -> None:
     assert ev.seconds is None and ev.moved == []
     assert ev.not_read[0] == "a/eth0: no rates over the window (no two frames of it)"
     assert not [c.what for c in CHECKS if c.what in ev.ruled_out]
+
+
+def test_a_pcie_link_below_capability_is_named_and_a_full_one_ruled_out() -> None:
+    full, narrow = PcieLink(16.0, 16, 16.0, 16), PcieLink(16.0, 8, 16.0, 16)
+    ev = window_evidence(ends(Port("eth0", pcie=full), Port("eth0", pcie=narrow)))
+    (f,) = [f for f in ev.findings if f.rule == "pcie_degraded"]
+    assert f.port == PortRef("b", "eth0", "eth0")
+    assert "PCIe link below capability" not in ev.ruled_out
+    ev = window_evidence(ends(Port("eth0", pcie=full), Port("eth0", pcie=full)))
+    assert "PCIe link below capability" in ev.ruled_out
