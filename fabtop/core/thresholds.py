@@ -38,6 +38,14 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``frame_budget_s`` | 0.25 | a host's frame costs the collector about a millisecond to read (docs/BENCHMARKS.md), the first of a large host tens; one that takes a quarter of a second holds the loop every host shares for a quarter of a tick: past it that host's frames are read only one in N (N = its cost over this), so one host never takes more than about this share of each second |
 | ``clock_skew_s`` | 5 | a host's clock this far from the operator's (either way) is skewed: frames are stamped when a tick starts and the tools may run up to their 2 s timeout (killed 1 s later) before one ships, so the measured offset can err by up to 3 s on a host whose every tick is slow, never by 5; 5 s is still far below a skew that misleads anyone correlating events (a minute) |
 | ``self_lag_s`` | 1 | fabtop itself woke this late (its event loop blocked or starved: a loaded operator machine) is one finding, ``fabtop_behind`` (info: no fault of the fabric), held ``restore_s``; a full 1 s interval late is a tick the screen missed, while a busy loop's ordinary hiccups (a repaint, a pass of the rules) are tens of ms. Whatever the value, a host's silence never counts the time fabtop was behind |
+| ``test_bw_ratio`` | 0.9 | ``fabtop test``: a pair passes at 0.9 x the reference rate (the RDMA port's negotiated rate, or the declared speed of an IP path), x2 both ways at once: NVIDIA ngc_multinode_perf's pass mark; the rest is protocol headers and the engine's own cost |
+| ``test_bw_outlier_ratio`` | 0.93 | ``fabtop test``: a pair under 93 % of the fabric's best bandwidth (same plan, same reference rate) is an outlier, retested once before it is called bad: ClusterKit's relative mark, which finds a bad cable or port among healthy ones of the same speed |
+| ``test_lat_avg_us`` | 2.5 | ``fabtop test``: RDMA write/send latency (mean of the samples, as ngc_multinode_perf's t_avg) at most 2.5 µs: ngc_multinode_perf's pass mark for one switch hop |
+| ``test_read_lat_avg_us`` | 4.5 | ``fabtop test``: RDMA read latency (a read is a full round trip before data returns) at most 4.5 µs: ngc_multinode_perf's pass mark |
+| ``test_lat_p99_us`` | 4.2 | ``fabtop test``: RDMA p99 latency at most 4.2 µs: imbue's cluster-health check on its InfiniBand fabric; a tail past it is queueing or retransmission, not distance |
+| ``test_lat_outlier_factor`` | 2.1 | ``fabtop test``: a pair whose median latency is more than 2.1 x the fabric's best is an outlier, retested once: ClusterKit's relative mark; pairs of one fabric differ by hundreds of ns (a switch hop, a cable's length), twice the best is a queue, a retransmission or a slow path |
+| ``test_fairness_ratio`` | 0.9 | ``fabtop test``: an incast whose senders' Jain fairness index is below 0.9 is unfair: with 4 senders, one held to 40 % of its fair share while the other three split the rest scores 0.89; congestion control that works gives near-equal shares |
+| ``test_impact_p99_factor`` | 3 | ``fabtop test``: the latency pair's p99 under an incast into its receiver over its p99 alone (GPCNeT's congestion impact factor) above 3 is congestion leaking into other traffic: queues that ECN keeps short add a few µs to a 2-3 µs tail, without it they grow to the switch buffer (a few MB drain in hundreds of µs at 100 Gb/s: a factor near 100) |
 """  # noqa: E501 (a markdown table the README copies)
 
 from __future__ import annotations
@@ -74,6 +82,14 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "frame_budget_s": 0.25,
     "tb_errors_per_s": 1.0,
     "self_lag_s": 1.0,
+    "test_bw_ratio": 0.9,
+    "test_bw_outlier_ratio": 0.93,
+    "test_lat_avg_us": 2.5,
+    "test_read_lat_avg_us": 4.5,
+    "test_lat_p99_us": 4.2,
+    "test_lat_outlier_factor": 2.1,
+    "test_fairness_ratio": 0.9,
+    "test_impact_p99_factor": 3.0,
 }
 
 
@@ -99,6 +115,8 @@ _RANGES: tuple[tuple[str, float, float], ...] = (
     ("_s", 0.0, 86_400.0),  # a day: longer than any watch or hold
     ("_c", 0.0, 200.0),  # degrees Celsius: beyond any chip's limit
     ("_mtu", 0.0, 65_536.0),  # the largest IP MTU
+    ("_us", 0.0, 1e6),  # a latency mark: a second is beyond any fabric's
+    ("_factor", 1.0, 1e4),  # "this many times the other": under 1 flags everything
 )
 
 

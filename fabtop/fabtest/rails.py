@@ -1,0 +1,148 @@
+"""A rail: which of a host's ports a test pairs with which port of another host.
+
+Defined once for every screen and plan. A port's rail is the config's (per host, per
+interface) where given; otherwise its position, from 0, among the host's RDMA ports sorted
+by name (``mlx5_2`` before ``mlx5_10``: names compared number by number), and on a host
+with no RDMA port among its non-virtual netdevs. Rail-optimized clusters cable the n-th
+NIC of every node to the n-th leaf switch, and drivers name NICs in PCI order, so the
+position is the rail wherever nobody renamed a port; where the cabling differs, the
+config says so. A port keeps its position while it is down: a dead port stays on its
+rail, where a test finds it, instead of shifting every port after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from collectors.samples import HostSample, LinkSample
+
+# (host, interface) -> rail, as the config gives it; the interface is a netdev
+# (``enp65s0f0np0``), an RDMA device (``mlx5_0``) or an RDMA port (``mlx5_0/1``).
+RailConfig = Mapping[tuple[str, str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class RailPort:
+    """One port of one host on one rail."""
+
+    host: str
+    link: str  # the link's id: its key in HostSample.links
+    name: str  # what the operator reads and types: the netdev, else the RDMA device/port
+    rail: int
+    rdma: bool  # an RDMA port (perftest), else an IP path (iperf3, sockperf)
+    configured: bool  # the rail came from the config, not from the port's position
+
+
+@dataclass(slots=True)
+class Rails:
+    """Every rail of a fabric: its ports by rail, and what could not be placed."""
+
+    ports: dict[int, list[RailPort]] = field(default_factory=dict)  # rail -> one port per host
+    problems: list[str] = field(default_factory=list)  # one line each, naming host and port
+
+    def port(self, host: str, rail: int) -> RailPort | None:
+        """``host``'s port on ``rail`` (None: it has none there)."""
+        return next((p for p in self.ports.get(rail, ()) if p.host == host), None)
+
+
+def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key comparing the numbers inside a name as numbers (mlx5_2 < mlx5_10)."""
+    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", text))
+
+
+def port_name(link: LinkSample) -> str:
+    """A port as rails name it: the RDMA device/port for RDMA ports, else the netdev."""
+    if link.rdma_device:
+        return f"{link.rdma_device}/{link.port if link.port is not None else 1}"
+    return link.netdev or link.id
+
+
+def candidates(sample: HostSample) -> tuple[list[LinkSample], bool]:
+    """The ports that take a position on a host, sorted by name, and whether they are RDMA
+    ports: its RDMA ports, else (an IP-only host) its non-virtual netdevs but loopback."""
+    rdma = [ln for ln in sample.links.values() if ln.rdma_device]
+    if rdma:
+        return sorted(rdma, key=lambda ln: _natural(port_name(ln))), True
+    ip = [
+        ln
+        for ln in sample.links.values()
+        if ln.kind != "virtual" and ln.physical and (ln.netdev or ln.id) != "lo"
+    ]
+    return sorted(ip, key=lambda ln: _natural(port_name(ln))), False
+
+
+def _names(link: LinkSample) -> set[str]:
+    """Every name the config may give ``link`` by."""
+    out = {link.id}
+    if link.netdev:
+        out.add(link.netdev)
+    if link.rdma_device:
+        out |= {link.rdma_device, port_name(link)}
+    return out
+
+
+def host_rails(
+    sample: HostSample, config: RailConfig | None = None
+) -> tuple[list[RailPort], list[str]]:
+    """The rail of each of one host's ports, and the problems (one line each).
+
+    A host the config names takes its rails from the config only (a partial map with the
+    rest by position would let a configured port and a positional one meet on one rail).
+    """
+    host = sample.host
+    wanted = {iface: rail for (h, iface), rail in (config or {}).items() if h == host}
+    problems: list[str] = []
+    out: list[RailPort] = []
+    if wanted:
+        for iface, rail in sorted(wanted.items(), key=lambda kv: (kv[1], kv[0])):
+            link = next((ln for ln in sample.links.values() if iface in _names(ln)), None)
+            if link is None:
+                problems.append(
+                    f"{host}: rail {rail}: the config names {iface!r}, which the host does not have"
+                )
+                continue
+            taken = next((p for p in out if p.rail == rail), None)
+            if taken is not None:
+                problems.append(
+                    f"{host}: rail {rail}: the config puts both {taken.name!r} and {iface!r} on it"
+                )
+                continue
+            again = next((p for p in out if p.link == link.id), None)
+            if again is not None:  # one port named twice (its netdev and its RDMA device)
+                said = f"{iface!r} is {again.name!r}, already on rail {again.rail}"
+                problems.append(f"{host}: rail {rail}: {said}")
+                continue
+            out.append(RailPort(host, link.id, port_name(link), rail, bool(link.rdma_device), True))
+        return out, problems
+    links, rdma = candidates(sample)
+    if not links:
+        problems.append(
+            f"{host}: no RDMA port and no physical netdev to test (give its interfaces a "
+            "rail in the config)"
+        )
+    out = [RailPort(host, ln.id, port_name(ln), i, rdma, False) for i, ln in enumerate(links)]
+    return out, problems
+
+
+def rails(samples: Mapping[str, HostSample], config: RailConfig | None = None) -> Rails:
+    """Every host's ports by rail (hosts in the order given), with every problem said."""
+    known = set(samples)
+    out = Rails()
+    for host, rail in sorted({(h, r) for (h, _), r in (config or {}).items() if h not in known}):
+        out.problems.append(f"{host}: rail {rail}: the config names a host that is not tested")
+    for sample in samples.values():
+        ports, problems = host_rails(sample, config)
+        out.problems += problems
+        for p in ports:
+            out.ports.setdefault(p.rail, []).append(p)
+    out.ports = dict(sorted(out.ports.items()))
+    for rail, ports in out.ports.items():
+        if len({p.rdma for p in ports}) > 1:
+            # perftest cannot talk to iperf3: such a pair has no engine in common.
+            ip = ", ".join(p.host for p in ports if not p.rdma)
+            out.problems.append(
+                f"rail {rail}: {ip} only over IP, the others over RDMA: no engine runs both"
+            )
+    return out
