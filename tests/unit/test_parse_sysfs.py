@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from collectors.parsers.sysfs import parse_ib_rate, parse_pcie_speed, parse_sysib, parse_sysnet
+from collectors.parsers.sysfs import (
+    parse_ib_rate,
+    parse_ib_width,
+    parse_pcie_speed,
+    parse_sysib,
+    parse_sysnet,
+)
 
 
 def sysfs_dump(class_dir: Path) -> str:
@@ -177,6 +183,22 @@ def test_sysib_netdev_links_lid_and_garbage() -> None:
 )
 def test_parse_ib_rate(text: str, value: float | None) -> None:
     assert parse_ib_rate(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "lanes"),
+    [
+        ("200 Gb/sec (4X HDR)", 4),  # ibstatus of an Azure CX-6 (shared fixtures)
+        ("25 Gb/sec (1X EDR)", 1),
+        ("600 Gb/sec (12X HDR)", 12),
+        ("400 Gb/sec", None),  # the Prometheus source writes no width
+        ("400 Gb/sec (0X)", None),
+        ("junk (4X)", None),
+    ],
+)
+def test_parse_ib_width(text: str, lanes: int | None) -> None:
+    """The lanes an [expect] width is checked against come from the same rate file."""
+    assert parse_ib_width(text) == lanes
 
 
 @pytest.mark.parametrize(
