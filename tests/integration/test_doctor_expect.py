@@ -21,7 +21,7 @@ import pytest
 
 from fabtop.config import load_config
 from tests.conftest import REPO
-from tests.integration.sshd import Sshd
+from tests.integration.sshd import Sshd, free_port
 
 pytestmark = pytest.mark.sshd
 
@@ -69,6 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, sshd: Sshd) -> dict[str, Any]
             "plain": start("-c", str(plain), *ssh, "--json", "--write-expect", str(written)),
             "demo_write": start(*demo, "--write-expect", str(demo_written)),
             "demo_bad": start(*demo, "--expect", str(bad), "--json"),
+            "down": start(f"gone=nobody@127.0.0.1:{free_port()}", "--expect", str(gate), "--json"),
         }
     )
     before = written.read_text()
@@ -177,3 +178,15 @@ def test_the_demo_meets_its_own_written_expectation_and_fails_another(
     assert ("node1", 2, "unmet") in unmet and ("mac1", 1, "unmet") in unmet
     # the Spark runs no GPU tool: not read, never met
     assert ("spark1", None, "unchecked") in unmet
+
+
+def test_a_host_not_seen_is_said_once_and_never_passes(runs: dict[str, Any]) -> None:
+    """A host that did not answer cannot meet anything: its one critical finding says so,
+    and the expectation it could not be checked against is in ``expect``."""
+    rc, out, _ = runs["down"]
+    assert rc == 2
+    doc = json.loads(out)
+    assert [(e["host"], e["field"], e["status"]) for e in doc["expect"]] == [
+        ("gone", "host", "unchecked")
+    ]
+    assert [f["rule"] for f in doc["findings"]] == ["host_unreachable"]
