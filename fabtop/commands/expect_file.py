@@ -29,7 +29,7 @@ from fabtop.core.expect import (
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS, port_text
 from fabtop.core.rules.context import is_rdma_ethernet
 from fabtop.core.state import NOT_REPORTING, FabricState, HostState
-from fabtop.run.outputs import OutputError, resolve
+from fabtop.run.outputs import STDOUT, OutputError, resolve
 
 # A host whose RDMA ports cannot disagree with a per-port field: it has none (its
 # ``rdma_ports = 0`` is what is checked).
@@ -37,10 +37,16 @@ _ANY = object()
 
 
 def refuse_existing(path: str, force: bool) -> None:
-    """OutputError when ``path`` exists (a link too, dangling or not) and ``force`` is off."""
-    if not force and (os.path.lexists(path)):
+    """OutputError, before doctor's window, when ``path`` cannot take the file: it exists
+    (a link too, dangling or not) and ``force`` is off, it is stdout (doctor's findings
+    go there), or its directory is not there."""
+    if path == STDOUT:
+        raise OutputError("--write-expect -: wants a file (doctor prints its findings on stdout)")
+    if not force and os.path.lexists(path):
         raise OutputError(f"{path}: exists; pass --force to overwrite it")
-    resolve(path, "expectations")  # a directory, a loop of links: said now, not after the window
+    target, _ = resolve(path, "expectations")  # a directory, a loop of links
+    if not target.parent.is_dir():
+        raise OutputError(f"{path}: cannot write expectations: no directory {str(target.parent)!r}")
 
 
 def observed(hs: HostState) -> dict[str, object] | None:

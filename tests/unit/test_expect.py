@@ -11,11 +11,17 @@ from typing import Any
 import pytest
 
 from collectors.samples import GpuSample, HostSample, LinkSample, QosConfig, SectionStatus
-from fabtop.commands.expect_file import expectations, load_expect_file, render
+from fabtop.commands.expect_file import (
+    expectations,
+    load_expect_file,
+    refuse_existing,
+    render,
+)
 from fabtop.config import Config, ConfigError, HostConfig, config_from_dict, load_config
 from fabtop.core.expect import FIELDS, UNCHECKED, UNMET, Expect, Unmet, check, finding
 from fabtop.core.state import DOWN, UP, HostState
 from fabtop.run.demo import demo_state
+from fabtop.run.outputs import OutputError
 
 HOST = [{"name": "node[1-3]"}]
 
@@ -318,3 +324,22 @@ def test_the_readme_config_with_its_expect_loads(tmp_path: Path) -> None:
     c = load_config(path)
     assert c.expect is not None
     assert set(c.expect.declared()) == {f.name for f in FIELDS}
+
+
+def test_where_write_expect_may_write_is_said_before_the_window(tmp_path: Path) -> None:
+    there = tmp_path / "fabric.toml"
+    refuse_existing(str(there), force=False)  # a new file: fine
+    there.write_text("# mine\n")
+    with pytest.raises(OutputError, match=r"fabric.toml: exists; pass --force to overwrite it$"):
+        refuse_existing(str(there), force=False)
+    refuse_existing(str(there), force=True)
+    dangling = tmp_path / "link.toml"
+    dangling.symlink_to(tmp_path / "nowhere.toml")
+    with pytest.raises(OutputError, match="exists"):
+        refuse_existing(str(dangling), force=False)
+    with pytest.raises(OutputError, match="no directory"):
+        refuse_existing(str(tmp_path / "no/such/dir.toml"), force=True)
+    with pytest.raises(OutputError, match="is a directory"):
+        refuse_existing(str(tmp_path), force=True)
+    with pytest.raises(OutputError, match="wants a file"):
+        refuse_existing("-", force=True)
