@@ -141,7 +141,8 @@ def _text(v: Found) -> str:
 
 
 def rdma_ports(sample: HostSample) -> list[LinkSample]:
-    """The host's RDMA ports (InfiniBand and RoCE), by link id."""
+    """The host's RDMA ports (InfiniBand and RoCE), by link id: what ``rdma_ports``
+    counts, and what doctor's "no RDMA device on ..." means."""
     return sorted(
         (ln for ln in sample.links.values() if ln.rdma_device or ln.kind in ("ib", "roce")),
         key=lambda ln: ln.id,
