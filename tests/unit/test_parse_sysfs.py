@@ -131,8 +131,8 @@ def test_sysib_all_devices_ports_and_states(procfs_sys: Path, node_exporter_sys:
                 assert ":" not in port.state
                 assert port.phys_state is not None and ":" not in port.phys_state
                 assert port.rate_gbps == float(_read(port_dir / "rate").split()[0])
-                # "(4X EDR)", "(1X EDR)": the lanes an [expect] width is checked against
-                assert f"({port.width}X " in _read(port_dir / "rate")
+                # "(4X EDR)", "(1X EDR)", iWARP's "(4X)": the lanes [expect] width checks
+                assert f"({port.width}X" in _read(port_dir / "rate")
 
 
 def test_sysib_no_pma_counters_are_absent_not_zero(node_exporter_sys: Path) -> None:
