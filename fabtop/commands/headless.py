@@ -209,7 +209,7 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
                 )
             )
     said |= {f.host for f in findings if f.rule == "host_unreachable"}
-    unmet = expect_check(config, state)
+    unmet = expect.check_fabric(state, {h.name: h.expect for h in config.hosts})
     # A host already said to be blind needs no second line saying it could not be checked.
     findings += [
         expect.finding(u, None if hosts[u.host] == LOCAL else hosts[u.host])
@@ -250,16 +250,6 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
         _write_expect(config, state, ns)
     worst = max((f.rank for f in findings), default=0)
     return {0: 0, 1: 1, 2: 2}[worst]
-
-
-def expect_check(config: Config, state: FabricState) -> list[expect.Unmet]:
-    """Every host's unmet and unchecked expectations, in the config's host order."""
-    out: list[expect.Unmet] = []
-    for h in config.hosts:
-        hs = state.hosts.get(h.name)
-        if h.expect is not None and hs is not None:
-            out += expect.check(hs, h.expect)
-    return out
 
 
 def expect_entry(u: expect.Unmet) -> dict[str, object]:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 from collectors.gpu_sections import GPU_KINDS
 from collectors.samples import HostSample, LinkSample
 from fabtop.core.findings import Finding, PortRef, port_ref, prio_text
 from fabtop.core.rules.context import is_rdma_ethernet, link_down, lossless_prios
-from fabtop.core.state import NOT_REPORTING, HostState, ssh_command
+from fabtop.core.state import NOT_REPORTING, FabricState, HostState, ssh_command
 
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 UNMET = "unmet"
@@ -223,6 +224,17 @@ def check(hs: HostState, expect: Expect) -> list[Unmet]:
             errors = [i.error for i in sample.inference if i.error]
             found = f"none answering ({errors[0]})" if errors else "none found"
             out.append(Unmet(hs.name, "inference", True, found))
+    return out
+
+
+def check_fabric(state: FabricState, expects: Mapping[str, Expect | None]) -> list[Unmet]:
+    """:func:`check` of every host of ``expects`` (host name -> its expectation, None:
+    none) that the state holds, in that order: what doctor and ``fabtop test`` gate on."""
+    out: list[Unmet] = []
+    for name, want in expects.items():
+        hs = state.hosts.get(name)
+        if want is not None and hs is not None:
+            out += check(hs, want)
     return out
 
 

@@ -18,7 +18,16 @@ from fabtop.commands.expect_file import (
     render,
 )
 from fabtop.config import Config, ConfigError, HostConfig, config_from_dict, load_config
-from fabtop.core.expect import FIELDS, UNCHECKED, UNMET, Expect, Unmet, check, finding
+from fabtop.core.expect import (
+    FIELDS,
+    UNCHECKED,
+    UNMET,
+    Expect,
+    Unmet,
+    check,
+    check_fabric,
+    finding,
+)
 from fabtop.core.state import DOWN, UP, HostState
 from fabtop.run.demo import demo_state
 from fabtop.run.outputs import OutputError
@@ -343,3 +352,9 @@ def test_where_write_expect_may_write_is_said_before_the_window(tmp_path: Path) 
         refuse_existing(str(tmp_path), force=True)
     with pytest.raises(OutputError, match="wants a file"):
         refuse_existing("-", force=True)
+
+
+def test_check_fabric_gates_every_host_that_has_an_expectation() -> None:
+    state, _, _ = demo_state(until_s=4.0)
+    got = check_fabric(state, {"node1": Expect(gpus=3), "node2": None, "node3": Expect(gpus=2)})
+    assert [(u.host, u.field, u.expected, u.found) for u in got] == [("node1", "gpus", 3, 2)]
