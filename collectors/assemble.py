@@ -489,6 +489,7 @@ def _rdma_link(
         )
         link.gids_truncated = port.gids_truncated
     link.rate_gbps = port.rate_gbps
+    link.width = port.width
     link.firmware = dev.fw_ver
     link.pcie = dev.pcie
     link.temperature_c = dev.temperature_c

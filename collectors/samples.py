@@ -83,6 +83,9 @@ class LinkSample:
     # The RDMA device's sysfs node_type: "CA" (InfiniBand, RoCE), "RNIC" (iWARP); None
     # when not read. iWARP has no RoCE GIDs to judge.
     node_type: str | None = None
+    # An RDMA port's lanes as its sysfs ``rate`` says ("400 Gb/sec (4X NDR)" -> 4); None
+    # when not read or not said (netdevs, Prometheus sources).
+    width: int | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -21,6 +21,7 @@ import hostlist
 from collectors.numbers import is_digits
 from collectors.probe import PROBE_KINDS, ProbeArgError, ProbeArgs, build_argv
 from collectors.transport.ssh_config import SshConfigError, check_no_commands, config_lines
+from fabtop.core.expect import FIELDS, LINK_LAYERS, Expect
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS, PortRange, parse_port_spec
 from fabtop.core.thresholds import threshold_range, unknown_thresholds
 
@@ -79,6 +80,8 @@ class HostConfig:
     probe: str = "auto"
     # Read the packet filter through ``sudo -n`` where the SSH user is not root.
     firewall_sudo: bool = False
+    # What the host must have ([expect] with its [host.expect] over it); None: nothing.
+    expect: Expect | None = None
 
     @property
     def target(self) -> str:
@@ -102,6 +105,8 @@ class Config:
     allow_ssh_commands: bool = False
     # TCP ports the RDMA path needs open on the fabric interfaces ([firewall] ports).
     firewall_ports: tuple[PortRange, ...] = DEFAULT_FIREWALL_PORTS
+    # The [expect] table for all hosts (each host's own, overrides merged, is HostConfig's).
+    expect: Expect | None = None
 
 
 def parse_target(text: str, where: str) -> SshTarget:
@@ -383,8 +388,27 @@ def _unique(hosts: list[HostConfig], where: str) -> list[HostConfig]:
     return hosts
 
 
-_HOST_KEYS = {"name", "ssh", "path", "sysfs", "interfaces", "inference", "probe", "firewall_sudo"}
-_TOP_KEYS = {"interval", "host", "defaults", "thresholds", "known_hosts", "ssh_config", "firewall"}
+_HOST_KEYS = {
+    "name",
+    "ssh",
+    "path",
+    "sysfs",
+    "interfaces",
+    "inference",
+    "probe",
+    "firewall_sudo",
+    "expect",
+}
+_TOP_KEYS = {
+    "interval",
+    "host",
+    "defaults",
+    "thresholds",
+    "known_hosts",
+    "ssh_config",
+    "firewall",
+    "expect",
+}
 
 
 def load_config(
@@ -420,6 +444,9 @@ def config_from_dict(
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise ConfigError(f"{where}: [defaults] must be a table")
+    if "expect" in defaults:
+        raise ConfigError(f"{where}: [defaults] expect: put what all hosts must have in [expect]")
+    common = parse_expect(data["expect"], f"{where}: [expect]") if "expect" in data else None
     raw_hosts = data.get("host", [])
     if not isinstance(raw_hosts, list) or not raw_hosts:
         raise ConfigError(f"{where}: no [[host]] entries")
@@ -427,7 +454,9 @@ def config_from_dict(
     for i, raw in enumerate(raw_hosts):
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: host #{i + 1} must be a table")
-        hosts.extend(_hosts_from_table({**defaults, **raw}, f"{where}: host #{i + 1}", max_hosts))
+        hosts.extend(
+            _hosts_from_table({**defaults, **raw}, f"{where}: host #{i + 1}", max_hosts, common)
+        )
         _too_many(len(hosts), max_hosts, where)
     thresholds = data.get("thresholds", {})
     if not isinstance(thresholds, dict):
@@ -452,7 +481,51 @@ def config_from_dict(
         known_hosts=known,
         ssh_config=ssh_cfg,
         firewall_ports=_firewall_ports(data.get("firewall", {}), where),
+        expect=common,
     )
+
+
+def parse_expect(table: Any, where: str) -> Expect:
+    """An ``[expect]`` (or ``[host.expect]``) table, every field checked; ``where`` names
+    the table (``fabtop.toml: [expect]``). The fields: :data:`fabtop.core.expect.FIELDS`."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table of fields")
+    specs = {f.name: f for f in FIELDS}
+    unknown = sorted(set(table) - set(specs))
+    if unknown:
+        raise ConfigError(f"{where}: unknown field {unknown[0]!r} (one of {', '.join(specs)})")
+    got: dict[str, Any] = {}
+    for key, v in table.items():
+        name = f"field {key!r}"
+        if key == "link_layer":
+            layer = next(
+                (n for n in LINK_LAYERS if isinstance(v, str) and v.lower() == n.lower()), None
+            )
+            if layer is None:
+                shown = repr(v) if isinstance(v, str) else str(v).lower()
+                raise ConfigError(
+                    f"{where}: {name} must be InfiniBand or Ethernet, got {shown[:40]}"
+                )
+            got[key] = layer
+        elif key == "inference":
+            if not isinstance(v, bool):
+                raise ConfigError(f"{where}: {name} must be true or false, got {str(v)[:40]!r}")
+            got[key] = v
+        else:
+            spec = specs[key]
+            what = f"a {'whole ' if spec.whole else ''}number in {spec.lo:g}..{spec.hi:g}"
+            # A number written in a string ("9000") is a typo here, not a port spec.
+            n = config_number(
+                v,
+                where,
+                name,
+                spec.lo,
+                spec.hi,
+                whole=spec.whole and not isinstance(v, str),
+                what=what,
+            )
+            got[key] = int(n) if spec.whole else n
+    return Expect(**got)
 
 
 def _firewall_ports(table: Any, where: str) -> tuple[PortRange, ...]:
@@ -480,7 +553,7 @@ def _firewall_ports(table: Any, where: str) -> tuple[PortRange, ...]:
 
 
 def _hosts_from_table(
-    raw: Mapping[str, Any], where: str, max_hosts: int | None
+    raw: Mapping[str, Any], where: str, max_hosts: int | None, common: Expect | None = None
 ) -> list[HostConfig]:
     name_expr = raw.get("name")
     unknown = set(raw) - _HOST_KEYS
@@ -522,6 +595,10 @@ def _hosts_from_table(
         fw_sudo = raw.get("firewall_sudo", False)
         if not isinstance(fw_sudo, bool):
             raise ConfigError(f"{w}: field 'firewall_sudo' must be true or false")
+        expect = common
+        if "expect" in raw:
+            own = parse_expect(raw["expect"], f"{w}: [host.expect]")
+            expect = own.over(common) if common is not None else own
         probe = raw.get("probe", "auto")
         if probe not in PROBE_KINDS:
             raise ConfigError(
@@ -538,6 +615,7 @@ def _hosts_from_table(
                 inference=urls,
                 probe=probe,
                 firewall_sudo=fw_sudo,
+                expect=expect,
             )
         )
     return out

@@ -40,6 +40,8 @@ _NO_PMA = "N/A (no PMA)"
 # longer than a value may be, say): the counter is there, its value is not.
 NOT_READ = "-"
 _RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
+# The lanes in the same file: "400 Gb/sec (4X NDR)" -> 4 (the kernel's ib_width_enum_to_int).
+_WIDTH_RE = re.compile(r"^\s*[0-9.]+\s*Gb/sec\s*\(([0-9]{1,2})X\b")
 _GTS_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
 _TEMP_RE = re.compile(r"^device/hwmon/[^/]+/temp[0-9]+_input$")
 _GID_RE = re.compile(r"^[0-9a-f]{4}(?::[0-9a-f]{4}){7}$")
@@ -79,6 +81,7 @@ class RdmaPortRecord:
     state: str | None = None  # "4: ACTIVE" -> "ACTIVE"
     phys_state: str | None = None  # "5: LinkUp" -> "LinkUp"
     rate_gbps: float | None = None
+    width: int | None = None  # lanes, from the same ``rate`` file ("(4X NDR)")
     link_layer: str | None = None  # "InfiniBand" | "Ethernet"
     lid: int | None = None
     sm_lid: int | None = None
@@ -169,6 +172,12 @@ def parse_ib_rate(text: str) -> float | None:
     """``"25 Gb/sec (1X EDR)"`` -> 25.0."""
     m = _RATE_RE.match(text)
     return parse_float(m.group(1)) if m else None
+
+
+def parse_ib_width(text: str) -> int | None:
+    """``"400 Gb/sec (4X NDR)"`` -> 4 lanes; None when the file names no width."""
+    m = _WIDTH_RE.match(text)
+    return (int(m.group(1)) or None) if m else None
 
 
 def parse_pcie_speed(text: str) -> float | None:
@@ -320,6 +329,7 @@ def _port_line(
         port.phys_state = _after_colon(value)
     elif rel == "rate":
         port.rate_gbps = parse_ib_rate(value)
+        port.width = parse_ib_width(value)
     elif rel == "link_layer":
         port.link_layer = value or None
     elif rel == "lid":

@@ -83,10 +83,13 @@ COMMANDS: tuple[Command, ...] = (
         "watch the fabric for a window and print the findings (exit 0, 1 or 2)",
         "A progress line on stderr says how many hosts answered while it watches. Exit 0: "
         "no findings (what was not monitored, such as GPUs on a CPU-only node, is listed "
-        "but is no failure); 1: warnings; 2: critical findings or a host not seen.",
+        "but is no failure); 1: warnings; 2: critical findings or a host not seen. "
+        "With [expect] in the config (or --expect FILE) it is a launch gate: an unmet "
+        "expectation is critical, one that could not be read a warning.",
         (
             "fabtop doctor node[01-04]",
             "fabtop doctor -c fabtop.toml --window 30 --json",
+            "fabtop doctor -c fabtop.toml --write-expect fabric.toml",
             "fabtop doctor --demo-scenario pfc_storm",
         ),
     ),
@@ -386,6 +389,20 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
             "detect_s plus two intervals)",
         )
         p.add_argument("--json", action="store_true", help="print findings as JSON")
+        p.add_argument(
+            "--expect",
+            metavar="FILE",
+            help="what the hosts must have: the [expect] of FILE (a fabtop config, or "
+            "[expect] alone) instead of the config's; an unmet expectation exits 2",
+        )
+        p.add_argument(
+            "--write-expect",
+            metavar="FILE",
+            help="write the fabric as it is as a config with [expect] (refused if FILE exists)",
+        )
+        p.add_argument(
+            "--force", action="store_true", help="let --write-expect overwrite an existing FILE"
+        )
     return p
 
 

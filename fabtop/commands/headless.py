@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from collectors.text import clean
-from fabtop.config import Config
+from fabtop.commands.expect_file import load_expect_file, refuse_existing, render
+from fabtop.config import LOCAL, Config
+from fabtop.core import expect
 from fabtop.core.coverage import Coverage, calm_line, coverage
 from fabtop.core.findings import Finding
 from fabtop.core.rules import NotJudged
@@ -169,7 +171,12 @@ class Progress:
 
 async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     """Watch for --window seconds, print findings; exit 0 healthy, 1 warnings, 2 critical."""
+    if ns.expect:
+        load_expect_file(ns.expect, config)
+    if ns.write_expect:
+        refuse_existing(ns.write_expect, ns.force)  # before the window, not after it
     state = fabric_state(config)
+    hosts = {h.name: h.target for h in config.hosts}
     window = max(ns.window, min_window(config))
     progress = Progress(state, window, config.interval, quiet_unless_tty=bool(ns.json))
     started = time.monotonic()
@@ -201,13 +208,24 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
                     host=h.name,
                 )
             )
+    said |= {f.host for f in findings if f.rule == "host_unreachable"}
+    unmet = expect.check_fabric(state, {h.name: h.expect for h in config.hosts})
+    # A host already said to be blind needs no second line saying it could not be checked.
+    findings += [
+        expect.finding(u, None if hosts[u.host] == LOCAL else hosts[u.host])
+        for u in unmet
+        if not (u.field == "host" and u.host in said)
+    ]
     cov = coverage(state, time.monotonic(), config.interval)
     notes = host_notes(state)
     tb_cables = snapshot.cables(state)
+    expected = [h.name for h in config.hosts if h.expect is not None]
     if ns.json:
+        extra = {"expect": [expect_entry(u) for u in unmet]} if expected else {}
         print(
             json.dumps(
                 {
+                    **extra,
                     "findings": [snapshot.finding_entry(f) for f in findings],
                     "not_judged": [snapshot.not_judged_entry(n) for n in judged.not_judged],
                     "coverage": {
@@ -225,8 +243,42 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
     else:
         _print_findings(findings, cov, notes, judged.not_judged)
         _print_cables(tb_cables)
+        if expected and not unmet:
+            n = len(expected)
+            sys.stdout.write(f"expect: met on {n} host{'s' if n != 1 else ''}\n")
+    if ns.write_expect:
+        _write_expect(config, state, ns)
     worst = max((f.rank for f in findings), default=0)
     return {0: 0, 1: 1, 2: 2}[worst]
+
+
+def expect_entry(u: expect.Unmet) -> dict[str, object]:
+    """One unmet expectation in doctor's JSON (``expect``)."""
+    return {
+        "host": u.host,
+        "field": u.field,
+        "status": u.status,
+        "expected": u.expected,
+        "found": u.found,
+        "why": u.why or None,
+        "port": u.port.label if u.port is not None else None,
+    }
+
+
+def _write_expect(config: Config, state: FabricState, ns: argparse.Namespace) -> None:
+    """``--write-expect FILE``: the fabric as it is, as a config (refused if it exists)."""
+    refuse_existing(ns.write_expect, ns.force)
+    text, unread = render(config, state)
+    write_text(ns.write_expect, text, "expectations")
+    print(
+        f"fabtop: expectations of {len(config.hosts)} host(s) written to {ns.write_expect}",
+        file=sys.stderr,
+    )
+    if unread:
+        print(
+            clean(f"fabtop: not read, so not written as they are: {', '.join(unread)}"),
+            file=sys.stderr,
+        )
 
 
 def _print_cables(found: list[Cable]) -> None:

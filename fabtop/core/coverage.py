@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from collectors.gpu_sections import GPU_KINDS
 from collectors.parsers.firewall import unknown_reason
 from collectors.samples import HostSample
+from fabtop.core.expect import rdma_ports
 from fabtop.core.state import (
     CONNECTING,
     DOWN,
@@ -34,7 +35,6 @@ from fabtop.core.state import (
 # readable line.
 MAX_NAMED = 4
 
-_RDMA_KINDS = frozenset({"ib", "roce"})
 _QOS_TOOLS = ("mlnx_qos", "dcb_pfc")
 
 
@@ -63,7 +63,7 @@ def names(hosts: Iterable[str]) -> str:
 
 
 def _has_rdma(s: HostSample) -> bool:
-    return any(ln.rdma_device or ln.kind in _RDMA_KINDS for ln in s.links.values())
+    return bool(rdma_ports(s))
 
 
 def _gpu_gap(hs: HostState, s: HostSample) -> str | None:

@@ -87,6 +87,7 @@ _INLINE: dict[str, list[str]] = {
         "cpu1/thermal_throttle/package_throttle_count 0\n"
     ],
     "sysfs.parse_ib_rate": ["100 Gb/sec (4X EDR)"],
+    "sysfs.parse_ib_width": ["100 Gb/sec (4X EDR)", "25 Gb/sec (1X EDR)"],
     "sysfs.parse_pcie_speed": ["16.0 GT/s PCIe"],
     "thunderbolt.parse_uid": ["e0376f00-0300-0100-ffff-ffffffffffff"],
     "thunderbolt.parse_lane_speed": ["20.0 Gb/s"],

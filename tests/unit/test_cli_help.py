@@ -206,7 +206,8 @@ def test_completion_offers_the_commands_for_the_first_word() -> None:
 
 
 def test_completion_offers_each_commands_own_options() -> None:
-    assert _complete("fabtop doctor --w") == ["--window"]
+    assert _complete("fabtop doctor --wi") == ["--window"]
+    assert _complete("fabtop doctor --w") == ["--window", "--write-expect"]
     assert "--findings" in _complete("fabtop replay run.fabrec --f")
     assert _complete("fabtop --w") == []  # --window is doctor's, not the dashboard's
     assert _complete("fabtop --demo-scenario pfc_") == ["pfc_storm", "pfc_mismatch"]

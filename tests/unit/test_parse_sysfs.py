@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from collectors.parsers.sysfs import parse_ib_rate, parse_pcie_speed, parse_sysib, parse_sysnet
+from collectors.parsers.sysfs import (
+    parse_ib_rate,
+    parse_ib_width,
+    parse_pcie_speed,
+    parse_sysib,
+    parse_sysnet,
+)
 
 
 def sysfs_dump(class_dir: Path) -> str:
@@ -125,6 +131,8 @@ def test_sysib_all_devices_ports_and_states(procfs_sys: Path, node_exporter_sys:
                 assert ":" not in port.state
                 assert port.phys_state is not None and ":" not in port.phys_state
                 assert port.rate_gbps == float(_read(port_dir / "rate").split()[0])
+                # "(4X EDR)", "(1X EDR)", iWARP's "(4X)": the lanes [expect] width checks
+                assert f"({port.width}X" in _read(port_dir / "rate")
 
 
 def test_sysib_no_pma_counters_are_absent_not_zero(node_exporter_sys: Path) -> None:
@@ -177,6 +185,22 @@ def test_sysib_netdev_links_lid_and_garbage() -> None:
 )
 def test_parse_ib_rate(text: str, value: float | None) -> None:
     assert parse_ib_rate(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "lanes"),
+    [
+        ("200 Gb/sec (4X HDR)", 4),  # ibstatus of an Azure CX-6 (shared fixtures)
+        ("25 Gb/sec (1X EDR)", 1),
+        ("600 Gb/sec (12X HDR)", 12),
+        ("400 Gb/sec", None),  # the Prometheus source writes no width
+        ("400 Gb/sec (0X)", None),
+        ("junk (4X)", None),
+    ],
+)
+def test_parse_ib_width(text: str, lanes: int | None) -> None:
+    """The lanes an [expect] width is checked against come from the same rate file."""
+    assert parse_ib_width(text) == lanes
 
 
 @pytest.mark.parametrize(
