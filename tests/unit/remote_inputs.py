@@ -126,6 +126,7 @@ SOURCES: dict[str, _Source] = {
     "exo_state.parse_exo_state": (("inference/exo_state*",), (), ()),
     "inference_page.parse_inference_page": ((), ("llm_metrics/vllm*",), ()),
     "ipaddr.parse_ip_addr": (("ipaddr/ip_o_a_*",), (), ("ip_addr",)),
+    "iperf3.parse_iperf3": (("iperf3/client_3.12_tcp*",), (), ()),
     "iptables.parse_iptables_save": (("firewall/algo_iptables_save.txt",), (), ()),
     "macos_ifconfig.parse_ifconfig": (("darwin/ifconfig_bridge0*",), (), ()),
     "macos_netstat.parse_netstat_ibdn": (("darwin/netstat_ibdn_gopsutil*",), (), ()),
