@@ -148,6 +148,7 @@ SOURCES: dict[str, _Source] = {
     "prometheus_text.parse_inference_metrics": ((), ("llm_metrics/vllm*",), ()),
     "prometheus_text.parse_prometheus_text": ((), ("llm_metrics/vllm*",), ()),
     "qos.parse_mlnx_qos": ((), ("qos/mlnx_qos_trust*",), ("mlnx_qos",)),
+    "sockperf.parse_sockperf": (("sockperf/ping_pong_3.7_tcp_loopback*",), (), ()),
     "sysfs.parse_sysib": ((), (), ("sysib",)),
     "sysfs.parse_sysnet": ((), (), ("sysnet",)),
     "thunderbolt.parse_systb": ((), (), ("systb_slow",)),
