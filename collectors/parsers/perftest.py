@@ -67,7 +67,7 @@ _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("device", re.compile(r"Couldn't get context for the device|Failed to query device")),
     ("port", re.compile(r"(?i)port .*(state|not active|down)|query port|Couldn't set Eth MTU")),
     ("gid", re.compile(r"(?i)\bgid\b.*(fail|invalid|not|couldn)|Incompatibility issue with GID")),
-    ("connect", re.compile(r"Couldn't connect to|Unable to connect|Couldn't listen to port")),
+    ("connect", re.compile(r"(?i)Couldn't connect to|Unable to connect|Couldn't listen to port")),
     ("connect", re.compile(r"Unable to init the socket connection|socket connection")),
     ("connect", re.compile(r"Problem in resolving basic address|Couldn't read remote address")),
     (
@@ -76,7 +76,11 @@ _ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?i)invalid option|unrecognized option|available only on|only available on|usage:"
         ),
     ),
-    ("arguments", re.compile(r"Parser function exited with Error|not supported|Unsupported")),
+    (
+        "arguments",
+        re.compile(r"Parser function exited with Error|not supported|Unsupported|n't support"),
+    ),
+    ("arguments", re.compile(r"does not support|Invalid Command line")),
     ("run", re.compile(r"Completion with error|Failed status|Couldn't post|Failed to complete")),
     (
         "run",
@@ -206,12 +210,12 @@ def _floats(words: list[str]) -> list[float | None]:
 
 
 def _bw_row(words: list[str], unit: str, out: PerftestResult) -> bool:
-    if len(words) < 5:
+    if len(words) < 4:  # before June 2012 (commit 5787613) there was no MsgRate column
         return False
     size, iters = parse_uint(words[0]), parse_uint(words[1])
     if size is None or iters is None:
         return False
-    peak, avg, rate = _floats(words[2:5])
+    peak, avg, rate = [*_floats(words[2:5]), None][:3]
     if avg is None:
         out.warnings.add(f"size {size}: unreadable BW average {words[3][:32]!r}")
     scale = _UNITS.get(unit)

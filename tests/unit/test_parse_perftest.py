@@ -275,3 +275,53 @@ def test_older_and_other_table_layouts_from_the_source() -> None:
     (bw,) = r.bw
     assert (bw.size_bytes, bw.iterations) == (65536, 5000)
     assert bw.average_gbps == pytest.approx(10000 * GBPS_PER_MIB_S)
+
+
+def test_the_four_column_bw_table_before_2012() -> None:
+    """RESULT_FMT before commit 5787613 (June 2012) had no MsgRate column."""
+    old = (
+        " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]\n"
+        " 65536      5000           3264.04            3263.85\n" + "-" * 87 + "\n"
+    )
+    (row,) = parse_perftest(old).bw
+    assert (row.size_bytes, row.msg_rate_mpps) == (65536, None)
+    assert row.average_gbps == pytest.approx(3263.85 * GBPS_PER_MIB_S)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [  # the tools' own lines (perftest_resources.c, perftest_communication.c, *_bw.c)
+        (" Port number 1 state is Down", "port"),
+        (" Error when trying to query port", "port"),
+        (" Found Incompatibility issue with GID types.", "gid"),
+        (" Unable to Connect the HCA's through the link", "connect"),
+        ("ethernet_read_keys: Couldn't read remote address", "connect"),
+        ("Couldn't listen to port 18515", "connect"),
+        (" Multiple QPs only available on bw tests", "arguments"),
+        ("Duration mode currently doesn't support running on all sizes.", "arguments"),
+        ("Completion with error at client", "run"),
+        (" Failed status 12: wr_id 0 syndrom 0x81", "run"),
+        (" Couldn't create IB resources", "run"),
+        (" Couldn't get context for the device", "device"),
+    ],
+)
+def test_error_kinds(line: str, kind: str) -> None:
+    r = parse_perftest(line + "\n")
+    assert [(e.kind, e.line) for e in r.errors] == [(kind, line.strip())]
+
+
+def test_informational_lines_are_no_errors() -> None:
+    text = (
+        " Invalid MTU - 9000 \n Please choose mtu from {256,512,1024,2048,4096}\n"
+        " Will run with the port active mtu - 4096\n"
+        "Requested SQ size might be too big. Try reducing TX depth and/or inline size.\n"
+        "Using sampled CPU speed 3295 MHz over reported speed 5008 MHz\n"
+    )
+    text += _read("ib_write_lat_rdma_cm_dgx_spark.txt")
+    r = parse_perftest(text)
+    assert r.ok and r.errors == []
+
+
+def test_the_version_line() -> None:
+    """What -V/--version prints (perftest_parameters.c: printf("Version: %s\\n", ...))."""
+    assert parse_perftest("Version: 6.29\n").header.version == "6.29"
