@@ -71,6 +71,14 @@ def missing_tool_line(host: str, tool: str) -> str:
     return f"{host}: {tool} not found: install the {package} package ({ENGINE_OF.get(tool, tool)})"
 
 
+def version_argv(tool: str) -> list[str]:
+    """The argv that prints ``tool``'s version (perftest: "Version: 6.29"; iperf3:
+    "iperf 3.12 ..."; sockperf: "sockperf, version 3.7-no.git"), bounded to 10 s."""
+    if tool not in PACKAGE_OF:
+        raise EngineArgError(f"tool must be one of {', '.join(PACKAGE_OF)}: {tool!r}")
+    return bounded([tool, "--version"], GRACE_S)
+
+
 def _name(value: object, what: str) -> str:
     if not isinstance(value, str) or NAME_RE.fullmatch(value) is None:
         raise EngineArgError(f"{what} must be a device name ([A-Za-z0-9_.:@-]): {value!r}")

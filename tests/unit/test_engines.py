@@ -18,6 +18,7 @@ from collectors.engines import (
     missing_tool_line,
     perftest_argv,
     sockperf_argv,
+    version_argv,
 )
 
 HOSTILE_NAMES = [
@@ -177,3 +178,9 @@ def test_a_scoped_ipv6_address_is_kept() -> None:
 def test_perftest_buffer_is_bounded_for_a_plan_to_check() -> None:
     assert _bw(size=2).buffer_bytes == 4096 * 2
     assert _bw(size=8 * 1024 * 1024, qps=64).buffer_bytes == 1024**3  # the most allowed
+
+
+def test_version_argv() -> None:
+    assert version_argv("ib_read_lat")[4:] == ["ib_read_lat", "--version"]
+    with pytest.raises(EngineArgError, match="tool must be"):
+        version_argv("sh -c id")
