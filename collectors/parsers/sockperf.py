@@ -31,7 +31,8 @@ _LINE_MAX = 512
 
 _PERCENTILE = re.compile(r"--->\s+percentile\s+([0-9.]{1,8})\s*=\s*(\S{1,32})\s*$")
 _OBSERVATION = re.compile(r"--->\s+<(MAX|MIN)>\s+observation\s*=\s*(\S{1,32})\s*$")
-_AVG = re.compile(r"avg-latency=(\S{1,32}?)\s*\(std-dev=(\S{1,32}?)\)")
+# 3.7: "avg-latency=22.772 (std-dev=17.498)"; 3.10 adds ", mean-ad=..., std-error=..." inside.
+_AVG = re.compile(r"avg-latency=([^\s(]{1,32})\s*\(std-dev=([^\s,)]{1,32})")
 _VALID = re.compile(
     r"\[Valid Duration\].*SentMessages=([0-9]{1,20});\s*ReceivedMessages=([0-9]{1,20})"
 )
@@ -43,9 +44,10 @@ _VERSION = re.compile(r"== version #([0-9][0-9A-Za-z._-]{0,31}) ==")
 _CSV_HEADER = re.compile(r"^packet,\s*txTime\(sec\),\s*rxTime\(sec\),\s*latency\(usec\)$")
 # sockperf's own error lines ("sockperf: ERROR: ...", the client's "No messages were
 # received"): it exits 0 after each of them (3.7), so the text is what tells a failed run.
+# Upper case only: 3.10's statistics line holds "std-error=".
 _ERROR = re.compile(
-    r"(?i)\bERROR\b|can.t connect|no response from server|Connection refused"
-    r"|No messages were received from the server"
+    r"\bERROR\b|(?i:can.t connect|no response from server|connection refused"
+    r"|no messages were received from the server)"
 )
 
 

@@ -88,3 +88,12 @@ def test_samples_are_bounded() -> None:
     )
     r = parse_sockperf(text)
     assert len(r.samples_us) == MAX_SAMPLES and r.warnings
+
+
+def test_summary_of_3_10_with_more_statistics() -> None:
+    """3.10's avg-latency line adds mean-ad, ..., std-error (not an error) inside."""
+    r = parse_sockperf(_read("ping_pong_3.10_tcp_i40e_public.txt"))
+    assert r.ok and r.version == "3.10-no.git"
+    assert (r.avg_us, r.stdev_us) == (24.571, 93.297)
+    assert (r.received, r.max_us, r.min_us) == (2429473, 103294.331, 12.220)
+    assert r.percentiles_us["99.900"] == 35.910
