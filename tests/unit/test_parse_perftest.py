@@ -325,3 +325,18 @@ def test_informational_lines_are_no_errors() -> None:
 def test_the_version_line() -> None:
     """What -V/--version prints (perftest_parameters.c: printf("Version: %s\\n", ...))."""
     assert parse_perftest("Version: 6.29\n").header.version == "6.29"
+
+
+@pytest.mark.parametrize(
+    ("name", "device", "qps", "gbps"),
+    [
+        ("ib_write_bw_rdma_cm_gbits_bnxt_re.txt", "bnxt_re0", 3, 363.47),
+        ("ib_write_bw_mb_irdma_roce.txt", "irdma1", 1, 1103.38 * GBPS_PER_MIB_S),
+    ],
+)
+def test_bw_of_other_vendors(name: str, device: str, qps: int, gbps: float) -> None:
+    r = parse_perftest(_read(name))
+    assert r.ok and r.warnings == []
+    assert (r.header.device, r.header.qps, r.header.link_type) == (device, qps, "Ethernet")
+    (row,) = r.bw
+    assert row.average_gbps == pytest.approx(gbps)
