@@ -296,8 +296,9 @@ def parse_perftest(text: str) -> PerftestResult:
                     out.warnings.add(f"sample {m.group(1)}: unreadable {m.group(2)[:32]!r}")
                 elif len(out.samples_us) < MAX_SAMPLES:
                     out.samples_us.append(value)
-                elif len(out.samples_us) == MAX_SAMPLES:
+                else:
                     out.warnings.add(f"more than {MAX_SAMPLES} samples: the rest were left out")
+                    in_samples = False  # said once; the lines left are skipped below
                 continue
             in_samples = False
         line = clean(raw).strip()

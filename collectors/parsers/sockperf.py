@@ -75,15 +75,18 @@ class SockperfResult:
         return self.error is None and (self.avg_us is not None or bool(self.samples_us))
 
 
-def _sample(line: str, out: SockperfResult) -> None:
+def _sample(line: str, out: SockperfResult) -> bool:
+    """Read one sample line; False once the samples are full (the rest is skipped)."""
     parts = line.split(",")
     value = parse_float(parts[3]) if len(parts) == 4 else None
     if value is None or value < 0:
         out.warnings.add(f"unreadable sample line {line[:60]!r}")
     elif len(out.samples_us) < MAX_SAMPLES:
         out.samples_us.append(value)
-    elif len(out.samples_us) == MAX_SAMPLES:
+    else:
         out.warnings.add(f"more than {MAX_SAMPLES} samples: the rest were left out")
+        return False
+    return True
 
 
 def parse_sockperf(text: str) -> SockperfResult:
@@ -104,8 +107,8 @@ def parse_sockperf(text: str) -> SockperfResult:
         if in_samples:
             if raw.startswith("---"):  # the rule that ends the log
                 in_samples = False
-            else:
-                _sample(raw, out)
+            elif not _sample(raw, out):
+                break
             continue
         line = clean(raw).strip()
         if not line:
