@@ -12,7 +12,10 @@ argv (the transport quotes each one); none is ever joined into a shell string he
 Every run is bounded in time twice: by the tool's own duration flag (``-D``, ``-t``) where
 it has one, and by coreutils ``timeout`` around the whole command (perftest's server and
 sockperf's server wait for a client forever; a latency run by iterations has no clock).
-``timeout -k`` sends SIGKILL when the tool ignores SIGTERM.
+``timeout -k`` sends SIGKILL when the tool ignores SIGTERM. Whoever ends a run early ends
+it by the PID it started (the ``timeout`` process) with SIGTERM, which ``timeout`` passes
+on to the tool; SIGKILL would end the wrapper alone and leave the tool running unbounded
+(tests/integration/test_engines_loopback.py shows both).
 
 The parsers of what they print are in :mod:`collectors.parsers.perftest`,
 :mod:`collectors.parsers.iperf3` and :mod:`collectors.parsers.sockperf`.

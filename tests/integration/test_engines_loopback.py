@@ -68,9 +68,29 @@ def _server(argv: list[str], port: int, udp: bool = False) -> Iterator[subproces
             time.sleep(0.02)
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.kill()  # by its PID; the timeout wrapper would end it anyway
-        proc.wait(timeout=10)
+        _end(proc)
+
+
+def _end(proc: subprocess.Popen[str]) -> None:
+    """End a bounded run by its PID: SIGTERM, which ``timeout`` passes on to the tool.
+    (SIGKILL would end the wrapper alone and leave the tool running, unbounded.)"""
+    if proc.poll() is None:
+        proc.terminate()
+    proc.communicate(timeout=10)
+
+
+def _children(pid: int) -> list[int]:
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(c) for c in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -138,3 +158,19 @@ def test_sockperf_without_server_is_one_line() -> None:
     r = parse_sockperf(done.stdout + done.stderr)
     assert not r.ok
     assert r.error == "sockperf: ERROR: Can`t connect socket (errno=111 Connection refused)"
+
+
+def test_ending_the_bounded_run_by_its_pid_ends_the_tool() -> None:
+    """The orchestration ends a run by the PID it started (the ``timeout`` wrapper): the
+    tool under it must end too, or a server would wait for a client forever."""
+    _need("sockperf")
+    port = _free_port()
+    with _server(sockperf_argv(SockperfRun(LOOPBACK, port, duration_s=60)), port) as proc:
+        (tool,) = _children(proc.pid)
+        assert _alive(tool)
+        _end(proc)
+    deadline = time.monotonic() + 10
+    while _alive(tool) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(tool)
+    assert not _bound(port, udp=False)
