@@ -15,7 +15,7 @@ sockperf's server wait for a client forever; a latency run by iterations has no 
 ``timeout -k`` sends SIGKILL when the tool ignores SIGTERM. Whoever ends a run early ends
 it by the PID it started (the ``timeout`` process) with SIGTERM, which ``timeout`` passes
 on to the tool; SIGKILL would end the wrapper alone and leave the tool running unbounded
-(tests/integration/test_engines_loopback.py shows both).
+(a loopback test in tests/integration/test_engines_loopback.py checks it).
 
 The parsers of what they print are in :mod:`collectors.parsers.perftest`,
 :mod:`collectors.parsers.iperf3` and :mod:`collectors.parsers.sockperf`.
