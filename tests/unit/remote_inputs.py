@@ -67,6 +67,12 @@ def sim_text(frame: Frame, kind: str) -> str:
 
 # Texts no capture holds: formats from the tools' documentation (see the parsers' tests).
 _INLINE: dict[str, list[str]] = {
+    # perftest's --out_json, from its format strings (write_report_lat_to_file, 6.29)
+    "perftest.parse_perftest_json": [
+        '{\n"test_info": {\n"test": "Write_Latency_Test",\n"Device": "mlx5_0",\n"Mtu": 4096,\n'
+        '"GID_index": 3\n},\n"results": {\n"MsgSize": 2,\n"n_iterations": 1000,\n'
+        '"t_min": 1.79,\n"t_typical": 1.87,\n"percentile_99.9": 5.41\n}\n}\n'
+    ],
     "qos.parse_dcb_apptrust": ["order: ethtype stream-port dscp pcp\n"],
     "qos.parse_dcb_app": ["default-prio 0\ndscp-prio 0:0 CS3:3 AF41:4 46:5 EF:6\n"],
     "qos.parse_dcb_ets": [
@@ -121,6 +127,7 @@ SOURCES: dict[str, _Source] = {
     "exo_state.parse_exo_state": (("inference/exo_state*",), (), ()),
     "inference_page.parse_inference_page": ((), ("llm_metrics/vllm*",), ()),
     "ipaddr.parse_ip_addr": (("ipaddr/ip_o_a_*",), (), ("ip_addr",)),
+    "iperf3.parse_iperf3": (("iperf3/client_3.12_tcp*",), (), ()),
     "iptables.parse_iptables_save": (("firewall/algo_iptables_save.txt",), (), ()),
     "macos_ifconfig.parse_ifconfig": (("darwin/ifconfig_bridge0*",), (), ()),
     "macos_netstat.parse_netstat_ibdn": (("darwin/netstat_ibdn_gopsutil*",), (), ()),
@@ -137,9 +144,12 @@ SOURCES: dict[str, _Source] = {
         ("nvidia_smi/captures_utkuozdemir/query_gpu_csv_load__linux-x86_64__nvidia-h100*",),
         (),
     ),
+    "perftest.parse_perftest": (("perftest/ib_write_lat_all_sizes*",), (), ()),
+    "perftest.parse_perftest_json": ((), (), ()),  # inline: no public --out_json capture
     "prometheus_text.parse_inference_metrics": ((), ("llm_metrics/vllm*",), ()),
     "prometheus_text.parse_prometheus_text": ((), ("llm_metrics/vllm*",), ()),
     "qos.parse_mlnx_qos": ((), ("qos/mlnx_qos_trust*",), ("mlnx_qos",)),
+    "sockperf.parse_sockperf": (("sockperf/ping_pong_3.7_tcp_loopback*",), (), ()),
     "sysfs.parse_sysib": ((), (), ("sysib",)),
     "sysfs.parse_sysnet": ((), (), ("sysnet",)),
     "thunderbolt.parse_systb": ((), (), ("systb_slow",)),
