@@ -10,12 +10,11 @@ numbers within bounds, paths under a temporary directory. A word that fails is a
 argv (the transport quotes each one); none is ever joined into a shell string here.
 
 Every run is bounded in time twice: by the tool's own duration flag (``-D``, ``-t``) where
-it has one, and by coreutils ``timeout`` around the whole command (perftest's server and
-sockperf's server wait for a client forever; a latency run by iterations has no clock).
-``timeout -k`` sends SIGKILL when the tool ignores SIGTERM. Whoever ends a run early ends
-it by the PID it started (the ``timeout`` process) with SIGTERM, which ``timeout`` passes
-on to the tool; SIGKILL would end the wrapper alone and leave the tool running unbounded
-(a loopback test in tests/integration/test_engines_loopback.py checks it).
+it has one, and by the :class:`Command`'s limit, which the launcher on the node
+(collectors/launch.py) enforces: it ends the tool's whole process group at the limit, on
+Ctrl-C or when the connection drops (perftest's and sockperf's servers wait for a client
+forever; a latency run by iterations has no clock). No ``timeout`` wrapper: coreutils
+``timeout`` makes a process group of its own, which a group's end would miss.
 
 The parsers of what they print are in :mod:`collectors.parsers.perftest`,
 :mod:`collectors.parsers.iperf3` and :mod:`collectors.parsers.sockperf`.
@@ -26,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from collectors.probe import NAME_RE
@@ -57,7 +57,6 @@ MAX_DURATION_S = 600
 MAX_QPS = 64
 MAX_STREAMS = 64
 GRACE_S = 10  # past the tool's own duration: connection setup, the report, teardown
-KILL_AFTER_S = 2  # SIGTERM ignored this long becomes SIGKILL
 _PAGE = 4096
 _TEMP_DIR = re.compile(r"/(?:tmp|var/tmp|run/user/[0-9]{1,10})/[A-Za-z0-9_.-]{1,64}")
 _FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
@@ -68,13 +67,21 @@ class EngineArgError(ValueError):
     """A run description with a word that must not reach a node; the message names it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One side of a run: its argv, and the seconds after which the launcher ends it."""
+
+    argv: tuple[str, ...]
+    limit_s: int
+
+
 def missing_tool_line(host: str, tool: str) -> str:
     """What a user reads when ``tool`` is not on ``host``: the package that provides it."""
     package = PACKAGE_OF.get(tool, tool)
     return f"{host}: {tool} not found: install the {package} package ({ENGINE_OF.get(tool, tool)})"
 
 
-def version_argv(tool: str) -> list[str]:
+def version_argv(tool: str) -> Command:
     """The argv that prints ``tool``'s version (perftest: "Version: 6.29"; iperf3:
     "iperf 3.12 ..."; sockperf: "sockperf, version 3.7-no.git"), bounded to 10 s."""
     if tool not in PACKAGE_OF:
@@ -125,13 +132,13 @@ def _temp_path(directory: object, file: object, what: str) -> str:
     return f"{directory}/{file}"
 
 
-def bounded(argv: list[str], limit_s: float) -> list[str]:
-    """``argv`` under coreutils ``timeout``: ended (SIGTERM, then SIGKILL) after ``limit_s``."""
+def bounded(argv: Sequence[str], limit_s: float) -> Command:
+    """``argv`` with its limit: the launcher ends it (its process group) after ``limit_s``."""
     if not (isinstance(limit_s, int | float) and math.isfinite(limit_s)):
         raise EngineArgError(f"time limit must be a number of seconds: {limit_s!r}")
     if not 1 <= limit_s <= MAX_DURATION_S + GRACE_S:
         raise EngineArgError(f"time limit must be within 1..{MAX_DURATION_S + GRACE_S} s")
-    return ["timeout", "-k", str(KILL_AFTER_S), f"{limit_s:g}", *argv]
+    return Command(tuple(argv), math.ceil(limit_s))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +166,7 @@ class PerftestRun:
         return max(self.size, _PAGE) * 2 * self.qps
 
 
-def perftest_argv(run: PerftestRun) -> list[str]:
+def perftest_argv(run: PerftestRun) -> Command:
     """The bounded argv of one perftest side.
 
     Bandwidth runs use ``-D`` and ``--report_gbits`` (Gb/s, as links are rated);
@@ -218,7 +225,7 @@ class Iperf3Run:
     udp_bitrate: int | None = None  # bits/s; None: TCP
 
 
-def iperf3_argv(run: Iperf3Run) -> list[str]:
+def iperf3_argv(run: Iperf3Run) -> Command:
     """The bounded argv of one iperf3 side, JSON output (``-J``)."""
     argv = ["iperf3", "-J", "-p", _int(run.port, "port", 1024, 65535)]
     if run.bind is not None:
@@ -258,7 +265,7 @@ class SockperfRun:
     log_file: str = "sockperf.csv"
 
 
-def sockperf_argv(run: SockperfRun) -> list[str]:
+def sockperf_argv(run: SockperfRun) -> Command:
     """The bounded argv of one sockperf side; the client's ``--full-log`` is in ``log_dir``."""
     address = _address(run.address, "address")
     port = _int(run.port, "port", 1024, 65535)

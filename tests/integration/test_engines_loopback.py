@@ -1,33 +1,40 @@
 """Real iperf3 and sockperf runs over loopback, started from the engines' own argv words
 (no shell) and read back by their parsers: what a test on a node would see.
 
-Each run lasts one second; the servers are ended by their PIDs. perftest is not run
-here (no RDMA device on this kernel): its parser is checked on captures.
+Every run goes through the launcher over the real sshd on loopback, as ``fabtop test``
+runs it on a node; each lasts about one second, and a server left waiting is ended with
+its run. perftest is not run here (no RDMA device on this kernel): its parser is checked
+on captures.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
 import socket
-import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
 from collectors.engines import (
+    Command,
     Iperf3Run,
     SockperfRun,
     iperf3_argv,
     missing_tool_line,
     sockperf_argv,
 )
+from collectors.launch import ToolRun, run_tool
 from collectors.parsers.iperf3 import parse_iperf3
 from collectors.parsers.sockperf import parse_sockperf
+from collectors.transport.base import Transport
 from tests.conftest import skip_or_fail
+from tests.integration.sshd import Sshd
 
 LOOPBACK = "127.0.0.1"
 
@@ -56,77 +63,76 @@ def _bound(port: int, udp: bool) -> bool:
     return False
 
 
-@contextmanager
-def _server(argv: list[str], port: int, udp: bool = False) -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+@asynccontextmanager
+async def _server(
+    node: Transport, cmd: Command, port: int, udp: bool = False
+) -> AsyncIterator[asyncio.Task[ToolRun]]:
+    """The server side through the launcher, up once its socket is bound; ended (the
+    launcher's process group) when the block leaves, whatever happened in it."""
+    task = asyncio.create_task(run_tool(node, cmd.argv, cmd.limit_s))
     try:
         deadline = time.monotonic() + 10
         while not _bound(port, udp):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.communicate()[0] if proc.poll() is not None else ""
-                pytest.fail(f"{argv[4]} server did not start: {out[-500:]}")
-            time.sleep(0.02)
-        yield proc
+            if task.done() or time.monotonic() > deadline:
+                out = task.result().text() if task.done() else ""
+                pytest.fail(f"{cmd.argv[0]} server did not start: {out[-500:]}")
+            await asyncio.sleep(0.02)
+        yield task
     finally:
-        _end(proc)
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
-def _end(proc: subprocess.Popen[str]) -> None:
-    """End a bounded run by its PID: SIGTERM, which ``timeout`` passes on to the tool.
-    (SIGKILL would end the wrapper alone and leave the tool running, unbounded.)"""
-    if proc.poll() is None:
-        proc.terminate()
-    proc.communicate(timeout=10)
+async def _run(node: Transport, cmd: Command) -> ToolRun:
+    return await run_tool(node, cmd.argv, cmd.limit_s)
 
 
-def _children(pid: int) -> list[int]:
-    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    return [int(c) for c in text.split()]
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper has ended)."""
+@pytest.fixture
+async def node(sshd: Sshd) -> AsyncIterator[Transport]:
+    """One node over the real sshd on loopback: every run goes through the launcher."""
+    t = sshd.transport("loopback")
+    await t.connect()
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
+        yield t
+    finally:
+        await t.close()
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-
-
-def test_iperf3_client_and_server_over_loopback() -> None:
+async def test_iperf3_client_and_server_over_loopback(node: Transport) -> None:
     _need("iperf3")
     port = _free_port()
     server = iperf3_argv(Iperf3Run(port, bind=LOOPBACK, duration_s=1))
     client = iperf3_argv(Iperf3Run(port, server=LOOPBACK, duration_s=1, streams=2))
-    with _server(server, port) as srv:
-        done = _run(client)
-        server_out = srv.communicate(timeout=20)[0]  # -1: it exits after the one client
-    r = parse_iperf3(done.stdout)
-    assert r.ok, (r.error, done.stderr)
+    async with _server(node, server, port) as srv:
+        done = await _run(node, client)
+        served = await srv  # -1: it exits after the one client
+    r = parse_iperf3(done.text())
+    assert r.ok and done.ok, (r.error, done)
     assert (r.role, r.protocol, r.streams, r.duration_s) == ("client", "TCP", 2, 1)
     assert r.received is not None and r.received.bytes and r.received.bits_per_second
     assert r.received.bits_per_second > 1e6  # loopback moves far more than a Mbit/s
     assert r.sent is not None and r.sent.retransmits is not None
     assert len(r.intervals) >= 1
-    s = parse_iperf3(server_out)
-    assert s.ok and s.role == "server"
+    s = parse_iperf3(served.text())
+    assert s.ok and served.ok and s.role == "server"
     assert s.received is not None and s.received.bytes == r.received.bytes
 
 
-def test_iperf3_refused_is_one_line() -> None:
+async def test_iperf3_refused_is_one_line(node: Transport) -> None:
     _need("iperf3")
-    done = _run(iperf3_argv(Iperf3Run(_free_port(), server=LOOPBACK, duration_s=1)))
-    r = parse_iperf3(done.stdout)
-    assert not r.ok
+    done = await _run(node, iperf3_argv(Iperf3Run(_free_port(), server=LOOPBACK, duration_s=1)))
+    r = parse_iperf3(done.text())
+    # iperf3 3.12 with -J exits 0 on a refused connection: the JSON says it, not the status.
+    assert not r.ok and done.status is not None and not done.timed_out
     assert r.error is not None and r.error.startswith("iperf3: unable to connect to server")
 
 
 @pytest.mark.parametrize("tcp", [True, False], ids=["tcp", "udp"])
-def test_sockperf_ping_pong_over_loopback_with_every_sample(tcp: bool) -> None:
+async def test_sockperf_ping_pong_over_loopback_with_every_sample(
+    node: Transport, tcp: bool
+) -> None:
     _need("sockperf")
     port = _free_port()
     log_dir = tempfile.mkdtemp(prefix="fabtop-", dir="/tmp")
@@ -135,9 +141,9 @@ def test_sockperf_ping_pong_over_loopback_with_every_sample(tcp: bool) -> None:
         run = SockperfRun(
             LOOPBACK, port, server=LOOPBACK, tcp=tcp, duration_s=1, mps=2000, log_dir=log_dir
         )
-        with _server(server, port, udp=not tcp):
-            done = _run(sockperf_argv(run))
-        summary = parse_sockperf(done.stdout + done.stderr)
+        async with _server(node, server, port, udp=not tcp):
+            done = await _run(node, sockperf_argv(run))
+        summary = parse_sockperf(done.text())
         log = parse_sockperf((Path(log_dir) / run.log_file).read_text())
     finally:
         shutil.rmtree(log_dir)
@@ -151,26 +157,22 @@ def test_sockperf_ping_pong_over_loopback_with_every_sample(tcp: bool) -> None:
     assert max(log.samples_us) == pytest.approx(summary.max_us, abs=0.002)
 
 
-def test_sockperf_without_server_is_one_line() -> None:
+async def test_sockperf_without_server_is_one_line(node: Transport) -> None:
     _need("sockperf")
-    argv = sockperf_argv(SockperfRun(LOOPBACK, _free_port(), server=LOOPBACK, duration_s=1))
-    done = _run(argv)
-    r = parse_sockperf(done.stdout + done.stderr)
+    cmd = sockperf_argv(SockperfRun(LOOPBACK, _free_port(), server=LOOPBACK, duration_s=1))
+    r = parse_sockperf((await _run(node, cmd)).text())
     assert not r.ok
     assert r.error == "sockperf: ERROR: Can`t connect socket (errno=111 Connection refused)"
 
 
-def test_ending_the_bounded_run_by_its_pid_ends_the_tool() -> None:
-    """The orchestration ends a run by the PID it started (the ``timeout`` wrapper): the
-    tool under it must end too, or a server would wait for a client forever."""
+async def test_a_server_waiting_for_a_client_is_ended_with_its_run(node: Transport) -> None:
+    """A sockperf server waits for a client forever: leaving its run (done, Ctrl-C) ends
+    it on the node, and its port is free again."""
     _need("sockperf")
     port = _free_port()
-    with _server(sockperf_argv(SockperfRun(LOOPBACK, port, duration_s=60)), port) as proc:
-        (tool,) = _children(proc.pid)
-        assert _alive(tool)
-        _end(proc)
-    deadline = time.monotonic() + 10
-    while _alive(tool) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not _alive(tool)
+    async with _server(node, sockperf_argv(SockperfRun(LOOPBACK, port, duration_s=60)), port):
+        pass
+    deadline = time.monotonic() + 5
+    while _bound(port, udp=False) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
     assert not _bound(port, udp=False)

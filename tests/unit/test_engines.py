@@ -20,6 +20,7 @@ from collectors.engines import (
     sockperf_argv,
     version_argv,
 )
+from collectors.launch import launch_args
 
 HOSTILE_NAMES = [
     "-d",
@@ -56,9 +57,9 @@ def _bw(**kw: object) -> PerftestRun:
 
 
 def test_perftest_bw_client_argv() -> None:
-    argv = perftest_argv(_bw(bidir=True, qps=2, duration_s=5))
-    assert argv[:4] == ["timeout", "-k", "2", str(5 + GRACE_S)]
-    assert argv[4:] == [
+    cmd = perftest_argv(_bw(bidir=True, qps=2, duration_s=5))
+    assert cmd.limit_s == 5 + GRACE_S  # the launcher ends it then
+    assert list(cmd.argv) == [
         "ib_write_bw", "-d", "mlx5_0", "-i", "1", "-p", "18515", "-x", "3", "-s", "65536",
         "-F", "-q", "2", "-D", "5", "--report_gbits", "-b", "10.0.0.2",
     ]  # fmt: skip
@@ -66,20 +67,23 @@ def test_perftest_bw_client_argv() -> None:
 
 def test_perftest_latency_server_asks_for_every_sample() -> None:
     run = PerftestRun("ib_send_lat", "rocep1s0f1", 18516, size=2, iterations=100_000)
-    argv = perftest_argv(run)
+    cmd = perftest_argv(run)
+    argv = list(cmd.argv)
     assert "-U" in argv and argv[argv.index("-n") + 1] == "100000"
     assert "-x" not in argv and "-q" not in argv  # IB: no GID index; latency: one QP
     assert argv[-1] == "-U"  # no peer address on the server side
-    assert float(argv[3]) <= MAX_DURATION_S + GRACE_S
+    assert cmd.limit_s <= MAX_DURATION_S + GRACE_S
 
 
-def test_every_word_is_a_plain_string() -> None:
-    for argv in (
+def test_every_word_is_a_plain_string_the_launcher_takes() -> None:
+    for cmd in (
         perftest_argv(_bw()),
         iperf3_argv(Iperf3Run(5201, server="fe80::1", bind="fe80::2", bidir=True)),
         sockperf_argv(SockperfRun("10.0.0.2", 11111, server="10.0.0.2", log_dir="/tmp/fabtop-x")),
+        version_argv("ib_write_lat"),
     ):
-        assert all(isinstance(w, str) and w and "\n" not in w for w in argv)
+        assert all(isinstance(w, str) and w and "\n" not in w for w in cmd.argv)
+        launch_args(cmd.argv, cmd.limit_s)  # LaunchError otherwise
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
@@ -134,7 +138,7 @@ def test_the_full_log_stays_in_a_temporary_directory(directory: str, file: str) 
 
 
 def test_iperf3_and_sockperf_argv() -> None:
-    assert iperf3_argv(Iperf3Run(5201, duration_s=2))[4:] == [
+    assert list(iperf3_argv(Iperf3Run(5201, duration_s=2)).argv) == [
         "iperf3",
         "-J",
         "-p",
@@ -145,16 +149,16 @@ def test_iperf3_and_sockperf_argv() -> None:
     client = iperf3_argv(
         Iperf3Run(5201, server="10.0.0.2", bind="10.0.0.1", streams=4, reverse=True)
     )
-    assert client[4:] == [
+    assert list(client.argv) == [
         "iperf3", "-J", "-p", "5201", "-B", "10.0.0.1", "-c", "10.0.0.2", "-t", "5", "-i", "1",
         "-P", "4", "-R",
     ]  # fmt: skip
     run = SockperfRun("10.0.0.2", 11111, server="10.0.0.2", log_dir="/tmp/fabtop-ab12", mps=1000)
-    assert sockperf_argv(run)[4:] == [
+    assert list(sockperf_argv(run).argv) == [
         "sockperf", "ping-pong", "-i", "10.0.0.2", "-p", "11111", "--tcp", "-t", "5", "-m", "64",
         "--mps=1000", "--full-log", "/tmp/fabtop-ab12/sockperf.csv",
     ]  # fmt: skip
-    assert sockperf_argv(replace(run, server=None))[4:] == [
+    assert list(sockperf_argv(replace(run, server=None)).argv) == [
         "sockperf", "server", "-i", "10.0.0.2", "-p", "11111", "--tcp",
     ]  # fmt: skip
 
@@ -172,7 +176,7 @@ def test_missing_tool_names_the_package() -> None:
 
 def test_a_scoped_ipv6_address_is_kept() -> None:
     argv = iperf3_argv(Iperf3Run(5201, server="fe80::2%thunderbolt0", bind="fe80::1%thunderbolt0"))
-    assert "fe80::2%thunderbolt0" in argv and "fe80::1%thunderbolt0" in argv
+    assert "fe80::2%thunderbolt0" in argv.argv and "fe80::1%thunderbolt0" in argv.argv
 
 
 def test_perftest_buffer_is_bounded_for_a_plan_to_check() -> None:
@@ -181,6 +185,6 @@ def test_perftest_buffer_is_bounded_for_a_plan_to_check() -> None:
 
 
 def test_version_argv() -> None:
-    assert version_argv("ib_read_lat")[4:] == ["ib_read_lat", "--version"]
+    assert version_argv("ib_read_lat").argv == ("ib_read_lat", "--version")
     with pytest.raises(EngineArgError, match="tool must be"):
         version_argv("sh -c id")
