@@ -69,6 +69,11 @@ LOSSY_INCAST_DROP = 0.003
 TCP_INCAST_DROP = 0.0005
 # ECN marks a switch puts on an incast toward a port, per sender past the first.
 INCAST_MARKS_PPS = 60_000.0
+CNP_PER_MARK = 0.35  # the receiver answers about a third of the marks (the episodes' ratio)
+# How long the switch holds each sender of a lossless incast paused. Without ECN, PFC
+# alone meters it: every sender waits while the others' share drains (1 - 1/k). With
+# DCQCN the senders slow down on CNPs and the queue rarely reaches the pause threshold.
+DCQCN_PAUSE_SHARE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +121,8 @@ class PortLoad:
     rx_pause_frac: float = 0.0  # the switch held this (sending) port paused
     rx_discard_frac: float = 0.0  # share of arriving RDMA packets this port's path dropped
     tx_retrans_frac: float = 0.0  # share of sent RDMA packets sent again
-    ecn_marked_pps: float = 0.0
+    ecn_marked_pps: float = 0.0  # receiver: CE marks the switch put on the incast
+    cnp_handled_pps: float = 0.0  # sender: its share of the receiver's CNPs
 
 
 def payload_share(kind: str, mtu: int, rdma: bool) -> float:
@@ -205,6 +211,10 @@ class Bench:
     def port_mtu(self, ep: Endpoint) -> int:
         """The RDMA path MTU of a port (its active MTU)."""
         return IB_MTU if ep.kind == "ib" else self.fabric.hosts[ep.host].cfg.roce_mtu
+
+    def ecn_live(self, ep: Endpoint, g: float) -> bool:
+        """DCQCN runs on the port's host in the cell at ``g``."""
+        return ep.kind == "roce" and ep.host not in self.mods(g).ecn_off
 
     def lossless(self, ep: Endpoint) -> bool:
         """True when the port's RDMA priority has PFC (IB is lossless by credits)."""
@@ -336,7 +346,12 @@ class Bench:
                     load.ip_tx += bps * (1.0 + drop)
                 if n_in > 1 and f.rdma and self.lossless(f.dst):
                     # The switch pauses each sender while the others' share drains.
-                    load.rx_pause_frac = max(load.rx_pause_frac, 1.0 - 1.0 / n_in)
+                    dcqcn = self.ecn_live(f.src, g) and self.ecn_live(f.dst, g)
+                    held = (1.0 - 1.0 / n_in) * (DCQCN_PAUSE_SHARE if dcqcn else 1.0)
+                    load.rx_pause_frac = max(load.rx_pause_frac, held)
+                if n_in > 1 and f.rdma and self.ecn_live(f.dst, g):
+                    marks = INCAST_MARKS_PPS * (n_in - 1) * CNP_PER_MARK / n_in
+                    load.cnp_handled_pps = max(load.cnp_handled_pps, marks)
                 load.tx_retrans_frac = max(load.tx_retrans_frac, drop if f.rdma else 0.0)
             if f.dst == ep:
                 if f.rdma:

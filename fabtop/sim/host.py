@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from collectors.frames import Frame, Section, render_frame
 from collectors.structured import StructuredEncoder
 from fabtop.sim import firewall, host_text
-from fabtop.sim.bench import Bench, Endpoint, PortLoad
+from fabtop.sim.bench import CNP_PER_MARK, Bench, Endpoint, PortLoad
 from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.exo import exo_state_text
 from fabtop.sim.gpu import SimGpu
@@ -123,7 +123,9 @@ def _add_test_load(tr: PortTraffic, load: PortLoad, cap: float, ecn: bool) -> No
     tr.tx_retrans_frac = max(tr.tx_retrans_frac, load.tx_retrans_frac)
     if ecn and load.ecn_marked_pps > tr.ecn_marked_pps:
         tr.ecn_marked_pps = load.ecn_marked_pps
-        tr.cnp_sent_pps = load.ecn_marked_pps * 0.35
+        tr.cnp_sent_pps = load.ecn_marked_pps * CNP_PER_MARK
+    if ecn:
+        tr.cnp_handled_pps = max(tr.cnp_handled_pps, load.cnp_handled_pps)
 
 
 def _plus_test(

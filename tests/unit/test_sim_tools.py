@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from collectors.assemble import assemble
 from collectors.engines import (
     Command,
     Iperf3Run,
@@ -23,10 +24,13 @@ from collectors.engines import (
     perftest_argv,
     sockperf_argv,
 )
+from collectors.frames import FrameDecoder
 from collectors.launch import ToolRun, run_tool
 from collectors.parsers.iperf3 import parse_iperf3
 from collectors.parsers.perftest import parse_perftest
 from collectors.parsers.sockperf import parse_sockperf
+from collectors.samples import HostSample
+from fabtop.fabtest.evidence import End, WindowEvidence, window_evidence
 from fabtop.sim.bench import payload_share
 from fabtop.sim.fabric import Fabric, demo_hosts
 from fabtop.sim.host import SimHostConfig
@@ -202,6 +206,54 @@ async def test_an_incast_into_a_port_without_pfc_drops() -> None:
         tr, clock, ("node1", _bw(port=18600)), [("node2", _bw(port=18600, server="10.0.0.1"))]
     )
     assert _gbps(cli) >= 0.99 * ROCE_GBPS
+
+
+def _sample(fab: Fabric, host: str, t: float) -> HostSample:
+    """What the probe's frame of ``host`` at ``t`` assembles to, as live."""
+    (frame,) = FrameDecoder().feed(fab.hosts[host].frame(t).encode())
+    return assemble(host, frame, {})
+
+
+async def _incast_window(fab: Fabric) -> WindowEvidence:
+    """Three senders into node1's port 0; the runner's evidence of node1 and node2 (a
+    sender) over the run, from the probe's frames."""
+    tr, clock = await _fabric(fab)
+    clock.advance_to(2.0)
+    start = clock.now()
+    await _pair(
+        tr,
+        clock,
+        ("node1", _bw()),
+        [(h, _bw(server="10.0.0.1")) for h in ("node2", "node3", "node4")],
+    )
+    end = clock.now()
+    p0 = "enp65s0f0np0"
+    return window_evidence(
+        [End(h, p0, _sample(fab, h, start), _sample(fab, h, end)) for h in ("node1", "node2")]
+    )
+
+
+def _moved(ev: WindowEvidence) -> set[tuple[str, str]]:
+    return {(m.port.host, m.metric) for m in ev.moved}
+
+
+async def test_the_evidence_window_sees_what_the_incast_did_on_each_end() -> None:
+    # PFC and DCQCN: the switch marks, the receiver answers with CNPs, the senders slow
+    # down and are paused a little. Nothing to find.
+    ev = await _incast_window(Fabric(demo_hosts()))
+    assert ev.findings == []
+    assert {("node1", "ecn_marked"), ("node1", "cnp_sent"), ("node2", "cnp_handled")} <= _moved(ev)
+    assert ("node2", "rx_pause") in _moved(ev)
+    assert not any(m.endswith("discards") for _, m in _moved(ev))
+    # No PFC on the receiver's RDMA priority: the drops are named on the receiver, the
+    # retransmissions on the sender.
+    ev = await _incast_window(Fabric(_hosts(node1={"pfc_prios": ()})))
+    assert {("node1", "rx_discards"), ("node1", "out_of_sequence")} <= _moved(ev)
+    assert ("node2", "retransmits") in _moved(ev)
+    assert not any(h == "node2" and m.endswith("discards") for h, m in _moved(ev))
+    # No ECN on the receiver: PFC alone meters the incast, the senders sit paused.
+    ev = await _incast_window(Fabric(_hosts(node1={"ecn": False})))
+    assert any(f.rule == "pfc_pressure" and f.port and f.port.host == "node2" for f in ev.findings)
 
 
 async def test_latency_prints_every_sample_minus_u_asks_for() -> None:
