@@ -172,15 +172,16 @@ class Bench:
 
     # --- addresses and ceilings ------------------------------------------------------------
 
-    def resolve(self, address: str) -> Endpoint | None:
-        """The port an address (or host name) of the fabric belongs to."""
+    def resolve(self, address: str, here: str) -> Endpoint | None:
+        """The port an address (or host name) of the fabric belongs to, as seen from the
+        host ``here`` (its loopback is its own)."""
         with contextlib.suppress(ValueError):  # a host name stays as it is
             address = str(ipaddress.ip_address(address))
+        if address in ("127.0.0.1", "localhost"):
+            return Endpoint(here, "lo")
         for host in self.fabric.hosts.values():
-            if host.cfg.macos:
-                continue
-            ep = host_addresses(host).get(address)
-            if ep is not None and (ep.kind != "lo" or address == host.name):
+            ep = None if host.cfg.macos else host_addresses(host).get(address)
+            if ep is not None:
                 return ep
         return None
 

@@ -131,10 +131,14 @@ def has_tool(host: SimHost, tool: str) -> bool:
 
 async def launched(transport: DemoTransport, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
     """The launcher's output for ``args`` (``limit_s=N -- TOOL ARGS...``) on this node."""
+    word = args[0].removeprefix("limit_s=") if args else ""
     if len(args) < 3 or not args[0].startswith("limit_s=") or args[1] != "--":
         yield b"fabtop-launch: limit_s= first\n"
         return
-    limit = int(args[0].removeprefix("limit_s=") or "0")
+    if not word.isdigit() or not 1 <= int(word) <= 3600:
+        yield b"fabtop-launch: bad limit_s\n"  # as launch.sh (its status 2 is not seen)
+        return
+    limit = int(word)
     argv = tuple(args[2:])
     tool = argv[0]
     run = _Run(transport, transport.clock.now(), limit)
@@ -263,7 +267,7 @@ def _unlisten(run: _Run, family: str, port: int, listener: Listener) -> None:
 
 def _connect(run: _Run, family: str, address: str, port: int) -> tuple[Listener, Endpoint] | None:
     """The server listening at ``address``:``port``, and its host's address there."""
-    ep = run.bench.resolve(address)
+    ep = run.bench.resolve(address, run.host.name)
     if ep is None:
         return None
     listener = run.bench.listeners.get((ep.host, family, port))
@@ -316,6 +320,8 @@ def _samples(
     pause = queue = 0.0
     while len(out) < MAX_SAMPLES and (count is None or len(out) < count):
         if until_s is not None and t >= flow.start + until_s:
+            break
+        if t > run.t0 + run.limit:  # the launcher ends the run there: no sample after it
             break
         g = math.floor(t / GRID_S + 1e-9) * GRID_S
         if g != cell:
@@ -549,7 +555,7 @@ async def _iperf3(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, None]
         yield f"iperf3: parameter error - option {word!r} is not simulated\n"
         return
     port = _int(opts, "-p", 5201)
-    bind = run.bench.resolve(opts["-B"]) if "-B" in opts else None
+    bind = run.bench.resolve(opts["-B"], run.host.name) if "-B" in opts else None
     if "-s" in opts:
         listener = _listen(run, "iperf3", port, bind, argv)
         async for text in _serve(run, "iperf3", port, listener):
@@ -642,7 +648,7 @@ async def _sockperf(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, Non
     port = _int(opts, "-p", 11111)
     address = opts.get("-i", "")
     if pos == ["server"]:
-        ep = run.bench.resolve(address)
+        ep = run.bench.resolve(address, run.host.name)
         listener = _listen(run, "sockperf", port, ep, argv)
         yield tools.sockperf_server_banner()
         try:
@@ -661,7 +667,9 @@ async def _sockperf(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, Non
     listener.accepted = False  # a sockperf server takes client after client
     bench = run.bench
     client_ip = opts.get("--client_ip")
-    local = (bench.resolve(client_ip) if client_ip else None) or bench.local_route(run.host, remote)
+    local = (bench.resolve(client_ip, run.host.name) if client_ip else None) or bench.local_route(
+        run.host, remote
+    )
     duration = _int(opts, "-t", 1)
     size = _int(opts, "-m", 14)
     mps = opts.get("--mps", "max")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
@@ -31,7 +32,8 @@ from collectors.parsers.perftest import parse_perftest
 from collectors.parsers.sockperf import parse_sockperf
 from collectors.samples import HostSample
 from fabtop.fabtest.evidence import End, WindowEvidence, window_evidence
-from fabtop.sim.bench import payload_share
+from fabtop.sim import host_text
+from fabtop.sim.bench import endpoint_address, host_addresses, payload_share
 from fabtop.sim.fabric import Fabric, demo_hosts
 from fabtop.sim.host import SimHostConfig
 from fabtop.sim.transport import DemoTransport, SimClock, sim_transports
@@ -434,6 +436,32 @@ async def test_iperf3_bidir_and_refused() -> None:
         assert 0.99 * mgmt <= direction.bits_per_second <= mgmt
     (cli,) = await drive(clock, _run(tr, "node1", iperf3_argv(Iperf3Run(5202, server="node2"))))
     assert cli.status == 1 and "Connection refused" in (parse_iperf3(cli.text()).error or "")
+
+
+async def test_iperf3_over_a_nodes_own_loopback() -> None:
+    tr, clock = await _fabric(Fabric(demo_hosts()))
+    _srv, cli = await drive(
+        clock,
+        _run(tr, "node1", iperf3_argv(Iperf3Run(5201, bind="127.0.0.1"))),
+        _client(tr, "node1", iperf3_argv(Iperf3Run(5201, server="127.0.0.1", duration_s=1))),
+    )
+    c = parse_iperf3(cli.text())
+    assert c.ok and c.received is not None and c.received.bits_per_second is not None
+    assert 39e9 <= c.received.bits_per_second <= 40e9  # iperf3 3.12: one thread, one core
+
+
+def test_the_tools_know_the_addresses_the_probe_reports() -> None:
+    fab = Fabric(demo_hosts())
+    for host in fab.hosts.values():
+        if host.cfg.macos:
+            continue
+        printed = set(re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", host_text.ip_addr(host)))
+        known = {a for a in host_addresses(host) if a[0].isdigit()}
+        assert printed == known, host.name
+        for address in printed - {"127.0.0.1"}:
+            ep = fab.bench.resolve(address, "node1")
+            assert ep is not None and ep.host == host.name
+            assert endpoint_address(host, ep) == address
 
 
 async def test_sockperf_with_its_full_log_kept_on_the_node_until_removed() -> None:
