@@ -378,6 +378,7 @@ def _side(run: _Run, tool: str, ep: Endpoint, opts: dict[str, str]) -> tools.Per
         qps=_int(opts, "-q", 1),
         bidir="-b" in opts,
         duration="-D" in opts,
+        gbits="--report_gbits" in opts,
     )
 
 

@@ -75,6 +75,7 @@ class PerftestSide:
     qps: int = 1
     bidir: bool = False
     duration: bool = False  # -D: BW peak is not measured
+    gbits: bool = True  # --report_gbits
 
 
 def _header(side: PerftestSide, local_gid: str, remote_gid: str) -> str:
@@ -133,14 +134,16 @@ def gid_text(ipv4: str) -> str:
 def perftest_bw(
     side: PerftestSide, size: int, gbps: float, seconds: float, gids: tuple[str, str]
 ) -> str:
-    """A bandwidth run's whole output (``--report_gbits``): header, table, closing rule."""
+    """A bandwidth run's whole output: header, table, closing rule. Rates in Gb/s with
+    ``--report_gbits``, else in MiB/s (the column title of 2024 and later builds)."""
     msgs = gbps * 1e9 / 8 / size * seconds
     peak = 0.0 if side.duration or side.bidir else gbps * 1.004
+    unit, scale = ("Gb/sec", 1.0) if side.gbits else ("MiB/sec", 1e9 / 8 / 2**20)
     row = (
-        f" {size:<10} {round(msgs):<16} {peak:<18.2f} {gbps:<20.2f} "
+        f" {size:<10} {round(msgs):<16} {peak * scale:<18.2f} {gbps * scale:<20.2f} "
         f"{gbps * 1e9 / 8 / size / 1e6:.6f}"
     )
-    title = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+    title = f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]"
     return _header(side, *gids) + f"{title}\n{row}\n{RULE}\n"
 
 

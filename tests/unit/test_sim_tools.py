@@ -86,6 +86,13 @@ async def _client(tr: dict[str, DemoTransport], host: str, cmd: Command) -> Tool
     return await _run(tr, host, cmd)
 
 
+async def _client_argv(
+    tr: dict[str, DemoTransport], host: str, argv: Sequence[str], limit_s: int
+) -> ToolRun:
+    await _settle()
+    return await run_tool(tr[host], argv, limit_s)
+
+
 def _bw(tool: str = "ib_write_bw", port: int = 18515, **kw: Any) -> PerftestRun:
     kw.setdefault("duration_s", 5)
     return PerftestRun(tool, kw.pop("device", "mlx5_0"), port, gid_index=3, **kw)
@@ -135,6 +142,19 @@ async def test_a_roce_pair_runs_near_the_port_rate_less_the_protocol_overhead() 
         3,
     )
     assert cli.elapsed_s is not None and 5.0 <= cli.elapsed_s <= 6.0  # -D 5 and the setup
+
+
+async def test_without_report_gbits_the_table_is_in_mib_per_second() -> None:
+    tr, clock = await _fabric(Fabric(demo_hosts()))
+    server, client = perftest_argv(_bw()), perftest_argv(_bw(server="10.0.0.2"))
+    words = [tuple(w for w in c.argv if w != "--report_gbits") for c in (server, client)]
+    _srv, cli = await drive(
+        clock,
+        run_tool(tr["node2"], words[0], server.limit_s),
+        _client_argv(tr, "node1", words[1], client.limit_s),
+    )
+    assert parse_perftest(cli.text()).unit == "MiB/sec"
+    assert near(_gbps(cli), ROCE_GBPS)
 
 
 async def test_a_pair_runs_at_its_slower_end() -> None:
