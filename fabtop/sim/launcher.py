@@ -25,9 +25,10 @@ The figures (:mod:`fabtop.sim.bench`) and texts (:mod:`fabtop.sim.tools`) live a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -149,8 +150,11 @@ async def launched(transport: DemoTransport, args: Sequence[str]) -> AsyncGenera
         yield f"@@fabtop-launch missing {tool}\n".encode()
         return
     try:
-        async for text in _tool(run, argv):
-            yield text.encode()
+        # Closed with this stream, wherever it stands: its servers stop listening and
+        # its load is cut at once, not when the garbage collector gets to it.
+        async with contextlib.aclosing(_tool(run, argv)) as out:
+            async for text in out:
+                yield text.encode()
     except _TimedOut:
         ms = round((run.now() - run.t0) * 1000)
         yield f"\n@@fabtop-launch timeout {limit} {ms}\n".encode()
@@ -161,7 +165,7 @@ async def launched(transport: DemoTransport, args: Sequence[str]) -> AsyncGenera
 
 def _tool(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, None]:
     tool = argv[0]
-    if "--version" in argv[1:]:
+    if "--version" in argv[1:] and tool not in ("cat", "rm", "mktemp"):
         return _once(tools.version_text(tool, run.host.cfg.kernel, run.host.name))
     if tool in ("cat", "rm", "mktemp"):
         return _coreutil(run, argv)
@@ -177,8 +181,8 @@ async def _once(text: str) -> AsyncGenerator[str, None]:
 
 
 def _options(argv: Sequence[str], valued: set[str]) -> tuple[dict[str, str], list[str], str | None]:
-    """``argv``'s options (``-x V``, ``--x=V``, flags), positionals, and the first word
-    that is no option the tool knows (None: all known)."""
+    """``argv``'s options (``-x V``, ``--x=V``, flags), positionals, and an option that
+    takes a value but came last without one (None: none did)."""
     opts: dict[str, str] = {}
     pos: list[str] = []
     words = list(argv)
@@ -251,18 +255,19 @@ async def _coreutil(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, Non
 # --- shared: pairing a client with its server -------------------------------------------------
 
 
-def _listen(
+@contextlib.contextmanager
+def _listening(
     run: _Run, family: str, port: int, ep: Endpoint | None, argv: tuple[str, ...]
-) -> Listener:
-    listener = Listener(ep, argv)
-    run.bench.listeners[(run.host.name, family, port)] = listener
-    return listener
-
-
-def _unlisten(run: _Run, family: str, port: int, listener: Listener) -> None:
+) -> Iterator[Listener]:
+    """A server listening for as long as the block runs (its stream closed included)."""
     key = (run.host.name, family, port)
-    if run.bench.listeners.get(key) is listener:
-        del run.bench.listeners[key]
+    listener = Listener(ep, argv)
+    run.bench.listeners[key] = listener
+    try:
+        yield listener
+    finally:
+        if run.bench.listeners.get(key) is listener:
+            del run.bench.listeners[key]
 
 
 def _connect(run: _Run, family: str, address: str, port: int) -> tuple[Listener, Endpoint] | None:
@@ -283,16 +288,11 @@ def _release(listener: Listener, report: str, status: int) -> None:
         listener.done.set()
 
 
-async def _serve(
-    run: _Run, family: str, port: int, listener: Listener
-) -> AsyncGenerator[str, None]:
-    """A server's wait for its client, then the report the client left."""
-    try:
-        await run.wait(listener.done)
-    finally:
-        _unlisten(run, family, port, listener)
+async def _served(run: _Run, listener: Listener) -> str:
+    """A server's wait for its client; the report the client left."""
+    await run.wait(listener.done)
     run.status = listener.status
-    yield listener.report
+    return listener.report
 
 
 # --- latency samples ---------------------------------------------------------------------------
@@ -407,10 +407,9 @@ async def _perftest(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, Non
         return
     port = _int(opts, "-p", 18515)
     if not pos:  # the server side
-        listener = _listen(run, "perftest", port, local, argv)
-        yield tools.perftest_waiting()
-        async for text in _serve(run, "perftest", port, listener):
-            yield text
+        with _listening(run, "perftest", port, local, argv) as listener:
+            yield tools.perftest_waiting()
+            yield await _served(run, listener)
         return
     found = _connect(run, "perftest", pos[0], port)
     if found is None:
@@ -558,9 +557,8 @@ async def _iperf3(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, None]
     port = _int(opts, "-p", 5201)
     bind = run.bench.resolve(opts["-B"], run.host.name) if "-B" in opts else None
     if "-s" in opts:
-        listener = _listen(run, "iperf3", port, bind, argv)
-        async for text in _serve(run, "iperf3", port, listener):
-            yield text
+        with _listening(run, "iperf3", port, bind, argv) as listener:
+            yield await _served(run, listener)
         return
     cfg = run.host.cfg
     found = _connect(run, "iperf3", opts.get("-c", ""), port)
@@ -650,13 +648,10 @@ async def _sockperf(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, Non
     address = opts.get("-i", "")
     if pos == ["server"]:
         ep = run.bench.resolve(address, run.host.name)
-        listener = _listen(run, "sockperf", port, ep, argv)
-        yield tools.sockperf_server_banner()
-        try:
+        with _listening(run, "sockperf", port, ep, argv):
+            yield tools.sockperf_server_banner()
             # A sockperf server serves until it is ended: the launcher's limit or EOF.
             await run.until(math.inf)
-        finally:
-            _unlisten(run, "sockperf", port, listener)
         return
     tcp = "--tcp" in opts
     found = _connect(run, "sockperf", address, port)

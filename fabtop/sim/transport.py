@@ -8,6 +8,7 @@ fast probe sends them (collectors/structured.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import math
@@ -125,8 +126,9 @@ class DemoTransport(Transport):
         if not self._connected:
             raise self.error("not connected")
         if script == launch_script():  # a test tool (fabtop test): fabtop.sim.launcher
-            async for out in launched(self, args):
-                yield out
+            async with contextlib.aclosing(launched(self, args)) as run:
+                async for out in run:
+                    yield out
             return
         # Otherwise the probe: the simulation stands in for it.
         opts = dict(a.partition("=")[::2] for a in args)

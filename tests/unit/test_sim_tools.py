@@ -26,7 +26,7 @@ from collectors.engines import (
     sockperf_argv,
 )
 from collectors.frames import FrameDecoder
-from collectors.launch import ToolRun, run_tool
+from collectors.launch import ToolRun, launch_args, launch_script, run_tool
 from collectors.parsers.iperf3 import parse_iperf3
 from collectors.parsers.perftest import parse_perftest
 from collectors.parsers.sockperf import parse_sockperf
@@ -415,6 +415,16 @@ async def test_cancelling_a_run_ends_it_and_its_load() -> None:
         clock, _run(tr, "node1", perftest_argv(_bw(port=18600, server="10.0.0.2")))
     )
     assert parse_perftest(cli.text()).errors[0].kind == "connect"
+
+
+async def test_closing_a_servers_stream_at_once_stops_it_listening() -> None:
+    tr, clock = await _fabric(Fabric(demo_hosts()))
+    cmd = perftest_argv(_bw())
+    stream = tr["node2"].stream(launch_script(), launch_args(cmd.argv, cmd.limit_s))
+    assert b"Waiting for client to connect" in await anext(stream)
+    assert list(clock.fabric.bench.listeners) == [("node2", "perftest", 18515)]
+    await stream.aclose()  # the runner done with it, between two reads
+    assert clock.fabric.bench.listeners == {}
 
 
 # --- iperf3, sockperf, the node's files ---------------------------------------------------------
