@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import ipaddress
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from collectors.engines import (
@@ -44,6 +44,8 @@ CONNECT_WAIT_S = 0.2
 # A server that ends with its client (iperf3 -s -1, perftest) is given this long for its
 # own report before it is ended.
 SERVER_GRACE_S = 5.0
+# Servers bind within a few ms of their start: clients start this long after, together.
+SERVER_START_S = 0.3
 # The temporary directory sockperf's per-sample log goes to on the client (removed after).
 _TEMP_DIR_RE = re.compile(r"/tmp/fabtop-[A-Za-z0-9]{6,12}")
 # Latency message sizes: perftest's default (2 bytes) and sockperf's smallest but one.
@@ -78,6 +80,7 @@ class Measured:
 
     gbps: list[float | None] = field(default_factory=list)  # per sender (bandwidth)
     retransmits: int | None = None
+    sent_bytes: int | None = None  # what the engine says it sent (iperf3), all senders
     samples_us: list[float] = field(default_factory=list)  # latency
     runs: list[ToolRun] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -146,27 +149,47 @@ async def _client(
     return None
 
 
+async def _pairs(
+    pairs: Sequence[tuple[tuple[Port, Command], tuple[Port, Command]]],
+    out: Measured,
+    server_ends: bool = True,
+) -> list[tuple[ToolRun | None, ToolRun | None]]:
+    """Servers and their clients: every server first, then every client at once (an
+    incast's senders start together, not each when its own server happens to be up).
+    A server is ended when its client is done (at once where it serves until stopped:
+    sockperf), else after a grace for its own report."""
+    servers: list[asyncio.Task[ToolRun | None]] = [
+        asyncio.create_task(_run(*srv, out)) for srv, _ in pairs
+    ]
+    try:
+        await asyncio.sleep(SERVER_START_S)
+        got = await asyncio.gather(
+            *(_client(*cli, out, task) for (_, cli), task in zip(pairs, servers, strict=True))
+        )
+        done: list[ToolRun | None] = [None] * len(servers)
+        if server_ends:
+            # (A server still waiting then waits for a client that is not coming: ended below.)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.shield(asyncio.gather(*servers)), timeout=SERVER_GRACE_S
+                )
+            done = [t.result() if t.done() and not t.cancelled() else None for t in servers]
+        return list(zip(done, got, strict=True))
+    finally:
+        for t in servers:
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*servers, return_exceptions=True)
+
+
 async def _pair(
     server: tuple[Port, Command],
     client: tuple[Port, Command],
     out: Measured,
     server_ends: bool = True,
 ) -> tuple[ToolRun | None, ToolRun | None]:
-    """A server and its client; the server is ended when the client is done (at once
-    where it serves until stopped: sockperf), else after a grace for its own report."""
-    srv_task: asyncio.Task[ToolRun | None] = asyncio.create_task(_run(*server, out))
-    try:
-        got = await _client(*client, out, srv_task)
-        srv = None
-        if server_ends:
-            # (A server still waiting then waits for a client that is not coming: ended below.)
-            with contextlib.suppress(TimeoutError):
-                srv = await asyncio.wait_for(asyncio.shield(srv_task), timeout=SERVER_GRACE_S)
-        return srv, got
-    finally:
-        if not srv_task.done():
-            srv_task.cancel()
-        await asyncio.gather(srv_task, return_exceptions=True)
+    """One server and its client (:func:`_pairs`)."""
+    return (await _pairs([(server, client)], out, server_ends))[0]
 
 
 def _perftest_gbps(run: ToolRun | None, out: Measured) -> float | None:
@@ -183,15 +206,20 @@ def _said(run: ToolRun, error: str | None, out: Measured) -> None:
 
 
 def _iperf3_gbps(run: ToolRun | None, out: Measured) -> tuple[float | None, int | None]:
+    """The client's figure (what the receiver got, both ways for --bidir) and its
+    retransmissions; what it sent is added to ``out.sent_bytes``."""
     if run is None:
         return None, None
     r: Iperf3Result = parse_iperf3(run.text())
     _said(run, r.error, out)
     got = [s.bits_per_second for s in (r.received, r.received_reverse) if s is not None]
-    sent = [s.retransmits for s in (r.sent, r.sent_reverse) if s is not None]
+    sent = [s for s in (r.sent, r.sent_reverse) if s is not None]
     bps = sum(b for b in got if b is not None) if got and all(b is not None for b in got) else None
-    retrans = sum(x for x in sent if x is not None) if any(x is not None for x in sent) else None
-    return (bps / 1e9 if bps is not None else None), retrans
+    counts = [s.retransmits for s in sent if s.retransmits is not None]
+    sent_bytes = [s.bytes for s in sent if s.bytes is not None]
+    if sent_bytes:
+        out.sent_bytes = (out.sent_bytes or 0) + sum(sent_bytes)
+    return (bps / 1e9 if bps is not None else None), (sum(counts) if counts else None)
 
 
 def _peer(port: Port) -> str:
@@ -210,7 +238,7 @@ async def bandwidth(
     """Every sender into ``receiver`` at once, for ``seconds`` (one sender: a pair)."""
     out = Measured()
     peer = _peer(receiver)
-    jobs: list[Awaitable[tuple[ToolRun | None, ToolRun | None]]] = []
+    jobs: list[tuple[tuple[Port, Command], tuple[Port, Command]]] = []
     try:
         if receiver.rdma:
             out.engine = "perftest"
@@ -220,7 +248,7 @@ async def bandwidth(
                 )
                 srv = _perftest_side(base, receiver, None)
                 cli = _perftest_side(base, s, peer)
-                jobs.append(_pair((receiver, srv), (s, cli), out))
+                jobs.append(((receiver, srv), (s, cli)))
         else:
             out.engine = "iperf3"
             for s in senders:
@@ -229,10 +257,10 @@ async def bandwidth(
                 cli = iperf3_argv(
                     Iperf3Run(n, server=peer, bind=address(s), duration_s=seconds, bidir=bidir)
                 )
-                jobs.append(_pair((receiver, srv), (s, cli), out))
+                jobs.append(((receiver, srv), (s, cli)))
     except EngineArgError as e:
         raise StepError(f"{receiver.label}: {e}") from None
-    done = await asyncio.gather(*jobs)
+    done = await _pairs(jobs, out)
     retrans: list[int] = []
     for _srv, client in done:
         if out.engine == "perftest":
