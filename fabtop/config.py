@@ -82,6 +82,9 @@ class HostConfig:
     firewall_sudo: bool = False
     # What the host must have ([expect] with its [host.expect] over it); None: nothing.
     expect: Expect | None = None
+    # ``fabtop test``'s rails by interface (netdev, RDMA device or device/port); empty: by
+    # position among the host's RDMA ports (fabtop/fabtest/rails.py).
+    rails: dict[str, int] = field(default_factory=dict)
 
     @property
     def target(self) -> str:
@@ -398,6 +401,7 @@ _HOST_KEYS = {
     "probe",
     "firewall_sudo",
     "expect",
+    "rails",
 }
 _TOP_KEYS = {
     "interval",
@@ -599,6 +603,7 @@ def _hosts_from_table(
         if "expect" in raw:
             own = parse_expect(raw["expect"], f"{w}: [host.expect]")
             expect = own.over(common) if common is not None else own
+        rails = _rails(raw.get("rails", {}), w)
         probe = raw.get("probe", "auto")
         if probe not in PROBE_KINDS:
             raise ConfigError(
@@ -616,8 +621,28 @@ def _hosts_from_table(
                 probe=probe,
                 firewall_sudo=fw_sudo,
                 expect=expect,
+                rails=rails,
             )
         )
+    return out
+
+
+MAX_RAIL = 63  # a node has at most a few dozen ports; a larger number is a typo
+
+
+def _rails(raw: Any, where: str) -> dict[str, int]:
+    """``rails = { eth0 = 0, mlx5_1 = 1 }``: interface names as the probe takes them."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: field 'rails' must be a table of interface = rail number")
+    out: dict[str, int] = {}
+    for name, rail in raw.items():
+        iface, _, port = name.partition("/")  # an RDMA port: mlx5_0/1
+        _probe_check(where, "rails", ProbeArgs(interfaces=(iface,)))
+        if port and not (port.isdigit() and len(port) <= 3):
+            raise ConfigError(f"{where}: rails.{name}: an RDMA port is device/number")
+        if isinstance(rail, bool) or not isinstance(rail, int) or not 0 <= rail <= MAX_RAIL:
+            raise ConfigError(f"{where}: rails.{name}: a rail is a whole number 0..{MAX_RAIL}")
+        out[name] = rail
     return out
 
 

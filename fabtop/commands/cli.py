@@ -94,6 +94,21 @@ COMMANDS: tuple[Command, ...] = (
         ),
     ),
     Command(
+        "test",
+        "prove the fabric: run a test plan between the hosts and judge it (exit 0, 1 or 2)",
+        "PLAN is pairs, bidir, incast, latency or loaded-latency. It loads the fabric: a "
+        "summary says what will run before it starts, and it refuses while an inference "
+        "server on the hosts is generating tokens (--allow-busy) or an [expect] is unmet. "
+        "The node's own perftest (RDMA ports) or iperf3 and sockperf (IP paths) run over "
+        "the SSH connections; every process ends with its run. Each verdict comes with what "
+        "the same window's counters show; see docs/TEST.md.",
+        (
+            "fabtop test pairs node[01-04]",
+            "fabtop test incast -c fabtop.toml -o incast.json",
+            "fabtop test --demo latency",
+        ),
+    ),
+    Command(
         "record",
         "record the probes' raw frames to a .fabrec file",
         "Stops at --duration, --frames, --max-size, Ctrl-C or SIGTERM, and always leaves a file "
@@ -141,7 +156,15 @@ COMMANDS: tuple[Command, ...] = (
 )
 SUBCOMMANDS: tuple[str, ...] = tuple(c.name for c in COMMANDS)
 _BY_NAME = {c.name: c for c in COMMANDS}
-HOST_COMMANDS = (None, "snapshot", "doctor", "record", "export", "serve")  # those that take hosts
+HOST_COMMANDS = (
+    None,
+    "snapshot",
+    "doctor",
+    "test",
+    "record",
+    "export",
+    "serve",
+)  # those that take hosts
 EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
 EX_USAGE = 2  # argparse's own exit status for a bad command line
 
@@ -308,6 +331,10 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         allow_abbrev=cmd != "serve",
     )
     p.add_argument("--version", action="version", version=f"fabtop {__version__}")
+    if cmd == "test":
+        from fabtop.fabtest.plans import PLANS  # (no Textual: fabtest is plain Python)
+
+        p.add_argument("plan", metavar="PLAN", choices=PLANS, help=f"one of {', '.join(PLANS)}")
     if cmd in HOST_COMMANDS:
         _add_hosts(p)
     if cmd is None:
@@ -379,6 +406,8 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
             metavar="S",
             help="give up on a host after S seconds (30)",
         )
+    if cmd == "test":
+        test_options(p)
     if cmd == "doctor":
         p.add_argument(
             "--window",
@@ -404,6 +433,39 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
             "--force", action="store_true", help="let --write-expect overwrite an existing FILE"
         )
     return p
+
+
+def test_options(p: argparse.ArgumentParser) -> None:
+    """``fabtop test``'s own options."""
+    p.add_argument(
+        "--seconds",
+        type=positive_int,
+        default=5,
+        metavar="S",
+        help="each bandwidth run, and an IP latency run (5; at most 600)",
+    )
+    p.add_argument(
+        "--iterations",
+        type=positive_int,
+        metavar="N",
+        help="round trips of an RDMA latency run (10000: ten samples beyond p99.9)",
+    )
+    p.add_argument(
+        "--senders", type=positive_int, metavar="K", help="senders per incast (8, at most 16)"
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write the JSON report to FILE")
+    p.add_argument(
+        "--allow-busy",
+        action="store_true",
+        help="test although an inference server on the hosts is generating tokens",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive,
+        default=30.0,
+        metavar="S",
+        help="give up on a host that sends no frame within S seconds (30)",
+    )
 
 
 def man_parser() -> argparse.ArgumentParser:
@@ -519,6 +581,10 @@ def run_headless(cmd: str, ns: argparse.Namespace) -> int:
         from fabtop.commands.headless import doctor_command
 
         return asyncio.run(doctor_command(build_config(ns), ns))
+    if cmd == "test":
+        from fabtop.commands.fabtest import test_command
+
+        return asyncio.run(test_command(build_config(ns), ns))
     if cmd == "record":
         return _record(ns)
     if cmd == "diff":

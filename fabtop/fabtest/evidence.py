@@ -235,7 +235,12 @@ class WindowEvidence:
             out.append("moved: " + "; ".join(m.text for m in self.moved))
         if self.ruled_out:
             out.append("ruled out: " + ", ".join(self.ruled_out))
-        out += [f"not read: {line}" for line in self.not_read]
+        # One line per thing not read, naming every port it was not read on.
+        ports_of: dict[str, list[str]] = {}
+        for line in self.not_read:
+            port, _, what = line.partition(": ")
+            ports_of.setdefault(what, []).append(port)
+        out += [f"not read: {what} ({', '.join(ps)})" for what, ps in ports_of.items()]
         out += [f"next: {s}" for s in self.next_steps]
         return out
 

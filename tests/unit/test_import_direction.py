@@ -4,7 +4,8 @@ Read from the source, not from what happens to be imported at run time, so a
 function-local import, one under ``TYPE_CHECKING``, ``importlib.import_module("...")`` and
 ``runpy.run_module("...")`` all count, with no exception: the console script's entry is
 ``tui.main``, above both. Inside ``fabtop/`` the rooms are layered too: the commands over
-the running machinery over the configuration, the simulator and the pure core.
+the running machinery (and ``fabtop test`` over it) over the configuration, the simulator
+and the pure core.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fabtop.sim", ("fabtop.sim", "collectors")),
     ("fabtop.config", ("fabtop.config", "fabtop.core", "collectors")),
     ("fabtop.run", ("fabtop.run", "fabtop.config", "fabtop.sim", "fabtop.core", "collectors")),
+    # fabtop test: the plans and verdicts over the running machinery (the runner reads the
+    # monitoring session's state and the snapshot's finding entries).
+    (
+        "fabtop.fabtest",
+        ("fabtop.fabtest", "fabtop.run", "fabtop.config", "fabtop.core", "collectors"),
+    ),
     ("fabtop.commands", ("fabtop", "collectors")),
     ("fabtop", ("fabtop", "collectors")),
     ("tui", ("tui", "fabtop", "collectors")),

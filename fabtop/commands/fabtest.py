@@ -1,0 +1,191 @@
+"""``fabtop test PLAN``: the fabric watched while a plan runs over it, a summary before,
+progress on stderr, the verdicts on stdout, and the JSON report with ``-o``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from collectors.text import clean
+from fabtop.config import Config
+from fabtop.core import expect
+from fabtop.core.state import NOT_REPORTING, FabricState
+from fabtop.fabtest.plans import PlanError, make_plan
+from fabtop.fabtest.rails import Rails, rails
+from fabtop.fabtest.report import document, lines
+from fabtop.fabtest.runner import Options, Report, Runner, StepResult, refusals
+from fabtop.run.compose import fabric_state, open_session
+from fabtop.run.outputs import STDOUT, OutputError, resolve, write_text
+from fabtop.run.session import Session
+
+# Frames every host must have sent before the plan starts: the second gives rates, so a
+# busy inference server and a port already in trouble are seen before anything runs.
+FRAMES_BEFORE = 2
+MAX_SECONDS = 600
+
+
+def _say(text: str) -> None:
+    print(clean(text, 400), file=sys.stderr, flush=True)
+
+
+async def _ready(state: FabricState, session_task: asyncio.Task[None], timeout: float) -> None:
+    """Until every host sent FRAMES_BEFORE frames or failed (or ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not session_task.done():
+        if all(
+            h.frames >= FRAMES_BEFORE or (h.status in NOT_REPORTING and h.error)
+            for h in state.hosts.values()
+        ):
+            return
+        await asyncio.sleep(0.05)
+
+
+def rail_config(config: Config) -> dict[tuple[str, str], int]:
+    """The config's ``rails`` of every host, as the rails module takes them."""
+    return {(h.name, iface): rail for h in config.hosts for iface, rail in h.rails.items()}
+
+
+def plan_summary(report_plan: str, fabric: Rails, steps: int, rounds: int, seconds: int) -> str:
+    """What will run, said before it starts (hosts, ports, duration, load)."""
+    ports = "; ".join(
+        f"rail {rail}: " + ", ".join(f"{p.host}/{p.name}" for p in ps)
+        for rail, ps in fabric.ports.items()
+    )
+    about = rounds * (seconds + 4)
+    return (
+        f"fabtop test {report_plan}: {steps} steps in {rounds} rounds, each loading its ports "
+        f"for about {seconds} s (about {about} s in all); {ports}"
+    )
+
+
+def _counters(state: FabricState, report: Report, fabric: Rails) -> dict[str, Any]:
+    """The tested ports' normalized counters now (the report's before or after)."""
+    out: dict[str, Any] = {}
+    for ps in fabric.ports.values():
+        for p in ps:
+            h = state.hosts.get(p.host)
+            link = h.sample.links.get(p.link) if h is not None and h.sample is not None else None
+            if link is None:
+                continue
+            flat: dict[str, int] = {}
+            for name, v in link.metrics.items():
+                if isinstance(v, dict):
+                    flat.update({f"{name}[{prio}]": x for prio, x in v.items()})
+                else:
+                    flat[name] = v
+            out[f"{p.host}/{p.name}"] = flat
+    return out
+
+
+async def test_command(config: Config, ns: argparse.Namespace) -> int:
+    """Run the plan; exit 0 all pass, 1 outliers or warnings, 2 failures or refused."""
+    if ns.seconds > MAX_SECONDS:
+        _say(f"fabtop test: --seconds must be at most {MAX_SECONDS}")
+        return 2
+    if ns.output and ns.output != STDOUT:
+        # A report that cannot be written is said before the fabric is loaded, not after.
+        where, _ = resolve(ns.output, "test report")
+        if not where.parent.is_dir():
+            raise OutputError(f"{ns.output}: cannot write test report: no such directory")
+    state = fabric_state(config)
+    session = open_session(config, state=state)
+    task = asyncio.create_task(session.run())
+    try:
+        return await _run(config, ns, state, session, task)
+    finally:
+        await session.stop()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+async def _run(
+    config: Config,
+    ns: argparse.Namespace,
+    state: FabricState,
+    session: Session,
+    task: asyncio.Task[None],
+) -> int:
+    _say(f"fabtop test: reading {len(config.hosts)} hosts before the plan...")
+    await _ready(state, task, ns.timeout)
+    down = [
+        f"{h.name}: {h.error or 'no frame within ' + str(int(ns.timeout)) + ' s'}"
+        for h in state.hosts.values()
+        if h.frames < FRAMES_BEFORE
+    ]
+    if down:
+        for line in down:
+            _say(f"fabtop test: {line}")
+        _say("fabtop test: refused: every host must be read before a test loads the fabric")
+        return 2
+    options = Options(seconds=ns.seconds, iterations=ns.iterations, allow_busy=ns.allow_busy)
+    unmet = [
+        u
+        for u in expect.check_fabric(state, {h.name: h.expect for h in config.hosts})
+        if u.status == expect.UNMET
+    ]
+    refused = refusals(state, [h.name for h in config.hosts], options, unmet)
+    if refused:
+        for line in refused:
+            _say(f"fabtop test: refused: {line}")
+        return 2
+    samples = {n: h.sample for n, h in state.hosts.items() if h.sample is not None}
+    fabric = rails(samples, rail_config(config))
+    try:
+        plan = make_plan(ns.plan, fabric, k=ns.senders)
+    except PlanError as e:
+        for line in fabric.problems:
+            _say(f"fabtop test: {line}")
+        _say(f"fabtop test: {e}")
+        return 2
+    for line in plan.problems:
+        _say(f"fabtop test: {line}")
+    if not plan.steps:
+        _say("fabtop test: nothing to test")
+        return 2
+    _say(plan_summary(plan.name, fabric, len(plan.steps), len(plan.rounds), ns.seconds))
+
+    def progress(what: str, i: int, n: int, res: StepResult | None) -> None:
+        if what == "round":
+            _say(f"fabtop test: round {i} of {n}")
+        elif what == "retest":
+            _say(f"fabtop test: {i} outlier(s): measured once more")
+
+    declared = {
+        h.name: h.expect.ip_speed_mbps / 1000
+        for h in config.hosts
+        if h.expect is not None and h.expect.ip_speed_mbps
+    }
+    runner = Runner(
+        state,
+        {h.name: session.transport(h) for h in config.hosts},
+        fabric,
+        options,
+        declared_gbps=declared,
+        addresses={h.name: h.ssh.host for h in config.hosts if h.ssh is not None},
+        thresholds=config.thresholds,
+        progress=progress,
+    )
+    before = _counters(state, Report(plan.name, [], options), fabric)
+    report = await runner.run(plan)
+    after = _counters(state, report, fabric)
+    print("\n".join(lines(report)))
+    if ns.output:
+        counters: Mapping[str, Any] = {
+            port: {"before": before.get(port, {}), "after": after.get(port, {})}
+            for port in sorted({*before, *after})
+        }
+        text = json.dumps(document(report, counters), indent=1, allow_nan=False) + "\n"
+        try:
+            write_text(ns.output, text, "test report")
+        except OutputError as e:
+            _say(f"fabtop: {e}")
+            return 2
+        _say(f"fabtop test: report written to {ns.output}")
+    return report.status

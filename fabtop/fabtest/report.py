@@ -1,0 +1,137 @@
+"""A test's report as people and programs read it: the table and summary ``fabtop test``
+prints, and the JSON document ``-o FILE`` writes (``fabtop.test/1``, docs/TEST.md)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from collectors.text import clean
+from fabtop.fabtest.judge import Status, Verdict, gb
+from fabtop.fabtest.plans import INCAST, LATENCY, LOADED
+from fabtop.fabtest.runner import Report, StepResult
+from fabtop.run.snapshot import finding_entry
+
+FORMAT = "fabtop.test/1"
+
+
+def figure(v: Verdict) -> str:
+    """The step's headline figure: Gb/s (and the share of its reference), or latency."""
+    f = v.figures
+    if v.step.kind in (LATENCY, LOADED):
+        if v.step.kind == LOADED:
+            p99, impact = f.get("loaded_p99_us"), f.get("impact_p99")
+            return f"p99 {_num(p99)} µs (x{_num(impact, 1)} loaded)" if p99 is not None else "-"
+        p50, p99 = f.get("p50_us"), f.get("p99_us")
+        return f"p50 {_num(p50)} / p99 {_num(p99)} µs" if p50 is not None else "-"
+    gbps = f.get("aggregate_gbps") if v.step.kind == INCAST else f.get("gbps")
+    if gbps is None:
+        return "-"
+    share = f.get("of_reference")
+    text = f"{gb(gbps)} Gb/s"
+    if share is not None:
+        text += f" ({share:.0%} of ref)"
+    if v.step.kind == INCAST and f.get("jain") is not None:
+        text += f", fairness {f['jain']:.2f}"
+    return text
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.{digits}f}"
+
+
+def lines(report: Report) -> list[str]:
+    """The table (one line per step, worst marked), then each non-pass step's reasons and
+    evidence, then the summary: what ``fabtop test`` prints."""
+    out: list[str] = []
+    width = max((len(r.verdict.step.label) for r in report.results), default=10)
+    for r in report.results:
+        v = r.verdict
+        engine = r.engine or "-"
+        again = " (retested)" if r.retested else ""
+        out.append(f"{v.status.word:8} {v.step.label:<{width}}  {engine:9} {figure(v)}{again}")
+    bad = [r for r in report.results if r.verdict.status != Status.PASS or r.problems]
+    for r in bad:
+        out.append("")
+        out.append(f"{r.verdict.status.word.upper()}: {r.verdict.step.label}")
+        out += [f"  {line}" for line in (*r.verdict.reasons, *r.problems, *r.verdict.notes)]
+        ev = r.verdict.evidence
+        if ev is not None:
+            out += [f"  {line}" for line in ev.lines]
+    out.append("")
+    out.append(summary(report))
+    return [clean(line, 400) for line in out]
+
+
+def summary(report: Report) -> str:
+    """``fabtop test pairs: 12 steps, 10 pass, 1 warn, 1 fail (4 hosts, 38 s)``."""
+    counts = Counter(r.verdict.status for r in report.results)
+    said = ", ".join(f"{counts[s]} {s.word}" for s in Status if counts[s])
+    took = report.ended_unix - report.started_unix
+    n = len(report.results)
+    text = (
+        f"fabtop test {report.plan}: {n} step{'s' if n != 1 else ''}"
+        f"{', ' + said if said else ''} ({len(report.hosts)} hosts, {took:.0f} s)"
+    )
+    if report.problems:
+        text += "; " + "; ".join(report.problems)
+    return text
+
+
+def document(report: Report, counters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON report: plan, hosts, options, every step's figures, verdict and evidence,
+    and the tested ports' counters before and after the run (``counters``)."""
+    o = report.options
+    return {
+        "format": FORMAT,
+        "plan": report.plan,
+        "hosts": report.hosts,
+        "options": {"seconds": o.seconds, "iterations": o.iterations, "allow_busy": o.allow_busy},
+        "started_unix": report.started_unix,
+        "ended_unix": report.ended_unix,
+        "status": report.status,
+        "problems": report.problems,
+        "steps": [_step(r) for r in report.results],
+        "counters": dict(counters or {}),
+    }
+
+
+def _step(r: StepResult) -> dict[str, Any]:
+    v, s = r.verdict, r.verdict.step
+    ev = v.evidence
+    return {
+        "label": s.label,
+        "kind": s.kind,
+        "rail": s.rail,
+        "senders": list(s.senders),
+        "receiver": s.receiver,
+        "load": list(s.load),
+        "ports": r.ports,
+        "engine": r.engine,
+        "status": v.status.word,
+        "reasons": list(v.reasons),
+        "notes": list(v.notes),
+        "problems": r.problems,
+        "retested": r.retested,
+        "relative_only": v.relative_only,
+        "figures": {
+            k: (x if x is None or math.isfinite(x) else None) for k, x in v.figures.items()
+        },
+        "evidence": None
+        if ev is None
+        else {
+            "seconds": ev.seconds,
+            "findings": [finding_entry(f) for f in ev.findings],
+            "moved": [
+                {"port": m.port.label, "metric": m.metric, "priority": m.priority, "delta": m.delta}
+                for m in ev.moved
+            ],
+            "ruled_out": ev.ruled_out,
+            "not_read": ev.not_read,
+            "next_steps": ev.next_steps,
+        },
+    }
