@@ -10,7 +10,6 @@ to the rail's own addresses. Every process ends with its run (collectors/launch.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import re
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from collectors.parsers.sockperf import parse_sockperf
 from collectors.samples import LinkSample
 from collectors.text import clean
 from collectors.transport.base import Transport, TransportError
+from fabtop.fabtest.rails import perftest_port
 
 # Each tool's own first port; a receiver serving several runs at once (an incast) gives
 # each the next one.
@@ -64,8 +64,8 @@ class Port:
 
     @property
     def rdma(self) -> bool:
-        """An RDMA port: perftest; else an IP path."""
-        return self.link.rdma_device is not None
+        """An RDMA port perftest runs on; else an IP path (iperf3, sockperf)."""
+        return perftest_port(self.link)
 
     @property
     def label(self) -> str:
@@ -92,11 +92,16 @@ class StepError(Exception):
 
 
 def address(port: Port) -> str | None:
-    """The address of the port's own netdev (IPv4 first), else None."""
+    """The address of the port's own netdev (IPv4 first, global before link-local),
+    else None."""
     found = [ipaddress.ip_interface(a).ip for a in port.link.addresses or ()]
-    for ip in sorted(found, key=lambda ip: ip.version):
-        if not (ip.is_link_local or ip.is_loopback):
-            return str(ip)
+    usable = [
+        ip for ip in found if not ip.is_loopback and not (ip.version == 6 and ip.is_link_local)
+    ]
+    # Global before link-local: a Thunderbolt bridge often has only a self-assigned
+    # 169.254 address, and it works between its two ends.
+    for ip in sorted(usable, key=lambda ip: (ip.version, ip.is_link_local)):
+        return str(ip)
     return None
 
 
@@ -169,10 +174,7 @@ async def _pairs(
         done: list[ToolRun | None] = [None] * len(servers)
         if server_ends:
             # (A server still waiting then waits for a client that is not coming: ended below.)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    asyncio.shield(asyncio.gather(*servers)), timeout=SERVER_GRACE_S
-                )
+            await asyncio.wait(servers, timeout=SERVER_GRACE_S)
             done = [t.result() if t.done() and not t.cancelled() else None for t in servers]
         return list(zip(done, got, strict=True))
     finally:

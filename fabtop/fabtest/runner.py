@@ -176,6 +176,7 @@ class Runner:
         self.addresses = addresses or {}  # host -> its SSH address (perftest's fallback)
         self.thresholds = thresholds
         self.progress = progress
+        self._used: dict[tuple[str, str], int] = {}  # this round's ports per receiver
 
     def _port(self, host: str, rail: int) -> Port:
         rp: RailPort = next(p for p in self.rails.ports[rail] if p.host == host)
@@ -184,7 +185,8 @@ class Runner:
         link = h.sample.links.get(rp.link)
         if link is None:
             raise StepError(f"{host}/{rp.name}: the port went away")
-        return Port(host, link, self.transports[host], self.addresses.get(host))
+        # perftest's own TCP exchange may go any way: the host's SSH address, else its name.
+        return Port(host, link, self.transports[host], self.addresses.get(host, host))
 
     async def run(self, plan: Plan) -> Report:
         """Every round in turn, its steps at once; then verdicts, and outliers retested."""
@@ -195,12 +197,16 @@ class Runner:
         total = len(plan.rounds)
         for r in plan.rounds:
             self._say("round", r.index + 1, total, None)
+            self._used = {}
             done += await asyncio.gather(*(self._step(s) for s in r.steps))
         verdicts = self._judge(done, None)
         again = [i for i, v in enumerate(verdicts) if v.status == Status.RETEST]
         if again:
             self._say("retest", len(again), total, None)
-            redo = [await self._step(done[i].step) for i in again]
+            redo = []
+            for i in again:
+                self._used = {}
+                redo.append(await self._step(done[i].step))
             for i, v in zip(again, self._judge(redo, done), strict=True):
                 verdicts[i] = settle(verdicts[i], v)
         for i, (d, v) in enumerate(zip(done, verdicts, strict=True)):
@@ -258,11 +264,13 @@ class Runner:
         return None
 
     async def _measure(self, step: Step) -> Measured:
-        used: dict[str, int] = {}
+        used = self._used
 
         def port_no(engine: str) -> int:
-            n = used.get(engine, 0)
-            used[engine] = n + 1
+            # A receiver serves every rail of the round at once (perftest's server binds
+            # the port on every address): each of its servers gets a port of its own.
+            key = (step.receiver, engine)
+            n = used[key] = used.get(key, -1) + 1
             return BASE_PORT[engine] + n
 
         o = self.options
