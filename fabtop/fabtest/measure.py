@@ -195,7 +195,7 @@ async def _pair(
 
 
 def _perftest_gbps(run: ToolRun | None, out: Measured) -> float | None:
-    if run is None:
+    if run is None or run.missing:  # (the missing tool is said already)
         return None
     r = parse_perftest(run.text())
     _said(run, r.errors[0].line if r.errors else None, out)
@@ -210,7 +210,7 @@ def _said(run: ToolRun, error: str | None, out: Measured) -> None:
 def _iperf3_gbps(run: ToolRun | None, out: Measured) -> tuple[float | None, int | None]:
     """The client's figure (what the receiver got, both ways for --bidir) and its
     retransmissions; what it sent is added to ``out.sent_bytes``."""
-    if run is None:
+    if run is None or run.missing:  # (the missing tool is said already)
         return None, None
     r: Iperf3Result = parse_iperf3(run.text())
     _said(run, r.error, out)
@@ -313,7 +313,7 @@ async def latency(
                 out,
             )
             for run in (cli, srv):  # the samples are printed on the side that timed them
-                if run is not None:
+                if run is not None and not run.missing:
                     r: PerftestResult = parse_perftest(run.text())
                     if r.samples_us:
                         out.samples_us = list(r.samples_us)
@@ -350,7 +350,7 @@ async def _sockperf(
         _srv, cli = await _pair(
             (receiver, srv_cmd), (sender, sockperf_argv(run)), out, server_ends=False
         )
-        if cli is not None:
+        if cli is not None and not cli.missing:
             summary = parse_sockperf(cli.text())
             _said(cli, summary.error, out)
         log = await _run(sender, Command(("cat", f"{tmp}/{run.log_file}"), 30), out)
