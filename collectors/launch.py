@@ -68,8 +68,10 @@ class ToolRun:
 
 @functools.cache
 def launch_script() -> str:
-    """The launcher's text (collectors/launch.sh)."""
-    return importlib.resources.files("collectors").joinpath("launch.sh").read_text("utf-8")
+    """The launcher's text: collectors/lifetime.sh (what it shares with the probe), then
+    collectors/launch.sh."""
+    files = importlib.resources.files("collectors")
+    return "".join(files.joinpath(n).read_text("utf-8") for n in ("lifetime.sh", "launch.sh"))
 
 
 def launch_args(argv: Sequence[str], limit_s: int) -> list[str]:

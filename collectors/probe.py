@@ -120,7 +120,7 @@ def probe_script() -> str:
         if len(at) != 1:
             raise RuntimeError(f"probe.sh needs one line {var}= to carry {name}")
         lines[at[0]] = var + "='" + _package_text(name).replace("'", "'\\''") + "'"
-    return "\n".join(lines)
+    return _package_text("lifetime.sh") + "\n".join(lines)
 
 
 def _check_dir(d: str, what: str) -> None:

@@ -228,21 +228,26 @@ def judge_bandwidth(
                     f"{gb(r.gbps)} Gb/s is under {th['test_bw_outlier_ratio']:.0%} of the "
                     f"fabric's best {gb(top)} Gb/s"
                 )
-        figures["retransmits"] = r.retransmits
-        lossy = r.loss_fraction is not None and r.loss_fraction > th["test_loss_fraction"]
-        status = _counters(status, reasons, r.evidence, f"{gb(r.gbps)} Gb/s", r.retransmits, lossy)
-        out.append(
-            Verdict(
-                r.step,
-                status,
-                tuple(reasons),
-                figures,
-                tuple(notes),
-                relative_only=ref is None,
-                evidence=r.evidence,
-            )
-        )
+        out.append(_bandwidth_verdict(r, status, reasons, figures, notes, f"{gb(r.gbps)} Gb/s", th))
     return out
+
+
+def _bandwidth_verdict(
+    r: Bandwidth | Incast,
+    status: Status,
+    reasons: list[str],
+    figures: dict[str, float | None],
+    notes: list[str],
+    figure: str,
+    th: Mapping[str, float],
+) -> Verdict:
+    """A pair's or an incast's verdict: its figures' status with the engine's
+    retransmissions and the window's counters on top."""
+    figures["retransmits"] = r.retransmits
+    lossy = r.loss_fraction is not None and r.loss_fraction > th["test_loss_fraction"]
+    status = _counters(status, reasons, r.evidence, figure, r.retransmits, lossy)
+    relative = r.reference_gbps is None
+    return Verdict(r.step, status, tuple(reasons), figures, tuple(notes), relative, r.evidence)
 
 
 def _aggregate(r: Incast) -> float | None:
@@ -318,20 +323,7 @@ def judge_incast(
             reasons.append(
                 f"unfair: Jain's index {jain:.2f} < {th['test_fairness_ratio']:g} (Gb/s: {said})"
             )
-        figures["retransmits"] = r.retransmits
-        lossy = r.loss_fraction is not None and r.loss_fraction > th["test_loss_fraction"]
-        status = _counters(status, reasons, r.evidence, f"{gb(total)} Gb/s", r.retransmits, lossy)
-        out.append(
-            Verdict(
-                r.step,
-                status,
-                tuple(reasons),
-                figures,
-                tuple(notes),
-                relative_only=ref is None,
-                evidence=r.evidence,
-            )
-        )
+        out.append(_bandwidth_verdict(r, status, reasons, figures, notes, f"{gb(total)} Gb/s", th))
     return out
 
 
