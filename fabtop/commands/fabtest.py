@@ -10,16 +10,17 @@ import json
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.text import clean
 from fabtop.config import Config
 from fabtop.core import expect
 from fabtop.core.state import NOT_REPORTING, FabricState
-from fabtop.fabtest.plans import PlanError, make_plan
+from fabtop.fabtest.plans import Plan, PlanError, make_plan
 from fabtop.fabtest.rails import Rails, rails
 from fabtop.fabtest.report import document, lines
-from fabtop.fabtest.runner import Options, Report, Runner, StepResult, refusals
+from fabtop.fabtest.runner import Options, Progress, Report, Runner, StepResult, refusals
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.outputs import STDOUT, OutputError, resolve, write_text
 from fabtop.run.session import Session
@@ -64,7 +65,7 @@ def plan_summary(report_plan: str, fabric: Rails, steps: int, rounds: int, secon
     )
 
 
-def _counters(state: FabricState, report: Report, fabric: Rails) -> dict[str, Any]:
+def port_counters(state: FabricState, fabric: Rails) -> dict[str, Any]:
     """The tested ports' normalized counters now (the report's before or after)."""
     out: dict[str, Any] = {}
     for ps in fabric.ports.values():
@@ -114,42 +115,14 @@ async def _run(
 ) -> int:
     _say(f"fabtop test: reading {len(config.hosts)} hosts before the plan...")
     await _ready(state, task, ns.timeout)
-    down = [
-        f"{h.name}: {h.error or 'no frame within ' + str(int(ns.timeout)) + ' s'}"
-        for h in state.hosts.values()
-        if h.frames < FRAMES_BEFORE
-    ]
-    if down:
-        for line in down:
-            _say(f"fabtop test: {line}")
-        _say("fabtop test: refused: every host must be read before a test loads the fabric")
-        return 2
+    bench = Bench(config, state, session)
     options = Options(seconds=ns.seconds, iterations=ns.iterations, allow_busy=ns.allow_busy)
-    unmet = [
-        u
-        for u in expect.check_fabric(state, {h.name: h.expect for h in config.hosts})
-        if u.status == expect.UNMET
-    ]
-    refused = refusals(state, [h.name for h in config.hosts], options, unmet)
-    if refused:
-        for line in refused:
-            _say(f"fabtop test: refused: {line}")
-        return 2
-    samples = {n: h.sample for n, h in state.hosts.items() if h.sample is not None}
-    fabric = rails(samples, rail_config(config))
-    try:
-        plan = make_plan(ns.plan, fabric, k=ns.senders)
-    except PlanError as e:
-        for line in fabric.problems:
-            _say(f"fabtop test: {line}")
-        _say(f"fabtop test: {e}")
-        return 2
-    for line in plan.problems:
+    ready = bench.prepare(ns.plan, options, senders=ns.senders, waited_s=ns.timeout)
+    for line in ready.lines:
         _say(f"fabtop test: {line}")
-    if not plan.steps:
-        _say("fabtop test: nothing to test")
+    if ready.plan is None or ready.fabric is None:
         return 2
-    _say(plan_summary(plan.name, fabric, len(plan.steps), len(plan.rounds), ns.seconds))
+    _say(ready.summary)
 
     def progress(what: str, i: int, n: int, res: StepResult | None) -> None:
         if what == "round":
@@ -157,35 +130,115 @@ async def _run(
         elif what == "retest":
             _say(f"fabtop test: {i} outlier(s): measured once more")
 
-    declared = {
-        h.name: h.expect.ip_speed_mbps / 1000
-        for h in config.hosts
-        if h.expect is not None and h.expect.ip_speed_mbps
-    }
-    runner = Runner(
-        state,
-        {h.name: session.transport(h) for h in config.hosts},
-        fabric,
-        options,
-        declared_gbps=declared,
-        addresses={h.name: h.ssh.host for h in config.hosts if h.ssh is not None},
-        thresholds=config.thresholds,
-        progress=progress,
-    )
-    before = _counters(state, Report(plan.name, [], options), fabric)
-    report = await runner.run(plan)
-    after = _counters(state, report, fabric)
+    runner = bench.runner(ready, progress)
+    before = port_counters(state, ready.fabric)
+    report = await runner.run(ready.plan)
+    after = port_counters(state, ready.fabric)
     print("\n".join(lines(report)))
     if ns.output:
-        counters: Mapping[str, Any] = {
-            port: {"before": before.get(port, {}), "after": after.get(port, {})}
-            for port in sorted({*before, *after})
-        }
-        text = json.dumps(document(report, counters), indent=1, allow_nan=False) + "\n"
         try:
-            write_text(ns.output, text, "test report")
+            write_text(ns.output, report_json(report, before, after), "test report")
         except OutputError as e:
             _say(f"fabtop: {e}")
             return 2
         _say(f"fabtop test: report written to {ns.output}")
     return report.status
+
+
+@dataclass(slots=True)
+class Ready:
+    """A plan checked before it may start: what to say first (``lines``), and the plan
+    with its rails, or None when it must not start (the lines say why)."""
+
+    options: Options
+    lines: list[str] = field(default_factory=list)
+    plan: Plan | None = None
+    fabric: Rails | None = None
+    summary: str = ""
+    busy: bool = False  # refused only because an inference server is generating tokens
+
+
+@dataclass(slots=True)
+class Bench:
+    """What a plan runs over: the config, the state its session feeds, and the session's
+    transports. The headless command and the dashboard's test screen both start here, so
+    they refuse, summarize and run a plan the same way."""
+
+    config: Config
+    state: FabricState
+    session: Session
+
+    def prepare(
+        self, plan_name: str, options: Options, senders: int | None = None, waited_s: float = 0
+    ) -> Ready:
+        """Every host read, no unmet expectation, no busy server (unless allowed), a
+        rail to test: the plan and its summary, or the refusals."""
+        config, state = self.config, self.state
+        ready = Ready(options)
+        waited = f"no frame within {int(waited_s)} s" if waited_s else "not read yet"
+        down = [
+            f"{h.name}: {h.error or waited}"
+            for h in state.hosts.values()
+            if h.frames < FRAMES_BEFORE
+        ]
+        if down:
+            ready.lines = [
+                *down,
+                "refused: every host must be read before a test loads the fabric",
+            ]
+            return ready
+        unmet = [
+            u
+            for u in expect.check_fabric(state, {h.name: h.expect for h in config.hosts})
+            if u.status == expect.UNMET
+        ]
+        refused = refusals(state, [h.name for h in config.hosts], options, unmet)
+        if refused:
+            ready.lines = [f"refused: {line}" for line in refused]
+            ready.busy = not unmet
+            return ready
+        samples = {n: h.sample for n, h in state.hosts.items() if h.sample is not None}
+        fabric = rails(samples, rail_config(config))
+        try:
+            plan = make_plan(plan_name, fabric, k=senders)
+        except PlanError as e:
+            ready.lines = [*fabric.problems, str(e)]
+            return ready
+        ready.lines = list(plan.problems)
+        if not plan.steps:
+            ready.lines.append("nothing to test")
+            return ready
+        ready.plan, ready.fabric = plan, fabric
+        ready.summary = plan_summary(
+            plan.name, fabric, len(plan.steps), len(plan.rounds), options.seconds
+        )
+        return ready
+
+    def runner(self, ready: Ready, progress: Progress | None = None) -> Runner:
+        """The runner of a ready plan over the session's transports."""
+        config = self.config
+        assert ready.fabric is not None
+        declared = {
+            h.name: h.expect.ip_speed_mbps / 1000
+            for h in config.hosts
+            if h.expect is not None and h.expect.ip_speed_mbps
+        }
+        return Runner(
+            self.state,
+            {h.name: self.session.transport(h) for h in config.hosts},
+            ready.fabric,
+            ready.options,
+            declared_gbps=declared,
+            addresses={h.name: h.ssh.host for h in config.hosts if h.ssh is not None},
+            thresholds=config.thresholds,
+            progress=progress,
+        )
+
+
+def report_json(report: Report, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """The JSON report (``-o FILE``), with the tested ports' counters before and after."""
+    counters: Mapping[str, Any] = {
+        port: {"before": before.get(port, {}), "after": after.get(port, {})}
+        for port in sorted({*before, *after})
+    }
+    return json.dumps(document(report, counters), indent=1, allow_nan=False) + "\n"

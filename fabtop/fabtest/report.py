@@ -58,12 +58,18 @@ def lines(report: Report) -> list[str]:
     for r in bad:
         out.append("")
         out.append(f"{r.verdict.status.word.upper()}: {r.verdict.step.label}")
-        out += [f"  {line}" for line in (*r.verdict.reasons, *r.problems, *r.verdict.notes)]
-        ev = r.verdict.evidence
-        if ev is not None:
-            out += [f"  {line}" for line in ev.lines]
+        out += [f"  {line}" for line in detail(r)]
     out.append("")
     out.append(summary(report))
+    return [clean(line, 400) for line in out]
+
+
+def detail(r: StepResult) -> list[str]:
+    """A step's reasons, the tools' problems, notes, then its window's evidence lines."""
+    v = r.verdict
+    out = [*v.reasons, *r.problems, *v.notes]
+    if v.evidence is not None:
+        out += v.evidence.lines
     return [clean(line, 400) for line in out]
 
 
