@@ -16,6 +16,7 @@ from textual.worker import Worker, WorkerState
 
 from collectors.guard import failure_line
 from collectors.text import clean, clean_lines
+from fabtop.commands.fabtest import Bench
 from fabtop.config import Config
 from fabtop.core.state import FabricState
 from fabtop.run import snapshot
@@ -23,7 +24,7 @@ from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.record import Recorder, RecordError
 from fabtop.run.replay import SPEEDS, Replay
 from fabtop.run.session import Session
-from tui.context import ViewContext
+from tui.context import WRITE_OFF, ViewContext
 from tui.messages import FindingChosen, HostLinksChosen, StateChanged
 from tui.screens.base import DataScreen
 from tui.screens.findings import FindingsScreen
@@ -34,12 +35,10 @@ from tui.screens.inference import InferenceScreen
 from tui.screens.link_detail import LinkDetailScreen
 from tui.screens.overview import OverviewScreen
 from tui.screens.pfc import PfcScreen
+from tui.screens.test import TestScreen
 from tui.screens.timeline import TimelineScreen
 from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.replay_bar import ReplayBar
-
-# What ``s`` says in a browser session of ``fabtop serve`` started without --allow-write.
-WRITE_OFF = "writing files is off in the browser view; start fabtop serve with --allow-write"
 
 # Number key -> (name, screen class). Adding a screen is one line here; the class takes
 # the ViewContext as its only argument. The findings view is a screen of its own (a
@@ -52,6 +51,7 @@ SCREEN_REGISTRY: dict[str, tuple[str, type[DataScreen]]] = {
     "4": ("inference", InferenceScreen),
     "5": ("timeline", TimelineScreen),
     "6": ("findings", FindingsScreen),
+    "7": ("test", TestScreen),
 }
 FINDINGS_KEY = next(k for k, (_, cls) in SCREEN_REGISTRY.items() if cls is FindingsScreen)
 
@@ -94,8 +94,10 @@ class FabtopApp(App[int]):
         super().__init__()
         # False in fabtop serve's sessions: whoever holds the browser URL must not write
         # files on the serving machine (DESIGN §10). Every key that writes checks it.
-        self.allow_write = allow_write
+        self.allow_write = ctx.allow_write = allow_write
         self.ctx = ctx
+        if isinstance(session, Session):  # SSH or the demo: plans can run (key 7)
+            ctx.bench = Bench(session.config, ctx.state, session)
         ctx.screens = tuple((k, name) for k, (name, _) in SCREEN_REGISTRY.items())
         ctx.recording = recorder is not None and recorder.active
         self.session = session

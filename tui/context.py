@@ -8,8 +8,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fabtop.core.state import FabricState
+
+if TYPE_CHECKING:
+    from fabtop.commands.fabtest import Bench
+
+# What a key that writes a file says in a browser session of ``fabtop serve`` started
+# without --allow-write.
+WRITE_OFF = "writing files is off in the browser view; start fabtop serve with --allow-write"
 
 
 @dataclass(slots=True)
@@ -30,6 +38,11 @@ class ViewContext:
     links_host: str | None = None
     # The finding the findings view selects when it is shown next (Enter on the panel).
     finding_key: str | None = None
+    # False in fabtop serve's read-only sessions: every key that writes a file checks it.
+    allow_write: bool = True
+    # What the test screen runs plans over: set where the session holds real transports
+    # (SSH, demo); None in a replay and with --from-prometheus.
+    bench: Bench | None = None
 
     def now(self) -> float:
         """The clock the host ages are measured with."""

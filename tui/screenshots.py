@@ -19,7 +19,9 @@ if __package__ in (None, ""):  # run as a script from the repo root
 
 from textual.pilot import Pilot
 
-from fabtop.run.demo import demo_state
+from fabtop.commands.fabtest import Bench
+from fabtop.run.compose import open_session
+from fabtop.run.demo import demo_config, demo_state
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.widgets.link_table import LinkTable
@@ -62,6 +64,14 @@ def _at_moment(moment_s: float) -> Callable[[FabtopApp, Pilot[int]], Awaitable[N
     return before
 
 
+async def _with_bench(app: FabtopApp, pilot: Pilot[int]) -> None:
+    # The test screen over the demo's session, never started: a plan is summarized (or
+    # refused) from the state, and nothing runs.
+    cfg = demo_config()
+    app.ctx.bench = Bench(cfg, app.ctx.state, open_session(cfg, state=app.ctx.state))
+    await pilot.pause()
+
+
 SHOTS: tuple[Shot, ...] = (
     Shot("overview", (120, 36)),
     Shot("overview_80x24", (80, 24)),
@@ -81,6 +91,10 @@ SHOTS: tuple[Shot, ...] = (
     # the stormed host: 'i' on its link
     Shot("host_detail", (120, 36), ("i",), _to_storm_link),
     Shot("host_detail_80x24", (80, 24), ("i",), _to_storm_link),
+    # node1's server generates tokens: the plan is refused, and the way on is said
+    Shot("test", (160, 40), ("7",), _with_bench),
+    # allowed anyway (b), then asked to confirm (t): the summary of what will load the fabric
+    Shot("test_80x24", (80, 24), ("7", "b", "t"), _with_bench),
 )
 
 

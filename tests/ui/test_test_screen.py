@@ -1,0 +1,194 @@
+"""The test screen (key 7), driven as a person types: a plan chosen, confirmed, watched,
+read and written, or cancelled, on the demo fabric through the real runner and launcher.
+
+The demo runs 4 times real time (its tools and frames on the simulation's clock), so a
+pairs plan at 1 s per run takes a few seconds; the tests wait for what the screen shows,
+with a deadline, and never sleep for the simulation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from fabtop.commands.fabtest import Bench
+from fabtop.run.compose import fabric_state, open_session
+from fabtop.run.demo import demo_config, demo_state
+from fabtop.sim.transport import DemoTransport
+from tests.stepped import until
+from tui.app import FabtopApp
+from tui.context import WRITE_OFF, ViewContext
+from tui.screens.test import CANCELLED, CHOOSE, CONFIRM, DONE, RUNNING, UNAVAILABLE, TestScreen
+from tui.widgets.keyed_table import KeyedTable
+
+SPEED = 4.0
+
+
+def live_app() -> FabtopApp:
+    """The dashboard over the healthy demo's session (no episode decides a verdict; its
+    inference servers not polled: no plan is refused for a busy server)."""
+    cfg = demo_config(scenario="healthy")
+    state = fabric_state(cfg)
+    session = open_session(cfg, state=state, demo_speed=SPEED, discover_inference=False)
+    return FabtopApp(ViewContext(state, interval=cfg.interval), session)
+
+
+def screen(app: FabtopApp) -> TestScreen:
+    s = app.screen
+    assert isinstance(s, TestScreen)
+    return s
+
+
+def head(app: FabtopApp) -> str:
+    return " ".join(str(app.screen.query_one("#test-head").render()).split())
+
+
+def rows(app: FabtopApp) -> dict[str, list[str]]:
+    """The steps table as drawn: step label -> its cells."""
+    table = app.screen.query_one("#test-steps", KeyedTable)
+    out = {}
+    for key in table.row_keys():
+        cells = [str(table.get_cell(key, c).plain) for c in table.column_keys]
+        out[cells[1]] = cells
+    return out
+
+
+async def ready(app: FabtopApp, pilot: Pilot[int]) -> None:
+    """Open the screen and wait until every host was read (the plan may then start)."""
+    await pilot.press("7")
+
+    def can_start() -> bool:
+        r = screen(app)._prepare()
+        return r is not None and r.plan is not None
+
+    await until(can_start, "demo hosts read")
+    app.refresh_now()
+    await pilot.pause()
+
+
+def fabric_of(app: FabtopApp) -> object:
+    bench = app.ctx.bench
+    assert bench is not None
+    t = next(iter(bench.session.transports.values()))
+    assert isinstance(t, DemoTransport)
+    return t.clock.fabric
+
+
+async def test_pairs_run_from_the_keyboard_fill_the_table_and_write_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = live_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(app, pilot)
+        assert "fabtop test pairs: 28 steps in 6 rounds" in head(app)
+        await pilot.press("minus", "minus")  # 5 s -> 2 s -> 1 s per run
+        assert "1 s per run" in head(app)
+        await pilot.press("t")
+        assert screen(app).phase == CONFIRM and "This loads the fabric" in head(app)
+        await pilot.press("y")
+        assert screen(app).phase == RUNNING
+        await until(lambda: screen(app).phase != RUNNING, "the plan's verdicts", 120)
+        await pilot.pause()
+        assert screen(app).phase == DONE
+        got = rows(app)
+        assert len(got) == 28
+        roce = [c for label, c in got.items() if label.endswith(("rail 0", "rail 1"))]
+        assert len(roce) == 24
+        # Every RoCE pair passes at the port's rate.
+        assert all(c[0] == "pass" and c[2] == "perftest" and "of ref" in c[3] for c in roce)
+        macs = {label: c for label, c in got.items() if label.startswith("mac")}
+        assert set(macs) == {"mac1 -> mac2 rail 3", "mac2 -> mac1 rail 3"}
+        assert all(c[0] == "fail" and c[2] == "iperf3" for c in macs.values())
+        assert "fabtop test pairs: 28 steps" in head(app)
+        # Enter on a Mac's step: why it failed, with the package that provides the tool.
+        table = app.screen.query_one("#test-steps", KeyedTable)
+        labels = list(got)
+        table.move_cursor(row=labels.index("mac1 -> mac2 rail 3"))
+        await pilot.press("enter")
+        detail = str(app.screen.query_one("#test-detail-text").render())
+        assert "FAIL: mac1 -> mac2 rail 3" in detail
+        assert "iperf3 not found: install the iperf3 package" in detail
+        # The report: refused in a read-only browser view, else the -o document.
+        app.ctx.allow_write = False
+        await pilot.press("w")
+        assert list(tmp_path.iterdir()) == []
+        assert app._notifications and list(app._notifications)[-1].message == WRITE_OFF
+        app.ctx.allow_write = True
+        await pilot.press("w")
+        (written,) = tmp_path.glob("fabtop-test-pairs-*.json")
+        doc = json.loads(written.read_text())
+        assert doc["format"] == "fabtop.test/1" and doc["plan"] == "pairs"
+        assert len(doc["steps"]) == 28 and doc["options"]["seconds"] == 1
+        assert doc["counters"]["node1/mlx5_0/1"]["after"]
+
+
+async def test_cancelling_a_running_plan_stops_the_runner_and_every_tool() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("plus")  # 10 s per run: still running when cancelled
+        await pilot.press("t", "y")
+        s = screen(app)
+        assert s.phase == RUNNING, head(app)
+        bench = fabric_of(app).bench  # type: ignore[attr-defined]
+        await until(lambda: bool(bench.flows), "the first round's traffic")
+        worker = s._worker
+        assert worker is not None and s.phase == RUNNING
+        await pilot.press("x")
+        await until(lambda: s.phase == CANCELLED, "the cancel")
+        await pilot.pause()
+        assert worker.is_cancelled and worker.is_finished
+        assert "cancelled in round 1 of 6" in head(app)
+        # Every server stopped listening and every flow ended: nothing runs on the nodes.
+        await until(lambda: bench.listeners == {}, "servers stopped")
+        clock = next(iter(app.ctx.bench.session.transports.values())).clock  # type: ignore[union-attr]
+        assert all(f.end <= clock.now() + 0.5 for f in bench.flows)
+        # The runner is gone: no verdict comes in later.
+        assert s.current is not None and s.current.report is None
+
+
+async def test_a_stray_key_never_starts_a_plan() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("y", "enter", "x")  # nothing to confirm, nothing running
+        assert screen(app).phase == CHOOSE and screen(app)._worker is None
+        await pilot.press("t", "escape")  # asked, then declined
+        assert screen(app).phase == CHOOSE and screen(app)._worker is None
+        await pilot.press("n")
+        assert "fabtop test bidir:" in head(app)
+
+
+def snapshot_app() -> FabtopApp:
+    """The demo at a frozen moment in which node1's server generates tokens, with a
+    session that is never started (what a plan would run over)."""
+    state, clock, _ = demo_state(60.0, seed=0)
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    app.ctx.bench = Bench(demo_config(), state, open_session(demo_config(), state=state))
+    return app
+
+
+async def test_a_busy_server_refuses_the_plan_until_explicitly_allowed() -> None:
+    app = snapshot_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("7")
+        text = head(app)
+        assert "refused: node1: its inference server is generating tokens" in text
+        assert "b tests anyway" in text
+        await pilot.press("t", "y")
+        assert screen(app).phase == CHOOSE and screen(app)._worker is None
+        await pilot.press("b", "t")
+        assert screen(app).phase == CONFIRM and "busy servers allowed" in head(app)
+
+
+async def test_without_ssh_connections_the_screen_says_tests_need_them() -> None:
+    state, clock, _ = demo_state(60.0, seed=0)  # as a replay or --from-prometheus: no session
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("7", "t", "y")
+        assert head(app) == " ".join(UNAVAILABLE.split())
+        assert screen(app).phase == CHOOSE and screen(app)._worker is None
