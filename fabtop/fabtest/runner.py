@@ -288,8 +288,13 @@ class Runner:
         try:
             await asyncio.sleep(LOAD_LEAD_S)
             loaded = await latency(tx[0], rx, iterations, o.seconds, port_no)
-        finally:
-            under = await load
+        except BaseException:
+            # A plan cancelled (or a latency run that failed) ends its load at once: its
+            # tools end with their channels, not seconds later at the incast's own end.
+            load.cancel()
+            await asyncio.gather(load, return_exceptions=True)
+            raise
+        under = await load
         loaded.problems += under.problems
         loaded.runs += under.runs
         return loaded

@@ -192,3 +192,33 @@ async def test_without_ssh_connections_the_screen_says_tests_need_them() -> None
         await pilot.press("7", "t", "y")
         assert head(app) == " ".join(UNAVAILABLE.split())
         assert screen(app).phase == CHOOSE and screen(app)._worker is None
+
+
+async def test_cancelling_a_loaded_latency_plan_ends_its_incast_at_once() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("n", "n", "n", "n")  # pairs -> ... -> loaded-latency
+        await pilot.press("plus")  # 10 s per run: its incast loads for 12 s and more
+        assert "fabtop test loaded-latency:" in head(app)
+        await pilot.press("t", "y")
+        s = screen(app)
+        assert s.phase == RUNNING, head(app)
+        bench = fabric_of(app).bench  # type: ignore[attr-defined]
+        clock = next(iter(app.ctx.bench.session.transports.values())).clock  # type: ignore[union-attr]
+
+        def loading() -> bool:  # round 2: the latency pair beside the receiver's incast
+            run = s.current
+            return (
+                run is not None
+                and run.round == 2
+                and any(f.fixed_bps is None and f.end > clock.now() for f in bench.flows)
+            )
+
+        await until(loading, "the loaded round's incast")
+        cancelled_at = clock.now()
+        await pilot.press("x")
+        await until(lambda: s.phase == CANCELLED, "the cancel")
+        await until(lambda: bench.listeners == {}, "servers stopped")
+        # Every flow, the incast's included, ended with the cancel (not at its 12 s).
+        assert max(f.end for f in bench.flows) <= cancelled_at + 1.0
