@@ -8,6 +8,7 @@ with a deadline, and never sleep for the simulation.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from textual.pilot import Pilot
 
 from fabtop.commands.fabtest import Bench
+from fabtop.core.expect import Expect
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.demo import demo_config, demo_state
 from fabtop.sim.transport import DemoTransport
@@ -222,3 +224,22 @@ async def test_cancelling_a_loaded_latency_plan_ends_its_incast_at_once() -> Non
         await until(lambda: bench.listeners == {}, "servers stopped")
         # Every flow, the incast's included, ended with the cancel (not at its 12 s).
         assert max(f.end for f in bench.flows) <= cancelled_at + 1.0
+
+
+async def test_an_unmet_expectation_refuses_the_plan_and_b_does_not_override_it() -> None:
+    state, clock, _ = demo_state(60.0, seed=0)
+    cfg = demo_config()
+    cfg.hosts = [
+        dataclasses.replace(h, expect=Expect(gpus=16)) if h.name == "node2" else h
+        for h in cfg.hosts
+    ]
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    app.ctx.bench = Bench(cfg, state, open_session(cfg, state=state))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("7")
+        text = head(app)
+        assert "refused: node2:" in text and "16" in text, text
+        assert "b tests anyway" not in text  # only a busy server may be overridden
+        await pilot.press("b", "t", "y")
+        assert screen(app).phase == CHOOSE and screen(app)._worker is None
+        assert "refused: node2:" in head(app)
