@@ -374,9 +374,14 @@ class TestScreen(DataScreen):
         runner = bench.runner(run.ready, self._progress)
         before = port_counters(bench.state, fabric)
         report = await runner.run(plan)
-        run.report = report
-        self.query_one(ProgressBar).update(total=len(plan.rounds), progress=len(plan.rounds))
-        run.json = report_json(report, before, port_counters(bench.state, fabric))
+        self.finished(run, report, report_json(report, before, port_counters(bench.state, fabric)))
+
+    def finished(self, run: Run, report: Report, json: str) -> None:
+        """Show ``run`` done: every verdict, the summary, and ``json`` for ``w``."""
+        self.current, run.report, run.json = run, report, json
+        run.results = dict(enumerate(report.results))
+        rounds = len(run.ready.plan.rounds) if run.ready.plan is not None else 1
+        self.query_one(ProgressBar).update(total=rounds, progress=rounds)
         self.phase = DONE
         self._show_all()
         self.refresh_bindings()
@@ -492,7 +497,7 @@ class TestScreen(DataScreen):
             return
         v = res.verdict
         text = Text(f"{v.status.word.upper()}: {clean(v.step.label, 200)}", "bold")
-        for line in detail(res) or ["nothing to add: every mark met, no counter moved"]:
+        for line in detail(res) or ["every mark met"]:
             text.append("\n  " + line)
         self.query_one("#test-detail-text", Static).update(text)
         self.query_one("#test-detail").display = True
