@@ -31,8 +31,10 @@ SPEED = 4.0
 
 def live_app() -> FabtopApp:
     """The dashboard over the healthy demo's session (no episode decides a verdict; its
-    inference servers not polled: no plan is refused for a busy server)."""
+    inference servers neither configured nor discovered: no plan is refused for a busy
+    server, whenever the plan starts)."""
     cfg = demo_config(scenario="healthy")
+    cfg.hosts = [dataclasses.replace(h, inference=()) for h in cfg.hosts]
     state = fabric_state(cfg)
     session = open_session(cfg, state=state, demo_speed=SPEED, discover_inference=False)
     return FabtopApp(ViewContext(state, interval=cfg.interval), session)
