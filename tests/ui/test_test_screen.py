@@ -16,11 +16,14 @@ import pytest
 from textual.pilot import Pilot
 
 from fabtop.commands.fabtest import Bench
+from fabtop.config import Config, HostConfig
 from fabtop.core.expect import Expect
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.demo import demo_config, demo_state
+from fabtop.run.session import Session
 from fabtop.sim.transport import DemoTransport
 from tests.stepped import until
+from tests.ui.fabric import fabric
 from tui.app import FabtopApp
 from tui.context import WRITE_OFF, ViewContext
 from tui.screens.test import CANCELLED, CHOOSE, CONFIRM, DONE, RUNNING, UNAVAILABLE, TestScreen
@@ -245,3 +248,15 @@ async def test_an_unmet_expectation_refuses_the_plan_and_b_does_not_override_it(
         await pilot.press("b", "t", "y")
         assert screen(app).phase == CHOOSE and screen(app)._worker is None
         assert "refused: node2:" in head(app)
+
+
+async def test_a_fabric_without_a_rail_to_test_says_so_and_nothing_starts() -> None:
+    state, clock = fabric(hosts=1)  # one host: no pair anywhere
+    cfg = Config(hosts=[HostConfig(name="node1")])
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    app.ctx.bench = Bench(cfg, state, Session(cfg, state))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("7")
+        assert "pairs: no rail has 2 hosts to test" in head(app)
+        await pilot.press("t", "y")
+        assert screen(app).phase == CHOOSE and screen(app)._worker is None
