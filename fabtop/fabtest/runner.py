@@ -164,6 +164,7 @@ class Runner:
         *,
         declared_gbps: Mapping[str, float] | None = None,
         addresses: Mapping[str, str] | None = None,
+        paths: Mapping[str, Sequence[str]] | None = None,
         thresholds: Mapping[str, float] | None = None,
         progress: Progress | None = None,
     ) -> None:
@@ -173,6 +174,7 @@ class Runner:
         self.options = options
         self.declared = declared_gbps or {}  # host -> an IP path's declared speed
         self.addresses = addresses or {}  # host -> its SSH address (perftest's fallback)
+        self.paths = paths or {}  # host -> its config's tool directories (the probe's too)
         self.thresholds = thresholds
         self.progress = progress
 
@@ -183,7 +185,8 @@ class Runner:
         link = h.sample.links.get(rp.link)
         if link is None:
             raise StepError(f"{host}/{rp.name}: the port went away")
-        return Port(host, link, self.transports[host], self.addresses.get(host))
+        path = tuple(self.paths.get(host, ()))
+        return Port(host, link, self.transports[host], self.addresses.get(host), path)
 
     async def run(self, plan: Plan) -> Report:
         """Every round in turn, its steps at once; then verdicts, and outliers retested."""

@@ -12,6 +12,23 @@ def test_the_arguments_carry_the_limit_and_the_words_as_they_are() -> None:
     assert launch_args(argv, 30) == ["limit_s=30", "--", *argv]
 
 
+def test_the_hosts_tool_directories_go_before_the_tool() -> None:
+    # The host's configured path (as the probe's): perftest in /usr/local/bin or
+    # /opt/mellanox/bin is not on a non-login SSH session's PATH.
+    argv = ["ib_write_bw", "-d", "mlx5_0"]
+    got = launch_args(argv, 30, ("/opt/mellanox/bin", "/usr/local/bin"))
+    assert got == ["limit_s=30", "path=/opt/mellanox/bin:/usr/local/bin", "--", *argv]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [("bin",), ("/a:/b",), ("/a b",), ("/$(id)",), ("",), ("/x\n",), ("/d",) * 33],
+)
+def test_a_path_the_launcher_will_not_take(path: tuple[str, ...]) -> None:
+    with pytest.raises(LaunchError, match="path"):
+        launch_args(["ib_write_bw"], 10, path)
+
+
 @pytest.mark.parametrize(
     ("argv", "limit"),
     [
