@@ -152,6 +152,21 @@ class _Done:
     problem: str | None = None  # an end that sent no frame after the step
 
 
+class PortNumbers:
+    """The TCP ports of a round's runs, each engine's from its own first one: unique in
+    the round, not only in a step. A perftest server listens on every address of its
+    host, so two rails' steps into one receiver at once on the same port would collide
+    ("Couldn't listen to port")."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, int] = {}
+
+    def __call__(self, engine: str) -> int:
+        n = self.used.get(engine, 0)
+        self.used[engine] = n + 1
+        return BASE_PORT[engine] + n
+
+
 class Runner:
     """Runs one plan over ``transports`` while ``state`` is fed by the monitoring session."""
 
@@ -197,12 +212,13 @@ class Runner:
         total = len(plan.rounds)
         for r in plan.rounds:
             self._say("round", r.index + 1, total, None)
-            done += await asyncio.gather(*(self._step(s) for s in r.steps))
+            ports = PortNumbers()  # one numbering for the round: its steps run at once
+            done += await asyncio.gather(*(self._step(s, ports) for s in r.steps))
         verdicts = self._judge(done, None)
         again = [i for i, v in enumerate(verdicts) if v.status == Status.RETEST]
         if again:
             self._say("retest", len(again), total, None)
-            redo = [await self._step(done[i].step) for i in again]
+            redo = [await self._step(done[i].step, PortNumbers()) for i in again]
             for i, v in zip(again, self._judge(redo, done), strict=True):
                 verdicts[i] = settle(verdicts[i], v)
         for i, (d, v) in enumerate(zip(done, verdicts, strict=True)):
@@ -221,13 +237,13 @@ class Runner:
         if self.progress is not None:
             self.progress(what, i, n, res)
 
-    async def _step(self, step: Step) -> _Done:
+    async def _step(self, step: Step, ports: PortNumbers) -> _Done:
         """One step measured within its counters' window."""
         hosts = list(dict.fromkeys(step.hosts))
         start = self._samples(hosts)
         frames = {h: self.state.hosts[h].frames for h in hosts}
         try:
-            m = await self._measure(step)
+            m = await self._measure(step, ports)
         except StepError as e:
             return _Done(step, Measured(problems=[str(e)]))
         problem = await self._window_end(frames)
@@ -259,14 +275,7 @@ class Runner:
             return f"{', '.join(late)}: no frame after the step: its window ends at the last read"
         return None
 
-    async def _measure(self, step: Step) -> Measured:
-        used: dict[str, int] = {}
-
-        def port_no(engine: str) -> int:
-            n = used.get(engine, 0)
-            used[engine] = n + 1
-            return BASE_PORT[engine] + n
-
+    async def _measure(self, step: Step, port_no: PortNumbers) -> Measured:
         o = self.options
         rx = self._port(step.receiver, step.rail)
         tx = [self._port(h, step.rail) for h in step.senders]
