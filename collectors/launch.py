@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from collectors.probe import ProbeArgError, check_dir
 from collectors.transport.base import Transport, TransportError
 
 # A run's limit, seconds: the launcher refuses anything outside (one hour: the longest
@@ -37,9 +38,7 @@ MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 _WORD_RE = re.compile(r"[ -~]{1,256}")
 _TOOL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 _MAX_WORDS = 64
-# A directory of the host's ``path``: absolute, the probe's charset (no ":" or space).
-_DIR_RE = re.compile(r"/[A-Za-z0-9_./-]{0,255}")
-_MAX_DIRS = 32
+_MAX_DIRS = 32  # directories of the host's ``path`` (checked as the probe's: check_dir)
 _TRAILER_RE = re.compile(
     rb"@@fabtop-launch (exit|timeout|missing) ([!-~]{1,64})(?: ([0-9]{1,12}))?"
 )
@@ -74,8 +73,10 @@ class ToolRun:
 
 @functools.cache
 def launch_script() -> str:
-    """The launcher's text (collectors/launch.sh)."""
-    return importlib.resources.files("collectors").joinpath("launch.sh").read_text("utf-8")
+    """The launcher's text: collectors/lifetime.sh (what it shares with the probe), then
+    collectors/launch.sh."""
+    files = importlib.resources.files("collectors")
+    return "".join(files.joinpath(n).read_text("utf-8") for n in ("lifetime.sh", "launch.sh"))
 
 
 def launch_args(argv: Sequence[str], limit_s: int, path: Sequence[str] = ()) -> list[str]:
@@ -95,10 +96,33 @@ def launch_args(argv: Sequence[str], limit_s: int, path: Sequence[str] = ()) -> 
     if len(path) > _MAX_DIRS:
         raise LaunchError(f"path has at most {_MAX_DIRS} directories: {len(path)}")
     for d in path:
-        if not isinstance(d, str) or not _DIR_RE.fullmatch(d):
-            raise LaunchError(f"path: not an absolute directory ([A-Za-z0-9_./-]): {str(d)[:80]!r}")
+        try:
+            check_dir(d, "path")
+        except (ProbeArgError, TypeError):
+            raise LaunchError(
+                f"path: not an absolute directory ([A-Za-z0-9_./-]): {d!r:.80}"
+            ) from None
     where = [f"path={':'.join(path)}"] if path else []
     return [f"limit_s={limit_s}", *where, "--", *argv]
+
+
+def parse_launch_args(args: Sequence[str]) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    """``limit_s``, ``path`` and the tool's argv from the launcher's arguments: what
+    launch.sh reads (the simulator answers the launcher with it); LaunchError otherwise."""
+    if not args or not args[0].startswith("limit_s="):
+        raise LaunchError("limit_s= first")
+    word = args[0].removeprefix("limit_s=")
+    if not (word.isdigit() and len(word) <= 4 and LIMIT_S[0] <= int(word) <= LIMIT_S[1]):
+        raise LaunchError("bad limit_s")
+    rest = list(args[1:])
+    path: tuple[str, ...] = ()
+    if rest and rest[0].startswith("path="):
+        path = tuple(rest.pop(0).removeprefix("path=").split(":"))
+    if not rest or rest[0] != "--" or len(rest) < 2:
+        raise LaunchError("-- before the tool")
+    argv = tuple(rest[1:])
+    launch_args(argv, int(word), path)  # the same checks as on the way out
+    return int(word), path, argv
 
 
 async def run_tool(

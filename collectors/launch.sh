@@ -25,18 +25,8 @@ fl_die() {
 	exit 2
 }
 
-# PGOK=1 when this shell leads its process group (sshd's new session and `exec sh`):
-# only then is `kill 0` ours alone; otherwise only the tool's pid is ended.
-fl_pgok() {
-	PGOK=0
-	if read -r _s </proc/$$/stat 2>/dev/null; then
-		_s=${_s##*") "}
-	else
-		_s=". . $(ps -o pgid= -p $$ 2>/dev/null)"
-	fi
-	set -- $_s
-	[ "$3" = "$$" ] && PGOK=1
-}
+# fab_pgok (PGOK=1 when this shell leads its process group: only then is `kill 0` ours
+# alone; otherwise only the tool's pid is ended) is lifetime.sh's, put in front of this.
 
 fl_end() {
 	trap '' TERM
@@ -83,7 +73,7 @@ fl_main() {
 		printf '@@fabtop-launch missing %s\n' "$1"
 		exit 0
 	fi
-	fl_pgok
+	fab_pgok
 	T0=$(date +%s%N 2>/dev/null)
 	case $T0 in *[!0-9]* | '') T0=$(($(date +%s) * 1000000000)) ;; esac
 	"$@" </dev/null 2>&1 &

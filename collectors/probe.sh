@@ -443,19 +443,8 @@ fab_producers() {
 	fab_ticker
 }
 
-# PGOK=1 when this shell leads its process group (sshd runs the command in a new
-# session and `exec sh` keeps that; LocalTransport uses a new session too): only then
-# is `kill 0` ours alone.
-fab_pgok() {
-	PGOK=0
-	if read -r _s </proc/$$/stat 2>/dev/null; then
-		_s=${_s##*") "}
-	else
-		_s=". . $(ps -o pgid= -p $$ 2>/dev/null)"
-	fi
-	set -- $_s
-	[ "$3" = "$$" ] && PGOK=1
-}
+# fab_pgok (PGOK=1 when this shell leads its process group) is lifetime.sh's, which
+# probe_script() puts in front of this file.
 
 # End every process of the probe. With the group: TERM it (the caller ignores TERM),
 # KILL what is left after 1 s (the caller too: a caller that wants to exit with a status

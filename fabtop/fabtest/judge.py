@@ -71,6 +71,9 @@ class Bandwidth:
     # Retransmissions the engine itself counted (iperf3's TCP retransmits): what a loss no
     # NIC counter sees (a switch, a shaper, a firewall rule between the ends) leaves.
     retransmits: int | None = None
+    # What share of the bytes sent those retransmissions were (iperf3's count times the
+    # path's MSS over its bytes sent); None: not known (perftest, no count).
+    loss_fraction: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,7 @@ class Incast:
     reference_gbps: float | None  # the receiver's port
     evidence: WindowEvidence | None = None
     retransmits: int | None = None  # the senders' together, as Bandwidth.retransmits
+    loss_fraction: float | None = None  # as Bandwidth.loss_fraction, all senders together
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +121,13 @@ def reference_rate(
     return None, "IP path with no declared speed: judged relatively only"
 
 
+def gb(gbps: float) -> str:
+    """A bandwidth as tables and reasons write it: one decimal from 10 Gb/s (95.0, 18.6),
+    three significant digits below (2.13, 0.261), so a shaped or slow path is not rounded
+    to 0.0 or to its neighbour."""
+    return f"{gbps:.1f}" if abs(gbps) >= 10 else f"{gbps:.3g}"
+
+
 def _worst(*statuses: Status) -> Status:
     return max(statuses, default=Status.PASS)
 
@@ -127,8 +138,13 @@ def _counters(
     ev: WindowEvidence | None,
     figure: str,
     retransmits: int | None = None,
+    lossy: bool = False,
 ) -> Status:
-    """The window's counters on top of the figures' verdict; ``retransmits``: the engine's."""
+    """The window's counters on top of the figures' verdict; ``retransmits``: the engine's;
+    ``lossy``: they were more than ``test_loss_fraction`` of what it sent (a warning even
+    where the figure passed: TCP hides a loss an RDMA queue pair would pay for)."""
+    if lossy:
+        status = _worst(status, Status.WARN)
     if retransmits and status != Status.PASS:
         line = f"the engine retransmitted {retransmits} times in the window"
         clean = ev is not None and {"discards", "CRC and symbol errors"} <= set(ev.ruled_out)
@@ -193,9 +209,9 @@ def judge_bandwidth(
             if r.gbps < need:
                 status = Status.FAIL
                 reasons.append(
-                    f"{r.gbps:.1f} Gb/s is below {th['test_bw_ratio']:g} x {ref:g} Gb/s"
+                    f"{gb(r.gbps)} Gb/s is below {th['test_bw_ratio']:g} x {ref:g} Gb/s"
                     + (" x 2 (both ways)" if ways == 2 else "")
-                    + f" = {need:.1f} Gb/s"
+                    + f" = {gb(need)} Gb/s"
                 )
         else:
             notes.append(
@@ -209,23 +225,29 @@ def judge_bandwidth(
             if r.gbps < mark:
                 status = _worst(status, Status.RETEST)
                 reasons.append(
-                    f"{r.gbps:.1f} Gb/s is under {th['test_bw_outlier_ratio']:.0%} of the "
-                    f"fabric's best {top:.1f} Gb/s"
+                    f"{gb(r.gbps)} Gb/s is under {th['test_bw_outlier_ratio']:.0%} of the "
+                    f"fabric's best {gb(top)} Gb/s"
                 )
-        figures["retransmits"] = r.retransmits
-        status = _counters(status, reasons, r.evidence, f"{r.gbps:.1f} Gb/s", r.retransmits)
-        out.append(
-            Verdict(
-                r.step,
-                status,
-                tuple(reasons),
-                figures,
-                tuple(notes),
-                relative_only=ref is None,
-                evidence=r.evidence,
-            )
-        )
+        out.append(_bandwidth_verdict(r, status, reasons, figures, notes, f"{gb(r.gbps)} Gb/s", th))
     return out
+
+
+def _bandwidth_verdict(
+    r: Bandwidth | Incast,
+    status: Status,
+    reasons: list[str],
+    figures: dict[str, float | None],
+    notes: list[str],
+    figure: str,
+    th: Mapping[str, float],
+) -> Verdict:
+    """A pair's or an incast's verdict: its figures' status with the engine's
+    retransmissions and the window's counters on top."""
+    figures["engine_retransmits"] = r.retransmits
+    lossy = r.loss_fraction is not None and r.loss_fraction > th["test_loss_fraction"]
+    status = _counters(status, reasons, r.evidence, figure, r.retransmits, lossy)
+    relative = r.reference_gbps is None
+    return Verdict(r.step, status, tuple(reasons), figures, tuple(notes), relative, r.evidence)
 
 
 def _aggregate(r: Incast) -> float | None:
@@ -279,8 +301,8 @@ def judge_incast(
             if total < need:
                 status = Status.FAIL
                 reasons.append(
-                    f"the senders' {total:.1f} Gb/s into {r.step.receiver} is below "
-                    f"{th['test_bw_ratio']:g} x {ref:g} Gb/s = {need:.1f} Gb/s"
+                    f"the senders' {gb(total)} Gb/s into {r.step.receiver} is below "
+                    f"{th['test_bw_ratio']:g} x {ref:g} Gb/s = {gb(need)} Gb/s"
                 )
         else:
             notes.append("no reference rate: the aggregate is judged against the best only")
@@ -288,32 +310,20 @@ def judge_incast(
         if top and total < th["test_bw_outlier_ratio"] * top:
             status = _worst(status, Status.RETEST)
             reasons.append(
-                f"{total:.1f} Gb/s into {r.step.receiver} is under "
-                f"{th['test_bw_outlier_ratio']:.0%} of the best receiver's {top:.1f} Gb/s"
+                f"{gb(total)} Gb/s into {r.step.receiver} is under "
+                f"{th['test_bw_outlier_ratio']:.0%} of the best receiver's {gb(top)} Gb/s"
             )
         if jain is not None and jain < th["test_fairness_ratio"]:
             status = _worst(status, Status.WARN)
             said = ", ".join(
-                f"{h} {g:.1f}"
+                f"{h} {gb(g)}"
                 for h, g in zip(r.step.senders, r.sender_gbps, strict=False)
                 if g is not None
             )
             reasons.append(
                 f"unfair: Jain's index {jain:.2f} < {th['test_fairness_ratio']:g} (Gb/s: {said})"
             )
-        figures["retransmits"] = r.retransmits
-        status = _counters(status, reasons, r.evidence, f"{total:.1f} Gb/s", r.retransmits)
-        out.append(
-            Verdict(
-                r.step,
-                status,
-                tuple(reasons),
-                figures,
-                tuple(notes),
-                relative_only=ref is None,
-                evidence=r.evidence,
-            )
-        )
+        out.append(_bandwidth_verdict(r, status, reasons, figures, notes, f"{gb(total)} Gb/s", th))
     return out
 
 

@@ -10,10 +10,9 @@ to the rail's own addresses. Every process ends with its run (collectors/launch.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from collectors.engines import (
@@ -34,6 +33,7 @@ from collectors.parsers.sockperf import parse_sockperf
 from collectors.samples import LinkSample
 from collectors.text import clean
 from collectors.transport.base import Transport, TransportError
+from fabtop.fabtest.rails import perftest_port
 
 # Each tool's own first port; a receiver serving several runs at once (an incast) gives
 # each the next one.
@@ -44,6 +44,8 @@ CONNECT_WAIT_S = 0.2
 # A server that ends with its client (iperf3 -s -1, perftest) is given this long for its
 # own report before it is ended.
 SERVER_GRACE_S = 5.0
+# Servers bind within a few ms of their start: clients start this long after, together.
+SERVER_START_S = 0.3
 # The temporary directory sockperf's per-sample log goes to on the client (removed after).
 _TEMP_DIR_RE = re.compile(r"/tmp/fabtop-[A-Za-z0-9]{6,12}")
 # Latency message sizes: perftest's default (2 bytes) and sockperf's smallest but one.
@@ -63,8 +65,8 @@ class Port:
 
     @property
     def rdma(self) -> bool:
-        """An RDMA port: perftest; else an IP path."""
-        return self.link.rdma_device is not None
+        """An RDMA port perftest runs on; else an IP path (iperf3, sockperf)."""
+        return perftest_port(self.link)
 
     @property
     def label(self) -> str:
@@ -79,6 +81,7 @@ class Measured:
 
     gbps: list[float | None] = field(default_factory=list)  # per sender (bandwidth)
     retransmits: int | None = None
+    sent_bytes: int | None = None  # what the engine says it sent (iperf3), all senders
     samples_us: list[float] = field(default_factory=list)  # latency
     runs: list[ToolRun] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -90,11 +93,16 @@ class StepError(Exception):
 
 
 def address(port: Port) -> str | None:
-    """The address of the port's own netdev (IPv4 first), else None."""
+    """The address of the port's own netdev (IPv4 first, global before link-local),
+    else None."""
     found = [ipaddress.ip_interface(a).ip for a in port.link.addresses or ()]
-    for ip in sorted(found, key=lambda ip: ip.version):
-        if not (ip.is_link_local or ip.is_loopback):
-            return str(ip)
+    usable = [
+        ip for ip in found if not ip.is_loopback and not (ip.version == 6 and ip.is_link_local)
+    ]
+    # Global before link-local: a Thunderbolt bridge often has only a self-assigned
+    # 169.254 address, and it works between its two ends.
+    for ip in sorted(usable, key=lambda ip: (ip.version, ip.is_link_local)):
+        return str(ip)
     return None
 
 
@@ -147,31 +155,48 @@ async def _client(
     return None
 
 
+async def _pairs(
+    pairs: Sequence[tuple[tuple[Port, Command], tuple[Port, Command]]],
+    out: Measured,
+    server_ends: bool = True,
+) -> list[tuple[ToolRun | None, ToolRun | None]]:
+    """Servers and their clients: every server first, then every client at once (an
+    incast's senders start together, not each when its own server happens to be up).
+    A server is ended when its client is done (at once where it serves until stopped:
+    sockperf), else after a grace for its own report."""
+    servers: list[asyncio.Task[ToolRun | None]] = [
+        asyncio.create_task(_run(*srv, out)) for srv, _ in pairs
+    ]
+    try:
+        await asyncio.sleep(SERVER_START_S)
+        got = await asyncio.gather(
+            *(_client(*cli, out, task) for (_, cli), task in zip(pairs, servers, strict=True))
+        )
+        done: list[ToolRun | None] = [None] * len(servers)
+        if server_ends:
+            # (A server still waiting then waits for a client that is not coming: ended below.)
+            await asyncio.wait(servers, timeout=SERVER_GRACE_S)
+            done = [t.result() if t.done() and not t.cancelled() else None for t in servers]
+        return list(zip(done, got, strict=True))
+    finally:
+        for t in servers:
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*servers, return_exceptions=True)
+
+
 async def _pair(
     server: tuple[Port, Command],
     client: tuple[Port, Command],
     out: Measured,
     server_ends: bool = True,
 ) -> tuple[ToolRun | None, ToolRun | None]:
-    """A server and its client; the server is ended when the client is done (at once
-    where it serves until stopped: sockperf), else after a grace for its own report."""
-    srv_task: asyncio.Task[ToolRun | None] = asyncio.create_task(_run(*server, out))
-    try:
-        got = await _client(*client, out, srv_task)
-        srv = None
-        if server_ends:
-            # (A server still waiting then waits for a client that is not coming: ended below.)
-            with contextlib.suppress(TimeoutError):
-                srv = await asyncio.wait_for(asyncio.shield(srv_task), timeout=SERVER_GRACE_S)
-        return srv, got
-    finally:
-        if not srv_task.done():
-            srv_task.cancel()
-        await asyncio.gather(srv_task, return_exceptions=True)
+    """One server and its client (:func:`_pairs`)."""
+    return (await _pairs([(server, client)], out, server_ends))[0]
 
 
 def _perftest_gbps(run: ToolRun | None, out: Measured) -> float | None:
-    if run is None:
+    if run is None or run.missing:  # (the missing tool is said already)
         return None
     r = parse_perftest(run.text())
     _said(run, r.errors[0].line if r.errors else None, out)
@@ -184,15 +209,20 @@ def _said(run: ToolRun, error: str | None, out: Measured) -> None:
 
 
 def _iperf3_gbps(run: ToolRun | None, out: Measured) -> tuple[float | None, int | None]:
-    if run is None:
+    """The client's figure (what the receiver got, both ways for --bidir) and its
+    retransmissions; what it sent is added to ``out.sent_bytes``."""
+    if run is None or run.missing:  # (the missing tool is said already)
         return None, None
     r: Iperf3Result = parse_iperf3(run.text())
     _said(run, r.error, out)
     got = [s.bits_per_second for s in (r.received, r.received_reverse) if s is not None]
-    sent = [s.retransmits for s in (r.sent, r.sent_reverse) if s is not None]
+    sent = [s for s in (r.sent, r.sent_reverse) if s is not None]
     bps = sum(b for b in got if b is not None) if got and all(b is not None for b in got) else None
-    retrans = sum(x for x in sent if x is not None) if any(x is not None for x in sent) else None
-    return (bps / 1e9 if bps is not None else None), retrans
+    counts = [s.retransmits for s in sent if s.retransmits is not None]
+    sent_bytes = [s.bytes for s in sent if s.bytes is not None]
+    if sent_bytes:
+        out.sent_bytes = (out.sent_bytes or 0) + sum(sent_bytes)
+    return (bps / 1e9 if bps is not None else None), (sum(counts) if counts else None)
 
 
 def _peer(port: Port) -> str:
@@ -211,7 +241,7 @@ async def bandwidth(
     """Every sender into ``receiver`` at once, for ``seconds`` (one sender: a pair)."""
     out = Measured()
     peer = _peer(receiver)
-    jobs: list[Awaitable[tuple[ToolRun | None, ToolRun | None]]] = []
+    jobs: list[tuple[tuple[Port, Command], tuple[Port, Command]]] = []
     try:
         if receiver.rdma:
             out.engine = "perftest"
@@ -221,7 +251,7 @@ async def bandwidth(
                 )
                 srv = _perftest_side(base, receiver, None)
                 cli = _perftest_side(base, s, peer)
-                jobs.append(_pair((receiver, srv), (s, cli), out))
+                jobs.append(((receiver, srv), (s, cli)))
         else:
             out.engine = "iperf3"
             for s in senders:
@@ -230,10 +260,10 @@ async def bandwidth(
                 cli = iperf3_argv(
                     Iperf3Run(n, server=peer, bind=address(s), duration_s=seconds, bidir=bidir)
                 )
-                jobs.append(_pair((receiver, srv), (s, cli), out))
+                jobs.append(((receiver, srv), (s, cli)))
     except EngineArgError as e:
         raise StepError(f"{receiver.label}: {e}") from None
-    done = await asyncio.gather(*jobs)
+    done = await _pairs(jobs, out)
     retrans: list[int] = []
     for _srv, client in done:
         if out.engine == "perftest":
@@ -284,7 +314,7 @@ async def latency(
                 out,
             )
             for run in (cli, srv):  # the samples are printed on the side that timed them
-                if run is not None:
+                if run is not None and not run.missing:
                     r: PerftestResult = parse_perftest(run.text())
                     if r.samples_us:
                         out.samples_us = list(r.samples_us)
@@ -321,7 +351,7 @@ async def _sockperf(
         _srv, cli = await _pair(
             (receiver, srv_cmd), (sender, sockperf_argv(run)), out, server_ends=False
         )
-        if cli is not None:
+        if cli is not None and not cli.missing:
             summary = parse_sockperf(cli.text())
             _said(cli, summary.error, out)
         log = await _run(sender, Command(("cat", f"{tmp}/{run.log_file}"), 30), out)

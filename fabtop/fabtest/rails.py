@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from collectors.samples import HostSample, LinkSample
 
@@ -33,6 +33,7 @@ class RailPort:
     rail: int
     rdma: bool  # an RDMA port (perftest), else an IP path (iperf3, sockperf)
     configured: bool  # the rail came from the config, not from the port's position
+    fabric: str = ""  # of FABRICS, for a port placed by position
 
 
 @dataclass(slots=True)
@@ -52,6 +53,24 @@ def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", text))
 
 
+# The fabrics a rail never crosses, in the order their rails are numbered: a RoCE port
+# cannot reach an InfiniBand one, nor a Mac's Thunderbolt bridge a switch port.
+FABRICS = ("Ethernet", "InfiniBand", "Thunderbolt", "ip")
+
+
+def fabric_of(link: LinkSample) -> str:
+    """Which of :data:`FABRICS` a port is on (an RDMA port: its link layer)."""
+    if link.rdma_device and link.link_layer in FABRICS:
+        return link.link_layer
+    return "Ethernet" if link.rdma_device else "ip"
+
+
+def perftest_port(link: LinkSample) -> bool:
+    """An RDMA port perftest runs on: InfiniBand or RoCE. A Mac's RDMA over Thunderbolt
+    has no perftest: its path is tested over IP, as any netdev's."""
+    return link.rdma_device is not None and fabric_of(link) in ("Ethernet", "InfiniBand")
+
+
 def port_name(link: LinkSample) -> str:
     """A port as rails name it: the RDMA device/port for RDMA ports, else the netdev."""
     if link.rdma_device:
@@ -62,7 +81,9 @@ def port_name(link: LinkSample) -> str:
 def candidates(sample: HostSample) -> tuple[list[LinkSample], bool]:
     """The ports that take a position on a host, sorted by name, and whether they are RDMA
     ports: its RDMA ports, else (an IP-only host) its non-virtual netdevs but loopback."""
-    rdma = [ln for ln in sample.links.values() if ln.rdma_device]
+    # A Thunderbolt port with no cable in it ("empty") is no port of the fabric; a port
+    # that is down keeps its place (its pairs fail, and say why).
+    rdma = [ln for ln in sample.links.values() if ln.rdma_device and ln.state != "empty"]
     if rdma:
         return sorted(rdma, key=lambda ln: _natural(port_name(ln))), True
     ip = [
@@ -114,15 +135,20 @@ def host_rails(
                 said = f"{iface!r} is {again.name!r}, already on rail {again.rail}"
                 problems.append(f"{host}: rail {rail}: {said}")
                 continue
-            out.append(RailPort(host, link.id, port_name(link), rail, bool(link.rdma_device), True))
+            out.append(RailPort(host, link.id, port_name(link), rail, perftest_port(link), True))
         return out, problems
-    links, rdma = candidates(sample)
+    links, _rdma = candidates(sample)
     if not links:
         problems.append(
             f"{host}: no RDMA port and no physical netdev to test (give its interfaces a "
             "rail in the config)"
         )
-    out = [RailPort(host, ln.id, port_name(ln), i, rdma, False) for i, ln in enumerate(links)]
+    # By position within each fabric (renumbered fabric after fabric by rails()).
+    seen: dict[str, int] = {}
+    for ln in links:
+        fab = fabric_of(ln)
+        pos = seen[fab] = seen.get(fab, -1) + 1
+        out.append(RailPort(host, ln.id, port_name(ln), pos, perftest_port(ln), False, fab))
     return out, problems
 
 
@@ -132,17 +158,31 @@ def rails(samples: Mapping[str, HostSample], config: RailConfig | None = None) -
     out = Rails()
     for host, rail in sorted({(h, r) for (h, _), r in (config or {}).items() if h not in known}):
         out.problems.append(f"{host}: rail {rail}: the config names a host that is not tested")
+    placed: list[RailPort] = []
     for sample in samples.values():
         ports, problems = host_rails(sample, config)
         out.problems += problems
-        for p in ports:
+        placed += ports
+    # Ports placed by position: each fabric's rails after the previous fabric's, so two
+    # fabrics never share a rail (the first fabric's meet the config's of the same number).
+    base = 0
+    for fab in FABRICS:
+        mine = [p for p in placed if not p.configured and p.fabric == fab]
+        for p in mine:
+            out.ports.setdefault(base + p.rail, []).append(replace(p, rail=base + p.rail))
+        base += max((p.rail + 1 for p in mine), default=0)
+    for p in placed:
+        if p.configured:
             out.ports.setdefault(p.rail, []).append(p)
     out.ports = dict(sorted(out.ports.items()))
     for rail, ports in out.ports.items():
         if len({p.rdma for p in ports}) > 1:
-            # perftest cannot talk to iperf3: such a pair has no engine in common.
-            ip = ", ".join(p.host for p in ports if not p.rdma)
+            # perftest cannot talk to iperf3: such a pair has no engine in common. The
+            # rail is tested over RDMA; the IP-only ports are left out, and said.
+            ip = ", ".join(f"{p.host}/{p.name}" for p in ports if not p.rdma)
             out.problems.append(
-                f"rail {rail}: {ip} only over IP, the others over RDMA: no engine runs both"
+                f"rail {rail}: {ip} only over IP, the others over RDMA: left out of the "
+                "rail (give them a rail of their own in the config)"
             )
+            out.ports[rail] = [p for p in ports if p.rdma]
     return out

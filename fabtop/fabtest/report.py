@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from collectors.text import clean
-from fabtop.fabtest.judge import Status, Verdict
+from fabtop.fabtest.judge import Status, Verdict, gb
 from fabtop.fabtest.plans import INCAST, LATENCY, LOADED
 from fabtop.fabtest.runner import Report, StepResult
 from fabtop.run.snapshot import finding_entry
@@ -30,7 +30,7 @@ def figure(v: Verdict) -> str:
     if gbps is None:
         return "-"
     share = f.get("of_reference")
-    text = f"{gbps:.1f} Gb/s"
+    text = f"{gb(gbps)} Gb/s"
     if share is not None:
         text += f" ({share:.0%} of ref)"
     if v.step.kind == INCAST and f.get("jain") is not None:

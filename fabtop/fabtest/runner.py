@@ -57,6 +57,7 @@ WINDOW_END_INTERVALS = 3.0
 # The incast behind a loaded-latency step starts this long before the latency run, so the
 # queue is built when the round trips are measured.
 LOAD_LEAD_S = 1.0
+TCP_HEADERS = 52  # IPv4 (20) and TCP with timestamps (32): an MTU's MSS
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +201,9 @@ class Runner:
         link = h.sample.links.get(rp.link)
         if link is None:
             raise StepError(f"{host}/{rp.name}: the port went away")
+        # perftest's own TCP exchange may go any way: the host's SSH address, else its name.
         path = tuple(self.paths.get(host, ()))
-        return Port(host, link, self.transports[host], self.addresses.get(host), path)
+        return Port(host, link, self.transports[host], self.addresses.get(host, host), path)
 
     async def run(self, plan: Plan) -> Report:
         """Every round in turn, its steps at once; then verdicts, and outliers retested."""
@@ -304,6 +306,15 @@ class Runner:
         ref, _why = reference_rate(links, min(declared) if len(declared) == len(hosts) else None)
         return ref
 
+    def _loss(self, step: Step, m: Measured) -> float | None:
+        """The engine's retransmissions as a share of what it sent: segments of the
+        senders' MSS (their MTU less IPv4 and TCP headers with timestamps)."""
+        if m.retransmits is None or not m.sent_bytes:
+            return None
+        mtus = [self._port(h, step.rail).link.mtu for h in step.senders]
+        mss = min((mtu for mtu in mtus if mtu), default=1500) - TCP_HEADERS
+        return m.retransmits * max(mss, 536) / m.sent_bytes
+
     def _results(
         self, done: Sequence[_Done], evidence: bool = True
     ) -> tuple[list[Bandwidth], list[Incast], list[Latency]]:
@@ -313,11 +324,13 @@ class Runner:
         for d in done:
             s, m = d.step, d.measured
             ev = d.evidence if evidence else None
+            loss = self._loss(s, m)
             if s.kind in (PAIR, BIDIR):
                 gbps = m.gbps[0] if m.gbps else None
-                bw.append(Bandwidth(s, gbps, self._reference(s), ev, m.retransmits))
+                bw.append(Bandwidth(s, gbps, self._reference(s), ev, m.retransmits, loss))
             elif s.kind == INCAST:
-                inc.append(Incast(s, tuple(m.gbps), self._reference(s), ev, m.retransmits))
+                ref = self._reference(s)
+                inc.append(Incast(s, tuple(m.gbps), ref, ev, m.retransmits, loss))
             elif s.kind == LATENCY:
                 lat.append(Latency(s, m.samples_us, _op(m), ev))
         return bw, inc, lat

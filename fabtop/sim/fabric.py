@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fabtop.sim.bench import Bench
 from fabtop.sim.episodes import (
     DEMO_CYCLE,
     DEMO_CYCLE_S,
@@ -55,6 +56,8 @@ class Fabric:
         self.slow_every_s = slow_every_s
         self.healthy_port_gbps = healthy_port_gbps
         self.healthy_tokens_per_s = healthy_tokens_per_s
+        # The load of `fabtop test` runs (fabtop.sim.launcher): kept across a replay.
+        self.bench = Bench(self)
         self._reset()
 
     def _reset(self) -> None:
@@ -94,12 +97,17 @@ class Fabric:
         """Latest grid time reached."""
         return self.grid_t
 
-    def _set_cell(self) -> None:
-        g, dt = self.grid_t, GRID_S
+    def mods_at(self, g: float) -> Mods:
+        """What the episodes change in the grid cell that starts at ``g``."""
         mods = Mods()
         mods.ecn_off.update(n for n, h in self.hosts.items() if not h.cfg.ecn)
         for ep, rel in active_episodes(self.episodes, self.cycle_s, g):
-            apply_episode(ep, rel, dt, self._names, self._roce, mods)
+            apply_episode(ep, rel, GRID_S, self._names, self._roce, mods)
+        return mods
+
+    def _set_cell(self) -> None:
+        g, dt = self.grid_t, GRID_S
+        mods = self.mods_at(g)
         self.token_factor = mods.token_factor
         for h in self.hosts.values():
             h.step(g, dt, self._k, mods)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from collectors.frames import Frame, Section, render_frame
 from collectors.structured import StructuredEncoder
 from fabtop.sim import firewall, host_text
+from fabtop.sim.bench import CNP_PER_MARK, Bench, Endpoint, PortLoad
 from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.exo import exo_state_text
 from fabtop.sim.gpu import SimGpu
@@ -105,6 +106,43 @@ FLOW_LEAD = (0.03, 0.08)
 TX, RX = 0, 1  # the direction keys of SimHost._flow
 
 
+def _add_test_load(tr: PortTraffic, load: PortLoad, cap: float, ecn: bool) -> None:
+    """A test's traffic on a RoCE port: the production traffic yields what the test
+    takes (the port's total stays under its capacity), the test's pauses and drops add
+    to the episode's."""
+    for side in ("tx", "rx"):
+        test = getattr(load, f"rdma_{side}") + getattr(load, f"ip_{side}")
+        ambient = getattr(tr, f"rdma_{side}") + getattr(tr, f"eth_{side}")
+        keep = min(1.0, max(cap - test, 0.0) / ambient) if ambient > 0 else 1.0
+        setattr(
+            tr, f"rdma_{side}", getattr(tr, f"rdma_{side}") * keep + getattr(load, f"rdma_{side}")
+        )
+        setattr(tr, f"eth_{side}", getattr(tr, f"eth_{side}") * keep + getattr(load, f"ip_{side}"))
+    tr.rx_pause_frac = max(tr.rx_pause_frac, load.rx_pause_frac)
+    tr.rx_discard_frac = max(tr.rx_discard_frac, load.rx_discard_frac)
+    tr.tx_retrans_frac = max(tr.tx_retrans_frac, load.tx_retrans_frac)
+    if ecn and load.ecn_marked_pps > tr.ecn_marked_pps:
+        tr.ecn_marked_pps = load.ecn_marked_pps
+        tr.cnp_sent_pps = load.ecn_marked_pps * CNP_PER_MARK
+    if ecn:
+        tr.cnp_handled_pps = max(tr.cnp_handled_pps, load.cnp_handled_pps)
+
+
+def _plus_test(
+    bench: Bench, ep: Endpoint, g: float, dt: float, tx: float, rx: float, cap: float
+) -> tuple[float, float]:
+    """A plain netdev's (or IB port's) traffic in one cell with the test's added: the
+    production traffic yields what the test takes."""
+    load = bench.port_load(ep, g, dt)
+    if load is None:
+        return tx, rx
+    out = []
+    for ambient, test in ((tx, load.rdma_tx + load.ip_tx), (rx, load.rdma_rx + load.ip_rx)):
+        keep = min(1.0, max(cap - test, 0.0) / ambient) if ambient > 0 else 1.0
+        out.append(ambient * keep + test)
+    return out[0], out[1]
+
+
 def _mix(x: int) -> int:
     x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
@@ -181,12 +219,11 @@ class SimHost:
         tf = mods.token_factor
         self.ecn_live = cfg.ecn and cfg.name not in mods.ecn_off
         line = cfg.link_gbps * 1e9 / 8
-        pcie = min(
-            1.0, (cfg.pcie_width / cfg.pcie_max_width) * (cfg.pcie_gts / cfg.pcie_max_gts) * 1.6
-        )
-        cap = line * 0.97 * pcie
+        cap = line * 0.97 * self.pcie_share()
+        bench = fab.bench
         for i, port in enumerate(self.ports):
             pm = mods.ports.get((cfg.name, i)) or PortMods()
+            load = bench.port_load(Endpoint(cfg.name, "roce", i), g, dt)
             self.carrier_changes[i] += pm.carrier_changes
             port.eth.bump("link_down_events_phy", pm.link_down_events)
             port.eth.bump("tx_pause_storm_warning_events", pm.storm_warnings)
@@ -206,34 +243,61 @@ class SimHost:
             rx = min(base * self._flow(k, i, RX) * pm.rx_scale, cap)
             share = cfg.rdma_share
             ecn = self.ecn_live
-            port.apply(
-                PortTraffic(
-                    up=up,
-                    rdma_tx=tx * share,
-                    rdma_rx=rx * share,
-                    eth_tx=tx * (1.0 - share) + 40_000.0 * min(pm.tx_scale, 1.0),
-                    eth_rx=rx * (1.0 - share) + 40_000.0 * min(pm.rx_scale, 1.0),
-                    tx_pause_frac=pm.tx_pause_frac,
-                    rx_pause_frac=pm.rx_pause_frac,
-                    ecn_marked_pps=pm.ecn_marked_pps if ecn else 0.0,
-                    cnp_sent_pps=pm.cnp_sent_pps if ecn else 0.0,
-                    cnp_handled_pps=pm.cnp_handled_pps if ecn else 0.0,
-                    switch_drop_frac=pm.switch_drop_frac,
-                )
+            tr = PortTraffic(
+                up=up,
+                rdma_tx=tx * share,
+                rdma_rx=rx * share,
+                eth_tx=tx * (1.0 - share) + 40_000.0 * min(pm.tx_scale, 1.0),
+                eth_rx=rx * (1.0 - share) + 40_000.0 * min(pm.rx_scale, 1.0),
+                tx_pause_frac=pm.tx_pause_frac,
+                rx_pause_frac=pm.rx_pause_frac,
+                ecn_marked_pps=pm.ecn_marked_pps if ecn else 0.0,
+                cnp_sent_pps=pm.cnp_sent_pps if ecn else 0.0,
+                cnp_handled_pps=pm.cnp_handled_pps if ecn else 0.0,
+                switch_drop_frac=pm.switch_drop_frac,
             )
+            if load is not None and up:
+                _add_test_load(tr, load, cap, ecn)
+            port.apply(tr)
             self.nic_temp[i] = cfg.nic_temp_c + 3.0 * min(tf, 1.0) + 0.4 * noise(seed, k, i, 7)
         if self.ib is not None:
             ib = 200e9 / 8 * 0.35 * tf
-            self.ib.apply(
-                cfg.ib_sm, ib * self._flow(k, 11, TX), ib * self._flow(k, 11, RX), 0.01 * tf
+            ib_tx, ib_rx = _plus_test(
+                bench,
+                Endpoint(cfg.name, "ib"),
+                g,
+                dt,
+                ib * self._flow(k, 11, TX),
+                ib * self._flow(k, 11, RX),
+                200e9 / 8,
             )
+            self.ib.apply(cfg.ib_sm, ib_tx, ib_rx, 0.01 * tf)
         if self.tb is not None:
             tbr = 1.0e9 * tf
-            self.tb.apply(True, tbr * self._flow(k, 12, TX, 0.1), tbr * self._flow(k, 12, RX, 0.1))
+            tb_tx, tb_rx = _plus_test(
+                bench,
+                Endpoint(cfg.name, "tb"),
+                g,
+                dt,
+                tbr * self._flow(k, 12, TX, 0.1),
+                tbr * self._flow(k, 12, RX, 0.1),
+                cfg.tb_gbps_per_lane * cfg.tb_lanes * 1e9 / 8,
+            )
+            self.tb.apply(True, tb_tx, tb_rx)
             if cfg.tb_errors_per_s:
                 self.tb.netdev.rate("rx_errors", cfg.tb_errors_per_s)
-        self.mgmt.apply(True, 60_000.0, 150_000.0 * (1.0 + 0.2 * noise(seed, self.index, k, 13)))
-        self.lo.apply(True, 2.0e6, 2.0e6)
+        mg_tx, mg_rx = _plus_test(
+            bench,
+            Endpoint(cfg.name, "mgmt"),
+            g,
+            dt,
+            60_000.0,
+            150_000.0 * (1.0 + 0.2 * noise(seed, self.index, k, 13)),
+            1e9 / 8,
+        )
+        self.mgmt.apply(True, mg_tx, mg_rx)
+        lo_tx, lo_rx = _plus_test(bench, Endpoint(cfg.name, "lo"), g, dt, 2.0e6, 2.0e6, 5e9)
+        self.lo.apply(True, lo_tx, lo_rx)
         if self.mac is not None:
             self.mac.step(tf, mods.mac.get(cfg.name, set()))
         for gpu in self.gpus:
@@ -242,6 +306,12 @@ class SimHost:
         if self.server is not None:
             tokens = fab.healthy_tokens_per_s * tf * (1.0 + 0.03 * noise(seed, k, 99))
             self.server.step(tokens, fab.healthy_tokens_per_s, dt)
+
+    def pcie_share(self) -> float:
+        """The share of the line rate the NIC's PCIe link can carry (1.0: all of it)."""
+        cfg = self.cfg
+        width = cfg.pcie_width / cfg.pcie_max_width
+        return min(1.0, width * (cfg.pcie_gts / cfg.pcie_max_gts) * 1.6)
 
     def _flow(self, k: int, link: int, direction: int, jitter: float = 0.06) -> float:
         """How much of the healthy rate one direction of one link carries in cell ``k``.

@@ -53,6 +53,9 @@ class PortTraffic:
     cnp_sent_pps: float = 0.0
     cnp_handled_pps: float = 0.0
     switch_drop_frac: float = 0.0  # share of the RDMA packets toward this port lost in the switch
+    # A test's incast into a port without PFC on its RDMA priority (fabtop.sim.bench):
+    rx_discard_frac: float = 0.0  # share of arriving RDMA packets dropped for lack of buffer
+    tx_retrans_frac: float = 0.0  # share of sent RDMA packets sent again
 
 
 PAUSE_FRAMES_PER_S = 6000.0  # a fully paused 100G port refreshes XOFF about every 170 us
@@ -208,9 +211,11 @@ class Mlx5Port:
             if held == "global":
                 e.rate("tx_pause_ctrl_phy", pause_tx_fps)
                 e.rate("rx_pause_ctrl_phy", pause_rx_fps)
-        elif tr.tx_pause_frac > 0:
+        drops = rdma_rx_pps * tr.rx_discard_frac
+        if held is None and tr.tx_pause_frac > 0:
             # No PFC on the RoCE priority: congestion shows up as discards.
-            drops = rdma_rx_pps * 0.02 * tr.tx_pause_frac
+            drops += rdma_rx_pps * 0.02 * tr.tx_pause_frac
+        if drops > 0:
             e.rate(f"rx_prio{rp}_discards", drops)
             e.rate("rx_discards_phy", drops)
             e.rate(f"rx_prio{rp}_buf_discard", drops)
@@ -229,10 +234,13 @@ class Mlx5Port:
         hw.rate("rp_cnp_ignored", cnp_rx_pps * 0.005)
         # Packets lost in the NIC (no PFC on the RoCE priority) or in the switch (none there)
         # reach the responder as gaps in the PSN sequence.
-        lost = tr.switch_drop_frac
+        lost = tr.switch_drop_frac + tr.rx_discard_frac
+        retrans = rdma_tx_pps * tr.tx_retrans_frac
         if not self.lossless and tr.tx_pause_frac > 0:
             lost += 0.002 * tr.tx_pause_frac
-            hw.rate("roce_adp_retrans", rdma_tx_pps * 0.0005)
+            retrans += rdma_tx_pps * 0.0005
+        if retrans > 0:
+            hw.rate("roce_adp_retrans", retrans)
         if lost > 0:
             hw.rate("out_of_sequence", rdma_rx_pps * lost)
             hw.rate("packet_seq_err", rdma_rx_pps * lost / 4)

@@ -8,6 +8,7 @@ fast probe sends them (collectors/structured.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import math
@@ -15,11 +16,13 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from urllib.parse import urlsplit
 
+from collectors.launch import launch_script
 from collectors.numbers import parse_uint
 from collectors.structured import StructuredEncoder
 from collectors.transport.base import HTTP_MAX_BODY, Transport
 from fabtop.sim.fabric import Fabric
 from fabtop.sim.host import SimHost
+from fabtop.sim.launcher import launched
 from fabtop.sim.watchdog import SimWatchdog
 
 
@@ -113,15 +116,21 @@ class DemoTransport(Transport):
         self.host.restart_probe()
 
     async def stream(self, script: str, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
-        """One frame per tick, as the probe would print it.
+        """One frame per tick, as the probe would print it; or, sent the launcher, what
+        the node's test tool would print (fabtop.sim.launcher).
 
         ``interval_ms=`` and ``ifaces=`` are honoured as the probe would: a second
         stream on the same host (focus mode) runs at its own interval over its own
         netdevs, with its own tick bookkeeping, beside the first.
         """
-        del script  # the simulation stands in for the probe
         if not self._connected:
             raise self.error("not connected")
+        if script == launch_script():  # a test tool (fabtop test): fabtop.sim.launcher
+            async with contextlib.aclosing(launched(self, args)) as run:
+                async for out in run:
+                    yield out
+            return
+        # Otherwise the probe: the simulation stands in for it.
         opts = dict(a.partition("=")[::2] for a in args)
         fab = self.clock.fabric
         iv = fab.interval_s

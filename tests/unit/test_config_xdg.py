@@ -14,7 +14,7 @@ from fabtop.commands.cli import HOST_COMMANDS, _parser, build_config
 from fabtop.config import ConfigError, user_config_path
 from tests.conftest import REPO
 
-POSITIONAL = {"record": ["-o", "x.fabrec"]}
+POSITIONAL = {"record": ["-o", "x.fabrec"], "test": ["pairs"]}
 TWO_HOSTS = '[[host]]\nname = "gpu[1-2]"\nssh = "admin@{name}"\n'
 
 

@@ -75,17 +75,22 @@ def test_configured_rails_win_and_are_the_only_ones_on_that_host() -> None:
 
 
 def test_fabric_rails_say_unknown_hosts_and_mixed_rails() -> None:
-    r = rails(
-        {
-            "a": host("a", rdma("mlx5_0")),
-            "b": host("b", rdma("mlx5_0")),
-            "c": host("c", nic("en0")),
-        },
-        {("zz", "eth0"): 2},
-    )
-    assert [p.host for p in r.ports[0]] == ["a", "b", "c"]
+    hosts = {
+        "a": host("a", rdma("mlx5_0")),
+        "b": host("b", rdma("mlx5_0")),
+        "c": host("c", nic("en0")),
+    }
+    r = rails(hosts, {("zz", "eth0"): 2})
+    # An IP-only host's ports are rails of their own fabric, numbered after the RDMA ones:
+    # a RoCE port and a plain netdev never meet on one rail by position.
+    assert [p.host for p in r.ports[0]] == ["a", "b"]
+    assert [p.host for p in r.ports[1]] == ["c"]
     assert r.port("b", 0) is not None and r.port("b", 1) is None
+    assert r.problems == ["zz: rail 2: the config names a host that is not tested"]
+    # Put there by the config, the IP port is left out of the RDMA rail, and said.
+    r = rails(hosts, {("c", "en0"): 0})
+    assert [p.host for p in r.ports[0]] == ["a", "b"]
     assert r.problems == [
-        "zz: rail 2: the config names a host that is not tested",
-        "rail 0: c only over IP, the others over RDMA: no engine runs both",
+        "rail 0: c/en0 only over IP, the others over RDMA: left out of the rail (give them "
+        "a rail of their own in the config)"
     ]

@@ -1,0 +1,68 @@
+"""``fabtop test --demo``: the simulated fabric answers the plans through the same runner,
+launcher and parsers a real fabric does (its perftest, iperf3 and sockperf outputs are
+built from the captures' formats, its figures and counters from the sim's ports and
+episodes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _test(
+    tmp_path: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    report = tmp_path / "report.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "tui", "test", *args, "--seconds", "1", "-o", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+    )
+    assert report.exists(), r.stdout + r.stderr
+    return r, json.loads(report.read_text())["steps"]
+
+
+def test_the_demo_fabric_is_proven_rail_by_rail(tmp_path: Path) -> None:
+    r, steps = _test(tmp_path, "--demo", "pairs")
+    by_rail: dict[int, list[dict[str, Any]]] = {}
+    for s in steps:
+        by_rail.setdefault(s["rail"], []).append(s)
+    # Rails never cross fabrics: the RoCE ports' two rails, then InfiniBand, then the
+    # Macs' Thunderbolt link; each Linux node's RoCE pair both ways, in parallel rounds.
+    assert {s["engine"] for s in by_rail[0] + by_rail[1] + by_rail[2]} == {"perftest"}
+    assert len(by_rail[0]) == len(by_rail[1]) == 12  # 4 hosts: 6 pairs, both ways
+    for s in by_rail[0] + by_rail[1]:
+        f = s["figures"]
+        assert s["status"] == "pass", s
+        assert f["reference_gbps"] == 100 and 0.95 < f["of_reference"] <= 1, f
+    assert {s["receiver"] for s in by_rail[2]} == {"node1", "node2"}  # the IB port
+    assert all(s["figures"]["reference_gbps"] == 200 for s in by_rail[2])
+    # The Macs in the demo have no iperf3: said with the package, a failure (exit 2).
+    macs = [s for s in steps if s["receiver"].startswith("mac")]
+    assert macs and all(s["status"] == "fail" for s in macs)
+    assert any("install the iperf3 package" in p for s in macs for p in s["problems"])
+    assert r.returncode == 2
+    assert "rail 4: pairs needs 2 hosts with a port on it, it has 1 (mac1)" in r.stderr
+
+
+def test_an_incast_into_a_switch_without_pfc_is_failed_by_its_counters(tmp_path: Path) -> None:
+    r, steps = _test(tmp_path, "--demo-scenario", "switch_no_pfc", "incast", "--senders", "3")
+    into = next(s for s in steps if s["receiver"] == "node1" and s["rail"] == 0)
+    assert into["status"] == "fail", into
+    why = " ".join(into["reasons"])
+    assert "lost on a lossless priority" in why, why
+    moved = {(m["port"], m["metric"]) for m in into["evidence"]["moved"]}
+    assert ("node1/enp65s0f0np0", "out_of_sequence") in moved or any(
+        metric.startswith("rx_discards") for _, metric in moved
+    ), moved
+    # The other fabric's rail of the same receiver is clean.
+    other = next(s for s in steps if s["receiver"] == "node1" and s["rail"] == 1)
+    assert other["status"] == "pass", other
+    assert r.returncode == 2
