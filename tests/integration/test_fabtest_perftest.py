@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from fabtop.fabtest.judge import gb
 from fabtop.fabtest.plans import LATENCY_ITERATIONS
 from tests.testbed.netns import Testbed, bed_for_test
 from tests.testbed.perftest_shims import SHIM, TOOLS, install, waiting
@@ -118,7 +119,7 @@ def test_pairs_run_perftest_on_every_rail_and_are_judged_by_the_port_rate(
         assert f["gbps"] == pytest.approx(CAPTURE_GBPS, abs=0.01)
         assert f["reference_gbps"] == RATE_GBPS[rail]
         assert s["status"] == "fail" and not s["retested"]
-        assert f"{CAPTURE_GBPS:.1f} Gb/s is below 0.9 x {RATE_GBPS[rail]:g} Gb/s" in s["reasons"][0]
+        assert f"{gb(CAPTURE_GBPS)} Gb/s is below 0.9 x {RATE_GBPS[rail]:g} Gb/s" in s["reasons"][0]
         # The window read the simulated ports' own counters: RoCE ports say what they
         # ruled out (nothing unread); the IB port's congestion counter moved meanwhile.
         ev = s["evidence"]
