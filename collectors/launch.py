@@ -7,7 +7,10 @@ passes, or when fabtop closes the channel (done reading, Ctrl-C, the connection
 dropped). Nothing is installed or left on the node.
 
 The tool's words are never a shell string: each is checked here, then quoted one by one
-by the transport (``exec sh -s -- limit_s=N -- TOOL ARGS...``).
+by the transport (``exec sh -s -- limit_s=N [path=D1:D2] -- TOOL ARGS...``). The tool is
+looked up on the node's PATH with the host's configured ``path`` in front, as the
+probe's tools are (a non-login SSH session's PATH lacks /usr/local/bin and
+/opt/mellanox/bin, where perftest often is).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from collectors.probe import ProbeArgError, check_dir
 from collectors.transport.base import Transport, TransportError
 
 # A run's limit, seconds: the launcher refuses anything outside (one hour: the longest
@@ -34,6 +38,7 @@ MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 _WORD_RE = re.compile(r"[ -~]{1,256}")
 _TOOL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 _MAX_WORDS = 64
+_MAX_DIRS = 32  # directories of the host's ``path`` (checked as the probe's: check_dir)
 _TRAILER_RE = re.compile(
     rb"@@fabtop-launch (exit|timeout|missing) ([!-~]{1,64})(?: ([0-9]{1,12}))?"
 )
@@ -74,8 +79,9 @@ def launch_script() -> str:
     return "".join(files.joinpath(n).read_text("utf-8") for n in ("lifetime.sh", "launch.sh"))
 
 
-def launch_args(argv: Sequence[str], limit_s: int) -> list[str]:
-    """The launcher's arguments for running ``argv`` at most ``limit_s`` seconds."""
+def launch_args(argv: Sequence[str], limit_s: int, path: Sequence[str] = ()) -> list[str]:
+    """The launcher's arguments for running ``argv`` at most ``limit_s`` seconds, with
+    the directories of ``path`` in front of the node's PATH."""
     if isinstance(limit_s, bool) or not isinstance(limit_s, int):
         raise LaunchError(f"limit_s must be whole seconds: {limit_s!r}")
     if not LIMIT_S[0] <= limit_s <= LIMIT_S[1]:
@@ -87,17 +93,48 @@ def launch_args(argv: Sequence[str], limit_s: int) -> list[str]:
     for word in argv[1:]:
         if not isinstance(word, str) or not _WORD_RE.fullmatch(word):
             raise LaunchError(f"{argv[0]}: a word that is not printable ASCII: {str(word)[:80]!r}")
-    return [f"limit_s={limit_s}", "--", *argv]
+    if len(path) > _MAX_DIRS:
+        raise LaunchError(f"path has at most {_MAX_DIRS} directories: {len(path)}")
+    for d in path:
+        try:
+            check_dir(d, "path")
+        except (ProbeArgError, TypeError):
+            raise LaunchError(
+                f"path: not an absolute directory ([A-Za-z0-9_./-]): {d!r:.80}"
+            ) from None
+    where = [f"path={':'.join(path)}"] if path else []
+    return [f"limit_s={limit_s}", *where, "--", *argv]
 
 
-async def run_tool(transport: Transport, argv: Sequence[str], limit_s: int) -> ToolRun:
+def parse_launch_args(args: Sequence[str]) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    """``limit_s``, ``path`` and the tool's argv from the launcher's arguments: what
+    launch.sh reads (the simulator answers the launcher with it); LaunchError otherwise."""
+    if not args or not args[0].startswith("limit_s="):
+        raise LaunchError("limit_s= first")
+    word = args[0].removeprefix("limit_s=")
+    if not (word.isdigit() and len(word) <= 4 and LIMIT_S[0] <= int(word) <= LIMIT_S[1]):
+        raise LaunchError("bad limit_s")
+    rest = list(args[1:])
+    path: tuple[str, ...] = ()
+    if rest and rest[0].startswith("path="):
+        path = tuple(rest.pop(0).removeprefix("path=").split(":"))
+    if not rest or rest[0] != "--" or len(rest) < 2:
+        raise LaunchError("-- before the tool")
+    argv = tuple(rest[1:])
+    launch_args(argv, int(word), path)  # the same checks as on the way out
+    return int(word), path, argv
+
+
+async def run_tool(
+    transport: Transport, argv: Sequence[str], limit_s: int, path: Sequence[str] = ()
+) -> ToolRun:
     """Run ``argv`` on ``transport``'s node through the launcher; return how it ended.
 
     Cancelling the caller (Ctrl-C, a plan stopped) closes the channel: the node's
     launcher sees EOF and ends the tool's process group within about a second. A lost
     connection is a TransportError naming the host, as for the probe.
     """
-    args = launch_args(argv, limit_s)
+    args = launch_args(argv, limit_s, path)
     started = time.monotonic()
     out = bytearray()
     truncated = False

@@ -1,4 +1,5 @@
-# fabtop launcher: POSIX sh, sent on stdin to `exec sh -s -- limit_s=N -- TOOL ARGS...`;
+# fabtop launcher: POSIX sh, sent on stdin to
+# `exec sh -s -- limit_s=N [path=D1:D2] -- TOOL ARGS...`;
 # runs one test tool (perftest, iperf3, sockperf: the node's own) and ends it, and
 # everything it started, by its process group. Nothing is installed or written on the
 # node.
@@ -8,6 +9,9 @@
 #   @@fabtop-launch timeout <limit_s> <elapsed_ms> the limit passed: the tool was ended
 #   @@fabtop-launch missing <tool>                 the tool is not on the node's PATH
 # and the launcher exits 0 (a status of its own means the launcher itself failed).
+# path=D1:D2 puts the host's configured directories in front of PATH, as for the probe:
+# a non-login SSH session's PATH lacks /usr/local/bin or /opt/mellanox/bin, where a
+# source build or MLNX_OFED puts perftest.
 #
 # Lifetime, as the probe's (collectors/probe.sh): stdin stays open after the script for
 # as long as fabtop wants the tool; a watcher reads it to EOF (fabtop done, Ctrl-C, the
@@ -51,8 +55,19 @@ fl_main() {
 	case $1 in limit_s=*) LIMIT=${1#limit_s=} ;; *) fl_die "limit_s= first" ;; esac
 	case $LIMIT in '' | *[!0-9]* | 0*) fl_die "bad limit_s" ;; esac
 	[ "${#LIMIT}" -le 4 ] && [ "$LIMIT" -le 3600 ] || fl_die "bad limit_s"
-	[ "$2" = -- ] || fl_die "-- before the tool"
-	shift 2
+	shift
+	case $1 in
+	path=*)
+		XPATH=${1#path=}
+		case $XPATH in '' | *[!A-Za-z0-9_./:-]* | *::* | :* | *:) fl_die "bad path" ;; esac
+		case :$XPATH in *:[!/]*) fl_die "bad path" ;; esac
+		PATH=$XPATH:$PATH
+		export PATH
+		shift
+		;;
+	esac
+	[ "$1" = -- ] || fl_die "-- before the tool"
+	shift
 	[ $# -ge 1 ] || fl_die "no tool"
 	if ! command -v "$1" >/dev/null 2>&1; then
 		printf '@@fabtop-launch missing %s\n' "$1"

@@ -123,7 +123,9 @@ def probe_script() -> str:
     return _package_text("lifetime.sh") + "\n".join(lines)
 
 
-def _check_dir(d: str, what: str) -> None:
+def check_dir(d: str, what: str) -> None:
+    """An absolute directory of the probe's charset, no ".." (ProbeArgError otherwise):
+    what the probe and the launcher put in front of a node's PATH."""
     if not _DIR_RE.fullmatch(d) or ".." in d.split("/"):
         raise ProbeArgError(f"{what} must be an absolute path of [A-Za-z0-9_./-]: {d!r}")
 
@@ -167,9 +169,9 @@ def build_argv(args: ProbeArgs) -> list[str]:
     """Validate ``args`` and return the script's argument words (``key=value``)."""
     if isinstance(args.interval_ms, bool) or not 100 <= args.interval_ms <= 60000:
         raise ProbeArgError(f"interval_ms must be within 100..60000: {args.interval_ms!r}")
-    _check_dir(args.sysfs, "sysfs")
+    check_dir(args.sysfs, "sysfs")
     for d in args.path:
-        _check_dir(d, "path entry")
+        check_dir(d, "path entry")
     for name in args.interfaces:
         if not NAME_RE.fullmatch(name):
             raise ProbeArgError(f"interface name refused: {name!r}")

@@ -230,6 +230,7 @@ class Bench:
             ready.options,
             declared_gbps=declared,
             addresses={h.name: h.ssh.host for h in config.hosts if h.ssh is not None},
+            paths={h.name: h.path for h in config.hosts},
             thresholds=config.thresholds,
             progress=progress,
         )

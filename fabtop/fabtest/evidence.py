@@ -73,9 +73,9 @@ LOSSLESS_LOSS = frozenset({"lossless_drops", "roce_out_of_sequence"})
 # The checks a rule's finding already explains, with its own next step, on its port: their
 # generic next steps are not repeated for that port.
 EXPLAINS: Mapping[str, tuple[str, ...]] = {
-    "lossless_drops": ("discards", "sequence", "retransmits"),
-    "roce_out_of_sequence": ("sequence", "discards", "retransmits"),
-    "link_flap": ("flap", "sequence", "retransmits"),
+    "lossless_drops": ("discards", "sequence", "resent"),
+    "roce_out_of_sequence": ("sequence", "discards", "resent"),
+    "link_flap": ("flap", "sequence", "resent"),
     "pfc_storm": ("pauses",),
     "pfc_pressure": ("pauses",),
     "congestion_without_ecn": ("pauses", "ecn"),
@@ -143,7 +143,7 @@ CHECKS: tuple[Check, ...] = (
         "switch ports and that the test traffic carries the lossless priority",
     ),
     Check(
-        "retransmits",
+        "resent",
         "retransmissions",
         (Metric.RETRANSMITS,),
         "rdma statistic show link {rdma}: retransmissions follow losses; look at the "

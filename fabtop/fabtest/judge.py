@@ -243,7 +243,7 @@ def _bandwidth_verdict(
 ) -> Verdict:
     """A pair's or an incast's verdict: its figures' status with the engine's
     retransmissions and the window's counters on top."""
-    figures["retransmits"] = r.retransmits
+    figures["engine_retransmits"] = r.retransmits
     lossy = r.loss_fraction is not None and r.loss_fraction > th["test_loss_fraction"]
     status = _counters(status, reasons, r.evidence, figure, r.retransmits, lossy)
     relative = r.reference_gbps is None

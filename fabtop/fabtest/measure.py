@@ -61,6 +61,7 @@ class Port:
     link: LinkSample
     transport: Transport
     fallback_address: str | None = None  # the host's own (SSH) address, for perftest's TCP
+    path: tuple[str, ...] = ()  # the host's configured tool directories (before PATH)
 
     @property
     def rdma(self) -> bool:
@@ -119,7 +120,7 @@ def gid_index(link: LinkSample) -> int | None:
 
 async def _run(port: Port, cmd: Command, out: Measured) -> ToolRun | None:
     try:
-        run = await run_tool(port.transport, cmd.argv, cmd.limit_s)
+        run = await run_tool(port.transport, cmd.argv, cmd.limit_s, port.path)
     except (TransportError, LaunchError) as e:
         out.problems.append(clean(f"{port.host}: {cmd.argv[0]}: {e}"))
         return None

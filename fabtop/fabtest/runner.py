@@ -153,6 +153,21 @@ class _Done:
     problem: str | None = None  # an end that sent no frame after the step
 
 
+class PortNumbers:
+    """The TCP ports of a round's runs, each engine's from its own first one: unique in
+    the round, not only in a step. A perftest server listens on every address of its
+    host, so two rails' steps into one receiver at once on the same port would collide
+    ("Couldn't listen to port")."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, int] = {}
+
+    def __call__(self, engine: str) -> int:
+        n = self.used.get(engine, 0)
+        self.used[engine] = n + 1
+        return BASE_PORT[engine] + n
+
+
 class Runner:
     """Runs one plan over ``transports`` while ``state`` is fed by the monitoring session."""
 
@@ -165,6 +180,7 @@ class Runner:
         *,
         declared_gbps: Mapping[str, float] | None = None,
         addresses: Mapping[str, str] | None = None,
+        paths: Mapping[str, Sequence[str]] | None = None,
         thresholds: Mapping[str, float] | None = None,
         progress: Progress | None = None,
     ) -> None:
@@ -174,9 +190,9 @@ class Runner:
         self.options = options
         self.declared = declared_gbps or {}  # host -> an IP path's declared speed
         self.addresses = addresses or {}  # host -> its SSH address (perftest's fallback)
+        self.paths = paths or {}  # host -> its config's tool directories (the probe's too)
         self.thresholds = thresholds
         self.progress = progress
-        self._used: dict[tuple[str, str], int] = {}  # this round's ports per receiver
 
     def _port(self, host: str, rail: int) -> Port:
         rp: RailPort = next(p for p in self.rails.ports[rail] if p.host == host)
@@ -186,7 +202,8 @@ class Runner:
         if link is None:
             raise StepError(f"{host}/{rp.name}: the port went away")
         # perftest's own TCP exchange may go any way: the host's SSH address, else its name.
-        return Port(host, link, self.transports[host], self.addresses.get(host, host))
+        path = tuple(self.paths.get(host, ()))
+        return Port(host, link, self.transports[host], self.addresses.get(host, host), path)
 
     async def run(self, plan: Plan) -> Report:
         """Every round in turn, its steps at once; then verdicts, and outliers retested."""
@@ -197,16 +214,13 @@ class Runner:
         total = len(plan.rounds)
         for r in plan.rounds:
             self._say("round", r.index + 1, total, None)
-            self._used = {}
-            done += await asyncio.gather(*(self._step(s) for s in r.steps))
+            ports = PortNumbers()  # one numbering for the round: its steps run at once
+            done += await asyncio.gather(*(self._step(s, ports) for s in r.steps))
         verdicts = self._judge(done, None)
         again = [i for i, v in enumerate(verdicts) if v.status == Status.RETEST]
         if again:
             self._say("retest", len(again), total, None)
-            redo = []
-            for i in again:
-                self._used = {}
-                redo.append(await self._step(done[i].step))
+            redo = [await self._step(done[i].step, PortNumbers()) for i in again]
             for i, v in zip(again, self._judge(redo, done), strict=True):
                 verdicts[i] = settle(verdicts[i], v)
         for i, (d, v) in enumerate(zip(done, verdicts, strict=True)):
@@ -225,13 +239,13 @@ class Runner:
         if self.progress is not None:
             self.progress(what, i, n, res)
 
-    async def _step(self, step: Step) -> _Done:
+    async def _step(self, step: Step, ports: PortNumbers) -> _Done:
         """One step measured within its counters' window."""
         hosts = list(dict.fromkeys(step.hosts))
         start = self._samples(hosts)
         frames = {h: self.state.hosts[h].frames for h in hosts}
         try:
-            m = await self._measure(step)
+            m = await self._measure(step, ports)
         except StepError as e:
             return _Done(step, Measured(problems=[str(e)]))
         problem = await self._window_end(frames)
@@ -263,16 +277,7 @@ class Runner:
             return f"{', '.join(late)}: no frame after the step: its window ends at the last read"
         return None
 
-    async def _measure(self, step: Step) -> Measured:
-        used = self._used
-
-        def port_no(engine: str) -> int:
-            # A receiver serves every rail of the round at once (perftest's server binds
-            # the port on every address): each of its servers gets a port of its own.
-            key = (step.receiver, engine)
-            n = used[key] = used.get(key, -1) + 1
-            return BASE_PORT[engine] + n
-
+    async def _measure(self, step: Step, port_no: PortNumbers) -> Measured:
         o = self.options
         rx = self._port(step.receiver, step.rail)
         tx = [self._port(h, step.rail) for h in step.senders]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from collectors.engines import PERFTEST_BW, PERFTEST_LAT
+from collectors.launch import LaunchError, parse_launch_args
 from fabtop.sim import tools
 from fabtop.sim.bench import Bench, Endpoint, Flow, endpoint_address
 from fabtop.sim.fabric import GRID_S
@@ -132,15 +133,11 @@ def has_tool(host: SimHost, tool: str) -> bool:
 
 async def launched(transport: DemoTransport, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
     """The launcher's output for ``args`` (``limit_s=N -- TOOL ARGS...``) on this node."""
-    word = args[0].removeprefix("limit_s=") if args else ""
-    if len(args) < 3 or not args[0].startswith("limit_s=") or args[1] != "--":
-        yield b"fabtop-launch: limit_s= first\n"
+    try:
+        limit, _path, argv = parse_launch_args(args)
+    except LaunchError as e:
+        yield f"fabtop-launch: {e}\n".encode()  # as launch.sh (its status 2 is not seen)
         return
-    if not word.isdigit() or not 1 <= int(word) <= 3600:
-        yield b"fabtop-launch: bad limit_s\n"  # as launch.sh (its status 2 is not seen)
-        return
-    limit = int(word)
-    argv = tuple(args[2:])
     tool = argv[0]
     run = _Run(transport, transport.clock.now(), limit)
     if not transport.host.answers(run.t0):

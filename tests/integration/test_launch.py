@@ -69,6 +69,24 @@ async def test_a_tool_runs_and_its_output_and_status_come_back(sshd: Sshd) -> No
         await t.close()
 
 
+async def test_a_tool_is_found_in_the_hosts_configured_path(sshd: Sshd, tmp_path: Path) -> None:
+    # perftest from source or MLNX_OFED lives outside a non-login SSH session's PATH; the
+    # host's `path` (the probe's too) is put in front of it.
+    bin_dir = tmp_path / "opt-bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "ib_write_bw"
+    tool.write_text('#!/bin/sh\necho "found: $*"\n')
+    tool.chmod(0o755)
+    t = sshd.transport("node1")
+    await t.connect()
+    try:
+        run = await run_tool(t, ["ib_write_bw", "-d", "mlx5_0"], 10, (str(bin_dir), "/usr/bin"))
+        assert run.ok and run.text() == "found: -d mlx5_0\n"
+        assert (await run_tool(t, ["ib_write_bw", "-d", "mlx5_0"], 10)).missing
+    finally:
+        await t.close()
+
+
 async def test_iperf3_server_and_client_through_the_launcher(sshd: Sshd) -> None:
     # A real pair: the server (one test, then it exits) and the client on the same node.
     if not os.access("/usr/bin/iperf3", os.X_OK):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tests.testbed.beds import STATE_ROOT, beds, missing_prerequisite, teardown
 from tests.testbed.netns import Host, Testbed
+from tests.testbed.perftest_shims import install as install_perftest
 from tests.testbed.sim_driver import SimDriver
 
 
@@ -24,6 +25,7 @@ def _up(ns: argparse.Namespace) -> int:
     sims = [int(x) for x in ns.sim.split(",") if x] if ns.sim else []
     bed = Testbed(ns.hosts, sim_hosts=sims, interval=ns.interval).up()
     if sims:
+        install_perftest(bed)  # `fabtop test` on their RDMA ports replays captures
         # The trees must keep moving after this command returns: a detached driver.
         p = subprocess.Popen(
             [

@@ -168,6 +168,10 @@ async def test_a_stray_key_never_starts_a_plan() -> None:
         assert screen(app).phase == CHOOSE and screen(app)._worker is None
         await pilot.press("n")
         assert "fabtop test bidir:" in head(app)
+        # The browser's read-only view never starts one, confirmed or not.
+        app.ctx.allow_write = False
+        await pilot.press("t", "y")
+        assert screen(app).phase == CHOOSE and screen(app)._worker is None
 
 
 def snapshot_app() -> FabtopApp:

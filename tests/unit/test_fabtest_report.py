@@ -49,7 +49,7 @@ def test_the_json_report_is_strict_json_with_every_step() -> None:
     back = json.loads(json.dumps(doc, allow_nan=False))
     assert back["format"] == "fabtop.test/1" and back["status"] == 2
     assert [s["status"] for s in back["steps"]] == ["pass", "fail"]
-    assert back["steps"][1]["retested"] and back["steps"][1]["figures"]["retransmits"] == 12
+    assert back["steps"][1]["retested"] and back["steps"][1]["figures"]["engine_retransmits"] == 12
     assert back["counters"]["a/mlx5_0"]["after"]["rx_bytes"] == 9
 
 

@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.launch import LaunchError, ToolRun, _ended, launch_args
+from collectors.launch import LaunchError, ToolRun, _ended, launch_args, parse_launch_args
 
 
 def test_the_arguments_carry_the_limit_and_the_words_as_they_are() -> None:
     argv = ["ib_write_bw", "-d", "mlx5_0", "-x", "3", "--report_gbits", "10.0.0.2"]
     assert launch_args(argv, 30) == ["limit_s=30", "--", *argv]
+
+
+def test_the_hosts_tool_directories_go_before_the_tool() -> None:
+    # The host's configured path (as the probe's): perftest in /usr/local/bin or
+    # /opt/mellanox/bin is not on a non-login SSH session's PATH.
+    argv = ["ib_write_bw", "-d", "mlx5_0"]
+    got = launch_args(argv, 30, ("/opt/mellanox/bin", "/usr/local/bin"))
+    assert got == ["limit_s=30", "path=/opt/mellanox/bin:/usr/local/bin", "--", *argv]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [("bin",), ("/a:/b",), ("/a b",), ("/$(id)",), ("",), ("/x\n",), ("/d",) * 33],
+)
+def test_a_path_the_launcher_will_not_take(path: tuple[str, ...]) -> None:
+    with pytest.raises(LaunchError, match="path"):
+        launch_args(["ib_write_bw"], 10, path)
 
 
 @pytest.mark.parametrize(
@@ -62,3 +79,21 @@ def test_a_tool_cannot_fake_the_trailer() -> None:
     # No trailer at all (the connection went, the output was cut): no status, not ok.
     cut = _run(b"@@fabtop-launch exit 0 1\nmore")
     assert cut.status is None and not cut.ok and cut.output.endswith(b"more")
+
+
+def test_the_arguments_read_back_as_they_were_given() -> None:
+    # What the simulator reads of the launcher's words is what launch.sh reads.
+    argv = ("iperf3", "-c", "10.0.0.2", "-J")
+    words = launch_args(argv, 12, ("/opt/mellanox/bin", "/usr/local/bin"))
+    assert parse_launch_args(words) == (12, ("/opt/mellanox/bin", "/usr/local/bin"), argv)
+    assert parse_launch_args(launch_args(argv, 5)) == (5, (), argv)
+    for bad in (
+        [],
+        ["--", "iperf3"],
+        ["limit_s=0", "--", "iperf3"],
+        ["limit_s=5", "iperf3"],
+        ["limit_s=5", "path=/a/../b", "--", "iperf3"],
+        ["limit_s=5", "--", "/bin/sh"],
+    ):
+        with pytest.raises(LaunchError):
+            parse_launch_args(bad)

@@ -38,7 +38,9 @@ NAMES: frozenset[str] = frozenset(
 RAW_PACKAGES = ("fabtop/sim/", "collectors/probe_fast.py")
 # normalize.py's tables read raw names through ``_s("raw", ...)``: those strings are the
 # drivers' names, some of which (bnxt_en's and netdev's ``rx_bytes``) spell a normalized one.
-RAW_NAME_CALLS = {Path("collectors/normalize.py"): "_s"}
+# iperf3's parser reads its JSON keys through ``_i("retransmits")`` and the like: iperf3's
+# names, one of which spells a normalized metric.
+RAW_NAME_CALLS = {Path("collectors/normalize.py"): "_s", Path("collectors/parsers/iperf3.py"): "_i"}
 
 
 def _sources() -> list[Path]:

@@ -37,6 +37,9 @@ from tui.screens.base import DataScreen
 from tui.widgets.keyed_table import Column, FixedTable, Spec
 from tui.widgets.top_bar import TopBar
 
+# The browser's read-only view starts no test: a test loads the fabric.
+TESTS_OFF = "tests load the fabric: off in the browser view; start fabtop serve with --allow-write"
+
 # What the screen is doing; the keys that make sense follow it (check_action).
 CHOOSE, CONFIRM, RUNNING, DONE, CANCELLED = "choose", "confirm", "running", "done", "cancelled"
 SECONDS = (1, 2, 5, 10, 30, 60)  # what - and + step through (the command takes any)
@@ -442,6 +445,10 @@ class TestScreen(DataScreen):
 
     def action_start(self) -> None:
         """Ask to confirm the plan (a test loads the fabric: never one key)."""
+        if not self.ctx.allow_write:
+            # The browser's read-only view: a test loads the fabric, more than a file does.
+            self.notify(TESTS_OFF, severity="warning", timeout=6)
+            return
         ready = self._prepare()
         if ready is None or ready.plan is None:
             self.notify("the plan cannot start: the lines above say why", severity="warning")
@@ -453,7 +460,7 @@ class TestScreen(DataScreen):
 
     def action_confirm(self) -> None:
         """Start the confirmed plan, checked once more (a host may have turned busy)."""
-        if self.phase != CONFIRM:
+        if self.phase != CONFIRM or not self.ctx.allow_write:
             return
         ready = self._prepare()
         if ready is None or ready.plan is None:
