@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from collectors.engines import (
+    PACKAGE_OF,
+    PERFTEST_BW,
+    PERFTEST_LAT,
     Command,
     EngineArgError,
     Iperf3Run,
@@ -25,6 +28,7 @@ from collectors.engines import (
     missing_tool_line,
     perftest_argv,
     sockperf_argv,
+    version_argv,
 )
 from collectors.launch import LaunchError, ToolRun, run_tool
 from collectors.parsers.iperf3 import Iperf3Result, parse_iperf3
@@ -35,6 +39,7 @@ from collectors.text import clean
 from collectors.transport.base import Transport, TransportError
 from fabtop.fabtest.rails import perftest_port
 
+PERFTEST = frozenset((*PERFTEST_BW, *PERFTEST_LAT))
 # Each tool's own first port; a receiver serving several runs at once (an incast) gives
 # each the next one.
 BASE_PORT = {"perftest": 18515, "iperf3": 5201, "sockperf": 11111}
@@ -82,6 +87,9 @@ class Measured:
     gbps: list[float | None] = field(default_factory=list)  # per sender (bandwidth)
     retransmits: int | None = None
     sent_bytes: int | None = None  # what the engine says it sent (iperf3), all senders
+    # (host, tool) -> the version the tool printed of itself (iperf3 and sockperf do in
+    # every run; perftest only with --version: see versions())
+    versions: dict[tuple[str, str], str | None] = field(default_factory=dict)
     samples_us: list[float] = field(default_factory=list)  # latency
     runs: list[ToolRun] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -215,6 +223,7 @@ def _iperf3_gbps(run: ToolRun | None, out: Measured) -> tuple[float | None, int 
         return None, None
     r: Iperf3Result = parse_iperf3(run.text())
     _said(run, r.error, out)
+    out.versions[(run.host, run.argv[0])] = r.version
     got = [s.bits_per_second for s in (r.received, r.received_reverse) if s is not None]
     sent = [s for s in (r.sent, r.sent_reverse) if s is not None]
     bps = sum(b for b in got if b is not None) if got and all(b is not None for b in got) else None
@@ -354,9 +363,40 @@ async def _sockperf(
         if cli is not None and not cli.missing:
             summary = parse_sockperf(cli.text())
             _said(cli, summary.error, out)
+            out.versions[(cli.host, cli.argv[0])] = summary.version
         log = await _run(sender, Command(("cat", f"{tmp}/{run.log_file}"), 30), out)
         if log is not None and log.ok:
             out.samples_us = list(parse_sockperf(log.text()).samples_us)
     finally:
         await _run(sender, Command(("rm", "-rf", "--", tmp), 10), Measured())
+    return out
+
+
+async def versions(
+    ran: Sequence[Measured], ports: Mapping[str, Port]
+) -> dict[str, dict[str, str | None]]:
+    """Which engine ran on which host, and its version: what the runs printed (iperf3,
+    sockperf), else the tool's own ``--version`` (perftest prints it only then), asked
+    once per host and tool. ``ports``: a port of each host (its transport and path)."""
+    got: dict[tuple[str, str], str | None] = {}
+    for m in ran:
+        for run in m.runs:
+            if not run.missing and run.argv[0] in PACKAGE_OF:
+                got.setdefault((run.host, run.argv[0]), None)
+        got.update((k, v) for k, v in m.versions.items() if v is not None)
+
+    async def ask(host: str, tool: str) -> None:
+        port = ports.get(host)
+        if port is None:
+            return
+        scratch = Measured()
+        cmd = version_argv(tool)
+        run = await _run(port, cmd, scratch)
+        if run is not None and run.ok:
+            got[(host, tool)] = parse_perftest(run.text()).header.version
+
+    await asyncio.gather(*(ask(h, t) for (h, t), v in got.items() if v is None and t in PERFTEST))
+    out: dict[str, dict[str, str | None]] = {}
+    for (host, tool), v in sorted(got.items()):
+        out.setdefault(host, {})[tool] = v
     return out

@@ -60,6 +60,8 @@ def lines(report: Report) -> list[str]:
         out.append(f"{r.verdict.status.word.upper()}: {r.verdict.step.label}")
         out += [f"  {line}" for line in detail(r)]
     out.append("")
+    if report.engines:
+        out.append("engines: " + "; ".join(engine_line(h, t) for h, t in report.engines.items()))
     out.append(summary(report))
     return [clean(line, 400) for line in out]
 
@@ -71,6 +73,11 @@ def detail(r: StepResult) -> list[str]:
     if v.evidence is not None:
         out += v.evidence.lines
     return [clean(line, 400) for line in out]
+
+
+def engine_line(host: str, tools: dict[str, str | None]) -> str:
+    """``node1 ib_write_bw 6.29, iperf3 3.12`` (a version the tool did not say: ``?``)."""
+    return host + " " + ", ".join(f"{t} {v or '?'}" for t, v in sorted(tools.items()))
 
 
 def summary(report: Report) -> str:
@@ -101,6 +108,7 @@ def document(report: Report, counters: Mapping[str, Any] | None = None) -> dict[
         "ended_unix": report.ended_unix,
         "status": report.status,
         "problems": report.problems,
+        "engines": report.engines,
         "steps": [_step(r) for r in report.results],
         "counters": dict(counters or {}),
     }

@@ -11,6 +11,7 @@ stopped, so the counters of the same window explain its figures
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,15 @@ from fabtop.fabtest.judge import (
     reference_rate,
     settle,
 )
-from fabtop.fabtest.measure import BASE_PORT, Measured, Port, StepError, bandwidth, latency
+from fabtop.fabtest.measure import (
+    BASE_PORT,
+    Measured,
+    Port,
+    StepError,
+    bandwidth,
+    latency,
+    versions,
+)
 from fabtop.fabtest.plans import (
     BIDIR,
     INCAST,
@@ -92,6 +101,8 @@ class Report:
     problems: list[str] = field(default_factory=list)  # the run's own (hosts, rails)
     started_unix: float = 0.0
     ended_unix: float = 0.0
+    # host -> tool -> its version (None: it did not say): which engine ran where
+    engines: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property
     def status(self) -> int:
@@ -229,6 +240,13 @@ class Runner:
             res.ports = [f"{h}/{self._name(h, d.step.rail)}" for h in dict.fromkeys(d.step.hosts)]
             report.results.append(res)
             self._say("verdict", i + 1, len(done), res)
+        reach: dict[str, Port] = {}  # a port of each host: its transport and path
+        for d in done:
+            for h in d.step.hosts:
+                if h not in reach:
+                    with contextlib.suppress(StepError):
+                        reach[h] = self._port(h, d.step.rail)
+        report.engines = await versions([d.measured for d in done], reach)
         report.ended_unix = time.time()
         return report
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+ENGINES: dict[str, dict[str, str | None]] = {}  # the last report's: host -> tool -> version
 
 
 def _test(
@@ -26,7 +27,10 @@ def _test(
         cwd=REPO,
     )
     assert report.exists(), r.stdout + r.stderr
-    return r, json.loads(report.read_text())["steps"]
+    doc = json.loads(report.read_text())
+    ENGINES.clear()
+    ENGINES.update(doc["engines"])
+    return r, doc["steps"]
 
 
 def test_the_demo_fabric_is_proven_rail_by_rail(tmp_path: Path) -> None:
@@ -50,6 +54,10 @@ def test_the_demo_fabric_is_proven_rail_by_rail(tmp_path: Path) -> None:
     assert any("install the iperf3 package" in p for s in macs for p in s["problems"])
     assert r.returncode == 2
     assert "rail 4: pairs needs 2 hosts with a port on it, it has 1 (mac1)" in r.stderr
+    # Which engine ran where, with the version perftest gives only to --version.
+    assert ENGINES["node1"] == {"ib_write_bw": "6.29"}
+    assert "mac1" not in ENGINES  # nothing ran there
+    assert "engines: node1 ib_write_bw 6.29; " in r.stdout
 
 
 def test_an_incast_into_a_switch_without_pfc_is_failed_by_its_counters(tmp_path: Path) -> None:

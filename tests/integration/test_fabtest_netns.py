@@ -73,6 +73,12 @@ def _left(bed: Testbed) -> list[str]:
 def _steps(report: Path) -> dict[str, dict[str, object]]:
     doc = json.loads(report.read_text())
     assert doc["format"] == "fabtop.test/1"
+    # iperf3 says its own version in every run: which engine ran where.
+    for host, tools in doc["engines"].items():
+        assert set(tools) <= set(TOOLS) and all(v and v[0].isdigit() for v in tools.values()), (
+            host,
+            tools,
+        )
     return {s["label"]: s for s in doc["steps"]}
 
 
