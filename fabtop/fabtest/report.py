@@ -71,7 +71,13 @@ def detail(r: StepResult) -> list[str]:
     v = r.verdict
     out = [*v.reasons, *r.problems, *v.notes]
     if v.evidence is not None:
-        out += v.evidence.lines
+        # A finding the verdict already gives as a reason is not said twice.
+        said = " ".join(v.reasons)
+        out += [
+            line
+            for line in v.evidence.lines
+            if not (line.partition(": ")[2] and line.partition(": ")[2] in said)
+        ]
     return [clean(line, 400) for line in out]
 
 

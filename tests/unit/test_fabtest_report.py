@@ -6,11 +6,13 @@ import json
 
 from collectors.samples import HostSample
 from fabtop.config import HostConfig
+from fabtop.core.findings import Finding
 from fabtop.core.rates import HostRates
 from fabtop.core.state import FabricState
+from fabtop.fabtest.evidence import WindowEvidence
 from fabtop.fabtest.judge import Bandwidth, judge_bandwidth
 from fabtop.fabtest.plans import PAIR, Step
-from fabtop.fabtest.report import document, lines
+from fabtop.fabtest.report import detail, document, lines
 from fabtop.fabtest.runner import Options, Report, StepResult, refusals
 
 
@@ -65,3 +67,13 @@ def test_a_plan_is_refused_while_a_server_generates_tokens_unless_allowed() -> N
     ]
     assert refusals(state, ["a", "b"], Options(allow_busy=True)) == []
     assert refusals(state, ["b"], Options()) == []
+
+
+def test_a_finding_the_verdict_gives_as_a_reason_is_said_once() -> None:
+    storm = Finding("pfc_storm", "critical", "n3/eth0", "n3/eth0 prio 3: PFC storm", host="n3")
+    ev = WindowEvidence(1.0, [storm], ruled_out=["discards"])
+    step = Step(PAIR, 0, ("a",), "b")
+    (v,) = judge_bandwidth([Bandwidth(step, 0.4, 100.0, ev)])
+    text = detail(StepResult(step, v, "perftest"))
+    assert sum("PFC storm" in line for line in text) == 1, text
+    assert "ruled out: discards" in text
