@@ -419,17 +419,20 @@ def load_config(
     path: str | Path, interval: float | None = None, max_hosts: int | None = MAX_HOSTS
 ) -> Config:
     """Read a TOML config; raise ConfigError with file, host and field on any problem."""
-    p = Path(path)
-    where = str(p)
+    return config_from_dict(read_toml(path), str(path), interval, max_hosts)
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """A TOML file's tables; ConfigError naming the file when it cannot be read."""
+    where = str(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{where}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{where}: cannot read: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{where}: not valid TOML: {e}") from None
-    return config_from_dict(data, where, interval, max_hosts)
 
 
 def config_from_dict(

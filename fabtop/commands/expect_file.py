@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from fabtop.config import DEFAULT_PATH, Config, ConfigError, HostConfig, load_config, parse_expect
+from fabtop.config import (
+    DEFAULT_PATH,
+    Config,
+    ConfigError,
+    HostConfig,
+    load_config,
+    parse_expect,
+    read_toml,
+)
 from fabtop.core.expect import (
     FIELD_NAMES,
     LINK_LAYERS,
@@ -197,14 +204,7 @@ def load_expect_file(path: str, config: Config) -> None:
     ``[expect]``. ConfigError naming the file and the field.
     """
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    data = read_toml(p)
     if "host" in data:
         loaded = load_config(p, max_hosts=None)
         common, by_name = loaded.expect, {h.name: h.expect for h in loaded.hosts}
