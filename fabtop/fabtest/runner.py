@@ -115,14 +115,6 @@ class Report:
 Progress = Callable[[str, int, int, StepResult | None], None]
 
 
-class Refused(Exception):
-    """The plan must not start: one line each (busy servers, unmet expectations, no rail)."""
-
-    def __init__(self, lines: Sequence[str]) -> None:
-        super().__init__("; ".join(lines))
-        self.lines = list(lines)
-
-
 def busy_hosts(state: FabricState, hosts: Sequence[str]) -> list[str]:
     """Hosts whose inference server is generating tokens right now."""
     out = []
