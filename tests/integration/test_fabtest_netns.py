@@ -57,17 +57,9 @@ def _fabtop(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str
 
 def _left(bed: Testbed) -> list[str]:
     """Test tools still running in any of the bed's namespaces."""
-    out = []
-    for ns in bed.namespaces:
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
-        for pid in pids.split():
-            try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv and Path(argv[0].decode(errors="replace")).name in TOOLS:
-                out.append(f"{ns}: {b' '.join(argv).decode(errors='replace')}")
-    return out
+    return [
+        f"{ns}: {' '.join(argv)}" for ns, argv in bed.processes() if Path(argv[0]).name in TOOLS
+    ]
 
 
 def _steps(report: Path) -> dict[str, dict[str, object]]:

@@ -69,18 +69,11 @@ def _fabtop(bed: Testbed, *args: str) -> subprocess.CompletedProcess[str]:
 def _left(bed: Testbed) -> list[str]:
     """perftest (the shims, and the launchers that run them) still running in any of the
     bed's namespaces."""
-    out = []
-    for ns in bed.namespaces:
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
-        for pid in pids.split():
-            try:
-                words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            argv = words.split("\0")
-            if str(SHIM) in argv or any(w in TOOLS for w in argv):
-                out.append(f"{ns}: {' '.join(argv)}")
-    return out
+    return [
+        f"{ns}: {' '.join(argv)}"
+        for ns, argv in bed.processes()
+        if str(SHIM) in argv or any(w in TOOLS for w in argv)
+    ]
 
 
 def _settled(bed: Testbed) -> list[str]:

@@ -105,6 +105,22 @@ class Testbed:
         """Every namespace this bed owns."""
         return [self.switch, *(self.ns(i) for i in range(1, self.n_hosts + 1))]
 
+    def processes(self) -> list[tuple[str, list[str]]]:
+        """(namespace, argv) of every live process in the bed's namespaces: what a test
+        checks is gone after a plan or a Ctrl-C."""
+        out = []
+        for ns in self.namespaces:
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+            for pid in pids.stdout.split():
+                try:
+                    raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                argv = [w.decode(errors="replace") for w in raw.split(b"\0") if w]
+                if argv:
+                    out.append((ns, argv))
+        return out
+
     @property
     def key_path(self) -> Path:
         """The client key every host trusts."""
