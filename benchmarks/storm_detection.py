@@ -45,7 +45,7 @@ from collectors import probe_fast as pf
 from collectors.frames import FrameDecoder
 from collectors.vocabulary import Derived
 from fabtop.config import HostConfig as Target
-from fabtop.core.findings import Finding
+from fabtop.core.findings import WATCHDOG_WINDOW_S, Finding
 from fabtop.core.rules import DEFAULT_THRESHOLDS, Evaluator, make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.sim import Fabric, SimHostConfig, demo_hosts
@@ -255,7 +255,7 @@ class Collector:
             f.rule == "pfc_storm"
             and f.severity == "critical"
             and f.subject == subject
-            and "probe watchdog" in f.summary
+            and WATCHDOG_WINDOW_S in f.evidence  # named by the probe's watchdog
             for f in self.state.findings
         )
 

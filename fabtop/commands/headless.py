@@ -345,7 +345,7 @@ def _print_findings(
             # the subject already names the port the summary starts with
             say(f"  {f.subject}: {f.headline}")
             if f.evidence:
-                ev = ", ".join(f"{k}={v}" for k, v in f.shown_evidence().items())
+                ev = ", ".join(f"{k}={v}" for k, v in f.readable_evidence())
                 say(f"      evidence: {ev}")
             if f.next_step:
                 say(f"      next: {f.next_step}")

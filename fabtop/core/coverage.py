@@ -179,9 +179,15 @@ def coverage(state: FabricState, now: float, interval: float) -> Coverage:
     return Coverage(len(state.hosts), reporting, not_reporting, gaps, _blind(state, statuses))
 
 
-def calm_line(cov: Coverage) -> str:
-    """The line for "no findings": only over what was seen, never "healthy" while blind."""
+def calm_line(cov: Coverage, elsewhere: str | None = None) -> str:
+    """The line for "no findings": only over what was seen, never "healthy" while blind.
+
+    ``elsewhere``: where the gaps in coverage are listed in full, when this line is one row
+    of a small panel (the overview at 80x24); they are then counted, not listed."""
     if cov.all_seen:
+        if elsewhere is not None and cov.gaps:
+            n = len(cov.gaps)
+            return f"no problems in what was seen; {n} gap{'s' * (n > 1)} in coverage ({elsewhere})"
         return "; ".join(("no problems in what was seen", *cov.gaps))
     if cov.hosts == 0:
         return "; ".join(cov.blind) if cov.blind else "no hosts to watch: nothing is seen"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from collectors.samples import LinkSample
+from fabtop.core.units import evidence_text
 
 SEVERITIES = ("info", "warning", "critical")
 
@@ -111,6 +112,19 @@ class Finding:
     def shown_evidence(self) -> dict[str, float | int | str | None]:
         """The evidence as text and numbers (JSON, doctor, the PFC panel): ports by label."""
         return {str(k): evidence_value(v) for k, v in self.evidence.items()}
+
+    def readable_evidence(self, unknown: str | None = None) -> list[tuple[str, str]]:
+        """The evidence as people read it (doctor, the screens): each value in the unit its
+        name says. A value not known reads ``unknown`` (the full view lists every item), or
+        is left out of a one-line view (None); never ``None``."""
+        out = []
+        for k, v in self.shown_evidence().items():
+            text = evidence_text(k, v)
+            if text is None:
+                text = unknown
+            if text is not None:
+                out.append((k, text))
+        return out
 
     def number(self, name: str) -> float | None:
         """A numeric evidence value (None when absent or not a number)."""

@@ -5,14 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
+from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
 from fabtop.config import HostConfig
+from fabtop.core.coverage import coverage
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.run.demo import demo_config
 from fabtop.run.record import Recorder
-from tests.ui.fabric import FakeClock, fabric, feed, sample
+from tests.ui.fabric import FakeClock, fabric, feed, sample, words
 from tests.ui.fabric import dashboard as make
 from tui.app import SCREEN_REGISTRY, FabtopApp
 from tui.context import ViewContext
@@ -85,6 +87,27 @@ async def test_no_findings_is_said_only_when_every_host_reports() -> None:
         top, text = top_line(app), panel(app)
         assert "no findings" not in top and "1 stale" in top and "1 not seen" in top
         assert "node2" in text and "no problems" not in text
+
+
+async def test_the_overview_calm_line_counts_the_gaps_the_findings_screen_lists() -> (
+    None
+):
+    # At 80x24 it took 5 of 24 rows, listing every source not monitored on every host.
+    app, state, _ = make(hosts=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        state_gaps = coverage(state, state.now(), 1.0).gaps
+        assert state_gaps, "the test fabric has gaps in coverage (no inference server)"
+        text = panel(app)
+        assert "no problems in what was seen" in text and "\n" not in text.strip()
+        n = len(state_gaps)
+        gaps = f"{n} gap{'s' * (n > 1)} in coverage (the findings screen lists them)"
+        assert gaps in text
+        assert all(g not in text for g in state_gaps)
+        await pilot.press("6")
+        await pilot.pause()
+        shown = str(app.screen.query_one("#finding-text", Static).render())
+        assert all(words(g) in words(shown) for g in state_gaps), shown
 
 
 async def test_the_stale_finding_comes_from_the_tick_without_any_frame() -> None:

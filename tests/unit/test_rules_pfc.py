@@ -127,7 +127,24 @@ def test_storm_from_pause_frames_when_no_duration_counter() -> None:
     fab.run(2)
     storms = by_rule(fab.findings, "pfc_storm")
     assert [f.subject for f in storms] == ["node1/enp65s0f0np0/prio4"]
-    assert "2500 pause frames/s" in storms[0].summary
+    assert "2.5k pause frames/s" in storms[0].summary
+
+
+def test_a_storm_keeps_one_wording_for_its_whole_episode() -> None:
+    # It said "of the last 500 ms", "of the last 1 s", ... "of the last 15 s" within one
+    # storm, beside the table's own "for 18 s": how long it lasts is said once, by `since`.
+    fab = Fabric()
+    p = fab.port("node3").traffic(20)
+    fab.run(2)
+    p.traffic(0).set(tx_pause_us={3: 998_000.0}, tx_pause={3: 5000.0})
+    worded = set()
+    for _ in range(20):
+        for f in by_rule(fab.tick(), "pfc_storm"):
+            worded.add(f.summary)
+            assert "held_s" not in f.evidence
+    assert len(worded) == 1, worded
+    [summary] = worded
+    assert "99.8% of the time" in summary and "last" not in summary
 
 
 def test_nic_stall_watchdog_events() -> None:

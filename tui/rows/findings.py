@@ -57,22 +57,3 @@ def finding_rows(state: FabricState, max_cleared: int = MAX_CLEARED) -> list[Fin
         for e in cleared
     ]
     return rows
-
-
-def evidence_text(v: float | int | str | None) -> str:
-    """An evidence value in full: every digit kept, thousands grouped, ratios as written."""
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            return str(v)
-        if v.is_integer() and abs(v) < 1e15:
-            return f"{int(v):,}"
-        if abs(v) >= 1e6:
-            return f"{v:,.2f}"
-        return f"{v:.6g}"
-    return v

@@ -22,7 +22,7 @@ from collectors.text import clean_lines
 from fabtop.core.coverage import calm_line
 from tui import format as fmt
 from tui.context import ViewContext
-from tui.rows.findings import FindingRow, evidence_text, finding_rows
+from tui.rows.findings import FindingRow, finding_rows
 from tui.rows.links import summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import badge, one_line
@@ -90,14 +90,14 @@ def detail(r: FindingRow, now: float | None) -> RenderableType:
         Text("Next step", "bold underline"),
         Text(clean_lines(f.next_step)) if f.next_step else Text("no next step given", "dim"),
     ]
-    ev = f.shown_evidence()
+    ev = f.readable_evidence(unknown="not known")
     if ev:
         parts += [Text(""), Text("Evidence", "bold underline")]
         table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=False)
         table.add_column(no_wrap=True, style="cyan", max_width=30, overflow="ellipsis")
         table.add_column(overflow="fold")
-        for k, v in ev.items():
-            table.add_row(Text(k), Text(clean_lines(evidence_text(v))))
+        for k, v in ev:
+            table.add_row(Text(k), Text(clean_lines(v)))
         parts.append(table)
     meta = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=False)
     meta.add_column(no_wrap=True, style="bold")

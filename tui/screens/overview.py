@@ -109,7 +109,9 @@ class OverviewScreen(DataScreen):
             links, width, state.history, ival, ctx.delta_mode, state.thresholds
         )
         self.query_one(FindingsPanel).show(
-            state.findings, calm_line(s.coverage), s.coverage.all_seen
+            state.findings,
+            calm_line(s.coverage, elsewhere="the findings screen lists them"),
+            s.coverage.all_seen,
         )
         self._titles()
 

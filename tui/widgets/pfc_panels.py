@@ -51,7 +51,7 @@ def findings_detail(findings: Sequence[Finding], limit: int) -> Text:
         append_finding(t, f)
         lines += 1
         shown += 1
-        ev = ", ".join(f"{k}={v}" for k, v in f.shown_evidence().items() if v is not None)
+        ev = ", ".join(f"{k}={v}" for k, v in f.readable_evidence())
         if ev and lines < limit:
             t.append("\n      evidence: " + ev, "dim")
             lines += 1

@@ -13,6 +13,7 @@ from fabtop.core.findings import PAUSED_PEERS, Finding
 from fabtop.core.rules.context import LinkTick, RuleContext, is_rdma_ethernet, r3
 from fabtop.core.rules.kinds import window_rule
 from fabtop.core.rules.pauses import BYTES_PER_S, PAUSE_PER_S, flat_limit
+from fabtop.core.units import si
 
 _ECN_RATES = tuple(m.per_s for m in (Metric.ECN_MARKED, Metric.CNP_SENT, Metric.CNP_HANDLED))
 
@@ -55,15 +56,14 @@ def congestion_without_ecn(ctx: RuleContext) -> list[Finding]:
             and lt.ref.key not in stormy
             and _moving(ctx, lt)
         ):
-            held, _ = ctx.memory.preview(key, lt.t, lt.dt, rx + tx)
             qos = lt.link.qos
-            role = f"sends {tx:.0f} pauses/s" if tx >= need else f"is paused {rx:.0f} times/s"
+            role = f"sends {si(tx)} pauses/s" if tx >= need else f"is paused {si(rx)} times/s"
             found = Finding(
                 rule="congestion_without_ecn",
                 severity="warning",
                 subject=lt.subject,
                 summary=(
-                    f"{lt.label}: congestion handled by PFC alone: it {role} for {held:.0f} s "
+                    f"{lt.label}: congestion handled by PFC alone: it {role} "
                     "with no ECN marks or CNPs (DCQCN/ECN looks off)"
                 ),
                 evidence={

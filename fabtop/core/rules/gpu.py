@@ -46,7 +46,6 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
         found = None
         if reasons:
             hw = any(r.lower() == _HW_THERMAL for r in reasons)
-            held, _ = ctx.memory.preview(key, t, dt, 1.0)
             clock = f" at {g.sm_clock_mhz:.0f} MHz" if g.sm_clock_mhz is not None else ""
             temp = f", {g.temperature_c:.0f} °C" if g.temperature_c is not None else ""
             found = Finding(
@@ -55,7 +54,7 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
                 subject=subject,
                 summary=(
                     f"{host} GPU {g.index}: {'hardware' if hw else 'software'} thermal slowdown "
-                    f"for {held:.0f} s{clock}{temp}: it is slowing the whole job"
+                    f"{clock}{temp}: it is slowing the whole job"
                 ),
                 evidence={
                     "throttle_reasons": ",".join(g.throttle_reasons),

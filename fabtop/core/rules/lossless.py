@@ -17,6 +17,7 @@ from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, is_rdma_ethernet, lossless_prios, r3
 from fabtop.core.rules.kinds import window_rule
 from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
+from fabtop.core.units import si
 
 # Per-priority drop counters; any of them moving on a lossless priority is a loss.
 _DROP_RATES = tuple(
@@ -133,7 +134,7 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
                         severity="warning",
                         subject=lt.prio_subject(p),
                         summary=(
-                            f"{lt.label} prio {p}: {total:.1f} drops/s on a lossless priority "
+                            f"{lt.label} prio {p}: {si(total)} drops/s on a lossless priority "
                             f"(PFC is not protecting it end to end){clause}"
                         ),
                         evidence=dict(evidence),
@@ -170,7 +171,7 @@ def lossless_drops(ctx: RuleContext) -> list[Finding]:
                     severity="warning",
                     subject=lt.subject,
                     summary=(
-                        f"{lt.label}: RoCE saw {total:.1f} out-of-sequence packets/s although "
+                        f"{lt.label}: RoCE saw {si(total)} out-of-sequence packets/s although "
                         f"PFC is on (prio {on}): packets are being dropped{clause}"
                     ),
                     evidence=dict(oos_evidence),

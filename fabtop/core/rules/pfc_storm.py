@@ -44,6 +44,7 @@ from fabtop.core.rules.pauses import (
     flat_limit,
     pausers,
 )
+from fabtop.core.units import percent, si
 
 
 def _flat_bytes(lt: LinkTick, direction: str, prio: int) -> tuple[float | None, str]:
@@ -136,7 +137,7 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
                 if not _is_flat(ctx, lt, moved):
                     continue
                 level = ratio if ratio is not None else 1.0
-                held, mean = ctx.memory.preview(key, lt.t, lt.dt, level)
+                _, mean = ctx.memory.preview(key, lt.t, lt.dt, level)
                 found = _storm_finding(
                     lt,
                     p,
@@ -145,7 +146,6 @@ def pfc_storm(ctx: RuleContext) -> list[Finding]:
                     per_s,
                     moved,
                     moved_name,
-                    held,
                     mean,
                     ends.senders.get(p, []),
                     ends.receivers.get(p, []),
@@ -188,13 +188,11 @@ def _from_watchdog(
         None,
         wd.moved_bytes_per_s,
         moved_name,
-        wd.window_s,
         wd.ratio,
         senders.get(p, []),
         receivers.get(p, []),
     )
     found.evidence[WATCHDOG_WINDOW_S] = round(wd.window_s, 3)
-    found.summary += f" [probe watchdog, {wd.window_s * 1000:.0f} ms window]"
     return found, t - wd.window_s
 
 
@@ -206,23 +204,22 @@ def _storm_finding(
     per_s: float | None,
     moved: float | None,
     moved_name: str,
-    held: float,
     mean: float,
     senders: list[PauseEnd],
     receivers: list[PauseEnd],
 ) -> Finding:
-    span = f"{held:.0f} s" if held >= 1 else f"{held * 1000:.0f} ms"
+    # One wording for the whole episode, whichever path saw it (the probe's 100 ms
+    # watchdog, then the frames): how long it lasts is the finding's own "for N s".
     how = (
-        f"paused {mean * 100:.1f}% of the last {span}"
+        f"paused {percent(mean)} of the time"
         if ratio is not None
-        else (f"{per_s:.0f} pause frames/s for {span}")
+        else f"{si(per_s)} pause frames/s"
     )
     me = lt.ref
     evidence: dict[str, Evidence] = {
         PAUSE_RATIO[side]: r3(ratio),
         PAUSE_PER_S[side]: r3(per_s),
         moved_name: r3(moved),
-        "held_s": round(held, 2),
     }
     if side == "tx":
         peers = _others(receivers, me)
@@ -290,13 +287,13 @@ def pfc_pressure(ctx: RuleContext) -> list[Finding]:
                 if ratio is not None and moved is not None and not _is_flat(ctx, lt, moved):
                     worst = max(worst, ratio)
             if lo <= worst < hi:
-                held, mean = ctx.memory.preview(key, lt.t, lt.dt, worst)
+                _, mean = ctx.memory.preview(key, lt.t, lt.dt, worst)
                 found = Finding(
                     rule="pfc_pressure",
                     severity="info",
                     subject=lt.prio_subject(p),
                     summary=(
-                        f"{lt.label} prio {p}: paused {mean * 100:.0f}% of the last {held:.0f} s "
+                        f"{lt.label} prio {p}: paused {percent(mean)} of the time "
                         "while traffic still flows (congestion, e.g. incast)"
                     ),
                     evidence={
