@@ -261,6 +261,20 @@ class LinkTable(KeyedTable):
         spark = None
         if history is not None and any(c.key == "rx" and (c.width or 0) > 6 for c in cols):
             span = SPARK_W * interval + interval / 2
+            # Links of unknown speed share one scale (the busiest of them, with headroom):
+            # scaled each to its own peak, an idle management port drew a full bar.
+            shared = 1.25 * max(
+                (
+                    v
+                    for r in rows
+                    if not r.speed_gbps
+                    for side in BPS
+                    if (h := history.get((r.host, r.lid, BPS[side]))) is not None
+                    for v in h.last(SPARK_W, span)
+                    if v is not None
+                ),
+                default=0.0,
+            )
 
             def spark(r: LinkRow, side: str) -> str:
                 s = history.get((r.host, r.lid, BPS[side]))
@@ -268,11 +282,9 @@ class LinkTable(KeyedTable):
                     return " " * SPARK_W
                 vals = s.last(SPARK_W, span)
                 # Scale to line rate, so a steady link is a steady mid-height line and
-                # an idle one lies flat; without a known speed, leave headroom over the peak.
-                if r.speed_gbps:
-                    return fmt.sparkline(vals, SPARK_W, r.speed_gbps * 1e9)
-                peak = max((v for v in vals[-SPARK_W:] if v is not None), default=0.0)
-                return fmt.sparkline(vals, SPARK_W, peak * 1.25 or None)
+                # an idle one lies flat.
+                top = r.speed_gbps * 1e9 if r.speed_gbps else shared
+                return fmt.sparkline(vals, SPARK_W, top or None)
 
         spec, descending = self.sort_spec, self.descending
         ordered = sorted(rows, key=spec.value, reverse=descending)  # type: ignore[arg-type]

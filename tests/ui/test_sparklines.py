@@ -1,0 +1,54 @@
+"""Sparklines on a scale that means something: the link's line rate, or one scale shared by
+the links whose speed is not known (never each row's own peak)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from collectors.samples import HostSample, LinkSample
+from fabtop.config import HostConfig
+from fabtop.core.rules import make_evaluator
+from fabtop.core.state import FabricState
+from tests.ui.fabric import T0, FakeClock, sample
+from tui.app import FabtopApp
+from tui.context import ViewContext
+from tui.format import SPARK_CHARS
+from tui.widgets.link_table import LinkTable
+
+
+def _speedless(name: str, tick: int, bytes_per_s: int) -> LinkSample:
+    # A management port or a Thunderbolt netdev: no speed read, so no line rate to scale to.
+    c = tick * bytes_per_s
+    return LinkSample(
+        id=name,
+        netdev=name,
+        state="up",
+        kind="netdev",
+        counters={"netdev": {"rx_bytes": c, "tx_bytes": c}},
+        metrics={"rx_bytes": c, "tx_bytes": c},
+    )
+
+
+def _host(tick: int) -> HostSample:
+    s = sample("node1", tick)
+    links = dict(s.links)
+    links["eno1"] = _speedless("eno1", tick, 600)  # < .01 Gb/s: ssh and the probe itself
+    links["tb0"] = _speedless("tb0", tick, 1_250_000_000)  # 10 Gb/s
+    return replace(s, links=links, clock_ns=int((T0 + tick) * 1e9))
+
+
+async def test_an_idle_port_of_unknown_speed_lies_flat_beside_a_busy_one() -> None:
+    clock = FakeClock()
+    state = FabricState([HostConfig(name="node1")], rules=make_evaluator(), clock=clock)
+    for tick in range(1, 31):
+        clock.t += 1.0
+        state.apply_sample("node1", _host(tick))
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(LinkTable)
+        idle = table.get_cell("node1\x1feno1", "rx").plain
+        busy = table.get_cell("node1\x1ftb0", "rx").plain
+        # The idle port's bars are the lowest block; the busy one's reach the top of the scale.
+        assert set(idle) & set(SPARK_CHARS) <= {SPARK_CHARS[0]}, idle
+        assert max(busy.index(c) if c in busy else -1 for c in SPARK_CHARS[-2:]) >= 0, busy
