@@ -83,9 +83,20 @@ class TimeChart(PlotextPlot):
         # Rates are never negative: pin the floor at 0 so a flat line is not centred.
         hi = top * 1.15 if top > 0 else 1.0
         plt.ylim(0, hi)
-        ticks = [hi * i / 4 for i in range(5)]
+        ticks = y_ticks(hi, self.size.height - _CHROME_ROWS)
         plt.yticks(ticks, [fmt.si(t) for t in ticks])
         if not drawn:
             plt.title(f"{self.title} (nothing moved)")
         self.refresh()
         return drawn
+
+
+# The rows of a chart that are not its plot: title, x tick labels, x label, border.
+_CHROME_ROWS = 4
+
+
+def y_ticks(hi: float, rows: int) -> list[float]:
+    """Ticks from 0 to ``hi`` that each get a row of their own: on a short chart (80x24)
+    five ticks over three rows put two labels on one row and hid the 0."""
+    steps = 4 if rows >= 9 else 2 if rows >= 5 else 1
+    return [hi * i / steps for i in range(steps + 1)]

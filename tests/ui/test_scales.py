@@ -1,5 +1,6 @@
-"""Sparklines on a scale that means something: the link's line rate, or one scale shared by
-the links whose speed is not known (never each row's own peak)."""
+"""Scales that mean something: sparklines on the link's line rate, or one scale shared by the
+links whose speed is not known (never each row's own peak); chart axes whose ticks each get a
+row."""
 
 from __future__ import annotations
 
@@ -52,3 +53,13 @@ async def test_an_idle_port_of_unknown_speed_lies_flat_beside_a_busy_one() -> No
         # The idle port's bars are the lowest block; the busy one's reach the top of the scale.
         assert set(idle) & set(SPARK_CHARS) <= {SPARK_CHARS[0]}, idle
         assert max(busy.index(c) if c in busy else -1 for c in SPARK_CHARS[-2:]) >= 0, busy
+
+
+def test_a_short_chart_gets_fewer_y_ticks_each_on_its_own_row() -> None:
+    from tui.widgets.charts import y_ticks
+
+    for rows in range(1, 30):
+        ticks = y_ticks(2.0, rows)
+        assert ticks[0] == 0.0 and ticks[-1] == 2.0
+        # plotext puts a tick on the nearest row: at most one per two rows stays legible
+        assert len(ticks) - 1 <= max(1, rows // 2), (rows, ticks)
