@@ -10,17 +10,7 @@ from __future__ import annotations
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import RuleContext, host_time
 from fabtop.core.rules.kinds import state_rule
-
-
-def _span(seconds: float) -> str:
-    """A skew as people read it: ``7.2 s``, ``2.0 min``, ``24.0 h``, ``3.0 days``."""
-    if seconds < 90:
-        return f"{seconds:.1f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.1f} min"
-    if seconds < 36 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+from fabtop.core.units import duration
 
 
 @state_rule("clock_skew")
@@ -41,7 +31,7 @@ def clock_skew(ctx: RuleContext) -> list[Finding]:
                 severity="warning",
                 subject=hs.name,
                 summary=(
-                    f"{hs.name}: clock {_span(abs(offset))} {way} this machine's "
+                    f"{hs.name}: clock {duration(abs(offset))} {way} this machine's "
                     f"(offset {offset:+.1f} s); its samples are placed by the measured offset"
                 ),
                 evidence={"offset_s": round(offset, 3), "clock_skew_s": limit},

@@ -15,6 +15,7 @@ from fabtop.core.findings import Finding, port_ref
 from fabtop.core.rules.context import RuleContext, host_time, r3
 from fabtop.core.rules.kinds import state_rule, window_rule
 from fabtop.core.thunderbolt import below_capability, capability, speed_text
+from fabtop.core.units import si
 
 _RX_ERRORS_PER_S = Metric.RX_PHY_ERRORS.per_s  # netdev rx_errors (thunderbolt-net sums its
 _RX_DROPS_PER_S = Metric.RX_DISCARDS.per_s  # CRC, length, overrun, missed) and rx_dropped
@@ -97,7 +98,7 @@ def tb_link_errors(ctx: RuleContext) -> list[Finding]:
                 severity="warning",
                 subject=lt.subject,
                 summary=(
-                    f"{lt.label}: {per_s:.1f} receive errors/drops per second on the "
+                    f"{lt.label}: {si(per_s)} receive errors/drops per second on the "
                     f"Thunderbolt link (over {limit:g}/s): frames arrive corrupted"
                 ),
                 evidence={
