@@ -21,6 +21,7 @@ from fabtop.config import Config
 from fabtop.core.state import FabricState
 from fabtop.run import snapshot
 from fabtop.run.compose import fabric_state, open_session
+from fabtop.run.link_filter import LinkFilter
 from fabtop.run.record import Recorder, RecordError
 from fabtop.run.replay import SPEEDS, Replay
 from fabtop.run.session import Session
@@ -411,29 +412,35 @@ class ReplayApp(FabtopApp):
 
 
 def build_app(
-    cfg: Config, record: str | None = None, source: Any = None, allow_write: bool = True
+    cfg: Config,
+    record: str | None = None,
+    source: Any = None,
+    allow_write: bool = True,
+    link_filter: LinkFilter | None = None,
 ) -> FabtopApp:
     """The app over a fresh FabricState and a Session (or ``source``) for ``cfg``.
 
     ``record``: also write every frame to that file (raises RecordError if it cannot
     be created; a later write error is a notification and collection goes on).
     ``allow_write``: False turns the keys that write files (``s``) into a notice.
+    ``link_filter``: the overview's filter from the start (``--filter``).
     """
     state = fabric_state(cfg)
+    flt = link_filter or LinkFilter()
     recorder = None
     if record is not None:
         recorder = Recorder(Path(record), cfg).open()
     if source is not None:
         source.state = state
         return FabtopApp(
-            ViewContext(state, interval=cfg.interval),
+            ViewContext(state, interval=cfg.interval, link_filter=flt),
             source,
             recorder=recorder,
             allow_write=allow_write,
         )
     session = open_session(cfg, state=state, events=recorder)
     return FabtopApp(
-        ViewContext(state, interval=cfg.interval),
+        ViewContext(state, interval=cfg.interval, link_filter=flt),
         session,
         recorder=recorder,
         allow_write=allow_write,
@@ -449,11 +456,15 @@ def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
 
 
 def run_dashboard(
-    cfg: Config, record: str | None = None, source: Any = None, allow_write: bool = True
+    cfg: Config,
+    record: str | None = None,
+    source: Any = None,
+    allow_write: bool = True,
+    link_filter: LinkFilter | None = None,
 ) -> int:
     """Run the dashboard until the user quits; return the exit code."""
     try:
-        app = build_app(cfg, record, source, allow_write)
+        app = build_app(cfg, record, source, allow_write, link_filter)
     except RecordError as e:
         print(f"fabtop: {e}", file=sys.stderr)
         return 1

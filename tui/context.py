@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fabtop.core.state import FabricState
+from fabtop.run.link_filter import LinkFilter
 
 if TYPE_CHECKING:
     from fabtop.commands.fabtest import Bench
@@ -43,6 +44,8 @@ class ViewContext:
     # What the test screen runs plans over: set where the session holds real transports
     # (SSH, demo); None in a replay and with --from-prometheus.
     bench: Bench | None = None
+    # The overview's filter (`/`, --filter): kept here so it outlives the screen.
+    link_filter: LinkFilter = field(default_factory=LinkFilter)
 
     def now(self) -> float:
         """The clock the host ages are measured with."""

@@ -38,7 +38,11 @@ def _run(cmd: str | None, ns: argparse.Namespace, args: list[str]) -> int:
         from tui.app import run_dashboard
 
         return run_dashboard(
-            cfg, record=ns.record, source=source, allow_write=ns.served != READ_ONLY
+            cfg,
+            record=ns.record,
+            source=source,
+            allow_write=ns.served != READ_ONLY,
+            link_filter=ns.filter,
         )
     if cmd == "replay":
         return cli.replay(ns, play=_play)

@@ -47,6 +47,8 @@ from fabtop.config import (
     ssh_config_names,
 )
 from fabtop.run.demo import SCENARIOS, demo_config
+from fabtop.run.link_filter import FilterError, LinkFilter
+from fabtop.run.link_filter import parse as parse_filter
 from fabtop.run.outputs import OutputError
 
 if TYPE_CHECKING:
@@ -167,6 +169,14 @@ HOST_COMMANDS = (
 )  # those that take hosts
 EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
 EX_USAGE = 2  # argparse's own exit status for a bad command line
+
+
+def _link_filter(text: str) -> LinkFilter:
+    """--filter's terms, read as the dashboard's / reads them (a bad one: one line)."""
+    try:
+        return parse_filter(text)
+    except FilterError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("filter: ")) from None
 
 
 def positive(text: str) -> float:
@@ -339,6 +349,13 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         _add_hosts(p)
     if cmd is None:
         p.add_argument("--record", metavar="FILE", help="also record raw frames to FILE")
+        p.add_argument(
+            "--filter",
+            type=_link_filter,
+            metavar="TERMS",
+            help="show only the links these terms match, as / does: text, host:node[1-4], "
+            "rail:N, kind:roce, state:down, rule:NAME, sev:warning; !TERM inverts",
+        )
         # Set by fabtop serve for each browser tab's fabtop: read-only unless --allow-write.
         p.add_argument(SERVED, choices=(READ_ONLY, ALLOW_WRITE), help=argparse.SUPPRESS)
     if cmd in (None, "export", "serve"):

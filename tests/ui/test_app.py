@@ -101,6 +101,31 @@ async def test_filter_narrows_hosts_and_links_and_esc_clears_it() -> None:
         assert len(links(app).row_keys()) == 6
 
 
+async def test_the_filter_language_as_typed_fields_inversion_a_bad_term_and_esc() -> None:
+    app, _, _ = make()  # node1..node3, two RoCE ports each; node3's first in a PFC storm
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"rule:pfc_storm", "enter")
+        assert links(app).row_keys() == ["node3\x1fenp65s0f0np0"]
+        assert app.screen.query_one(HostTable).row_keys() == ["node3"]
+        assert "/ rule:pfc_storm" in str(app.screen.query_one(TopBar).render())
+        # Another filter replaces it: every RoCE link not on node[1-2], nor in a finding.
+        await pilot.press("slash", *(["backspace"] * 20), *"kind:roce !host:node[1-2]")
+        await pilot.press(*" !sev:info", "enter")
+        assert links(app).row_keys() == ["node3\x1fenp65s0f1np1"]
+        # A bad term says so in one line; the input stays open to mend it.
+        await pilot.press("slash", *(["backspace"] * 40), *"rail:x", "enter")
+        await pilot.pause()
+        assert app.screen.query_one("#filter", Input).has_focus
+        assert any("rail must be a number" in n.message for n in app._notifications)
+        await pilot.press("backspace", "1", "enter")  # rails as fabtop test numbers them
+        assert sorted(links(app).row_keys()) == [f"node{i}\x1fenp65s0f1np1" for i in (1, 2, 3)]
+        await pilot.press("escape", "escape")  # Esc leaves the input, Esc clears the filter
+        await pilot.pause()
+        assert len(links(app).row_keys()) == 6
+        assert "/ " not in str(app.screen.query_one(TopBar).render())
+
+
 async def test_sort_key_and_header_click_reorder_the_links() -> None:
     app, _, _ = make()
     async with app.run_test(size=(120, 36)) as pilot:

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from fabtop.commands.cli import SUBCOMMANDS, _parser, build_config, positive, positive_int
+from fabtop.commands.cli import (
+    SUBCOMMANDS,
+    _link_filter,
+    _parser,
+    build_config,
+    positive,
+    positive_int,
+)
 from fabtop.config import MAX_HOSTS, ConfigError
 from tests.conftest import REPO
 
@@ -24,7 +31,7 @@ def _numeric_options(cmd: str | None) -> list[argparse.Action]:
     return [
         a
         for a in _parser(cmd)._actions
-        if a.option_strings and a.type is not None and a.nargs is None
+        if a.option_strings and a.type not in (None, _link_filter) and a.nargs is None
     ]
 
 
@@ -168,3 +175,21 @@ def test_record_demo_scenario_records_that_scenario(tmp_path: Path) -> None:
     plain = tmp_path / "plain.fabrec"
     _record(plain, "--demo", "--demo-speed", "10", "--frames", "42")
     assert not any("PFC storm" in ln for ln in _replay_findings(plain))
+
+
+@pytest.mark.parametrize(
+    ("terms", "says"), [("bogus:1", "unknown field 'bogus'"), ("host:n[", "bad hostlist")]
+)
+def test_a_bad_filter_is_one_line_and_exit_2(
+    terms: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        _parser(None).parse_args(["--demo", "--filter", terms])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--filter" in err and says in err and len(err.splitlines()) == 1
+
+
+def test_a_filter_reads_as_the_dashboards_slash_reads_it() -> None:
+    ns = _parser(None).parse_args(["--demo", "--filter", "kind:roce !host:node[1-2]"])
+    assert ns.filter.text == "kind:roce !host:node[1-2]" and len(ns.filter.terms) == 2

@@ -6,20 +6,28 @@ What narrows or orders the links is said on the line between the hosts and the l
 
 from __future__ import annotations
 
+import contextlib
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
+from fabtop.commands.fabtest import rail_config
 from fabtop.core.coverage import calm_line
+from fabtop.run.link_filter import FilterError, LinkFilter, parse
 from tui import format as fmt
 from tui.context import ViewContext
+from tui.rows.filtering import narrowed
 from tui.rows.links import host_rows, link_rows, summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import DOWN_ARROW, UP_ARROW, LinkTable
 from tui.widgets.top_bar import TopBar
+
+# Past this many links the filter applies on Enter, not on each key.
+LIVE_FILTER_MAX_LINKS = 256
 
 
 def delta_marker(ctx: ViewContext) -> str | None:
@@ -70,14 +78,21 @@ class OverviewScreen(DataScreen):
 
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="overview")
-        self.filter_text = ""
+        # What the filter's input holds, and the filter in force (the last one that read).
+        self.filter_text = ctx.link_filter.text
+        self.link_filter = ctx.link_filter
+        self._links_total = 0
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
         yield HostTable(id="hosts")
         yield LinkTable(id="links")
         yield FindingsPanel(id="findings")
-        yield Input(placeholder="filter hosts and links (Enter keeps it, Esc clears)", id="filter")
+        yield Input(
+            placeholder="filter: text host:node[1-4] rail:0 kind:roce state:down rule:pfc_storm "
+            "sev:warning, ! inverts (Enter keeps it, Esc clears)",
+            id="filter",
+        )
         yield Footer()
 
     def on_mount(self) -> None:
@@ -94,16 +109,18 @@ class OverviewScreen(DataScreen):
         ctx = self.ctx
         state, now, ival = ctx.state, ctx.now(), ctx.interval
         width = self.size.width or 120
-        needle = self.filter_text.lower()
         hosts = host_rows(state, now, ival)
         links = link_rows(state, now, ival, ctx.show_virtual)
-        if needle:
-            hosts = [h for h in hosts if needle in h.name.lower()]
-            links = [r for r in links if needle in r.text()]
+        self._links_total = len(links)
+        if self.link_filter:
+            rail_cfg = rail_config(ctx.bench.config) if ctx.bench is not None else None
+            hosts, links = narrowed(self.link_filter, state, hosts, links, now, rail_cfg)
         if ctx.links_host is not None:
             links = [r for r in links if r.host == ctx.links_host]
         s = summary(state, now, ival)
-        self.query_one(TopBar).show(s, ctx.paused, delta_marker(ctx))
+        top = self.query_one(TopBar)
+        top.filtered = self.link_filter.text
+        top.show(s, ctx.paused, delta_marker(ctx))
         self.query_one(HostTable).show(hosts, width)
         self.query_one(LinkTable).show(
             links, width, state.history, ival, ctx.delta_mode, state.thresholds
@@ -124,7 +141,7 @@ class OverviewScreen(DataScreen):
         lt = self.query_one(LinkTable)
         self.query_one(HostTable).border_subtitle = state_line(
             self.ctx.links_host,
-            self.filter_text,
+            self.link_filter.text,
             lt.sort_spec.label,
             lt.descending,
             self.ctx.show_virtual,
@@ -143,6 +160,7 @@ class OverviewScreen(DataScreen):
         """Drop the filter and the host selection; close the filter's input."""
         box = self.query_one("#filter", Input)
         self.filter_text = ""
+        self.link_filter = self.ctx.link_filter = LinkFilter()
         self.ctx.links_host = None
         box.value = ""
         box.display = False
@@ -199,14 +217,31 @@ class OverviewScreen(DataScreen):
     # events ------------------------------------------------------------------
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
-            self.filter_text = event.value.strip()
-            self.refresh_view()
+        if event.input.id != "filter":
+            return
+        self.filter_text = event.value.strip()
+        # On a big fleet the filter applies on Enter: each key would re-judge every link.
+        if self._links_total > LIVE_FILTER_MAX_LINKS:
+            return
+        # Half typed ("host:"): the last filter that read stays until Enter says why not.
+        with contextlib.suppress(FilterError):
+            self._apply(parse(self.filter_text))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter":
-            event.input.display = False
-            self.query_one(LinkTable).focus()
+        if event.input.id != "filter":
+            return
+        try:
+            flt = parse(event.value)
+        except FilterError as e:
+            self.notify(str(e), severity="error", markup=False)
+            return  # the input stays open to mend it; the filter in force stays
+        self._apply(flt)
+        event.input.display = False
+        self.query_one(LinkTable).focus()
+
+    def _apply(self, flt: LinkFilter) -> None:
+        self.link_filter = self.ctx.link_filter = flt
+        self.refresh_view()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if isinstance(event.data_table, LinkTable) and event.row_key.value is not None:

@@ -31,7 +31,12 @@ REC_STYLE = "bold white on red"
 
 
 def summary_text(
-    s: Summary, width: int, paused: bool, delta: str | None, recording: bool = False
+    s: Summary,
+    width: int,
+    paused: bool,
+    delta: str | None,
+    recording: bool = False,
+    filtered: str = "",
 ) -> Text:
     """The top line for ``s``; shorter words below 100 columns."""
     narrow = width < 100
@@ -89,6 +94,9 @@ def summary_text(
         if i:
             t.append(" ")
         t.append(word, style)
+    if filtered:  # what the links are narrowed to is never hidden
+        t.append("  ")
+        t.append(f" / {fmt.middle(filtered, 16 if narrow else 40)} ", "bold black on yellow")
     if delta:
         t.append("  ")
         t.append(f" Δ {delta} ", "bold black on cyan")
@@ -118,6 +126,7 @@ class TopBar(Static):
         self._paused = False
         self._delta: str | None = None
         self.recording = False
+        self.filtered = ""  # the overview's filter in force (its own screen sets it)
 
     def show(self, s: Summary | None, paused: bool, delta: str | None) -> None:
         """Show ``s`` (None keeps the last one) with the current mode markers."""
@@ -139,6 +148,11 @@ class TopBar(Static):
             return
         self.update(
             summary_text(
-                self._summary, self.size.width or 120, self._paused, self._delta, self.recording
+                self._summary,
+                self.size.width or 120,
+                self._paused,
+                self._delta,
+                self.recording,
+                self.filtered,
             )
         )
