@@ -165,6 +165,7 @@ HOST_COMMANDS = (
     "export",
     "serve",
 )  # those that take hosts
+PROMETHEUS_COMMANDS = (None, "export", "serve")  # those that take --from-prometheus
 EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
 EX_USAGE = 2  # argparse's own exit status for a bad command line
 
@@ -196,15 +197,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EX_USAGE, f"{self.prog}: {clean(message)} (see {self.prog} --help)\n")
 
 
-def hosts_order() -> str:
-    """Where a command's hosts come from, first that applies (in every --help that takes hosts)."""
+def hosts_order(cmd: str | None) -> str:
+    """Where a command's hosts come from, first that applies (in every --help that takes hosts).
+
+    ``--from-prometheus`` is named only where ``cmd`` accepts it: the others refuse it.
+    """
+    replace = "--demo, --demo-scenario and --from-prometheus replace all three."
+    if cmd not in PROMETHEUS_COMMANDS:
+        replace = "--demo and --demo-scenario replace all three."
     return (
         "Which hosts, the first that applies:\n"
         "  1. HOST arguments, or -c FILE\n"
         "  2. $XDG_CONFIG_HOME/fabtop/config.toml (default ~/.config/fabtop/config.toml),\n"
         "     when that file exists\n"
-        "  3. local: this machine\n"
-        "--demo, --demo-scenario and --from-prometheus replace all three."
+        "  3. local: this machine\n" + replace
     )
 
 
@@ -295,7 +301,7 @@ def _epilog(cmd: str | None) -> str:
     else:
         examples = _BY_NAME[cmd].examples
     if cmd in HOST_COMMANDS:
-        parts.append(hosts_order())
+        parts.append(hosts_order(cmd))
     if examples:
         parts.append("examples:\n" + "\n".join(f"  {e}" for e in examples))
     if cmd is None:
@@ -341,7 +347,7 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         p.add_argument("--record", metavar="FILE", help="also record raw frames to FILE")
         # Set by fabtop serve for each browser tab's fabtop: read-only unless --allow-write.
         p.add_argument(SERVED, choices=(READ_ONLY, ALLOW_WRITE), help=argparse.SUPPRESS)
-    if cmd in (None, "export", "serve"):
+    if cmd in PROMETHEUS_COMMANDS:
         p.add_argument(
             "--from-prometheus",
             metavar="URL",

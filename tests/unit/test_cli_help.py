@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -51,6 +52,16 @@ def test_each_command_describes_itself_not_the_dashboard(cmd: str) -> None:
     assert " ".join(text.split()).count(summary[1:]) == 1  # its own first sentence
     assert "Live dashboard" not in text and "Live dashboard" in dashboard
     assert f"fabtop {cmd} " in text.split("examples:")[1]
+
+
+@pytest.mark.parametrize("cmd", [None, *SUBCOMMANDS])
+def test_each_help_names_only_options_its_command_accepts(cmd: str | None) -> None:
+    # `fabtop doctor --help` once said "--from-prometheus replace all three", which doctor
+    # refuses: a reader tries what the help names, so every option it names must parse.
+    parser = _parser(cmd)
+    accepted = {s for a in parser._actions for s in a.option_strings}
+    named = set(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", parser.format_help()))
+    assert named and sorted(named - accepted) == [], cmd
 
 
 @pytest.mark.parametrize(
