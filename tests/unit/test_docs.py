@@ -4,10 +4,12 @@ copy a fact from the code say what the code says."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
 
+from fabtop.commands.cli import parse
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS
 from fabtop.core.thresholds import __doc__ as thresholds_doc
 from tests.conftest import REPO
@@ -77,3 +79,48 @@ def test_the_readme_names_no_second_list_of_test_packages() -> None:
     assert "`.ci/run`" in tests
     for package in ("sockperf", "nftables", "iperf3", "busybox", "prometheus"):
         assert package not in tests, package
+
+
+def shell_lines(text: str) -> list[str]:
+    """The lines of the sh (or unmarked) code blocks: what a reader pastes."""
+    lang: str | None = None
+    out: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("```"):
+            lang = line[3:].strip() if lang is None else None
+        elif lang in ("sh", "console", "bash", ""):
+            out.append(line)
+    return out
+
+
+COMMAND_LINES = [
+    (doc.name, m[1])
+    for doc in DOCS
+    for line in shell_lines(doc.read_text())
+    if (m := re.match(r"\s*(?:sudo )?(?:\.venv/bin/)?fabtop((?: .*)?)$", line))
+]
+
+
+def refused(words: list[str]) -> bool:
+    try:
+        parse(words)
+    except SystemExit as e:
+        return e.code not in (0, None)
+    return False
+
+
+@pytest.mark.parametrize(("doc", "line"), COMMAND_LINES)
+def test_every_command_line_the_docs_show_parses(
+    doc: str, line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An example a reader pastes must be accepted: an option moved or renamed (or one a
+    # command never took, like doctor --from-prometheus) fails here, not at 3 a.m.
+    assert not refused(shlex.split(line.split(" #")[0])), capsys.readouterr().err
+
+
+def test_the_command_line_check_sees_an_option_a_command_refuses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert len(COMMAND_LINES) > 20  # the README's and docs' examples were found
+    assert refused(["doctor", "--from-prometheus", "http://prometheus:9090"])
+    assert "unrecognized arguments: --from-prometheus" in capsys.readouterr().err
