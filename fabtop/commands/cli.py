@@ -249,13 +249,18 @@ def _add_hosts(p: argparse.ArgumentParser) -> None:
     )
 
 
+def check_interval(ns: argparse.Namespace) -> None:
+    """``--interval`` in 0.1..60 s, for the probes and a Prometheus source alike."""
+    if ns.interval is not None and not 0.1 <= ns.interval <= 60:
+        raise ConfigError("command line: --interval must be in 0.1..60 seconds")
+
+
 def build_config(ns: argparse.Namespace) -> Config:
     """Hosts from -c FILE, positional hosts, the user's config file, or this machine.
 
     The order is :func:`hosts_order`'s; raises ConfigError.
     """
-    if ns.interval is not None and not 0.1 <= ns.interval <= 60:
-        raise ConfigError("command line: --interval must be in 0.1..60 seconds")
+    check_interval(ns)
     max_hosts = None if getattr(ns, "many_hosts", False) else MAX_HOSTS
     if getattr(ns, "demo_scenario", None):
         ns.demo = True  # every command that takes --demo runs the scenario's fabric
@@ -642,6 +647,7 @@ def source(ns: argparse.Namespace) -> tuple[Config, object | None]:
         return build_config(ns), None
     if ns.hosts or ns.config or ns.demo:
         raise ConfigError("command line: --from-prometheus takes no hosts, -c or --demo")
+    check_interval(ns)  # build_config's check: a 1 ms interval would poll 1000 times a second
     from fabtop.run.promsource import PrometheusSource
 
     src = PrometheusSource(url, interval=ns.interval or 5.0)
