@@ -166,6 +166,7 @@ HOST_COMMANDS = (
     "serve",
 )  # those that take hosts
 PROMETHEUS_COMMANDS = (None, "export", "serve")  # those that take --from-prometheus
+PROMETHEUS_INTERVAL_S = 5.0  # its polls: a node's samples change once per scrape, not each second
 EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
 EX_USAGE = 2  # argparse's own exit status for a bad command line
 
@@ -214,7 +215,7 @@ def hosts_order(cmd: str | None) -> str:
     )
 
 
-def _add_hosts(p: argparse.ArgumentParser) -> None:
+def _add_hosts(p: argparse.ArgumentParser, cmd: str | None) -> None:
     hosts = p.add_argument(
         "hosts",
         nargs="*",
@@ -224,7 +225,14 @@ def _add_hosts(p: argparse.ArgumentParser) -> None:
     )
     hosts.completer = _complete_hosts  # type: ignore[attr-defined]
     p.add_argument("-c", "--config", metavar="FILE", help="TOML config file (see README)")
-    p.add_argument("--interval", type=positive, metavar="S", help="seconds between frames (1)")
+    default = (
+        f"1; {PROMETHEUS_INTERVAL_S:g} with --from-prometheus"
+        if cmd in PROMETHEUS_COMMANDS
+        else "1"
+    )
+    p.add_argument(
+        "--interval", type=positive, metavar="S", help=f"seconds between frames ({default})"
+    )
     p.add_argument(
         "--many-hosts",
         action="store_true",
@@ -347,7 +355,7 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
 
         p.add_argument("plan", metavar="PLAN", choices=PLANS, help=f"one of {', '.join(PLANS)}")
     if cmd in HOST_COMMANDS:
-        _add_hosts(p)
+        _add_hosts(p, cmd)
     if cmd is None:
         p.add_argument("--record", metavar="FILE", help="also record raw frames to FILE")
         # Set by fabtop serve for each browser tab's fabtop: read-only unless --allow-write.
@@ -650,7 +658,7 @@ def source(ns: argparse.Namespace) -> tuple[Config, object | None]:
     check_interval(ns)  # build_config's check: a 1 ms interval would poll 1000 times a second
     from fabtop.run.promsource import PrometheusSource
 
-    src = PrometheusSource(url, interval=ns.interval or 5.0)
+    src = PrometheusSource(url, interval=ns.interval or PROMETHEUS_INTERVAL_S)
     return src.config, src
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fabtop.commands.cli import (
+    PROMETHEUS_INTERVAL_S,
     SUBCOMMANDS,
     _parser,
     build_config,
@@ -78,6 +79,11 @@ def test_the_interval_range_holds_for_a_prometheus_source_too(
         source(_parser(cmd).parse_args([*words, "--interval", interval]))
     cfg, src = source(_parser(cmd).parse_args([*words, "--interval", "15"]))
     assert src is not None and cfg.interval == 15
+    # Without --interval it polls at its own default, which the help says beside the probes'.
+    cfg, _ = source(_parser(cmd).parse_args(words))
+    assert cfg.interval == PROMETHEUS_INTERVAL_S
+    said = " ".join(_parser(cmd).format_help().split())
+    assert f"seconds between frames (1; {PROMETHEUS_INTERVAL_S:g} with --from-prometheus)" in said
 
 
 def test_doctor_with_a_nan_window_exits_at_once_instead_of_hanging() -> None:
