@@ -167,6 +167,8 @@ HOST_COMMANDS = (
     "export",
     "serve",
 )  # those that take hosts
+PROMETHEUS_COMMANDS = (None, "export", "serve")  # those that take --from-prometheus
+PROMETHEUS_INTERVAL_S = 5.0  # its polls: a node's samples change once per scrape, not each second
 EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
 EX_USAGE = 2  # argparse's own exit status for a bad command line
 
@@ -206,19 +208,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EX_USAGE, f"{self.prog}: {clean(message)} (see {self.prog} --help)\n")
 
 
-def hosts_order() -> str:
-    """Where a command's hosts come from, first that applies (in every --help that takes hosts)."""
+def hosts_order(cmd: str | None) -> str:
+    """Where a command's hosts come from, first that applies (in every --help that takes hosts).
+
+    ``--from-prometheus`` is named only where ``cmd`` accepts it: the others refuse it.
+    """
+    replace = "--demo, --demo-scenario and --from-prometheus replace all three."
+    if cmd not in PROMETHEUS_COMMANDS:
+        replace = "--demo and --demo-scenario replace all three."
     return (
         "Which hosts, the first that applies:\n"
         "  1. HOST arguments, or -c FILE\n"
         "  2. $XDG_CONFIG_HOME/fabtop/config.toml (default ~/.config/fabtop/config.toml),\n"
         "     when that file exists\n"
-        "  3. local: this machine\n"
-        "--demo, --demo-scenario and --from-prometheus replace all three."
+        "  3. local: this machine\n" + replace
     )
 
 
-def _add_hosts(p: argparse.ArgumentParser) -> None:
+def _add_hosts(p: argparse.ArgumentParser, cmd: str | None) -> None:
     hosts = p.add_argument(
         "hosts",
         nargs="*",
@@ -228,7 +235,14 @@ def _add_hosts(p: argparse.ArgumentParser) -> None:
     )
     hosts.completer = _complete_hosts  # type: ignore[attr-defined]
     p.add_argument("-c", "--config", metavar="FILE", help="TOML config file (see README)")
-    p.add_argument("--interval", type=positive, metavar="S", help="seconds between frames (1)")
+    default = (
+        f"1; {PROMETHEUS_INTERVAL_S:g} with --from-prometheus"
+        if cmd in PROMETHEUS_COMMANDS
+        else "1"
+    )
+    p.add_argument(
+        "--interval", type=positive, metavar="S", help=f"seconds between frames ({default})"
+    )
     p.add_argument(
         "--many-hosts",
         action="store_true",
@@ -253,13 +267,18 @@ def _add_hosts(p: argparse.ArgumentParser) -> None:
     )
 
 
+def check_interval(ns: argparse.Namespace) -> None:
+    """``--interval`` in 0.1..60 s, for the probes and a Prometheus source alike."""
+    if ns.interval is not None and not 0.1 <= ns.interval <= 60:
+        raise ConfigError("command line: --interval must be in 0.1..60 seconds")
+
+
 def build_config(ns: argparse.Namespace) -> Config:
     """Hosts from -c FILE, positional hosts, the user's config file, or this machine.
 
     The order is :func:`hosts_order`'s; raises ConfigError.
     """
-    if ns.interval is not None and not 0.1 <= ns.interval <= 60:
-        raise ConfigError("command line: --interval must be in 0.1..60 seconds")
+    check_interval(ns)
     max_hosts = None if getattr(ns, "many_hosts", False) else MAX_HOSTS
     if getattr(ns, "demo_scenario", None):
         ns.demo = True  # every command that takes --demo runs the scenario's fabric
@@ -305,7 +324,7 @@ def _epilog(cmd: str | None) -> str:
     else:
         examples = _BY_NAME[cmd].examples
     if cmd in HOST_COMMANDS:
-        parts.append(hosts_order())
+        parts.append(hosts_order(cmd))
     if examples:
         parts.append("examples:\n" + "\n".join(f"  {e}" for e in examples))
     if cmd is None:
@@ -346,7 +365,7 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
 
         p.add_argument("plan", metavar="PLAN", choices=PLANS, help=f"one of {', '.join(PLANS)}")
     if cmd in HOST_COMMANDS:
-        _add_hosts(p)
+        _add_hosts(p, cmd)
     if cmd is None:
         p.add_argument("--record", metavar="FILE", help="also record raw frames to FILE")
         p.add_argument(
@@ -358,7 +377,7 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         )
         # Set by fabtop serve for each browser tab's fabtop: read-only unless --allow-write.
         p.add_argument(SERVED, choices=(READ_ONLY, ALLOW_WRITE), help=argparse.SUPPRESS)
-    if cmd in (None, "export", "serve"):
+    if cmd in PROMETHEUS_COMMANDS:
         p.add_argument(
             "--from-prometheus",
             metavar="URL",
@@ -653,9 +672,10 @@ def source(ns: argparse.Namespace) -> tuple[Config, object | None]:
         return build_config(ns), None
     if ns.hosts or ns.config or ns.demo:
         raise ConfigError("command line: --from-prometheus takes no hosts, -c or --demo")
+    check_interval(ns)  # build_config's check: a 1 ms interval would poll 1000 times a second
     from fabtop.run.promsource import PrometheusSource
 
-    src = PrometheusSource(url, interval=ns.interval or 5.0)
+    src = PrometheusSource(url, interval=ns.interval or PROMETHEUS_INTERVAL_S)
     return src.config, src
 
 

@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from fabtop.commands.cli import (
+    PROMETHEUS_INTERVAL_S,
     SUBCOMMANDS,
     _link_filter,
     _parser,
     build_config,
     positive,
     positive_int,
+    source,
 )
 from fabtop.config import MAX_HOSTS, ConfigError
 from tests.conftest import REPO
@@ -64,6 +66,25 @@ def test_good_numbers_still_pass() -> None:
     assert ns.window == 2.5
     assert _parser("diff").parse_args(["a", "b", "--top", "3"]).top == 3
     assert _parser("snapshot").parse_args(["--timeout", "1e-1"]).timeout == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("cmd", [None, "export", "serve"])
+@pytest.mark.parametrize("interval", ["0.001", "3600"])
+def test_the_interval_range_holds_for_a_prometheus_source_too(
+    cmd: str | None, interval: str
+) -> None:
+    # --from-prometheus skipped build_config, and with it the 0.1..60 s check: 0.001 polled
+    # Prometheus a thousand times a second.
+    words = ["--from-prometheus", "http://prom:9090"]
+    with pytest.raises(ConfigError, match=r"--interval must be in 0\.1\.\.60 seconds"):
+        source(_parser(cmd).parse_args([*words, "--interval", interval]))
+    cfg, src = source(_parser(cmd).parse_args([*words, "--interval", "15"]))
+    assert src is not None and cfg.interval == 15
+    # Without --interval it polls at its own default, which the help says beside the probes'.
+    cfg, _ = source(_parser(cmd).parse_args(words))
+    assert cfg.interval == PROMETHEUS_INTERVAL_S
+    said = " ".join(_parser(cmd).format_help().split())
+    assert f"seconds between frames (1; {PROMETHEUS_INTERVAL_S:g} with --from-prometheus)" in said
 
 
 def test_doctor_with_a_nan_window_exits_at_once_instead_of_hanging() -> None:

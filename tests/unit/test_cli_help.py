@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -51,6 +53,18 @@ def test_each_command_describes_itself_not_the_dashboard(cmd: str) -> None:
     assert " ".join(text.split()).count(summary[1:]) == 1  # its own first sentence
     assert "Live dashboard" not in text and "Live dashboard" in dashboard
     assert f"fabtop {cmd} " in text.split("examples:")[1]
+
+
+@pytest.mark.parametrize("cmd", [None, *SUBCOMMANDS])
+def test_each_help_names_only_options_its_command_accepts(cmd: str | None) -> None:
+    # `fabtop doctor --help` once said "--from-prometheus replace all three", which doctor
+    # refuses: a reader tries what the help names, so every option it names must parse.
+    parser = _parser(cmd)
+    accepted = {s for a in parser._actions for s in a.option_strings}
+    named = set(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*\*?", parser.format_help()))
+    # "--demo-*" names a family: some option of it must be accepted.
+    refused = [n for n in named if not any(fnmatch.fnmatchcase(a, n) for a in accepted)]
+    assert named and sorted(refused) == [], cmd
 
 
 @pytest.mark.parametrize(

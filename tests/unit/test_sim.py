@@ -449,12 +449,11 @@ def test_each_direction_carries_its_own_traffic_on_every_link() -> None:
     assert checked == 4 * 2 + 2 + 2 + 2 + 2
 
 
-def test_the_readme_tells_the_demo_cycle_as_the_simulation_plays_it() -> None:
+def test_the_demo_doc_tells_the_demo_cycle_as_the_simulation_plays_it() -> None:
     from fabtop.run.demo import SCENARIOS
     from fabtop.sim.episodes import DEFAULT_TARGET, DEMO_CYCLE, DEMO_CYCLE_S
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## The demo\n", 1)[1].split("\n## ", 1)[0]
+    section = (Path(__file__).resolve().parents[2] / "docs" / "DEMO.md").read_text()
     rows = [ln.split("|")[1:3] for ln in section.splitlines() if re.match(r"^\| \d", ln)]
     assert [(t.strip(), kind.strip()) for t, kind in rows] == [
         (f"{ep.start_s:.0f}\u2013{ep.end_s:.0f} s", ep.kind) for ep in DEMO_CYCLE
