@@ -289,6 +289,10 @@ def row_lines(v: Verdict) -> list[str]:
         f"{_us(rtt)} µs: a request that waits for its answer moves half the peak there, "
         "less below it (latency-bound)"
     )
+    if bend_bytes < SIZES[0]:
+        out.append(
+            f"(below the sweep's {size_text(SIZES[0])}: every size measured is bandwidth-bound)"
+        )
     decode = "latency-bound" if bend_bytes > DECODE_BYTES else "bandwidth-bound"
     out.append(
         f"decode dispatch (about 7 KiB per token per expert destination): {decode}; "
