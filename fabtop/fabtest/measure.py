@@ -295,14 +295,14 @@ async def bandwidth(
         raise StepError(f"{receiver.label}: {e}") from None
     done = await _pairs(jobs, out)
     retrans: list[int] = []
-    for srv, client in done:
+    for served, client in done:
         if out.engine == "perftest":
             out.gbps.append(_perftest_gbps(client, out))
         else:
             # The server says its version too: a host that only serves (a sizes step's
             # receiver) is named with it.
-            if srv is not None and not srv.missing:
-                out.versions[(srv.host, srv.argv[0])] = parse_iperf3(srv.text()).version
+            if served is not None and not served.missing:
+                out.versions[(served.host, served.argv[0])] = parse_iperf3(served.text()).version
             gbps, r = _iperf3_gbps(client, out)
             out.gbps.append(gbps)
             if r is not None:
