@@ -394,10 +394,9 @@ class Runner:
                 loaded = Latency(d.step, d.measured.samples_us, _op(d.measured), d.evidence)
                 out.append(judge_loaded(isolated, loaded, th))
             elif d.step.kind == SIZES:
-                ref = self._reference(d.step)
-                out.append(
-                    judge_sweep(d.step, d.sweep, ref, d.evidence, th, d.measured.retransmits)
-                )
+                ref, m = self._reference(d.step), d.measured
+                loss = self._loss(d.step, m)
+                out.append(judge_sweep(d.step, d.sweep, ref, d.evidence, th, m.retransmits, loss))
             else:
                 out.append(got[d.step].pop(0))
         return out

@@ -158,10 +158,11 @@ async def measure(
         sweep.rows.append(SizeRow(size, gbps, s.p50_us, s.p99_us, s.n))
     if not receiver.rdma:
         out.engine = "iperf3+sockperf"
-        if any(r.size > SOCKPERF_MAX_TCP_SIZE for r in sweep.rows):
+        above = [r.size for r in sweep.rows if r.size > SOCKPERF_MAX_TCP_SIZE]
+        if above:
             sweep.notes.append(
-                f"no latency past {size_text(SOCKPERF_MAX_TCP_SIZE + 1)}: sockperf's TCP "
-                "messages stop there; iperf3 writes 1 MiB blocks at the sizes above"
+                f"no latency from {size_text(above[0])} on: sockperf's TCP messages stop at "
+                f"{SOCKPERF_MAX_TCP_SIZE} bytes; iperf3 writes 1 MiB blocks at larger sizes"
             )
     return out, sweep
 
@@ -173,9 +174,11 @@ def judge(
     evidence: WindowEvidence | None,
     thresholds: Mapping[str, float] | None = None,
     retransmits: int | None = None,
+    loss_fraction: float | None = None,
 ) -> Verdict:
     """A sweep's verdict: the largest size against the reference rate, bandwidth that
-    falls with size, the window's counters; its figures, the bend and every row."""
+    falls with size, the engine's retransmissions (``loss_fraction`` of what it sent, as
+    a pair's) and the window's counters; its figures, the bend and every row."""
     th = effective(thresholds)
     sweep = sweep or Sweep()
     rows = sweep.rows
@@ -225,7 +228,8 @@ def judge(
     if b is None:
         notes.append("no round trip of the smallest message: no bend")
     figure = f"{gb(largest.gbps)} Gb/s" if largest.gbps is not None else "the sweep"
-    status = _counters(status, reasons, evidence, figure, retransmits)
+    lossy = loss_fraction is not None and loss_fraction > th["test_loss_fraction"]
+    status = _counters(status, reasons, evidence, figure, retransmits, lossy)
     return Verdict(
         step,
         status,

@@ -206,3 +206,11 @@ def test_iperf3_writes_and_sockperf_messages_of_a_size_within_the_tools_bounds()
         sockperf_argv(SockperfRun("10.0.0.2", 11111, server="10.0.0.2", size=1 << 20))
     with pytest.raises(EngineArgError, match="message size"):  # UDP stays under 65000
         sockperf_argv(SockperfRun("10.0.0.2", 11111, server="10.0.0.2", tcp=False, size=65536))
+
+
+def test_a_sweep_whose_engine_retransmitted_past_the_mark_warns_as_a_pair_does() -> None:
+    rows = curve([0.21] * 11)
+    v = judge(STEP, Sweep(rows, 10.0), 0.2, None, retransmits=300, loss_fraction=0.004)
+    assert v.status == Status.WARN
+    assert any("retransmitted 300 times" in r for r in v.reasons), v.reasons
+    assert judge(STEP, Sweep(rows, 10.0), 0.2, None, None, 1, 1e-6).status == Status.PASS
