@@ -9,9 +9,11 @@ round trip of the smallest message: the path's own round trip.
 
 **The bend** is the half-power size ``n½ = peak x rtt``: the sweep's highest bandwidth
 times the smallest message's round trip (twice the one-way figure perftest and sockperf
-print). A request that waits for its answer, as a decode step's dispatch waits for its
-experts, takes ``rtt + s / peak`` for ``s`` bytes, so it moves ``s / (rtt + s / peak)``:
-exactly half the peak at ``n½`` (Hockney's half-performance length with a round trip).
+print). A request of ``s`` bytes that waits for a short answer, as a decode step's
+dispatch waits for its experts, takes ``rtt + s / peak``, so it moves
+``s / (rtt + s / peak)``: exactly half the peak at ``n½`` (Hockney's half-performance
+length with a round trip). (A ping-pong that echoes ``s`` bytes back pays ``s / peak``
+twice: it never moves more than half the peak, so the bend is not read off it.)
 Below the bend a transfer's time is mostly the round trip (latency-bound): more bandwidth
 does not help it, a shorter path does; above it, bandwidth decides. Streaming bandwidth
 alone barely bends with the size on TCP (the kernel coalesces writes), so the bend comes
@@ -290,7 +292,7 @@ def row_lines(v: Verdict) -> list[str]:
         return out
     out.append(
         f"bend (half-power size) {size_text(bend_bytes)} = peak {gb(peak)} Gb/s x round trip "
-        f"{_us(rtt)} µs: a request that waits for its answer moves half the peak there, "
+        f"{_us(rtt)} µs: a request that waits for a short answer moves half the peak there, "
         "less below it (latency-bound)"
     )
     if bend_bytes < SIZES[0]:

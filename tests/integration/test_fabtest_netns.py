@@ -220,22 +220,23 @@ def test_a_size_sweep_bends_at_the_shaped_rate_times_the_round_trip(
     assert r.returncode in (0, 1), r.stdout + r.stderr  # 1: a size slowed by a busy CPU
     # The summary before anything ran: sizes x seconds, and which pair.
     assert "11 sizes (4 KiB to 4 MiB)" in r.stderr and "rail 0: h1/eth0 -> h2/eth0" in r.stderr
-    (step,) = _steps(report).values()
+    _steps(report)  # the document's format and which engine ran where
+    (step,) = json.loads(report.read_text())["steps"]
     assert step["kind"] == "sizes" and step["engine"] == "iperf3+sockperf"
-    rows = step["sizes"]  # type: ignore[index]
-    assert [row["size_bytes"] for row in rows] == [4096 * 2**i for i in range(11)]  # type: ignore[index]
-    for row in rows:  # type: ignore[union-attr]
+    rows = step["sizes"]
+    assert [row["size_bytes"] for row in rows] == [4096 * 2**i for i in range(11)]
+    for row in rows:
         # Every size streams at the shaped rate (4 streams of TCP fill a tbf at any write
         # size) and has its latency where sockperf can send it (up to 1 MiB - 1 byte).
-        assert 0.8 * SHAPED_MBIT / 1000 <= row["gbps"] <= SHAPED_MBIT / 1000, row  # type: ignore[index]
-        assert (row["p50_us"] is not None) == (row["size_bytes"] < 2**20), row  # type: ignore[index]
+        assert 0.8 * SHAPED_MBIT / 1000 <= row["gbps"] <= SHAPED_MBIT / 1000, row
+        assert (row["p50_us"] is not None) == (row["size_bytes"] < 2**20), row
     f = step["figures"]
     # The bend is where the shaping puts it: the shaped rate times the path's round trip,
     # within a factor of 3 of a round trip measured beside fabtop on the same path (two
     # busy CPUs move a veth's round trip by tens of µs from one run to the next).
     shaped = SHAPED_MBIT * 1e6 / 8 * rtt_us / 1e6
-    assert shaped / 3 <= f["bend_bytes"] <= shaped * 3, (f, rtt_us)  # type: ignore[index,operator]
+    assert shaped / 3 <= f["bend_bytes"] <= shaped * 3, (f, rtt_us)
     # And it is the report's own peak times its own round trip.
-    assert f["bend_bytes"] == pytest.approx(f["peak_gbps"] * 1e9 / 8 * f["base_rtt_us"] / 1e6)  # type: ignore[index,operator]
+    assert f["bend_bytes"] == pytest.approx(f["peak_gbps"] * 1e9 / 8 * f["base_rtt_us"] / 1e6)
     assert "bend (half-power size)" in r.stdout and "decode dispatch" in r.stdout
     assert _left(bed) == []

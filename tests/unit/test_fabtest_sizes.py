@@ -7,6 +7,8 @@ import itertools
 import json
 import math
 import random
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ from collectors.engines import (
     iperf3_argv,
     sockperf_argv,
 )
+from collectors.parsers.perftest import parse_perftest
 from collectors.samples import HostSample, LinkSample
 from fabtop.fabtest.judge import Status
 from fabtop.fabtest.plans import SIZES as SIZES_KIND
@@ -24,12 +27,21 @@ from fabtop.fabtest.plans import Step, make_plan
 from fabtop.fabtest.rails import rails
 from fabtop.fabtest.report import detail, document, figure, lines
 from fabtop.fabtest.runner import Options, Report, StepResult
-from fabtop.fabtest.sizes import SIZES, SizeRow, Sweep, bend, judge, size_text, summary
+from fabtop.fabtest.sizes import (
+    SIZES,
+    SizeRow,
+    Sweep,
+    bend,
+    judge,
+    row_lines,
+    size_text,
+    summary,
+)
 
 STEP = Step(SIZES_KIND, 0, ("a",), "b")
 
 
-def curve(gbps: list[float | None]) -> list[SizeRow]:
+def curve(gbps: Sequence[float | None]) -> list[SizeRow]:
     return [SizeRow(s, g) for s, g in zip(SIZES, gbps, strict=True)]
 
 
@@ -214,3 +226,28 @@ def test_a_sweep_whose_engine_retransmitted_past_the_mark_warns_as_a_pair_does()
     assert v.status == Status.WARN
     assert any("retransmitted 300 times" in r for r in v.reasons), v.reasons
     assert judge(STEP, Sweep(rows, 10.0), 0.2, None, None, 1, 1e-6).status == Status.PASS
+
+
+def test_a_real_connectx_infiniband_pair_bends_where_its_own_latency_curve_says() -> None:
+    # The same ConnectX (mlx5_0) InfiniBand node's captures (tests/fixtures/perftest):
+    # ib_write_bw -a (195.6 Gb/s at 8 MiB) and ib_write_lat -a (t_typical per size).
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "perftest"
+    bw = parse_perftest((fixtures / "ib_write_bw_mb_mlx5_ib_server.txt").read_text()).bw
+    lat = parse_perftest((fixtures / "ib_write_lat_all_sizes_mlx5_ib_client.txt").read_text()).lat
+    peak = bw[-1].average_gbps
+    typical = {r.size_bytes: r.t_typical_us for r in lat}
+    assert peak is not None and typical[2] == 1.87
+    rows = [SizeRow(s, peak, typical[s]) for s in SIZES]
+    v = judge(STEP, Sweep(rows, typical[2]), 200.0, None)
+    assert v.status == Status.PASS, v.reasons
+    bend_bytes = v.figures["bend_bytes"]
+    assert bend_bytes is not None
+    assert size_text(bend_bytes) == "89.3 KiB"  # 195.6 Gb/s x 3.74 µs
+    # The latency curve grows by size / peak (one serialization per one-way figure): the
+    # peak the bend uses is the slope the same port's latency shows at 4 MiB.
+    top, base = typical[4 << 20], typical[2]
+    assert top is not None and base is not None
+    slope_us = top - base
+    assert slope_us == pytest.approx((4 << 20) / (peak * 1e9 / 8) * 1e6, rel=0.05)
+    # Decode dispatch lies below it (latency-bound), prefill above.
+    assert any("decode dispatch" in line and "latency-bound" in line for line in row_lines(v))
