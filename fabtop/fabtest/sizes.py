@@ -135,15 +135,15 @@ async def measure(
     sizes: Sequence[int] = SIZES,
 ) -> tuple[Measured, Sweep]:
     """The smallest message's round trip, then each size's bandwidth and latency, one run
-    after the other (runs at once would load each other). A missing tool ends the sweep:
-    it would be missing at every size."""
+    after the other (runs at once would load each other). A missing tool is not run again
+    (it would be missing at every size): without the bandwidth tool the sweep ends, without
+    the latency tool it goes on with bandwidth alone."""
     out, sweep = Measured(), Sweep()
     n = iterations or LAT_ITERATIONS
     base = await latency(sender, receiver, n, seconds, ports)
     _merge(out, base)
     sweep.base_us = summarize(base.samples_us).p50_us
-    if _missing(base):
-        return out, sweep
+    timed = not _missing(base)
     for size in sizes:
         bw = await bandwidth([sender], receiver, seconds, ports, False, size, STREAMS)
         _merge(out, bw)
@@ -151,7 +151,7 @@ async def measure(
         if _missing(bw):
             break
         gbps = bw.gbps[0] if bw.gbps else None
-        if not receiver.rdma and size > SOCKPERF_MAX_TCP_SIZE:
+        if not timed or (not receiver.rdma and size > SOCKPERF_MAX_TCP_SIZE):
             sweep.rows.append(SizeRow(size, gbps))
             continue
         lat = await latency(sender, receiver, n, seconds, ports, size)
@@ -327,7 +327,7 @@ def summary(fabric: Rails, steps: Sequence[Step], seconds: int) -> str:
         f"fabtop test sizes: {len(SIZES)} sizes ({size_text(SIZES[0])} to "
         f"{size_text(SIZES[-1])}) x (a bandwidth run of {seconds} s with {STREAMS} streams "
         f"or queue pairs, and a latency run), after a round trip of the smallest message: "
-        f"{runs} runs, at most about {runs * each} s, every rail at once; one pair per "
+        f"{runs} runs, about {runs * each} s, every rail at once; one pair per "
         f"rail (its first two hosts): {pairs}"
     )
 

@@ -3,12 +3,14 @@ report and the JSON document, its plan and the engines' size options."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import math
 import random
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -19,9 +21,12 @@ from collectors.engines import (
     iperf3_argv,
     sockperf_argv,
 )
+from collectors.launch import ToolRun
 from collectors.parsers.perftest import parse_perftest
 from collectors.samples import HostSample, LinkSample
+from fabtop.fabtest import sizes
 from fabtop.fabtest.judge import Status
+from fabtop.fabtest.measure import Measured, Port
 from fabtop.fabtest.plans import SIZES as SIZES_KIND
 from fabtop.fabtest.plans import Step, make_plan
 from fabtop.fabtest.rails import rails
@@ -200,7 +205,7 @@ def test_the_plan_is_one_pair_per_rail_and_its_summary_says_sizes_times_seconds(
     ]
     said = summary(fabric, plan.steps, 5)
     assert "11 sizes (4 KiB to 4 MiB)" in said and "a bandwidth run of 5 s" in said
-    assert "23 runs, at most about 184 s" in said
+    assert "23 runs, about 184 s" in said
     assert "rail 0: h0/mlx5_0/1 -> h1/mlx5_0/1" in said
 
 
@@ -251,3 +256,32 @@ def test_a_real_connectx_infiniband_pair_bends_where_its_own_latency_curve_says(
     assert slope_us == pytest.approx((4 << 20) / (peak * 1e9 / 8) * 1e6, rel=0.05)
     # Decode dispatch lies below it (latency-bound), prefill above.
     assert any("decode dispatch" in line and "latency-bound" in line for line in row_lines(v))
+
+
+def test_a_missing_latency_tool_leaves_the_bandwidth_sweep_and_is_said_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[str] = []
+
+    async def latency(*args: Any, **kw: Any) -> Measured:
+        ran.append("latency")
+        run = ToolRun("a", ("sockperf",), b"", None, False, True, False, None)
+        return Measured(
+            runs=[run], problems=["a: sockperf not found: install the sockperf package"]
+        )
+
+    async def bandwidth(*args: Any, **kw: Any) -> Measured:
+        ran.append("bandwidth")
+        run = ToolRun("a", ("iperf3",), b"", 0, False, False, False, 1.0)
+        return Measured(gbps=[0.21], runs=[run], engine="iperf3")
+
+    monkeypatch.setattr(sizes, "latency", latency)
+    monkeypatch.setattr(sizes, "bandwidth", bandwidth)
+    eth = LinkSample(id="eth0", netdev="eth0", kind="ether")
+    a, b = Port("a", eth, cast(Any, None)), Port("b", eth, cast(Any, None))
+    m, sweep = asyncio.run(sizes.measure(a, b, 1, None, lambda engine: 5201))
+    assert ran == ["latency"] + ["bandwidth"] * 11  # the latency tool is not asked again
+    assert [r.gbps for r in sweep.rows] == [0.21] * 11 and sweep.base_us is None
+    assert m.problems == ["a: sockperf not found: install the sockperf package"]
+    v = judge(STEP, sweep, None, None)
+    assert v.status == Status.PASS and "no round trip of the smallest message: no bend" in v.notes
