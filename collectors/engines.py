@@ -56,6 +56,13 @@ MIN_ITERATIONS = 10  # perftest refuses fewer than 5; a percentile needs many mo
 MAX_DURATION_S = 600
 MAX_QPS = 64
 MAX_STREAMS = 64
+# iperf3's largest TCP block (-l): "block size too large (maximum = 1048576 bytes)".
+IPERF3_MAX_LENGTH = 1024 * 1024
+# sockperf 3.7's largest TCP message ("'-m' Invalid message size: 1048576 (max: 1048575)")
+# and the largest a server takes without its own -m (a bigger one closes the connection;
+# 65000 is what fabtop has always sent, under UDP's 65507 too).
+SOCKPERF_MAX_TCP_SIZE = 1024 * 1024 - 1
+SOCKPERF_MAX_SIZE = 65000
 GRACE_S = 10  # past the tool's own duration: connection setup, the report, teardown
 _PAGE = 4096
 _TEMP_DIR = re.compile(r"/(?:tmp|var/tmp|run/user/[0-9]{1,10})/[A-Za-z0-9_.-]{1,64}")
@@ -223,6 +230,7 @@ class Iperf3Run:
     reverse: bool = False  # -R: the server sends
     bidir: bool = False  # --bidir (iperf3 3.7+)
     udp_bitrate: int | None = None  # bits/s; None: TCP
+    length: int | None = None  # bytes per write (-l); None: iperf3's default (128 KiB TCP)
 
 
 def iperf3_argv(run: Iperf3Run) -> Command:
@@ -245,6 +253,8 @@ def iperf3_argv(run: Iperf3Run) -> Command:
         argv.append("--bidir")
     if run.udp_bitrate is not None:
         argv += ["-u", "-b", _int(run.udp_bitrate, "UDP bitrate", 1000, 400 * 10**9)]
+    if run.length is not None:
+        argv += ["-l", _int(run.length, "block length", 1, IPERF3_MAX_LENGTH)]
     return bounded(argv, limit)
 
 
@@ -272,12 +282,16 @@ def sockperf_argv(run: SockperfRun) -> Command:
     duration = _int(run.duration_s, "duration", 1, MAX_DURATION_S)
     proto = ["--tcp"] if run.tcp else []
     limit = run.duration_s + GRACE_S
+    top = SOCKPERF_MAX_TCP_SIZE if run.tcp else SOCKPERF_MAX_SIZE  # sockperf's own bounds
+    size = _int(run.size, "message size", 14, top)
     if run.server is None:
-        return bounded(["sockperf", "server", "-i", address, "-p", port, *proto], limit)
+        argv = ["sockperf", "server", "-i", address, "-p", port, *proto]
+        # A server takes messages past 65000 bytes only when told their size.
+        return bounded([*argv, "-m", size] if run.size > SOCKPERF_MAX_SIZE else argv, limit)
     if _address(run.server, "server address") != address:
         raise EngineArgError("the client's server address must be the run's address")
     argv = ["sockperf", "ping-pong", "-i", address, "-p", port, *proto, "-t", duration]
-    argv += ["-m", _int(run.size, "message size", 14, 65000)]  # sockperf's own bounds
+    argv += ["-m", size]
     argv += [f"--mps={'max' if run.mps is None else _int(run.mps, 'mps', 1, 10**7)}"]
     if run.client_ip is not None:
         argv += ["--client_ip", _address(run.client_ip, "client address")]

@@ -17,6 +17,7 @@ from collectors.text import clean
 from fabtop.config import Config
 from fabtop.core import expect
 from fabtop.core.state import NOT_REPORTING, FabricState
+from fabtop.fabtest import sizes
 from fabtop.fabtest.plans import Plan, PlanError, make_plan
 from fabtop.fabtest.rails import Rails, rails
 from fabtop.fabtest.report import document, lines
@@ -212,6 +213,8 @@ class Bench:
         ready.summary = plan_summary(
             plan.name, fabric, len(plan.steps), len(plan.rounds), options.seconds
         )
+        if plan.name == "sizes":  # one step of many runs: its own sizes x seconds
+            ready.summary = sizes.summary(fabric, plan.steps, options.seconds)
         return ready
 
     def runner(self, ready: Ready, progress: Progress | None = None) -> Runner:

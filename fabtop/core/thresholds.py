@@ -47,6 +47,7 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``test_fairness_ratio`` | 0.9 | ``fabtop test``: an incast whose senders' Jain fairness index is below 0.9 is unfair: with 4 senders, one held to 40 % of its fair share while the other three split the rest scores 0.89; congestion control that works gives near-equal shares |
 | ``test_impact_p99_factor`` | 3 | ``fabtop test``: the latency pair's p99 under an incast into its receiver over its p99 alone (GPCNeT's congestion impact factor) above 3 is congestion leaking into other traffic: queues that ECN keeps short add a few µs to a 2-3 µs tail, without it they grow to the switch buffer (a few MB drain in hundreds of µs at 100 Gb/s: a factor near 100) |
 | ``test_loss_fraction`` | 0.0005 | ``fabtop test``: an IP pair whose engine retransmitted more than 0.05 % of the bytes it sent (TCP's own retransmissions, iperf3's count times the path's MSS) lost packets on the path, whatever its bandwidth: a clean path retransmits none, TCP hides a loss like this from the bandwidth figure at a few hundred Mb/s (5 % random loss on a veth still moves 95 % of the shaped rate) while an RDMA queue pair on the same path goes back N packets per loss; a warning, with no NIC counter to blame when none moved |
+| ``test_sizes_drop_ratio`` | 0.8 | ``fabtop test sizes``: a size whose bandwidth is under 80 % of a smaller size's falls with size, a warning: a path's bandwidth rises or stays flat with the message size (larger messages pay the same per-message cost over more bytes), while runs of one size on a healthy path differ by a few %; a fall past a fifth is a buffer, memory-registration or segmentation limit that prefill and KV transfers meet |
 """  # noqa: E501 (a markdown table the README copies)
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "test_fairness_ratio": 0.9,
     "test_impact_p99_factor": 3.0,
     "test_loss_fraction": 0.0005,
+    "test_sizes_drop_ratio": 0.8,
 }
 
 

@@ -58,6 +58,8 @@ class Verdict:
     notes: tuple[str, ...] = ()  # what the reader must know of the figures (not a fault)
     relative_only: bool = False  # no reference rate: judged against the fabric's best only
     evidence: WindowEvidence | None = None
+    # A sweep's rows (``sizes``: size_bytes, gbps, p50_us, p99_us), smallest size first.
+    rows: tuple[Mapping[str, float | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

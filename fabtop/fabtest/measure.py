@@ -13,9 +13,10 @@ import asyncio
 import ipaddress
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from collectors.engines import (
+    IPERF3_MAX_LENGTH,
     PACKAGE_OF,
     PERFTEST_BW,
     PERFTEST_LAT,
@@ -245,9 +246,18 @@ def _peer(port: Port) -> str:
 
 
 async def bandwidth(
-    senders: Sequence[Port], receiver: Port, seconds: int, ports: Callable[[str], int], bidir: bool
+    senders: Sequence[Port],
+    receiver: Port,
+    seconds: int,
+    ports: Callable[[str], int],
+    bidir: bool,
+    size: int | None = None,
+    streams: int = 1,
 ) -> Measured:
-    """Every sender into ``receiver`` at once, for ``seconds`` (one sender: a pair)."""
+    """Every sender into ``receiver`` at once, for ``seconds`` (one sender: a pair);
+    ``size``: the message (perftest ``-s``) or write (iperf3 ``-l``, at most its 1 MiB)
+    size, else the engine's default; ``streams``: queue pairs (``-q``) or streams
+    (``-P``) of each sender."""
     out = Measured()
     peer = _peer(receiver)
     jobs: list[tuple[tuple[Port, Command], tuple[Port, Command]]] = []
@@ -258,6 +268,8 @@ async def bandwidth(
                 base = PerftestRun(
                     "ib_write_bw", "", ports("perftest"), duration_s=seconds, bidir=bidir
                 )
+                if size is not None or streams != 1:
+                    base = replace(base, size=size or base.size, qps=streams)
                 srv = _perftest_side(base, receiver, None)
                 cli = _perftest_side(base, s, peer)
                 jobs.append(((receiver, srv), (s, cli)))
@@ -266,18 +278,31 @@ async def bandwidth(
             for s in senders:
                 n = ports("iperf3")
                 srv = iperf3_argv(Iperf3Run(n, bind=peer, duration_s=seconds))
+                length = min(size, IPERF3_MAX_LENGTH) if size is not None else None
                 cli = iperf3_argv(
-                    Iperf3Run(n, server=peer, bind=address(s), duration_s=seconds, bidir=bidir)
+                    Iperf3Run(
+                        n,
+                        server=peer,
+                        bind=address(s),
+                        duration_s=seconds,
+                        streams=streams,
+                        bidir=bidir,
+                        length=length,
+                    )
                 )
                 jobs.append(((receiver, srv), (s, cli)))
     except EngineArgError as e:
         raise StepError(f"{receiver.label}: {e}") from None
     done = await _pairs(jobs, out)
     retrans: list[int] = []
-    for _srv, client in done:
+    for served, client in done:
         if out.engine == "perftest":
             out.gbps.append(_perftest_gbps(client, out))
         else:
+            # The server says its version too: a host that only serves (a sizes step's
+            # receiver) is named with it.
+            if served is not None and not served.missing:
+                out.versions[(served.host, served.argv[0])] = parse_iperf3(served.text()).version
             gbps, r = _iperf3_gbps(client, out)
             out.gbps.append(gbps)
             if r is not None:
@@ -300,22 +325,33 @@ def _perftest_side(base: PerftestRun, port: Port, server: str | None) -> Command
         iterations=base.iterations,
         duration_s=base.duration_s,
         bidir=base.bidir,
+        qps=base.qps,
     )
     return perftest_argv(run)
 
 
 async def latency(
-    sender: Port, receiver: Port, iterations: int, seconds: int, ports: Callable[[str], int]
+    sender: Port,
+    receiver: Port,
+    iterations: int,
+    seconds: int,
+    ports: Callable[[str], int],
+    size: int | None = None,
 ) -> Measured:
     """Round trips from ``sender`` to ``receiver``: every sample kept (RDMA: ``iterations``
-    of them; IP: as many as ``seconds`` of ping-pong give)."""
+    of them; IP: as many as ``seconds`` of ping-pong give), of ``size``-byte messages
+    (None: the smallest, :data:`RDMA_LAT_SIZE` or :data:`IP_LAT_SIZE`)."""
     out = Measured()
     peer = _peer(receiver)
     try:
         if receiver.rdma:
             out.engine = "perftest"
             base = PerftestRun(
-                "ib_write_lat", "", ports("perftest"), size=RDMA_LAT_SIZE, iterations=iterations
+                "ib_write_lat",
+                "",
+                ports("perftest"),
+                size=size or RDMA_LAT_SIZE,
+                iterations=iterations,
             )
             srv, cli = await _pair(
                 (receiver, _perftest_side(base, receiver, None)),
@@ -331,13 +367,14 @@ async def latency(
                     _said(run, r.errors[0].line if r.errors else None, out)
             return out
         out.engine = "sockperf"
-        return await _sockperf(sender, receiver, peer, seconds, ports("sockperf"), out)
+        n = ports("sockperf")
+        return await _sockperf(sender, receiver, peer, seconds, n, out, size or IP_LAT_SIZE)
     except EngineArgError as e:
         raise StepError(f"{receiver.label}: {e}") from None
 
 
 async def _sockperf(
-    sender: Port, receiver: Port, peer: str, seconds: int, n: int, out: Measured
+    sender: Port, receiver: Port, peer: str, seconds: int, n: int, out: Measured, size: int
 ) -> Measured:
     """sockperf ping-pong with its per-sample log in a temporary directory on the sender,
     read back and removed whatever happened."""
@@ -347,14 +384,14 @@ async def _sockperf(
         out.problems.append(f"{sender.host}: mktemp gave no temporary directory")
         return out
     try:
-        srv_cmd = sockperf_argv(SockperfRun(peer, n, duration_s=seconds))
+        srv_cmd = sockperf_argv(SockperfRun(peer, n, duration_s=seconds, size=size))
         run = SockperfRun(
             peer,
             n,
             server=peer,
             client_ip=address(sender),
             duration_s=seconds,
-            size=IP_LAT_SIZE,
+            size=size,
             log_dir=tmp,
         )
         _srv, cli = await _pair(

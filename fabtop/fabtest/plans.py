@@ -17,6 +17,8 @@ deterministic: the hosts as given, the rails by number.
   percentiles fabtop reports (:data:`LATENCY_ITERATIONS`).
 - ``loaded-latency``: per receiver, the latency pair alone, then the same pair while an
   incast of ``k`` other hosts runs into the same receiver.
+- ``sizes``: one pair per rail (its first two hosts, the first sending), every rail at
+  once, swept over message sizes (:mod:`fabtop.fabtest.sizes`).
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from dataclasses import dataclass, field
 
 from fabtop.fabtest.rails import Rails
 
-PLANS = ("pairs", "bidir", "incast", "latency", "loaded-latency")
+PLANS = ("pairs", "bidir", "incast", "latency", "loaded-latency", "sizes")
 
 # Step kinds: what a step measures and how it is judged.
 PAIR, BIDIR, INCAST, LATENCY, LOADED = "pair", "bidir", "incast", "latency", "loaded"
+SIZES = "sizes"  # a pair swept over message sizes
 
 # The percentiles fabtop reports from a latency step's raw samples.
 PERCENTILES = (0.5, 0.99, 0.999)
@@ -197,6 +200,8 @@ def make_plan(name: str, rails: Rails, k: int | None = None) -> Plan:
                 [Step(INCAST, rail, tuple(hs[(i + j) % n] for j in range(1, kk + 1)), hs[i])]
                 for i in range(n)
             ]
+    elif name == "sizes":  # one pair per rail is enough: a size's curve is the path's
+        per_rail = {rail: [[Step(SIZES, rail, (hs[0],), hs[1])]] for rail, hs in hosts.items()}
     else:  # loaded-latency: the latency sender is the host after the receiver
         plan.k = _k(k, max(len(hs) for hs in hosts.values()) - 2, name)
         plan.iterations = LATENCY_ITERATIONS

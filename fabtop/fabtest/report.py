@@ -10,8 +10,9 @@ from typing import Any
 
 from collectors.text import clean
 from fabtop.fabtest.judge import Status, Verdict, gb
-from fabtop.fabtest.plans import INCAST, LATENCY, LOADED
+from fabtop.fabtest.plans import INCAST, LATENCY, LOADED, SIZES
 from fabtop.fabtest.runner import Report, StepResult
+from fabtop.fabtest.sizes import row_lines, size_text
 from fabtop.run.snapshot import finding_entry
 
 FORMAT = "fabtop.test/1"
@@ -27,6 +28,11 @@ def figure(v: Verdict) -> str:
         p50, p99 = f.get("p50_us"), f.get("p99_us")
         return f"p50 {_num(p50)} / p99 {_num(p99)} µs" if p50 is not None else "-"
     gbps = f.get("aggregate_gbps") if v.step.kind == INCAST else f.get("gbps")
+    if v.step.kind == SIZES:
+        bend = f.get("bend_bytes")
+        head = f"bend {size_text(bend)}" if bend is not None else "bend -"
+        at = size_text(f.get("largest_bytes") or 0)
+        return f"{head}, {gb(gbps)} Gb/s at {at}" if gbps is not None else head
     if gbps is None:
         return "-"
     share = f.get("of_reference")
@@ -54,7 +60,10 @@ def lines(report: Report) -> list[str]:
         engine = r.engine or "-"
         again = " (retested)" if r.retested else ""
         out.append(f"{v.status.word:8} {v.step.label:<{width}}  {engine:9} {figure(v)}{again}")
-    bad = [r for r in report.results if r.verdict.status != Status.PASS or r.problems]
+    # (A sweep's rows are its result: said whatever its verdict.)
+    bad = [
+        r for r in report.results if r.verdict.status != Status.PASS or r.problems or r.verdict.rows
+    ]
     for r in bad:
         out.append("")
         out.append(f"{r.verdict.status.word.upper()}: {r.verdict.step.label}")
@@ -69,7 +78,7 @@ def lines(report: Report) -> list[str]:
 def detail(r: StepResult) -> list[str]:
     """A step's reasons, the tools' problems, notes, then its window's evidence lines."""
     v = r.verdict
-    out = [*v.reasons, *r.problems, *v.notes]
+    out = [*v.reasons, *r.problems, *v.notes, *row_lines(v)]
     if v.evidence is not None:
         # A finding the verdict already gives as a reason is not said twice.
         said = " ".join(v.reasons)
@@ -138,9 +147,8 @@ def _step(r: StepResult) -> dict[str, Any]:
         "problems": r.problems,
         "retested": r.retested,
         "relative_only": v.relative_only,
-        "figures": {
-            k: (x if x is None or math.isfinite(x) else None) for k, x in v.figures.items()
-        },
+        "figures": _finite(v.figures),
+        **({"sizes": [_finite(row) for row in v.rows]} if v.rows else {}),
         "evidence": None
         if ev is None
         else {
@@ -155,3 +163,7 @@ def _step(r: StepResult) -> dict[str, Any]:
             "next_steps": ev.next_steps,
         },
     }
+
+
+def _finite(figures: Mapping[str, float | None]) -> dict[str, float | None]:
+    return {k: (x if x is None or math.isfinite(x) else None) for k, x in figures.items()}

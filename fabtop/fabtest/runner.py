@@ -55,10 +55,14 @@ from fabtop.fabtest.plans import (
     LATENCY_ITERATIONS,
     LOADED,
     PAIR,
+    SIZES,
     Plan,
     Step,
 )
 from fabtop.fabtest.rails import RailPort, Rails
+from fabtop.fabtest.sizes import Sweep
+from fabtop.fabtest.sizes import judge as judge_sweep
+from fabtop.fabtest.sizes import measure as measure_sweep
 
 # A step's window ends with a frame read after its tools stopped: waited for this many
 # intervals at most (a host that sends none is said, and its end is the last it sent).
@@ -154,6 +158,7 @@ class _Done:
     measured: Measured
     evidence: WindowEvidence | None = None
     problem: str | None = None  # an end that sent no frame after the step
+    sweep: Sweep | None = None  # a sizes step's rows
 
 
 class PortNumbers:
@@ -254,8 +259,17 @@ class Runner:
         hosts = list(dict.fromkeys(step.hosts))
         start = self._samples(hosts)
         frames = {h: self.state.hosts[h].frames for h in hosts}
+        sweep = None
         try:
-            m = await self._measure(step, ports)
+            if step.kind == SIZES:
+                tx, rx = (
+                    self._port(step.senders[0], step.rail),
+                    self._port(step.receiver, step.rail),
+                )
+                o = self.options
+                m, sweep = await measure_sweep(tx, rx, o.seconds, o.iterations, ports)
+            else:
+                m = await self._measure(step, ports)
         except StepError as e:
             return _Done(step, Measured(problems=[str(e)]))
         problem = await self._window_end(frames)
@@ -266,7 +280,7 @@ class Runner:
             if h in start and h in end:
                 ends.append(End(h, rp.link, start[h], end[h]))
         ev = window_evidence(ends, self.thresholds) if ends else None
-        return _Done(step, m, ev, problem)
+        return _Done(step, m, ev, problem, sweep)
 
     def _samples(self, hosts: Sequence[str]) -> dict[str, HostSample]:
         out = {}
@@ -379,6 +393,10 @@ class Runner:
                 isolated = Latency(d.step, samples, _op(d.measured))
                 loaded = Latency(d.step, d.measured.samples_us, _op(d.measured), d.evidence)
                 out.append(judge_loaded(isolated, loaded, th))
+            elif d.step.kind == SIZES:
+                ref, m = self._reference(d.step), d.measured
+                loss = self._loss(d.step, m)
+                out.append(judge_sweep(d.step, d.sweep, ref, d.evidence, th, m.retransmits, loss))
             else:
                 out.append(got[d.step].pop(0))
         return out

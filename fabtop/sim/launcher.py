@@ -539,7 +539,7 @@ async def _perftest_lat(
 
 # --- iperf3 ------------------------------------------------------------------------------------
 
-_IPERF3_VALUED = {"-p", "-B", "-c", "-t", "-i", "-P", "-b"}
+_IPERF3_VALUED = {"-p", "-B", "-c", "-t", "-i", "-P", "-b", "-l"}
 
 
 async def _iperf3(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, None]:

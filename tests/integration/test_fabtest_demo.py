@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 ENGINES: dict[str, dict[str, str | None]] = {}  # the last report's: host -> tool -> version
 
@@ -74,3 +76,27 @@ def test_an_incast_into_a_switch_without_pfc_is_failed_by_its_counters(tmp_path:
     other = next(s for s in steps if s["receiver"] == "node1" and s["rail"] == 1)
     assert other["status"] == "pass", other
     assert r.returncode == 2
+
+
+def test_the_demo_fabric_bends_between_decode_and_prefill_sizes(tmp_path: Path) -> None:
+    r, steps = _test(tmp_path, "--demo", "sizes")
+    assert "11 sizes (4 KiB to 4 MiB)" in r.stderr and "23 runs" in r.stderr
+    rdma = [s for s in steps if s["engine"] == "perftest"]
+    assert [s["rail"] for s in rdma] == [0, 1, 2]  # one pair per rail, every rail at once
+    for s in rdma:
+        f, rows = s["figures"], s["sizes"]
+        assert (s["senders"], s["receiver"]) == (["node1"], "node2")
+        assert [row["size_bytes"] for row in rows] == [4096 * 2**i for i in range(11)]
+        # The simulated ports bend where RDMA does: a few µs of round trip at 100-200
+        # Gb/s is tens of KiB, above a decode dispatch (7 KiB), far below prefill (MiB).
+        assert 7 * 1024 < f["bend_bytes"] < 1024 * 1024, f
+        assert f["bend_bytes"] == pytest.approx(f["peak_gbps"] * 1e9 / 8 * f["base_rtt_us"] / 1e6)
+        # Latency grows with the size: serialization at the port's rate.
+        assert rows[-1]["p50_us"] > 10 * rows[0]["p50_us"], rows
+    ib = next(s for s in rdma if s["rail"] == 2)
+    assert ib["status"] == "pass" and 0.9 < ib["figures"]["of_reference"] <= 1, ib
+    # The Macs have no iperf3: said once with its package, not at every size.
+    mac = next(s for s in steps if s["receiver"].startswith("mac"))
+    assert mac["status"] == "fail"
+    assert sum("install the iperf3 package" in p for p in mac["problems"]) == 2  # both ends
+    assert "bend (half-power size)" in r.stdout and "decode dispatch" in r.stdout

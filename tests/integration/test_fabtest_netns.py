@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from collectors.parsers.sockperf import parse_sockperf
 from tests.testbed.netns import Testbed, bed_for_test
 
 REPO = Path(__file__).resolve().parents[2]
@@ -183,4 +184,59 @@ def test_an_incast_with_a_slow_sender_is_scored_unfair(
             assert any("h3 0.0" in reason for reason in s["reasons"]), s["reasons"]  # type: ignore[union-attr]
         else:
             assert f["jain"] > 0.95 and s["status"] == "pass", (label, f)  # type: ignore[index,operator]
+    assert _left(bed) == []
+
+
+def _round_trip_us(bed: Testbed, client: str, server: str, port: int = 11190) -> float:
+    """The path's round trip, measured beside fabtop: a real sockperf ping-pong of
+    64-byte messages between the two namespaces (p50 of what it prints, which is half a
+    round trip, doubled)."""
+    addr = bed.host(server).data_ip
+    srv = bed.popen(server, "sockperf", "server", "-i", addr, "-p", str(port), "--tcp")
+    try:
+        for _ in range(50):  # until the server listens
+            cli = bed.exec(
+                client,
+                *("sockperf", "ping-pong", "-i", addr, "-p", str(port), "--tcp"),
+                *("-t", "2", "-m", "64"),
+                check=False,
+            )
+            got = parse_sockperf(cli.stdout + cli.stderr)
+            if got.percentiles_us:
+                return 2 * got.percentiles_us["50.000"]
+            time.sleep(0.1)
+        raise AssertionError(cli.stdout + cli.stderr)
+    finally:
+        srv.kill()
+        srv.wait(timeout=5)
+
+
+def test_a_size_sweep_bends_at_the_shaped_rate_times_the_round_trip(
+    bed: Testbed, config: Path, tmp_path: Path
+) -> None:
+    report = tmp_path / "sizes.json"
+    r = _fabtop("test", "sizes", "-c", str(config), "--seconds", "1", "-o", str(report))
+    rtt_us = _round_trip_us(bed, "h1", "h2")
+    assert r.returncode in (0, 1), r.stdout + r.stderr  # 1: a size slowed by a busy CPU
+    # The summary before anything ran: sizes x seconds, and which pair.
+    assert "11 sizes (4 KiB to 4 MiB)" in r.stderr and "rail 0: h1/eth0 -> h2/eth0" in r.stderr
+    _steps(report)  # the document's format and which engine ran where
+    (step,) = json.loads(report.read_text())["steps"]
+    assert step["kind"] == "sizes" and step["engine"] == "iperf3+sockperf"
+    rows = step["sizes"]
+    assert [row["size_bytes"] for row in rows] == [4096 * 2**i for i in range(11)]
+    for row in rows:
+        # Every size streams at the shaped rate (4 streams of TCP fill a tbf at any write
+        # size) and has its latency where sockperf can send it (up to 1 MiB - 1 byte).
+        assert 0.8 * SHAPED_MBIT / 1000 <= row["gbps"] <= SHAPED_MBIT / 1000, row
+        assert (row["p50_us"] is not None) == (row["size_bytes"] < 2**20), row
+    f = step["figures"]
+    # The bend is where the shaping puts it: the shaped rate times the path's round trip,
+    # within a factor of 3 of a round trip measured beside fabtop on the same path (two
+    # busy CPUs move a veth's round trip by tens of µs from one run to the next).
+    shaped = SHAPED_MBIT * 1e6 / 8 * rtt_us / 1e6
+    assert shaped / 3 <= f["bend_bytes"] <= shaped * 3, (f, rtt_us)
+    # And it is the report's own peak times its own round trip.
+    assert f["bend_bytes"] == pytest.approx(f["peak_gbps"] * 1e9 / 8 * f["base_rtt_us"] / 1e6)
+    assert "bend (half-power size)" in r.stdout and "decode dispatch" in r.stdout
     assert _left(bed) == []

@@ -15,7 +15,9 @@ What the captures make of the verdicts, against the simulated ports' negotiated 
   (1103.38 MB/sec = 9.26 Gb/s), below 0.9 x 100 Gb/s (RoCE rails) and 0.9 x 200 Gb/s (the
   IB rail); no pair is an outlier (all are equal);
 - ``latency`` passes every step: the ConnectX InfiniBand capture's 2-byte row (t_avg 1.88
-  us, p99 2.03 us) is under ngc_multinode_perf's 2.5 us mean and imbue's 4.2 us p99.
+  us, p99 2.03 us) is under ngc_multinode_perf's 2.5 us mean and imbue's 4.2 us p99;
+- ``sizes`` fails every step (9.26 Gb/s at 4 MiB), each size's latency the capture's own
+  row of that size (``ib_write_lat -a``), the bend 9.26 Gb/s x 3.74 us.
 """
 
 from __future__ import annotations
@@ -55,12 +57,12 @@ def bed() -> Iterator[Testbed]:
         yield b
 
 
-def _fabtop(bed: Testbed, *args: str) -> subprocess.CompletedProcess[str]:
+def _fabtop(bed: Testbed, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui", "test", *args, "-c", str(bed.toml_path), "--seconds", "1"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         cwd=REPO,
         env={**os.environ, "NO_COLOR": "1"},
     )
@@ -165,4 +167,33 @@ def test_ctrl_c_ends_every_perftest_on_every_node(bed: Testbed) -> None:
             p.kill()
             p.wait()
     assert p.returncode == 130
+    assert _settled(bed) == []
+
+
+def test_a_size_sweep_runs_perftest_per_size_and_reads_each_sizes_own_row(
+    bed: Testbed, tmp_path: Path
+) -> None:
+    report = tmp_path / "sizes.json"
+    r = _fabtop(bed, "sizes", "-o", str(report), timeout=400)
+    assert r.returncode == 2, r.stdout + r.stderr  # 9.26 Gb/s at 4 MiB: below every rail's mark
+    assert "rail 2: h1/mlx5_2/1 -> h2/mlx5_2/1" in r.stderr
+    # The latency shim answers each -s with the ConnectX capture's row of that size
+    # (ib_write_lat -a): t_typical per size, as the capture printed it.
+    typical = {4096: 3.85, 8192: 4.22, 65536: 6.76, 1 << 20: 46.92, 4 << 20: 175.03}
+    steps = _steps(report)
+    assert sorted(s["rail"] for s in steps) == [0, 1, 2]
+    for s in steps:
+        f, rows = s["figures"], {row["size_bytes"]: row for row in s["sizes"]}
+        assert s["engine"] == "perftest" and s["problems"] == [], s
+        assert len(rows) == 11
+        for size, t in typical.items():
+            assert rows[size]["p50_us"] == pytest.approx(t, abs=0.01), (size, rows[size])
+            assert rows[size]["gbps"] == pytest.approx(CAPTURE_GBPS, abs=0.01)
+        # The bend: the peak (the replayed 9.26 Gb/s) x the 2-byte row's round trip.
+        assert f["base_rtt_us"] == pytest.approx(2 * CAPTURE_P50_US, abs=0.02)
+        assert f["bend_bytes"] == pytest.approx(
+            CAPTURE_GBPS * 1e9 / 8 * 2 * CAPTURE_P50_US / 1e6, rel=0.01
+        )
+        assert s["status"] == "fail"
+        assert f"at 4 MiB is below 0.9 x {RATE_GBPS[s['rail']]:g} Gb/s" in s["reasons"][0]
     assert _settled(bed) == []

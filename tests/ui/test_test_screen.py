@@ -264,3 +264,27 @@ async def test_a_fabric_without_a_rail_to_test_says_so_and_nothing_starts() -> N
         assert "pairs: no rail has 2 hosts to test" in head(app)
         await pilot.press("t", "y")
         assert screen(app).phase == CHOOSE and screen(app)._worker is None
+
+
+async def test_a_size_sweep_shows_its_bend_and_each_size_on_enter() -> None:
+    app = live_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(app, pilot)
+        while screen(app).plan != "sizes":
+            await pilot.press("n")
+        await pilot.press("minus", "minus")  # 1 s per run
+        # Before anything runs: sizes x seconds, and which pair per rail.
+        assert "11 sizes (4 KiB to 4 MiB)" in head(app), head(app)
+        await pilot.press("t", "y")
+        await until(lambda: screen(app).phase != RUNNING, "the sweep's verdicts", 180)
+        await pilot.pause()
+        got = rows(app)
+        ib = got["node1 -> node2 rail 2"]
+        assert ib[0] == "pass" and ib[2] == "perftest" and ib[3].startswith("bend "), ib
+        table = app.screen.query_one("#test-steps", KeyedTable)
+        table.move_cursor(row=list(got).index("node1 -> node2 rail 2"))
+        await pilot.press("enter")
+        detail = str(app.screen.query_one("#test-detail-text").render())
+        assert "PASS: node1 -> node2 rail 2" in detail
+        assert "4 KiB" in detail and "4 MiB" in detail and "prefill/KV" in detail
+        assert "bend (half-power size)" in detail and "decode dispatch" in detail
