@@ -10,6 +10,16 @@ from fabtop.core.rules.kinds import window_rule
 # nvidia_smi parser names (NVML clock event reason bits 0x20 / 0x40).
 _SW_THERMAL = "sw_thermal_slowdown"
 _HW_THERMAL = "hw_thermal_slowdown"
+# What thermal_slowdown() says: none, software (the driver's), hardware (the board's).
+NO_SLOWDOWN, SW_SLOWDOWN, HW_SLOWDOWN = 0, 1, 2
+
+
+def thermal_slowdown(g: GpuSample) -> int:
+    """How ``g``'s clocks are held down for heat: the rule and the exporter both read it."""
+    reasons = [r.lower() for r in g.throttle_reasons if "thermal" in r.lower()]
+    if not reasons:
+        return NO_SLOWDOWN
+    return HW_SLOWDOWN if _HW_THERMAL in reasons else SW_SLOWDOWN
 
 
 def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
@@ -36,16 +46,14 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     remembered = ctx.remembers("gpu_thermal_slowdown")
     out: list[Finding] = []
     for host, g, t, dt in _gpus(ctx):
-        reasons = (
-            [r for r in g.throttle_reasons if "thermal" in r.lower()] if g.throttle_reasons else []
-        )
-        if not reasons and not remembered:
+        level = thermal_slowdown(g)
+        if not level and not remembered:
             continue  # not throttled and nothing remembered
         subject = f"{host}/gpu{g.index}"
         key = ("gpu_thermal_slowdown", subject)
         found = None
-        if reasons:
-            hw = any(r.lower() == _HW_THERMAL for r in reasons)
+        if level:
+            hw = level == HW_SLOWDOWN
             held, _ = ctx.memory.preview(key, t, dt, 1.0)
             clock = f" at {g.sm_clock_mhz:.0f} MHz" if g.sm_clock_mhz is not None else ""
             temp = f", {g.temperature_c:.0f} °C" if g.temperature_c is not None else ""
