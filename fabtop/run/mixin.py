@@ -1,0 +1,683 @@
+"""The Prometheus mixin: recording rules, alerting rules and a Grafana dashboard for the
+series ``fabtop export`` serves (docs/EXPORT.md), generated, never written by hand.
+
+Recording rules are named ``level:metric:operations`` as node-mixin names them
+(``host_link_priority:fabtop_link_tx_pause_time_ratio:rate1m``): per-link and
+per-priority rates over :data:`RATE_WINDOW`, the sums the alerts compare, and the
+"flat" limit of a link. The alerts mirror fabtop's own findings (their ``rule`` label is
+the finding's rule name) with the thresholds the rules use: the defaults of
+:mod:`fabtop.core.thresholds` with a config's ``[thresholds]`` over them, so an override
+moves the alert. ``detect_s`` is each alert's ``for``, ``restore_s`` (``event_hold_s``
+for an event such as a flap) its ``keep_firing_for`` (Prometheus 2.42 or newer).
+
+The committed copy is ``deploy/prometheus/`` (made with the defaults; a test keeps it
+up to date); ``fabtop export --write-rules DIR [-c FILE]`` writes one for a config.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fabtop.core.rules.gpu import HW_SLOWDOWN, SW_SLOWDOWN
+from fabtop.core.rules.pauses import OTHER_SIDE, SIDES
+from fabtop.run.outputs import OutputError, write_text
+
+RULES_FILE = "fabtop-rules.yaml"
+DASHBOARD_FILE = "fabtop-dashboard.json"
+DEFAULT_JOB = "fabtop"  # the scrape job of the `fabtop export` shards
+# Rates over one minute: four samples at a 15 s scrape interval (rate() needs two, and
+# node-mixin's rule of thumb is four), still short enough that a storm is named in about
+# a minute.
+RATE_WINDOW = "1m"
+
+# The hosts a shard served this long before it went down are named blind; after that its
+# own FabtopShardDown alert says it alone (the dashboard's timeline spans an hour).
+HOSTS_REMEMBERED = "1h"
+L = "host_link"  # one series per link
+P = "host_link_priority"  # one series per link and priority
+# Per-link counters whose rate the alerts or the dashboard read (priority="").
+LINK_RATES = (
+    "rx_bytes",
+    "tx_bytes",
+    "ecn_marked",
+    "cnp_sent",
+    "cnp_handled",
+    "link_down_events",
+    "out_of_sequence",
+    "packet_seq_err",
+    "rx_discards",
+    "rx_out_of_buffer",
+    "rx_phy_errors",
+)
+PRIO_RATES = (
+    "rx_bytes_prio",
+    "tx_bytes_prio",
+    "rx_pause",
+    "tx_pause",
+    "rx_discards_prio",
+    "rx_buf_discard",
+    "rx_cong_discard",
+)
+# What fabtop's rules sum (fabtop/core/rules/ecn.py, lossless.py).
+ECN_SIGNALS = ("ecn_marked", "cnp_sent", "cnp_handled")
+PRIO_DROPS = ("rx_discards_prio", "rx_buf_discard", "rx_cong_discard")
+SEQUENCE_ERRORS = ("out_of_sequence", "packet_seq_err")
+
+
+def rate_name(metric: str, per_priority: bool = False) -> str:
+    """The recording rule holding ``metric``'s rate over :data:`RATE_WINDOW`."""
+    return f"{P if per_priority else L}:fabtop_link_{metric}:rate{RATE_WINDOW}"
+
+
+PAUSE_RATIO = {side: f"{P}:fabtop_link_{side}_pause_time_ratio:rate{RATE_WINDOW}" for side in SIDES}
+BYTES = f"{L}:fabtop_link_bytes:rate{RATE_WINDOW}"  # rx + tx
+ECN = f"{L}:fabtop_link_ecn_signals:rate{RATE_WINDOW}"
+DROPS = f"{P}:fabtop_link_drops:rate{RATE_WINDOW}"
+SEQUENCE = f"{L}:fabtop_link_sequence_errors:rate{RATE_WINDOW}"
+FLAT = f"{L}:fabtop_link_flat_bytes_per_second:limit"
+# A priority in a PFC storm (labels direction, measure), its pause ratio or frames/s.
+STORM = f"{P}:fabtop_link_pfc_storm:rate{RATE_WINDOW}"
+STORM_KINDS = tuple((side, by_ratio) for side in ("tx", "rx") for by_ratio in (True, False))
+
+
+def _kind_labels(side: str, by_ratio: bool) -> dict[str, str]:
+    return {"direction": side, "measure": "pause_time" if by_ratio else "pause_frames"}
+
+
+def number(x: float) -> str:
+    """A threshold as a PromQL number literal."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a Prometheus duration ("2s", "500ms")."""
+    ms = round(seconds * 1000)
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def _sum(names: list[str]) -> str:
+    """The sum of recorded series that share their labels (any may be absent)."""
+    return f'sum without () ({{__name__=~"{"|".join(names)}"}})'
+
+
+def recording_rules(th: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Rates over :data:`RATE_WINDOW` and the sums and limits the alerts compare."""
+    rules: list[dict[str, Any]] = [
+        {"record": rate_name(m), "expr": f"rate(fabtop_link_{m}_total[{RATE_WINDOW}])"}
+        for m in LINK_RATES
+    ]
+    rules += [
+        {"record": rate_name(m, True), "expr": f"rate(fabtop_link_{m}_total[{RATE_WINDOW}])"}
+        for m in PRIO_RATES
+    ]
+    # Seconds paused per second: the share of the window paused, per priority.
+    rules += [
+        {
+            "record": PAUSE_RATIO[s],
+            "expr": f"rate(fabtop_link_{s}_pause_seconds_total[{RATE_WINDOW}])",
+        }
+        for s in SIDES
+    ]
+    rules += [
+        {"record": BYTES, "expr": _sum([rate_name("rx_bytes"), rate_name("tx_bytes")])},
+        {"record": ECN, "expr": _sum([rate_name(m) for m in ECN_SIGNALS])},
+        {"record": DROPS, "expr": _sum([rate_name(m, True) for m in PRIO_DROPS])},
+        {"record": SEQUENCE, "expr": _sum([rate_name(m) for m in SEQUENCE_ERRORS])},
+        # What "flat" (not draining) means on a link: a share of its line rate, or a fixed
+        # rate when it does not report its speed (fabtop/core/rules/pauses.py flat_limit).
+        {
+            "record": FLAT,
+            "expr": (
+                f"{number(th['storm_flat_fraction'])} * "
+                "(fabtop_link_speed_bytes_per_second > 0)\n"
+                f"or 0 * fabtop_link_up + {number(th['storm_flat_bytes_per_s'])}"
+            ),
+        },
+    ]
+    # Two measures and two sides, one record each (the labels tell them apart).
+    rules += [
+        {"record": STORM, "expr": _storm(side, r, th), "labels": _kind_labels(side, r)}
+        for side, r in STORM_KINDS
+    ]
+    return rules
+
+
+def _storm(side: str, by_ratio: bool, th: Mapping[str, float]) -> str:
+    """A priority pausing hard on ``side`` while the other direction does not move.
+
+    ``by_ratio``: by the share of time paused; else, on a NIC that counts pause frames but
+    not their duration, by the frame rate (fabtop/core/rules/pfc_storm.py).
+    """
+    other = OTHER_SIDE[side]
+    if by_ratio:
+        hard = f"{PAUSE_RATIO[side]} >= {number(th['storm_pause_ratio'])}"
+    else:
+        hard = (
+            f"{rate_name(f'{side}_pause', True)} >= {number(th['storm_min_pause_per_s'])}\n"
+            f"  unless on (host, link, priority) {PAUSE_RATIO[side]}"
+        )
+    prio_bytes = rate_name(f"{other}_bytes_prio", True)
+    # Moving: its priority's bytes, or the port's where the NIC has no per-priority ones.
+    return (
+        f"(\n  {hard}\n)\n"
+        f"unless on (host, link, priority) ({prio_bytes} > on (host, link) group_left {FLAT})\n"
+        f"unless on (host, link) (\n"
+        f"  ({rate_name(f'{other}_bytes')} > on (host, link) {FLAT})\n"
+        f"  unless on (host, link) {prio_bytes}\n)"
+    )
+
+
+HERE = "{{ $labels.host }} {{ $labels.link }}"
+PRIO = f"{HERE} prio {{{{ $labels.priority }}}}"
+GPU = "{{ $labels.host }} GPU {{ $labels.gpu }}"
+
+
+def _alert(
+    name: str,
+    rule: str,
+    severity: str,
+    expr: str,
+    summary: str,
+    next_step: str,
+    for_s: float,
+    keep_s: float,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": duration(for_s),
+        "keep_firing_for": duration(keep_s),
+        "labels": {"severity": severity, "rule": rule, **(labels or {})},
+        "annotations": {"summary": summary, "next_step": next_step},
+    }
+
+
+def _storm_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
+    out = []
+    for side, by_ratio in STORM_KINDS:
+        how = (
+            f"{{{{ $value | humanizePercentage }}}} of the last {RATE_WINDOW}"
+            if by_ratio
+            else f'at {{{{ printf "%.0f" $value }}}} pause frames/s over {RATE_WINDOW}'
+        )
+        if side == "tx":
+            summary = (
+                f"{PRIO}: PFC storm: sent pauses {how} while its rx is flat "
+                "(this host is the stuck receiver)"
+            )
+            step = (
+                "on {{ $labels.host }}: ethtool -S {{ $labels.link }} | grep -E "
+                "'prio{{ $labels.priority }}_(pause|discard|bytes)'; mlnx_qos -i "
+                "{{ $labels.link }}; find why it does not drain (hung consumer, PCIe, rx "
+                "buffer) and check the switch's PFC watchdog on the port facing it"
+            )
+        else:
+            summary = (
+                f"{PRIO}: PFC storm: paused {how} while tx is flat (the stuck receiver "
+                "is the port sending the pauses: a FabtopPfcStorm alert with direction tx, "
+                "or beyond the switch)"
+            )
+            step = (
+                "ethtool -S {{ $labels.link }} | grep prio{{ $labels.priority }}_pause; "
+                "check the switch's PFC watchdog / the receiver on the far end"
+            )
+        # Two measures, two rules: promtool refuses rules alike in every label.
+        kind = _kind_labels(side, by_ratio)
+        selector = ", ".join(f'{k}="{v}"' for k, v in kind.items())
+        out.append(
+            _alert(
+                "FabtopPfcStorm",
+                "pfc_storm",
+                "critical",
+                f"{STORM}{{{selector}}}",
+                summary,
+                step,
+                th["detect_s"],
+                th["restore_s"],
+                kind,
+            )
+        )
+    return out
+
+
+def _ecn_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
+    need = number(th["ecn_pause_per_s"])
+    pauses = {s: f"sum without (priority) ({rate_name(f'{s}_pause', True)})" for s in SIDES}
+    # Only where an ECN or CNP counter exists (zero, not "not counted"), traffic still
+    # flows (not flat) and the port is not in a storm (fabtop/core/rules/ecn.py).
+    rest = (
+        f"and on (host, link) ({ECN} == 0)\n"
+        f"unless on (host, link) ({BYTES} <= on (host, link) {FLAT})\n"
+        f"unless on (host, link) {STORM}"
+    )
+    roles = {
+        "tx": (f"{pauses['tx']} >= {need}", 'sends {{ printf "%.0f" $value }} pauses/s'),
+        "rx": (
+            f"({pauses['rx']} >= {need})\n  unless on (host, link) ({pauses['tx']} >= {need})",
+            'is paused {{ printf "%.0f" $value }} times/s',
+        ),
+    }
+    return [
+        _alert(
+            "FabtopCongestionWithoutEcn",
+            "congestion_without_ecn",
+            "warning",
+            f"(\n  {cond}\n)\n{rest}",
+            f"{HERE}: congestion handled by PFC alone: it {role} over {RATE_WINDOW} with no "
+            "ECN marks or CNPs (DCQCN/ECN looks off)",
+            "on {{ $labels.host }}: grep . /sys/class/net/{{ $labels.link }}/ecn/roce_np/enable/* "
+            "/sys/class/net/{{ $labels.link }}/ecn/roce_rp/enable/*; rdma statistic show link "
+            "| grep -E 'ecn|cnp'; and ECN marking on the switch queue of the lossless priority",
+            th["detect_s"],
+            th["restore_s"],
+            {"direction": side},
+        )
+        for side, (cond, role) in roles.items()
+    ]
+
+
+def _lossless_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
+    limit, restore = number(th["lossless_drops_per_s"]), th["restore_s"]
+    hold = duration(th["event_hold_s"])
+    lossless = "(fabtop_link_pfc_enabled == 1)"
+    return [
+        _alert(
+            "FabtopLosslessDrops",
+            "lossless_drops",
+            "warning",
+            f"{DROPS} > {limit}\nand on (host, link, priority) {lossless}",
+            f'{PRIO}: {{{{ printf "%.1f" $value }}}} drops/s on a lossless priority (PFC is '
+            "not protecting it end to end)",
+            "ethtool -S {{ $labels.link }} | grep -E 'prio{{ $labels.priority }}_(discard|"
+            "buf_discard|cong_discard|pause)'; mlnx_qos -i {{ $labels.link }}; check the "
+            "switch buffer/headroom and PFC on this priority",
+            0.0,
+            restore,
+        ),
+        _alert(
+            "FabtopRoceOutOfSequence",
+            "roce_out_of_sequence",
+            "warning",
+            # Right after a flap the flap alert explains the loss, as fabtop's rule does.
+            f"{SEQUENCE} > {limit}\nand on (host, link) {lossless}\n"
+            f"unless on (host, link) (increase(fabtop_link_link_down_events_total[{hold}]) > 0)",
+            f'{HERE}: RoCE saw {{{{ printf "%.1f" $value }}}} out-of-sequence packets/s '
+            "although PFC is on: packets are being dropped",
+            "rdma statistic show link; check that the traffic is marked with the lossless "
+            "priority (trust mode, DSCP map); check PFC on the switch ports",
+            0.0,
+            restore,
+        ),
+        _alert(
+            "FabtopPausesWithoutPfc",
+            "pfc_disabled_prio",
+            "warning",
+            f"({rate_name('rx_pause', True)} > 0 or {rate_name('tx_pause', True)} > 0)\n"
+            "and on (host, link, priority) (fabtop_link_pfc_enabled == 0)",
+            f"{PRIO}: pause frames on a priority where PFC is off here: the peer or switch "
+            "runs a different PFC map",
+            "mlnx_qos -i {{ $labels.link }} (or dcb pfc show dev {{ $labels.link }}) here and "
+            "on the switch port: PFC must be on the same priorities end to end",
+            0.0,
+            restore,
+        ),
+    ]
+
+
+def _flap_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
+    went = f"increase(fabtop_link_link_down_events_total[{RATE_WINDOW}]) > 0"
+    hold = th["event_hold_s"]
+    step = (
+        "ip -s link show dev {{ $labels.link }}; dmesg | grep -i '{{ $labels.link }}.*link'; "
+        "check the cable/transceiver (ethtool -m) and the switch port's log"
+    )
+    what = (
+        f'{HERE}: link went down {{{{ printf "%.0f" $value }}}} time(s) in the last {RATE_WINDOW}'
+    )
+    tail = f"; shown for {number(hold)} s after the last one"
+    return [
+        _alert(
+            "FabtopLinkFlap",
+            "link_flap",
+            "critical",
+            f"{went}\nand on (host, link) (fabtop_link_up == 0)",
+            f"{what} and is down now{tail}",
+            step,
+            0.0,
+            hold,
+        ),
+        _alert(
+            "FabtopLinkFlap",
+            "link_flap",
+            "warning",
+            f"{went}\nunless on (host, link) (fabtop_link_up == 0)",
+            f"{what}, up again now{tail}",
+            step,
+            0.0,
+            hold,
+        ),
+    ]
+
+
+def shards(job: str) -> str:
+    """The selector of the shards' scrape targets (the job name quoted as PromQL quotes)."""
+    return f"up{{job={json.dumps(job)}}}"
+
+
+def _blind_alerts(th: Mapping[str, float], job: str) -> list[dict[str, Any]]:
+    detect, restore = th["detect_s"], th["restore_s"]
+    return [
+        _alert(
+            "FabtopHostBlind",
+            "host_unreachable",
+            "critical",
+            "fabtop_host_up == 0",
+            "{{ $labels.host }} is blind: its shard gets no usable frames from it (down, "
+            "failing or stale): none of its links is watched",
+            "on the shard {{ $labels.instance }}: fabtop doctor {{ $labels.host }}; its "
+            "fabtop_finding series say why (host_unreachable, host_failing, host_stale)",
+            detect,
+            restore,
+        ),
+        # A shard that is down says nothing of its hosts any more: the ones it served in
+        # the last HOSTS_REMEMBERED are blind too, each named (never healthy by silence).
+        _alert(
+            "FabtopHostBlind",
+            "shard_down",
+            "critical",
+            f"last_over_time(fabtop_host_up[{HOSTS_REMEMBERED}])\n"
+            f"and on (job, instance) ({shards(job)} == 0)",
+            "{{ $labels.host }} is blind: its shard {{ $labels.instance }} is down",
+            "on the shard's machine: systemctl status of its fabtop export; curl "
+            "http://{{ $labels.instance }}/metrics",
+            detect,
+            restore,
+        ),
+        _alert(
+            "FabtopShardDown",
+            "shard_down",
+            "critical",
+            f"{shards(job)} == 0",
+            "fabtop shard {{ $labels.instance }} is down: Prometheus cannot scrape it, so every "
+            "host it owns is blind (never healthy)",
+            "on the shard's machine: systemctl status of its fabtop export; curl "
+            "http://{{ $labels.instance }}/metrics",
+            detect,
+            restore,
+        ),
+        _alert(
+            "FabtopSourceDown",
+            "source_unreachable",
+            "critical",
+            "fabtop_source_up == 0",
+            "{{ $labels.instance }}: the Prometheus source {{ $labels.source }} does not "
+            "answer: the hosts it feeds are blind",
+            "curl {{ $labels.source }}/-/ready from the exporter's machine",
+            detect,
+            restore,
+        ),
+    ]
+
+
+def _heat_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
+    detect, restore = th["detect_s"], th["restore_s"]
+    warn, crit = number(th["nic_temp_warn_c"]), number(th["nic_temp_crit_c"])
+    gpu_step = (
+        "nvidia-smi -q -d PERFORMANCE,TEMPERATURE -i {{ $labels.gpu }}; "
+        "check fans, inlet temperature and the server's airflow"
+    )
+    nic = (
+        f'{HERE}: NIC at {{{{ printf "%.0f" $value }}}} °C (warning at {warn}, critical at {crit})'
+    )
+    nic_step = "sensors (the NIC's hwmon entry); check the chassis fans and the airflow"
+    return [
+        *(
+            _alert(
+                "FabtopGpuThermalSlowdown",
+                "gpu_thermal_slowdown",
+                severity,
+                f"fabtop_gpu_thermal_slowdown == {level}",
+                f"{GPU}: {kind} thermal slowdown: it is slowing the whole job",
+                gpu_step,
+                detect,
+                restore,
+            )
+            for level, kind, severity in (
+                (SW_SLOWDOWN, "software", "warning"),
+                (HW_SLOWDOWN, "hardware", "critical"),
+            )
+        ),
+        _alert(
+            "FabtopGpuHot",
+            "gpu_hot",
+            "warning",
+            f"fabtop_gpu_temperature_celsius >= {number(th['gpu_temp_warn_c'])}\nor "
+            f"fabtop_gpu_memory_temperature_celsius >= {number(th['gpu_mem_temp_warn_c'])}",
+            f'{GPU} is hot: {{{{ printf "%.0f" $value }}}} °C (core warning at '
+            f"{number(th['gpu_temp_warn_c'])}, memory at {number(th['gpu_mem_temp_warn_c'])})",
+            "nvidia-smi -q -d TEMPERATURE -i {{ $labels.gpu }}; check fans and airflow",
+            detect,
+            restore,
+        ),
+        _alert(
+            "FabtopNicTemperature",
+            "nic_temperature",
+            "warning",
+            f"fabtop_link_temperature_celsius >= {warn} < {crit}",
+            f"{nic}: check airflow before it throttles or shuts the port down",
+            nic_step,
+            detect,
+            restore,
+        ),
+        _alert(
+            "FabtopNicTemperature",
+            "nic_temperature",
+            "critical",
+            f"fabtop_link_temperature_celsius >= {crit}",
+            f"{nic}: check airflow before it throttles or shuts the port down",
+            nic_step,
+            detect,
+            restore,
+        ),
+    ]
+
+
+def alerting_rules(th: Mapping[str, float], job: str = DEFAULT_JOB) -> list[dict[str, Any]]:
+    """The alerts, one per fabtop finding they mirror (a storm: one per side and measure)."""
+    return [
+        *_storm_alerts(th),
+        *_ecn_alerts(th),
+        *_lossless_alerts(th),
+        *_flap_alerts(th),
+        *_blind_alerts(th, job),
+        *_heat_alerts(th),
+    ]
+
+
+def rule_groups(th: Mapping[str, float], job: str = DEFAULT_JOB) -> dict[str, Any]:
+    """The rule file's document: one group of recording rules, one of alerts."""
+    return {
+        "groups": [
+            {"name": "fabtop.rules", "rules": recording_rules(th)},
+            {"name": "fabtop.alerts", "rules": alerting_rules(th, job)},
+        ]
+    }
+
+
+def to_yaml(doc: Any, indent: int = 0) -> str:
+    """YAML for the rule file's plain shapes: mappings, lists, strings and numbers.
+
+    Strings are JSON-quoted (a JSON string is a YAML double-quoted scalar), or literal
+    blocks when they span lines; no library needed for this much.
+    """
+    pad = " " * indent
+    if isinstance(doc, dict):
+        out = []
+        for k, v in doc.items():
+            if isinstance(v, dict | list) and v:
+                out.append(f"{pad}{k}:\n{to_yaml(v, indent + 2)}")
+            else:
+                out.append(f"{pad}{k}: {_scalar(v, indent + 2)}")
+        return "\n".join(out)
+    if isinstance(doc, list):
+        out = []
+        for item in doc:
+            body = to_yaml(item, indent + 2)
+            out.append(f"{pad}- {body[indent + 2 :]}")
+        return "\n".join(out)
+    return f"{pad}{_scalar(doc, indent)}"
+
+
+def _scalar(v: Any, indent: int) -> str:
+    if isinstance(v, str) and "\n" in v:
+        pad = " " * indent
+        return "|-\n" + "\n".join(f"{pad}{line}" if line else "" for line in v.split("\n"))
+    if isinstance(v, dict | list):
+        return json.dumps(v)  # empty
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _panel(
+    title: str, unit: str, targets: list[tuple[str, str]], pos: tuple[int, int], **extra: Any
+) -> dict[str, Any]:
+    x, y = pos
+    return {
+        "type": "timeseries",
+        "title": title,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": unit, **extra}, "overrides": []},
+        "targets": [
+            {"refId": chr(ord("A") + i), "expr": expr, "legendFormat": legend}
+            for i, (expr, legend) in enumerate(targets)
+        ],
+    }
+
+
+def dashboard(th: Mapping[str, float], job: str = DEFAULT_JOB) -> dict[str, Any]:
+    """A small Grafana dashboard over the recording rules: throughput, pauses, ECN, loss
+    per link, and the findings and blind hosts."""
+    h = '{host=~"$host"}'
+    link = "{{host}} {{link}}"
+    prio = "{{host}} {{link}} prio {{priority}}"
+    storm = {
+        "thresholds": {
+            "mode": "absolute",
+            "steps": [
+                {"color": "green", "value": None},
+                {"color": "orange", "value": th["pressure_pause_ratio"]},
+                {"color": "red", "value": th["storm_pause_ratio"]},
+            ],
+        },
+        "custom": {"thresholdsStyle": {"mode": "line"}},
+    }
+    panels = [
+        _panel(
+            "Throughput per link",
+            "bps",
+            [
+                (f"8 * {rate_name('rx_bytes')}{h}", f"{link} rx"),
+                (f"8 * {rate_name('tx_bytes')}{h}", f"{link} tx"),
+            ],
+            (0, 0),
+        ),
+        _panel(
+            "PFC pause time per priority (share of the time paused)",
+            "percentunit",
+            [
+                (f"{PAUSE_RATIO['tx']}{h} > 0", f"{prio} sends pauses"),
+                (f"{PAUSE_RATIO['rx']}{h} > 0", f"{prio} is paused"),
+            ],
+            (12, 0),
+            **storm,
+        ),
+        _panel(
+            "ECN marks and CNPs per link",
+            "pps",
+            [(f"{rate_name(m)}{h}", f"{link} {m}") for m in ECN_SIGNALS],
+            (0, 8),
+        ),
+        _panel(
+            "Loss per link",
+            "pps",
+            [
+                (f"{DROPS}{h} > 0", f"{prio} drops"),
+                (f"{SEQUENCE}{h}", f"{link} out of sequence"),
+                (f"{rate_name('rx_discards')}{h}", f"{link} rx discards"),
+                (f"{rate_name('rx_out_of_buffer')}{h}", f"{link} out of buffer"),
+                (f"{rate_name('rx_phy_errors')}{h}", f"{link} phy errors"),
+            ],
+            (12, 8),
+        ),
+        {
+            "type": "table",
+            "title": "Findings (fabtop's own, from the shards) and blind hosts and shards",
+            "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "gridPos": {"h": 10, "w": 24, "x": 0, "y": 16},
+            "targets": [
+                {"refId": "A", "expr": "fabtop_finding == 1", "instant": True, "format": "table"},
+                {"refId": "B", "expr": "fabtop_host_up == 0", "instant": True, "format": "table"},
+                {
+                    "refId": "C",
+                    "expr": f"{shards(job)} == 0",
+                    "instant": True,
+                    "format": "table",
+                },
+            ],
+        },
+    ]
+    return {
+        "title": "fabtop: fabric",
+        "uid": "fabtop-fabric",
+        "tags": ["fabtop"],
+        "timezone": "utc",
+        "refresh": "30s",
+        "schemaVersion": 39,
+        "time": {"from": "now-1h", "to": "now"},
+        "templating": {
+            "list": [
+                {"name": "datasource", "type": "datasource", "query": "prometheus"},
+                {
+                    "name": "host",
+                    "type": "query",
+                    "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    "query": "label_values(fabtop_host_up, host)",
+                    "refresh": 2,
+                    "multi": True,
+                    "includeAll": True,
+                    "current": {"text": "All", "value": "$__all"},
+                },
+            ]
+        },
+        "panels": panels,
+    }
+
+
+def render(th: Mapping[str, float], job: str = DEFAULT_JOB) -> dict[str, str]:
+    """File name -> text of each generated file."""
+    head = (
+        "# Generated by fabtop (fabtop/run/mixin.py): fabtop export --write-rules DIR [-c FILE].\n"
+        "# Do not edit by hand: change the thresholds in the config's [thresholds] instead.\n"
+    )
+    return {
+        RULES_FILE: head + to_yaml(rule_groups(th, job)) + "\n",
+        DASHBOARD_FILE: json.dumps(dashboard(th, job), indent=2, ensure_ascii=False) + "\n",
+    }
+
+
+def write_mixin(out_dir: str | Path, th: Mapping[str, float], job: str = DEFAULT_JOB) -> list[Path]:
+    """Write the rule file and the dashboard into ``out_dir`` (made if missing)."""
+    d = Path(out_dir)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"{d}: cannot make the directory: {e.strerror or e}") from e
+    written = []
+    for name, text in render(th, job).items():
+        write_text(d / name, text, what="mixin")
+        written.append(d / name)
+    return written
