@@ -39,7 +39,7 @@ from collectors.vocabulary import Metric as VocabMetric
 from fabtop.core.rules.context import lossless_prios
 from fabtop.core.rules.gpu import thermal_slowdown
 from fabtop.core.rules.pauses import PRIOS
-from fabtop.core.state import UP, FabricState, link_up
+from fabtop.core.state import UP, FabricState, effective_status, link_up
 
 # Open at once: above the 3000 concurrent scrapes a large fleet's tooling may send, so a
 # burst fits whole; `fabtop export` raises its descriptor limit to hold it (fd_room()).
@@ -65,6 +65,11 @@ COUNTER_UNITS: dict[str, tuple[str, float]] = {
     for m in LINK_COUNTERS
     if m.unit in BASE_UNITS
 }
+
+
+def counter_name(m: VocabMetric) -> str:
+    """The family a normalized counter is exported as (its samples: ``<name>_total``)."""
+    return f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}"
 
 
 def _per_second(m: VocabMetric) -> tuple[str, str, str]:
@@ -113,7 +118,7 @@ class FabricCollector(Collector):
         )
         counters: dict[str, CounterMetricFamily] = {
             m: CounterMetricFamily(
-                f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}",
+                counter_name(m),
                 f"{m.help} (normalized {m}, DESIGN §3)",
                 labels=["host", "link", "priority"],
             )
@@ -162,8 +167,11 @@ class FabricCollector(Collector):
         waiting = GaugeMetricFamily(
             "fabtop_inference_requests_waiting", "Requests waiting", labels=["host", "url"]
         )
+        now = st.now()
         for name, hs in st.hosts.items():
-            up.add_metric([name], 1.0 if hs.status == UP and hs.sample is not None else 0.0)
+            # A host gone silent is stale, never up: the same status its finding reads.
+            live = effective_status(hs, now, st.interval) == UP
+            up.add_metric([name], 1.0 if live and hs.sample is not None else 0.0)
             _add(frames, [name], hs.frames, priority=False)
             s = hs.sample
             if s is None:

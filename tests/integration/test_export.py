@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from fabtop.core.state import FabricState
-from fabtop.run.demo import demo_state
+from fabtop.run.demo import demo_state, feed_until
 from fabtop.run.export import registry_for, serve
 from fabtop.run.promsource import PrometheusSource, ethtool_stat_name
 from tests.conftest import REPO, skip_or_fail
@@ -82,6 +82,16 @@ async def test_pfc_map_and_thermal_slowdown_are_exported_for_the_alerts() -> Non
     assert slow[("node4", "1")] == 2.0  # hardware slowdown: fabtop's finding is critical
     assert slow[("node4", "0")] == 0.0
     assert any(f.rule == "gpu_thermal_slowdown" for f in state.findings)
+
+
+async def test_a_host_gone_silent_is_not_up() -> None:
+    """fabtop_host_up says what the host_stale finding says: a silent host is blind."""
+    state, clock, fab = demo_state(until_s=20.0)
+    feed_until(fab, state, clock, 21.0, 40.0, silent=("node2",))
+    families = {f.name: f for f in text_string_to_metric_families(await _scrape(state))}
+    up = {s.labels["host"]: s.value for s in families["fabtop_host_up"].samples}
+    assert up["node2"] == 0.0 and up["node1"] == 1.0
+    assert any(f.rule == "host_stale" and f.subject == "node2" for f in state.findings)
 
 
 async def test_promtool_accepts_the_exposition(tmp_path: object) -> None:
