@@ -21,9 +21,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from collectors.vocabulary import Metric
+from fabtop.core.rules.ecn import ECN_SIGNALS
 from fabtop.core.rules.gpu import HW_SLOWDOWN, SW_SLOWDOWN
-from fabtop.core.rules.pauses import OTHER_SIDE, SIDES
+from fabtop.core.rules.lossless import PRIO_DROPS, SEQUENCE_ERRORS
+from fabtop.core.rules.pauses import BYTES_PRIO, OTHER_SIDE, SIDES
+from fabtop.core.rules.pauses import PAUSE_RATIO as RATIOS
+from fabtop.run.export import counter_name
 from fabtop.run.outputs import OutputError, write_text
+
+PAUSE_FRAMES = {"rx": Metric.RX_PAUSE, "tx": Metric.TX_PAUSE}
+PAUSE_TIME = {"rx": Metric.RX_PAUSE_US, "tx": Metric.TX_PAUSE_US}
 
 RULES_FILE = "fabtop-rules.yaml"
 DASHBOARD_FILE = "fabtop-dashboard.json"
@@ -38,41 +46,34 @@ RATE_WINDOW = "1m"
 HOSTS_REMEMBERED = "1h"
 L = "host_link"  # one series per link
 P = "host_link_priority"  # one series per link and priority
-# Per-link counters whose rate the alerts or the dashboard read (priority="").
-LINK_RATES = (
-    "rx_bytes",
-    "tx_bytes",
-    "ecn_marked",
-    "cnp_sent",
-    "cnp_handled",
-    "link_down_events",
-    "out_of_sequence",
-    "packet_seq_err",
-    "rx_discards",
-    "rx_out_of_buffer",
-    "rx_phy_errors",
+# Counters whose rate the alerts or the dashboard read.
+RATES = (
+    Metric.RX_BYTES,
+    Metric.TX_BYTES,
+    *ECN_SIGNALS,
+    Metric.LINK_DOWN_EVENTS,
+    *SEQUENCE_ERRORS,
+    Metric.RX_DISCARDS,
+    Metric.RX_OUT_OF_BUFFER,
+    Metric.RX_PHY_ERRORS,
+    *BYTES_PRIO.values(),
+    *PAUSE_FRAMES.values(),
+    *PRIO_DROPS,
 )
-PRIO_RATES = (
-    "rx_bytes_prio",
-    "tx_bytes_prio",
-    "rx_pause",
-    "tx_pause",
-    "rx_discards_prio",
-    "rx_buf_discard",
-    "rx_cong_discard",
-)
-# What fabtop's rules sum (fabtop/core/rules/ecn.py, lossless.py).
-ECN_SIGNALS = ("ecn_marked", "cnp_sent", "cnp_handled")
-PRIO_DROPS = ("rx_discards_prio", "rx_buf_discard", "rx_cong_discard")
-SEQUENCE_ERRORS = ("out_of_sequence", "packet_seq_err")
+PORT_BYTES = {"rx": Metric.RX_BYTES, "tx": Metric.TX_BYTES}
 
 
-def rate_name(metric: str, per_priority: bool = False) -> str:
-    """The recording rule holding ``metric``'s rate over :data:`RATE_WINDOW`."""
-    return f"{P if per_priority else L}:fabtop_link_{metric}:rate{RATE_WINDOW}"
+def rate_name(m: Metric) -> str:
+    """The recording rule holding counter ``m``'s rate over :data:`RATE_WINDOW`."""
+    return f"{P if m.per_priority else L}:fabtop_link_{m}:rate{RATE_WINDOW}"
 
 
-PAUSE_RATIO = {side: f"{P}:fabtop_link_{side}_pause_time_ratio:rate{RATE_WINDOW}" for side in SIDES}
+def _rate(m: Metric) -> str:
+    return f"rate({counter_name(m)}_total[{RATE_WINDOW}])"
+
+
+# Seconds paused per second: the share of the window paused, per priority.
+PAUSE_RATIO = {side: f"{P}:fabtop_link_{r}:rate{RATE_WINDOW}" for side, r in RATIOS.items()}
 BYTES = f"{L}:fabtop_link_bytes:rate{RATE_WINDOW}"  # rx + tx
 ECN = f"{L}:fabtop_link_ecn_signals:rate{RATE_WINDOW}"
 DROPS = f"{P}:fabtop_link_drops:rate{RATE_WINDOW}"
@@ -80,6 +81,8 @@ SEQUENCE = f"{L}:fabtop_link_sequence_errors:rate{RATE_WINDOW}"
 FLAT = f"{L}:fabtop_link_flat_bytes_per_second:limit"
 # A priority in a PFC storm (labels direction, measure), its pause ratio or frames/s.
 STORM = f"{P}:fabtop_link_pfc_storm:rate{RATE_WINDOW}"
+# Pausing hard with no ECN mark or CNP (label direction), its pauses a second.
+NO_ECN = f"{L}:fabtop_link_pauses_without_ecn:rate{RATE_WINDOW}"
 STORM_KINDS = tuple((side, by_ratio) for side in ("tx", "rx") for by_ratio in (True, False))
 
 
@@ -105,26 +108,12 @@ def _sum(names: list[str]) -> str:
 
 def recording_rules(th: Mapping[str, float]) -> list[dict[str, Any]]:
     """Rates over :data:`RATE_WINDOW` and the sums and limits the alerts compare."""
-    rules: list[dict[str, Any]] = [
-        {"record": rate_name(m), "expr": f"rate(fabtop_link_{m}_total[{RATE_WINDOW}])"}
-        for m in LINK_RATES
-    ]
+    rules: list[dict[str, Any]] = [{"record": rate_name(m), "expr": _rate(m)} for m in RATES]
+    rules += [{"record": PAUSE_RATIO[s], "expr": _rate(PAUSE_TIME[s])} for s in SIDES]
     rules += [
-        {"record": rate_name(m, True), "expr": f"rate(fabtop_link_{m}_total[{RATE_WINDOW}])"}
-        for m in PRIO_RATES
-    ]
-    # Seconds paused per second: the share of the window paused, per priority.
-    rules += [
-        {
-            "record": PAUSE_RATIO[s],
-            "expr": f"rate(fabtop_link_{s}_pause_seconds_total[{RATE_WINDOW}])",
-        }
-        for s in SIDES
-    ]
-    rules += [
-        {"record": BYTES, "expr": _sum([rate_name("rx_bytes"), rate_name("tx_bytes")])},
+        {"record": BYTES, "expr": _sum([rate_name(m) for m in PORT_BYTES.values()])},
         {"record": ECN, "expr": _sum([rate_name(m) for m in ECN_SIGNALS])},
-        {"record": DROPS, "expr": _sum([rate_name(m, True) for m in PRIO_DROPS])},
+        {"record": DROPS, "expr": _sum([rate_name(m) for m in PRIO_DROPS])},
         {"record": SEQUENCE, "expr": _sum([rate_name(m) for m in SEQUENCE_ERRORS])},
         # What "flat" (not draining) means on a link: a share of its line rate, or a fixed
         # rate when it does not report its speed (fabtop/core/rules/pauses.py flat_limit).
@@ -142,7 +131,7 @@ def recording_rules(th: Mapping[str, float]) -> list[dict[str, Any]]:
         {"record": STORM, "expr": _storm(side, r, th), "labels": _kind_labels(side, r)}
         for side, r in STORM_KINDS
     ]
-    return rules
+    return rules + _ecn_records(th)
 
 
 def _storm(side: str, by_ratio: bool, th: Mapping[str, float]) -> str:
@@ -156,16 +145,16 @@ def _storm(side: str, by_ratio: bool, th: Mapping[str, float]) -> str:
         hard = f"{PAUSE_RATIO[side]} >= {number(th['storm_pause_ratio'])}"
     else:
         hard = (
-            f"{rate_name(f'{side}_pause', True)} >= {number(th['storm_min_pause_per_s'])}\n"
+            f"{rate_name(PAUSE_FRAMES[side])} >= {number(th['storm_min_pause_per_s'])}\n"
             f"  unless on (host, link, priority) {PAUSE_RATIO[side]}"
         )
-    prio_bytes = rate_name(f"{other}_bytes_prio", True)
+    prio_bytes = rate_name(BYTES_PRIO[other])
     # Moving: its priority's bytes, or the port's where the NIC has no per-priority ones.
     return (
         f"(\n  {hard}\n)\n"
         f"unless on (host, link, priority) ({prio_bytes} > on (host, link) group_left {FLAT})\n"
         f"unless on (host, link) (\n"
-        f"  ({rate_name(f'{other}_bytes')} > on (host, link) {FLAT})\n"
+        f"  ({rate_name(PORT_BYTES[other])} > on (host, link) {FLAT})\n"
         f"  unless on (host, link) {prio_bytes}\n)"
     )
 
@@ -244,9 +233,11 @@ def _storm_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
     return out
 
 
-def _ecn_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
+def _ecn_records(th: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Links pausing at least ``ecn_pause_per_s`` with no ECN mark or CNP, per direction
+    (tx: it sends the pauses, a congestion point; rx: it is paused, tx under the mark)."""
     need = number(th["ecn_pause_per_s"])
-    pauses = {s: f"sum without (priority) ({rate_name(f'{s}_pause', True)})" for s in SIDES}
+    pauses = {s: f"sum without (priority) ({rate_name(PAUSE_FRAMES[s])})" for s in SIDES}
     # Only where an ECN or CNP counter exists (zero, not "not counted"), traffic still
     # flows (not flat) and the port is not in a storm (fabtop/core/rules/ecn.py).
     rest = (
@@ -254,19 +245,30 @@ def _ecn_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
         f"unless on (host, link) ({BYTES} <= on (host, link) {FLAT})\n"
         f"unless on (host, link) {STORM}"
     )
+    cond = {
+        "tx": f"{pauses['tx']} >= {need}",
+        "rx": f"({pauses['rx']} >= {need})\n  unless on (host, link) ({pauses['tx']} >= {need})",
+    }
+    return [
+        {"record": NO_ECN, "expr": f"(\n  {cond[side]}\n)\n{rest}", "labels": {"direction": side}}
+        for side in ("tx", "rx")
+    ]
+
+
+def _ecn_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
+    tx, rx = f'{NO_ECN}{{direction="tx"}}', f'{NO_ECN}{{direction="rx"}}'
+    # A paused port is named alone only when no congestion point is found anywhere: else
+    # it is that point's victim, as fabtop's rule reports it.
     roles = {
-        "tx": (f"{pauses['tx']} >= {need}", 'sends {{ printf "%.0f" $value }} pauses/s'),
-        "rx": (
-            f"({pauses['rx']} >= {need})\n  unless on (host, link) ({pauses['tx']} >= {need})",
-            'is paused {{ printf "%.0f" $value }} times/s',
-        ),
+        "tx": (tx, 'sends {{ printf "%.0f" $value }} pauses/s'),
+        "rx": (f"{rx}\nunless on () {tx}", 'is paused {{ printf "%.0f" $value }} times/s'),
     }
     return [
         _alert(
             "FabtopCongestionWithoutEcn",
             "congestion_without_ecn",
             "warning",
-            f"(\n  {cond}\n)\n{rest}",
+            expr,
             f"{HERE}: congestion handled by PFC alone: it {role} over {RATE_WINDOW} with no "
             "ECN marks or CNPs (DCQCN/ECN looks off)",
             "on {{ $labels.host }}: grep . /sys/class/net/{{ $labels.link }}/ecn/roce_np/enable/* "
@@ -276,7 +278,7 @@ def _ecn_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
             th["restore_s"],
             {"direction": side},
         )
-        for side, (cond, role) in roles.items()
+        for side, (expr, role) in roles.items()
     ]
 
 
@@ -316,7 +318,7 @@ def _lossless_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
             "FabtopPausesWithoutPfc",
             "pfc_disabled_prio",
             "warning",
-            f"({rate_name('rx_pause', True)} > 0 or {rate_name('tx_pause', True)} > 0)\n"
+            f"({rate_name(Metric.RX_PAUSE)} > 0 or {rate_name(Metric.TX_PAUSE)} > 0)\n"
             "and on (host, link, priority) (fabtop_link_pfc_enabled == 0)",
             f"{PRIO}: pause frames on a priority where PFC is off here: the peer or switch "
             "runs a different PFC map",
@@ -580,8 +582,8 @@ def dashboard(th: Mapping[str, float], job: str = DEFAULT_JOB) -> dict[str, Any]
             "Throughput per link",
             "bps",
             [
-                (f"8 * {rate_name('rx_bytes')}{h}", f"{link} rx"),
-                (f"8 * {rate_name('tx_bytes')}{h}", f"{link} tx"),
+                (f"8 * {rate_name(Metric.RX_BYTES)}{h}", f"{link} rx"),
+                (f"8 * {rate_name(Metric.TX_BYTES)}{h}", f"{link} tx"),
             ],
             (0, 0),
         ),
@@ -607,9 +609,9 @@ def dashboard(th: Mapping[str, float], job: str = DEFAULT_JOB) -> dict[str, Any]
             [
                 (f"{DROPS}{h} > 0", f"{prio} drops"),
                 (f"{SEQUENCE}{h}", f"{link} out of sequence"),
-                (f"{rate_name('rx_discards')}{h}", f"{link} rx discards"),
-                (f"{rate_name('rx_out_of_buffer')}{h}", f"{link} out of buffer"),
-                (f"{rate_name('rx_phy_errors')}{h}", f"{link} phy errors"),
+                (f"{rate_name(Metric.RX_DISCARDS)}{h}", f"{link} rx discards"),
+                (f"{rate_name(Metric.RX_OUT_OF_BUFFER)}{h}", f"{link} out of buffer"),
+                (f"{rate_name(Metric.RX_PHY_ERRORS)}{h}", f"{link} phy errors"),
             ],
             (12, 8),
         ),

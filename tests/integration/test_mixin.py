@@ -509,3 +509,113 @@ def test_write_rules_from_a_config_with_overrides(tmp_path: Path, promtool: str)
         cwd=REPO,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and str(cfg) in bad.stderr
+
+
+# fabtop's finding rule -> the alert that mirrors it (those a fault of the demo raises).
+MIRRORS = {
+    "pfc_storm": "FabtopPfcStorm",
+    "congestion_without_ecn": "FabtopCongestionWithoutEcn",
+    "lossless_drops": "FabtopLosslessDrops",
+    "pfc_disabled_prio": "FabtopPausesWithoutPfc",
+    "gpu_thermal_slowdown": "FabtopGpuThermalSlowdown",
+    "gpu_hot": "FabtopGpuHot",
+    "nic_temperature": "FabtopNicTemperature",
+    "host_unreachable": "FabtopHostBlind",
+    "host_stale": "FabtopHostBlind",
+    "host_failing": "FabtopHostBlind",
+    "roce_out_of_sequence": "FabtopRoceOutOfSequence",
+}
+
+
+def _exported(
+    scenario: str, steps: int, silent: tuple[str, ...] = ()
+) -> tuple[dict[str, list[float | None]], list[Any]]:
+    """The simulated fabric with ``scenario`` as a shard would serve it, one scrape each
+    SCRAPE_S of its time (series -> values), and fabtop's own findings at the end.
+    ``silent``: hosts that stop sending frames half way."""
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from fabtop.config import HostConfig
+    from fabtop.core.rules import make_evaluator
+    from fabtop.core.state import FabricState
+    from fabtop.run.demo import ManualClock, feed_until, scenario_fabric
+    from fabtop.run.export import registry_for
+
+    fab = scenario_fabric(scenario)
+    clock = ManualClock()
+    state = FabricState(
+        [HostConfig(name=n) for n in fab.hosts], rules=make_evaluator(), clock=clock, interval=1.0
+    )
+    series: dict[str, list[float | None]] = {}
+    for i in range(steps):
+        quiet = silent if i > steps // 2 else ()
+        feed_until(
+            fab, state, clock, (i - 1) * SCRAPE_S + 1 if i else 0.0, i * SCRAPE_S, 1.0, quiet
+        )
+        text = generate_latest(registry_for(state)).decode()
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                labels = {k: v for k, v in s.labels.items() if v} | SHARD  # "" is no label
+                key = _s(s.name, labels, "")["series"]
+                series.setdefault(key, [None] * steps)[i] = s.value
+    return series, list(state.findings)
+
+
+def _expected_alert(rule: str, subject: str) -> str:
+    host, *rest = subject.split("/")
+    labels = {"alertname": MIRRORS[rule], "host": host}
+    for part in rest:
+        if part.startswith("prio"):
+            labels["priority"] = part.removeprefix("prio")
+        elif part.startswith("gpu"):
+            labels["gpu"] = part.removeprefix("gpu")
+        else:
+            labels["link"] = part
+    return _s("", dict(sorted(labels.items())), "")["series"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "silent", "raises"),
+    [
+        ("pfc_storm", (), True),
+        ("no_ecn", (), True),
+        ("switch_no_pfc", (), True),
+        ("incast", (), False),  # heavy pausing that still moves: no storm, no alert
+        ("healthy", (), False),
+        ("healthy", ("node2",), True),  # a host that goes silent: blind
+    ],
+)
+def test_the_alerts_on_a_simulated_fabric_are_fabtops_findings(
+    promtool: str, tmp_path: Path, scenario: str, silent: tuple[str, ...], raises: bool
+) -> None:
+    """The real exporter's series for a fabric with one fault, three minutes of 15 s
+    scrapes: the alerts firing at the end are, one for one, fabtop's own findings."""
+    steps = 13
+    series, findings = _exported(scenario, steps, silent)
+    expected = sorted({_expected_alert(f.rule, f.subject) for f in findings if f.rule in MIRRORS})
+    assert bool(expected) == raises, (scenario, silent, expected)
+    write_mixin(tmp_path, DEFAULT_THRESHOLDS)
+    unit = {
+        "rule_files": [RULES_FILE],
+        "evaluation_interval": f"{SCRAPE_S}s",
+        "tests": [
+            {
+                "interval": f"{SCRAPE_S}s",
+                "input_series": [
+                    {"series": k, "values": " ".join("_" if v is None else repr(v) for v in vs)}
+                    for k, vs in series.items()
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": "count by (alertname, host, link, priority, gpu) "
+                        '(ALERTS{alertstate="firing"})',
+                        "eval_time": f"{(steps - 1) * SCRAPE_S}s",
+                        "exp_samples": [{"labels": e, "value": 1} for e in expected],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "unit.yaml").write_text(json.dumps(unit, indent=1))
+    _passes(_promtool(promtool, "test", "rules", str(tmp_path / "unit.yaml")))
