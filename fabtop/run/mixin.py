@@ -230,6 +230,32 @@ def _storm_alerts(th: Mapping[str, float]) -> list[dict[str, Any]]:
                 kind,
             )
         )
+    # A storm shorter than the rate window, or one the probe's 100 ms watchdog named, is
+    # in the shard's own findings only: alerted from there, with the finding's subject
+    # (host/link/prioN) split into labels, unless the counters already show it.
+    finding = 'fabtop_finding{rule="pfc_storm"} == 1'
+    for label, pattern in (
+        ("host", "([^/]+)/.*"),
+        ("link", "[^/]+/(.+)/prio[0-7]"),
+        ("priority", ".*/prio([0-7])"),
+    ):
+        finding = f'label_replace({finding}, "{label}", "$1", "subject", "{pattern}")'
+    out.append(
+        _alert(
+            "FabtopPfcStorm",
+            "pfc_storm",
+            "critical",
+            f"{finding}\nunless on (host, link, priority) {STORM}",
+            f"{PRIO}: PFC storm named by its shard (fabtop's rule or the probe's watchdog), "
+            f"before a {RATE_WINDOW} rate shows it",
+            "the shard's dashboard (or fabtop --from-prometheus): the finding names the stuck "
+            "receiver and the paused peers; ethtool -S {{ $labels.link }} | grep "
+            "prio{{ $labels.priority }}_pause",
+            0.0,  # the shard already held it detect_s, or its watchdog's window
+            th["restore_s"],
+            {"measure": "finding"},
+        )
+    )
     return out
 
 

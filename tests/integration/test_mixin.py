@@ -196,6 +196,46 @@ def test_storm_above_the_threshold_fires_and_below_it_does_not(
     _passes(moving)
 
 
+def test_a_storm_shorter_than_the_rate_window_fires_from_the_shards_finding(
+    promtool: str, tmp_path: Path
+) -> None:
+    """30 s of storm: a minute's rate never reaches the ratio, the shard's finding (its
+    rule, or the probe's 100 ms watchdog) names it, on a link id with a slash in it."""
+    subject = "node1/mlx5_0/1/prio3"
+    finding = {**SHARD, "rule": "pfc_storm", "severity": "critical", "subject": subject}
+    labels = {**finding, "host": "node1", "link": "mlx5_0/1", "priority": "3"}
+    alert = {
+        "exp_labels": {**labels, "measure": "finding"},
+        "exp_annotations": {
+            "summary": "node1 mlx5_0/1 prio 3: PFC storm named by its shard (fabtop's rule or "
+            "the probe's watchdog), before a 1m rate shows it",
+            "next_step": "the shard's dashboard (or fabtop --from-prometheus): the finding names "
+            "the stuck receiver and the paused peers; ethtool -S mlx5_0/1 | grep prio3_pause",
+        },
+    }
+    # Reported for two scrapes, then gone (Prometheus marks a vanished series stale);
+    # 30 s of pausing is half of the minute's rate: under storm_pause_ratio.
+    series = [
+        _s("fabtop_finding", finding, "_x8 1x2 stale"),
+        _s(
+            "fabtop_link_tx_pause_seconds_total",
+            {**SHARD, "host": "node1", "link": "mlx5_0/1", "priority": "3"},
+            "0x8 15 30 30x10",
+        ),
+    ]
+    _passes(
+        _unit(
+            promtool,
+            tmp_path,
+            series,
+            [
+                {"eval_time": "2m15s", "alertname": "FabtopPfcStorm", "exp_alerts": [alert]},
+                {"eval_time": "4m", "alertname": "FabtopPfcStorm", "exp_alerts": []},
+            ],
+        )
+    )
+
+
 def test_an_override_moves_the_storm_threshold(promtool: str, tmp_path: Path) -> None:
     series = _storm_series(0.95, 1e3)
     fires = [
@@ -226,12 +266,12 @@ def test_an_override_moves_the_storm_threshold(promtool: str, tmp_path: Path) ->
 
 def test_a_killed_shard_fires_and_its_hosts_turn_blind(promtool: str, tmp_path: Path) -> None:
     other = {"job": "fabtop", "instance": "shard2:9877"}
-    # shard1 answers for 2 minutes, then is killed: up 0, its hosts' series end.
+    # shard1 answers for 2 minutes, then is killed: up 0, its hosts' series end (stale).
     series = [
         _s("up", SHARD, "1x8 0x20"),
         _s("up", other, "1x28"),
-        _s("fabtop_host_up", {**SHARD, "host": "node1"}, "1x8 _x20"),
-        _s("fabtop_host_up", {**SHARD, "host": "node2"}, "1x8 _x20"),
+        _s("fabtop_host_up", {**SHARD, "host": "node1"}, "1x8 stale"),
+        _s("fabtop_host_up", {**SHARD, "host": "node2"}, "1x8 stale"),
         _s("fabtop_host_up", {**other, "host": "node3"}, "1x28"),
     ]
     shard_down = {
