@@ -30,9 +30,6 @@ from fabtop.core.rules.pauses import PAUSE_RATIO as RATIOS
 from fabtop.run.export import counter_name
 from fabtop.run.outputs import OutputError, write_text
 
-PAUSE_FRAMES = {"rx": Metric.RX_PAUSE, "tx": Metric.TX_PAUSE}
-PAUSE_TIME = {"rx": Metric.RX_PAUSE_US, "tx": Metric.TX_PAUSE_US}
-
 RULES_FILE = "fabtop-rules.yaml"
 DASHBOARD_FILE = "fabtop-dashboard.json"
 DEFAULT_JOB = "fabtop"  # the scrape job of the `fabtop export` shards
@@ -46,6 +43,9 @@ RATE_WINDOW = "1m"
 HOSTS_REMEMBERED = "1h"
 L = "host_link"  # one series per link
 P = "host_link_priority"  # one series per link and priority
+PORT_BYTES = {"rx": Metric.RX_BYTES, "tx": Metric.TX_BYTES}
+PAUSE_FRAMES = {"rx": Metric.RX_PAUSE, "tx": Metric.TX_PAUSE}
+PAUSE_TIME = {"rx": Metric.RX_PAUSE_US, "tx": Metric.TX_PAUSE_US}
 # Counters whose rate the alerts or the dashboard read.
 RATES = (
     Metric.RX_BYTES,
@@ -60,7 +60,6 @@ RATES = (
     *PAUSE_FRAMES.values(),
     *PRIO_DROPS,
 )
-PORT_BYTES = {"rx": Metric.RX_BYTES, "tx": Metric.TX_BYTES}
 
 
 def rate_name(m: Metric) -> str:

@@ -540,6 +540,17 @@ def test_write_rules_from_a_config_with_overrides(tmp_path: Path, promtool: str)
     assert "fabtop_link_tx_pause_time_ratio:rate1m >= 0.9\n" in text
     assert ">= 0.99" not in text
     assert _promtool(promtool, "check", "rules", str(out / RULES_FILE)).returncode == 0
+    # The shards' job, quoted as PromQL quotes a string, whatever it holds.
+    job = subprocess.run(
+        [sys.executable, "-m", "tui", "export", "--write-rules", str(out), "--job", 'x"y'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert job.returncode == 0, job.stderr
+    assert 'up{job="x\\"y"} == 0' in (out / RULES_FILE).read_text()
+    assert _promtool(promtool, "check", "rules", str(out / RULES_FILE)).returncode == 0
     # A directory that cannot be made: one line naming it, exit 2.
     bad = subprocess.run(
         [sys.executable, "-m", "tui", "export", "--write-rules", str(cfg / "x")],
