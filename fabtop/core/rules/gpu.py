@@ -14,12 +14,18 @@ _HW_THERMAL = "hw_thermal_slowdown"
 NO_SLOWDOWN, SW_SLOWDOWN, HW_SLOWDOWN = 0, 1, 2
 
 
+def thermal_reasons(g: GpuSample) -> list[str]:
+    """The thermal ones among ``g``'s clock event reasons: what the rule fires on."""
+    return [r for r in g.throttle_reasons if "thermal" in r.lower()]
+
+
 def thermal_slowdown(g: GpuSample) -> int:
-    """How ``g``'s clocks are held down for heat: the rule and the exporter both read it."""
-    reasons = [r.lower() for r in g.throttle_reasons if "thermal" in r.lower()]
+    """How ``g``'s clocks are held down for heat, as the rule's severity reads it (the
+    exporter's ``fabtop_gpu_thermal_slowdown``)."""
+    reasons = thermal_reasons(g)
     if not reasons:
         return NO_SLOWDOWN
-    return HW_SLOWDOWN if _HW_THERMAL in reasons else SW_SLOWDOWN
+    return HW_SLOWDOWN if any(r.lower() == _HW_THERMAL for r in reasons) else SW_SLOWDOWN
 
 
 def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
@@ -46,14 +52,14 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     remembered = ctx.remembers("gpu_thermal_slowdown")
     out: list[Finding] = []
     for host, g, t, dt in _gpus(ctx):
-        level = thermal_slowdown(g)
-        if not level and not remembered:
+        reasons = thermal_reasons(g)
+        if not reasons and not remembered:
             continue  # not throttled and nothing remembered
         subject = f"{host}/gpu{g.index}"
         key = ("gpu_thermal_slowdown", subject)
         found = None
-        if level:
-            hw = level == HW_SLOWDOWN
+        if reasons:
+            hw = any(r.lower() == _HW_THERMAL for r in reasons)
             held, _ = ctx.memory.preview(key, t, dt, 1.0)
             clock = f" at {g.sm_clock_mhz:.0f} MHz" if g.sm_clock_mhz is not None else ""
             temp = f", {g.temperature_c:.0f} °C" if g.temperature_c is not None else ""
