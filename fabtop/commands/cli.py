@@ -430,6 +430,18 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
             metavar="HOST:PORT",
             help="address to serve /metrics on (127.0.0.1:9877)",
         )
+        p.add_argument(
+            "--write-rules",
+            metavar="DIR",
+            help="write the Prometheus rules and Grafana dashboard for the config's "
+            "[thresholds] into DIR and exit (docs/EXPORT.md)",
+        )
+        p.add_argument(
+            "--job",
+            default="fabtop",
+            metavar="NAME",
+            help="with --write-rules: the scrape job of the export shards (fabtop)",
+        )
     if cmd == "serve":
         serve_options(p)
     if cmd == "snapshot":
@@ -625,6 +637,13 @@ def run_headless(cmd: str, ns: argparse.Namespace) -> int:
         return _record(ns)
     if cmd == "diff":
         return _diff(ns)
+    if cmd == "export" and ns.write_rules:
+        from fabtop.core.thresholds import effective
+        from fabtop.run.mixin import write_mixin
+
+        for path in write_mixin(ns.write_rules, effective(build_config(ns).thresholds), ns.job):
+            print(f"fabtop: wrote {path}", file=sys.stderr)
+        return 0
     if cmd == "export":
         from fabtop.commands.export import export_command
 

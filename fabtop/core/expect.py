@@ -23,7 +23,7 @@ from collectors.gpu_sections import GPU_KINDS
 from collectors.samples import HostSample, LinkSample
 from fabtop.core.findings import Finding, PortRef, port_ref, prio_text
 from fabtop.core.rules.context import is_rdma_ethernet, link_down, lossless_prios
-from fabtop.core.state import NOT_REPORTING, FabricState, HostState, ssh_command
+from fabtop.core.state import NOT_REPORTING, FabricState, HostState, effective_status, ssh_command
 
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 UNMET = "unmet"
@@ -188,19 +188,22 @@ def _layer(text: str | None) -> str | None:
     return next((n for n in LINK_LAYERS if n.lower() == text.lower()), text)
 
 
-def check(hs: HostState, expect: Expect) -> list[Unmet]:
+def check(hs: HostState, expect: Expect, status: str | None = None) -> list[Unmet]:
     """What ``hs`` (its latest sample) lacks of ``expect``: unmet and unchecked fields.
 
     Empty when everything declared is met. A host with no usable sample (down, failing,
-    stale, never read) gives one UNCHECKED entry, field ``host``.
+    stale, never read) gives one UNCHECKED entry, field ``host``. ``status``: the host's
+    effective one (stale when silent, :func:`fabtop.core.state.effective_status`);
+    default its last reported one.
     """
+    status = hs.status if status is None else status
     want = expect.declared()
     want.pop("ip_speed_mbps", None)  # a path's speed: measured by `fabtop test` only
     if not want:
         return []
     sample = hs.sample
-    if sample is None or hs.status in NOT_REPORTING:
-        why = hs.error or hs.status
+    if sample is None or status in NOT_REPORTING:
+        why = hs.error or status
         return [Unmet(hs.name, "host", "read", None, UNCHECKED, why=f"host {why}")]
     out: list[Unmet] = []
     ports = rdma_ports(sample)
@@ -231,10 +234,12 @@ def check_fabric(state: FabricState, expects: Mapping[str, Expect | None]) -> li
     """:func:`check` of every host of ``expects`` (host name -> its expectation, None:
     none) that the state holds, in that order: what doctor and ``fabtop test`` gate on."""
     out: list[Unmet] = []
+    now = state.now()
     for name, want in expects.items():
         hs = state.hosts.get(name)
         if want is not None and hs is not None:
-            out += check(hs, want)
+            # A host gone silent is stale: its old sample meets nothing (blind is not healthy).
+            out += check(hs, want, effective_status(hs, now, state.interval))
     return out
 
 

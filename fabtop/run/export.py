@@ -36,7 +36,10 @@ from collectors.numbers import finite, parse_uint
 from collectors.text import clean
 from collectors.vocabulary import BASE_UNITS, MICROSECONDS, Derived, InferenceRate
 from collectors.vocabulary import Metric as VocabMetric
-from fabtop.core.state import UP, FabricState, link_up
+from fabtop.core.rules.context import lossless_prios
+from fabtop.core.rules.gpu import thermal_slowdown
+from fabtop.core.rules.pauses import PRIOS
+from fabtop.core.state import UP, FabricState, effective_status, link_up
 
 # Open at once: above the 3000 concurrent scrapes a large fleet's tooling may send, so a
 # burst fits whole; `fabtop export` raises its descriptor limit to hold it (fd_room()).
@@ -62,6 +65,11 @@ COUNTER_UNITS: dict[str, tuple[str, float]] = {
     for m in LINK_COUNTERS
     if m.unit in BASE_UNITS
 }
+
+
+def counter_name(m: VocabMetric) -> str:
+    """The family a normalized counter is exported as (its samples: ``<name>_total``)."""
+    return f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}"
 
 
 def _per_second(m: VocabMetric) -> tuple[str, str, str]:
@@ -110,7 +118,7 @@ class FabricCollector(Collector):
         )
         counters: dict[str, CounterMetricFamily] = {
             m: CounterMetricFamily(
-                f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}",
+                counter_name(m),
                 f"{m.help} (normalized {m}, DESIGN §3)",
                 labels=["host", "link", "priority"],
             )
@@ -127,11 +135,24 @@ class FabricCollector(Collector):
         temp = GaugeMetricFamily(
             "fabtop_link_temperature_celsius", "NIC/module temperature", labels=["host", "link"]
         )
+        # What the lossless rules read (the QoS tool's PFC map, else mlx5's counter names),
+        # so the alerts on pauses without PFC and drops on a lossless priority can be
+        # written in PromQL (deploy/prometheus, docs/EXPORT.md).
+        pfc = GaugeMetricFamily(
+            "fabtop_link_pfc_enabled",
+            "1 when PFC is enabled on the priority, 0 when not (absent: not known)",
+            labels=["host", "link", "priority"],
+        )
         gauges = {
             r: GaugeMetricFamily(m, h, labels=["host", "link", "priority"])
             for r, m, h in LINK_GAUGES
         }
         gpus = {f: GaugeMetricFamily(m, h, labels=["host", "gpu"]) for f, m, h, _ in GPU_GAUGES}
+        slowdown = GaugeMetricFamily(
+            "fabtop_gpu_thermal_slowdown",
+            "Clocks held down for heat: 0 no, 1 software (driver), 2 hardware (board)",
+            labels=["host", "gpu"],
+        )
         tokens = GaugeMetricFamily(
             "fabtop_inference_generated_tokens_per_second",
             "Generated tokens per second",
@@ -146,8 +167,11 @@ class FabricCollector(Collector):
         waiting = GaugeMetricFamily(
             "fabtop_inference_requests_waiting", "Requests waiting", labels=["host", "url"]
         )
+        now = st.now()
         for name, hs in st.hosts.items():
-            up.add_metric([name], 1.0 if hs.status == UP and hs.sample is not None else 0.0)
+            # A host gone silent is stale, never up: the same status its finding reads.
+            live = effective_status(hs, now, st.interval) == UP
+            up.add_metric([name], 1.0 if live and hs.sample is not None else 0.0)
             _add(frames, [name], hs.frames, priority=False)
             s = hs.sample
             if s is None:
@@ -157,6 +181,10 @@ class FabricCollector(Collector):
                 links_up.add_metric([name, lid], 1.0 if link_up(link.state) else 0.0)
                 _add(speed, [name, lid], link.rate_gbps, 1e9 / 8, priority=False)
                 _add(temp, [name, lid], link.temperature_c, priority=False)
+                lossless = lossless_prios(link)
+                if lossless is not None:
+                    for p in PRIOS:
+                        pfc.add_metric([name, lid, str(p)], 1.0 if p in lossless else 0.0)
                 for n, v in link.metrics.items():
                     cfam = counters.get(n)
                     if cfam is not None:
@@ -170,6 +198,7 @@ class FabricCollector(Collector):
             for g in s.gpus:
                 for f, _, _, scale in GPU_GAUGES:
                     _add(gpus[f], [name, str(g.index)], getattr(g, f), scale, priority=False)
+                slowdown.add_metric([name, str(g.index)], float(thermal_slowdown(g)))
             inf_rates = hs.rates.inference if hs.rates is not None else {}
             for inf in s.inference:
                 lab = [name, inf.url]
@@ -199,6 +228,10 @@ class FabricCollector(Collector):
         for src in st.sources.values():
             source_up.add_metric([src.name], 1.0 if src.up else 0.0)
         yield from (up, frames, links_up, speed, temp)
+        if pfc.samples:
+            yield pfc
+        if slowdown.samples:
+            yield slowdown
         yield from (fam for fam in counters.values() if fam.samples)
         yield from (fam for fam in gauges.values() if fam.samples)
         yield from (fam for fam in gpus.values() if fam.samples)

@@ -27,7 +27,7 @@ from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Finding
 from fabtop.core.rates import LinkRates
 from fabtop.core.rules import Evaluator, Judgement, NotJudged
-from fabtop.core.state import UP, FabricState
+from fabtop.core.state import UP, FabricState, effective_status
 from fabtop.core.thunderbolt import Cable, pair_cables
 from fabtop.run.outputs import OutputError, write_text
 
@@ -250,8 +250,11 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
     """The snapshot document for the current state (evaluated first: :func:`judge`)."""
     judged = judge(state)
     hosts: list[dict[str, Any]] = []
+    now = state.now()
     for name, hs in state.hosts.items():
         s, r = hs.sample, hs.rates
+        # A host gone silent is stale, never reachable: the status its finding reads.
+        status = effective_status(hs, now, state.interval)
         links = []
         gpus: list[dict[str, Any]] = []
         inference: list[dict[str, Any]] = []
@@ -266,9 +269,9 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
             {
                 "name": name,
                 "target": hs.target,
-                "reachable": hs.status == UP and s is not None,
+                "reachable": status == UP and s is not None,
                 "error": hs.error,
-                "status": hs.status,
+                "status": status,
                 "clock_ns": s.clock_ns if s else None,
                 "interval_s": r.interval_s if r else None,
                 "links": links,

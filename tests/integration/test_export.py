@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from fabtop.core.state import FabricState
-from fabtop.run.demo import demo_state
+from fabtop.run.demo import demo_state, feed_until
 from fabtop.run.export import registry_for, serve
 from fabtop.run.promsource import PrometheusSource, ethtool_stat_name
 from tests.conftest import REPO, skip_or_fail
@@ -60,6 +60,38 @@ async def test_scrape_parses_and_carries_the_fabric() -> None:
     finding = {(s.labels["rule"], s.labels["subject"]) for s in families["fabtop_finding"].samples}
     assert ("pfc_storm", "node3/enp65s0f0np0/prio3") in finding
     assert families["fabtop_gpu_temperature_celsius"].samples
+
+
+async def test_pfc_map_and_thermal_slowdown_are_exported_for_the_alerts() -> None:
+    """What the mixin's alerts on pauses without PFC, lossless drops and thermal slowdown
+    read: the lossless priorities the rules use and the GPU's thermal slowdown level."""
+    state, _, _ = demo_state(until_s=120.0)  # the demo's GPU thermal episode: node4 GPU 1
+    text = await _scrape(state)
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    pfc = {
+        (s.labels["host"], s.labels["link"], s.labels["priority"]): s.value
+        for s in families["fabtop_link_pfc_enabled"].samples
+    }
+    assert pfc[("node1", "enp65s0f0np0", "3")] == 1.0  # the demo's lossless priority
+    assert pfc[("node1", "enp65s0f0np0", "0")] == 0.0
+    assert {k[2] for k in pfc} == {str(p) for p in range(8)}
+    slow = {
+        (s.labels["host"], s.labels["gpu"]): s.value
+        for s in families["fabtop_gpu_thermal_slowdown"].samples
+    }
+    assert slow[("node4", "1")] == 2.0  # hardware slowdown: fabtop's finding is critical
+    assert slow[("node4", "0")] == 0.0
+    assert any(f.rule == "gpu_thermal_slowdown" for f in state.findings)
+
+
+async def test_a_host_gone_silent_is_not_up() -> None:
+    """fabtop_host_up says what the host_stale finding says: a silent host is blind."""
+    state, clock, fab = demo_state(until_s=20.0)
+    feed_until(fab, state, clock, 21.0, 40.0, silent=("node2",))
+    families = {f.name: f for f in text_string_to_metric_families(await _scrape(state))}
+    up = {s.labels["host"]: s.value for s in families["fabtop_host_up"].samples}
+    assert up["node2"] == 0.0 and up["node1"] == 1.0
+    assert any(f.rule == "host_stale" and f.subject == "node2" for f in state.findings)
 
 
 async def test_promtool_accepts_the_exposition(tmp_path: object) -> None:

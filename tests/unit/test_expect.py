@@ -29,7 +29,7 @@ from fabtop.core.expect import (
     finding,
 )
 from fabtop.core.state import DOWN, UP, HostState
-from fabtop.run.demo import demo_state
+from fabtop.run.demo import demo_state, feed_until
 from fabtop.run.outputs import OutputError
 
 HOST = [{"name": "node[1-3]"}]
@@ -358,3 +358,12 @@ def test_check_fabric_gates_every_host_that_has_an_expectation() -> None:
     state, _, _ = demo_state(until_s=4.0)
     got = check_fabric(state, {"node1": Expect(gpus=3), "node2": None, "node3": Expect(gpus=2)})
     assert [(u.host, u.field, u.expected, u.found) for u in got] == [("node1", "gpus", 3, 2)]
+
+
+def test_a_host_gone_silent_is_unchecked_not_met_by_its_old_sample() -> None:
+    """Blind is not healthy: a stale host's last sample meets no expectation."""
+    state, clock, fab = demo_state(until_s=4.0)
+    feed_until(fab, state, clock, 5.0, 30.0, silent=("node2",))
+    got = check_fabric(state, {"node1": Expect(gpus=2), "node2": Expect(gpus=2)})
+    assert [(u.host, u.field, u.status) for u in got] == [("node2", "host", UNCHECKED)]
+    assert "stale" in got[0].why

@@ -215,3 +215,16 @@ def test_csv_and_prometheus_forms_carry_the_same_findings_and_not_judged() -> No
     assert skipped == {n["rule"]: n["needs_s"] for n in doc["not_judged"]}
     (span,) = [r for r in rows if r["kind"] == "snapshot" and r["name"] == "span_s"]
     assert float(span["value"]) == doc["span_s"]
+
+
+def test_a_host_gone_silent_is_not_reachable_in_the_snapshot() -> None:
+    """Blind is not healthy: a stale host is said so, as its host_stale finding says."""
+    from fabtop.run.demo import demo_state, feed_until
+
+    state, clock, fab = demo_state(until_s=4.0)
+    feed_until(fab, state, clock, 5.0, 30.0, silent=("node2",))
+    doc = snapshot.build(state, 1.0)
+    hosts = {h["name"]: h for h in doc["hosts"]}
+    assert hosts["node2"]["reachable"] is False and hosts["node2"]["status"] == "stale"
+    assert hosts["node1"]["reachable"] is True
+    assert any(f["rule"] == "host_stale" and f["subject"] == "node2" for f in doc["findings"])

@@ -15,7 +15,9 @@ from fabtop.core.rules.kinds import window_rule
 from fabtop.core.rules.pauses import BYTES_PER_S, PAUSE_PER_S, flat_limit
 from fabtop.core.units import si
 
-_ECN_RATES = tuple(m.per_s for m in (Metric.ECN_MARKED, Metric.CNP_SENT, Metric.CNP_HANDLED))
+# ECN's signs of life: any of them moving says DCQCN marks (the mixin's alert sums them too).
+ECN_SIGNALS = (Metric.ECN_MARKED, Metric.CNP_SENT, Metric.CNP_HANDLED)
+_ECN_RATES = tuple(m.per_s for m in ECN_SIGNALS)
 
 
 def _moving(ctx: RuleContext, lt: LinkTick) -> bool:

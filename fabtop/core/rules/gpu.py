@@ -10,6 +10,22 @@ from fabtop.core.rules.kinds import window_rule
 # nvidia_smi parser names (NVML clock event reason bits 0x20 / 0x40).
 _SW_THERMAL = "sw_thermal_slowdown"
 _HW_THERMAL = "hw_thermal_slowdown"
+# What thermal_slowdown() says: none, software (the driver's), hardware (the board's).
+NO_SLOWDOWN, SW_SLOWDOWN, HW_SLOWDOWN = 0, 1, 2
+
+
+def thermal_reasons(g: GpuSample) -> list[str]:
+    """The thermal ones among ``g``'s clock event reasons: what the rule fires on."""
+    return [r for r in g.throttle_reasons if "thermal" in r.lower()]
+
+
+def thermal_slowdown(g: GpuSample) -> int:
+    """How ``g``'s clocks are held down for heat, as the rule's severity reads it (the
+    exporter's ``fabtop_gpu_thermal_slowdown``)."""
+    reasons = thermal_reasons(g)
+    if not reasons:
+        return NO_SLOWDOWN
+    return HW_SLOWDOWN if any(r.lower() == _HW_THERMAL for r in reasons) else SW_SLOWDOWN
 
 
 def _gpus(ctx: RuleContext) -> list[tuple[str, GpuSample, float, float]]:
@@ -36,9 +52,7 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     remembered = ctx.remembers("gpu_thermal_slowdown")
     out: list[Finding] = []
     for host, g, t, dt in _gpus(ctx):
-        reasons = (
-            [r for r in g.throttle_reasons if "thermal" in r.lower()] if g.throttle_reasons else []
-        )
+        reasons = thermal_reasons(g)
         if not reasons and not remembered:
             continue  # not throttled and nothing remembered
         subject = f"{host}/gpu{g.index}"

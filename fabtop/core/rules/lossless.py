@@ -20,12 +20,12 @@ from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
 from fabtop.core.units import si
 
 # Per-priority drop counters; any of them moving on a lossless priority is a loss.
-_DROP_RATES = tuple(
-    m.per_s for m in (Metric.RX_DISCARDS_PRIO, Metric.RX_BUF_DISCARD, Metric.RX_CONG_DISCARD)
-)
+PRIO_DROPS = (Metric.RX_DISCARDS_PRIO, Metric.RX_BUF_DISCARD, Metric.RX_CONG_DISCARD)
+_DROP_RATES = tuple(m.per_s for m in PRIO_DROPS)
+# RoCE's signs of a lost packet (out-of-sequence on the lossless fabric).
+SEQUENCE_ERRORS = (Metric.OUT_OF_SEQUENCE, Metric.PACKET_SEQ_ERR)
 # Looked up once: an enum member costs a class attribute lookup per read, per link.
-_OOS_PER_S = Metric.OUT_OF_SEQUENCE.per_s
-_SEQ_ERR_PER_S = Metric.PACKET_SEQ_ERR.per_s
+_OOS_PER_S, _SEQ_ERR_PER_S = (m.per_s for m in SEQUENCE_ERRORS)
 # Either measure of received pauses: frames per second or the share of time held.
 _RX_PAUSED = (PAUSE_PER_S["rx"], PAUSE_RATIO["rx"])
 _SWITCH_CHECK = (
