@@ -52,14 +52,14 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
     remembered = ctx.remembers("gpu_thermal_slowdown")
     out: list[Finding] = []
     for host, g, t, dt in _gpus(ctx):
-        reasons = thermal_reasons(g)
-        if not reasons and not remembered:
+        slowdown = thermal_slowdown(g)
+        if slowdown == NO_SLOWDOWN and not remembered:
             continue  # not throttled and nothing remembered
         subject = f"{host}/gpu{g.index}"
         key = ("gpu_thermal_slowdown", subject)
         found = None
-        if reasons:
-            hw = any(r.lower() == _HW_THERMAL for r in reasons)
+        if slowdown != NO_SLOWDOWN:
+            hw = slowdown == HW_SLOWDOWN
             clock = f" at {g.sm_clock_mhz:.0f} MHz" if g.sm_clock_mhz is not None else ""
             temp = f", {g.temperature_c:.0f} °C" if g.temperature_c is not None else ""
             found = Finding(
@@ -67,7 +67,7 @@ def gpu_thermal_slowdown(ctx: RuleContext) -> list[Finding]:
                 severity="critical" if hw else "warning",
                 subject=subject,
                 summary=(
-                    f"{host} GPU {g.index}: {'hardware' if hw else 'software'} thermal slowdown "
+                    f"{host} GPU {g.index}: {'hardware' if hw else 'software'} thermal slowdown"
                     f"{clock}{temp}: it is slowing the whole job"
                 ),
                 evidence={
