@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 from textual.widgets import Input
 
 from fabtop.config import HostConfig
@@ -126,11 +127,40 @@ async def test_the_filter_language_as_typed_fields_inversion_a_bad_term_and_esc(
         assert "/ " not in str(app.screen.query_one(TopBar).render())
 
 
+async def test_past_64_links_healthy_ones_fold_per_host_worst_first_and_z_unfolds() -> None:
+    app, _, _ = make(hosts=33)  # 66 links; node3's first port in a PFC storm
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        t = links(app)
+        keys = t.row_keys()
+        # The storm on top, alone; every host's healthy links one row ("2 links up").
+        assert keys[0] == "node3\x1fenp65s0f0np0"
+        assert len(keys) == 1 + 33  # node3's healthy port is a row of its own, not a fold
+        assert "node1\x1f" in keys and cell(t, "node1\x1f", "link") == "2 links up"
+        assert (
+            "64 healthy links folded"
+            in Text.from_markup(app.screen.query_one(HostTable).border_subtitle or "").plain
+        )
+        # Enter on a host's folded row opens its links in place.
+        t.move_cursor(row=keys.index("node1\x1f"))
+        await pilot.press("enter")
+        assert {"node1\x1fenp65s0f0np0", "node1\x1fenp65s0f1np1"} <= set(t.row_keys())
+        await pilot.press("z")  # every link
+        assert len(t.row_keys()) == 66
+        await pilot.press("z")  # folded again, node1 too
+        assert "node1\x1f" in t.row_keys() and len(t.row_keys()) == 34
+
+
 async def test_sort_key_and_header_click_reorder_the_links() -> None:
     app, _, _ = make()
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        await pilot.press("o")  # host -> rx
+        # Worst first by default: the stormed port on top, the rest in host order.
+        keys = links(app).row_keys()
+        assert links(app).sort_spec.key == "worst"
+        assert keys[0] == "node3\x1fenp65s0f0np0"
+        assert keys[1:3] == ["node1\x1fenp65s0f0np0", "node1\x1fenp65s0f1np1"]
+        await pilot.press("o", "o")  # worst -> host -> rx
         keys = links(app).row_keys()
         assert links(app).sort_spec.key == "rx"
         # node1/node2 port 0 carry 120+ Gb/s, node3's stormed port 40+, the rest 30
@@ -453,6 +483,7 @@ async def test_rows_scrolled_into_view_show_the_latest_tick() -> None:
     app, state, clock = make(hosts=12)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
+        await pilot.press("o")  # host order: worst first would lift the silent host's links
         t = links(app)
         last = t.row_keys()[-1]
         assert t.row_count > t.size.height  # the last link starts off-screen

@@ -126,6 +126,8 @@ async def test_sort_shows_its_column_and_direction_and_O_reverses_it() -> None:
     app, _, _ = make()
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
+        assert "sort: worst first ▲" in state_line(app)  # the default: no column of its own
+        await pilot.press("o")
         assert labels(app)["host"] == "Host ▲"
         assert "sort: host ▲" in state_line(app)
         await pilot.press("o")  # host -> rx, biggest first
@@ -149,7 +151,7 @@ async def test_at_80_columns_the_sort_arrow_fits_its_header() -> None:
     app, _, _ = make()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        await pilot.press("o", "o", "o", "o", "o")  # rx, tx, line, loss, pause rx
+        await pilot.press("o", "o", "o", "o", "o", "o")  # host, rx, tx, line, loss, pause rx
         t = app.screen.query_one(LinkTable)
         col = next(c for c in t.ordered_columns if str(c.key.value) == "prx")
         assert col.label.plain.endswith("▼") and len(col.label.plain) <= col.width

@@ -5,33 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fabtop.core.findings import SEVERITIES, Finding
+from fabtop.core.findings import SEVERITIES
 from fabtop.core.state import FabricState, effective_status
 from fabtop.fabtest.rails import rails
 from fabtop.run.link_filter import LinkFacts, LinkFilter
-from tui.rows.links import HostRow, LinkRow
+from tui.rows.links import HostRow, LinkRow, finding_index
 
 RailConfig = Mapping[tuple[str, str], int]
-
-
-def _worst(a: str | None, b: str) -> str:
-    if a is None or SEVERITIES.index(b) > SEVERITIES.index(a):
-        return b
-    return a
-
-
-def _findings(findings: Sequence[Finding]) -> dict[tuple[str, str | None], tuple[set[str], str]]:
-    """(host, link id or None for the host) -> the rules found there and the worst severity."""
-    out: dict[tuple[str, str | None], tuple[set[str], str]] = {}
-    for f in findings:
-        host = f.port.host if f.port is not None else f.host
-        if host is None or f.severity not in SEVERITIES:
-            continue
-        key = (host, f.port.link if f.port is not None else None)
-        rules, sev = out.get(key, (set(), f.severity))
-        rules.add(f.rule)
-        out[key] = (rules, _worst(sev, f.severity))
-    return out
 
 
 def narrowed(
@@ -46,7 +26,7 @@ def narrowed(
     it holds for one of its links, or for the host itself (a host down has no link rows)."""
     if not flt:
         return list(hosts), list(links)
-    found = _findings(state.findings) if flt.needs_findings() else {}
+    found = finding_index(state.findings) if flt.needs_findings() else {}
     rail_of: dict[tuple[str, str], int] = {}
     if flt.needs_rails():
         samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
@@ -56,11 +36,9 @@ def narrowed(
     status = {n: effective_status(hs, now, state.interval) for n, hs in state.hosts.items()}
 
     def facts(host: str, link: str, row: LinkRow | None) -> LinkFacts:
-        rules, sev = found.get((host, None), (set(), None))
-        if row is not None:
-            more, worse = found.get((host, link), (set(), None))
-            rules = rules | more
-            sev = _worst(sev, worse) if worse is not None else sev
+        got = [found[k] for k in ((host, None), (host, link)) if k in found and (row or not k[1])]
+        rules = frozenset().union(*(r for r, _ in got))
+        sev = max((s for _, s in got), key=SEVERITIES.index, default=None)
         return LinkFacts(
             host=host,
             link=link,
@@ -69,7 +47,7 @@ def narrowed(
             state=row.state if row is not None else None,
             host_state=status.get(host),
             rail=rail_of.get((host, link)),
-            rules=frozenset(rules),
+            rules=rules,
             severity=sev,
         )
 

@@ -8,13 +8,14 @@ named here, once, through :mod:`collectors.vocabulary`.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from collectors.samples import LinkSample, MetricValue, RateValue
 from collectors.vocabulary import Derived, InferenceRate, Metric
 from fabtop.core.coverage import Coverage, coverage
 from fabtop.core.deltas import counts_since
-from fabtop.core.findings import SEVERITIES
+from fabtop.core.findings import SEVERITIES, Finding
 from fabtop.core.rates import LinkRates
 from fabtop.core.state import (
     CONNECTING,
@@ -116,6 +117,10 @@ class LinkRow:
     d_pause_tx: float | None = None
     d_ecn: float | None = None
     d_cnp: float | None = None
+    # How bad it is, for worst first: 0 healthy; 1..3 its (or its host's) worst finding,
+    # info to critical; a link down 2; a host not reporting 3.
+    badness: int = 0
+    folded: int = 0  # a host's healthy links folded into this one row: how many
 
     @property
     def key(self) -> str:
@@ -196,12 +201,40 @@ def link_row(
     )
 
 
+Found = dict[tuple[str, str | None], tuple[frozenset[str], str]]
+
+
+def finding_index(findings: Sequence[Finding]) -> Found:
+    """(host, link id; None for the host itself) -> the rules found there and the worst
+    severity: what the filter, worst first and the grid read."""
+    out: dict[tuple[str, str | None], tuple[set[str], str]] = {}
+    for f in findings:
+        host = f.port.host if f.port is not None else f.host
+        if host is None or f.severity not in SEVERITIES:
+            continue
+        key = (host, f.port.link if f.port is not None else None)
+        rules, sev = out.get(key, (set(), f.severity))
+        rules.add(f.rule)
+        out[key] = (rules, max(sev, f.severity, key=SEVERITIES.index))
+    return {k: (frozenset(r), s) for k, (r, s) in out.items()}
+
+
+def _badness(found: Found, host: str, lid: str, state: str | None, live: bool) -> int:
+    worst = 3 if not live else 2 if state in ("down", "disabled") else 0
+    for key in ((host, lid), (host, None)):
+        got = found.get(key)
+        if got is not None:
+            worst = max(worst, SEVERITIES.index(got[1]) + 1)
+    return worst
+
+
 def link_rows(
     state: FabricState, now: float, interval: float, show_virtual: bool = False
 ) -> list[LinkRow]:
     """Every link of every host that has a sample (virtual netdevs and empty Thunderbolt
     receptacles only when asked)."""
     rows = []
+    found = finding_index(state.findings)
     for hs in state.hosts.values():
         s = hs.sample
         if s is None:
@@ -217,8 +250,60 @@ def link_rows(
             ):
                 continue
             base = base_sample.links.get(lid) if base_sample is not None else None
-            rows.append(link_row(hs, link, rates.get(lid), live, base))
+            row = link_row(hs, link, rates.get(lid), live, base)
+            row.badness = _badness(found, hs.name, lid, link.state, live)
+            rows.append(row)
     return rows
+
+
+FOLD_KIND = "links"  # a folded row's kind (its link column says how many)
+
+
+def folded(rows: Sequence[LinkRow], open_hosts: set[str]) -> list[LinkRow]:
+    """``rows`` with each host's healthy links (two or more) folded into one row that sums
+    their traffic ("node17  8 links up  380 Gb/s"), but for the hosts in ``open_hosts``;
+    links with anything to say stay rows of their own."""
+    healthy: dict[str, list[LinkRow]] = {}
+    out: list[LinkRow] = []
+    for r in rows:
+        if r.badness == 0 and r.host not in open_hosts:
+            healthy.setdefault(r.host, []).append(r)
+        else:
+            out.append(r)
+    for host, rs in healthy.items():
+        if len(rs) == 1:
+            out.append(rs[0])
+            continue
+        out.append(
+            LinkRow(
+                host=host,
+                lid="",
+                kind=FOLD_KIND,
+                link_layer=None,
+                state="up",
+                speed_gbps=None,
+                rx_bps=_total(r.rx_bps for r in rs),
+                tx_bps=_total(r.tx_bps for r in rs),
+                line_ratio=None,
+                rdma_share=None,
+                loss_per_s=_total(r.loss_per_s for r in rs),
+                pause_rx_per_s=_total(r.pause_rx_per_s for r in rs),
+                pause_tx_per_s=_total(r.pause_tx_per_s for r in rs),
+                pause_time_ratio=None,
+                ecn_per_s=_total(r.ecn_per_s for r in rs),
+                cnp_per_s=_total(r.cnp_per_s for r in rs),
+                temperature_c=max((r.temperature_c for r in rs if r.temperature_c), default=None),
+                gap=False,
+                live=all(r.live for r in rs),
+                folded=len(rs),
+            )
+        )
+    return out
+
+
+def _total(vals: Iterable[float | None]) -> float | None:
+    got = [v for v in vals if v is not None]
+    return sum(got) if got else None
 
 
 @dataclass(slots=True)

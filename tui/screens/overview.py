@@ -19,7 +19,7 @@ from fabtop.run.link_filter import FilterError, LinkFilter, parse
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.links import host_rows, link_rows, summary
+from tui.rows.links import folded, host_rows, link_rows, summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.host_table import HostTable
@@ -28,6 +28,8 @@ from tui.widgets.top_bar import TopBar
 
 # Past this many links the filter applies on Enter, not on each key.
 LIVE_FILTER_MAX_LINKS = 256
+# Past this many links each host's healthy links start folded into one row (z unfolds).
+FOLD_PAST_LINKS = 64
 
 
 def delta_marker(ctx: ViewContext) -> str | None:
@@ -39,7 +41,14 @@ def delta_marker(ctx: ViewContext) -> str | None:
     return f"since r {fmt.age(ctx.now() - ctx.baseline_at)}"
 
 
-def state_line(host: str | None, needle: str, sort: str, descending: bool, virtual: bool) -> Text:
+def state_line(
+    host: str | None,
+    needle: str,
+    sort: str,
+    descending: bool,
+    virtual: bool,
+    folded: int = 0,
+) -> Text:
     """``links: node3 only · filter: enp65 · sort: rx ▼ · Esc shows all``."""
     t = Text(" ")
     narrowed = host is not None or bool(needle)
@@ -56,6 +65,8 @@ def state_line(host: str | None, needle: str, sort: str, descending: bool, virtu
     t.append(" (o next, O reverse)" if not narrowed else "")
     if virtual:
         t.append(" · virtual shown")
+    if folded:
+        t.append(f" · {folded} healthy links folded (z unfolds, Enter opens a host's)")
     if narrowed:
         t.append(" · Esc shows all", "bold")
     t.append(" ")
@@ -71,6 +82,7 @@ class OverviewScreen(DataScreen):
         # The state line above the links says "O reverse"; the footer keeps its room.
         Binding("O", "reverse_sort", "reverse the sort", key_display="O", show=False),
         Binding("v", "toggle_virtual", "virtual"),
+        Binding("z", "toggle_fold", "fold healthy"),
         Binding("i", "host_detail", "host detail"),
         Binding("enter", "open_link", "link detail, host detail (on a host)", show=False),
         Binding("escape", "clear_filter", "show all links", show=False),
@@ -82,6 +94,11 @@ class OverviewScreen(DataScreen):
         self.filter_text = ctx.link_filter.text
         self.link_filter = ctx.link_filter
         self._links_total = 0
+        # Healthy links folded per host: None until the user says (then past
+        # FOLD_PAST_LINKS); the hosts opened with Enter on their folded row.
+        self.fold: bool | None = None
+        self.open_hosts: set[str] = set()
+        self._folded = 0
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
@@ -117,6 +134,12 @@ class OverviewScreen(DataScreen):
             hosts, links = narrowed(self.link_filter, state, hosts, links, now, rail_cfg)
         if ctx.links_host is not None:
             links = [r for r in links if r.host == ctx.links_host]
+        fold = self.fold if self.fold is not None else self._links_total > FOLD_PAST_LINKS
+        self._folded = 0
+        if fold:
+            shown = len(links)
+            links = folded(links, self.open_hosts)
+            self._folded = sum(r.folded for r in links) if len(links) < shown else 0
         s = summary(state, now, ival)
         top = self.query_one(TopBar)
         top.filtered = self.link_filter.text
@@ -145,6 +168,7 @@ class OverviewScreen(DataScreen):
             lt.sort_spec.label,
             lt.descending,
             self.ctx.show_virtual,
+            self._folded,
         )
 
     # actions -----------------------------------------------------------------
@@ -208,10 +232,21 @@ class OverviewScreen(DataScreen):
         if key is not None:
             self._open(key)
 
+    def action_toggle_fold(self) -> None:
+        """Fold each host's healthy links into one row, or show every link."""
+        fold = self.fold if self.fold is not None else self._links_total > FOLD_PAST_LINKS
+        self.fold = not fold
+        self.open_hosts.clear()
+        self.refresh_view()
+
     def _open(self, key: str) -> None:
         from tui.screens.link_detail import LinkDetailScreen
 
         host, _, lid = key.partition("\x1f")
+        if not lid:  # a host's folded healthy links: open them in place
+            self.open_hosts.add(host)
+            self.refresh_view()
+            return
         self.app.push_screen(LinkDetailScreen(self.ctx, host, lid))
 
     # events ------------------------------------------------------------------

@@ -24,6 +24,7 @@ SPARK_W = 5
 VIEW_MARGIN = 8  # rows beyond the visible ones whose cells are kept current
 HOT_PAUSE_STYLE = "bold white on red"
 BPS = {"rx": Derived.RX_BPS, "tx": Derived.TX_BPS}  # the sparklines' series
+UNKNOWN_SPEED_FLOOR_BPS = 1e9
 DOWN_ARROW, UP_ARROW = "▼", "▲"  # the sorted column's header: descending, ascending
 
 
@@ -45,8 +46,15 @@ def _num(v: float | None) -> float:
     return -1.0 if v is None else v
 
 
+def _by_host(r: LinkRow) -> tuple[str, int, str]:
+    return r.host, KIND_RANK.get(r.kind, 5), r.lid
+
+
 SORTS: tuple[SortSpec, ...] = (
-    SortSpec("host", "host", lambda r: (r.host, KIND_RANK.get(r.kind, 5), r.lid), False),
+    # The default: links with a finding, down or on a host not reporting on top, worst
+    # first; the rest as the host order has them (a quiet fabric reads as before).
+    SortSpec("worst", "worst first", lambda r: (-r.badness, *_by_host(r)), False),
+    SortSpec("host", "host", _by_host, False),
     SortSpec("rx", "rx", lambda r: _num(r.rx_bps)),
     SortSpec("tx", "tx", lambda r: _num(r.tx_bps)),
     SortSpec("line", "% line", lambda r: _num(r.line_ratio)),
@@ -57,7 +65,7 @@ SORTS: tuple[SortSpec, ...] = (
     SortSpec("cnp", "CNP", lambda r: _num(r.cnp_per_s)),
     SortSpec("temp", "temp", lambda r: _num(r.temperature_c)),
 )
-SORT_BY_COLUMN = {s.key: s for s in SORTS} | {"link": SORTS[0]}
+SORT_BY_COLUMN = {s.key: s for s in SORTS} | {"link": SORTS[1]}
 
 
 def link_columns(width: int, delta: bool) -> list[Column]:
@@ -140,9 +148,10 @@ def link_cells(
 ) -> dict[str, Spec]:
     """The cells of one link row, coloured at ``thresholds`` (the state's)."""
     base = "" if r.live else DIM
+    name = f"{r.folded} links up" if r.folded else fmt.middle(r.lid, link_w)
     cells: dict[str, Spec] = {
         "host": Spec(r.host, base or "bold", None, True, "ellipsis"),
-        "link": Spec(fmt.middle(r.lid, link_w), base, None, True),
+        "link": Spec(name, base or ("dim" if r.folded else ""), None, True),
         "type": Spec(f"{_kind(r):<4} {fmt.speed(r.speed_gbps):>4}", base),
         "state": _state(r),
     }
@@ -261,19 +270,24 @@ class LinkTable(KeyedTable):
         spark = None
         if history is not None and any(c.key == "rx" and (c.width or 0) > 6 for c in cols):
             span = SPARK_W * interval + interval / 2
-            # Links of unknown speed share one scale (the busiest of them, with headroom):
-            # scaled each to its own peak, an idle management port drew a full bar.
-            shared = 1.25 * max(
-                (
-                    v
-                    for r in rows
-                    if not r.speed_gbps
-                    for side in BPS
-                    if (h := history.get((r.host, r.lid, BPS[side]))) is not None
-                    for v in h.last(SPARK_W, span)
-                    if v is not None
+            # Links of unknown speed share one scale (the busiest of them, with headroom,
+            # and never under 1 Gb/s, the slowest Ethernet a host has): scaled each to its
+            # own peak, an idle management port drew a full bar.
+            shared = max(
+                UNKNOWN_SPEED_FLOOR_BPS,
+                1.25
+                * max(
+                    (
+                        v
+                        for r in rows
+                        if not r.speed_gbps
+                        for side in BPS
+                        if (h := history.get((r.host, r.lid, BPS[side]))) is not None
+                        for v in h.last(SPARK_W, span)
+                        if v is not None
+                    ),
+                    default=0.0,
                 ),
-                default=0.0,
             )
 
             def spark(r: LinkRow, side: str) -> str:
@@ -290,7 +304,7 @@ class LinkTable(KeyedTable):
         ordered = sorted(rows, key=spec.value, reverse=descending)  # type: ignore[arg-type]
         if descending and spec.key != "host":
             # equal values keep host order, so a quiet fabric does not shuffle
-            ordered = sorted(rows, key=SORTS[0].value)  # type: ignore[arg-type]
+            ordered = sorted(rows, key=_by_host)
             ordered.sort(key=spec.value, reverse=True)  # type: ignore[arg-type]
         link_w = next((c.width or 13) for c in cols if c.key == "link")
         self._shown = (rows, width, history, interval, delta, thresholds)
