@@ -1,0 +1,67 @@
+"""Both Linux probes declare the generation a host's layout is keyed on (docs/PROBE.md
+"Generation"): a change on the node moves it, on the next tick for a per-tick file and on
+the next slow tick for a slow tool, and the sample of that tick shows the change."""
+
+# ruff: noqa: F811
+# (pytest fixtures imported from test_probe are redefined as test parameters)
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from collectors.assemble import assemble
+from collectors.layout import declared
+from collectors.probe import build_argv
+from fabtop.core.pipeline import Pipeline
+from tests.integration.test_probe import (  # noqa: F401
+    MLNX_QOS,
+    Probe,
+    _args,
+    _start,
+    _write_tool,
+    node,
+    run_probe,
+)
+
+
+@pytest.mark.parametrize("impl", ["sh", "python"])
+def test_a_change_on_the_node_moves_the_generation_and_reaches_the_sample(
+    impl: str, node: Path, fixtures_dir: Path, run_probe: list[Probe]
+) -> None:
+    qos = node / "qos.txt"
+    qos.write_text((fixtures_dir / MLNX_QOS).read_text())
+    _write_tool(node / "bin", "mlnx_qos", f'cat "{qos}"\n')
+    args = replace(_args(node, probe=impl), slow_ticks=4, max_frames=10, interval_ms=250)
+    probe = _start(run_probe, ["sh", "-s", "--", *build_argv(args)], node)
+    frames = probe.frames(2, deadline_s=15)
+    assert len(frames) == 2
+    # On the node, after the second frame: a per-tick file and a slow tool's output.
+    (node / "sys/class/net/eth0/mtu").write_text("9000\n")
+    qos.write_text(qos.read_text().replace("trust state: dscp", "trust state: pcp"))
+    frames += probe.frames(8, deadline_s=20)
+    assert len(frames) == 10 and probe.decoder.take_warnings() == []
+    gens = []
+    pipe, carry = Pipeline(), Pipeline()
+    mtu, trust = [], []
+    for f in frames:
+        sec = f.find("probe")
+        assert sec is not None
+        gens.append(declared(sec.text))
+        sample, _ = pipe.apply_frame("n1", f)
+        # Through the kept layout: what a new build of the frame gives.
+        assert repr(sample) == repr(assemble("n1", carry.with_slow_sections("n1", f), {}))
+        link = sample.links["eth0"]
+        assert link.qos is not None
+        mtu.append(link.mtu)
+        trust.append(link.qos.trust)
+    assert all(g is not None and g.split(".")[1].isdigit() for g in gens), gens
+    assert len({g.split(".")[0] for g in gens if g}) == 1  # one run
+    # Slow frames are the 1st, 5th and 9th: the QoS shows on the 5th, the MTU on the 3rd.
+    assert mtu[:2] == [1500, 1500] and set(mtu[2:]) == {9000}
+    assert trust[:4] == ["dscp"] * 4 and set(trust[4:]) == {"pcp"}
+    assert gens[2] != gens[1] and gens[4] != gens[3]
+    # Between slow frames, with nothing changed on the node, the generation holds.
+    assert gens[5] == gens[6] == gens[7]
