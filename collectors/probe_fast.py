@@ -280,7 +280,11 @@ class Generation(object):
     differs from what was last sent under its kind and subject (a slow section's on its
     slow tick, a per-tick one's on any tick) and ``run`` names this probe's run (a new
     stream starts again from 1). Values by position move nothing: the collector reads
-    them every tick, and sees their schema ids and every section's header itself."""
+    them every tick, and sees their schema ids and every section's header itself.
+
+    The last text of each section is kept whole (about one frame's text), not as a
+    checksum: a change is never missed, and a comparison stops at the first line that
+    differs."""
 
     def __init__(self, run: str) -> None:
         self.run = run
@@ -292,6 +296,9 @@ class Generation(object):
     def section(self, kind: str, subj: str, det: str, lines: List[bytes]) -> None:
         """One section as it is written (after its caps)."""
         if kind in GEN_PER_TICK or kind == "probe" or det.startswith("schema="):
+            return
+        if kind == "schema":  # names (re)defined or dropped: nothing to keep of them
+            self.moved = True
             return
         if kind in ("sysnet", "sysib"):
             lines = [ln if b"/hwmon/" not in ln else temp_less(ln) for ln in lines]

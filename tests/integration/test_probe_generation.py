@@ -7,15 +7,19 @@ the next slow tick for a slow tool, and the sample of that tick shows the change
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from collectors.assemble import assemble
+from collectors.frames import Frame, FrameDecoder
 from collectors.layout import declared
-from collectors.probe import build_argv
+from collectors.probe import ProbeArgs, build_argv, probe_script
 from fabtop.core.pipeline import Pipeline
+from tests.integration.sshd import Sshd
 from tests.integration.test_probe import (  # noqa: F401
     MLNX_QOS,
     Probe,
@@ -27,22 +31,53 @@ from tests.integration.test_probe import (  # noqa: F401
 )
 
 
+async def _over_ssh(sshd: Sshd, args: ProbeArgs, change: Callable[[], None]) -> list[Frame]:
+    """Ten frames of the probe run through real sshd on loopback; ``change`` after two."""
+    t = sshd.transport()
+    await t.connect()
+    stream = t.stream(probe_script(), build_argv(args))
+    dec, frames = FrameDecoder(), []
+    try:
+        async with asyncio.timeout(30):
+            async for chunk in stream:
+                before = len(frames)
+                frames += dec.feed(chunk)
+                if before < 2 <= len(frames):
+                    change()
+                if len(frames) >= 10:
+                    break
+    finally:
+        await stream.aclose()
+        await t.close()
+    assert dec.take_warnings() == []
+    return frames[:10]
+
+
+@pytest.mark.parametrize("via", ["local", "ssh"])
 @pytest.mark.parametrize("impl", ["sh", "python"])
 def test_a_change_on_the_node_moves_the_generation_and_reaches_the_sample(
-    impl: str, node: Path, fixtures_dir: Path, run_probe: list[Probe]
+    impl: str, via: str, node: Path, fixtures_dir: Path, run_probe: list[Probe], sshd: Sshd
 ) -> None:
     qos = node / "qos.txt"
     qos.write_text((fixtures_dir / MLNX_QOS).read_text())
     _write_tool(node / "bin", "mlnx_qos", f'cat "{qos}"\n')
     args = replace(_args(node, probe=impl), slow_ticks=4, max_frames=10, interval_ms=250)
-    probe = _start(run_probe, ["sh", "-s", "--", *build_argv(args)], node)
-    frames = probe.frames(2, deadline_s=15)
-    assert len(frames) == 2
-    # On the node, after the second frame: a per-tick file and a slow tool's output.
-    (node / "sys/class/net/eth0/mtu").write_text("9000\n")
-    qos.write_text(qos.read_text().replace("trust state: dscp", "trust state: pcp"))
-    frames += probe.frames(8, deadline_s=20)
-    assert len(frames) == 10 and probe.decoder.take_warnings() == []
+
+    def change() -> None:
+        """On the node, after the second frame: a per-tick file and a slow tool's output."""
+        (node / "sys/class/net/eth0/mtu").write_text("9000\n")
+        qos.write_text(qos.read_text().replace("trust state: dscp", "trust state: pcp"))
+
+    if via == "ssh":
+        frames = asyncio.run(_over_ssh(sshd, args, change))
+    else:
+        probe = _start(run_probe, ["sh", "-s", "--", *build_argv(args)], node)
+        frames = probe.frames(2, deadline_s=15)
+        assert len(frames) == 2
+        change()
+        frames += probe.frames(8, deadline_s=20)
+        assert probe.decoder.take_warnings() == []
+    assert len(frames) == 10
     gens = []
     pipe, carry = Pipeline(), Pipeline()
     mtu, trust = [], []
