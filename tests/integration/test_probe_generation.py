@@ -24,6 +24,8 @@ from tests.integration.test_probe import (  # noqa: F401
     MLNX_QOS,
     Probe,
     _args,
+    _awk_shim,
+    _shell_argv,
     _start,
     _write_tool,
     node,
@@ -100,3 +102,32 @@ def test_a_change_on_the_node_moves_the_generation_and_reaches_the_sample(
     assert gens[2] != gens[1] and gens[4] != gens[3]
     # Between slow frames, with nothing changed on the node, the generation holds.
     assert gens[5] == gens[6] == gens[7]
+
+
+@pytest.mark.parametrize("awk", ["gawk", "mawk", "busybox", "original-awk"])
+def test_every_awk_declares_alike_and_a_temperature_moves_nothing(
+    awk: str, node: Path, run_probe: list[Probe]
+) -> None:
+    """The sh probe's generation in each awk it runs on: it holds while only a NIC
+    temperature moves (the collector reads those every tick) and moves with the MTU."""
+    device = node / "sys/class/net/eth0/device"
+    device.unlink()
+    hwmon = device / "hwmon/hwmon9"
+    hwmon.mkdir(parents=True)
+    (hwmon / "name").write_text("mlx5\n")
+    temp = hwmon / "temp1_input"
+    temp.write_text("57000\n")
+    args = replace(_args(node), slow_ticks=100000, max_frames=6, interval_ms=250)
+    probe = _start(run_probe, _shell_argv("dash", args), node, _awk_shim(node, awk))
+    frames = probe.frames(2, deadline_s=15)
+    temp.write_text("61000\n")
+    frames += probe.frames(2, deadline_s=15)
+    (node / "sys/class/net/eth0/mtu").write_text("9000\n")
+    frames += probe.frames(2, deadline_s=15)
+    assert len(frames) == 6
+    gens = [declared(f.find("probe").text) for f in frames]  # type: ignore[union-attr]
+    pipe = Pipeline()
+    links = [pipe.apply_frame("n1", f)[0].links["eth0"] for f in frames]
+    assert [ln.temperature_c for ln in links[1:4:2]] == [57.0, 61.0]
+    assert gens[1] == gens[2] == gens[3] != gens[4] == gens[5], gens
+    assert [ln.mtu for ln in links] == [1500] * 4 + [9000] * 2
