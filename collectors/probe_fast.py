@@ -264,14 +264,30 @@ GEN_TICK_NOTES = (b"interval_ms ", b"slow ", b"skipped_ticks ", b"ethtool_ioctls
 # line every tick (collectors/layout.py _HWMON_LINE, the same pattern), so its value
 # moves nothing; a line that is not plain stays part of the text.
 GEN_TEMP_LINE = re.compile(
-    rb"([!-.0-~]{1,64}/device/hwmon/[!-.0-~]{1,64}/temp[0-9]{1,4}_input) ([0-9]{1,9})"
+    rb"([!-.0-~]{1,64}/device/hwmon/[!-.0-~]{1,64}/temp[0-9]{1,4}_input) [0-9]{1,9}"
 )
 
 
-def temp_less(line: bytes) -> bytes:
-    """A sysfs line without its temperature's value (GEN_TEMP_LINE), else as it is."""
-    m = GEN_TEMP_LINE.fullmatch(line)
-    return line if m is None else m.group(1)
+def temp_less(text: bytes) -> bytes:
+    """Sysfs lines without their temperatures' values (GEN_TEMP_LINE): only the lines
+    with a ``/hwmon/`` are looked at (a few per netdev among dozens)."""
+    parts = []  # type: List[bytes]
+    done = 0
+    at = text.find(b"/hwmon/")
+    while at >= 0:
+        start = text.rfind(b"\n", 0, at) + 1
+        end = text.find(b"\n", at)
+        if end < 0:
+            end = len(text)
+        m = GEN_TEMP_LINE.fullmatch(text, start, end)
+        if m is not None:
+            parts.append(text[done : m.end(1)])
+            done = end
+        at = text.find(b"/hwmon/", end)
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return b"".join(parts)
 
 
 class Generation(object):
@@ -283,14 +299,13 @@ class Generation(object):
     them every tick, and sees their schema ids and every section's header itself.
 
     The last text of each section is kept whole (about one frame's text), not as a
-    checksum: a change is never missed, and a comparison stops at the first line that
-    differs."""
+    checksum: a change is never missed, and a comparison is one memcmp."""
 
     def __init__(self, run: str) -> None:
         self.run = run
         self.n = 1
         self.moved = False
-        self.last = {}  # type: Dict[Tuple[str, str], List[bytes]]
+        self.last = {}  # type: Dict[Tuple[str, str], bytes]
         self.seen = set()  # type: Set[Tuple[str, str]]  # since the last slow frame
 
     def section(self, kind: str, subj: str, det: str, lines: List[bytes]) -> None:
@@ -300,20 +315,19 @@ class Generation(object):
         if kind == "schema":  # names (re)defined or dropped: nothing to keep of them
             self.moved = True
             return
-        if kind in ("sysnet", "sysib"):
-            lines = [ln if b"/hwmon/" not in ln else temp_less(ln) for ln in lines]
-        self.see((kind, subj), lines)
+        text = b"\n".join(lines)
+        self.see((kind, subj), temp_less(text) if kind in ("sysnet", "sysib") else text)
 
-    def see(self, key: Tuple[str, str], lines: List[bytes]) -> None:
+    def see(self, key: Tuple[str, str], text: bytes) -> None:
         self.seen.add(key)
-        if self.last.get(key) != lines:
-            self.last[key] = list(lines)
+        if self.last.get(key) != text:
+            self.last[key] = text
             self.moved = True
 
     def declare(self, notes: List[bytes], slow: bool) -> bytes:
         """The frame's ``gen`` line, once its other sections and its probe ``notes`` are
         seen. A slow frame forgets what was not sent since the last one (a netdev gone)."""
-        self.see(("probe", "-"), [n for n in notes if not n.startswith(GEN_TICK_NOTES)])
+        self.see(("probe", "-"), b"\n".join(n for n in notes if not n.startswith(GEN_TICK_NOTES)))
         if self.moved:
             self.n += 1
             self.moved = False

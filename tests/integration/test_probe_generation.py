@@ -104,12 +104,13 @@ def test_a_change_on_the_node_moves_the_generation_and_reaches_the_sample(
     assert gens[5] == gens[6] == gens[7]
 
 
-@pytest.mark.parametrize("awk", ["gawk", "mawk", "busybox", "original-awk"])
+@pytest.mark.parametrize("awk", ["gawk", "mawk", "busybox", "original-awk", "python"])
 def test_every_awk_declares_alike_and_a_temperature_moves_nothing(
     awk: str, node: Path, run_probe: list[Probe]
 ) -> None:
-    """The sh probe's generation in each awk it runs on: it holds while only a NIC
-    temperature moves (the collector reads those every tick) and moves with the MTU."""
+    """The sh probe's generation in each awk it runs on, and the fast probe's ("python"):
+    it holds while only a NIC temperature moves (the collector reads those every tick)
+    and moves with the MTU."""
     device = node / "sys/class/net/eth0/device"
     device.unlink()
     hwmon = device / "hwmon/hwmon9"
@@ -118,7 +119,10 @@ def test_every_awk_declares_alike_and_a_temperature_moves_nothing(
     temp = hwmon / "temp1_input"
     temp.write_text("57000\n")
     args = replace(_args(node), slow_ticks=100000, max_frames=6, interval_ms=250)
-    probe = _start(run_probe, _shell_argv("dash", args), node, _awk_shim(node, awk))
+    if awk == "python":
+        probe = _start(run_probe, _shell_argv("dash", replace(args, probe="python")), node)
+    else:
+        probe = _start(run_probe, _shell_argv("dash", args), node, _awk_shim(node, awk))
     frames = probe.frames(2, deadline_s=15)
     temp.write_text("61000\n")
     frames += probe.frames(2, deadline_s=15)
