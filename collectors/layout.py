@@ -173,14 +173,14 @@ GEN_MAX = 64  # characters of a declared generation (an opaque token, only compa
 
 
 def declared(text: str) -> str | None:
-    """The generation a probe section declares (its ``gen`` line); None: none, or one
-    that is no token (a declaration is only compared, never read as a number)."""
-    for line in text.split("\n"):
-        if line.startswith("gen "):
-            token = line[4:]
-            ok = 0 < len(token) <= GEN_MAX and token.isascii() and token.isprintable()
-            return token if ok and " " not in token else None
-    return None
+    """The generation a probe section declares: its last line, ``gen <token>`` (both
+    probes write it last); None: none, or no token (it is only compared)."""
+    last = text[text.rfind("\n") + 1 :]
+    if not last.startswith("gen "):
+        return None
+    token = last[4:]
+    ok = 0 < len(token) <= GEN_MAX and token.isascii() and token.isprintable()
+    return token if ok and " " not in token else None
 
 
 def _keep(shapes: Shapes, host: str, kept: _Kept | _Tail) -> None:

@@ -218,3 +218,21 @@ def test_a_probe_that_declares_a_stale_generation(lie: str) -> None:
 
 def _subject(s: Section, subject: str | None) -> Section:
     return Section(s.kind, subject, s.read_ns, s.status, s.detail, s.text, s.schema, s.values)
+
+
+def test_what_counts_as_a_declaration() -> None:
+    """The probe section's last line, one printable token of at most GEN_MAX characters;
+    anything else declares nothing (that frame is laid out anew)."""
+    assert lay.declared("impl sh\ninterval_ms 1000\ngen 123-456.7") == "123-456.7"
+    assert lay.declared("gen a.1") == "a.1"
+    for text in (
+        "gen a.1\nimpl sh",  # not last: a probe's lines after it are not its
+        "impl sh",
+        "gen ",
+        "gen a b",
+        "gen a\x1b[31m",
+        "gen é.1",
+        "gen " + "x" * (lay.GEN_MAX + 1),
+        "",
+    ):
+        assert lay.declared(text) is None, text
