@@ -11,15 +11,16 @@ still raises costs that section, said in one warning line (``host: section: erro
 never the frame. Section headers are cleaned of control characters here, and every
 warning line once more as it is added.
 
-A frame is assembled in two steps. Its *shape* (section headers, every text section but
-the GPUs', the structured sections' names and which of their values came) is what stays
-the same tick after tick on a host; it is built by the code below (:func:`_build_shape`)
-with each structured value standing for its position, and kept per host by
-collectors/layout.py, which reads every tick through it: decodes the values, puts them
-where the shape says, and makes what depends on them (normalized metrics, saturated IB
-counters, read times, GPUs). One path builds every sample, so a kept shape gives exactly
-what a new one would. The slow sections a Pipeline carries into the frames between slow
-ticks are parsed once (collectors/layout.py ``Tail``).
+A frame is assembled in two steps. Its *shape* (the host's layout: links, their sources,
+the metric plans, everything read from text but the GPUs and the NIC temperatures) is
+built by the code below (:func:`_build_shape`) with each structured value standing for
+its position, and kept per host by collectors/layout.py for as long as the probe's
+declared generation and the frame's headers and schemas say nothing moved; every tick
+is read through it: the values decoded and put where the shape says, and what depends
+on them made (normalized metrics, saturated IB counters, read times, GPUs). One path
+builds every sample, so a kept shape gives exactly what a new one would. The slow
+sections a Pipeline carries into the frames between slow ticks are parsed once
+(collectors/layout.py ``_Tail``).
 """
 
 from __future__ import annotations

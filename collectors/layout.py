@@ -1,13 +1,15 @@
 """A host's layout, compiled once, and each tick read through it (collectors/assemble.py
 builds the layout; this module owns reusing it).
 
-The layout (:class:`Shape`) is keyed on a frame's shape: its structured sections' schemas
-and which of their values came, and its text sections (less the probe's per-tick lines and
-the NIC temperatures, read every tick). While the key holds, each tick is a straight loop
-over the layout: the decoded values go where the layout says (:class:`Resolver`), the
-metrics come from the plans normalize made once for the link's names, and the sample is
-out. A carried slow section is read once for as long as the very same section is carried
-(:class:`Tail`).
+The layout (:class:`Shape`) is keyed on what the probe declares: its generation (the
+probe section's ``gen`` line, docs/PROBE.md "Generation", which moves whenever the text
+of a section moved on the node) with what each frame shows at no cost (every section's
+header, the structured sections' names and which of their values came). While the key
+holds, each tick is a straight loop over the layout: the decoded values go where the
+layout says (:class:`Resolver`), the NIC temperatures and the GPUs are read from the
+text, the metrics come from the plans normalize made once for the link's names, and the
+sample is out. A frame that declares nothing is laid out anew. A carried slow section is
+read once for as long as the very same section is carried (:class:`_Tail`).
 """
 
 from __future__ import annotations
@@ -115,8 +117,13 @@ def _assemble(
             else _tail(carried, kept.tail if kept else None)
         )
     end = len(sections) if tail is None else len(sections) - len(carried)
-    # The shape's key: all of the frame but the values, the GPUs and the read times.
-    parts: list[tuple[object, ...]] = []
+    # The layout's key: the generation the probe declares (docs/PROBE.md "Generation":
+    # it moves when the text of a section moved on the node), and what the frame itself
+    # shows at no cost: every section's header, in order, and the structured sections'
+    # names and which of their values came. A frame that declares nothing (an old
+    # recording, another source) is laid out anew: there is nothing to key it on.
+    gen: str | None = None
+    heads: list[tuple[object, ...]] = []
     for i, s in enumerate(sections if tail is None else sections[:end]):
         if s.schema is not None and s.kind in _VALUE_KINDS:
             got = s.values  # as the stream's decoder read them
@@ -124,20 +131,20 @@ def _assemble(
                 got = decode_whole(s.text, s.schema.names)
             decoded[i] = (got.vals, got.warnings)
             # Which values came: a value not read ("-", or no number) is no key of a dict.
-            parts.append((s.kind, s.subject, s.status, s.detail, s.schema.names, got.unread))
-        elif s.kind in PER_TICK_KINDS:
-            parts.append((s.kind, s.subject, s.status, s.detail))
-        else:
-            part, cut = _text_part(s, temps)
+            heads.append((s.kind, s.subject, s.status, s.detail, s.schema.names, got.unread))
+            continue
+        heads.append((s.kind, s.subject, s.status, s.detail))
+        if s.kind == "probe":
+            if gen is None:
+                gen = declared(s.text)
+        elif s.kind in _TEMP_KINDS and s.schema is None and "/hwmon/" in s.text:
+            cut = _temps_out(s, temps)
             if cut is not None:
                 if shaped is sections:
                     shaped = list(sections)
                 shaped[i] = cut
-            parts.append(part)
-    if tail is None:
-        key = tuple(parts)
-    else:
-        key = tuple(parts) + tail.parts
+    if tail is not None:
+        heads.extend((s.kind, s.subject, s.status, s.detail) for s in carried)
         for kind, got_temps in tail.temps.items():
             into = temps.setdefault(kind, {})
             for owner, v in got_temps.items():
@@ -147,7 +154,8 @@ def _assemble(
             shaped = (
                 sections[:end] + tail.shaped if shaped is sections else shaped[:end] + tail.shaped
             )
-    if kept is None or kept.key != key:
+    key = None if gen is None else (gen, heads)
+    if kept is None or key is None or kept.key != key:
         bare = (
             frame
             if shaped is sections
@@ -161,6 +169,20 @@ def _assemble(
     _fill(kept.shape, frame, decoded, temps, sample, warn, end, tail)
 
 
+GEN_MAX = 64  # characters of a declared generation (an opaque token, only compared)
+
+
+def declared(text: str) -> str | None:
+    """The generation a probe section declares: its last line, ``gen <token>`` (both
+    probes write it last); None: none, or no token (it is only compared)."""
+    last = text[text.rfind("\n") + 1 :]
+    if not last.startswith("gen "):
+        return None
+    token = last[4:]
+    ok = 0 < len(token) <= GEN_MAX and token.isascii() and token.isprintable()
+    return token if ok and " " not in token else None
+
+
 def _keep(shapes: Shapes, host: str, kept: _Kept | _Tail) -> None:
     if len(shapes) >= _SHAPES_MAX and host not in shapes:
         del shapes[next(iter(shapes))]  # the host kept longest ago
@@ -169,13 +191,12 @@ def _keep(shapes: Shapes, host: str, kept: _Kept | _Tail) -> None:
 
 @dataclass(slots=True)
 class _Tail:
-    """What a frame's carried sections give the key (their parts, NIC temperatures, the
-    sections without those), read once for as long as the very same tuple comes; and
-    what each reader made of each of them (a carried section is parsed once, whatever
-    the frames between and however often the host's shape is built again)."""
+    """A frame's carried sections, with their NIC temperatures and the sections without
+    those, read once for as long as the very same tuple comes; and what each reader made
+    of each of them (a carried section is parsed once, whatever the frames between and
+    however often the host's layout is built again)."""
 
     sections: tuple[Section, ...]
-    parts: tuple[tuple[object, ...], ...]
     temps: dict[str, dict[str, int]]
     shaped: list[Section] | None  # None: as they came
     # Where each of its sections (as came, and as shaped) is: it holds them, so their
@@ -225,53 +246,44 @@ def _tail(carried: tuple[Section, ...], prev: _Tail | None) -> _Tail | None:
     """The carried sections read as _assemble reads a frame's, with what ``prev`` read of
     those it held too; None when one has values by position (read every tick, never
     cached)."""
-    parts: list[tuple[object, ...]] = []
     temps: dict[str, dict[str, int]] = {}
     shaped: list[Section] | None = None
     for i, s in enumerate(carried):
         if s.schema is not None and s.kind in _VALUE_KINDS:
             return None
-        if s.kind in PER_TICK_KINDS:
-            parts.append((s.kind, s.subject, s.status, s.detail))
-            continue
-        part, cut = _text_part(s, temps)
-        if cut is not None:
-            if shaped is None:
-                shaped = list(carried)
-            shaped[i] = cut
-        parts.append(part)
-    return _Tail(carried, tuple(parts), temps, shaped).keep(prev)
+        if s.kind in _TEMP_KINDS and s.schema is None and "/hwmon/" in s.text:
+            cut = _temps_out(s, temps)
+            if cut is not None:
+                if shaped is None:
+                    shaped = list(carried)
+                shaped[i] = cut
+    return _Tail(carried, temps, shaped).keep(prev)
 
 
-def _text_part(
-    s: Section, temps: dict[str, dict[str, int]]
-) -> tuple[tuple[object, ...], Section | None]:
-    """A text section's part of the shape's key, and the section as the shape keeps it
-    when that differs: its NIC temperatures taken out into ``temps``, which every tick
-    reads anew (None: as it came)."""
-    text = s.text
-    cut = None
-    if s.kind in _TEMP_KINDS and s.schema is None and "/hwmon/" in text:
-        text = _hwmon_values(text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
-        if text is not s.text:
-            cut = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
-    key = _probe_key(text) if s.kind == "probe" else text
-    return (s.kind, s.subject, s.status, s.detail, key, s.schema is None), cut
+def _temps_out(s: Section, temps: dict[str, dict[str, int]]) -> Section | None:
+    """The section as the layout is built from it: without its NIC temperatures, which
+    go to ``temps`` and are read every tick (None: it has none)."""
+    text = _hwmon_values(s.text, temps.setdefault(_TEMP_KINDS[s.kind], {}))
+    if text is s.text:
+        return None
+    return Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
 
 
 @dataclass(slots=True)
 class _Kept:
-    """What is kept of a host between its frames: its shape."""
+    """What is kept of a host between its frames: its layout, and the key it holds for."""
 
-    key: tuple[object, ...]
+    key: object  # None: built for one frame (it declared nothing)
     shape: Shape
     tail: _Tail | None = None  # the carried sections as last read (Frame.carried)
 
 
 # NIC temperatures (hwmon, millidegrees) are in the sysfs text and move every few ticks:
-# read as values, like the counters, so that the shape holds while they move. A line
-# that is not plain stays in the shape's text, where the parser says what is wrong. Only
-# printable ASCII is taken: such a line reads the same to the parser (nothing to clean).
+# read every tick, like the counters, and left out of the text the layout is built from
+# (the probes' generation leaves their values out too: probe_fast.py GEN_TEMP_LINE, the
+# same pattern). A line that is not plain stays in the layout's text, where the parser
+# says what is wrong. Only printable ASCII is taken: such a line reads the same to the
+# parser (nothing to clean).
 _TEMP_KINDS = {"sysnet": "net", "sysnet_slow": "net", "sysib": "ib", "sysib_slow": "ib"}
 _HWMON_LINE = re.compile(
     r"([!-.0-~]{1,64})(/device/hwmon/[!-.0-~]{1,64}/temp[0-9]{1,4}_input) ([0-9]{1,9})"
@@ -667,19 +679,6 @@ class ShapeWarner(Warner):
         self.plan.append(lp)
 
 
-def _probe_key(text: str) -> str:
-    """A probe section as the shape knows it: without the lines that no sample reads and
-    that change from tick to tick (``slow 0|1``, ``skipped_ticks N``, the fast probe's
-    running ``ethtool_ioctls N``) or with the probe's arguments (``interval_ms N``). Kept
-    in, every tick would build the host's shape anew.
-    """
-    return "\n".join([ln for ln in text.split("\n") if not ln.startswith(_PROBE_TICK)])
-
-
-# docs/PROBE.md "probe lines"; _probe_notes reads impl and warning lines only
-_PROBE_TICK = ("slow ", "skipped_ticks ", "ethtool_ioctls ", "interval_ms ")
-
-
 def _gpus(
     frame: Frame, sample: HostSample, warn: Warner, at: tuple[int, ...], tail: _Tail | None
 ) -> None:
@@ -716,9 +715,7 @@ def tick(host: str, frame: Frame, kept: Shapes | None, build: Build) -> HostSamp
         frame = _cleaned(frame)
         tail = last if isinstance(last, _Tail) and last.sections is frame.carried else None
         if tail is None and frame.carried:
-            tail = _Tail(frame.carried, (), {}, None).keep(
-                last if isinstance(last, _Tail) else None
-            )
+            tail = _Tail(frame.carried, {}, None).keep(last if isinstance(last, _Tail) else None)
             _keep(shapes, host, tail)
         guard(
             warn,

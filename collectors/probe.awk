@@ -72,9 +72,53 @@ function sl_emit(kind, subj, rns, st, det,   i) {
 	}
 	section(kind, subj, rns, st, det)
 	for (i = 1; i <= SLN; i++) o(SL[i])
+	if (kind != "gpu_nvidia" && kind != "gpu_amd") gen_see(kind SUBSEP subj, SLN, SL, kind == "sysnet" || kind == "sysib")
 	FB += SLB
 	split("", SL)
 	sl_reset()
+}
+# docs/PROBE.md "Generation" (probe_fast.py Generation, the same rule): the `gen` line of
+# the probe section moves when a section's text differs from what was last sent under
+# its kind and subject; GPU sections and the probe's per-tick lines move nothing, nor the
+# value of a NIC temperature line that the collector reads every tick (temp_less).
+function gen_see(key, n, L, sysfs,   i, l, moved) {
+	GENS[key] = 1
+	moved = !(key in GENN) || GENN[key] != n
+	for (i = 1; i <= n; i++) {
+		l = sysfs && index(L[i], "/hwmon/") ? temp_less(L[i]) : L[i]
+		if (!moved && GENL[key, i] != l) moved = 1
+		GENL[key, i] = l
+	}
+	for (i = n + 1; i <= GENN[key]; i++) delete GENL[key, i]
+	GENN[key] = n
+	if (moved) GENM = 1
+}
+# <owner>/device/hwmon/<hwmonN>/temp<1-4 digits>_input <1-9 digits>, names of 1-64
+# printable characters: the line without its value (collectors/layout.py _HWMON_LINE).
+function temp_less(l,   p) {
+	if (split(l, p, "/") != 5 || p[2] != "device" || p[3] != "hwmon") return l
+	if (length(p[1]) > 64 || length(p[4]) > 64 || p[1] !~ /^[!-~]+$/ || p[4] !~ /^[!-~]+$/) return l
+	if (p[5] !~ /^temp[0-9][0-9]?[0-9]?[0-9]?_input [0-9][0-9]?[0-9]?[0-9]?[0-9]?[0-9]?[0-9]?[0-9]?[0-9]?$/) return l
+	return substr(l, 1, index(l, " ") - 1)
+}
+function gen_line(   k, i, j, n) {
+	n = 0
+	PN[++n] = "impl sh"
+	for (i = 1; i <= nw; i++) PN[++n] = esc("warning " W[i])
+	gen_see("probe" SUBSEP "-", n, PN, 0)
+	split("", PN)
+	if (GENM) { GEN++; GENM = 0 }
+	if (FSLOW) {  # forget what no frame sent since the last slow one (a netdev gone)
+		n = 0
+		for (k in GENN) if (!(k in GENS)) PN[++n] = k
+		for (i = 1; i <= n; i++) {
+			for (j = 1; j <= GENN[PN[i]]; j++) delete GENL[PN[i], j]
+			delete GENN[PN[i]]
+		}
+		split("", PN)
+		split("", GENS)
+	}
+	return "gen " RUN "." GEN
 }
 # Fallback when no reader can run (see rd_cmd): one grep per tick reads every listed
 # file, without a time bound. mawk aborts on a read error (EINVAL from `speed` on a down
@@ -486,6 +530,7 @@ function finalize(   i, n, p) {
 	o("slow " (FSLOW ? 1 : 0))
 	if (skipped) { o("skipped_ticks " skipped); skipped = 0 }
 	for (i = 1; i <= nw; i++) o(esc("warning " W[i]))
+	o(gen_line())
 	nw = 0
 	o("@@end " seq)
 	print OB
@@ -497,6 +542,8 @@ BEGIN {
 	ORS = ""  # print, unlike printf %s, keeps bytes after a NUL
 	srand()
 	NONCE = sprintf("@@fabtop-%d-%d", int(rand() * 2147483647), int(rand() * 2147483647))
+	RUN = sprintf("%s-%d", RUN, int(rand() * 2147483647))  # this run: its pid, and chance
+	GEN = 1
 	TKC = (TK == "" ? "" : TK " " TO " ")
 	ZGID = "0000:0000:0000:0000:0000:0000:0000:0000"
 	GIDMAX = 64

@@ -547,7 +547,7 @@ fab_main() {
 	case $(awk -W version 2>&1 </dev/null) in *mawk*) AWKI="-W interactive" ;; esac
 	fab_producers 3<&- | awk $AWKI -v IV="$IV" -v SYS="$SYS" -v TK="$TK" -v TO="$TO" \
 		-v HAVE="$HAVE" -v GKIND="$GKIND" -v GF="$GF" -v MAXF="$MAXF" -v SLOW="$SLOW" \
-		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" "$FAB_AWK" 3<&- &
+		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" -v RUN="$$" "$FAB_AWK" 3<&- &
 	AP=$!
 	fab_watch <&3 3<&- >/dev/null 2>&1 &
 	WP=$!

@@ -203,11 +203,12 @@ def esc(line: bytes) -> bytes:
 class Sections(object):
     """One frame's output, with the sh probe's byte caps (section_bytes, frame_bytes)."""
 
-    def __init__(self, scap: int, fcap: int) -> None:
+    def __init__(self, scap: int, fcap: int, gen: "Optional[Generation]" = None) -> None:
         self.scap = scap
         self.fcap = fcap
         self.out = []  # type: List[bytes]
         self.fb = 0
+        self.gen = gen  # sees each section as written
 
     def add(self, kind: str, subj: str, rns: int, st: str, det: str, lines: List[bytes]) -> bool:
         """Append one section; False when a cap cut it."""
@@ -248,7 +249,93 @@ class Sections(object):
         self.out.append(head.encode())
         self.out.extend(kept)
         self.fb += sb
+        if self.gen is not None:
+            self.gen.section(kind, subj, det, kept)
         return not trunc
+
+
+# docs/PROBE.md "Generation": sections whose text the collector reads anew every tick
+# (collectors/gpu_sections.py GPU_KINDS, held equal by a test): their text moves nothing.
+GEN_PER_TICK = ("gpu_nvidia", "gpu_amd")
+# The probe section's lines that change from tick to tick and that no layout is built
+# from (the collector reads impl and warning lines; docs/PROBE.md "probe lines").
+GEN_TICK_NOTES = (b"interval_ms ", b"slow ", b"skipped_ticks ", b"ethtool_ioctls ", b"gen ")
+# A NIC temperature (hwmon, millidegrees) in sysnet/sysib: the collector reads such a
+# line every tick (collectors/layout.py _HWMON_LINE, the same pattern), so its value
+# moves nothing; a line that is not plain stays part of the text.
+GEN_TEMP_LINE = re.compile(
+    rb"([!-.0-~]{1,64}/device/hwmon/[!-.0-~]{1,64}/temp[0-9]{1,4}_input) [0-9]{1,9}"
+)
+
+
+def temp_less(text: bytes) -> bytes:
+    """Sysfs lines without their temperatures' values (GEN_TEMP_LINE): only the lines
+    with a ``/hwmon/`` are looked at (a few per netdev among dozens)."""
+    parts = []  # type: List[bytes]
+    done = 0
+    at = text.find(b"/hwmon/")
+    while at >= 0:
+        start = text.rfind(b"\n", 0, at) + 1
+        end = text.find(b"\n", at)
+        if end < 0:
+            end = len(text)
+        m = GEN_TEMP_LINE.fullmatch(text, start, end)
+        if m is not None:
+            parts.append(text[done : m.end(1)])
+            done = end
+        at = text.find(b"/hwmon/", end)
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return b"".join(parts)
+
+
+class Generation(object):
+    """What the collector keys a host's layout on (docs/PROBE.md "Generation"): ``gen
+    <run>.<n>`` in every probe section, where ``n`` moves whenever the text of a section
+    differs from what was last sent under its kind and subject (a slow section's on its
+    slow tick, a per-tick one's on any tick) and ``run`` names this probe's run (a new
+    stream starts again from 1). Values by position move nothing: the collector reads
+    them every tick, and sees their schema ids and every section's header itself.
+
+    The last text of each section is kept whole (about one frame's text), not as a
+    checksum: a change is never missed, and a comparison is one memcmp."""
+
+    def __init__(self, run: str) -> None:
+        self.run = run
+        self.n = 1
+        self.moved = False
+        self.last = {}  # type: Dict[Tuple[str, str], bytes]
+        self.seen = set()  # type: Set[Tuple[str, str]]  # since the last slow frame
+
+    def section(self, kind: str, subj: str, det: str, lines: List[bytes]) -> None:
+        """One section as it is written (after its caps)."""
+        if kind in GEN_PER_TICK or kind == "probe" or det.startswith("schema="):
+            return
+        if kind == "schema":  # names (re)defined or dropped: nothing to keep of them
+            self.moved = True
+            return
+        text = b"\n".join(lines)
+        self.see((kind, subj), temp_less(text) if kind in ("sysnet", "sysib") else text)
+
+    def see(self, key: Tuple[str, str], text: bytes) -> None:
+        self.seen.add(key)
+        if self.last.get(key) != text:
+            self.last[key] = text
+            self.moved = True
+
+    def declare(self, notes: List[bytes], slow: bool) -> bytes:
+        """The frame's ``gen`` line, once its other sections and its probe ``notes`` are
+        seen. A slow frame forgets what was not sent since the last one (a netdev gone)."""
+        self.see(("probe", "-"), b"\n".join(n for n in notes if not n.startswith(GEN_TICK_NOTES)))
+        if self.moved:
+            self.n += 1
+            self.moved = False
+        if slow:
+            for key in [k for k in self.last if k not in self.seen]:
+                del self.last[key]
+            self.seen = set()
+        return b"gen %s.%d" % (self.run.encode(), self.n)
 
 
 # ---------------------------------------------------------------- sysfs file table
@@ -1184,6 +1271,7 @@ class Probe(object):
         self.end_lock = threading.Lock()
         self.wd = Watchdog(self)
         self.enc = Encoder()  # structured sections' schemas
+        self.gen = Generation(binascii.hexlify(os.urandom(6)).decode())
         py = "%d.%d.%d" % sys.version_info[:3]
         self.impl = "python %s %s" % (py, clean(sys.executable or "python3"))
 
@@ -1534,7 +1622,7 @@ class Probe(object):
         jobs: List[Job],
     ) -> bytes:
         self.seq += 1
-        out = Sections(self.a.scap, self.a.fcap)
+        out = Sections(self.a.scap, self.a.fcap, self.gen)
         rns = times.get("sys", clock_ns)
         for kind in ("sysnet", "sysib"):
             lines = []  # type: List[bytes]
@@ -1685,6 +1773,7 @@ class Probe(object):
             notes.append(b"ethtool_ioctls %d" % self.eth.calls)
         w, self.warnings = self.warnings, []
         notes.extend(("warning " + x).encode() for x in w)
+        notes.append(self.gen.declare(notes, slow))
         out.add("probe", "-", clock_ns, "ok", "", notes)
         head = "@@fabtop-frame %d %d %s %d.%03d" % (
             self.seq,

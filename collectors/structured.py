@@ -8,20 +8,26 @@ stays text. Values go whole in every frame; collectors/values.py reads them.
 sends, for the simulated hosts and the benchmarks, through the probe's own encoder
 (``collectors.probe_fast.Encoder``: the probe runs on the node with the standard library
 only, so the encoder lives there, written once). Its probe section counts ioctls as the
-fast probe's does (``ethtool_ioctls N``, a line that changes every tick).
+fast probe's does (``ethtool_ioctls N``, a line that changes every tick), and declares
+its generation as the fast probe does (``gen <run>.<n>``, through the probe's own
+``Generation``: docs/PROBE.md "Generation").
 """
 
 from __future__ import annotations
 
+from itertools import count
 from typing import cast
 
 from collectors.frames import Frame, Section
-from collectors.probe_fast import Encoder, b64_rows, decimal_rows
+from collectors.probe_fast import Encoder, Generation, b64_rows, decimal_rows
 from collectors.values import decode_values
 
 # The counter files the fast probe sends by position (the rest of sysfs stays text).
 COUNTER_KINDS = {"sysnet": "sysnet_counters", "sysib": "sysib_counters"}
 _IB_COUNTER_DIRS = frozenset({"counters", "counters_ext", "hw_counters"})
+# Each stream's run, as each fast probe run has its own (deterministic: simulated
+# fabrics are seeded).
+_RUNS = count(1)
 
 
 def is_counter_path(kind: str, rel: str) -> bool:
@@ -122,6 +128,7 @@ class StructuredEncoder:
 
     def __init__(self) -> None:
         self._enc = Encoder()
+        self._gen = Generation(f"sim{next(_RUNS)}")
         self._ioctls = 0
         # Per sysnet/sysib: the slow lines last sent in its *_slow section, and the text of
         # the last *_slow section the frames brought (the GID tables), sent with them.
@@ -166,18 +173,17 @@ class StructuredEncoder:
                 if gids:
                     text = f"{text}\n{gids}" if text else gids
                 out.sections.append(Section(f"{kind}_slow", None, reads[kind], "ok", None, text))
-        if probe is not None and self._ioctls:
+        if probe is not None and not frame.event:
+            s = out.sections[probe]
             # The fast probe counts its ioctls in its probe section (a line that changes
             # every tick, as a real host's frames have it).
-            s = out.sections[probe]
-            out.sections[probe] = Section(
-                s.kind,
-                s.subject,
-                s.read_ns,
-                s.status,
-                s.detail,
-                f"{s.text}\nethtool_ioctls {self._ioctls}",
-            )
+            text = f"{s.text}\nethtool_ioctls {self._ioctls}" if self._ioctls else s.text
+            gen = self._gen
+            for sec in out.sections:
+                raw = sec.text.encode().split(b"\n") if sec.text else []
+                gen.section(sec.kind, sec.subject or "-", sec.detail or "", raw)
+            text += "\n" + gen.declare(text.encode().split(b"\n"), slow is True).decode()
+            out.sections[probe] = Section(s.kind, s.subject, s.read_ns, s.status, s.detail, text)
         return out
 
     def _values(

@@ -12,6 +12,7 @@ import collectors.layout as lay
 from collectors.assemble import assemble
 from collectors.frames import Frame, FrameDecoder, Section, render_frame
 from collectors.parsers.sysfs import parse_sysnet
+from collectors.probe_fast import Generation
 from collectors.structured import StructuredEncoder
 from collectors.text import has_control
 from collectors.values import values_line
@@ -39,6 +40,28 @@ def _stream(ticks: int, seed: int = 0) -> list[Frame]:
         for f in dec.feed(fab.hosts["n1"].frame(25.0 + i, 1.0).encode()):
             (g,) = wire_dec.feed(render_frame(enc.encode(f)).encode())
             out.append(pipe.with_slow_sections("n1", g))
+    return out
+
+
+def _declared(frames: list[Frame], run: str = "t") -> list[Frame]:
+    """The frames with the generation a probe declares for their text (one run of the
+    probe's own Generation over their sections, as the fast probe and the simulator run
+    it): a test that changes a frame's text changes it on the node."""
+    gen = Generation(run)
+    out = []
+    for f in frames:
+        secs = list(f.sections)
+        at = next(i for i, s in enumerate(secs) if s.kind == "probe")
+        for s in secs:
+            lines = s.text.encode().split(b"\n") if s.text else []
+            gen.section(s.kind, s.subject or "-", s.detail or "", lines)
+        p = secs[at]
+        notes = [ln for ln in p.text.split("\n") if not ln.startswith("gen ")]
+        line = gen.declare([n.encode() for n in notes], "slow 1" in notes).decode()
+        secs[at] = Section(
+            p.kind, p.subject, p.read_ns, p.status, p.detail, "\n".join([*notes, line])
+        )
+        out.append(Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s, secs, carried=f.carried))
     return out
 
 
@@ -104,8 +127,7 @@ def test_a_kept_shape_gives_what_a_new_build_gives() -> None:
 
 def test_hostile_values_and_temperatures_give_what_a_new_build_gives() -> None:
     rng = random.Random(7)
-    for f in _stream(60, seed=3):
-        g = _spoil(f, rng)
+    for g in _declared([_spoil(f, rng) for f in _stream(60, seed=3)]):
         assert repr(assemble("n2", g)) == _fresh("n2", g), g.seq
 
 
@@ -125,8 +147,10 @@ def test_a_kept_shape_follows_a_change_of_state_and_of_names() -> None:
         for s in frames[1].sections
     ]
     f = Frame(frames[1].seq, frames[1].clock_ns, frames[1].uptime_s, frames[1].unix_s, down)
-    assert assemble("n1", f).links["enp65s0f0np0"].state == "down"
-    assert assemble("n1", frames[2]).links["enp65s0f0np0"].state == "up"
+    first, downed, again = _declared([frames[0], f, frames[2]])
+    assemble("n1", first)
+    assert assemble("n1", downed).links["enp65s0f0np0"].state == "down"
+    assert assemble("n1", again).links["enp65s0f0np0"].state == "up"
 
 
 def test_probe_lines_that_change_every_tick_keep_the_shape() -> None:
@@ -145,23 +169,30 @@ def test_probe_lines_that_change_every_tick_keep_the_shape() -> None:
         return Frame(f.seq, f.clock_ns, f.uptime_s, f.unix_s, secs)
 
     shapes = []
-    for i, f in enumerate(frames[:4]):
-        g = with_probe(
-            f,
-            f"interval_ms 1000\nslow {i % 2}\nimpl python3.12"
-            f"\nskipped_ticks {i}\nethtool_ioctls {10 * i}",
-        )
+    probed = _declared(
+        [
+            with_probe(
+                f,
+                f"interval_ms 1000\nslow {i % 2}\nimpl python3.12"
+                f"\nskipped_ticks {i}\nethtool_ioctls {10 * i}",
+            )
+            for i, f in enumerate(frames[:4])
+        ]
+        + [
+            with_probe(
+                frames[4],
+                "interval_ms 1000\nslow 0\nimpl python3.12\n"
+                "ethtool_ioctls 50\nwarning sysfs file skipped (its read blocked)",
+            )
+        ]
+    )
+    for g in probed[:4]:
         got = assemble("n3", g)
         assert got.probe == "python3.12"
         assert repr(got) == _fresh("n3", g)
         shapes.append(lay._SHAPES["n3"].shape)
     assert len({id(s) for s in shapes}) == 1
-    g = with_probe(
-        frames[4],
-        "interval_ms 1000\nslow 0\nimpl python3.12\n"
-        "ethtool_ioctls 50\nwarning sysfs file skipped (its read blocked)",
-    )
-    got = assemble("n3", g)
+    got = assemble("n3", probed[4])
     assert any("sysfs file skipped" in w for w in got.warnings)
     assert lay._SHAPES["n3"].shape is not shapes[0]
 
@@ -227,8 +258,7 @@ def test_nic_temperatures_follow_the_text_every_tick() -> None:
     those the sysfs parser reads from that tick's whole text, hottest sensor first."""
     rng = random.Random(11)
     seen = set()
-    for f in _stream(40):
-        g = _spoil(f, rng)
+    for g in _declared([_spoil(f, rng) for f in _stream(40)]):
         text = "\n".join(s.text for s in g.sections if s.kind in ("sysnet", "sysnet_slow"))
         records = parse_sysnet(text).netdevs
         sample = assemble("n1", g)
