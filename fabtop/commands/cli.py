@@ -46,8 +46,9 @@ from fabtop.config import (
     refuse_ssh_commands,
     ssh_config_names,
 )
-from fabtop.run.demo import SCENARIOS, demo_config
+from fabtop.run.demo import DEFAULT_PREFIX, SCENARIOS, demo_config
 from fabtop.run.outputs import OutputError
+from fabtop.sim.fabric import BIG_MAX_HOSTS
 
 if TYPE_CHECKING:
     from fabtop.run.replay import Replay
@@ -204,7 +205,7 @@ def hosts_order() -> str:
         "  2. $XDG_CONFIG_HOME/fabtop/config.toml (default ~/.config/fabtop/config.toml),\n"
         "     when that file exists\n"
         "  3. local: this machine\n"
-        "--demo, --demo-scenario and --from-prometheus replace all three."
+        "--demo, its --demo-* options and --from-prometheus replace all three."
     )
 
 
@@ -233,6 +234,19 @@ def _add_hosts(p: argparse.ArgumentParser) -> None:
         f"({', '.join(SCENARIOS)}); implies --demo",
     )
     scenario.completer = lambda **_: SCENARIOS  # type: ignore[attr-defined]
+    p.add_argument(
+        "--demo-hosts",
+        type=positive_int,
+        metavar="N",
+        help=f"a bigger simulated fabric: N hosts (1..{BIG_MAX_HOSTS}) of 8 RoCE rails each "
+        "instead of the 7-host demo; implies --demo",
+    )
+    p.add_argument(
+        "--demo-prefix",
+        metavar="P",
+        help=f"name the --demo-hosts hosts P1..PN (default {DEFAULT_PREFIX}1..{DEFAULT_PREFIX}N); "
+        "two prefixes never share a host, so each exporter can own its own",
+    )
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh)")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh config file (default ~/.ssh/config)")
     p.add_argument(
@@ -251,10 +265,16 @@ def build_config(ns: argparse.Namespace) -> Config:
     if ns.interval is not None and not 0.1 <= ns.interval <= 60:
         raise ConfigError("command line: --interval must be in 0.1..60 seconds")
     max_hosts = None if getattr(ns, "many_hosts", False) else MAX_HOSTS
-    if getattr(ns, "demo_scenario", None):
+    hosts_n, prefix = getattr(ns, "demo_hosts", None), getattr(ns, "demo_prefix", None)
+    if prefix is not None and hosts_n is None:
+        raise ConfigError("command line: --demo-prefix names the hosts of --demo-hosts N")
+    if getattr(ns, "demo_scenario", None) or hosts_n is not None:
         ns.demo = True  # every command that takes --demo runs the scenario's fabric
     if getattr(ns, "demo", False):
-        cfg = demo_config(ns.interval or 1.0, getattr(ns, "demo_scenario", None))
+        scenario = getattr(ns, "demo_scenario", None)
+        cfg = demo_config(
+            ns.interval or 1.0, scenario, hosts_n, DEFAULT_PREFIX if prefix is None else prefix
+        )
     elif ns.config:
         if ns.hosts:
             raise ConfigError("command line: give hosts or -c FILE, not both")
@@ -634,7 +654,8 @@ def source(ns: argparse.Namespace) -> tuple[Config, object | None]:
     url = getattr(ns, "from_prometheus", None)
     if not url:
         return build_config(ns), None
-    if ns.hosts or ns.config or ns.demo:
+    demo = ns.demo or getattr(ns, "demo_scenario", None) or getattr(ns, "demo_hosts", None)
+    if ns.hosts or ns.config or demo:
         raise ConfigError("command line: --from-prometheus takes no hosts, -c or --demo")
     from fabtop.run.promsource import PrometheusSource
 
