@@ -97,9 +97,9 @@ DEFAULT_PREFIX = "node"
 FOREVER_S = 1e9  # a scenario's fault runs from t=0 for good
 # A prefix never ends in a digit, so two prefixes always name disjoint hosts ("a" and
 # "a1" would both name a11); with the number it stays a host name fabtop accepts.
-_PREFIX_RE = re.compile(r"^[A-Za-z](?:[A-Za-z0-9_.-]{0,30}[A-Za-z_.-])?$")
+_PREFIX_RE = re.compile(r"[A-Za-z](?:[A-Za-z0-9_.-]{0,30}[A-Za-z_.-])?")
 _SOURCE_RE = re.compile(
-    r"^demo(?::(?P<scenario>[a-z0-9_]+))?(?: hosts=(?P<hosts>[0-9]+) prefix=(?P<prefix>\S+))?$"
+    r"demo(?::(?P<scenario>[a-z0-9_]+))?(?: hosts=(?P<hosts>[0-9]+) prefix=(?P<prefix>\S+))?"
 )
 
 
@@ -131,7 +131,7 @@ class DemoSpec:
             raise ConfigError(
                 f"command line: --demo-hosts {self.hosts} is not in 1..{BIG_MAX_HOSTS}"
             )
-        if not _PREFIX_RE.match(self.prefix):
+        if not _PREFIX_RE.fullmatch(self.prefix):
             raise ConfigError(
                 f"command line: bad --demo-prefix {self.prefix[:40]!r} (a letter, then up to "
                 "31 letters, digits, '_', '.' or '-', not ending in a digit)"
@@ -145,7 +145,7 @@ class DemoSpec:
 
 def demo_spec(config: Config) -> DemoSpec | None:
     """The simulated fabric ``config`` names, None when it is not the demo's."""
-    m = _SOURCE_RE.match(config.source)
+    m = _SOURCE_RE.fullmatch(config.source)
     if m is None:
         return None
     hosts = m.group("hosts")

@@ -60,6 +60,7 @@ def test_a_count_that_is_no_count_is_one_line_and_exit_2(
         (["--demo-hosts", "4", "--demo-prefix", "a;id"], "bad --demo-prefix 'a;id'"),
         (["--demo-hosts", "4", "--demo-prefix", "x" * 33], "bad --demo-prefix 'xxx"),
         (["--demo-hosts", "4", "--demo-prefix", ""], "bad --demo-prefix ''"),
+        (["--demo-hosts", "4", "--demo-prefix", "a\n"], "bad --demo-prefix 'a\\n'"),
         (["--demo-prefix", "a"], "--demo-prefix names the hosts of --demo-hosts N"),
         (
             ["--demo-hosts", "4", "--demo-scenario", "tb_lane_degraded"],
