@@ -205,7 +205,7 @@ def hosts_order() -> str:
         "  2. $XDG_CONFIG_HOME/fabtop/config.toml (default ~/.config/fabtop/config.toml),\n"
         "     when that file exists\n"
         "  3. local: this machine\n"
-        "--demo, its --demo-* options and --from-prometheus replace all three."
+        "--demo, --demo-scenario and --from-prometheus replace all three."
     )
 
 
