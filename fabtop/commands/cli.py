@@ -46,9 +46,9 @@ from fabtop.config import (
     refuse_ssh_commands,
     ssh_config_names,
 )
-from fabtop.run.demo import DEFAULT_PREFIX, SCENARIOS, demo_config
+from fabtop.run.demo import SCENARIOS, demo_config
 from fabtop.run.outputs import OutputError
-from fabtop.sim.fabric import BIG_MAX_HOSTS
+from fabtop.sim.fabric import BIG_MAX_HOSTS, BIG_PREFIX
 
 if TYPE_CHECKING:
     from fabtop.run.replay import Replay
@@ -244,7 +244,7 @@ def _add_hosts(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--demo-prefix",
         metavar="P",
-        help=f"name the --demo-hosts hosts P1..PN (default {DEFAULT_PREFIX}1..{DEFAULT_PREFIX}N); "
+        help=f"name the --demo-hosts hosts P1..PN (default {BIG_PREFIX}1..{BIG_PREFIX}N); "
         "two prefixes never share a host, so each exporter can own its own",
     )
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh)")
@@ -273,7 +273,7 @@ def build_config(ns: argparse.Namespace) -> Config:
     if getattr(ns, "demo", False):
         scenario = getattr(ns, "demo_scenario", None)
         cfg = demo_config(
-            ns.interval or 1.0, scenario, hosts_n, DEFAULT_PREFIX if prefix is None else prefix
+            ns.interval or 1.0, scenario, hosts_n, BIG_PREFIX if prefix is None else prefix
         )
     elif ns.config:
         if ns.hosts:

@@ -25,6 +25,7 @@ from fabtop.sim.episodes import DEFAULT_TARGET, MAC_KINDS, Episode
 from fabtop.sim.exo import EXO_DEMO_URL
 from fabtop.sim.fabric import (
     BIG_MAX_HOSTS,
+    BIG_PREFIX,
     Fabric,
     big_fabric,
     big_hosts,
@@ -93,7 +94,6 @@ NOT_BIG: frozenset[str] = frozenset(
     {"tb_link_errors", *MAC_KINDS, *FABRIC_MISCONFIGS, *TB_MISCONFIGS, *EXTRA_HOSTS, *SERVERS}
 )
 BIG_SCENARIOS: tuple[str, ...] = tuple(s for s in SCENARIOS if s not in NOT_BIG)
-DEFAULT_PREFIX = "node"
 FOREVER_S = 1e9  # a scenario's fault runs from t=0 for good
 # A prefix never ends in a digit, so two prefixes always name disjoint hosts ("a" and
 # "a1" would both name a11); with the number it stays a host name fabtop accepts.
@@ -110,7 +110,7 @@ class DemoSpec:
 
     scenario: str | None = None
     hosts: int | None = None
-    prefix: str = DEFAULT_PREFIX
+    prefix: str = BIG_PREFIX
 
     @property
     def source(self) -> str:
@@ -152,7 +152,7 @@ def demo_spec(config: Config) -> DemoSpec | None:
     return DemoSpec(
         m.group("scenario"),
         None if hosts is None else int(hosts),
-        m.group("prefix") or DEFAULT_PREFIX,
+        m.group("prefix") or BIG_PREFIX,
     )
 
 
@@ -165,7 +165,7 @@ def demo_config(
     interval: float = 1.0,
     scenario: str | None = None,
     hosts: int | None = None,
-    prefix: str = DEFAULT_PREFIX,
+    prefix: str = BIG_PREFIX,
 ) -> Config:
     """The demo hosts (with their inference servers) at ``interval`` seconds: the 7-host
     demo, or ``hosts`` hosts of 8 rails named ``prefix1..`` (raises ConfigError)."""
@@ -226,7 +226,7 @@ def scenario_fabric(
     seed: int = 0,
     interval_s: float = 1.0,
     hosts: int | None = None,
-    prefix: str = DEFAULT_PREFIX,
+    prefix: str = BIG_PREFIX,
 ) -> Fabric:
     """The demo fabric with one fault from t=0 (``healthy``: none at all); with
     ``hosts``, the big fabric of that many hosts (fabtop.sim.fabric.big_fabric)."""

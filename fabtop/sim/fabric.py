@@ -31,6 +31,7 @@ GRID_S = 0.5
 # (fabtop.sim.addresses) and more than one process simulates at 1 Hz (docs/BENCHMARKS.md).
 BIG_RAILS = 8
 BIG_MAX_HOSTS = 1024
+BIG_PREFIX = "node"  # its hosts are node1..nodeN unless named otherwise (--demo-prefix)
 DEMO_EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed wall clock for the demo
 DEMO_METRICS_URL = "http://127.0.0.1:8000/metrics"
 
@@ -199,7 +200,7 @@ def demo_fabric(seed: int = 0, **kw: Any) -> Fabric:
     return Fabric(demo_hosts(), DEMO_CYCLE, cycle_s=DEMO_CYCLE_S, seed=seed, **kw)
 
 
-def big_hosts(n: int, prefix: str = "node") -> list[SimHostConfig]:
+def big_hosts(n: int, prefix: str = BIG_PREFIX) -> list[SimHostConfig]:
     """``n`` hosts ``prefix1`` .. ``prefixN`` of 8 rails: 8 RoCE ports each
     (``mlx5_0`` .. ``mlx5_7`` on ``enp65s0f0np0`` ..), the GPUs and the inference server
     of the demo's node1, no InfiniBand or Thunderbolt port."""
@@ -240,7 +241,7 @@ def big_episodes(names: Sequence[str]) -> tuple[Episode, ...]:
     return tuple(out)
 
 
-def big_fabric(n: int, prefix: str = "node", seed: int = 0, **kw: Any) -> Fabric:
+def big_fabric(n: int, prefix: str = BIG_PREFIX, seed: int = 0, **kw: Any) -> Fabric:
     """``--demo --demo-hosts N``: :func:`big_hosts` cycling through the demo's episodes."""
     hosts = big_hosts(n, prefix)
     names = [h.name for h in hosts]
