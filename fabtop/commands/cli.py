@@ -50,6 +50,7 @@ from fabtop.run.demo import SCENARIOS, demo_config
 from fabtop.run.link_filter import FilterError, LinkFilter
 from fabtop.run.link_filter import parse as parse_filter
 from fabtop.run.outputs import OutputError
+from fabtop.sim.fabric import BIG_MAX_HOSTS, BIG_PREFIX
 
 if TYPE_CHECKING:
     from fabtop.run.replay import Replay
@@ -257,6 +258,19 @@ def _add_hosts(p: argparse.ArgumentParser, cmd: str | None) -> None:
         f"({', '.join(SCENARIOS)}); implies --demo",
     )
     scenario.completer = lambda **_: SCENARIOS  # type: ignore[attr-defined]
+    p.add_argument(
+        "--demo-hosts",
+        type=positive_int,
+        metavar="N",
+        help=f"a bigger simulated fabric: N hosts (1..{BIG_MAX_HOSTS}) of 8 RoCE rails each "
+        "instead of the 7-host demo; implies --demo",
+    )
+    p.add_argument(
+        "--demo-prefix",
+        metavar="P",
+        help=f"name the --demo-hosts hosts P1..PN (default {BIG_PREFIX}1..{BIG_PREFIX}N); "
+        "two prefixes never share a host, so each exporter can own its own",
+    )
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh)")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh config file (default ~/.ssh/config)")
     p.add_argument(
@@ -280,10 +294,16 @@ def build_config(ns: argparse.Namespace) -> Config:
     """
     check_interval(ns)
     max_hosts = None if getattr(ns, "many_hosts", False) else MAX_HOSTS
-    if getattr(ns, "demo_scenario", None):
+    hosts_n, prefix = getattr(ns, "demo_hosts", None), getattr(ns, "demo_prefix", None)
+    if prefix is not None and hosts_n is None:
+        raise ConfigError("command line: --demo-prefix names the hosts of --demo-hosts N")
+    if getattr(ns, "demo_scenario", None) or hosts_n is not None:
         ns.demo = True  # every command that takes --demo runs the scenario's fabric
     if getattr(ns, "demo", False):
-        cfg = demo_config(ns.interval or 1.0, getattr(ns, "demo_scenario", None))
+        scenario = getattr(ns, "demo_scenario", None)
+        cfg = demo_config(
+            ns.interval or 1.0, scenario, hosts_n, BIG_PREFIX if prefix is None else prefix
+        )
     elif ns.config:
         if ns.hosts:
             raise ConfigError("command line: give hosts or -c FILE, not both")
@@ -689,7 +709,8 @@ def source(ns: argparse.Namespace) -> tuple[Config, object | None]:
     url = getattr(ns, "from_prometheus", None)
     if not url:
         return build_config(ns), None
-    if ns.hosts or ns.config or ns.demo:
+    demo = ns.demo or getattr(ns, "demo_scenario", None) or getattr(ns, "demo_hosts", None)
+    if ns.hosts or ns.config or demo:
         raise ConfigError("command line: --from-prometheus takes no hosts, -c or --demo")
     check_interval(ns)  # build_config's check: a 1 ms interval would poll 1000 times a second
     from fabtop.run.promsource import PrometheusSource

@@ -14,7 +14,7 @@ from collectors.transport.base import Transport
 from fabtop.config import Config
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
-from fabtop.run.demo import demo_transports
+from fabtop.run.demo import demo_spec, demo_transports
 from fabtop.run.session import EventTap, Session
 from fabtop.sim.transport import DemoTransport
 
@@ -32,8 +32,9 @@ def fabric_state(config: Config, *, clock: Callable[[], float] = time.monotonic)
 
 
 def is_demo(config: Config) -> bool:
-    """True for the built-in simulated fabric (``--demo``, ``--demo-scenario``)."""
-    return config.source == "demo" or config.source.startswith("demo:")
+    """True for the built-in simulated fabric (``--demo``, ``--demo-scenario``,
+    ``--demo-hosts``)."""
+    return demo_spec(config) is not None
 
 
 def open_session(

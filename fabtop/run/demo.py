@@ -9,6 +9,7 @@ code path; only the bytes come from the simulation.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +21,18 @@ from collectors.transport.base import Transport
 from fabtop.config import Config, ConfigError, HostConfig
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
-from fabtop.sim.episodes import DEFAULT_TARGET
+from fabtop.sim.episodes import DEFAULT_TARGET, MAC_KINDS, Episode
 from fabtop.sim.exo import EXO_DEMO_URL
-from fabtop.sim.fabric import Fabric, demo_fabric, demo_hosts
+from fabtop.sim.fabric import (
+    BIG_MAX_HOSTS,
+    BIG_PREFIX,
+    Fabric,
+    big_fabric,
+    big_hosts,
+    big_target,
+    demo_fabric,
+    demo_hosts,
+)
 from fabtop.sim.host import SimHostConfig
 from fabtop.sim.mac_ids import RING_CABLES
 from fabtop.sim.transport import sim_transports
@@ -78,63 +88,163 @@ SCENARIOS: tuple[str, ...] = (
 )
 
 
+# What the big fabric (--demo-hosts) cannot show: it has RoCE hosts only (no Mac, no
+# InfiniBand or Thunderbolt port, no exo).
+NOT_BIG: frozenset[str] = frozenset(
+    {"tb_link_errors", *MAC_KINDS, *FABRIC_MISCONFIGS, *TB_MISCONFIGS, *EXTRA_HOSTS, *SERVERS}
+)
+BIG_SCENARIOS: tuple[str, ...] = tuple(s for s in SCENARIOS if s not in NOT_BIG)
+FOREVER_S = 1e9  # a scenario's fault runs from t=0 for good
+# A prefix never ends in a digit, so two prefixes always name disjoint hosts ("a" and
+# "a1" would both name a11); with the number it stays a host name fabtop accepts.
+_PREFIX_RE = re.compile(r"[A-Za-z](?:[A-Za-z0-9_.-]{0,30}[A-Za-z_.-])?")
+_SOURCE_RE = re.compile(
+    r"demo(?::(?P<scenario>[a-z0-9_]+))?(?: hosts=(?P<hosts>[0-9]+) prefix=(?P<prefix>\S+))?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSpec:
+    """Which simulated fabric a demo config runs: a scenario (one fault from t=0, or the
+    demo's cycle), and ``hosts`` of 8 rails named ``prefix1..`` (None: the 7-host demo)."""
+
+    scenario: str | None = None
+    hosts: int | None = None
+    prefix: str = BIG_PREFIX
+
+    @property
+    def source(self) -> str:
+        """The config's ``source``, read back by :func:`demo_spec`."""
+        s = "demo" if self.scenario is None else f"demo:{self.scenario}"
+        return s if self.hosts is None else f"{s} hosts={self.hosts} prefix={self.prefix}"
+
+    def check(self) -> None:
+        """Raise ConfigError, one line naming the option, for a spec no fabric fits."""
+        if self.scenario is not None and self.scenario not in SCENARIOS:
+            raise ConfigError(
+                f"command line: unknown --demo-scenario {self.scenario!r} "
+                f"(one of {', '.join(SCENARIOS)})"
+            )
+        if self.hosts is None:
+            return
+        if not 1 <= self.hosts <= BIG_MAX_HOSTS:
+            raise ConfigError(
+                f"command line: --demo-hosts {self.hosts} is not in 1..{BIG_MAX_HOSTS}"
+            )
+        if not _PREFIX_RE.fullmatch(self.prefix):
+            raise ConfigError(
+                f"command line: bad --demo-prefix {self.prefix[:40]!r} (a letter, then up to "
+                "31 letters, digits, '_', '.' or '-', not ending in a digit)"
+            )
+        if self.scenario in NOT_BIG:
+            raise ConfigError(
+                f"command line: --demo-scenario {self.scenario} needs the 7-host demo "
+                f"(--demo-hosts has RoCE hosts only: one of {', '.join(BIG_SCENARIOS)})"
+            )
+
+
+def demo_spec(config: Config) -> DemoSpec | None:
+    """The simulated fabric ``config`` names, None when it is not the demo's."""
+    m = _SOURCE_RE.fullmatch(config.source)
+    if m is None:
+        return None
+    hosts = m.group("hosts")
+    return DemoSpec(
+        m.group("scenario"),
+        None if hosts is None else int(hosts),
+        m.group("prefix") or BIG_PREFIX,
+    )
+
+
 def _urls(h: SimHostConfig) -> tuple[str, ...]:
     """The inference URLs a simulated host serves (its /metrics, its exo /state)."""
     return tuple(u for u in (h.inference_url, h.exo_url) if u)
 
 
-def demo_config(interval: float = 1.0, scenario: str | None = None) -> Config:
-    """The demo hosts (with their inference servers) at ``interval`` seconds."""
-    if scenario is not None and scenario not in SCENARIOS:
-        raise ConfigError(
-            f"command line: unknown --demo-scenario {scenario!r} (one of {', '.join(SCENARIOS)})"
-        )
-    fab = demo_fabric() if scenario is None else scenario_fabric(scenario)
-    hosts = [HostConfig(name=n, inference=_urls(h.cfg)) for n, h in fab.hosts.items()]
-    source = "demo" if scenario is None else f"demo:{scenario}"
-    return Config(hosts=hosts, interval=interval, source=source)
+def demo_config(
+    interval: float = 1.0,
+    scenario: str | None = None,
+    hosts: int | None = None,
+    prefix: str = BIG_PREFIX,
+) -> Config:
+    """The demo hosts (with their inference servers) at ``interval`` seconds: the 7-host
+    demo, or ``hosts`` hosts of 8 rails named ``prefix1..`` (raises ConfigError)."""
+    spec = DemoSpec(scenario, hosts, prefix)
+    sims, _ = _plan(spec)
+    configs = [HostConfig(name=h.name, inference=_urls(h)) for h in sims]
+    return Config(hosts=configs, interval=interval, source=spec.source)
 
 
-def scenario_fabric(scenario: str, seed: int = 0, interval_s: float = 1.0) -> Fabric:
-    """The demo fabric with one fault from t=0 (``healthy``: none at all)."""
-    hosts = demo_hosts()
+def _plan(spec: DemoSpec) -> tuple[list[SimHostConfig], tuple[Episode, ...] | None]:
+    """The hosts of ``spec``'s fabric and its fault from t=0 (None: the demo's cycle).
+
+    A scenario's fault lands where the 7-host demo has it (node1..node4, mac1); on the
+    big fabric, on the host that plays that node (fabtop.sim.fabric.big_target).
+    """
+    spec.check()
+    hosts = demo_hosts() if spec.hosts is None else big_hosts(spec.hosts, spec.prefix)
+    scenario = spec.scenario
+    if scenario is None:
+        return hosts, None
+    names = [h.name for h in hosts]
+
+    def plays(node: str) -> str:
+        return node if spec.hosts is None else big_target(node, names)
+
     if scenario == "tb_bridge_loop":
         # A loop needs a ring of three: a third Mac, cabled to both (fabtop/sim/mac_ids.py).
         mac2 = next(h for h in hosts if h.name == "mac2")
         hosts = [*hosts, dataclasses.replace(mac2, name="mac3")]
         hosts = [dataclasses.replace(h, mac_cables=RING_CABLES) if h.macos else h for h in hosts]
     if scenario in EXTRA_HOSTS:
-        return Fabric([*hosts, *EXTRA_HOSTS[scenario]], seed=seed, interval_s=interval_s)
+        return [*hosts, *EXTRA_HOSTS[scenario]], ()
     if scenario in TB_MISCONFIGS:
         # the node3 <-> node4 cable: both its ends (the Spark's cable to mac1 stays whole)
-        hosts = [
-            dataclasses.replace(h, **TB_MISCONFIGS[scenario])
-            if h.tb_link and h.name in ("node3", "node4")
-            else h
-            for h in hosts
-        ]
-        return Fabric(hosts, seed=seed, interval_s=interval_s)
+        change = TB_MISCONFIGS[scenario]
+        ends = ("node3", "node4")
+        return [
+            dataclasses.replace(h, **change) if h.tb_link and h.name in ends else h for h in hosts
+        ], ()
     if scenario in SERVERS:
         name, server = SERVERS[scenario]
-        hosts = [dataclasses.replace(h, **server) if h.name == name else h for h in hosts]
-        return Fabric(hosts, seed=seed, interval_s=interval_s)
+        return [dataclasses.replace(h, **server) if h.name == name else h for h in hosts], ()
     if scenario in MISCONFIGS:
-        hosts[2] = dataclasses.replace(hosts[2], **MISCONFIGS[scenario])
-        return Fabric(hosts, seed=seed, interval_s=interval_s)
+        i = names.index(plays("node3"))
+        hosts[i] = dataclasses.replace(hosts[i], **MISCONFIGS[scenario])
+        return hosts, ()
     if scenario in FABRIC_MISCONFIGS:
-        hosts = [dataclasses.replace(h, **FABRIC_MISCONFIGS[scenario]) for h in hosts]
-        return Fabric(hosts, seed=seed, interval_s=interval_s)
+        return [dataclasses.replace(h, **FABRIC_MISCONFIGS[scenario]) for h in hosts], ()
     if scenario == "healthy":
-        return Fabric(hosts, seed=seed, interval_s=interval_s)
-    return Fabric.single(hosts, scenario, seed=seed, interval_s=interval_s)
+        return hosts, ()
+    demo_target = DEFAULT_TARGET[scenario][0]
+    target = None if spec.hosts is None else plays(demo_target)
+    return hosts, (Episode(scenario, 0.0, FOREVER_S, target),)
+
+
+def scenario_fabric(
+    scenario: str,
+    seed: int = 0,
+    interval_s: float = 1.0,
+    hosts: int | None = None,
+    prefix: str = BIG_PREFIX,
+) -> Fabric:
+    """The demo fabric with one fault from t=0 (``healthy``: none at all); with
+    ``hosts``, the big fabric of that many hosts (fabtop.sim.fabric.big_fabric)."""
+    return _fabric(DemoSpec(scenario, hosts, prefix), seed, interval_s)
+
+
+def _fabric(spec: DemoSpec, seed: int, interval_s: float) -> Fabric:
+    hosts, fault = _plan(spec)
+    if fault is not None:
+        return Fabric(hosts, fault, seed=seed, interval_s=interval_s)
+    if spec.hosts is None:
+        return demo_fabric(seed=seed, interval_s=interval_s)
+    return big_fabric(spec.hosts, spec.prefix, seed=seed, interval_s=interval_s)
 
 
 def demo_fabric_for(config: Config, seed: int = 0) -> Fabric:
-    """The simulated fabric a demo config names (``demo:SCENARIO`` picks one fault)."""
-    _, _, scenario = config.source.partition("demo:")
-    if scenario:
-        return scenario_fabric(scenario, seed=seed, interval_s=config.interval)
-    return demo_fabric(seed=seed, interval_s=config.interval)
+    """The simulated fabric a demo config names (its DemoSpec, see :func:`demo_spec`)."""
+    return _fabric(demo_spec(config) or DemoSpec(), seed, config.interval)
 
 
 def demo_transports(

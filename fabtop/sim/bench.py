@@ -32,6 +32,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fabtop.sim.addresses import mgmt_ipv4, roce_ipv4, tb_ipv4
 from fabtop.sim.episodes import Mods, PortMods
 
 if TYPE_CHECKING:
@@ -141,10 +142,10 @@ def host_addresses(host: SimHost) -> dict[str, Endpoint]:
     out: dict[str, Endpoint] = {"127.0.0.1": Endpoint(cfg.name, "lo")}
     if "ipv4" in cfg.roce_addrs:
         for i in range(cfg.roce_ports):
-            out[f"10.{i}.0.{h + 1}"] = Endpoint(cfg.name, "roce", i)
+            out[roce_ipv4(i, h)] = Endpoint(cfg.name, "roce", i)
     if host.tb is not None:
-        out[f"10.254.0.{h + 1}"] = Endpoint(cfg.name, "tb")
-    out[f"192.168.1.{10 + h}"] = Endpoint(cfg.name, "mgmt")
+        out[tb_ipv4(h)] = Endpoint(cfg.name, "tb")
+    out[mgmt_ipv4(h)] = Endpoint(cfg.name, "mgmt")
     out[cfg.name] = Endpoint(cfg.name, "mgmt")
     return out
 
@@ -154,7 +155,7 @@ def endpoint_address(host: SimHost, ep: Endpoint) -> str:
     for addr, e in host_addresses(host).items():
         if e == ep and addr[0].isdigit():
             return addr
-    return f"192.168.1.{10 + host.index}"
+    return mgmt_ipv4(host.index)
 
 
 @dataclass(slots=True)

@@ -7,13 +7,16 @@ constant rate, so the text at time ``t`` depends only on the seed, the configura
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from fabtop.sim.bench import Bench
 from fabtop.sim.episodes import (
+    DEFAULT_TARGET,
     DEMO_CYCLE,
     DEMO_CYCLE_S,
+    MAC_KINDS,
     Episode,
     Mods,
     active_episodes,
@@ -24,6 +27,11 @@ from fabtop.sim.host import SimHost, SimHostConfig
 from fabtop.sim.tb_ids import MAC_STUDIO1_NAME, MAC_STUDIO1_UID, NODE3_UID, NODE4_UID, SPARK1_UID
 
 GRID_S = 0.5
+# The big fabric (--demo-hosts N): hosts of 8 rails, as many as its numbering holds
+# (fabtop.sim.addresses) and more than one process simulates at 1 Hz (docs/BENCHMARKS.md).
+BIG_RAILS = 8
+BIG_MAX_HOSTS = 1024
+BIG_PREFIX = "node"  # its hosts are node1..nodeN unless named otherwise (--demo-prefix)
 DEMO_EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed wall clock for the demo
 DEMO_METRICS_URL = "http://127.0.0.1:8000/metrics"
 
@@ -190,3 +198,51 @@ def spark_host() -> SimHostConfig:
 def demo_fabric(seed: int = 0, **kw: Any) -> Fabric:
     """The ``--demo`` fabric, cycling through every episode (about 3 minutes per cycle)."""
     return Fabric(demo_hosts(), DEMO_CYCLE, cycle_s=DEMO_CYCLE_S, seed=seed, **kw)
+
+
+def big_hosts(n: int, prefix: str = BIG_PREFIX) -> list[SimHostConfig]:
+    """``n`` hosts ``prefix1`` .. ``prefixN`` of 8 rails: 8 RoCE ports each
+    (``mlx5_0`` .. ``mlx5_7`` on ``enp65s0f0np0`` ..), the GPUs and the inference server
+    of the demo's node1, no InfiniBand or Thunderbolt port."""
+    if not 1 <= n <= BIG_MAX_HOSTS:
+        raise ValueError(f"a big fabric has 1..{BIG_MAX_HOSTS} hosts, not {n}")
+    return [
+        SimHostConfig(
+            f"{prefix}{i}",
+            roce_ports=BIG_RAILS,
+            gpu_profile="h100",
+            inference_url=DEMO_METRICS_URL,
+        )
+        for i in range(1, n + 1)
+    ]
+
+
+def big_target(demo_host: str, names: Sequence[str]) -> str:
+    """The host of a big fabric that plays the demo's ``demo_host`` (node1 .. node4):
+    spread over the fabric (its first host, a quarter, half and three quarters in), so
+    its faults are not all in one corner of the screen."""
+    k = int(demo_host.removeprefix("node")) - 1
+    return names[k * len(names) // 4]
+
+
+def big_episodes(names: Sequence[str]) -> tuple[Episode, ...]:
+    """The demo's cycle on a big fabric: each fault on the host :func:`big_target`
+    picks, the Macs' episodes healthy (the big fabric has no Mac)."""
+    out = []
+    for ep in DEMO_CYCLE:
+        if ep.kind in MAC_KINDS:
+            out.append(Episode("healthy", ep.start_s, ep.duration_s))
+        elif ep.kind != "healthy":
+            out.append(
+                dataclasses.replace(ep, target=big_target(DEFAULT_TARGET[ep.kind][0], names))
+            )
+        else:
+            out.append(ep)
+    return tuple(out)
+
+
+def big_fabric(n: int, prefix: str = BIG_PREFIX, seed: int = 0, **kw: Any) -> Fabric:
+    """``--demo --demo-hosts N``: :func:`big_hosts` cycling through the demo's episodes."""
+    hosts = big_hosts(n, prefix)
+    names = [h.name for h in hosts]
+    return Fabric(hosts, big_episodes(names), cycle_s=DEMO_CYCLE_S, seed=seed, **kw)

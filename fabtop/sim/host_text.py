@@ -11,6 +11,7 @@ import ipaddress
 from typing import TYPE_CHECKING
 
 from collectors.parsers.nvidia_smi import QUERY_FIELDS
+from fabtop.sim import addresses as addr
 
 if TYPE_CHECKING:
     from fabtop.sim.host import SimHost, SimHostConfig
@@ -34,7 +35,7 @@ def sysnet_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
         up = host.port_up[i]
         downs = host.carrier_changes[i] // 2
         out += [
-            (f"{d}/address", f"0c:42:a1:{host.index:02x}:{i:02x}:5e"),
+            (f"{d}/address", addr.roce_mac(i, host.index)),
             (f"{d}/operstate", "up" if up else "down"),
             (f"{d}/carrier", "1" if up else "0"),
             (f"{d}/carrier_changes", str(host.carrier_changes[i])),
@@ -60,10 +61,11 @@ def sysnet_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
             out.append((f"{d}/ecn/roce_rp/enable/{p}", en))
         out.append((f"{d}/ecn/roce_np/cnp_802p_prio", "6"))
         out += [(f"{d}/statistics/{n}", str(v)) for n, v in port.netdev.items(frac)]
+    lo, hi = addr.mac_lo_hi(host.index)
     if host.tb is not None:
         d = "thunderbolt0"
         out += [
-            (f"{d}/address", f"02:9c:{host.index:02x}:00:00:01"),
+            (f"{d}/address", f"02:9c:{lo:02x}:{hi:02x}:00:01"),
             (f"{d}/operstate", "up"),
             (f"{d}/carrier", "1"),
             (f"{d}/carrier_changes", "2"),
@@ -72,7 +74,7 @@ def sysnet_lines(host: SimHost, frac: float) -> list[tuple[str, str]]:
         ]
         out += [(f"{d}/statistics/{n}", str(v)) for n, v in host.tb.netdev.items(frac)]
     out += [
-        ("eno1/address", f"3c:ec:ef:{host.index:02x}:10:01"),
+        ("eno1/address", f"3c:ec:ef:{lo:02x}:{0x10 + hi:02x}:01"),
         ("eno1/operstate", "up"),
         ("eno1/carrier", "1"),
         ("eno1/carrier_changes", "2"),
@@ -106,7 +108,7 @@ def sysib_lines(host: SimHost, frac: float, gids: bool = True) -> list[tuple[str
             (f"{dev}/fw_ver", cfg.firmware),
             (f"{dev}/hca_type", "MT4125"),
             (f"{dev}/board_id", "MT_0000000359"),
-            (f"{dev}/node_guid", f"0c42:a103:00{host.index:02x}:{i:04x}"),
+            (f"{dev}/node_guid", f"0c42:a103:{host.index:04x}:{i:04x}"),
             (f"{dev}/node_type", "1: CA"),
             (f"{pp}/state", "4: ACTIVE" if up else "1: DOWN"),
             (f"{pp}/phys_state", "5: LinkUp" if up else "3: Disabled"),
@@ -127,7 +129,7 @@ def sysib_lines(host: SimHost, frac: float, gids: bool = True) -> list[tuple[str
             (f"{dev}/fw_ver", "20.39.2048"),
             (f"{dev}/hca_type", "MT4123"),
             (f"{dev}/board_id", "MT_0000000223"),
-            (f"{dev}/node_guid", f"b83f:d203:00{host.index:02x}:0a00"),
+            (f"{dev}/node_guid", f"b83f:d203:{host.index:04x}:0a00"),
             (f"{dev}/node_type", "1: CA"),
             # Without a subnet manager the port trains (LinkUp) but is never configured:
             # INIT, no LID, SM LID 0 (sysfs formats: collectors/parsers/sysfs.py).
@@ -137,7 +139,7 @@ def sysib_lines(host: SimHost, frac: float, gids: bool = True) -> list[tuple[str
             (f"{pp}/link_layer", "InfiniBand"),
             (f"{pp}/lid", f"0x{host.index + 1:x}" if cfg.ib_sm else "0x0"),
             (f"{pp}/sm_lid", "0x1" if cfg.ib_sm else "0x0"),  # node1 runs opensm: LID 1
-            (f"{pp}/gids/0", f"fe80:0000:0000:0000:b83f:d203:00{host.index:02x}:0a01"),
+            (f"{pp}/gids/0", f"fe80:0000:0000:0000:b83f:d203:{host.index:04x}:0a01"),
             (f"{pp}/gid_attrs/types/0", "IB/RoCE v1"),
             (f"{pp}/gids", "-"),
         ]
@@ -154,11 +156,12 @@ def roce_gid_lines(host: SimHost, i: int) -> list[tuple[str, str]]:
     in the order the addresses were added; IPv4 as ``::ffff:a.b.c.d``.
     """
     pp, nd = f"mlx5_{i}/ports/1", host.cfg.netdev(i)
-    # EUI-64 of the netdev's MAC (sysnet_lines: 0c:42:a1:<host>:<port>:5e)
-    gids = [f"fe80:0000:0000:0000:0e42:a1ff:fe{host.index:02x}:{i:02x}5e"]
-    for n, addr in enumerate(host.cfg.roce_addrs):
-        if addr == "ipv4":  # 10.<port>.0.<host + 1>
-            gids.append(f"0000:0000:0000:0000:0000:ffff:0a{i:02x}:00{host.index + 1:02x}")
+    # EUI-64 of the netdev's MAC (sysnet_lines: fabtop.sim.addresses.roce_mac)
+    gids = [f"fe80:0000:0000:0000:{addr.roce_eui64(i, host.index)}"]
+    for n, kind in enumerate(host.cfg.roce_addrs):
+        if kind == "ipv4":  # 10.<port>.0.<host + 1>
+            v4 = addr.ipv4_mapped(addr.roce_ipv4(i, host.index))
+            gids.append(f"0000:0000:0000:0000:0000:ffff:{v4}")
         else:  # a stable-privacy link-local address: its own interface identifier
             gids.append(f"fe80:0000:0000:0000:5d1c:{n:02x}{i:02x}:a6b1:{host.index:04x}")
     out: list[tuple[str, str]] = []
@@ -175,41 +178,41 @@ def roce_gid_lines(host: SimHost, i: int) -> list[tuple[str, str]]:
 def ip_addr(host: SimHost) -> str:
     """``ip -o addr show`` (tests/fixtures/ipaddr: iproute2's one-line format).
 
-    The same addresses the GID table carries: RoCE port ``i`` at 10.<i>.0.<host + 1>/24
-    (and a stable-privacy link-local IPv6 per ``ll6``), thunderbolt0 at
-    10.254.0.<host + 1>/24, eno1 on the management network.
+    The same addresses the GID table carries (fabtop.sim.addresses): RoCE port ``i`` at
+    10.<i>.0.<host + 1>/24 (and a stable-privacy link-local IPv6 per ``ll6``),
+    thunderbolt0 at 10.254.0.<host + 1>/24, eno1 on the management network; /16
+    networks past 254 hosts.
     """
     cfg, h = host.cfg, host.index
+    hosts = len(host.fabric.configs)
     tail = "\\       valid_lft forever preferred_lft forever"
     lines = [
         f"1: lo    inet 127.0.0.1/8 scope host lo{tail}",
         f"1: lo    inet6 ::1/128 scope host {tail}",
     ]
+
+    def inet(n: int, nd: str, address: str, prefix: int) -> str:
+        brd = addr.broadcast(address, prefix)
+        return f"{n}: {nd}    inet {address}/{prefix} brd {brd} scope global {nd}{tail}"
+
     for i in range(cfg.roce_ports):
         nd, n = cfg.netdev(i), i + 2
-        for k, addr in enumerate(cfg.roce_addrs):
-            if addr == "ipv4":
-                lines.append(
-                    f"{n}: {nd}    inet 10.{i}.0.{h + 1}/24 brd 10.{i}.0.255 "
-                    f"scope global {nd}{tail}"
-                )
+        for k, kind in enumerate(cfg.roce_addrs):
+            if kind == "ipv4":
+                lines.append(inet(n, nd, addr.roce_ipv4(i, h), addr.prefix_len(hosts)))
             else:
                 sp = ipaddress.ip_interface(f"fe80::5d1c:{k:02x}{i:02x}:a6b1:{h:04x}/64")
                 lines.append(
                     f"{n}: {nd}    inet6 {sp.with_prefixlen} scope link stable-privacy {tail}"
                 )
-        ll = ipaddress.ip_interface(f"fe80::e42:a1ff:fe{h:02x}:{i:02x}5e/64")  # as ip prints
+        ll = ipaddress.ip_interface(f"fe80::{addr.roce_eui64(i, h)}/64")  # as ip prints
         lines.append(f"{n}: {nd}    inet6 {ll.with_prefixlen} scope link {tail}")
     n = cfg.roce_ports + 2
     if host.tb is not None:
-        lines.append(
-            f"{n}: thunderbolt0    inet 10.254.0.{h + 1}/24 brd 10.254.0.255 "
-            f"scope global thunderbolt0{tail}"
-        )
+        lines.append(inet(n, "thunderbolt0", addr.tb_ipv4(h), addr.prefix_len(hosts)))
         n += 1
-    lines.append(
-        f"{n}: eno1    inet 192.168.1.{10 + h}/24 brd 192.168.1.255 scope global eno1{tail}"
-    )
+    mgmt = addr.prefix_len(hosts, addr.MGMT_FIRST)
+    lines.append(inet(n, "eno1", addr.mgmt_ipv4(h), mgmt))
     return "\n".join(lines)
 
 
