@@ -144,13 +144,14 @@ class FindingsScreen(DataScreen):
     BINDINGS = [
         Binding("enter", "open_subject", "open its port or host", show=False),
         Binding("i", "host_detail", "host detail"),
-        Binding("escape", "app.screen('1')", "overview"),
+        Binding("escape", "app.back", "back"),
     ]
 
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="findings")
         self.rows: dict[str, FindingRow] = {}
         self._detail_sig: object = None
+        self._detail_key: str | None = None  # the finding the detail pane shows
         self._calm = ("", "green")  # the core's calm line and its style
 
     def compose(self) -> ComposeResult:
@@ -245,6 +246,15 @@ class FindingsScreen(DataScreen):
         if sig != self._detail_sig:
             self._detail_sig = sig
             self.query_one("#finding-text", Static).update(body)
+        key = None if r is None else r.key
+        if key != self._detail_key:
+            # Another finding opens at its top, not at the line the last one was read to.
+            self._detail_key = key
+            self.query_one("#finding-detail", VerticalScroll).scroll_home(animate=False)
+
+    def home(self) -> None:
+        """Keys go to the table of findings, as on the first visit."""
+        self.query_one(FindingsTable).focus()
 
     # events and actions --------------------------------------------------------
 
