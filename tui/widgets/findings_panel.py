@@ -121,6 +121,7 @@ class FindingsPanel(Static, can_focus=True):
         self.calm = ""
         self.calm_style = "green"
         self._shown: object = None
+        self._title_shown: str | None = None
 
     def show(self, findings: Sequence[Finding], calm: str, all_seen: bool) -> None:
         """Show ``findings`` (already sorted worst first), or ``calm`` when there are none.
@@ -160,8 +161,9 @@ class FindingsPanel(Static, can_focus=True):
         return " ".join([key] * max(1, times))
 
     def _redraw(self) -> None:
-        if self.is_attached:
-            self.border_title = self._title()
+        title = self._title() if self.is_attached else None
+        if title != self._title_shown:  # each assignment repaints the border
+            self._title_shown = self.border_title = title
         cursor = self.cursor if self.has_focus else None
         sig = (
             tuple((f.severity, f.subject, f.summary) for f in self.findings),
