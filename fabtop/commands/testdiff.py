@@ -140,6 +140,7 @@ class ReportDiff:
     steps: list[StepChange]
     engines: list[tuple[str, str, str | None, str | None]]  # host, tool, A's, B's
     options: list[tuple[str, Any, Any]]
+    problems: list[tuple[str, str]] = field(default_factory=list)  # ("A" or "B", line)
 
     @property
     def status(self) -> int:
@@ -327,7 +328,11 @@ def diff_reports(a: Mapping[str, Any], b: Mapping[str, Any]) -> ReportDiff:
     steps = sorted((compare_steps(k, ka.get(k), kb.get(k)) for k in keys), key=StepChange.order)
     oa, ob = a.get("options", {}), b.get("options", {})
     options = [(n, oa.get(n), ob.get(n)) for n in sorted({*oa, *ob}) if oa.get(n) != ob.get(n)]
-    return ReportDiff(a, b, steps, _engines(a, b), options)
+    # The run's own problems (a host that did not answer, a rail left out) that only one
+    # report has: often why its steps are missing from the other.
+    pa, pb = a.get("problems", []), b.get("problems", [])
+    problems = [("A", p) for p in pa if p not in pb] + [("B", p) for p in pb if p not in pa]
+    return ReportDiff(a, b, steps, _engines(a, b), options, problems)
 
 
 # -- showing ---------------------------------------------------------------------------
@@ -381,6 +386,7 @@ def render_text(d: ReportDiff, name_a: str, name_b: str, top: int | None = None)
     if d.a["plan"] != d.b["plan"]:
         out.append("different plans: steps match only within one plan")
     out += [f"options: {n} {va} -> {vb}" for n, va, vb in d.options]
+    out += [f"only in {side}: {line}" for side, line in d.problems]
     shown = [s for s in d.steps if s.change != "same" or s.moved]
     for s in shown[:top] if top else shown:
         out.append("")
@@ -434,6 +440,7 @@ def render_json(d: ReportDiff, name_a: str, name_b: str, top: int | None = None)
                 "b": side(name_b, d.b),
                 "status": d.status,
                 "options": [{"name": n, "a": va, "b": vb} for n, va, vb in d.options],
+                "problems": [{"in": side, "line": line} for side, line in d.problems],
                 "engines": [{"host": h, "tool": t, "a": va, "b": vb} for h, t, va, vb in d.engines],
                 "steps": [
                     {

@@ -75,6 +75,19 @@ def test_steps_match_by_what_they_measured_not_by_position(tmp_path: Path) -> No
     assert "ONLY IN B: a -> c rail 1" in text
 
 
+def test_a_run_problem_only_one_report_has_and_top(tmp_path: Path) -> None:
+    a = _doc({AB: 95.0, BA: 96.0, AC: 95.0})
+    b = _doc({AB: 40.0, BA: 41.0})
+    b["problems"] = ["c: no frame within 30 s"]
+    text, status = compare(*_files(tmp_path, a, b), top=1)
+    assert status == 1
+    assert "only in B: c: no frame within 30 s" in text.splitlines()
+    assert sum(line.startswith(("WORSE", "ONLY IN")) for line in text.splitlines()) == 1
+    assert "... 2 more steps (--top)" in text
+    doc = json.loads(compare(*_files(tmp_path, a, b), as_json=True)[0])
+    assert doc["problems"] == [{"in": "B", "line": "c: no frame within 30 s"}]
+
+
 def test_the_same_report_twice_is_status_0_and_says_so(tmp_path: Path) -> None:
     a = _doc({AB: 95.0, BA: 96.0})
     text, status = compare(*_files(tmp_path, a, a))
