@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from tests.ui.fabric import dashboard as make
 from tui.app import FabtopApp
@@ -134,3 +135,19 @@ async def test_a_newly_picked_finding_opens_at_its_top() -> None:
         await pilot.press("down")  # another finding: read from its first line
         await pilot.pause()
         assert scroll.scroll_offset.y == 0
+
+
+async def test_the_findings_views_hint_follows_the_focus() -> None:
+    app, state, _ = make()
+    state.apply_status("node1", "down", LONG_ERROR)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("6")
+        await pilot.pause()
+        title = app.screen.query_one("#findings-title", Static)
+        table = app.screen.query_one(FindingsTable)
+        assert "Tab scrolls" in str(title.render()) and cursor_drawn(table)
+        await pilot.press("tab")  # the text has the keys: the list's cursor goes
+        assert "Tab list" in str(title.render()) and not cursor_drawn(table)
+        await pilot.press("tab", "down")  # back on the list, as the hint said
+        assert table.has_focus and table.cursor_row == 1
