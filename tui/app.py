@@ -54,6 +54,7 @@ SCREEN_REGISTRY: dict[str, tuple[str, type[DataScreen]]] = {
     "6": ("findings", FindingsScreen),
     "7": ("test", TestScreen),
 }
+BACK_STEPS = 16  # screens Esc can go back through
 FINDINGS_KEY = next(k for k, (_, cls) in SCREEN_REGISTRY.items() if cls is FindingsScreen)
 
 
@@ -77,6 +78,8 @@ class FabtopApp(App[int]):
         Binding("p", "pause", "pause"),
         Binding("r", "baseline", "Δ baseline"),
         Binding("d", "delta", "Δ / rates", show=False),
+        # Screens and panels with an Esc of their own (a detail, a filter) take it first.
+        Binding("escape", "back", "back", show=False),
         # Shown by the screens' footer (tui/screens/base.py): by name, or as one "1-6" key.
         *(
             Binding(k, f"screen('{k}')", name, show=False)
@@ -109,6 +112,7 @@ class FabtopApp(App[int]):
         self.replay_step_s = 0.1
         self._last_refresh = 0.0
         self._refresh_timer: Any = None
+        self._came_from: list[str] = []  # the modes Esc goes back through, latest last
         for key, (_, cls) in SCREEN_REGISTRY.items():
             self.add_mode(f"screen{key}", self._factory(cls))
 
@@ -338,9 +342,36 @@ class FabtopApp(App[int]):
             self.push_screen(HelpScreen(self.help_sections()))
 
     def action_screen(self, key: str) -> None:
-        """Switch to screen ``key`` (1 overview, 2 PFC, ...)."""
-        if key in SCREEN_REGISTRY and self.current_mode != f"screen{key}":
-            self.switch_mode(f"screen{key}")
+        """Go to screen ``key`` (1 overview, 2 PFC, ...) from anywhere: its own view, in the
+        state it starts in, never a detail or help screen left open over it."""
+        if key not in SCREEN_REGISTRY:
+            return
+        mode = f"screen{key}"
+        if self.current_mode != mode:
+            self._came_from = [*self._came_from, self.current_mode][-BACK_STEPS:]
+        self._go(mode)
+
+    def action_back(self) -> None:
+        """Esc on a screen that has no Esc of its own: the screen it was reached from (the
+        overview when none)."""
+        while self._came_from and self._came_from[-1] == self.current_mode:
+            self._came_from.pop()
+        if self._came_from:
+            self._go(self._came_from.pop())
+        elif self.current_mode != "screen1":
+            self._go("screen1")
+
+    def _go(self, mode: str) -> None:
+        if self.current_mode != mode:
+            self.switch_mode(mode)
+        # Detail and help screens pushed over it in an earlier visit close: a number key
+        # names a screen, and shows that screen.
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        screen = self.screen
+        # (A screen seen for the first time is not mounted yet: its on_mount sets it up.)
+        if isinstance(screen, DataScreen) and screen.is_mounted:
+            screen.home()
 
     def action_pause(self) -> None:
         """Freeze the display; collection continues."""

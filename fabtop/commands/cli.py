@@ -133,10 +133,16 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "diff",
-        "counter deltas between two snapshots or recording points",
+        "counter deltas between two snapshots or recording points, or two test reports",
         "A and B are snapshot files or run.fabrec@SECONDS (the replayed state that many "
-        "seconds in); B must not be earlier than A. Errors first, then pauses, then bytes.",
-        ("fabtop diff before.json after.json --top 20", "fabtop diff run.fabrec@40 run.fabrec@75"),
+        "seconds in); B must not be earlier than A. Errors first, then pauses, then bytes. "
+        "Two `fabtop test` reports: each step's verdict, figures and counters before and "
+        "after, worse first (exit 1 when a verdict got worse or a step of A is not in B).",
+        (
+            "fabtop diff before.json after.json --top 20",
+            "fabtop diff run.fabrec@40 run.fabrec@75",
+            "fabtop diff test-monday.json test-today.json",
+        ),
     ),
     Command(
         "export",
@@ -437,8 +443,8 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
             help="no dashboard: print what the recording holds and exit",
         )
     if cmd == "diff":
-        p.add_argument("a", metavar="A", help="snapshot file, or run.fabrec@SECONDS")
-        p.add_argument("b", metavar="B", help="snapshot file, or run.fabrec@SECONDS")
+        p.add_argument("a", metavar="A", help="snapshot or test report, or run.fabrec@SECONDS")
+        p.add_argument("b", metavar="B", help="snapshot or test report, or run.fabrec@SECONDS")
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
         p.add_argument(
             "--top", type=positive_int, metavar="N", help="only the N most significant rows"
@@ -783,11 +789,12 @@ def replay(ns: argparse.Namespace, play: Callable[[Replay, float], int]) -> int:
 
 
 def _diff(ns: argparse.Namespace) -> int:
-    from fabtop.commands.diff import DiffError, diff_command
+    from fabtop.commands.diff import DiffError, compare
 
     try:
-        sys.stdout.write(diff_command(ns.a, ns.b, as_json=ns.json, top=ns.top))
+        text, status = compare(ns.a, ns.b, as_json=ns.json, top=ns.top)
     except DiffError as e:
         print(f"fabtop: {e}", file=sys.stderr)
         return 2
-    return 0
+    sys.stdout.write(text)
+    return status

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.numbers import finite, parse_float, parse_uint
+from collectors.text import clean
 from collectors.vocabulary import Metric, by_category
 from fabtop.core.deltas import link_deltas
 
@@ -153,6 +154,15 @@ def load_point(spec: str) -> dict[str, Any]:
 
     Raises DiffError, one line naming the input (and the field, for a malformed file).
     """
+    kind, doc = load_input(spec)
+    if kind != "snapshot":
+        raise DiffError(f"{spec}: a {kind}, not a snapshot")
+    return doc
+
+
+def load_input(spec: str) -> tuple[str, dict[str, Any]]:
+    """What a diff compares: ``run.fabrec@T`` (a snapshot of the replayed state T seconds
+    in) or a file (:func:`load_file`); its kind and document. Raises DiffError."""
     path, sep, at = spec.rpartition("@")
     if sep and path and Path(path).suffix == ".fabrec":
         t = parse_float(at)
@@ -175,7 +185,27 @@ def load_point(spec: str) -> dict[str, Any]:
             rp.advance_to(t)
         except RecordError as e:
             raise DiffError(str(e)) from None
-        return snapshot.build(rp.state, rp.config.interval)
+        return "snapshot", snapshot.build(rp.state, rp.config.interval)
+    return load_file(spec)
+
+
+def _formats() -> dict[str, str]:
+    """The formats a diff reads, by kind (imported here: each costs a diff's start)."""
+    from fabtop.fabtest.report import FORMAT
+    from fabtop.run.snapshot import SCHEMA
+
+    return {"snapshot": SCHEMA, "test report": FORMAT}
+
+
+def _known() -> str:
+    return " or ".join(_formats().values())
+
+
+def load_file(spec: str) -> tuple[str, dict[str, Any]]:
+    """A snapshot (``fabtop.snapshot/1``) or test report (``fabtop.test/1``) file, told
+    apart by its own format field, checked and with every string cleaned: its kind
+    (``snapshot``, ``test report``) and the document. Raises DiffError, one line naming
+    the file (and the field)."""
     p = Path(spec)
     if p.suffix == ".fabrec":
         raise DiffError(f"{spec}: a recording needs a time: {spec}@SECONDS")
@@ -188,20 +218,50 @@ def load_point(spec: str) -> dict[str, Any]:
     try:
         doc = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        raise DiffError(f"{spec}: not a fabtop.snapshot/1 file: nested too deeply") from None
+        raise DiffError(f"{spec}: not a {_known()} file: nested too deeply") from None
+    except json.JSONDecodeError as e:
+        # A report cut short (a full disk, a copy stopped) fails at its very end: say so.
+        end = not text[e.pos :].strip() or e.msg.startswith("Unterminated")
+        cut = " (it ends early: cut short?)" if end else ""
+        raise DiffError(f"{spec}: not JSON{cut}: {e}") from None
     except ValueError as e:
         raise DiffError(f"{spec}: not JSON: {e}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != "fabtop.snapshot/1":
-        raise DiffError(f"{spec}: not a fabtop.snapshot/1 file")
+    kind, said = _kind(doc)
+    if kind is None:
+        raise DiffError(f"{spec}: not a {_known()} file")
+    want = _formats()[kind]
+    if said != want:
+        raise DiffError(f"{spec}: a {said} file: this fabtop reads {want}")
     from fabtop.run.snapshot import clean_tree
 
     try:
         doc = clean_tree(doc)
     except ValueError as e:
-        raise DiffError(f"{spec}: not a fabtop.snapshot/1 file: {e}") from None
-    check_doc(doc, spec)
-    out: dict[str, Any] = doc
-    return out
+        raise DiffError(f"{spec}: not a {want} file: {e}") from None
+    if kind == "test report":
+        from fabtop.commands.testdiff import ReportError, check_report
+
+        try:
+            check_report(doc)
+        except ReportError as e:
+            raise DiffError(f"{spec}: {e}") from None
+    else:
+        check_doc(doc, spec)
+    return kind, doc
+
+
+def _kind(doc: Any) -> tuple[str | None, str]:
+    """What the document says it is (a snapshot's ``schema``, a report's ``format``):
+    its kind and that name with its version, which the caller checks."""
+    if isinstance(doc, dict):
+        for key, family, kind in (
+            ("schema", "fabtop.snapshot/", "snapshot"),
+            ("format", "fabtop.test/", "test report"),
+        ):
+            v = doc.get(key)
+            if isinstance(v, str) and v.startswith(family):
+                return kind, clean(v, 40)
+    return None, ""
 
 
 def _no_constant(name: str) -> Any:
@@ -360,9 +420,31 @@ def _check_order(a: str, b: str) -> None:
         raise DiffError(f"B ({b}) is before A ({a}): give the earlier point first")
 
 
+def compare(a: str, b: str, as_json: bool = False, top: int | None = None) -> tuple[str, int]:
+    """``fabtop diff``: text (or JSON) and exit status of two snapshots (or recording
+    points; status 0) or two test reports (:mod:`fabtop.commands.testdiff`: 1 when a
+    verdict got worse). Raises DiffError: an input that cannot be read, or one of each."""
+    (ka, da), (kb, db) = load_input(a), load_input(b)
+    if ka != kb:
+        raise DiffError(f"{a} is a {ka} and {b} a {kb}: diff compares two of a kind")
+    if ka == "test report":
+        from fabtop.commands import testdiff
+
+        d = testdiff.diff_reports(da, db)
+        render = testdiff.render_json if as_json else testdiff.render_text
+        return render(d, a, b, top), d.status
+    return _snapshots(a, b, da, db, as_json, top), 0
+
+
 def diff_command(a: str, b: str, as_json: bool = False, top: int | None = None) -> str:
-    """Text (or JSON) of the deltas from point ``a`` to point ``b``; raises DiffError."""
-    da, db = load_point(a), load_point(b)
+    """Text (or JSON) of ``fabtop diff A B`` (:func:`compare`); raises DiffError."""
+    return compare(a, b, as_json, top)[0]
+
+
+def _snapshots(
+    a: str, b: str, da: dict[str, Any], db: dict[str, Any], as_json: bool, top: int | None
+) -> str:
+    """The deltas from point ``a`` to point ``b``; raises DiffError."""
     _check_order(a, b)
     rows = diff_docs(da, db)
     el = elapsed_s(da, db)

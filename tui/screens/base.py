@@ -128,6 +128,10 @@ class DataScreen(Screen[None]):
     def show_flags(self) -> None:
         """The pause/delta markers changed: redraw them without new data."""
 
+    def home(self) -> None:
+        """Reached by its number key or by Esc from another screen: a screen with panels
+        puts the focus where it starts, so the same keys do the same thing on every visit."""
+
     def on_screen_resume(self) -> None:
         # Background screens were not refreshed; catch up as soon as one is shown.
         if not self.ctx.paused:

@@ -144,13 +144,15 @@ class FindingsScreen(DataScreen):
     BINDINGS = [
         Binding("enter", "open_subject", "open its port or host", show=False),
         Binding("i", "host_detail", "host detail"),
-        Binding("escape", "app.screen('1')", "overview"),
+        Binding("escape", "app.back", "back"),
     ]
 
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="findings")
         self.rows: dict[str, FindingRow] = {}
         self._detail_sig: object = None
+        self._detail_key: str | None = None  # the finding the detail pane shows
+        self._active = (0, 0)  # findings active, and listed
         self._calm = ("", "green")  # the core's calm line and its style
 
     def compose(self) -> ComposeResult:
@@ -181,21 +183,30 @@ class FindingsScreen(DataScreen):
         table = self.query_one(FindingsTable)
         table.show(rows, self.size.width or 120, now)
         self._select_asked()
-        active = sum(1 for r in rows if r.active)
+        self._active = (sum(1 for r in rows if r.active), len(rows))
+        self._title()
+        self._calm = (calm_line(s.coverage), "green" if s.coverage.all_seen else "bold yellow")
+        self._show_detail()
+
+    def _title(self) -> None:
+        """The counts, and what the keys do where the focus is (the list or the text)."""
+        active, every = self._active
         title = Text(no_wrap=True, overflow="ellipsis")
         title.append(" findings ", "bold reverse")
         title.append(f" {active} active")
-        title.append(f" · {len(rows) - active} cleared", "dim")
+        title.append(f" · {every - active} cleared", "dim")
         wide = (self.size.width or 120) >= 100
-        title.append(
-            "   ↑↓ choose · Enter opens its port or host · Tab scrolls the text"
-            if wide
-            else "   ↑↓ · Enter opens · Tab scrolls",
-            "dim",
-        )
+        if isinstance(self.focused, VerticalScroll):
+            keys = "↑↓ scroll the text · Tab back to the list" if wide else "↑↓ scroll · Tab list"
+        elif wide:
+            keys = "↑↓ choose · Enter opens its port or host · Tab scrolls the text"
+        else:
+            keys = "↑↓ · Enter opens · Tab scrolls"
+        title.append("   " + keys, "dim")
         self.query_one("#findings-title", Static).update(title)
-        self._calm = (calm_line(s.coverage), "green" if s.coverage.all_seen else "bold yellow")
-        self._show_detail()
+
+    def on_descendant_focus(self) -> None:
+        self._title()
 
     def _select_asked(self) -> None:
         """Put the cursor on the finding Enter chose in a panel (``ctx.finding_key``)."""
@@ -245,6 +256,15 @@ class FindingsScreen(DataScreen):
         if sig != self._detail_sig:
             self._detail_sig = sig
             self.query_one("#finding-text", Static).update(body)
+        key = None if r is None else r.key
+        if key != self._detail_key:
+            # Another finding opens at its top, not at the line the last one was read to.
+            self._detail_key = key
+            self.query_one("#finding-detail", VerticalScroll).scroll_home(animate=False)
+
+    def home(self) -> None:
+        """Keys go to the table of findings, as on the first visit."""
+        self.query_one(FindingsTable).focus()
 
     # events and actions --------------------------------------------------------
 

@@ -85,7 +85,7 @@ class OverviewScreen(DataScreen):
         Binding("z", "toggle_fold", "fold healthy"),
         Binding("i", "host_detail", "host detail"),
         Binding("enter", "open_link", "link detail, host detail (on a host)", show=False),
-        Binding("escape", "clear_filter", "show all links", show=False),
+        Binding("escape", "back", "back to the links, then show all links", show=False),
     ]
 
     def __init__(self, ctx: ViewContext) -> None:
@@ -190,6 +190,25 @@ class OverviewScreen(DataScreen):
         box.display = False
         self.query_one(LinkTable).focus()
         self.refresh_view()
+
+    def home(self) -> None:
+        """Keys go to the links, as when the dashboard starts (the filter stays, said)."""
+        box = self.query_one("#filter", Input)
+        box.display = False
+        self.query_one(LinkTable).focus()
+
+    def action_back(self) -> None:
+        """Esc, one step back: from the hosts or the findings to the links; there (or in the
+        filter's input), drop the filter and the host selection."""
+        if self.query_one("#filter", Input).display:  # as its placeholder says: Esc clears
+            self.action_clear_filter()
+        elif not isinstance(self.focused, LinkTable):
+            self.query_one(LinkTable).focus()
+        else:
+            self.action_clear_filter()
+
+    def on_descendant_focus(self) -> None:
+        self.query_one(FindingsPanel).focus_moved()
 
     def action_sort(self) -> None:
         """Sort the links table by the next column (its header shows the arrow)."""

@@ -22,7 +22,8 @@ BADGE = {
     "info": (" info ", "cyan"),
 }
 CURSOR_STYLE = "reverse"
-HINT = "Tab here, ↑↓ choose, Enter reads it in full"
+HINT = "{keys} here, ↑↓ choose, Enter reads it in full"
+FOCUSED = "▶ findings: ↑↓ choose, Enter reads it in full, Esc leaves"
 
 
 def one_line(f: Finding) -> str:
@@ -107,7 +108,7 @@ class FindingsPanel(Static, can_focus=True):
         text-wrap: nowrap; text-overflow: ellipsis;
         border-title-color: $text-muted;
     }
-    FindingsPanel:focus { border-title-color: $accent; border-title-style: bold; }
+    FindingsPanel:focus { border-title-color: $accent; border-title-style: bold; color: $text; }
     /* The calm line names what was not monitored: all of it is read, wrapped. */
     FindingsPanel.-calm { text-wrap: wrap; text-overflow: fold; }
     """
@@ -120,6 +121,7 @@ class FindingsPanel(Static, can_focus=True):
         self.calm = ""
         self.calm_style = "green"
         self._shown: object = None
+        self._title_shown: str | None = None
 
     def show(self, findings: Sequence[Finding], calm: str, all_seen: bool) -> None:
         """Show ``findings`` (already sorted worst first), or ``calm`` when there are none.
@@ -139,10 +141,29 @@ class FindingsPanel(Static, can_focus=True):
         self.calm, self.calm_style = calm, ("green" if all_seen else "bold yellow")
         self.set_class(bool(findings) or not all_seen, "-alert")
         self.set_class(not findings, "-calm")
-        self.border_title = HINT if findings else None
         self._redraw()
 
+    def _title(self) -> str | None:
+        """What the panel's top line says: how to reach it, or (focused) that keys go here."""
+        if not self.findings:
+            return None
+        return FOCUSED if self.has_focus else HINT.format(keys=self.keys_here())
+
+    def keys_here(self) -> str:
+        """The keys that move the focus here from where it is now: Tab or shift+Tab, as
+        often as needed (whichever is fewer), never a hint that lands elsewhere."""
+        chain, focused = self.screen.focus_chain, self.screen.focused
+        if self not in chain or focused not in chain:
+            return "Tab"
+        n = len(chain)
+        ahead = (chain.index(self) - chain.index(focused)) % n
+        key, times = ("Tab", ahead) if ahead <= n - ahead else ("shift+Tab", n - ahead)
+        return " ".join([key] * max(1, times))
+
     def _redraw(self) -> None:
+        title = self._title() if self.is_attached else None
+        if title != self._title_shown:  # each assignment repaints the border
+            self._title_shown = self.border_title = title
         cursor = self.cursor if self.has_focus else None
         sig = (
             tuple((f.severity, f.subject, f.summary) for f in self.findings),
@@ -164,6 +185,10 @@ class FindingsPanel(Static, can_focus=True):
         self._redraw()
 
     def on_blur(self) -> None:
+        self._redraw()
+
+    def focus_moved(self) -> None:
+        """The focus moved on the screen: the hint names the keys from where it is now."""
         self._redraw()
 
     def action_move(self, step: int) -> None:

@@ -248,8 +248,16 @@ class KeyedTable(DataTable[Cell]):
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        # The cursor shows only while the table has the focus: one highlighted row on the
+        # screen, where the keys go (a dimmed cursor in another table reads as a second
+        # focus, and Enter then opens what the person did not pick).
         super().__init__(
-            id=id, classes=classes, cursor_type="row", zebra_stripes=False, cell_padding=1
+            id=id,
+            classes=classes,
+            cursor_type="row",
+            zebra_stripes=False,
+            cell_padding=1,
+            show_cursor=False,
         )
         self._column_set: tuple[Column, ...] = ()
         # The declared layout (set_layout) and the rows it was last fitted to.
@@ -624,6 +632,12 @@ class KeyedTable(DataTable[Cell]):
     def action_select_cursor(self) -> None:
         self._hover_shown = False
         super().action_select_cursor()
+
+    def on_focus(self) -> None:
+        self.show_cursor = True
+
+    def on_blur(self) -> None:
+        self.show_cursor = False
 
 
 def _highlight(look: _Look, header: bool, on_hover: bool, on_cursor: bool) -> Style:
