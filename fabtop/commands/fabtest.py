@@ -233,6 +233,7 @@ class Bench:
             paths={h.name: h.path for h in config.hosts},
             thresholds=config.thresholds,
             progress=progress,
+            nccl=config.nccl,
         )
 
 

@@ -85,8 +85,8 @@ def test_the_arguments_read_back_as_they_were_given() -> None:
     # What the simulator reads of the launcher's words is what launch.sh reads.
     argv = ("iperf3", "-c", "10.0.0.2", "-J")
     words = launch_args(argv, 12, ("/opt/mellanox/bin", "/usr/local/bin"))
-    assert parse_launch_args(words) == (12, ("/opt/mellanox/bin", "/usr/local/bin"), argv)
-    assert parse_launch_args(launch_args(argv, 5)) == (5, (), argv)
+    assert parse_launch_args(words) == (12, ("/opt/mellanox/bin", "/usr/local/bin"), argv, None)
+    assert parse_launch_args(launch_args(argv, 5)) == (5, (), argv, None)
     for bad in (
         [],
         ["--", "iperf3"],
