@@ -304,11 +304,9 @@ def series(
     """What the receiver got from every sender, and from the senders other than
     ``killed``, interval by interval. ``received``: per sender, its server's intervals
     (the grid of ``interval_s``, an interval shorter than half of it, a run's last sliver,
-    left out); or the receiver's own counters under its own name, between its frames:
-    then the others' are the frames wholly after the kill."""
-    if killed not in received and len(received) == 1:
-        (frames,) = received.values()
-        return list(frames), [iv for iv in frames if iv[0] >= kill_at_s]
+    left out; every sender's only where the killed one's server reported)."""
+    if killed not in received:
+        return [], []  # the lost sender's part before the kill is not known
     total: dict[int, float] = {}
     rest: dict[int, float] = {}
     for host, ivs in received.items():
@@ -319,15 +317,24 @@ def series(
             total[i] = total.get(i, 0.0) + bps
             if host != killed:
                 rest[i] = rest.get(i, 0.0) + bps
-            elif i not in rest:
-                rest[i] = 0.0
-    if killed not in received:
-        return [], []  # the lost sender's part before the kill is not known
+    # All of them only where the lost sender's server said its part: its last interval
+    # before the kill is cut short, and iperf3 does not print it.
+    theirs = {round(s / interval_s) for s, e, _ in received[killed] if e - s >= interval_s / 2}
+    total = {i: v for i, v in total.items() if i in theirs}
 
     def grid(d: Mapping[int, float]) -> list[Interval]:
         return [(i * interval_s, (i + 1) * interval_s, d[i]) for i in sorted(d)]
 
     return grid(total), grid(rest)
+
+
+def frame_series(
+    frames: Sequence[Interval], kill_at_s: float
+) -> tuple[list[Interval], list[Interval]]:
+    """The same from the receiver's own rx counters between its frames (RDMA ports):
+    every sender's before the kill; the others' only in the frames wholly after it (the
+    frame the kill falls in mixes both)."""
+    return list(frames), [iv for iv in frames if iv[0] >= kill_at_s]
 
 
 def recovery(
@@ -396,7 +403,12 @@ def judge_loss(
             f"{m.killed}: {m.killed_tool} (pid {m.killed_pid}) killed "
             f"{m.killed_at_s:.2f} s into its run, by fabtop on purpose"
         )
-        r = recovery(*series(m.received, m.killed, m.killed_at_s), m.killed_at_s, ratio)
+        got = (
+            frame_series(m.received.get(step.receiver, []), m.killed_at_s)
+            if m.rdma
+            else series(m.received, m.killed, m.killed_at_s)
+        )
+        r = recovery(*got, m.killed_at_s, ratio)
         g = {
             "baseline_gbps": r.baseline_bps,
             "survivors_before_gbps": r.survivors_before_bps,

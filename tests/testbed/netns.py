@@ -387,6 +387,15 @@ class Testbed:
             "100ms",
         )
 
+    def switch_rate_limit(self, to_host: str, mbit: int) -> None:
+        """Shape what the switch forwards to a host (tc tbf on its switch port's egress):
+        the port an incast into that host congests, as a switch's port to a receiver."""
+        port = f"d{self.host(to_host).index}"
+        run(
+            "ip", "netns", "exec", self.switch, "tc", "qdisc", "replace", "dev", port, "root",
+            "tbf", "rate", f"{mbit}mbit", "burst", "256kb", "latency", "100ms",
+        )  # fmt: skip
+
     @contextlib.contextmanager
     def iperf3_server(self, host: str) -> Iterator[str]:
         """An iperf3 server on a host's data address (yields the address)."""
