@@ -98,6 +98,9 @@ class LossMeasured(Measured):
     resent: list[tuple[float, int]] = field(default_factory=list)
     hung: list[str] = field(default_factory=list)  # tools that did not end by themselves
     mid: dict[str, HostSample] = field(default_factory=dict)  # the samples at the kill
+    # When the killed run came back here, from the clients' start (this machine's clock,
+    # as the receiver's frames are placed on it: RDMA ports)
+    seen_killed_s: float | None = None
     before: WindowEvidence | None = None  # the window's counters up to the kill
     after: WindowEvidence | None = None  # and from it
     nccl: NcclTimeouts = field(default_factory=NcclTimeouts)
@@ -130,11 +133,16 @@ async def measure_loss(
     try:
         await asyncio.sleep(SERVER_START_S)
         began = time.monotonic()
-        mid = asyncio.create_task(_later(out.kill_ms / 1000, samples))
-        aside.append(mid)
+
+        async def killed(port: Port, cmd: Command, server: asyncio.Task[Any]) -> ToolRun | None:
+            # Its run comes back as the tool is killed: the samples then split the window.
+            run = await _client(port, cmd, out, server, out.kill_ms)
+            out.mid, out.seen_killed_s = samples(), time.monotonic() - began
+            return run
+
         clients = await asyncio.gather(
             *(
-                _client(s, cli, out, task, out.kill_ms if s is senders[-1] else None)
+                killed(s, cli, task) if s is senders[-1] else _client(s, cli, out, task)
                 for s, (_, cli), task in zip(senders, jobs, servers, strict=True)
             )
         )
@@ -145,8 +153,6 @@ async def measure_loss(
                     f"{receiver.host}: {jobs[0][0].argv[0]} server for {s.host} did not end "
                     f"within {SERVER_GRACE_S:g} s of its client: fabtop ended it"
                 )
-        if mid.done():
-            out.mid = mid.result()
         done = [t.result() if t.done() and not t.cancelled() else None for t in servers]
     finally:
         for t in [*servers, *aside]:
@@ -186,13 +192,6 @@ def _jobs(
     except EngineArgError as e:
         raise StepError(f"{receiver.label}: {e}") from None
     return jobs
-
-
-async def _later(
-    delay_s: float, samples: Callable[[], dict[str, HostSample]]
-) -> dict[str, HostSample]:
-    await asyncio.sleep(delay_s)
-    return samples()
 
 
 async def _watch(
@@ -403,12 +402,15 @@ def judge_loss(
             f"{m.killed}: {m.killed_tool} (pid {m.killed_pid}) killed "
             f"{m.killed_at_s:.2f} s into its run, by fabtop on purpose"
         )
+        # The receiver's frames are placed on this machine's clock, as the kill was seen
+        # here; the servers' intervals on their clients' start, as the kill on its node.
+        at = m.seen_killed_s if m.rdma and m.seen_killed_s is not None else m.killed_at_s
         got = (
-            frame_series(m.received.get(step.receiver, []), m.killed_at_s)
+            frame_series(m.received.get(step.receiver, []), at)
             if m.rdma
-            else series(m.received, m.killed, m.killed_at_s)
+            else series(m.received, m.killed, at)
         )
-        r = recovery(*got, m.killed_at_s, ratio)
+        r = recovery(*got, at, ratio)
         g = {
             "baseline_gbps": r.baseline_bps,
             "survivors_before_gbps": r.survivors_before_bps,
