@@ -17,6 +17,7 @@ from collectors.text import clean
 from fabtop.config import Config
 from fabtop.core import expect
 from fabtop.core.state import NOT_REPORTING, FabricState
+from fabtop.fabtest.loss import loss_seconds, summary_line
 from fabtop.fabtest.plans import Plan, PlanError, make_plan
 from fabtop.fabtest.rails import Rails, rails
 from fabtop.fabtest.report import document, lines
@@ -52,8 +53,11 @@ def rail_config(config: Config) -> dict[tuple[str, str], int]:
     return {(h.name, iface): rail for h in config.hosts for iface, rail in h.rails.items()}
 
 
-def plan_summary(report_plan: str, fabric: Rails, steps: int, rounds: int, seconds: int) -> str:
-    """What will run, said before it starts (hosts, ports, duration, load)."""
+def plan_summary(
+    report_plan: str, fabric: Rails, steps: int, rounds: int, seconds: int, also: str = ""
+) -> str:
+    """What will run, said before it starts (hosts, ports, duration, load; ``also``: what
+    the plan does besides, before the ports)."""
     ports = "; ".join(
         f"rail {rail}: " + ", ".join(f"{p.host}/{p.name}" for p in ps)
         for rail, ps in fabric.ports.items()
@@ -61,7 +65,7 @@ def plan_summary(report_plan: str, fabric: Rails, steps: int, rounds: int, secon
     about = rounds * (seconds + 4)
     return (
         f"fabtop test {report_plan}: {steps} steps in {rounds} rounds, each loading its ports "
-        f"for about {seconds} s (about {about} s in all); {ports}"
+        f"for about {seconds} s (about {about} s in all); {also + '; ' if also else ''}{ports}"
     )
 
 
@@ -209,8 +213,11 @@ class Bench:
             ready.lines.append("nothing to test")
             return ready
         ready.plan, ready.fabric = plan, fabric
+        seconds, also = options.seconds, ""
+        if plan.name == "loss":
+            seconds, also = loss_seconds(seconds), summary_line(plan.steps, seconds)
         ready.summary = plan_summary(
-            plan.name, fabric, len(plan.steps), len(plan.rounds), options.seconds
+            plan.name, fabric, len(plan.steps), len(plan.rounds), seconds, also
         )
         return ready
 

@@ -26,7 +26,6 @@ variant is out of scope), nothing of tc or nft is touched on the nodes.
   its process group).
 - NCCL's stall bound for the fabric (:mod:`fabtop.core.nccl`), with where its figures
   came from.
-
 """
 
 from __future__ import annotations
@@ -82,6 +81,21 @@ def loss_steps(rail: int, hosts: Sequence[str], k: int) -> list[Step]:
     return [Step(LOSS, rail, tuple(hosts[1 : kk + 1]), hosts[0])]
 
 
+def loss_seconds(seconds: int) -> int:
+    """How long each sender of a loss step runs (at least :data:`MIN_SECONDS`)."""
+    return max(seconds, MIN_SECONDS)
+
+
+def summary_line(steps: Sequence[Step], seconds: int) -> str:
+    """What the plan will do on purpose, said before it starts."""
+    run = loss_seconds(seconds)
+    killed = ", ".join(dict.fromkeys(s.senders[-1] for s in steps))
+    return (
+        f"each sender runs {run} s; {killed}'s is killed by its pid "
+        f"{run * KILL_AT:g} s in (on purpose: a lost worker), the others' recovery timed"
+    )
+
+
 @dataclass(slots=True)
 class LossMeasured(Measured):
     """A loss step as measured: the kill, the receiver's intervals, what hung."""
@@ -104,7 +118,7 @@ class LossMeasured(Measured):
     before: WindowEvidence | None = None  # the window's counters up to the kill
     after: WindowEvidence | None = None  # and from it
     nccl: NcclTimeouts = field(default_factory=NcclTimeouts)
-    rdma: bool = False  # an RDMA port, loaded through its netdev
+    rdma: bool = False  # RDMA ports: perftest, timed by the receiver's own counters
 
 
 async def measure_loss(
@@ -120,7 +134,7 @@ async def measure_loss(
     hosts' current samples (at the kill, to split the window; the receiver's frames)."""
     if len(senders) < 2:
         raise StepError(f"{receiver.label}: loss needs 2 senders (one lost, one going on)")
-    seconds = max(seconds, MIN_SECONDS)
+    seconds = loss_seconds(seconds)
     engine = "perftest" if receiver.rdma else "iperf3"
     out = LossMeasured(engine=engine, killed=senders[-1].host, rdma=receiver.rdma)
     out.kill_ms = round(seconds * KILL_AT * 1000)
@@ -373,7 +387,7 @@ def recovery(
 def judge_loss(
     step: Step, m: LossMeasured, ev: WindowEvidence | None, thresholds: Mapping[str, float] | None
 ) -> Verdict:
-    """Regained within ``test_loss_recovery_s``: pass; later: warn; never, nothing hung
+    """Regained within ``test_loss_recovery_s``: pass; later: warn; never, anything hung
     or the sender not killed: fail. The window's counters on top, as every step's."""
     th = effective(thresholds)
     bound, ratio = th["test_loss_recovery_s"], th["test_loss_regained_ratio"]

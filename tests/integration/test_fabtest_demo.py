@@ -79,6 +79,8 @@ def test_an_incast_into_a_switch_without_pfc_is_failed_by_its_counters(tmp_path:
 def test_a_killed_simulated_sender_is_named_and_the_others_recover(tmp_path: Path) -> None:
     r, steps = _test(tmp_path, "--demo", "--interval", "0.5", "loss")
     assert r.returncode == 0, r.stdout + r.stderr
+    # Said before it runs: what it will do on purpose (--seconds 1: 5 s at least).
+    assert "each sender runs 5 s; node4's is killed by its pid 2 s in" in r.stderr
     # One step per rail with 3 hosts or more: the RoCE rails; the last sender killed.
     assert [(s["rail"], s["kind"]) for s in steps] == [(0, "loss"), (1, "loss")]
     for s in steps:
