@@ -12,8 +12,8 @@ variant is out of scope), nothing of tc or nft is touched on the nodes.
   receiver's clock. RDMA ports: perftest prints no per-interval figure in a timed run
   (and fabtop invents none), so the receiver's rx counters between its frames (the
   probe's interval) time it, each frame placed when it arrived here. The
-  bandwidth to regain is what the receiver got from all senders before the kill (its
-  first interval, slow start, left out); it is regained at the end of the first interval
+  bandwidth to regain is what the receiver got from all senders before the kill (the
+  median interval, its first, slow start, left out); it is regained at the end of the first interval
   from which the remaining senders together reach ``test_loss_regained_ratio`` of it for
   :data:`HOLD_INTERVALS` intervals. The intervals of the servers are aligned on their
   clients' common start (the clients start together, a few ms apart over SSH).
@@ -140,7 +140,7 @@ async def measure_loss(
     out.kill_ms = round(seconds * KILL_AT * 1000)
     jobs = _jobs(senders, receiver, seconds, ports, engine)
     servers = [asyncio.create_task(_run(receiver, srv, out)) for srv, _ in jobs]
-    frames: list[tuple[float, int]] = []  # (local monotonic s, the receiver's rx bytes)
+    frames: list[tuple[float, int, int]] = []  # (arrived, the receiver's clock ns, rx bytes)
     aside: list[asyncio.Task[Any]] = []
     if receiver.rdma:
         aside.append(asyncio.create_task(_watch(receiver, samples, frames)))
@@ -209,10 +209,13 @@ def _jobs(
 
 
 async def _watch(
-    receiver: Port, samples: Callable[[], dict[str, HostSample]], into: list[tuple[float, int]]
+    receiver: Port,
+    samples: Callable[[], dict[str, HostSample]],
+    into: list[tuple[float, int, int]],
 ) -> None:
-    """The receiver's rx bytes at each frame it sends, stamped when it arrived here: the
-    kill is timed on this machine's clock too (the nodes' clocks need not agree)."""
+    """The receiver's rx bytes at each frame it sends, with its own clock (rates come from
+    it, as everywhere in fabtop) and when it arrived here (the kill is placed on this
+    machine's clock too: the nodes' clocks need not agree)."""
     seen: int | None = None
     while True:
         s = samples().get(receiver.host)
@@ -221,17 +224,20 @@ async def _watch(
             link = s.links.get(receiver.link.id)
             value = link.metrics.get(Metric.RX_BYTES) if link is not None else None
             if isinstance(value, int):
-                into.append((time.monotonic(), value))
+                into.append((time.monotonic(), s.clock_ns, value))
         await asyncio.sleep(FRAME_POLL_S)
 
 
-def _rates(frames: Sequence[tuple[float, int]], began: float) -> list[tuple[float, float, float]]:
-    """(start, end, bits/s) between consecutive frames, from the clients' start; a
-    counter that went back (a reset) gives no interval."""
+def _rates(
+    frames: Sequence[tuple[float, int, int]], began: float
+) -> list[tuple[float, float, float]]:
+    """(start, end, bits/s) between consecutive frames, placed from the clients' start by
+    their arrival here, the rate over the receiver's own clock; a counter that went back
+    (a reset) or a clock that did not move gives no interval."""
     out = []
-    for (t0, v0), (t1, v1) in itertools.pairwise(frames):
-        if t1 > t0 and v1 >= v0:
-            out.append((t0 - began, t1 - began, (v1 - v0) * 8 / (t1 - t0)))
+    for (a0, c0, v0), (a1, c1, v1) in itertools.pairwise(frames):
+        if c1 > c0 and v1 >= v0 and a1 > a0:
+            out.append((a0 - began, a1 - began, (v1 - v0) * 8e9 / (c1 - c0)))
     return out
 
 
@@ -359,18 +365,20 @@ def recovery(
 ) -> Recovery:
     """When the other senders (``rest``) together reached ``ratio`` of what the receiver
     got from all of them (``total``) before ``kill_at_s``, for ``hold`` intervals in a
-    row. The first interval (slow start) is not part of what was had, when others are."""
-    before = [iv for iv in total if iv[1] <= kill_at_s + 1e-6]
+    row. What was had is the median interval before the kill, from the clients' start,
+    the first (slow start) left out when others are: one slow interval (a run starting
+    late, a frame read early) does not lower the mark."""
+    before = [iv for iv in total if iv[0] >= -1e-6 and iv[1] <= kill_at_s + 1e-6]
     if len(before) > 1:
         before = before[1:]
     after = [iv for iv in rest if iv[1] > kill_at_s + 1e-6]
     after_s = max(0.0, after[-1][1] - kill_at_s) if after else 0.0
     if not before:
         return Recovery(None, None, None, None, after_s)
-    baseline = statistics.fmean(iv[2] for iv in before)
+    baseline = statistics.median(iv[2] for iv in before)
     starts = {iv[0] for iv in before}
     had = [iv[2] for iv in rest if iv[0] in starts]
-    rest_before = statistics.fmean(had) if had else None
+    rest_before = statistics.median(had) if had else None
     mark = ratio * baseline
     for n, iv in enumerate(after):
         run = after[n : n + hold]
