@@ -15,8 +15,10 @@ variant is out of scope), nothing of tc or nft is touched on the nodes.
   bandwidth to regain is what the receiver got from all senders before the kill (the
   median interval, its first, slow start, left out); it is regained at the end of the first interval
   from which the remaining senders together reach ``test_loss_regained_ratio`` of it for
-  :data:`HOLD_INTERVALS` intervals. The intervals of the servers are aligned on their
-  clients' common start (the clients start together, a few ms apart over SSH).
+  :data:`HOLD_INTERVALS` intervals. Everything is placed on one timeline, this
+  machine's clock from when the clients were started: each server's intervals from
+  when its client started (a client tried again while its server was not listening
+  starts later), the kill from when its client started and when its node says it came.
 - What the receiver's counters did: the step's window, split at the sample current when
   the sender was killed (before / after; at the probe's interval), and the remaining
   senders' own retransmissions per interval, before and after.
@@ -112,9 +114,9 @@ class LossMeasured(Measured):
     resent: list[tuple[float, int]] = field(default_factory=list)
     hung: list[str] = field(default_factory=list)  # tools that did not end by themselves
     mid: dict[str, HostSample] = field(default_factory=dict)  # the samples at the kill
-    # When the killed run came back here, from the clients' start (this machine's clock,
-    # as the receiver's frames are placed on it: RDMA ports)
-    seen_killed_s: float | None = None
+    # The kill on the clients' common timeline: from when they were started, on this
+    # machine's clock (the receiver's frames and the servers' intervals are placed on it)
+    kill_at_s: float | None = None
     before: WindowEvidence | None = None  # the window's counters up to the kill
     after: WindowEvidence | None = None  # and from it
     nccl: NcclTimeouts = field(default_factory=NcclTimeouts)
@@ -148,15 +150,24 @@ async def measure_loss(
         await asyncio.sleep(SERVER_START_S)
         began = time.monotonic()
 
-        async def killed(port: Port, cmd: Command, server: asyncio.Task[Any]) -> ToolRun | None:
-            # Its run comes back as the tool is killed: the samples then split the window.
-            run = await _client(port, cmd, out, server, out.kill_ms)
-            out.mid, out.seen_killed_s = samples(), time.monotonic() - began
+        started: dict[str, float] = {}  # each client's (last) start, from ``began``
+
+        async def client(port: Port, cmd: Command, server: asyncio.Task[Any]) -> ToolRun | None:
+            lost = port is senders[-1]
+            run = await _client(port, cmd, out, server, out.kill_ms if lost else None)
+            back = time.monotonic() - began
+            # Where its run began on this machine's clock: a client tried again while its
+            # server was not yet listening started later than the others.
+            started[port.host] = back - (run.elapsed_s or 0.0) if run is not None else 0.0
+            if lost:  # its run comes back as the tool is killed: the window splits here
+                out.mid = samples()
+                at = run.killed_at_s if run is not None else None
+                out.kill_at_s = back if at is None else started[port.host] + at
             return run
 
         clients = await asyncio.gather(
             *(
-                killed(s, cli, task) if s is senders[-1] else _client(s, cli, out, task)
+                client(s, cli, task)
                 for s, (_, cli), task in zip(senders, jobs, servers, strict=True)
             )
         )
@@ -173,7 +184,7 @@ async def measure_loss(
             if not t.done():
                 t.cancel()
         await asyncio.gather(*servers, *aside, return_exceptions=True)
-    _read(out, senders, done, clients)
+    _read(out, senders, done, clients, started)
     if receiver.rdma:
         out.received = {receiver.host: _rates(frames, began)}
     return out
@@ -246,9 +257,11 @@ def _read(
     senders: Sequence[Port],
     servers: Sequence[ToolRun | None],
     clients: Sequence[ToolRun | None],
+    started: Mapping[str, float],
 ) -> None:
-    """The kill, the receiver's intervals (iperf3), the remaining senders' figures and
-    what hung."""
+    """The kill, the receiver's intervals (iperf3: on the clients' common timeline, each
+    server's moved by when its client started), the remaining senders' figures and what
+    hung."""
     killed = clients[-1]
     if killed is not None:
         out.killed_pid, out.killed_at_s = killed.killed_pid, killed.killed_at_s
@@ -273,8 +286,9 @@ def _read(
         if srv is not None and not srv.missing:
             r3 = parse_iperf3(srv.text())
             out.versions[(srv.host, "iperf3")] = r3.version
+            at = started.get(s.host, 0.0)
             out.received[s.host] = [
-                (iv.start, iv.end, iv.sum.bits_per_second)
+                (at + iv.start, at + iv.end, iv.sum.bits_per_second)
                 for iv in r3.intervals
                 if iv.start is not None
                 and iv.end is not None
@@ -291,9 +305,11 @@ def _read(
             out.problems.append(f"{cli.host}: iperf3: {c.error}")
         got = c.received.bits_per_second if c.received is not None else None
         out.gbps.append(got / 1e9 if got is not None else None)
+        at = started.get(s.host, 0.0)
         for iv in c.intervals:
             if iv.end is not None and iv.sum.retransmits is not None:
-                resent[round(iv.end, 3)] = resent.get(round(iv.end, 3), 0) + iv.sum.retransmits
+                end = round(at + iv.end, 3)
+                resent[end] = resent.get(end, 0) + iv.sum.retransmits
     out.resent = sorted(resent.items())
     counts = [n for _, n in out.resent]
     out.retransmits = sum(counts) if counts else None
@@ -424,9 +440,8 @@ def judge_loss(
             f"{m.killed}: {m.killed_tool} (pid {m.killed_pid}) killed "
             f"{m.killed_at_s:.2f} s into its run, by fabtop on purpose"
         )
-        # The receiver's frames are placed on this machine's clock, as the kill was seen
-        # here; the servers' intervals on their clients' start, as the kill on its node.
-        at = m.seen_killed_s if m.rdma and m.seen_killed_s is not None else m.killed_at_s
+        at = m.kill_at_s if m.kill_at_s is not None else m.killed_at_s
+        figures["kill_at_s"] = at
         got = (
             frame_series(m.received.get(step.receiver, []), at)
             if m.rdma
@@ -441,8 +456,8 @@ def judge_loss(
         figures.update({k: (v / 1e9 if v is not None else None) for k, v in g.items()})
         figures["recovery_s"] = r.recovery_s
         figures["resolution_s"] = r.resolution_s if r.recovery_s is not None else None
-        before = [n for t, n in m.resent if t <= m.killed_at_s]
-        after = [n for t, n in m.resent if t > m.killed_at_s]
+        before = [n for t, n in m.resent if t <= at]
+        after = [n for t, n in m.resent if t > at]
         figures["retransmits_before"] = float(sum(before)) if before else None
         figures["retransmits_after"] = float(sum(after)) if after else None
         every = "the receiver's frames" if m.rdma else f"{INTERVAL_S:g} s intervals"

@@ -3,13 +3,23 @@ the verdicts (regained, slow, not regained, hung, not killed) and NCCL's stall b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from collectors.launch import ToolRun
 from collectors.samples import HostSample, LinkSample
 from fabtop.config import ConfigError, config_from_dict
 from fabtop.core.nccl import NcclTimeouts
 from fabtop.fabtest.judge import Status
-from fabtop.fabtest.loss import LossMeasured, frame_series, judge_loss, recovery, series
+from fabtop.fabtest.loss import (
+    LossMeasured,
+    _read,
+    frame_series,
+    judge_loss,
+    recovery,
+    series,
+)
 from fabtop.fabtest.plans import LOSS, OPT_IN, PlanError, Step, make_plan
 from fabtop.fabtest.rails import Rails, rails
 
@@ -150,3 +160,31 @@ def test_nccl_bound_from_the_config_or_its_defaults_with_one_line_errors() -> No
         assert "\n" not in str(e.value)
     with pytest.raises(ConfigError, match=r"f\.toml: \[nccl\] takes"):
         config_from_dict({**base, "nccl": {"timeout": 20}}, "f.toml")
+
+
+def test_each_server_is_placed_by_when_its_client_started() -> None:
+    # Two real iperf3 server documents (tests/fixtures/iperf3), each on its own client's
+    # start: the client of h2 was tried again (its server was not listening yet) and
+    # started 0.25 s after h3's, so its intervals and its retransmissions come later on
+    # the common timeline, and the kill of h3 is placed from h3's own start.
+    here = Path(__file__).resolve().parents[1] / "fixtures" / "iperf3"
+    server = (here / "server_3.12_tcp_loopback_testbed.json").read_bytes()
+    client = (here / "client_3.12_tcp_loopback_testbed.json").read_bytes()
+
+    def run(host: str, out: bytes, **kw: object) -> ToolRun:
+        return ToolRun(host, ("iperf3",), out, kw.pop("status", 0), False, False, False, 2.0, **kw)  # type: ignore[arg-type]
+
+    m = LossMeasured(engine="iperf3", killed="h3")
+    ports = [type("P", (), {"host": h})() for h in ("h2", "h3")]
+    killed = run("h3", b"", status=137, killed_pid=77, killed_at_s=2.0)
+    _read(
+        m,
+        ports,
+        [run("h1", server), run("h1", server)],
+        [run("h2", client), killed],
+        {"h2": 0.55, "h3": 0.3},
+    )  # type: ignore[arg-type]
+    assert m.received["h2"][0][:2] == pytest.approx((0.55, 1.55), abs=1e-4)
+    assert m.received["h3"][0][:2] == pytest.approx((0.3, 1.3), abs=1e-4)
+    assert m.resent and all(t > 0.55 for t, _ in m.resent)
+    assert (m.killed_pid, m.killed_at_s, m.killed_tool) == (77, 2.0, "iperf3")
