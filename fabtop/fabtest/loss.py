@@ -74,6 +74,9 @@ HOLD_INTERVALS = 2
 # after it for the recovery and its hold (with the default 5 s: 2 s and 3 s).
 KILL_AT = 0.4
 MIN_SECONDS = 5  # shorter runs leave too few intervals on either side of the kill
+# An interval's end past this (s) is not one of a run fabtop started (at most 600 s):
+# a node's bad bytes, left out before they reach the arithmetic.
+MAX_INTERVAL_END_S = 3600.0
 FRAME_POLL_S = 0.05  # how often the receiver's newest frame is looked for (RDMA ports)
 
 
@@ -292,6 +295,7 @@ def _read(
                 for iv in r3.intervals
                 if iv.start is not None
                 and iv.end is not None
+                and 0 <= iv.start < iv.end <= MAX_INTERVAL_END_S
                 and iv.sum.bits_per_second is not None
             ]
             if r3.error and s.host != out.killed:  # (the killed one's server says it lost it)

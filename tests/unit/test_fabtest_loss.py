@@ -188,3 +188,12 @@ def test_each_server_is_placed_by_when_its_client_started() -> None:
     assert m.received["h3"][0][:2] == pytest.approx((0.3, 1.3), abs=1e-4)
     assert m.resent and all(t > 0.55 for t, _ in m.resent)
     assert (m.killed_pid, m.killed_at_s, m.killed_tool) == (77, 2.0, "iperf3")
+    # A node's bad numbers (an interval ending, or starting, 1e308 s in) cost those
+    # intervals, never the step.
+    bad = server.replace(b'"end":\t1.000005', b'"end":\t1e308').replace(
+        b'"start":\t1.000005', b'"start":\t1e308'
+    )
+    assert bad != server
+    m = LossMeasured(engine="iperf3", killed="h3")
+    _read(m, ports, [run("h1", bad), run("h1", bad)], [run("h2", client), killed], {})  # type: ignore[arg-type]
+    assert len(m.received["h2"]) < 2 and series(m.received, "h3", 1.0) is not None
