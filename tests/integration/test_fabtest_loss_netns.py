@@ -113,3 +113,44 @@ def test_a_killed_sender_is_named_and_the_other_regains_the_receiver(
 
 def _left(bed: Testbed) -> list[list[str]]:
     return [argv for _ns, argv in bed.processes() if "[listener]" not in " ".join(argv)]
+
+
+def test_a_server_left_waiting_by_its_lost_sender_is_named_as_hung_and_ended(
+    bed: Testbed, config: Path, tmp_path: Path
+) -> None:
+    # The switch drops everything h3 sends h1 from a moment before h3's sender is killed:
+    # its FIN never arrives, and its iperf3 server on h1 waits for a client that is gone.
+    report = tmp_path / "hung.json"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tui", "test", "loss", "-c", str(config), "-o", str(report)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    h3 = bed.host("h3").netns
+    try:
+        deadline = time.monotonic() + 60
+        while not any(ns == h3 for ns, _ in _iperf3(bed)):  # h3's client started
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        time.sleep(1.0)  # the kill comes 2 s after the clients' start
+        bed.switch_cut("h3", "h1")
+        out, err = p.communicate(timeout=120)
+    finally:
+        bed.switch_clear()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 2, out + err
+    (step,) = json.loads(report.read_text())["steps"]
+    assert step["status"] == "fail" and step["loss"]["killed"] == "h3", step
+    hung = "h1: iperf3 server for h3 did not end within 5 s of its client: fabtop ended it"
+    assert step["loss"]["hung"] == [hung] and f"hung: {hung}" in step["reasons"]
+    assert f"hung: {hung}" in out
+    # fabtop ended it: nothing is left waiting in any namespace.
+    deadline = time.monotonic() + 5
+    while _left(bed) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _left(bed) == []
