@@ -126,6 +126,18 @@ def _int(value: object, what: str, low: int, high: int) -> str:
     return str(value)
 
 
+def _interval(value: object) -> str:
+    """iperf3's reporting interval, 0.1..60 s, as a word (``0.25``, ``1``)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0.1 <= value <= 60
+    ):
+        raise EngineArgError(f"interval must be 0.1..60 seconds: {value!r}")
+    return f"{value:g}"
+
+
 def _temp_path(directory: object, file: object, what: str) -> str:
     """A file in a temporary directory fabtop made (and removes): no "..", no option."""
     if (
@@ -225,7 +237,7 @@ class Iperf3Run:
     server: str | None = None
     bind: str | None = None  # the local address of the rail under test (-B)
     duration_s: int = 5
-    interval_s: int = 1
+    interval_s: float = 1  # -i: 0.1..60 s (iperf3's own bounds); a server's too when not 1
     streams: int = 1
     reverse: bool = False  # -R: the server sends
     bidir: bool = False  # --bidir (iperf3 3.7+)
@@ -240,10 +252,14 @@ def iperf3_argv(run: Iperf3Run) -> Command:
         argv += ["-B", _address(run.bind, "bind address")]
     limit = run.duration_s + GRACE_S
     _int(run.duration_s, "duration", 1, MAX_DURATION_S)
+    interval = _interval(run.interval_s)
     if run.server is None:
-        return bounded([*argv, "-s", "-1"], limit)
+        # A server reports its own intervals (what the receiver got): asked only when not
+        # iperf3's default of 1 s.
+        every = ["-i", interval] if interval != "1" else []
+        return bounded([*argv, "-s", "-1", *every], limit)
     argv += ["-c", _address(run.server, "server address")]
-    argv += ["-t", str(run.duration_s), "-i", _int(run.interval_s, "interval", 1, 60)]
+    argv += ["-t", str(run.duration_s), "-i", interval]
     argv += ["-P", _int(run.streams, "streams", 1, MAX_STREAMS)]
     if run.reverse and run.bidir:
         raise EngineArgError("reverse and bidir exclude each other")

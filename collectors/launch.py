@@ -7,10 +7,14 @@ passes, or when fabtop closes the channel (done reading, Ctrl-C, the connection
 dropped). Nothing is installed or left on the node.
 
 The tool's words are never a shell string: each is checked here, then quoted one by one
-by the transport (``exec sh -s -- limit_s=N [path=D1:D2] -- TOOL ARGS...``). The tool is
+by the transport (``exec sh -s -- limit_s=N [kill_ms=M] [path=D1:D2] -- TOOL ARGS...``). The tool is
 looked up on the node's PATH with the host's configured ``path`` in front, as the
 probe's tools are (a non-login SSH session's PATH lacks /usr/local/bin and
 /opt/mellanox/bin, where perftest often is).
+
+``kill_ms`` ends the tool on purpose (``fabtop test loss``: a lost worker): the launcher
+sends KILL to the tool's pid, the one it started, that many ms after the start, and says
+so (``@@fabtop-launch killed <pid> <ms>``, :attr:`ToolRun.killed_pid`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from collectors.probe import ProbeArgError, check_dir
 from collectors.transport.base import Transport, TransportError
@@ -40,7 +45,7 @@ _TOOL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 _MAX_WORDS = 64
 _MAX_DIRS = 32  # directories of the host's ``path`` (checked as the probe's: check_dir)
 _TRAILER_RE = re.compile(
-    rb"@@fabtop-launch (exit|timeout|missing) ([!-~]{1,64})(?: ([0-9]{1,12}))?"
+    rb"@@fabtop-launch (exit|timeout|missing|killed) ([!-~]{1,64})(?: ([0-9]{1,12}))?"
 )
 
 
@@ -60,6 +65,8 @@ class ToolRun:
     missing: bool  # the tool is not on the node's PATH
     truncated: bool  # the output passed MAX_OUTPUT_BYTES: the run was ended
     elapsed_s: float | None  # as the node measured it (None: not said)
+    killed_pid: int | None = None  # kill_ms: the tool's pid, which the launcher killed
+    killed_at_s: float | None = None  # kill_ms: when, after the launcher's start
 
     @property
     def ok(self) -> bool:
@@ -79,13 +86,22 @@ def launch_script() -> str:
     return "".join(files.joinpath(n).read_text("utf-8") for n in ("lifetime.sh", "launch.sh"))
 
 
-def launch_args(argv: Sequence[str], limit_s: int, path: Sequence[str] = ()) -> list[str]:
+def launch_args(
+    argv: Sequence[str], limit_s: int, path: Sequence[str] = (), kill_ms: int | None = None
+) -> list[str]:
     """The launcher's arguments for running ``argv`` at most ``limit_s`` seconds, with
-    the directories of ``path`` in front of the node's PATH."""
+    the directories of ``path`` in front of the node's PATH; ``kill_ms``: KILL the tool
+    that many ms after its start (before its limit)."""
     if isinstance(limit_s, bool) or not isinstance(limit_s, int):
         raise LaunchError(f"limit_s must be whole seconds: {limit_s!r}")
     if not LIMIT_S[0] <= limit_s <= LIMIT_S[1]:
         raise LaunchError(f"limit_s must be within {LIMIT_S[0]}..{LIMIT_S[1]}: {limit_s}")
+    if kill_ms is not None and (
+        isinstance(kill_ms, bool)
+        or not isinstance(kill_ms, int)
+        or not 1 <= kill_ms < limit_s * 1000
+    ):
+        raise LaunchError(f"kill_ms must be whole ms within 1..{limit_s * 1000 - 1}: {kill_ms!r}")
     if not argv or len(argv) > _MAX_WORDS:
         raise LaunchError(f"a tool's argv has 1..{_MAX_WORDS} words: {len(argv)}")
     if not _TOOL_RE.fullmatch(argv[0]):
@@ -102,39 +118,61 @@ def launch_args(argv: Sequence[str], limit_s: int, path: Sequence[str] = ()) -> 
             raise LaunchError(
                 f"path: not an absolute directory ([A-Za-z0-9_./-]): {d!r:.80}"
             ) from None
+    kill = [f"kill_ms={kill_ms}"] if kill_ms is not None else []
     where = [f"path={':'.join(path)}"] if path else []
-    return [f"limit_s={limit_s}", *where, "--", *argv]
+    return [f"limit_s={limit_s}", *kill, *where, "--", *argv]
 
 
-def parse_launch_args(args: Sequence[str]) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
-    """``limit_s``, ``path`` and the tool's argv from the launcher's arguments: what
-    launch.sh reads (the simulator answers the launcher with it); LaunchError otherwise."""
+class LaunchArgs(NamedTuple):
+    """What launch.sh reads of its arguments."""
+
+    limit_s: int
+    path: tuple[str, ...]
+    argv: tuple[str, ...]
+    kill_ms: int | None = None
+
+
+def parse_launch_args(args: Sequence[str]) -> LaunchArgs:
+    """``limit_s``, ``path``, the tool's argv and ``kill_ms`` from the launcher's
+    arguments: what launch.sh reads (the simulator answers the launcher with it);
+    LaunchError otherwise."""
     if not args or not args[0].startswith("limit_s="):
         raise LaunchError("limit_s= first")
     word = args[0].removeprefix("limit_s=")
     if not (word.isdigit() and len(word) <= 4 and LIMIT_S[0] <= int(word) <= LIMIT_S[1]):
         raise LaunchError("bad limit_s")
     rest = list(args[1:])
+    kill_ms: int | None = None
+    if rest and rest[0].startswith("kill_ms="):
+        ms = rest.pop(0).removeprefix("kill_ms=")
+        if not (ms.isdigit() and len(ms) <= 7 and not ms.startswith("0")):
+            raise LaunchError("bad kill_ms")
+        kill_ms = int(ms)
     path: tuple[str, ...] = ()
     if rest and rest[0].startswith("path="):
         path = tuple(rest.pop(0).removeprefix("path=").split(":"))
     if not rest or rest[0] != "--" or len(rest) < 2:
         raise LaunchError("-- before the tool")
     argv = tuple(rest[1:])
-    launch_args(argv, int(word), path)  # the same checks as on the way out
-    return int(word), path, argv
+    launch_args(argv, int(word), path, kill_ms)  # the same checks as on the way out
+    return LaunchArgs(int(word), path, argv, kill_ms)
 
 
 async def run_tool(
-    transport: Transport, argv: Sequence[str], limit_s: int, path: Sequence[str] = ()
+    transport: Transport,
+    argv: Sequence[str],
+    limit_s: int,
+    path: Sequence[str] = (),
+    kill_ms: int | None = None,
 ) -> ToolRun:
-    """Run ``argv`` on ``transport``'s node through the launcher; return how it ended.
+    """Run ``argv`` on ``transport``'s node through the launcher; return how it ended
+    (``kill_ms``: killed on purpose that many ms after its start).
 
     Cancelling the caller (Ctrl-C, a plan stopped) closes the channel: the node's
     launcher sees EOF and ends the tool's process group within about a second. A lost
     connection is a TransportError naming the host, as for the probe.
     """
-    args = launch_args(argv, limit_s, path)
+    args = launch_args(argv, limit_s, path, kill_ms)
     started = time.monotonic()
     out = bytearray()
     truncated = False
@@ -155,35 +193,48 @@ async def run_tool(
 def _ended(
     host: str, argv: tuple[str, ...], out: bytes, truncated: bool, waited_s: float
 ) -> ToolRun:
-    """A run from the launcher's output: its trailer (the last line, and the limit's line
-    just before an exit line: a race on the node) says how it ended. Marker lines the
-    tool printed itself are output: only the launcher's last one or two count."""
+    """A run from the launcher's output: its trailer (the last line; before an exit line,
+    the limit's line, a race on the node, and the line of a kill on purpose) says how it
+    ended. Marker lines the tool printed itself are output: only the launcher's last
+    lines count."""
     status: int | None = None
     timed_out = missing = False
     elapsed: float | None = None
+    killed_pid: int | None = None
+    killed_at: float | None = None
     body = out
-    for _ in range(2):
+    for _ in range(3):
         line, body_before = _last_line(body)
         m = _TRAILER_RE.fullmatch(line)
         if m is None:
             break
         word, value, ms = m.group(1), m.group(2), m.group(3)
-        if status is not None and word != b"timeout":
-            break  # before an exit line only the limit's line is the launcher's
+        if status is not None and (
+            word not in (b"timeout", b"killed")
+            or (word == b"timeout" and timed_out)
+            or (word == b"killed" and killed_pid is not None)
+        ):
+            break  # before an exit line only the limit's and the kill's lines are ours
         if word == b"missing":
             missing = True
         elif word == b"timeout":
             timed_out = True
+        elif word == b"killed":
+            if status is None or not value.isdigit() or len(value) > 10 or ms is None:
+                break  # the kill's line comes before the exit line, with its pid and time
+            killed_pid, killed_at = int(value), int(ms) / 1000
         elif value.isdigit() and len(value) <= 3:
             status = int(value)
         if ms is not None and elapsed is None:
             elapsed = int(ms) / 1000
         body = body_before
-        if word != b"exit":
+        if word not in (b"exit", b"killed") and status is None:
             break
     if truncated:
         elapsed = waited_s
-    return ToolRun(host, argv, body, status, timed_out, missing, truncated, elapsed)
+    return ToolRun(
+        host, argv, body, status, timed_out, missing, truncated, elapsed, killed_pid, killed_at
+    )
 
 
 def _last_line(data: bytes) -> tuple[bytes, bytes]:

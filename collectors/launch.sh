@@ -1,5 +1,5 @@
 # fabtop launcher: POSIX sh, sent on stdin to
-# `exec sh -s -- limit_s=N [path=D1:D2] -- TOOL ARGS...`;
+# `exec sh -s -- limit_s=N [kill_ms=M] [path=D1:D2] -- TOOL ARGS...`;
 # runs one test tool (perftest, iperf3, sockperf: the node's own) and ends it, and
 # everything it started, by its process group. Nothing is installed or written on the
 # node.
@@ -8,10 +8,15 @@
 #   @@fabtop-launch exit <status> <elapsed_ms>     the tool ended (status as `wait` gives)
 #   @@fabtop-launch timeout <limit_s> <elapsed_ms> the limit passed: the tool was ended
 #   @@fabtop-launch missing <tool>                 the tool is not on the node's PATH
+# and, with kill_ms=M, before the exit line:
+#   @@fabtop-launch killed <pid> <elapsed_ms>      fabtop's kill: the tool, by its pid
 # and the launcher exits 0 (a status of its own means the launcher itself failed).
 # path=D1:D2 puts the host's configured directories in front of PATH, as for the probe:
 # a non-login SSH session's PATH lacks /usr/local/bin or /opt/mellanox/bin, where a
 # source build or MLNX_OFED puts perftest.
+# kill_ms=M ends the tool on purpose M ms after its start, by its pid, with KILL (a lost
+# worker, as `fabtop test loss` needs it: no handler of the tool's runs); only that pid,
+# which this launcher started, and the rest of the group at the end as always.
 #
 # Lifetime, as the probe's (collectors/probe.sh): stdin stays open after the script for
 # as long as fabtop wants the tool; a watcher reads it to EOF (fabtop done, Ctrl-C, the
@@ -39,7 +44,7 @@ fl_end() {
 	else
 		kill -TERM "$TP" 2>/dev/null
 		sleep 1 2>/dev/null
-		kill -KILL "$TP" "$WP" "$LP" 2>/dev/null
+		kill -KILL "$TP" "$WP" "$LP" $KP 2>/dev/null
 	fi
 }
 
@@ -56,6 +61,15 @@ fl_main() {
 	case $LIMIT in '' | *[!0-9]* | 0*) fl_die "bad limit_s" ;; esac
 	[ "${#LIMIT}" -le 4 ] && [ "$LIMIT" -le 3600 ] || fl_die "bad limit_s"
 	shift
+	KILL_MS=
+	case $1 in
+	kill_ms=*)
+		KILL_MS=${1#kill_ms=}
+		case $KILL_MS in '' | *[!0-9]* | 0*) fl_die "bad kill_ms" ;; esac
+		[ "${#KILL_MS}" -le 7 ] && [ "$KILL_MS" -lt $((LIMIT * 1000)) ] || fl_die "bad kill_ms"
+		shift
+		;;
+	esac
 	case $1 in
 	path=*)
 		XPATH=${1#path=}
@@ -93,8 +107,24 @@ fl_main() {
 		kill -TERM "$TP" 2>/dev/null
 	) &
 	LP=$!
+	KP=
+	if [ -n "$KILL_MS" ]; then
+		# The kill on purpose: seconds with a fraction where sleep takes one (GNU, busybox,
+		# BSD), else whole seconds rounded up (POSIX sleep).
+		(
+			_f=00$((KILL_MS % 1000))
+			sleep "$((KILL_MS / 1000)).${_f#"${_f%???}"}" 2>/dev/null ||
+				sleep "$(((KILL_MS + 999) / 1000))"
+			kill -KILL "$TP" 2>/dev/null || exit 0
+			fl_ms
+			printf '\n@@fabtop-launch killed %s %s\n' "$TP" "$MS"
+		) &
+		KP=$!
+	fi
 	wait "$TP"
 	rc=$?
+	# Killed by the line above: its line comes before the exit line.
+	[ -n "$KP" ] && [ "$rc" = 137 ] && wait "$KP"
 	if kill -0 "$LP" 2>/dev/null; then
 		fl_ms
 		printf '\n@@fabtop-launch exit %s %s\n' "$rc" "$MS"

@@ -23,6 +23,7 @@ from collectors.probe import PROBE_KINDS, ProbeArgError, ProbeArgs, build_argv
 from collectors.transport.ssh_config import SshConfigError, check_no_commands, config_lines
 from fabtop.core.expect import FIELDS, LINK_LAYERS, Expect
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS, PortRange, parse_port_spec
+from fabtop.core.nccl import IB_RETRY_CNT_RANGE, IB_TIMEOUT_RANGE, NcclTimeouts
 from fabtop.core.thresholds import threshold_range, unknown_thresholds
 
 # Names fabtop puts on screen and in file names; SSH targets are checked separately.
@@ -110,6 +111,8 @@ class Config:
     firewall_ports: tuple[PortRange, ...] = DEFAULT_FIREWALL_PORTS
     # The [expect] table for all hosts (each host's own, overrides merged, is HostConfig's).
     expect: Expect | None = None
+    # A job's NCCL_IB_TIMEOUT and NCCL_IB_RETRY_CNT ([nccl]): NCCL's defaults when absent.
+    nccl: NcclTimeouts = field(default_factory=NcclTimeouts)
 
 
 def parse_target(text: str, where: str) -> SshTarget:
@@ -412,6 +415,7 @@ _TOP_KEYS = {
     "ssh_config",
     "firewall",
     "expect",
+    "nccl",
 }
 
 
@@ -489,7 +493,21 @@ def config_from_dict(
         ssh_config=ssh_cfg,
         firewall_ports=_firewall_ports(data.get("firewall", {}), where),
         expect=common,
+        nccl=_nccl(data["nccl"], where) if "nccl" in data else NcclTimeouts(),
     )
+
+
+def _nccl(table: Any, where: str) -> NcclTimeouts:
+    """``[nccl] ib_timeout = 20, ib_retry_cnt = 7``: a job's NCCL_IB_TIMEOUT and
+    NCCL_IB_RETRY_CNT, which fabtop cannot read from the job's environment."""
+    if not isinstance(table, dict) or set(table) - {"ib_timeout", "ib_retry_cnt"}:
+        raise ConfigError(f"{where}: [nccl] takes 'ib_timeout' and 'ib_retry_cnt'")
+    got = {
+        key: int(config_number(table[key], where, f"[nccl] {key}", *bounds, whole=True))
+        for key, bounds in (("ib_timeout", IB_TIMEOUT_RANGE), ("ib_retry_cnt", IB_RETRY_CNT_RANGE))
+        if key in table
+    }
+    return NcclTimeouts(**got, source=f"{where}: [nccl]")
 
 
 def parse_expect(table: Any, where: str) -> Expect:

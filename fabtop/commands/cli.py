@@ -99,7 +99,10 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "test",
         "prove the fabric: run a test plan between the hosts and judge it (exit 0, 1 or 2)",
-        "PLAN is pairs, bidir, incast, latency or loaded-latency. It loads the fabric: a "
+        "PLAN is pairs, bidir, incast, latency, loaded-latency or loss (opt-in: one sender "
+        "of an incast is killed by its pid and the others' recovery timed; a --link variant "
+        "that downs an interface is out of scope: fabtop changes no configuration). "
+        "It loads the fabric: a "
         "summary says what will run before it starts, and it refuses while an inference "
         "server on the hosts is generating tokens (--allow-busy) or an [expect] is unmet. "
         "The node's own perftest (RDMA ports) or iperf3 and sockperf (IP paths) run over "
@@ -109,6 +112,7 @@ COMMANDS: tuple[Command, ...] = (
             "fabtop test pairs node[01-04]",
             "fabtop test incast -c fabtop.toml -o incast.json",
             "fabtop test --demo latency",
+            "fabtop test loss -c fabtop.toml -o loss.json",
         ),
     ),
     Command(

@@ -18,6 +18,7 @@ from fabtop.config import Config
 from fabtop.core import expect
 from fabtop.core.state import NOT_REPORTING, FabricState
 from fabtop.fabtest import sizes
+from fabtop.fabtest.loss import loss_seconds, summary_line
 from fabtop.fabtest.plans import Plan, PlanError, make_plan
 from fabtop.fabtest.rails import Rails, rails
 from fabtop.fabtest.report import document, lines
@@ -53,8 +54,11 @@ def rail_config(config: Config) -> dict[tuple[str, str], int]:
     return {(h.name, iface): rail for h in config.hosts for iface, rail in h.rails.items()}
 
 
-def plan_summary(report_plan: str, fabric: Rails, steps: int, rounds: int, seconds: int) -> str:
-    """What will run, said before it starts (hosts, ports, duration, load)."""
+def plan_summary(
+    report_plan: str, fabric: Rails, steps: int, rounds: int, seconds: int, also: str = ""
+) -> str:
+    """What will run, said before it starts (hosts, ports, duration, load; ``also``: what
+    the plan does besides, before the ports)."""
     ports = "; ".join(
         f"rail {rail}: " + ", ".join(f"{p.host}/{p.name}" for p in ps)
         for rail, ps in fabric.ports.items()
@@ -62,7 +66,7 @@ def plan_summary(report_plan: str, fabric: Rails, steps: int, rounds: int, secon
     about = rounds * (seconds + 4)
     return (
         f"fabtop test {report_plan}: {steps} steps in {rounds} rounds, each loading its ports "
-        f"for about {seconds} s (about {about} s in all); {ports}"
+        f"for about {seconds} s (about {about} s in all); {also + '; ' if also else ''}{ports}"
     )
 
 
@@ -210,8 +214,11 @@ class Bench:
             ready.lines.append("nothing to test")
             return ready
         ready.plan, ready.fabric = plan, fabric
+        seconds, also = options.seconds, ""
+        if plan.name == "loss":
+            seconds, also = loss_seconds(seconds), summary_line(plan.steps, seconds)
         ready.summary = plan_summary(
-            plan.name, fabric, len(plan.steps), len(plan.rounds), options.seconds
+            plan.name, fabric, len(plan.steps), len(plan.rounds), seconds, also
         )
         if plan.name == "sizes":  # one step of many runs: its own sizes x seconds
             ready.summary = sizes.summary(fabric, plan.steps, options.seconds)
@@ -236,6 +243,7 @@ class Bench:
             paths={h.name: h.path for h in config.hosts},
             thresholds=config.thresholds,
             progress=progress,
+            nccl=config.nccl,
         )
 
 

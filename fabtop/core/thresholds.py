@@ -48,6 +48,8 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``test_impact_p99_factor`` | 3 | ``fabtop test``: the latency pair's p99 under an incast into its receiver over its p99 alone (GPCNeT's congestion impact factor) above 3 is congestion leaking into other traffic: queues that ECN keeps short add a few µs to a 2-3 µs tail, without it they grow to the switch buffer (a few MB drain in hundreds of µs at 100 Gb/s: a factor near 100) |
 | ``test_loss_fraction`` | 0.0005 | ``fabtop test``: an IP pair whose engine retransmitted more than 0.05 % of the bytes it sent (TCP's own retransmissions, iperf3's count times the path's MSS) lost packets on the path, whatever its bandwidth: a clean path retransmits none, TCP hides a loss like this from the bandwidth figure at a few hundred Mb/s (5 % random loss on a veth still moves 95 % of the shaped rate) while an RDMA queue pair on the same path goes back N packets per loss; a warning, with no NIC counter to blame when none moved |
 | ``test_sizes_drop_ratio`` | 0.8 | ``fabtop test sizes``: a size whose bandwidth is under 80 % of a smaller size's falls with size, a warning: a path's bandwidth rises or stays flat with the message size (larger messages pay the same per-message cost over more bytes), while runs of one size on a healthy path differ by a few %; a fall past a fifth is a buffer, memory-registration or segmentation limit that prefill and KV transfers meet |
+| ``test_loss_recovery_s`` | 2 | ``fabtop test loss``: the other senders of an incast must regain the receiver's bandwidth within 2 s of one sender's process being killed: TCP and DCQCN take freed bandwidth back within milliseconds to hundreds of ms on a fabric of µs round trips (their rate rises every round trip, every 55 µs for DCQCN), 2 s leaves room for the 0.25 s intervals it is measured in and stays under half NCCL's 4.3 s per try (4.096 µs x 2^20), so a slower fabric is one where a lost worker stalls the collectives of the rest; a warning |
+| ``test_loss_regained_ratio`` | 0.9 | ``fabtop test loss``: the receiver's bandwidth is regained when the remaining senders together reach 0.9 x what it got from all of them before the kill, for two intervals in a row (``test_bw_ratio``'s share: the rest is the protocols' and the engine's own cost, and one interval could be a burst) |
 """  # noqa: E501 (a markdown table the README copies)
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "test_impact_p99_factor": 3.0,
     "test_loss_fraction": 0.0005,
     "test_sizes_drop_ratio": 0.8,
+    "test_loss_recovery_s": 2.0,
+    "test_loss_regained_ratio": 0.9,
 }
 
 

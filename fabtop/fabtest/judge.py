@@ -168,6 +168,10 @@ def _counters(
     return status
 
 
+# The window's counters on top of a figure's verdict, for a plan judged in its own module.
+counters_status = _counters
+
+
 def _group(step: Step, ref: float | None) -> tuple[str, float | None]:
     """What a step is compared with: steps of its kind against the same reference rate."""
     return step.kind, ref

@@ -127,9 +127,11 @@ def gid_index(link: LinkSample) -> int | None:
     return v2[0].index if v2 else None
 
 
-async def _run(port: Port, cmd: Command, out: Measured) -> ToolRun | None:
+async def _run(
+    port: Port, cmd: Command, out: Measured, kill_ms: int | None = None
+) -> ToolRun | None:
     try:
-        run = await run_tool(port.transport, cmd.argv, cmd.limit_s, port.path)
+        run = await run_tool(port.transport, cmd.argv, cmd.limit_s, port.path, kill_ms)
     except (TransportError, LaunchError) as e:
         out.problems.append(clean(f"{port.host}: {cmd.argv[0]}: {e}"))
         return None
@@ -147,12 +149,17 @@ _REFUSED = re.compile(r"refused|couldn't connect|unable to connect|can`t connect
 
 
 async def _client(
-    port: Port, cmd: Command, out: Measured, server: asyncio.Task[ToolRun | None]
+    port: Port,
+    cmd: Command,
+    out: Measured,
+    server: asyncio.Task[ToolRun | None],
+    kill_ms: int | None = None,
 ) -> ToolRun | None:
-    """The client, tried again while its server is not yet listening (and still running)."""
+    """The client, tried again while its server is not yet listening (and still running);
+    ``kill_ms``: killed on purpose that long after its start (``fabtop test loss``)."""
     for _ in range(CONNECT_TRIES):
         scratch = Measured()
-        run = await _run(port, cmd, scratch)
+        run = await _run(port, cmd, scratch, kill_ms)
         # (By its words, not its status: iperf3 -J exits 0 on a refused connection.)
         refused = run is not None and _REFUSED.search(run.text()[-2000:]) is not None
         if not refused or server.done():

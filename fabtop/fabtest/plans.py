@@ -19,6 +19,8 @@ deterministic: the hosts as given, the rails by number.
   incast of ``k`` other hosts runs into the same receiver.
 - ``sizes``: one pair per rail (its first two hosts, the first sending), every rail at
   once, swept over message sizes (:mod:`fabtop.fabtest.sizes`).
+- ``loss`` (opt-in: only when named): per rail, an incast into its first host during
+  which the last sender's process is killed (:mod:`fabtop.fabtest.loss`).
 """
 
 from __future__ import annotations
@@ -29,11 +31,15 @@ from dataclasses import dataclass, field
 
 from fabtop.fabtest.rails import Rails
 
-PLANS = ("pairs", "bidir", "incast", "latency", "loaded-latency", "sizes")
+PLANS = ("pairs", "bidir", "incast", "latency", "loaded-latency", "sizes", "loss")
+# Plans that run only when named, never as part of a set of plans: they lose a worker on
+# purpose.
+OPT_IN = frozenset({"loss"})
 
 # Step kinds: what a step measures and how it is judged.
 PAIR, BIDIR, INCAST, LATENCY, LOADED = "pair", "bidir", "incast", "latency", "loaded"
 SIZES = "sizes"  # a pair swept over message sizes
+LOSS = "loss"  # an incast whose last sender is killed mid-run
 
 # The percentiles fabtop reports from a latency step's raw samples.
 PERCENTILES = (0.5, 0.99, 0.999)
@@ -91,6 +97,8 @@ class Step:
         arrow = "<->" if self.kind == BIDIR else "->"
         src = ",".join(self.senders)
         text = f"{src} {arrow} {self.receiver} rail {self.rail}"
+        if self.kind == LOSS:
+            text += f", {self.senders[-1]} killed"
         return f"{text} under incast from {','.join(self.load)}" if self.load else text
 
 
@@ -177,7 +185,7 @@ def make_plan(name: str, rails: Rails, k: int | None = None) -> Plan:
     if name not in PLANS:
         raise PlanError(f"unknown plan {name!r}: one of {', '.join(PLANS)}")
     problems: list[str] = []
-    need = 3 if name == "loaded-latency" else 2
+    need = 3 if name in ("loaded-latency", "loss") else 2
     hosts = _rail_hosts(rails, name, problems, need)
     if not hosts:
         raise PlanError(
@@ -192,6 +200,13 @@ def make_plan(name: str, rails: Rails, k: int | None = None) -> Plan:
             back = [[Step(kind, rail, (s.receiver,), s.senders[0]) for s in rnd] for rnd in there]
             per_rail[rail] = there + back if name == "pairs" else there
         plan.iterations = LATENCY_ITERATIONS if name == "latency" else None
+    elif name == "loss":
+        from fabtop.fabtest.loss import loss_steps  # (it builds on this module)
+
+        plan.k = _k(k, max(len(hs) for hs in hosts.values()) - 1, name)
+        if plan.k < 2:
+            raise PlanError(f"{name}: k must be at least 2 (one sender is lost, one goes on)")
+        per_rail = {rail: [loss_steps(rail, hs, plan.k)] for rail, hs in hosts.items()}
     elif name == "incast":
         plan.k = _k(k, max(len(hs) for hs in hosts.values()) - 1, name)
         for rail, hs in hosts.items():

@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from collectors.text import clean
+from fabtop.fabtest.evidence import WindowEvidence
 from fabtop.fabtest.judge import Status, Verdict, gb
-from fabtop.fabtest.plans import INCAST, LATENCY, LOADED, SIZES
+from fabtop.fabtest.loss import LossMeasured
+from fabtop.fabtest.plans import INCAST, LATENCY, LOADED, LOSS, SIZES
 from fabtop.fabtest.runner import Report, StepResult
 from fabtop.fabtest.sizes import row_lines, size_text
 from fabtop.run.snapshot import finding_entry
@@ -21,6 +23,11 @@ FORMAT = "fabtop.test/1"
 def figure(v: Verdict) -> str:
     """The step's headline figure: Gb/s (and the share of its reference), or latency."""
     f = v.figures
+    if v.step.kind == LOSS:
+        took, bound = f.get("recovery_s"), f.get("bound_s")
+        if took is None:
+            return "not regained" if f.get("baseline_gbps") is not None else "-"
+        return f"recovered in {took:.2f} s (mark {_num(bound, 1)} s)"
     if v.step.kind in (LATENCY, LOADED):
         if v.step.kind == LOADED:
             p99, impact = f.get("loaded_p99_us"), f.get("impact_p99")
@@ -60,9 +67,12 @@ def lines(report: Report) -> list[str]:
         engine = r.engine or "-"
         again = " (retested)" if r.retested else ""
         out.append(f"{v.status.word:8} {v.step.label:<{width}}  {engine:9} {figure(v)}{again}")
-    # (A sweep's rows are its result: said whatever its verdict.)
+    # A sweep's rows are its result, and a loss step always says what it found (the kill,
+    # the recovery, the counters, NCCL's bound): said whatever the verdict.
     bad = [
-        r for r in report.results if r.verdict.status != Status.PASS or r.problems or r.verdict.rows
+        r
+        for r in report.results
+        if r.verdict.status != Status.PASS or r.problems or r.verdict.rows or r.loss is not None
     ]
     for r in bad:
         out.append("")
@@ -149,18 +159,48 @@ def _step(r: StepResult) -> dict[str, Any]:
         "relative_only": v.relative_only,
         "figures": _finite(v.figures),
         **({"sizes": [_finite(row) for row in v.rows]} if v.rows else {}),
-        "evidence": None
-        if ev is None
-        else {
-            "seconds": ev.seconds,
-            "findings": [finding_entry(f) for f in ev.findings],
-            "moved": [
-                {"port": m.port.label, "metric": m.metric, "priority": m.priority, "delta": m.delta}
-                for m in ev.moved
-            ],
-            "ruled_out": ev.ruled_out,
-            "not_read": ev.not_read,
-            "next_steps": ev.next_steps,
+        "evidence": _evidence(ev),
+        **({"loss": _loss(r.loss)} if r.loss is not None else {}),
+    }
+
+
+def _evidence(ev: WindowEvidence | None) -> dict[str, Any] | None:
+    if ev is None:
+        return None
+    return {
+        "seconds": ev.seconds,
+        "findings": [finding_entry(f) for f in ev.findings],
+        "moved": [
+            {"port": m.port.label, "metric": m.metric, "priority": m.priority, "delta": m.delta}
+            for m in ev.moved
+        ],
+        "ruled_out": ev.ruled_out,
+        "not_read": ev.not_read,
+        "next_steps": ev.next_steps,
+    }
+
+
+def _loss(m: LossMeasured) -> dict[str, Any]:
+    """A loss step's own part: the kill, what hung, the receiver's intervals, the
+    counters before and after the kill, and NCCL's stall bound with its source."""
+    return {
+        "killed": m.killed,
+        "killed_pid": m.killed_pid,
+        "killed_at_s": m.killed_at_s,
+        "hung": m.hung,
+        "received_gbps": {
+            host: [[start, end, bps / 1e9] for start, end, bps in ivs]
+            for host, ivs in m.received.items()
+        },
+        "retransmits": [[end, n] for end, n in m.resent],
+        "evidence_before_kill": _evidence(m.before),
+        "evidence_after_kill": _evidence(m.after),
+        "nccl": {
+            "ib_timeout": m.nccl.ib_timeout,
+            "ib_retry_cnt": m.nccl.ib_retry_cnt,
+            "per_try_s": m.nccl.per_try_s,
+            "qp_error_s": m.nccl.qp_error_s,
+            "source": m.nccl.source,
         },
     }
 

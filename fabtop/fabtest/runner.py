@@ -20,6 +20,7 @@ from collectors.samples import HostSample
 from collectors.transport.base import Transport
 from collectors.vocabulary import InferenceRate
 from fabtop.core.expect import Unmet
+from fabtop.core.nccl import NcclTimeouts
 from fabtop.core.state import FabricState
 from fabtop.fabtest.evidence import End, WindowEvidence, window_evidence
 from fabtop.fabtest.judge import (
@@ -39,6 +40,7 @@ from fabtop.fabtest.judge import (
     reference_rate,
     settle,
 )
+from fabtop.fabtest.loss import LossMeasured, judge_loss, measure_loss
 from fabtop.fabtest.measure import (
     BASE_PORT,
     Measured,
@@ -54,6 +56,7 @@ from fabtop.fabtest.plans import (
     LATENCY,
     LATENCY_ITERATIONS,
     LOADED,
+    LOSS,
     PAIR,
     SIZES,
     Plan,
@@ -92,6 +95,7 @@ class StepResult:
     problems: list[str] = field(default_factory=list)
     retested: bool = False
     ports: list[str] = field(default_factory=list)  # host/port of every end
+    loss: LossMeasured | None = None  # a loss step's kill, intervals and split counters
 
 
 @dataclass(slots=True)
@@ -191,6 +195,7 @@ class Runner:
         paths: Mapping[str, Sequence[str]] | None = None,
         thresholds: Mapping[str, float] | None = None,
         progress: Progress | None = None,
+        nccl: NcclTimeouts | None = None,
     ) -> None:
         self.state = state
         self.transports = transports
@@ -201,6 +206,7 @@ class Runner:
         self.paths = paths or {}  # host -> its config's tool directories (the probe's too)
         self.thresholds = thresholds
         self.progress = progress
+        self.nccl = nccl or NcclTimeouts()  # the config's [nccl], for the loss plan's report
 
     def _port(self, host: str, rail: int) -> Port:
         rp: RailPort = next(p for p in self.rails.ports[rail] if p.host == host)
@@ -235,6 +241,8 @@ class Runner:
             problems = [*d.measured.problems, *([d.problem] if d.problem else [])]
             res = StepResult(d.step, v, d.measured.engine, problems, retested=i in again)
             res.ports = [f"{h}/{self._name(h, d.step.rail)}" for h in dict.fromkeys(d.step.hosts)]
+            if isinstance(d.measured, LossMeasured):
+                res.loss = d.measured
             report.results.append(res)
             self._say("verdict", i + 1, len(done), res)
         reach: dict[str, Port] = {}  # a port of each host: its transport and path
@@ -274,13 +282,20 @@ class Runner:
             return _Done(step, Measured(problems=[str(e)]))
         problem = await self._window_end(frames)
         end = self._samples(hosts)
-        ends = []
-        for h in hosts:
-            rp = next(p for p in self.rails.ports[step.rail] if p.host == h)
-            if h in start and h in end:
-                ends.append(End(h, rp.link, start[h], end[h]))
-        ev = window_evidence(ends, self.thresholds) if ends else None
-        return _Done(step, m, ev, problem, sweep)
+
+        def window(
+            a: Mapping[str, HostSample], b: Mapping[str, HostSample]
+        ) -> WindowEvidence | None:
+            ends = []
+            for h in hosts:
+                rp = next(p for p in self.rails.ports[step.rail] if p.host == h)
+                if h in a and h in b:
+                    ends.append(End(h, rp.link, a[h], b[h]))
+            return window_evidence(ends, self.thresholds) if ends else None
+
+        if isinstance(m, LossMeasured) and m.mid:  # the window split at the kill
+            m.before, m.after = window(start, m.mid), window(m.mid, end)
+        return _Done(step, m, window(start, end), problem, sweep)
 
     def _samples(self, hosts: Sequence[str]) -> dict[str, HostSample]:
         out = {}
@@ -305,6 +320,11 @@ class Runner:
         o = self.options
         rx = self._port(step.receiver, step.rail)
         tx = [self._port(h, step.rail) for h in step.senders]
+        if step.kind == LOSS:
+            hosts = list(dict.fromkeys(step.hosts))
+            m = await measure_loss(tx, rx, o.seconds, port_no, lambda: self._samples(hosts))
+            m.nccl = self.nccl
+            return m
         if step.kind in (PAIR, BIDIR, INCAST):
             return await bandwidth(tx, rx, o.seconds, port_no, step.kind == BIDIR)
         iterations = o.iterations or LATENCY_ITERATIONS
@@ -387,7 +407,11 @@ class Runner:
         }
         out = []
         for d in done:
-            if d.step.kind == LOADED:
+            if isinstance(d.measured, LossMeasured):
+                out.append(judge_loss(d.step, d.measured, d.evidence, th))
+            elif d.step.kind == LOSS:  # (not measured: the step's problems say why)
+                out.append(Verdict(d.step, Status.FAIL, ("no figure",), {}, evidence=d.evidence))
+            elif d.step.kind == LOADED:
                 iso = alone.get((d.step.rail, d.step.senders, d.step.receiver))
                 samples = iso.measured.samples_us if iso is not None else []
                 isolated = Latency(d.step, samples, _op(d.measured))

@@ -62,6 +62,10 @@ class _TimedOut(Exception):
     """The run's limit passed."""
 
 
+class _Killed(Exception):
+    """The launcher's kill on purpose (``kill_ms``) came."""
+
+
 @dataclass(slots=True)
 class Listener:
     """A server waiting for one client; the client leaves the server's report here."""
@@ -82,6 +86,7 @@ class _Run:
     t0: float
     limit: int
     status: int = 0
+    kill_at: float | None = None  # kill_ms: the tool is killed at this simulation time
 
     @property
     def bench(self) -> Bench:
@@ -94,16 +99,24 @@ class _Run:
     def now(self) -> float:
         return self.transport.clock.now()
 
+    def _deadline(self) -> tuple[float, type[Exception]]:
+        """What ends the run first: the kill on purpose or the limit."""
+        limit = self.t0 + self.limit
+        if self.kill_at is not None and self.kill_at < limit:
+            return self.kill_at, _Killed
+        return limit, _TimedOut
+
     async def until(self, t: float) -> None:
-        """Simulation time ``t``, or the limit first (then _TimedOut)."""
-        deadline = self.t0 + self.limit
+        """Simulation time ``t``, or the limit or the kill first (then _TimedOut, _Killed)."""
+        deadline, ends = self._deadline()
         await self.transport.clock.sleep_until(min(t, deadline))
         if t > deadline + 1e-9:
-            raise _TimedOut
+            raise ends
 
     async def wait(self, event: asyncio.Event) -> None:
-        """Until ``event`` is set, or the limit (then _TimedOut)."""
-        sleeper = asyncio.ensure_future(self.transport.clock.sleep_until(self.t0 + self.limit))
+        """Until ``event`` is set, or the limit or the kill (then _TimedOut, _Killed)."""
+        deadline, ends = self._deadline()
+        sleeper = asyncio.ensure_future(self.transport.clock.sleep_until(deadline))
         waiter = asyncio.ensure_future(event.wait())
         try:
             await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
@@ -111,7 +124,7 @@ class _Run:
             sleeper.cancel()
             waiter.cancel()
         if not event.is_set():
-            raise _TimedOut
+            raise ends
 
     def data_start(self) -> float:
         """The next grid point the fabric has not reached: where a data phase begins."""
@@ -134,12 +147,14 @@ def has_tool(host: SimHost, tool: str) -> bool:
 async def launched(transport: DemoTransport, args: Sequence[str]) -> AsyncGenerator[bytes, None]:
     """The launcher's output for ``args`` (``limit_s=N -- TOOL ARGS...``) on this node."""
     try:
-        limit, _path, argv = parse_launch_args(args)
+        limit, _path, argv, kill_ms = parse_launch_args(args)
     except LaunchError as e:
         yield f"fabtop-launch: {e}\n".encode()  # as launch.sh (its status 2 is not seen)
         return
     tool = argv[0]
     run = _Run(transport, transport.clock.now(), limit)
+    if kill_ms is not None:
+        run.kill_at = run.t0 + kill_ms / 1000
     if not transport.host.answers(run.t0):
         await transport.clock.sleep_until(run.t0 + limit)
         raise transport.error("connection lost (simulated host stopped answering)")
@@ -155,6 +170,11 @@ async def launched(transport: DemoTransport, args: Sequence[str]) -> AsyncGenera
     except _TimedOut:
         ms = round((run.now() - run.t0) * 1000)
         yield f"\n@@fabtop-launch timeout {limit} {ms}\n".encode()
+        return
+    except _Killed:
+        ms = round((run.now() - run.t0) * 1000)
+        pid = random.Random(f"{transport.host.name}:{run.t0}").randrange(2000, 60000)
+        yield f"\n@@fabtop-launch killed {pid} {ms}\n\n@@fabtop-launch exit 137 {ms}\n".encode()
         return
     ms = round((run.now() - run.t0) * 1000)
     yield f"\n@@fabtop-launch exit {run.status} {ms}\n".encode()
@@ -579,52 +599,82 @@ async def _iperf3(run: _Run, argv: tuple[str, ...]) -> AsyncGenerator[str, None]
     flows = [bench.add(fwd)]
     if bidir:
         flows.append(bench.add(Flow(fwd.dst, fwd.src, start, end, rdma=False)))
+    every = _interval(opts)
+    srv_every = _interval(_options(listener.argv[1:], _IPERF3_VALUED)[0])
+    n_in = sum(1 for f in bench.active(start, GRID_S) if f.dst == fwd.dst)
+
+    def per(f: Flow, iv: float, upto: float) -> list[float]:
+        # Bytes of each whole interval up to ``upto`` (iperf3 prints no partial one).
+        n = max(0, math.floor((upto - start) / iv + 1e-9))
+        return [bench.moved(f, start + i * iv, start + (i + 1) * iv) for i in range(n)]
+
     done = False
     try:
         await run.until(end)
         done = True
     finally:
         if not done:
+            cut = run.now()
             for f in flows:
-                bench.cut(f, run.now())
-            _release(listener, "", 1)
-    per_s = [[bench.moved(f, start + i, start + i + 1) for i in range(duration)] for f in flows]
-    n_in = sum(1 for f in bench.active(start, GRID_S) if f.dst == fwd.dst)
+                bench.cut(f, cut)
+            # The server saw its client go: what it got so far, and iperf3's own words.
+            side = _iperf3_side(run, True, remote, local, port, opts, start)
+            got = per(fwd, srv_every, cut)
+            lost = "the client has unexpectedly closed the connection"
+            _release(listener, tools.iperf3_doc(side, got, None, 0, srv_every, lost), 1)
+    per_s = [per(f, every, end) for f in flows]
     retrans = round(sum(per_s[0]) / 8948 * bench.incast_drop(fwd, n_in))
+    server_doc = tools.iperf3_doc(
+        _iperf3_side(run, True, remote, local, port, opts, start),
+        per(fwd, srv_every, end),
+        per(flows[1], srv_every, end) if bidir else None,
+        retrans,
+        srv_every,
+    )
+    _release(listener, server_doc, 0)
+    back = per_s[1] if bidir else None
+    client_side = _iperf3_side(run, False, remote, local, port, opts, start)
+    yield tools.iperf3_doc(client_side, per_s[0], back, retrans, every)
+
+
+def _interval(opts: dict[str, str]) -> float:
+    """iperf3's ``-i`` (seconds, 0.1..60; 1 when not given or not a number)."""
+    try:
+        value = float(opts.get("-i", "1"))
+    except ValueError:
+        return 1.0
+    return value if 0.1 <= value <= 60 else 1.0
+
+
+def _iperf3_side(
+    run: _Run,
+    server: bool,
+    remote: Endpoint,
+    local: Endpoint,
+    port: int,
+    opts: dict[str, str],
+    start: float,
+) -> tools.Iperf3Side:
+    """What one side's document says of the run (the client's ``run``, either side;
+    ``start``: its data phase's)."""
+    bench = run.bench
     local_addr = endpoint_address(run.host, local)
     remote_addr = endpoint_address(bench.fabric.hosts[remote.host], remote)
-    streams = _int(opts, "-P", 1)
-    epoch = bench.fabric.base_epoch_s + start
-    back = per_s[1] if bidir else None
-    client_side = tools.Iperf3Side(
-        False,
-        run.host.name,
-        cfg.kernel,
-        local_addr,
-        remote_addr,
-        port,
-        streams,
-        duration,
-        reverse,
-        bidir,
-        epoch,
-    )
     server_host = bench.fabric.hosts[remote.host]
-    server_side = tools.Iperf3Side(
-        True,
-        server_host.name,
-        server_host.cfg.kernel,
-        remote_addr,
-        local_addr,
+    host = server_host if server else run.host
+    return tools.Iperf3Side(
+        server,
+        host.name,
+        host.cfg.kernel,
+        remote_addr if server else local_addr,
+        local_addr if server else remote_addr,
         port,
-        streams,
-        duration,
-        reverse,
-        bidir,
-        epoch,
+        _int(opts, "-P", 1),
+        _int(opts, "-t", 10),
+        "-R" in opts,
+        "--bidir" in opts,
+        bench.fabric.base_epoch_s + start,
     )
-    _release(listener, tools.iperf3_doc(server_side, per_s[0], back, retrans), 0)
-    yield tools.iperf3_doc(client_side, per_s[0], back, retrans)
 
 
 # --- sockperf ----------------------------------------------------------------------------------

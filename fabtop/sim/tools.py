@@ -254,9 +254,12 @@ def iperf3_doc(
     forward: Sequence[float],
     backward: Sequence[float] | None,
     retransmits: int,
+    interval_s: float = 1.0,
+    error: str | None = None,
 ) -> str:
-    """A whole ``-J`` document. ``forward``: bytes per second of each 1 s interval from
-    the client (``-R``: from the server); ``backward``: the ``--bidir`` other way."""
+    """A whole ``-J`` document. ``forward``: bytes of each ``interval_s`` interval from
+    the client (``-R``: from the server); ``backward``: the ``--bidir`` other way;
+    ``error``: a run that failed (its intervals so far, no end sums, as iperf3 prints)."""
     sends_fwd = side.server == side.reverse  # this side sends the forward direction
     start: dict[str, object] = {
         "connected": [
@@ -291,15 +294,19 @@ def iperf3_doc(
     }
     intervals = []
     share = max(retransmits // max(len(forward), 1), 0)
+    iv = interval_s
     for i, fwd in enumerate(forward):
+        retr = share if sends_fwd and not side.server else None
         item: dict[str, object] = {
             "streams": [],
-            "sum": _sum(i, i + 1, fwd, sends_fwd, share if sends_fwd and not side.server else None),
+            "sum": _sum(i * iv, (i + 1) * iv, fwd, sends_fwd, retr),
         }
         if backward is not None:
-            item["sum_bidir_reverse"] = _sum(i, i + 1, backward[i], not sends_fwd, None)
+            item["sum_bidir_reverse"] = _sum(i * iv, (i + 1) * iv, backward[i], not sends_fwd, None)
         intervals.append(item)
-    dur = float(len(forward))
+    if error is not None:
+        return _dump({"start": start, "intervals": intervals, "end": {}, "error": error})
+    dur = len(forward) * iv
     total = sum(forward)
     end: dict[str, object] = {
         "streams": [],

@@ -100,3 +100,27 @@ def test_the_demo_fabric_bends_between_decode_and_prefill_sizes(tmp_path: Path) 
     assert mac["status"] == "fail"
     assert sum("install the iperf3 package" in p for p in mac["problems"]) == 2  # both ends
     assert "bend (half-power size)" in r.stdout and "decode dispatch" in r.stdout
+
+
+def test_a_killed_simulated_sender_is_named_and_the_others_recover(tmp_path: Path) -> None:
+    r, steps = _test(tmp_path, "--demo", "--interval", "0.5", "loss")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Said before it runs: what it will do on purpose (--seconds 1: 5 s at least).
+    assert "each sender runs 5 s; node4's is killed by its pid 2 s in" in r.stderr
+    # One step per rail with 3 hosts or more: the RoCE rails; the last sender killed.
+    assert [(s["rail"], s["kind"]) for s in steps] == [(0, "loss"), (1, "loss")]
+    for s in steps:
+        loss, f = s["loss"], s["figures"]
+        assert s["status"] == "pass" and s["engine"] == "perftest", s
+        assert s["senders"] == ["node2", "node3", "node4"] and loss["killed"] == "node4"
+        assert isinstance(loss["killed_pid"], int) and loss["hung"] == []
+        assert f"node4: ib_write_bw (pid {loss['killed_pid']}) killed " in r.stdout
+        # Timed by the receiver's counters frame by frame: the others regained its ~100
+        # Gb/s within the mark (the figure is the end of the frame it happened in).
+        assert 90 < f["baseline_gbps"] <= 105 and f["survivors_after_gbps"] > 90, f
+        assert f["recovery_s"] is not None
+        assert f["recovery_s"] - f["resolution_s"] <= f["bound_s"] == 2.0, f
+        # The counters before and after the kill: the incast's pauses and CNPs on both.
+        for part in ("evidence_before_kill", "evidence_after_kill"):
+            assert {m["metric"] for m in loss[part]["moved"]} >= {"cnp_handled"}, part
+        assert loss["nccl"]["ib_timeout"] == 20 and "defaults" in loss["nccl"]["source"]

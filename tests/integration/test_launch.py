@@ -162,3 +162,26 @@ async def test_a_dropped_connection_ends_the_tool(own_sshd: Sshd) -> None:
             await task  # said, naming the host
     finally:
         await t.close()
+
+
+async def test_a_kill_on_purpose_ends_the_tool_by_its_pid_and_then_its_group(sshd: Sshd) -> None:
+    t = sshd.transport("node1")
+    await t.connect()
+    try:
+        # The tool (a shell, as a server with a worker) prints its own pid; the launcher
+        # kills that pid 700 ms in, says so, and its worker goes with the group.
+        argv = ["sh", "-c", "echo $$; sleep 7335; echo never"]
+        started = time.monotonic()
+        run = await run_tool(t, argv, 20, kill_ms=700)
+        took = time.monotonic() - started
+        assert run.killed_pid == int(run.output.split()[0]) and run.status == 137
+        assert run.killed_at_s is not None and 0.7 <= run.killed_at_s < 1.5
+        assert b"never" not in run.output and not run.ok and not run.timed_out
+        assert took < 5  # not the 20 s limit
+        assert await _gone(["sleep", "7335"]) == []
+        # A tool done before its kill is not killed: its own status, at once.
+        quick = await run_tool(t, ["sh", "-c", "echo done"], 20, kill_ms=5000)
+        assert (quick.status, quick.killed_pid, quick.output) == (0, None, b"done\n")
+        assert quick.elapsed_s is not None and quick.elapsed_s < 2
+    finally:
+        await t.close()

@@ -331,6 +331,26 @@ class Testbed:
         if p.returncode != 0:
             raise TestbedError(f"nft in {self.switch}: {p.stderr.strip()}")
 
+    def switch_cut(self, from_host: str, to_host: str) -> None:
+        """Drop every frame the switch forwards from one host to another (nftables): a
+        peer gone silent, its last words (a FIN, a RST) never arriving."""
+        src, dst = (f"d{self.host(h).index}" for h in (from_host, to_host))
+        rules = (
+            f"table bridge fabt {{\n chain drops {{\n"
+            f"  type filter hook forward priority 0;\n"
+            f'  iifname "{src}" oifname "{dst}" counter drop\n'
+            f" }}\n}}\n"
+        )
+        p = subprocess.run(
+            ["ip", "netns", "exec", self.switch, "nft", "-f", "-"],
+            input=rules,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        if p.returncode != 0:
+            raise TestbedError(f"nft in {self.switch}: {p.stderr.strip()}")
+
     def switch_dropped(self) -> int:
         """Frames the switch's drop rule has dropped so far (its nftables counter)."""
         out = run(
@@ -386,6 +406,15 @@ class Testbed:
             "latency",
             "100ms",
         )
+
+    def switch_rate_limit(self, to_host: str, mbit: int) -> None:
+        """Shape what the switch forwards to a host (tc tbf on its switch port's egress):
+        the port an incast into that host congests, as a switch's port to a receiver."""
+        port = f"d{self.host(to_host).index}"
+        run(
+            "ip", "netns", "exec", self.switch, "tc", "qdisc", "replace", "dev", port, "root",
+            "tbf", "rate", f"{mbit}mbit", "burst", "256kb", "latency", "100ms",
+        )  # fmt: skip
 
     @contextlib.contextmanager
     def iperf3_server(self, host: str) -> Iterator[str]:

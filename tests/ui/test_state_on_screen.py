@@ -89,9 +89,7 @@ async def test_no_findings_is_said_only_when_every_host_reports() -> None:
         assert "node2" in text and "no problems" not in text
 
 
-async def test_the_overview_calm_line_counts_the_gaps_the_findings_screen_lists() -> (
-    None
-):
+async def test_the_overview_calm_line_counts_the_gaps_the_findings_screen_lists() -> None:
     # At 80x24 it took 5 of 24 rows, listing every source not monitored on every host.
     app, state, _ = make(hosts=2)
     async with app.run_test(size=(80, 24)) as pilot:

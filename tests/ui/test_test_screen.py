@@ -288,3 +288,27 @@ async def test_a_size_sweep_shows_its_bend_and_each_size_on_enter() -> None:
         assert "PASS: node1 -> node2 rail 2" in detail
         assert "4 KiB" in detail and "4 MiB" in detail and "prefill/KV" in detail
         assert "bend (half-power size)" in detail and "decode dispatch" in detail
+
+
+async def test_the_loss_plan_is_chosen_by_name_and_shows_the_kill_and_the_recovery() -> None:
+    app = live_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(app, pilot)
+        while screen(app).plan != "loss":  # opt-in: last
+            await pilot.press("n")
+        assert "fabtop test loss: 2 steps in 1 rounds" in head(app)
+        await pilot.press("t", "y")
+        assert screen(app).phase == RUNNING
+        await until(lambda: screen(app).phase != RUNNING, "the loss plan's verdicts", 120)
+        await pilot.pause()
+        got = rows(app)
+        # One step per RoCE rail (the labels, long, are cut in the middle to fit).
+        assert [label[-20:] for label in got] == ["rail 0, node4 killed", "rail 1, node4 killed"]
+        assert all(c[0] == "pass" and c[3].startswith("recovered in ") for c in got.values())
+        table = app.screen.query_one("#test-steps", KeyedTable)
+        table.move_cursor(row=0)
+        await pilot.press("enter")
+        detail = str(app.screen.query_one("#test-detail-text").render())
+        assert "PASS: node2,node3,node4 -> node1 rail 0, node4 killed" in detail
+        assert "node4: ib_write_bw (pid " in detail and "regained the receiver's" in detail
+        assert "counters before the kill:" in detail and "NCCL's stall bound: 4.3 s" in detail

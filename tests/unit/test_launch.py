@@ -85,8 +85,8 @@ def test_the_arguments_read_back_as_they_were_given() -> None:
     # What the simulator reads of the launcher's words is what launch.sh reads.
     argv = ("iperf3", "-c", "10.0.0.2", "-J")
     words = launch_args(argv, 12, ("/opt/mellanox/bin", "/usr/local/bin"))
-    assert parse_launch_args(words) == (12, ("/opt/mellanox/bin", "/usr/local/bin"), argv)
-    assert parse_launch_args(launch_args(argv, 5)) == (5, (), argv)
+    assert parse_launch_args(words) == (12, ("/opt/mellanox/bin", "/usr/local/bin"), argv, None)
+    assert parse_launch_args(launch_args(argv, 5)) == (5, (), argv, None)
     for bad in (
         [],
         ["--", "iperf3"],
@@ -97,3 +97,28 @@ def test_the_arguments_read_back_as_they_were_given() -> None:
     ):
         with pytest.raises(LaunchError):
             parse_launch_args(bad)
+
+
+def test_a_kill_on_purpose_is_asked_checked_and_read_back() -> None:
+    argv = ("iperf3", "-c", "10.0.0.2", "-J")
+    words = launch_args(argv, 15, kill_ms=2000)
+    assert words == ["limit_s=15", "kill_ms=2000", "--", *argv]
+    assert parse_launch_args(words) == (15, (), argv, 2000)
+    for bad in (0, -1, 15_000, 2.5, True, "2000"):
+        with pytest.raises(LaunchError, match="kill_ms"):
+            launch_args(argv, 15, kill_ms=bad)  # type: ignore[arg-type]
+    for word in ("kill_ms=", "kill_ms=0", "kill_ms=02", "kill_ms=15000", "kill_ms=1e3"):
+        with pytest.raises(LaunchError):
+            parse_launch_args(["limit_s=15", word, "--", "iperf3"])
+    # The kill's line comes before the exit line; the limit's may come before both.
+    run = _run(b"out\n\n@@fabtop-launch killed 4065 2003\n\n@@fabtop-launch exit 137 2004\n")
+    assert (run.killed_pid, run.killed_at_s, run.status, run.output) == (4065, 2.003, 137, b"out\n")
+    assert not run.ok and run.elapsed_s == 2.004
+    # A tool's own marker line before them stays output, and a killed line that is not
+    # followed by the launcher's exit line is not the launcher's.
+    faked = _run(b"@@fabtop-launch killed 1 1\nmore\n\n@@fabtop-launch exit 0 10\n")
+    assert faked.killed_pid is None and faked.status == 0
+    cut = _run(b"out\n@@fabtop-launch killed 4065 2003\n")
+    assert cut.killed_pid is None and cut.status is None
+    # A run that ended by itself before the kill: no killed line, its own status.
+    assert _run(b"ok\n\n@@fabtop-launch exit 0 900\n").killed_pid is None
