@@ -96,7 +96,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "test",
         "prove the fabric: run a test plan between the hosts and judge it (exit 0, 1 or 2)",
-        "PLAN is pairs, bidir, incast, latency or loaded-latency. It loads the fabric: a "
+        "PLAN is pairs, bidir, incast, latency, loaded-latency or serving (an inference "
+        "server beside loads; --allow-busy only). It loads the fabric: a "
         "summary says what will run before it starts, and it refuses while an inference "
         "server on the hosts is generating tokens (--allow-busy) or an [expect] is unmet. "
         "The node's own perftest (RDMA ports) or iperf3 and sockperf (IP paths) run over "

@@ -17,10 +17,11 @@ from collectors.text import clean
 from fabtop.config import Config
 from fabtop.core import expect
 from fabtop.core.state import NOT_REPORTING, FabricState
-from fabtop.fabtest.plans import Plan, PlanError, make_plan
+from fabtop.fabtest.plans import SERVING, Plan, PlanError, make_plan
 from fabtop.fabtest.rails import Rails, rails
 from fabtop.fabtest.report import document, lines
 from fabtop.fabtest.runner import Options, Progress, Report, Runner, StepResult, refusals
+from fabtop.fabtest.serving import SERVING_REFUSAL, serving_plan, serving_summary
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.outputs import STDOUT, OutputError, resolve, write_text
 from fabtop.run.session import Session
@@ -193,6 +194,9 @@ class Bench:
             if u.status == expect.UNMET
         ]
         refused = refusals(state, [h.name for h in config.hosts], options, unmet)
+        if plan_name == SERVING and not options.allow_busy and not unmet:
+            # Loading a live server is what the plan is for: never without being told.
+            refused = [SERVING_REFUSAL]
         if refused:
             ready.lines = [f"refused: {line}" for line in refused]
             ready.busy = not unmet
@@ -200,7 +204,10 @@ class Bench:
         samples = {n: h.sample for n, h in state.hosts.items() if h.sample is not None}
         fabric = rails(samples, rail_config(config))
         try:
-            plan = make_plan(plan_name, fabric, k=senders)
+            if plan_name == SERVING:
+                plan = serving_plan(fabric, state, [h.name for h in config.hosts], senders)
+            else:
+                plan = make_plan(plan_name, fabric, k=senders)
         except PlanError as e:
             ready.lines = [*fabric.problems, str(e)]
             return ready
@@ -212,6 +219,8 @@ class Bench:
         ready.summary = plan_summary(
             plan.name, fabric, len(plan.steps), len(plan.rounds), options.seconds
         )
+        if plan.name == SERVING:
+            ready.summary = serving_summary(plan, fabric, options.seconds, state.interval)
         return ready
 
     def runner(self, ready: Ready, progress: Progress | None = None) -> Runner:

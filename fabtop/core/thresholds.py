@@ -47,6 +47,9 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``test_fairness_ratio`` | 0.9 | ``fabtop test``: an incast whose senders' Jain fairness index is below 0.9 is unfair: with 4 senders, one held to 40 % of its fair share while the other three split the rest scores 0.89; congestion control that works gives near-equal shares |
 | ``test_impact_p99_factor`` | 3 | ``fabtop test``: the latency pair's p99 under an incast into its receiver over its p99 alone (GPCNeT's congestion impact factor) above 3 is congestion leaking into other traffic: queues that ECN keeps short add a few µs to a 2-3 µs tail, without it they grow to the switch buffer (a few MB drain in hundreds of µs at 100 Gb/s: a factor near 100) |
 | ``test_loss_fraction`` | 0.0005 | ``fabtop test``: an IP pair whose engine retransmitted more than 0.05 % of the bytes it sent (TCP's own retransmissions, iperf3's count times the path's MSS) lost packets on the path, whatever its bandwidth: a clean path retransmits none, TCP hides a loss like this from the bandwidth figure at a few hundred Mb/s (5 % random loss on a veth still moves 95 % of the shaped rate) while an RDMA queue pair on the same path goes back N packets per loss; a warning, with no NIC counter to blame when none moved |
+| ``test_serving_token_ratio`` | 0.8 | ``fabtop test serving``: the inference server's token rate beside the test's incast or bidir over its own baseline below 0.8 is serving traffic sharing a congested queue with its neighbours' (no traffic class or rail of its own): a decode step waits on its collectives, so a fifth of the tokens lost is the fabric, while a server's own demand rarely moves its rate that much between windows a few seconds apart; a warning, since the test made the load on purpose |
+| ``test_serving_p99_factor`` | 2 | ``fabtop test serving``: TTFT, inter-token latency or queue time p99 beside the loads more than 2 x its baseline is a tail the neighbour traffic made: a prefill's KV transfer or a decode's all-to-all that queues behind bulk traffic doubles a p99 long before it moves a median; a warning, as above |
+| ``test_serving_recovered_ratio`` | 0.9 | ``fabtop test serving``: the token rate after the loads ended below 0.9 x the baseline is a server that did not recover (requests still queued, a worker or connection lost): the loads are gone, so what stays is damage, not congestion; a failure |
 """  # noqa: E501 (a markdown table the README copies)
 
 from __future__ import annotations
@@ -92,6 +95,9 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "test_fairness_ratio": 0.9,
     "test_impact_p99_factor": 3.0,
     "test_loss_fraction": 0.0005,
+    "test_serving_token_ratio": 0.8,
+    "test_serving_p99_factor": 2.0,
+    "test_serving_recovered_ratio": 0.9,
 }
 
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from collectors.text import clean
 from fabtop.fabtest.judge import Status, Verdict, gb
-from fabtop.fabtest.plans import INCAST, LATENCY, LOADED
+from fabtop.fabtest.plans import INCAST, LATENCY, LOADED, SERVING
 from fabtop.fabtest.runner import Report, StepResult
+from fabtop.fabtest.serving import serving_figure
 from fabtop.run.snapshot import finding_entry
 
 FORMAT = "fabtop.test/1"
@@ -20,6 +21,8 @@ FORMAT = "fabtop.test/1"
 def figure(v: Verdict) -> str:
     """The step's headline figure: Gb/s (and the share of its reference), or latency."""
     f = v.figures
+    if v.step.kind == SERVING:
+        return serving_figure(v)
     if v.step.kind in (LATENCY, LOADED):
         if v.step.kind == LOADED:
             p99, impact = f.get("loaded_p99_us"), f.get("impact_p99")
@@ -130,6 +133,7 @@ def _step(r: StepResult) -> dict[str, Any]:
         "senders": list(s.senders),
         "receiver": s.receiver,
         "load": list(s.load),
+        **({"window": s.window} if s.window else {}),
         "ports": r.ports,
         "engine": r.engine,
         "status": v.status.word,

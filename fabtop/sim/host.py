@@ -18,7 +18,7 @@ from fabtop.sim.bench import CNP_PER_MARK, Bench, Endpoint, PortLoad
 from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.exo import exo_state_text
 from fabtop.sim.gpu import SimGpu
-from fabtop.sim.inference import VllmServer
+from fabtop.sim.inference import VllmServer, neighbour_share
 from fabtop.sim.mac import MacState, mac_frame
 from fabtop.sim.mac_ids import CABLES
 from fabtop.sim.nic import IbPort, Mlx5Port, PlainNetdev, PortTraffic
@@ -221,9 +221,13 @@ class SimHost:
         line = cfg.link_gbps * 1e9 / 8
         cap = line * 0.97 * self.pcie_share()
         bench = fab.bench
+        busy = 0.0  # the largest share of a RoCE port's line the test's loads take
         for i, port in enumerate(self.ports):
             pm = mods.ports.get((cfg.name, i)) or PortMods()
             load = bench.port_load(Endpoint(cfg.name, "roce", i), g, dt)
+            if load is not None:
+                moved = max(load.rdma_rx + load.ip_rx, load.rdma_tx + load.ip_tx)
+                busy = max(busy, moved / cap if cap > 0 else 0.0)
             self.carrier_changes[i] += pm.carrier_changes
             port.eth.bump("link_down_events_phy", pm.link_down_events)
             port.eth.bump("tx_pause_storm_warning_events", pm.storm_warnings)
@@ -305,6 +309,7 @@ class SimHost:
             gpu.step(min(tf, 1.0), heat, noise(seed, self.index, k, 20 + gpu.index), dt)
         if self.server is not None:
             tokens = fab.healthy_tokens_per_s * tf * (1.0 + 0.03 * noise(seed, k, 99))
+            tokens *= neighbour_share(busy)
             self.server.step(tokens, fab.healthy_tokens_per_s, dt)
 
     def pcie_share(self) -> float:
