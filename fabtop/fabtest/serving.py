@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,6 @@ from fabtop.fabtest.plans import (
 )
 from fabtop.fabtest.rails import Rails
 from fabtop.fabtest.runner import (
-    LOAD_LEAD_S,
     PortNumbers,
     Report,
     Runner,
@@ -73,6 +73,12 @@ SERVING_REFUSAL = (
     "serving loads the fabric beside a live inference server on purpose (its token rate "
     "may fall and its latency rise while the loads run): --allow-busy to run it"
 )
+# Beside a load, the server's readings start this long after the loads were started
+# (their tools start over SSH, servers first: about a second on a loaded machine) and end
+# LOAD_TAIL_S before the loads' own end, so no reading of the window sees the fabric
+# without them.
+LOAD_LEAD_S = 1.5
+LOAD_TAIL_S = 1.0
 # How often the window's readings of the server are picked up from the session's state.
 READ_POLL_S = 0.05
 
@@ -158,6 +164,7 @@ def serving_summary(plan: Plan, rails: Rails, seconds: int, interval: float) -> 
     server = plan.steps[0].receiver
     loads = load_steps(rails, server, plan.k)
     w = window_seconds(seconds, interval)
+    load_s = w + math.ceil(LOAD_LEAD_S + LOAD_TAIL_S)  # each load runs this long
 
     def said(steps: list[Step]) -> str:
         by: dict[tuple[str, ...], list[str]] = {}
@@ -168,7 +175,7 @@ def serving_summary(plan: Plan, rails: Rails, seconds: int, interval: float) -> 
     return (
         f"fabtop test serving: {server}'s inference server read over 4 windows of about "
         f"{w} s: baseline, beside an incast into {server} from {said(loads[INCAST])}, "
-        f"beside bidir with {said(loads[BIDIR])}, after. For about {2 * w + 4} s its token "
+        f"beside bidir with {said(loads[BIDIR])}, after. For about {2 * load_s} s its token "
         "rate may fall and its TTFT, inter-token and queue latency rise."
     )
 
@@ -284,18 +291,21 @@ async def _window(runner: Runner, step: Step, loads: list[Step], seconds: int) -
     start = runner._samples(hosts)
     frames = {h: runner.state.hosts[h].frames for h in hosts}
     w = ServingWindow(step, _Readings())
+    # Beside a load, the readings start once its tools run and end before they stop: the
+    # load runs LOAD_LEAD_S + LOAD_TAIL_S longer than the readings' span.
     since = time.monotonic() + (LOAD_LEAD_S if loads else 0.0)
-    until = [float("inf")]
+    until = since + seconds
     watch = asyncio.create_task(_watch(runner.state, server, w.readings, since, until))
     try:
         if loads:
             ports = PortNumbers()  # one numbering: the loads into the server run at once
-            jobs = (_load(runner, s, seconds, ports) for s in loads)
+            run_s = seconds + math.ceil(LOAD_LEAD_S + LOAD_TAIL_S)
+            jobs = (_load(runner, s, run_s, ports) for s in loads)
             w.loads = list(await asyncio.gather(*jobs))
         else:
-            await asyncio.sleep(seconds)
+            # and a last reading read at the window's very end arrives a little later
+            await asyncio.sleep(seconds + READ_POLL_S * 4)
     finally:
-        until[0] = time.monotonic()
         watch.cancel()
         await asyncio.gather(watch, return_exceptions=True)
     problem = await runner._window_end(frames)
@@ -326,15 +336,13 @@ async def _load(runner: Runner, step: Step, seconds: int, ports: PortNumbers) ->
         return Measured(problems=[str(e)])
 
 
-async def _watch(
-    state: FabricState, host: str, out: _Readings, since: float, until: list[float]
-) -> None:
-    """Every new reading of ``host``'s servers read within [since, until[0]]."""
+async def _watch(state: FabricState, host: str, out: _Readings, since: float, until: float) -> None:
+    """Every new reading of ``host``'s servers read within [since, until]."""
     while True:
         h = state.hosts.get(host)
         if h is not None and h.sample is not None:
             for r in h.sample.inference:
-                if r.read_s is not None and since <= r.read_s <= until[0]:
+                if r.read_s is not None and since <= r.read_s <= until:
                     out.add(r)
         await asyncio.sleep(READ_POLL_S)
 
@@ -392,9 +400,9 @@ def _traffic(f: Mapping[str, float | None], base: Mapping[str, float | None]) ->
     brx, btx = base.get("server_rx_gbps"), base.get("server_tx_gbps")
     if rx is None or tx is None or brx is None or btx is None:
         return ""
-    text = f" (its ports: {gb(rx)} Gb/s in, {gb(tx)} out; {gb(brx)} and {gb(btx)} at baseline"
+    text = f"its ports: {gb(rx)} Gb/s in, {gb(tx)} out ({gb(brx)} and {gb(btx)} at baseline)"
     load = f.get("load_gbps")
-    return text + (f"; the loads moved {gb(load)} Gb/s)" if load is not None else ")")
+    return text + (f"; the loads moved {gb(load)} Gb/s" if load is not None else "")
 
 
 def _ms(s: float) -> str:
@@ -440,7 +448,7 @@ def judge_serving(
                 reasons.append(
                     f"token rate fell to {ratio:.0%} of its baseline beside the {window} "
                     f"({base_tokens:.0f} -> {tokens:.0f} tokens/s), below {mark:.0%}: its "
-                    "traffic shares a congested queue with the neighbours'" + _traffic(f, base)
+                    "traffic shares a congested queue with the neighbours'"
                 )
         elif window == AFTER and ratio is not None:
             mark = th["test_serving_recovered_ratio"]
@@ -462,6 +470,8 @@ def judge_serving(
                         f"{what} rose {r:.1f} x {where} ({_ms(then)} -> {_ms(now)}), "
                         f"above {factor:g} x"
                     )
+        if window != BASELINE and (traffic := _traffic(f, base)):
+            notes.append(traffic)
         if f.get("preemptions"):
             notes.append(f"the server preempted {f['preemptions']:.0f} request(s) in the window")
         missing = [what for name, what in _LATENCIES if f.get(name) is None]
