@@ -21,7 +21,12 @@ from fabtop.fabtest.plans import SERVING, Plan, PlanError, make_plan
 from fabtop.fabtest.rails import Rails, rails
 from fabtop.fabtest.report import document, lines
 from fabtop.fabtest.runner import Options, Progress, Report, Runner, StepResult, refusals
-from fabtop.fabtest.serving import SERVING_REFUSAL, serving_plan, serving_summary
+from fabtop.fabtest.serving import (
+    SERVING_REFUSAL,
+    servers_found,
+    serving_plan,
+    serving_summary,
+)
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.outputs import STDOUT, OutputError, resolve, write_text
 from fabtop.run.session import Session
@@ -30,6 +35,7 @@ from fabtop.run.session import Session
 # busy inference server and a port already in trouble are seen before anything runs.
 FRAMES_BEFORE = 2
 MAX_SECONDS = 600
+SERVER_WAIT_INTERVALS = 5  # serving: how long an inference server is waited for
 
 
 def _say(text: str) -> None:
@@ -116,6 +122,12 @@ async def _run(
 ) -> int:
     _say(f"fabtop test: reading {len(config.hosts)} hosts before the plan...")
     await _ready(state, task, ns.timeout)
+    if ns.plan == SERVING and ns.allow_busy:
+        # A server's /metrics is polled apart from the frames: give it a few readings.
+        deadline = time.monotonic() + SERVER_WAIT_INTERVALS * config.interval
+        hosts = [h.name for h in config.hosts]
+        while not servers_found(state, hosts) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
     bench = Bench(config, state, session)
     options = Options(seconds=ns.seconds, iterations=ns.iterations, allow_busy=ns.allow_busy)
     ready = bench.prepare(ns.plan, options, senders=ns.senders, waited_s=ns.timeout)

@@ -73,12 +73,16 @@ SERVING_REFUSAL = (
     "serving loads the fabric beside a live inference server on purpose (its token rate "
     "may fall and its latency rise while the loads run): --allow-busy to run it"
 )
-# Beside a load, the server's readings start this long after the loads were started
-# (their tools start over SSH, servers first: about a second on a loaded machine) and end
-# LOAD_TAIL_S before the loads' own end, so no reading of the window sees the fabric
-# without them.
+# Beside a load, the server's readings count from when the loads' tools surely ran: the
+# shortest run (a client: servers start before and end after) ended by the time the loads
+# returned, so it started at the latest its own elapsed time before that; LOAD_SETTLE_S
+# later its flows are up to speed. They end LOAD_TAIL_S before the loads returned (the
+# servers' own ends and reports come after the clients'). A run that says no elapsed time
+# counts from LOAD_LEAD_S after the loads were started (their tools start over SSH).
 LOAD_LEAD_S = 1.5
-LOAD_TAIL_S = 1.0
+LOAD_SETTLE_S = 0.5
+LOAD_TAIL_S = 1.5
+MAX_READINGS = 10_000  # a window's readings kept (its servers' one per interval each)
 # How often the window's readings of the server are picked up from the session's state.
 READ_POLL_S = 0.05
 
@@ -164,7 +168,7 @@ def serving_summary(plan: Plan, rails: Rails, seconds: int, interval: float) -> 
     server = plan.steps[0].receiver
     loads = load_steps(rails, server, plan.k)
     w = window_seconds(seconds, interval)
-    load_s = w + math.ceil(LOAD_LEAD_S + LOAD_TAIL_S)  # each load runs this long
+    load_s = load_seconds(w)
 
     def said(steps: list[Step]) -> str:
         by: dict[tuple[str, ...], list[str]] = {}
@@ -291,23 +295,25 @@ async def _window(runner: Runner, step: Step, loads: list[Step], seconds: int) -
     start = runner._samples(hosts)
     frames = {h: runner.state.hosts[h].frames for h in hosts}
     w = ServingWindow(step, _Readings())
-    # Beside a load, the readings start once its tools run and end before they stop: the
-    # load runs LOAD_LEAD_S + LOAD_TAIL_S longer than the readings' span.
-    since = time.monotonic() + (LOAD_LEAD_S if loads else 0.0)
+    since = time.monotonic()
     until = since + seconds
-    watch = asyncio.create_task(_watch(runner.state, server, w.readings, since, until))
+    seen: dict[tuple[str, float], InferenceSample] = {}
+    watch = asyncio.create_task(_watch(runner.state, server, seen))
     try:
         if loads:
             ports = PortNumbers()  # one numbering: the loads into the server run at once
-            run_s = seconds + math.ceil(LOAD_LEAD_S + LOAD_TAIL_S)
-            jobs = (_load(runner, s, run_s, ports) for s in loads)
+            jobs = (_load(runner, s, load_seconds(seconds), ports) for s in loads)
             w.loads = list(await asyncio.gather(*jobs))
+            since, until = _loaded_span(since, time.monotonic(), w.loads)
         else:
             # and a last reading read at the window's very end arrives a little later
             await asyncio.sleep(seconds + READ_POLL_S * 4)
     finally:
         watch.cancel()
         await asyncio.gather(watch, return_exceptions=True)
+    for (_url, read_s), r in sorted(seen.items(), key=lambda kv: kv[0][1]):
+        if since <= read_s <= until:
+            w.readings.add(r)
     problem = await runner._window_end(frames)
     if problem:
         w.problems.append(problem)
@@ -326,6 +332,20 @@ async def _window(runner: Runner, step: Step, loads: list[Step], seconds: int) -
     return w
 
 
+def load_seconds(seconds: int) -> int:
+    """How long each load runs for a window of ``seconds``: its readings' span is shorter
+    by the flows' start and the servers' end (:func:`_loaded_span`)."""
+    return seconds + math.ceil(LOAD_SETTLE_S + LOAD_TAIL_S)
+
+
+def _loaded_span(started: float, done: float, loads: Sequence[Measured]) -> tuple[float, float]:
+    """When the loads surely ran, on this machine's monotonic clock (see LOAD_SETTLE_S);
+    a load that ended early (a tool refused or missing) ends the span with it."""
+    ran = [r.elapsed_s for m in loads for r in m.runs if r.elapsed_s and not r.missing]
+    since = started + LOAD_LEAD_S if not ran else done - min(ran) + LOAD_SETTLE_S
+    return max(since, started), done - LOAD_TAIL_S
+
+
 async def _load(runner: Runner, step: Step, seconds: int, ports: PortNumbers) -> Measured:
     """One load step (incast or bidir) as its own plan measures it."""
     try:
@@ -336,14 +356,17 @@ async def _load(runner: Runner, step: Step, seconds: int, ports: PortNumbers) ->
         return Measured(problems=[str(e)])
 
 
-async def _watch(state: FabricState, host: str, out: _Readings, since: float, until: float) -> None:
-    """Every new reading of ``host``'s servers read within [since, until]."""
-    while True:
+async def _watch(
+    state: FabricState, host: str, seen: dict[tuple[str, float], InferenceSample]
+) -> None:
+    """Every new reading of ``host``'s servers, by URL and the time it was read (at most
+    MAX_READINGS: a window holds one an interval)."""
+    while len(seen) < MAX_READINGS:
         h = state.hosts.get(host)
         if h is not None and h.sample is not None:
             for r in h.sample.inference:
-                if r.read_s is not None and since <= r.read_s <= until:
-                    out.add(r)
+                if r.read_s is not None and r.error is None:
+                    seen.setdefault((r.url, r.read_s), r)
         await asyncio.sleep(READ_POLL_S)
 
 
@@ -432,9 +455,17 @@ def judge_serving(
             for name, _what in _LATENCIES:
                 f[_ratio_name(name)] = _ratio(f[name], base.get(name))
         ratio = f.get("token_ratio")
+        if window in (INCAST, BIDIR) and f["load_gbps"] is None:
+            # Without its load the window says nothing of the load's impact.
+            status = Status.FAIL
+            reasons.append(f"the {window} load moved nothing: no impact can be measured")
         if tokens is None:
             status = Status.FAIL
-            reasons.append("no token rate in this window: " + "; ".join(w.problems or ["-"]))
+            why = w.problems or [
+                "its counters went backwards or jumped between the window's readings "
+                "(the server restarted?)"
+            ]
+            reasons.append("no token rate in this window: " + "; ".join(why))
         elif window == BASELINE and tokens <= 0:
             status = Status.FAIL
             reasons.append(

@@ -146,3 +146,19 @@ def test_the_vllm_capture_gives_queue_time_and_preemptions(fixtures_dir: Path) -
     assert s.preemptions_total == 0.0
     bounds, counts, count, _ = s.histograms["vllm:request_queue_time_seconds"]
     assert bounds == (0.3, math.inf) and counts == (6.0, 6.0) and count == 6.0
+
+
+def test_a_load_that_moved_nothing_measures_no_impact() -> None:
+    # iperf3 missing on the senders: the server kept its rate, but not because the
+    # fabric isolates it; the window is a failure, not a pass.
+    _, incast = judge_serving([window(BASELINE, 1000, 1), window(INCAST, 1000, 1)])
+    assert incast.status == Status.FAIL
+    assert incast.reasons[0] == "the incast load moved nothing: no impact can be measured"
+
+
+def test_a_server_that_restarted_in_a_window_has_no_figure_there() -> None:
+    w = window(AFTER, 1000, 1)
+    w.readings.last[URL] = reading(5.0, 10.0, (0.0,) * len(ITL))  # its counter went back
+    _, after = judge_serving([window(BASELINE, 1000, 1), w])
+    assert after.status == Status.FAIL and after.figures["tokens_per_s"] is None
+    assert "counters went backwards or jumped" in after.reasons[0]
