@@ -144,7 +144,8 @@ def serving_plan(
     others = [h for h in found if h != server]
     if others:
         problems.append(
-            f"{', '.join(others)}: also serving; measured but not loaded (one server per run)"
+            f"{', '.join(others)}: also serving, neither loaded nor read (one server a run: "
+            f"{server}'s)"
         )
     first = {w: loads[w][0] for w in (INCAST, BIDIR)}
     steps = [
@@ -160,7 +161,7 @@ def serving_plan(
 
 def window_seconds(seconds: int, interval: float) -> int:
     """Each window's length: the runs' ``seconds``, at least WINDOW_MIN_INTERVALS."""
-    return max(seconds, int(-(-WINDOW_MIN_INTERVALS * interval // 1)))
+    return max(seconds, math.ceil(WINDOW_MIN_INTERVALS * interval))
 
 
 def serving_summary(plan: Plan, rails: Rails, seconds: int, interval: float) -> str:
@@ -212,6 +213,7 @@ class ServingWindow:
     evidence: WindowEvidence | None = None
     port_bps: dict[str, float | None] = field(default_factory=dict)  # rx_bps, tx_bps
     problems: list[str] = field(default_factory=list)
+    ports: list[str] = field(default_factory=list)  # host/port of every port read
 
     def figures(self) -> dict[str, float | None]:
         """Token rate, latency p99s and preemptions over the window (all URLs)."""
@@ -268,8 +270,7 @@ async def run_serving(runner: Runner, plan: Plan) -> Report:
         engine = next((m.engine for m in w.loads if m.engine), None)
         problems = [*(p for m in w.loads for p in m.problems), *w.problems]
         res = StepResult(w.step, v, engine, problems)
-        ports = [(h, s.rail) for s in loads.get(w.step.window, []) for h in s.hosts]
-        res.ports = list(dict.fromkeys(f"{h}/{runner._name(h, rail)}" for h, rail in ports))
+        res.ports = w.ports
         report.results.append(res)
         runner._say("verdict", len(report.results), len(windows), res)
     reach: dict[str, Port] = {}
@@ -284,8 +285,8 @@ async def run_serving(runner: Runner, plan: Plan) -> Report:
 
 
 async def _window(runner: Runner, step: Step, loads: list[Step], seconds: int) -> ServingWindow:
-    """One window: the server's readings from its start (after the loads' lead) to its
-    end, the loads run meanwhile, and the counters of the ports involved."""
+    """One window: the loads run (if any), the server's readings while they surely ran
+    (else over ``seconds``), and the counters of every port involved."""
     server = step.receiver
     rails = runner.rails
     ends = {(server, p.link) for ps in rails.ports.values() for p in ps if p.host == server}
@@ -295,6 +296,9 @@ async def _window(runner: Runner, step: Step, loads: list[Step], seconds: int) -
     start = runner._samples(hosts)
     frames = {h: runner.state.hosts[h].frames for h in hosts}
     w = ServingWindow(step, _Readings())
+    w.ports = [
+        f"{p.host}/{p.name}" for ps in rails.ports.values() for p in ps if (p.host, p.link) in ends
+    ]
     since = time.monotonic()
     until = since + seconds
     seen: dict[tuple[str, float], InferenceSample] = {}
@@ -325,9 +329,10 @@ async def _window(runner: Runner, step: Step, loads: list[Step], seconds: int) -
     links = {link for h, link in ends if h == server}
     w.port_bps = _port_bps(runner.thresholds, start.get(server), end.get(server), links)
     if len(w.readings.last) < len(w.readings.first) or not w.readings.first:
+        span = max(0.0, until - since)
         w.problems.append(
-            f"{server}: fewer than two readings of its /metrics inside the window "
-            f"({len(w.readings.first)} URL(s) read): no figure for it"
+            f"{server}: fewer than two readings of a /metrics URL in the window's {span:.1f} s "
+            f"(one an interval, {runner.state.interval:g} s): a longer --seconds gives more"
         )
     return w
 
