@@ -480,7 +480,7 @@ def judge_serving(
         elif window in (INCAST, BIDIR) and ratio is not None:
             mark = th["test_serving_token_ratio"]
             if ratio < mark:
-                status = Status.WARN
+                status = _worst(status, Status.WARN)
                 reasons.append(
                     f"token rate fell to {ratio:.0%} of its baseline beside the {window} "
                     f"({base_tokens:.0f} -> {tokens:.0f} tokens/s), below {mark:.0%}: its "

@@ -162,3 +162,10 @@ def test_a_server_that_restarted_in_a_window_has_no_figure_there() -> None:
     _, after = judge_serving([window(BASELINE, 1000, 1), w])
     assert after.status == Status.FAIL and after.figures["tokens_per_s"] is None
     assert "counters went backwards or jumped" in after.reasons[0]
+
+
+def test_a_load_that_moved_nothing_stays_a_failure_whatever_the_token_rate_did() -> None:
+    _, incast = judge_serving([window(BASELINE, 1000, 1), window(INCAST, 500, 1)])
+    assert incast.status == Status.FAIL  # not the warning its token rate alone would give
+    assert incast.reasons[0] == "the incast load moved nothing: no impact can be measured"
+    assert incast.reasons[1].startswith("token rate fell to 50% of its baseline")
