@@ -12,7 +12,7 @@ from collectors.text import clean
 from fabtop.fabtest.judge import Status, Verdict, gb
 from fabtop.fabtest.plans import INCAST, LATENCY, LOADED, SERVING
 from fabtop.fabtest.runner import Report, StepResult
-from fabtop.fabtest.serving import serving_figure
+from fabtop.fabtest.serving import impact, impact_line, serving_figure
 from fabtop.run.snapshot import finding_entry
 
 FORMAT = "fabtop.test/1"
@@ -63,6 +63,8 @@ def lines(report: Report) -> list[str]:
         out.append(f"{r.verdict.status.word.upper()}: {r.verdict.step.label}")
         out += [f"  {line}" for line in detail(r)]
     out.append("")
+    if report.plan == SERVING:
+        out.append(impact_line(report.results))
     if report.engines:
         out.append("engines: " + "; ".join(engine_line(h, t) for h, t in report.engines.items()))
     out.append(summary(report))
@@ -120,6 +122,7 @@ def document(report: Report, counters: Mapping[str, Any] | None = None) -> dict[
         "engines": report.engines,
         "steps": [_step(r) for r in report.results],
         "counters": dict(counters or {}),
+        **({"serving": impact(report.results)} if report.plan == SERVING else {}),
     }
 
 

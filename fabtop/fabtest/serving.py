@@ -537,3 +537,33 @@ def serving_figure(v: Verdict) -> str:
     if (r := f.get("itl_p99_ratio")) is not None:
         text += f" (x{r:.1f})"
     return text
+
+
+def impact(results: Sequence[StepResult]) -> dict[str, dict[str, float | None]]:
+    """Each ratio to the baseline, by window: the run's impact on serving at a glance."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name in ("token_ratio", *(_ratio_name(n) for n, _ in _LATENCIES)):
+        out[name] = {
+            r.verdict.step.window: r.verdict.figures.get(name)
+            for r in results
+            if r.verdict.step.window != BASELINE
+        }
+    return out
+
+
+def impact_line(results: Sequence[StepResult]) -> str:
+    """``serving on node1: token rate x0.59 beside the incast, x0.60 beside the bidir,
+    x0.98 after; inter-token p99 x1.8, x1.8, x1.0``."""
+    if not results:
+        return ""
+    got = impact(results)
+
+    def said(name: str, digits: int) -> str:
+        return ", ".join("-" if x is None else f"x{x:.{digits}f}" for x in got[name].values())
+
+    where = ", ".join(f"beside the {w}" if w in (INCAST, BIDIR) else w for w in got["token_ratio"])
+    return (
+        f"serving on {results[0].verdict.step.receiver}: token rate {said('token_ratio', 2)} "
+        f"({where}); inter-token p99 {said('itl_p99_ratio', 1)}; TTFT p99 "
+        f"{said('ttft_p99_ratio', 1)}"
+    )

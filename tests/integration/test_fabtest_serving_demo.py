@@ -29,9 +29,8 @@ def test_the_demo_server_slows_beside_the_loads_and_recovers(tmp_path: Path) -> 
         "--demo-scenario", "healthy", "serving", "--allow-busy", "--seconds", "2", "-o", str(report)
     )
     assert r.returncode == 1, r.stdout + r.stderr  # warnings beside the loads, no failure
-    steps: dict[str, dict[str, Any]] = {
-        s["window"]: s for s in json.loads(report.read_text())["steps"]
-    }
+    doc = json.loads(report.read_text())
+    steps: dict[str, dict[str, Any]] = {s["window"]: s for s in doc["steps"]}
     assert [s["status"] for s in steps.values()] == ["pass", "warn", "warn", "pass"]
     base = steps["baseline"]["figures"]
     assert 2300 < base["tokens_per_s"] < 2600  # the demo's healthy 2,400 tokens/s
@@ -47,6 +46,18 @@ def test_the_demo_server_slows_beside_the_loads_and_recovers(tmp_path: Path) -> 
     assert 0.9 < after["token_ratio"] < 1.1 and after["itl_p99_ratio"] < 1.1, after
     assert "WARN: node1 serving beside incast node2,node3,node4 -> node1" in r.stdout
     assert "queue time p99 rose" in r.stdout
+    # The impact at a glance, in the last lines and the report, each ratio to the baseline.
+    incast = steps["incast"]["figures"]["token_ratio"]
+    assert f"serving on node1: token rate x{incast:.2f}, x" in r.stdout
+    assert set(doc["serving"]) == {
+        "token_ratio",
+        "ttft_p99_ratio",
+        "itl_p99_ratio",
+        "queue_p99_ratio",
+    }
+    assert doc["serving"]["token_ratio"] == {
+        w: steps[w]["figures"]["token_ratio"] for w in ("incast", "bidir", "after")
+    }
 
 
 def test_serving_is_never_run_without_allow_busy(tmp_path: Path) -> None:
