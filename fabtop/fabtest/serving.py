@@ -82,6 +82,10 @@ SERVING_REFUSAL = (
 LOAD_LEAD_S = 1.5
 LOAD_SETTLE_S = 0.5
 LOAD_TAIL_S = 1.5
+# The after window starts this many intervals after the loads ended: the first frame
+# after them may hold counters read while they ran (a host reads its counters up to an
+# interval before it sends them), and "after" is the fabric without them.
+AFTER_SETTLE_INTERVALS = 1
 MAX_READINGS = 10_000  # a window's readings kept (its servers' one per interval each)
 # How often the window's readings of the server are picked up from the session's state.
 READ_POLL_S = 0.05
@@ -289,6 +293,8 @@ async def _window(runner: Runner, step: Step, loads: list[Step], seconds: int) -
     (else over ``seconds``), and the counters of every port involved."""
     server = step.receiver
     rails = runner.rails
+    if step.window == AFTER:
+        await asyncio.sleep(AFTER_SETTLE_INTERVALS * runner.state.interval)
     ends = {(server, p.link) for ps in rails.ports.values() for p in ps if p.host == server}
     for s in loads:
         ends |= {(p.host, p.link) for p in rails.ports[s.rail] if p.host in s.hosts}

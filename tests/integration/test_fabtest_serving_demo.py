@@ -38,7 +38,7 @@ def test_the_demo_server_slows_beside_the_loads_and_recovers(tmp_path: Path) -> 
         f = steps[name]["figures"]
         # A full port costs the simulated server 40 % of its tokens, and lengthens its
         # inter-token latency and its queue (vLLM's histograms) and preempts requests.
-        assert 0.5 < f["token_ratio"] < 0.7, (name, f)
+        assert 0.4 < f["token_ratio"] < 0.75, (name, f)
         assert f["itl_p99_ratio"] > 1.3 and f["queue_p99_ratio"] > 2, (name, f)
         assert f["preemptions"] > 0 and steps[name]["engine"] == "perftest"
         assert f["server_rx_gbps"] > 1.5 * base["server_rx_gbps"], (name, f, base)
