@@ -284,6 +284,7 @@ class InferenceSample:
     prompt_tokens_total: float | None = None
     requests_running: float | None = None
     requests_waiting: float | None = None
+    preemptions_total: float | None = None  # vLLM's num_preemptions_total (others: None)
     histograms: dict[str, Histogram] = field(default_factory=dict)  # by histogram name
     error: str | None = None
     # Values the page had but that could not be used (NaN, ±Inf, overflow), one line each;

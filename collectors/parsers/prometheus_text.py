@@ -66,6 +66,9 @@ class _ServerMetrics:
     running: str
     waiting: str
     histograms: tuple[str, ...]
+    # Requests the engine preempted (evicted from the KV cache to run later), a counter:
+    # vLLM's only (the capture's vllm:num_preemptions_total); the others export none.
+    preemptions: str | None = None
 
 
 # Counter names carry their exposition suffix (_total, or _sum for TGI's histograms).
@@ -80,7 +83,9 @@ _SERVERS: dict[str, _ServerMetrics] = {
             "vllm:inter_token_latency_seconds",
             "vllm:time_per_output_token_seconds",  # legacy name of inter-token latency
             "vllm:e2e_request_latency_seconds",
+            "vllm:request_queue_time_seconds",  # time in the WAITING phase (the capture)
         ),
+        "vllm:num_preemptions_total",
     ),
     "llamacpp": _ServerMetrics(
         "llamacpp:tokens_predicted_total",
@@ -98,6 +103,7 @@ _SERVERS: dict[str, _ServerMetrics] = {
             "sglang:time_to_first_token_seconds",
             "sglang:inter_token_latency_seconds",
             "sglang:e2e_request_latency_seconds",
+            "sglang:queue_time_seconds",  # LLM_METRICS_NOTES.md, from SGLang's scrape
         ),
     ),
     "tgi": _ServerMetrics(
@@ -305,6 +311,10 @@ def parse_inference_metrics(text: str, url: str) -> InferenceSample:
         sample.requests_running,
         sample.requests_waiting,
     ) = values
+    if m.preemptions is not None:
+        sample.preemptions_total = _sum(parsed, own, m.preemptions)
+        if sample.preemptions_total is None and (why := parsed.left_out(m.preemptions)):
+            sample.warnings.append(f"{m.preemptions}: {why}")
     models = sorted({s.labels["model_name"] for s in own if s.labels.get("model_name")})
     sample.model = clean(", ".join(models)) if models else None
     for name in m.histograms:

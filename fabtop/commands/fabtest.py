@@ -19,10 +19,16 @@ from fabtop.core import expect
 from fabtop.core.state import NOT_REPORTING, FabricState
 from fabtop.fabtest import sizes
 from fabtop.fabtest.loss import loss_seconds, summary_line
-from fabtop.fabtest.plans import Plan, PlanError, make_plan
+from fabtop.fabtest.plans import SERVING, Plan, PlanError, make_plan
 from fabtop.fabtest.rails import Rails, rails
 from fabtop.fabtest.report import document, lines
 from fabtop.fabtest.runner import Options, Progress, Report, Runner, StepResult, refusals
+from fabtop.fabtest.serving import (
+    SERVING_REFUSAL,
+    servers_found,
+    serving_plan,
+    serving_summary,
+)
 from fabtop.run.compose import fabric_state, open_session
 from fabtop.run.outputs import STDOUT, OutputError, resolve, write_text
 from fabtop.run.session import Session
@@ -31,6 +37,7 @@ from fabtop.run.session import Session
 # busy inference server and a port already in trouble are seen before anything runs.
 FRAMES_BEFORE = 2
 MAX_SECONDS = 600
+SERVER_WAIT_INTERVALS = 5  # serving: how long an inference server is waited for
 
 
 def _say(text: str) -> None:
@@ -120,6 +127,12 @@ async def _run(
 ) -> int:
     _say(f"fabtop test: reading {len(config.hosts)} hosts before the plan...")
     await _ready(state, task, ns.timeout)
+    if ns.plan == SERVING and ns.allow_busy:
+        # A server's /metrics is polled apart from the frames: give it a few readings.
+        deadline = time.monotonic() + SERVER_WAIT_INTERVALS * config.interval
+        hosts = [h.name for h in config.hosts]
+        while not servers_found(state, hosts) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
     bench = Bench(config, state, session)
     options = Options(seconds=ns.seconds, iterations=ns.iterations, allow_busy=ns.allow_busy)
     ready = bench.prepare(ns.plan, options, senders=ns.senders, waited_s=ns.timeout)
@@ -198,6 +211,9 @@ class Bench:
             if u.status == expect.UNMET
         ]
         refused = refusals(state, [h.name for h in config.hosts], options, unmet)
+        if plan_name == SERVING and not options.allow_busy and not unmet:
+            # Loading a live server is what the plan is for: never without being told.
+            refused = [SERVING_REFUSAL]
         if refused:
             ready.lines = [f"refused: {line}" for line in refused]
             ready.busy = not unmet
@@ -205,7 +221,10 @@ class Bench:
         samples = {n: h.sample for n, h in state.hosts.items() if h.sample is not None}
         fabric = rails(samples, rail_config(config))
         try:
-            plan = make_plan(plan_name, fabric, k=senders)
+            if plan_name == SERVING:
+                plan = serving_plan(fabric, state, [h.name for h in config.hosts], senders)
+            else:
+                plan = make_plan(plan_name, fabric, k=senders)
         except PlanError as e:
             ready.lines = [*fabric.problems, str(e)]
             return ready
@@ -222,6 +241,8 @@ class Bench:
         )
         if plan.name == "sizes":  # one step of many runs: its own sizes x seconds
             ready.summary = sizes.summary(fabric, plan.steps, options.seconds)
+        if plan.name == SERVING:
+            ready.summary = serving_summary(plan, fabric, options.seconds, state.interval)
         return ready
 
     def runner(self, ready: Ready, progress: Progress | None = None) -> Runner:

@@ -22,6 +22,12 @@ ITL_HISTOGRAMS: tuple[str, ...] = (
     "time_per_output_token_seconds",  # vLLM before V1
     "tgi_request_mean_time_per_token_duration",
 )
+# Time a request waited before it ran (vLLM's WAITING phase, SGLang's queue, TGI's queue).
+QUEUE_HISTOGRAMS: tuple[str, ...] = (
+    "request_queue_time_seconds",
+    "queue_time_seconds",
+    "tgi_request_queue_duration",
+)
 
 INFERENCE_RATE_NAMES: tuple[str, ...] = tuple(InferenceRate)
 
@@ -109,6 +115,17 @@ def _quantiles(
         return None, None
     bounds, deltas = _histogram_delta(cur.histograms[name], prev.histograms[name])
     return histogram_quantile(0.5, bounds, deltas), histogram_quantile(0.99, bounds, deltas)
+
+
+def window_p99(
+    cur: InferenceSample, prev: InferenceSample, suffixes: tuple[str, ...]
+) -> float | None:
+    """The p99 of histogram ``suffixes`` over the requests between two readings (None:
+    the server has no such histogram, nothing was observed, or it restarted)."""
+    try:
+        return _quantiles(cur, prev, suffixes)[1]
+    except ValueError:
+        return None
 
 
 def _counter_rate(

@@ -50,6 +50,9 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``test_sizes_drop_ratio`` | 0.8 | ``fabtop test sizes``: a size whose bandwidth is under 80 % of a smaller size's falls with size, a warning: a path's bandwidth rises or stays flat with the message size (larger messages pay the same per-message cost over more bytes), while runs of one size on a healthy path differ by a few %; a fall past a fifth is a buffer, memory-registration or segmentation limit that prefill and KV transfers meet |
 | ``test_loss_recovery_s`` | 2 | ``fabtop test loss``: the other senders of an incast must regain the receiver's bandwidth within 2 s of one sender's process being killed: TCP and DCQCN take freed bandwidth back within milliseconds to hundreds of ms on a fabric of µs round trips (their rate rises every round trip, every 55 µs for DCQCN), 2 s leaves room for the 0.25 s intervals it is measured in and stays under half NCCL's 4.3 s per try (4.096 µs x 2^20), so a slower fabric is one where a lost worker stalls the collectives of the rest; a warning |
 | ``test_loss_regained_ratio`` | 0.9 | ``fabtop test loss``: the receiver's bandwidth is regained when the remaining senders together reach 0.9 x what it got from all of them before the kill, for two intervals in a row (``test_bw_ratio``'s share: the rest is the protocols' and the engine's own cost, and one interval could be a burst) |
+| ``test_serving_token_ratio`` | 0.8 | ``fabtop test serving``: the inference server's token rate beside the test's incast or bidir over its own baseline below 0.8 is serving traffic sharing a congested queue with its neighbours' (no traffic class or rail of its own): a decode step waits on its collectives, so a fifth of the tokens lost is the fabric, while a server's own demand rarely moves its rate that much between windows a few seconds apart; a warning, since the test made the load on purpose |
+| ``test_serving_p99_factor`` | 2 | ``fabtop test serving``: TTFT, inter-token latency or queue time p99 beside the loads more than 2 x its baseline is a tail the neighbour traffic made: a prefill's KV transfer or a decode's all-to-all that queues behind bulk traffic doubles a p99 long before it moves a median; a warning, as above |
+| ``test_serving_recovered_ratio`` | 0.9 | ``fabtop test serving``: the token rate after the loads ended below 0.9 x the baseline is a server that did not recover (requests still queued, a worker or connection lost): the loads are gone, so what stays is damage, not congestion; a failure |
 """  # noqa: E501 (a markdown table the README copies)
 
 from __future__ import annotations
@@ -98,6 +101,9 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "test_sizes_drop_ratio": 0.8,
     "test_loss_recovery_s": 2.0,
     "test_loss_regained_ratio": 0.9,
+    "test_serving_token_ratio": 0.8,
+    "test_serving_p99_factor": 2.0,
+    "test_serving_recovered_ratio": 0.9,
 }
 
 

@@ -21,6 +21,8 @@ deterministic: the hosts as given, the rails by number.
   once, swept over message sizes (:mod:`fabtop.fabtest.sizes`).
 - ``loss`` (opt-in: only when named): per rail, an incast into its first host during
   which the last sender's process is killed (:mod:`fabtop.fabtest.loss`).
+- ``serving`` (opt-in, never a default): an inference server's windows, made from the
+  servers found (:mod:`fabtop.fabtest.serving`), not by :func:`make_plan`.
 """
 
 from __future__ import annotations
@@ -31,15 +33,16 @@ from dataclasses import dataclass, field
 
 from fabtop.fabtest.rails import Rails
 
-PLANS = ("pairs", "bidir", "incast", "latency", "loaded-latency", "sizes", "loss")
+PLANS = ("pairs", "bidir", "incast", "latency", "loaded-latency", "sizes", "loss", "serving")
 # Plans that run only when named, never as part of a set of plans: they lose a worker on
-# purpose.
-OPT_IN = frozenset({"loss"})
+# purpose, or load a serving inference server.
+OPT_IN = frozenset({"loss", "serving"})
 
 # Step kinds: what a step measures and how it is judged.
 PAIR, BIDIR, INCAST, LATENCY, LOADED = "pair", "bidir", "incast", "latency", "loaded"
 SIZES = "sizes"  # a pair swept over message sizes
 LOSS = "loss"  # an incast whose last sender is killed mid-run
+SERVING = "serving"  # one window of an inference server's figures (Step.window)
 
 # The percentiles fabtop reports from a latency step's raw samples.
 PERCENTILES = (0.5, 0.99, 0.999)
@@ -85,6 +88,7 @@ class Step:
     senders: tuple[str, ...]
     receiver: str
     load: tuple[str, ...] = ()
+    window: str = ""  # serving: baseline, incast, bidir or after
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -94,6 +98,12 @@ class Step:
     @property
     def label(self) -> str:
         """How tables and reports name the step."""
+        if self.kind == SERVING:
+            beside = {"incast": f"{','.join(self.senders)} -> {self.receiver}"}
+            beside["bidir"] = f"{','.join(self.senders)} <-> {self.receiver}"
+            if self.window in beside:
+                return f"{self.receiver} serving beside {self.window} {beside[self.window]}"
+            return f"{self.receiver} serving, {self.window}"
         arrow = "<->" if self.kind == BIDIR else "->"
         src = ",".join(self.senders)
         text = f"{src} {arrow} {self.receiver} rail {self.rail}"
@@ -184,6 +194,8 @@ def make_plan(name: str, rails: Rails, k: int | None = None) -> Plan:
     """The rounds of plan ``name`` over ``rails`` (:class:`PlanError` when it cannot run)."""
     if name not in PLANS:
         raise PlanError(f"unknown plan {name!r}: one of {', '.join(PLANS)}")
+    if name == SERVING:
+        raise PlanError("serving: made from the inference servers found (serving_plan)")
     problems: list[str] = []
     need = 3 if name in ("loaded-latency", "loss") else 2
     hosts = _rail_hosts(rails, name, problems, need)

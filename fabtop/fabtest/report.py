@@ -12,8 +12,9 @@ from collectors.text import clean
 from fabtop.fabtest.evidence import WindowEvidence
 from fabtop.fabtest.judge import Status, Verdict, gb
 from fabtop.fabtest.loss import LossMeasured
-from fabtop.fabtest.plans import INCAST, LATENCY, LOADED, LOSS, SIZES
+from fabtop.fabtest.plans import INCAST, LATENCY, LOADED, LOSS, SERVING, SIZES
 from fabtop.fabtest.runner import Report, StepResult
+from fabtop.fabtest.serving import impact, impact_line, serving_figure
 from fabtop.fabtest.sizes import row_lines, size_text
 from fabtop.run.snapshot import finding_entry
 
@@ -28,6 +29,8 @@ def figure(v: Verdict) -> str:
         if took is None:
             return "not regained" if f.get("baseline_gbps") is not None else "-"
         return f"recovered in {took:.2f} s (mark {_num(bound, 1)} s)"
+    if v.step.kind == SERVING:
+        return serving_figure(v)
     if v.step.kind in (LATENCY, LOADED):
         if v.step.kind == LOADED:
             p99, impact = f.get("loaded_p99_us"), f.get("impact_p99")
@@ -79,6 +82,8 @@ def lines(report: Report) -> list[str]:
         out.append(f"{r.verdict.status.word.upper()}: {r.verdict.step.label}")
         out += [f"  {line}" for line in detail(r)]
     out.append("")
+    if report.plan == SERVING:
+        out.append(impact_line(report.results))
     if report.engines:
         out.append("engines: " + "; ".join(engine_line(h, t) for h, t in report.engines.items()))
     out.append(summary(report))
@@ -136,6 +141,7 @@ def document(report: Report, counters: Mapping[str, Any] | None = None) -> dict[
         "engines": report.engines,
         "steps": [_step(r) for r in report.results],
         "counters": dict(counters or {}),
+        **({"serving": impact(report.results)} if report.plan == SERVING else {}),
     }
 
 
@@ -149,6 +155,7 @@ def _step(r: StepResult) -> dict[str, Any]:
         "senders": list(s.senders),
         "receiver": s.receiver,
         "load": list(s.load),
+        **({"window": s.window} if s.window else {}),
         "ports": r.ports,
         "engine": r.engine,
         "status": v.status.word,

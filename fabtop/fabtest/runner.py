@@ -58,6 +58,7 @@ from fabtop.fabtest.plans import (
     LOADED,
     LOSS,
     PAIR,
+    SERVING,
     SIZES,
     Plan,
     Step,
@@ -221,6 +222,12 @@ class Runner:
 
     async def run(self, plan: Plan) -> Report:
         """Every round in turn, its steps at once; then verdicts, and outliers retested."""
+        if plan.name == SERVING:
+            # The serving plan's windows are read around loads (fabtop.fabtest.serving,
+            # which imports this module: imported here, not at the top).
+            from fabtop.fabtest.serving import run_serving
+
+            return await run_serving(self, plan)
         hosts = sorted({h for s in plan.steps for h in s.hosts})
         report = Report(plan.name, hosts, self.options, problems=list(plan.problems))
         report.started_unix = time.time()

@@ -18,7 +18,7 @@ from fabtop.sim.bench import CNP_PER_MARK, Bench, Endpoint, PortLoad
 from fabtop.sim.episodes import Mods, PortMods
 from fabtop.sim.exo import exo_state_text
 from fabtop.sim.gpu import SimGpu
-from fabtop.sim.inference import VllmServer
+from fabtop.sim.inference import VllmServer, neighbour_share
 from fabtop.sim.mac import MacState, mac_frame
 from fabtop.sim.mac_ids import CABLES
 from fabtop.sim.nic import IbPort, Mlx5Port, PlainNetdev, PortTraffic
@@ -143,6 +143,14 @@ def _plus_test(
     return out[0], out[1]
 
 
+def _taken(load: PortLoad | None, cap: float) -> float:
+    """The share of a port's line (``cap`` bytes/s) the test's load takes, the busier
+    direction's: what slows the host's inference server (sim/inference.py)."""
+    if load is None or cap <= 0:
+        return 0.0
+    return max(load.rdma_rx + load.ip_rx, load.rdma_tx + load.ip_tx) / cap
+
+
 def _mix(x: int) -> int:
     x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
@@ -221,9 +229,11 @@ class SimHost:
         line = cfg.link_gbps * 1e9 / 8
         cap = line * 0.97 * self.pcie_share()
         bench = fab.bench
+        busy = 0.0  # the largest share of a data port's line the test's loads take
         for i, port in enumerate(self.ports):
             pm = mods.ports.get((cfg.name, i)) or PortMods()
             load = bench.port_load(Endpoint(cfg.name, "roce", i), g, dt)
+            busy = max(busy, _taken(load, cap))
             self.carrier_changes[i] += pm.carrier_changes
             port.eth.bump("link_down_events_phy", pm.link_down_events)
             port.eth.bump("tx_pause_storm_warning_events", pm.storm_warnings)
@@ -262,6 +272,7 @@ class SimHost:
             self.nic_temp[i] = cfg.nic_temp_c + 3.0 * min(tf, 1.0) + 0.4 * noise(seed, k, i, 7)
         if self.ib is not None:
             ib = 200e9 / 8 * 0.35 * tf
+            busy = max(busy, _taken(bench.port_load(Endpoint(cfg.name, "ib"), g, dt), 200e9 / 8))
             ib_tx, ib_rx = _plus_test(
                 bench,
                 Endpoint(cfg.name, "ib"),
@@ -274,6 +285,8 @@ class SimHost:
             self.ib.apply(cfg.ib_sm, ib_tx, ib_rx, 0.01 * tf)
         if self.tb is not None:
             tbr = 1.0e9 * tf
+            tb_cap = cfg.tb_gbps_per_lane * cfg.tb_lanes * 1e9 / 8
+            busy = max(busy, _taken(bench.port_load(Endpoint(cfg.name, "tb"), g, dt), tb_cap))
             tb_tx, tb_rx = _plus_test(
                 bench,
                 Endpoint(cfg.name, "tb"),
@@ -281,7 +294,7 @@ class SimHost:
                 dt,
                 tbr * self._flow(k, 12, TX, 0.1),
                 tbr * self._flow(k, 12, RX, 0.1),
-                cfg.tb_gbps_per_lane * cfg.tb_lanes * 1e9 / 8,
+                tb_cap,
             )
             self.tb.apply(True, tb_tx, tb_rx)
             if cfg.tb_errors_per_s:
@@ -305,6 +318,7 @@ class SimHost:
             gpu.step(min(tf, 1.0), heat, noise(seed, self.index, k, 20 + gpu.index), dt)
         if self.server is not None:
             tokens = fab.healthy_tokens_per_s * tf * (1.0 + 0.03 * noise(seed, k, 99))
+            tokens *= neighbour_share(busy)
             self.server.step(tokens, fab.healthy_tokens_per_s, dt)
 
     def pcie_share(self) -> float:

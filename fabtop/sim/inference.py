@@ -28,10 +28,23 @@ TTFT_BOUNDS = (
     7.5,
     10.0,
 )
+# vLLM's request-latency buckets (the capture's vllm:request_queue_time_seconds shows the
+# first, 0.3; the rest as vLLM's metrics code lists them, to a minute).
+QUEUE_BOUNDS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0)
 ITL_BOUNDS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5)
 TOKENS_PER_REQUEST = 256.0
 PROMPT_PER_GENERATED = 1.6
 MAX_RUNNING = 64.0
+# The share of its token rate a server loses when the test's traffic fills its ports (a
+# decode step waits for its collectives, queued behind the neighbour's bytes): a full
+# port costs 40 %, so ``fabtop test serving`` in the demo sees its loads' impact.
+NEIGHBOUR_COST = 0.4
+
+
+def neighbour_share(busy: float) -> float:
+    """The share of its token rate a server keeps while the test's loads take ``busy``
+    (0 to 1) of its busiest port's line."""
+    return 1.0 - NEIGHBOUR_COST * min(max(busy, 0.0), 1.0)
 
 
 def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
@@ -79,7 +92,9 @@ class VllmServer:
         "generated",
         "itl",
         "model",
+        "preempted",
         "prompt",
+        "queue",
         "rate",
         "running",
         "started_at",
@@ -101,6 +116,8 @@ class VllmServer:
         self.waiting = 0.0
         self.ttft = Histogram(TTFT_BOUNDS)
         self.itl = Histogram(ITL_BOUNDS)
+        self.queue = Histogram(QUEUE_BOUNDS)
+        self.preempted = 0.0
 
     def step(self, tokens_per_s: float, healthy_tokens_per_s: float, dt: float) -> None:
         """Serve ``tokens_per_s`` for ``dt`` seconds."""
@@ -116,6 +133,10 @@ class VllmServer:
         slow = 1.0 / max(share, 0.05)
         self.ttft.observe(requests, 0.18 * slow)
         self.itl.observe(tokens_per_s * dt, 0.022 * slow)
+        # A slow engine holds requests longer, so the waiting ones wait longer, and a
+        # fuller KV cache evicts running ones to make room (vLLM's preemptions).
+        self.queue.observe(requests, 0.12 * slow * slow)
+        self.preempted += max(0.0, 1.0 - share) * 4.0 * dt
 
     def metrics_text(self) -> str:
         """The ``/metrics`` body, as vLLM's prometheus_client writes it."""
@@ -130,6 +151,9 @@ class VllmServer:
             "# HELP vllm:gpu_cache_usage_perc GPU KV-cache usage. 1 means 100 percent usage.",
             "# TYPE vllm:gpu_cache_usage_perc gauge",
             f"vllm:gpu_cache_usage_perc{{{lab}}} {min(1.0, self.running / MAX_RUNNING)!r}",
+            "# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.",
+            "# TYPE vllm:num_preemptions_total counter",
+            f"vllm:num_preemptions_total{{{lab}}} {math.floor(self.preempted):.1f}",
             "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
             "# TYPE vllm:prompt_tokens_total counter",
             f"vllm:prompt_tokens_total{{{lab}}} {math.floor(self.prompt):.1f}",
@@ -142,6 +166,10 @@ class VllmServer:
             "# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.",
             "# TYPE vllm:inter_token_latency_seconds histogram",
             *self.itl.lines("vllm:inter_token_latency_seconds", lab),
+            "# HELP vllm:request_queue_time_seconds Histogram of time spent in WAITING phase "
+            "for request.",
+            "# TYPE vllm:request_queue_time_seconds histogram",
+            *self.queue.lines("vllm:request_queue_time_seconds", lab),
             "# HELP vllm:request_success_total Count of successfully processed requests.",
             "# TYPE vllm:request_success_total counter",
             f'vllm:request_success_total{{finished_reason="stop",{lab}}} '

@@ -219,7 +219,7 @@ def test_engine_retransmits_with_clean_nics_point_between_the_ends() -> None:
 def test_every_mark_is_documented_for_users_with_its_default() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "TEST.md").read_text()
     marks = {n: v for n, v in DEFAULT_THRESHOLDS.items() if n.startswith("test_")}
-    assert len(marks) == 12
+    assert len(marks) == 15
     for name, value in marks.items():
         assert f"| `{name}` | {value:g} |" in doc, name
 
