@@ -100,9 +100,10 @@ COMMANDS: tuple[Command, ...] = (
         "test",
         "prove the fabric: run a test plan between the hosts and judge it (exit 0, 1 or 2)",
         "PLAN is pairs, bidir, incast, latency, loaded-latency, sizes, loss (opt-in: one sender "
-        "of an incast is killed by its pid and the others' recovery timed; a --link variant "
-        "that downs an interface is out of scope: fabtop changes no configuration) or serving "
-        "(opt-in: an inference server beside loads; --allow-busy only). It loads the fabric: a "
+        "of an incast is killed by its pid and the others' recovery timed; downing an "
+        "interface instead is out of scope: fabtop changes no configuration) or serving "
+        "(opt-in, with --allow-busy only: an inference server beside loads). It loads the "
+        "fabric: a "
         "summary says what will run before it starts, and it refuses while an inference "
         "server on the hosts is generating tokens (--allow-busy) or an [expect] is unmet. "
         "The node's own perftest (RDMA ports) or iperf3 and sockperf (IP paths) run over "
@@ -377,7 +378,9 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         prog, usage = f"fabtop {cmd}", None
         c = _BY_NAME[cmd]
         description = textwrap.fill(
-            f"{c.summary[:1].upper()}{c.summary[1:]}." + (f" {c.more}" if c.more else ""), 79
+            f"{c.summary[:1].upper()}{c.summary[1:]}." + (f" {c.more}" if c.more else ""),
+            79,
+            break_on_hyphens=False,  # never "--allow-" / "busy": an option stays whole
         )
     # fabtop serve hands its arguments, less its own options, to each tab's fabtop: an
     # abbreviation of its own options would reach the session unrecognised.
