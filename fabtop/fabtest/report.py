@@ -199,7 +199,7 @@ def _loss(m: LossMeasured) -> dict[str, Any]:
             host: [[start, end, bps / 1e9] for start, end, bps in ivs]
             for host, ivs in m.received.items()
         },
-        "retransmits": [[end, n] for end, n in m.resent],
+        "engine_retransmits": [[end, n] for end, n in m.resent],
         "evidence_before_kill": _evidence(m.before),
         "evidence_after_kill": _evidence(m.after),
         "nccl": {

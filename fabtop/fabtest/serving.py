@@ -241,13 +241,13 @@ class ServingWindow:
         gbps = [g for m in self.loads for g in m.gbps if g is not None]
         return {
             "tokens_per_s": sum(tokens) if tokens else None,
-            "ttft_p99_s": worst(InferenceRate.TTFT_P99_S),
-            "itl_p99_s": worst(InferenceRate.ITL_P99_S),
+            InferenceRate.TTFT_P99_S: worst(InferenceRate.TTFT_P99_S),
+            InferenceRate.ITL_P99_S: worst(InferenceRate.ITL_P99_S),
             "queue_p99_s": max(queue) if queue else None,
             "preemptions": sum(preempted) if preempted else None,
             "load_gbps": sum(gbps) if gbps else None,
-            "server_rx_gbps": _gbps(self.port_bps.get("rx_bps")),
-            "server_tx_gbps": _gbps(self.port_bps.get("tx_bps")),
+            "server_rx_gbps": _gbps(self.port_bps.get(Derived.RX_BPS)),
+            "server_tx_gbps": _gbps(self.port_bps.get(Derived.TX_BPS)),
         }
 
 
@@ -410,8 +410,8 @@ def _port_bps(
 
 # The latency figures compared with the baseline's, and how reasons name them.
 _LATENCIES = (
-    ("ttft_p99_s", "TTFT p99"),
-    ("itl_p99_s", "inter-token p99"),
+    (InferenceRate.TTFT_P99_S, "TTFT p99"),
+    (InferenceRate.ITL_P99_S, "inter-token p99"),
     ("queue_p99_s", "queue time p99"),
 )
 
@@ -538,7 +538,7 @@ def serving_figure(v: Verdict) -> str:
     text = f"{tokens:.0f} tok/s"
     if (r := f.get("token_ratio")) is not None:
         text += f" (x{r:.2f})"
-    if (itl := f.get("itl_p99_s")) is not None:
+    if (itl := f.get(InferenceRate.ITL_P99_S)) is not None:
         text += f", ITL p99 {_ms(itl)}"
     if (r := f.get("itl_p99_ratio")) is not None:
         text += f" (x{r:.1f})"

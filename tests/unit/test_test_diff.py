@@ -112,6 +112,7 @@ def test_counters_that_moved_differently_and_engines_that_changed(tmp_path: Path
         "senders": ["a"],
         "receiver": "b",
         "load": [],
+        "window": None,  # every field of Step takes part (serving's windows too)
         "nth": 0,
     }
     assert step["counters"] == [
