@@ -19,9 +19,11 @@ from fabtop.run.link_filter import FilterError, LinkFilter, parse
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
+from tui.rows.grid import grid
 from tui.rows.links import host_rows, link_rows, summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import FindingsPanel
+from tui.widgets.health_grid import HealthGrid
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import DOWN_ARROW, UP_ARROW, LinkTable
 from tui.widgets.top_bar import TopBar
@@ -67,6 +69,8 @@ class OverviewScreen(DataScreen):
 
     BINDINGS = [
         Binding("slash", "filter", "filter", key_display="/"),
+        # To the grid's worst cell; on the grid, hides it (80x24 wants the rows back).
+        Binding("g", "grid", "grid"),
         Binding("o", "sort", "sort"),
         # The state line above the links says "O reverse"; the footer keeps its room.
         Binding("O", "reverse_sort", "reverse the sort", key_display="O", show=False),
@@ -86,6 +90,7 @@ class OverviewScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
         yield HostTable(id="hosts")
+        yield HealthGrid(id="grid")
         yield LinkTable(id="links")
         yield FindingsPanel(id="findings")
         yield Input(
@@ -112,8 +117,8 @@ class OverviewScreen(DataScreen):
         hosts = host_rows(state, now, ival)
         links = link_rows(state, now, ival, ctx.show_virtual)
         self._links_total = len(links)
+        rail_cfg = rail_config(ctx.bench.config) if ctx.bench is not None else None
         if self.link_filter:
-            rail_cfg = rail_config(ctx.bench.config) if ctx.bench is not None else None
             hosts, links = narrowed(self.link_filter, state, hosts, links, now, rail_cfg)
         if ctx.links_host is not None:
             links = [r for r in links if r.host == ctx.links_host]
@@ -122,6 +127,10 @@ class OverviewScreen(DataScreen):
         top.filtered = self.link_filter.text
         top.show(s, ctx.paused, delta_marker(ctx))
         self.query_one(HostTable).show(hosts, width)
+        cells = self.query_one(HealthGrid)
+        if cells.display:
+            samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
+            cells.show(grid(hosts, links, samples, state.findings, rail_cfg))
         self.query_one(LinkTable).show(
             links, width, state.history, ival, ctx.delta_mode, state.thresholds
         )
@@ -167,6 +176,26 @@ class OverviewScreen(DataScreen):
         self.query_one(LinkTable).focus()
         self.refresh_view()
 
+    def action_grid(self) -> None:
+        """To the grid's worst cell (showing the grid); on the grid, hide it."""
+        cells = self.query_one(HealthGrid)
+        if cells.has_focus:
+            cells.display = False
+            self.query_one(LinkTable).focus()
+            return
+        if not cells.display:
+            cells.display = True
+            self.refresh_view()
+        cells.to_worst()
+        cells.focus()
+
+    def on_health_grid_chosen(self, event: HealthGrid.Chosen) -> None:
+        c = event.cell
+        if c.link is not None:
+            self._open(f"{c.host}\x1f{c.link}")
+        elif c.host in self.ctx.state.hosts:
+            self._open_host(c.host)
+
     def action_sort(self) -> None:
         """Sort the links table by the next column (its header shows the arrow)."""
         self.query_one(LinkTable).cycle_sort()
@@ -186,6 +215,9 @@ class OverviewScreen(DataScreen):
         elif isinstance(focused, FindingsPanel):
             f = focused.chosen()
             host = f.host if f is not None else None
+        elif isinstance(focused, HealthGrid):
+            c = focused.current()
+            host = c.host if c is not None else None
         else:
             key = self.query_one(LinkTable).cursor_key()
             host = key.partition("\x1f")[0] if key is not None else None
