@@ -103,7 +103,8 @@ async def test_g_finds_the_down_link_and_the_storm_enter_opens_them_esc_comes_ba
     async with app.run_test(size=(100, 40)) as pilot:
         await pilot.pause()
         cells = app.screen.query_one(HealthGrid)
-        # 40 hosts x 2 rails: a legend and two lines, hosts as columns
+        # 41 hosts x 2 rails: a legend and two lines, hosts as columns
+        assert not cells.folded
         assert cells.size.height <= 6
         await pilot.press("g")  # to the worst cell: the down link
         assert cells.has_focus
@@ -137,21 +138,35 @@ async def test_g_finds_the_down_link_and_the_storm_enter_opens_them_esc_comes_ba
         assert isinstance(app.screen, HostDetailScreen)
 
 
-async def test_g_on_the_grid_hides_it_and_g_brings_it_back_at_80x24() -> None:
+async def test_at_80x24_the_grid_folds_to_its_counts_g_unfolds_it_at_the_worst_cell() -> None:
     state, clock = big_fabric()
     app = app_over(state, clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         cells = app.screen.query_one(HealthGrid)
-        # one line per rail: 40 glyphs (and their gaps) fit 80 columns
-        assert cells.outer_size.height == 1 + 2 + 1  # legend, two rails, the line naming the cell
-        await pilot.press("g", "g")
-        assert not cells.display
-        assert app.screen.query_one(LinkTable).has_focus
-        await pilot.press("g")
-        assert cells.display and cells.has_focus
+        # folded: one line of counts (and the line saying how to open it)
+        assert cells.outer_size.height == 2
+        legend = cells.legend().plain
+        assert "X down 1" in legend and "S PFC storm 1" in legend and "? no data 4" in legend
+        await pilot.press("g")  # unfolded: one line per rail, 41 glyphs fit 80 columns
+        assert cells.has_focus
+        assert cells.outer_size.height == 1 + 2 + 1  # legend, two rails, the cell's line
         worst = cells.current()
-        assert worst is not None and worst.state == DOWN
+        assert worst is not None and (worst.host, worst.state) == (DOWN_HOST, DOWN)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, LinkDetailScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("g")  # on the grid: folds it, back to the links
+        assert cells.outer_size.height == 2
+        assert app.screen.query_one(LinkTable).has_focus
+        # the choice stays over the next refreshes
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        screen.refresh_view()
+        await pilot.pause()
+        assert cells.folded
 
 
 async def test_nothing_repaints_when_no_cell_changed() -> None:

@@ -30,6 +30,9 @@ from tui.widgets.top_bar import TopBar
 
 # Past this many links the filter applies on Enter, not on each key.
 LIVE_FILTER_MAX_LINKS = 256
+# Below this many rows the health grid starts folded to its one line of counts (80x24
+# keeps its rows for the links); ``g`` unfolds it, and the choice then stays.
+GRID_FOLD_BELOW_ROWS = 30
 
 
 def delta_marker(ctx: ViewContext) -> str | None:
@@ -86,6 +89,7 @@ class OverviewScreen(DataScreen):
         self.filter_text = ctx.link_filter.text
         self.link_filter = ctx.link_filter
         self._links_total = 0
+        self._grid_folded: bool | None = None  # the user's choice by ``g``; None: by size
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
@@ -128,9 +132,10 @@ class OverviewScreen(DataScreen):
         top.show(s, ctx.paused, delta_marker(ctx))
         self.query_one(HostTable).show(hosts, width)
         cells = self.query_one(HealthGrid)
-        if cells.display:
-            samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
-            cells.show(grid(hosts, links, samples, state.findings, rail_cfg))
+        folded = self._grid_folded
+        cells.fold(folded if folded is not None else self.size.height < GRID_FOLD_BELOW_ROWS)
+        samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
+        cells.show(grid(hosts, links, samples, state.findings, rail_cfg))
         self.query_one(LinkTable).show(
             links, width, state.history, ival, ctx.delta_mode, state.thresholds
         )
@@ -177,15 +182,13 @@ class OverviewScreen(DataScreen):
         self.refresh_view()
 
     def action_grid(self) -> None:
-        """To the grid's worst cell (showing the grid); on the grid, hide it."""
+        """To the grid's worst cell (unfolding the grid); on the grid, fold it."""
         cells = self.query_one(HealthGrid)
-        if cells.has_focus:
-            cells.display = False
+        self._grid_folded = cells.has_focus
+        cells.fold(self._grid_folded)
+        if self._grid_folded:
             self.query_one(LinkTable).focus()
             return
-        if not cells.display:
-            cells.display = True
-            self.refresh_view()
         cells.to_worst()
         cells.focus()
 

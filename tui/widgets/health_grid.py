@@ -1,9 +1,11 @@
 """The health grid: every host x rail as one glyph, so a bad rail is a row and a bad host
 a column (64 hosts x 8 rails: eight lines of 64 glyphs).
 
-Each cell carries a glyph as well as a colour (the first line is the legend), so the grid
-reads on a monochrome terminal too. Hosts past the width wrap into a second band of the
-same lines. The line under the grid names the cell under the cursor.
+Each cell carries a glyph as well as a colour (the first line is the legend, with the
+count of each state), so the grid reads on a monochrome terminal too. Hosts past the width
+wrap into a second band of the same lines. The line under the grid names the cell under
+the cursor. Folded (the overview folds it on short terminals), the grid is its legend line
+alone: the counts say whether anything is wrong, ``g`` unfolds it at the worst cell.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class HealthGrid(Widget, can_focus=True):
         self.grid = Grid()
         self.cursor = (0, 0)  # (host index, line index)
         self.paints = 0  # renders, for the tests that check nothing repaints idly
+        self.folded = False
 
     # model -------------------------------------------------------------------
 
@@ -120,9 +123,20 @@ class HealthGrid(Widget, can_focus=True):
             self._said()
             self.refresh()
 
+    def fold(self, folded: bool) -> None:
+        """Fold to the legend line (no cursor, no focus) or unfold to every cell."""
+        if folded == self.folded:
+            return
+        self.folded = folded
+        self.can_focus = not folded
+        self._said()
+        self.refresh(layout=True)
+
     def _said(self) -> None:
         c = self.current()
-        if c is not None:
+        if self.folded:
+            self.border_subtitle = "g opens the grid at its worst cell"
+        elif c is not None:
             self.border_subtitle = c.label() + " · Enter opens"
         else:
             self.border_subtitle = "g: to the worst cell"
@@ -158,6 +172,8 @@ class HealthGrid(Widget, can_focus=True):
         return lay, max((n + lay.per_band - 1) // lay.per_band, 1)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if self.folded:
+            return 1
         lay, bands = self._bands(width)
         names = 1 if lay.col_w > 1 else 0
         return 1 + bands * (len(self.grid.lines) + names)
@@ -179,6 +195,8 @@ class HealthGrid(Widget, can_focus=True):
         lay, bands = self._bands(width)
         out = Text(no_wrap=True, overflow="crop")
         out.append_text(self.legend())
+        if self.folded:
+            return out
         if not g.hosts:
             out.append("\n no host to show")
             return out
