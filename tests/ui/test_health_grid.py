@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fabtop.config import HostConfig
+from fabtop.core.findings import Finding
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.run.link_filter import parse
@@ -81,6 +82,16 @@ def test_cells_by_host_and_rail_with_the_worst_state_on_each() -> None:
     # worst first: the down link, then the storm
     worst = g.worst()
     assert worst is not None and (worst.host, worst.state) == (DOWN_HOST, DOWN)
+
+
+def test_a_hosts_own_finding_does_not_paint_its_links() -> None:
+    # a GPU's heat is the host's, not its ports': the column stays as its links are
+    state, clock = big_fabric()
+    now = clock()
+    hot_gpu = Finding("gpu_hot", "critical", "node1/gpu0", "node1/gpu0: 92 C", host="node1")
+    samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
+    g = grid(host_rows(state, now, 1.0), link_rows(state, now, 1.0), samples, [hot_gpu])
+    assert {state_of(g, line, "node1") for line in g.lines} == {OK}
 
 
 def test_the_filter_in_force_narrows_the_grid() -> None:

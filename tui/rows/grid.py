@@ -168,11 +168,9 @@ def grid(
             others[r.host] = others.get(r.host, 0) + 1
             extra = max(extra, others[r.host])
             line = f"+{others[r.host]}"
-        state, why = _judge(
-            r,
-            live.get(r.host, r.live),
-            found.get((r.host, r.lid), []) + found.get((r.host, None), []),
-        )
+        # Only the link's own findings: a GPU's or a server's (the host's) would paint
+        # the whole column as a fabric problem; the findings panel lists those.
+        state, why = _judge(r, live.get(r.host, r.live), found.get((r.host, r.lid), []))
         cells[(line, r.host)] = Cell(r.host, line, r.lid, state, why)
     lines = [f"r{n}" for n in sorted(railed)] + [f"+{k}" for k in range(1, extra + 1)]
     # A host with no link to show (down before its first frame, or kept by the filter for

@@ -133,13 +133,16 @@ class HealthGrid(Widget, can_focus=True):
         self.refresh(layout=True)
 
     def _said(self) -> None:
+        """The line under the grid: the cell under the cursor, else the worst one."""
         c = self.current()
-        if self.folded:
-            self.border_subtitle = "g opens the grid at its worst cell"
-        elif c is not None:
+        if self.has_focus and c is not None:
             self.border_subtitle = c.label() + " · Enter opens"
+            return
+        w = self.grid.worst()
+        if w is not None:
+            self.border_subtitle = f"worst: {w.label()} · g goes there"
         else:
-            self.border_subtitle = "g: to the worst cell"
+            self.border_subtitle = "every link ok" if self.grid.cells else ""
 
     # actions -----------------------------------------------------------------
 
@@ -159,9 +162,11 @@ class HealthGrid(Widget, can_focus=True):
             self.post_message(self.Chosen(c))
 
     def on_focus(self) -> None:
+        self._said()
         self.refresh()
 
     def on_blur(self) -> None:
+        self._said()
         self.refresh()
 
     # painting ----------------------------------------------------------------
