@@ -119,7 +119,9 @@ async def test_g_finds_the_down_link_and_the_storm_enter_opens_them_esc_comes_ba
         assert cells.size.height <= 6
         await pilot.press("g")  # to the worst cell: the down link
         assert cells.has_focus
-        assert cells.border_subtitle is not None and DOWN_HOST in str(cells.border_subtitle)
+        # the line under the grid names the cell under the cursor
+        said = str(cells.border_subtitle)
+        assert said.startswith(f"{DOWN_HOST} r1 {DOWN_LINK}: down") and said.endswith("Enter opens")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, LinkDetailScreen)
@@ -133,6 +135,7 @@ async def test_g_finds_the_down_link_and_the_storm_enter_opens_them_esc_comes_ba
         await pilot.press("up", *["left"] * 26)
         chosen = cells.current()
         assert chosen is not None and (chosen.host, chosen.state) == ("node3", STORM)
+        assert str(cells.border_subtitle).startswith("node3 r0 enp65s0f0np0: PFC storm")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, LinkDetailScreen)

@@ -161,11 +161,9 @@ class HealthGrid(Widget, can_focus=True):
         if c is not None:
             self.post_message(self.Chosen(c))
 
-    def on_focus(self) -> None:
-        self._said()
-        self.refresh()
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, has_focus: bool) -> None:
+        # After the focus changed (an on_focus handler here runs before Widget sets it).
+        super().watch_has_focus(has_focus)
         self._said()
         self.refresh()
 
