@@ -94,6 +94,17 @@ def test_a_hosts_own_finding_does_not_paint_its_links() -> None:
     assert {state_of(g, line, "node1") for line in g.lines} == {OK}
 
 
+def test_a_reporting_host_whose_links_are_hidden_has_no_column() -> None:
+    # the filter kept node1 for a finding of its own, or 'l' narrowed the links to node2:
+    # node1 has nothing on the grid, never a column of "ok" where no link was judged
+    state, clock = big_fabric()
+    now = clock()
+    links = [r for r in link_rows(state, now, 1.0) if r.host == "node2"]
+    samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
+    g = grid(host_rows(state, now, 1.0)[:2], links, samples, [])
+    assert g.hosts == ("node2",)
+
+
 def test_the_filter_in_force_narrows_the_grid() -> None:
     state, clock = big_fabric()
     g = cells_of(state, clock, "host:node[1-4] rail:0")

@@ -60,8 +60,8 @@ class Cell:
     """One host on one line (a rail, or a link no rail holds)."""
 
     host: str
-    line: str  # "r0".., "+1".., or "host" for a host with no link to show
-    link: str | None  # the link's id; None: the host itself (no link rows)
+    line: str  # "r0".., "+1".., or "host" when no host shown has a link
+    link: str | None  # the link's id; None: the host itself (not reporting, no link rows)
     state: str  # of STATES
     why: str = ""  # the rules or the state that made it so ("pfc_storm", "link down")
 
@@ -110,23 +110,21 @@ def _rule_state(f: Finding) -> str | None:
     return RULE_STATES.get(f.rule, FINDING)
 
 
-def _by_place(findings: Sequence[Finding]) -> dict[tuple[str, str | None], list[Finding]]:
-    """(host, link id or None for the host itself) -> its findings of warning and above."""
-    out: dict[tuple[str, str | None], list[Finding]] = {}
+def _by_place(findings: Sequence[Finding]) -> dict[tuple[str, str], list[Finding]]:
+    """(host, link id) -> the port's findings of warning and above."""
+    out: dict[tuple[str, str], list[Finding]] = {}
     for f in findings:
-        host = f.port.host if f.port is not None else f.host
-        if host is None or _rule_state(f) is None:
-            continue
-        out.setdefault((host, f.port.link if f.port is not None else None), []).append(f)
+        if f.port is not None and _rule_state(f) is not None:
+            out.setdefault(f.port.key, []).append(f)
     return out
 
 
-def _judge(row: LinkRow | None, host_live: bool, found: list[Finding]) -> tuple[str, str]:
-    """The worst state of one place, and why."""
-    if not host_live or (row is not None and not row.live):
+def _judge(row: LinkRow, host_live: bool, found: list[Finding]) -> tuple[str, str]:
+    """The worst state of one link, and why."""
+    if not host_live or not row.live:
         return BLIND, "not reporting"
     worst, why = OK, ""
-    if row is not None and row.state in LINK_DOWN:
+    if row.state in LINK_DOWN:
         worst, why = DOWN, f"link {row.state}"
     for f in found:
         s = _rule_state(f) or FINDING
@@ -134,7 +132,7 @@ def _judge(row: LinkRow | None, host_live: bool, found: list[Finding]) -> tuple[
             worst, why = s, f.rule
         elif s == worst and f.rule not in why.split(", "):
             why = f"{why}, {f.rule}" if why else f.rule
-    if RANK[LOSS] < RANK[worst] and row is not None and row.loss_per_s:
+    if RANK[LOSS] < RANK[worst] and row.loss_per_s:
         worst, why = LOSS, "drops or errors"
     return worst, why
 
@@ -168,23 +166,21 @@ def grid(
             others[r.host] = others.get(r.host, 0) + 1
             extra = max(extra, others[r.host])
             line = f"+{others[r.host]}"
-        # Only the link's own findings: a GPU's or a server's (the host's) would paint
+        # Only the port's own findings: a GPU's or a server's (the host's) would paint
         # the whole column as a fabric problem; the findings panel lists those.
         state, why = _judge(r, live.get(r.host, r.live), found.get((r.host, r.lid), []))
         cells[(line, r.host)] = Cell(r.host, line, r.lid, state, why)
     lines = [f"r{n}" for n in sorted(railed)] + [f"+{k}" for k in range(1, extra + 1)]
-    # A host with no link to show (down before its first frame, or kept by the filter for
-    # itself) still has its place: one cell per line, Enter reads the host.
-    bare = [h for h in hosts if h.name not in wanted]
+    # A host that does not report and has no link to show (down before its first frame)
+    # still has its place, blind on every line: Enter reads the host. One that reports but
+    # whose links the filter hid has nothing to show.
+    bare = [h for h in hosts if h.name not in wanted and h.status != UP]
     bare_names = {h.name for h in bare}
     if bare and not lines:
         lines = ["host"]
     for h in bare:
-        state, why = _judge(None, h.status == UP, found.get((h.name, None), []))
-        if state == BLIND:
-            why = h.status
         for line in lines:
-            cells[(line, h.name)] = Cell(h.name, line, None, state, why)
+            cells[(line, h.name)] = Cell(h.name, line, None, BLIND, h.status)
     order = tuple(h.name for h in hosts if h.name in wanted or h.name in bare_names)
     order += tuple(sorted(wanted - set(order)))  # links of a host the rows did not list
     return Grid(order, tuple(lines), cells)

@@ -1,4 +1,4 @@
-"""Overview (key 1): top line, hosts, links with sparklines, findings.
+"""Overview (key 1): top line, hosts, the health grid, links with sparklines, findings.
 
 What narrows or orders the links is said on the line between the hosts and the links
 ("links: node3 only", "filter: enp65", "sort: rx ▼"), so no state is hidden.
@@ -72,7 +72,7 @@ class OverviewScreen(DataScreen):
 
     BINDINGS = [
         Binding("slash", "filter", "filter", key_display="/"),
-        # To the grid's worst cell; on the grid, hides it (80x24 wants the rows back).
+        # To the grid's worst cell; on the grid, folds it (80x24 wants the rows back).
         Binding("g", "grid", "grid"),
         Binding("o", "sort", "sort"),
         # The state line above the links says "O reverse"; the footer keeps its room.
@@ -135,7 +135,9 @@ class OverviewScreen(DataScreen):
         folded = self._grid_folded
         cells.fold(folded if folded is not None else self.size.height < GRID_FOLD_BELOW_ROWS)
         samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
-        cells.show(grid(hosts, links, samples, state.findings, rail_cfg))
+        # 'l' on a host narrows the links, not the hosts table: the grid follows the links.
+        shown = [h for h in hosts if ctx.links_host in (None, h.name)]
+        cells.show(grid(shown, links, samples, state.findings, rail_cfg))
         self.query_one(LinkTable).show(
             links, width, state.history, ival, ctx.delta_mode, state.thresholds
         )
