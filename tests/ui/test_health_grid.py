@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from textual.geometry import Size
+
 from fabtop.config import HostConfig
 from fabtop.core.findings import Finding
 from fabtop.core.rules import make_evaluator
@@ -18,12 +20,12 @@ from tests.ui.fabric import FakeClock, sample
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.grid import BLIND, DOWN, OK, STORM, Grid, grid
+from tui.rows.grid import BLIND, DOWN, OK, STORM, Cell, Grid, grid
 from tui.rows.links import host_rows, link_rows
 from tui.screens.host_detail import HostDetailScreen
 from tui.screens.link_detail import LinkDetailScreen
 from tui.screens.overview import OverviewScreen
-from tui.widgets.health_grid import HealthGrid
+from tui.widgets.health_grid import HealthGrid, layout
 from tui.widgets.link_table import LinkTable
 
 HOSTS = 40
@@ -216,3 +218,20 @@ async def test_nothing_repaints_when_no_cell_changed() -> None:
         await pilot.pause()
         assert cells.paints > before
         assert state_of(cells.grid, "r0", "node5") == DOWN
+
+
+def test_64_hosts_by_8_rails_is_eight_lines_at_100_and_at_80_columns() -> None:
+    hosts = tuple(f"node{i + 1:02d}" for i in range(64))
+    lines = tuple(f"r{n}" for n in range(8))
+    cells = {(ln, h): Cell(h, ln, f"mlx5_{ln[1:]}", OK) for ln in lines for h in hosts}
+    widget = HealthGrid()
+    widget.grid = Grid(hosts, lines, cells)
+    for width in (100, 80):
+        # the legend, then one line per rail: every host in one band
+        assert widget.get_content_height(Size(width, 24), Size(width, 24), width) == 1 + 8
+        lay = layout(hosts, width)
+        assert lay.per_band >= 64 and lay.x(63) < width
+    # twice the hosts at 80 columns: a second band of the same eight lines
+    two = tuple(f"n{i}" for i in range(128))
+    widget.grid = Grid(two, lines, {})
+    assert widget.get_content_height(Size(80, 24), Size(80, 24), 80) == 1 + 2 * 8
