@@ -73,7 +73,7 @@ class HealthGrid(Widget, can_focus=True):
         Binding("down", "move(0, 1)", "down", show=False),
         Binding("left", "move(-1, 0)", "left", show=False),
         Binding("right", "move(1, 0)", "right", show=False),
-        Binding("enter", "choose", "open the cell's link (or host)"),
+        Binding("enter", "choose", "open"),
     ]
 
     @dataclass
