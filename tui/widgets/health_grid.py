@@ -69,11 +69,11 @@ class HealthGrid(Widget, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("up", "move(0, -1)", "up", show=False),
-        Binding("down", "move(0, 1)", "down", show=False),
-        Binding("left", "move(-1, 0)", "left", show=False),
-        Binding("right", "move(1, 0)", "right", show=False),
-        Binding("enter", "choose", "open"),
+        Binding("up", "move(0, -1)", "the rail above", key_display="↑", show=False),
+        Binding("down", "move(0, 1)", "the rail below", key_display="↓", show=False),
+        Binding("left", "move(-1, 0)", "the host before", key_display="←", show=False),
+        Binding("right", "move(1, 0)", "the host after", key_display="→", show=False),
+        Binding("enter", "choose", "open"),  # its link, or its host when it has none
     ]
 
     @dataclass
