@@ -39,6 +39,7 @@ from tui.screens.pfc import PfcScreen
 from tui.screens.test import TestScreen
 from tui.screens.timeline import TimelineScreen
 from tui.widgets.findings_panel import FindingsPanel
+from tui.widgets.health_grid import HealthGrid
 from tui.widgets.replay_bar import ReplayBar
 
 # Number key -> (name, screen class). Adding a screen is one line here; the class takes
@@ -324,6 +325,7 @@ class FabtopApp(App[int]):
                 ],
             ),
             ("overview", binding_rows(OverviewScreen.BINDINGS)),
+            ("health grid (g to it)", binding_rows(HealthGrid.BINDINGS)),
             ("findings panel (Tab to it)", binding_rows(FindingsPanel.BINDINGS)),
             ("link detail", binding_rows(LinkDetailScreen.BINDINGS)),
             ("host detail", binding_rows(HostDetailScreen.BINDINGS)),

@@ -116,6 +116,8 @@ async def _test_done(app: FabtopApp, pilot: Pilot[int]) -> None:
 SHOTS: tuple[Shot, ...] = (
     Shot("overview", (120, 36)),
     Shot("overview_80x24", (80, 24)),
+    # the health grid unfolded by 'g', its cursor on the worst cell (the storm)
+    Shot("overview_grid_80x24", (80, 24), ("g",)),
     Shot("link_detail", (120, 36), ("enter",), _to_storm_link),
     Shot("help", (120, 36), ("question_mark",)),
     Shot("pfc", (120, 36), ("2",)),

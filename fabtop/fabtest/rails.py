@@ -12,6 +12,7 @@ rail, where a test finds it, instead of shifting every port after it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,9 @@ class Rails:
         return next((p for p in self.ports.get(rail, ()) if p.host == host), None)
 
 
+# Port names repeat on every host and every refresh (the dashboard's grid numbers rails
+# each tick): bounded, and a pure function of the name.
+@functools.lru_cache(maxsize=4096)
 def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key comparing the numbers inside a name as numbers (mlx5_2 < mlx5_10)."""
     return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", text))
@@ -169,7 +173,10 @@ def rails(samples: Mapping[str, HostSample], config: RailConfig | None = None) -
     for fab in FABRICS:
         mine = [p for p in placed if not p.configured and p.fabric == fab]
         for p in mine:
-            out.ports.setdefault(base + p.rail, []).append(replace(p, rail=base + p.rail))
+            # The first fabric's rails are its positions: the port as placed (no copy).
+            out.ports.setdefault(base + p.rail, []).append(
+                replace(p, rail=base + p.rail) if base else p
+            )
         base += max((p.rail + 1 for p in mine), default=0)
     for p in placed:
         if p.configured:

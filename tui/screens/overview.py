@@ -1,4 +1,4 @@
-"""Overview (key 1): top line, hosts, links with sparklines, findings.
+"""Overview (key 1): top line, hosts, the health grid, links with sparklines, findings.
 
 What narrows or orders the links is said on the line between the hosts and the links
 ("links: node3 only", "filter: enp65", "sort: rx ▼"), so no state is hidden.
@@ -19,9 +19,11 @@ from fabtop.run.link_filter import FilterError, LinkFilter, parse
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
+from tui.rows.grid import grid
 from tui.rows.links import folded, host_rows, link_rows, summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import FindingsPanel
+from tui.widgets.health_grid import HealthGrid
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import DOWN_ARROW, UP_ARROW, LinkTable
 from tui.widgets.top_bar import TopBar
@@ -30,6 +32,9 @@ from tui.widgets.top_bar import TopBar
 LIVE_FILTER_MAX_LINKS = 256
 # Past this many links each host's healthy links start folded into one row (z unfolds).
 FOLD_PAST_LINKS = 64
+# Below this many rows the health grid starts folded to its one line of counts (80x24
+# keeps its rows for the links); ``g`` unfolds it, and the choice then stays.
+GRID_FOLD_BELOW_ROWS = 30
 
 
 def delta_marker(ctx: ViewContext) -> str | None:
@@ -78,6 +83,8 @@ class OverviewScreen(DataScreen):
 
     BINDINGS = [
         Binding("slash", "filter", "filter", key_display="/"),
+        # To the grid's worst cell; on the grid, folds it (80x24 wants the rows back).
+        Binding("g", "grid", "grid"),
         Binding("o", "sort", "sort"),
         # The state line above the links says "O reverse"; the footer keeps its room.
         Binding("O", "reverse_sort", "reverse the sort", key_display="O", show=False),
@@ -99,10 +106,12 @@ class OverviewScreen(DataScreen):
         self.fold: bool | None = None
         self.open_hosts: set[str] = set()
         self._folded = 0
+        self._grid_folded: bool | None = None  # the user's choice by ``g``; None: by size
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
         yield HostTable(id="hosts")
+        yield HealthGrid(id="grid")
         yield LinkTable(id="links")
         yield FindingsPanel(id="findings")
         yield Input(
@@ -129,22 +138,32 @@ class OverviewScreen(DataScreen):
         hosts = host_rows(state, now, ival)
         links = link_rows(state, now, ival, ctx.show_virtual)
         self._links_total = len(links)
+        rail_cfg = rail_config(ctx.bench.config) if ctx.bench is not None else None
         if self.link_filter:
-            rail_cfg = rail_config(ctx.bench.config) if ctx.bench is not None else None
             hosts, links = narrowed(self.link_filter, state, hosts, links, now, rail_cfg)
         if ctx.links_host is not None:
             links = [r for r in links if r.host == ctx.links_host]
-        fold = self.fold if self.fold is not None else self._links_total > FOLD_PAST_LINKS
-        self._folded = 0
-        if fold:
-            shown = len(links)
-            links = folded(links, self.open_hosts)
-            self._folded = sum(r.folded for r in links) if len(links) < shown else 0
         s = summary(state, now, ival)
         top = self.query_one(TopBar)
         top.filtered = self.link_filter.text
         top.show(s, ctx.paused, delta_marker(ctx))
         self.query_one(HostTable).show(hosts, width)
+        cells = self.query_one(HealthGrid)
+        grid_folded = self._grid_folded
+        if grid_folded is None:
+            grid_folded = self.size.height < GRID_FOLD_BELOW_ROWS
+        cells.fold(grid_folded)
+        samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
+        # 'l' on a host narrows the links, not the hosts table: the grid follows the links
+        # (every one of them: the grid has a cell for each healthy link the table folds).
+        shown = [h for h in hosts if ctx.links_host in (None, h.name)]
+        cells.show(grid(shown, links, samples, state.findings, rail_cfg))
+        fold = self.fold if self.fold is not None else self._links_total > FOLD_PAST_LINKS
+        self._folded = 0
+        if fold:
+            before = len(links)
+            links = folded(links, self.open_hosts)
+            self._folded = sum(r.folded for r in links) if len(links) < before else 0
         self.query_one(LinkTable).show(
             links, width, state.history, ival, ctx.delta_mode, state.thresholds
         )
@@ -210,6 +229,24 @@ class OverviewScreen(DataScreen):
     def on_descendant_focus(self) -> None:
         self.query_one(FindingsPanel).focus_moved()
 
+    def action_grid(self) -> None:
+        """To the grid's worst cell (unfolding the grid); on the grid, fold it."""
+        cells = self.query_one(HealthGrid)
+        self._grid_folded = cells.has_focus
+        cells.fold(self._grid_folded)
+        if self._grid_folded:
+            self.query_one(LinkTable).focus()
+            return
+        cells.to_worst()
+        cells.focus()
+
+    def on_health_grid_chosen(self, event: HealthGrid.Chosen) -> None:
+        c = event.cell
+        if c.link is not None:
+            self._open(f"{c.host}\x1f{c.link}")
+        elif c.host in self.ctx.state.hosts:
+            self._open_host(c.host)
+
     def action_sort(self) -> None:
         """Sort the links table by the next column (its header shows the arrow)."""
         self.query_one(LinkTable).cycle_sort()
@@ -229,6 +266,9 @@ class OverviewScreen(DataScreen):
         elif isinstance(focused, FindingsPanel):
             f = focused.chosen()
             host = f.host if f is not None else None
+        elif isinstance(focused, HealthGrid):
+            c = focused.current()
+            host = c.host if c is not None else None
         else:
             key = self.query_one(LinkTable).cursor_key()
             host = key.partition("\x1f")[0] if key is not None else None

@@ -1,0 +1,186 @@
+"""The health grid's cells: one per host and rail, the worst thing known about each.
+
+Built from the rows the overview already made (hosts, links, both narrowed by the filter
+in force) and the findings of the state: no second pass over history. Rails are numbered
+as ``fabtop test`` numbers them (:func:`fabtop.fabtest.rails.rails`); a link no rail holds
+(a management port beside the RDMA ports) gets a line of its own per position on its host
+("+1", "+2"...), so nothing the links table shows is missing from the grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from collectors.samples import HostSample
+from fabtop.core.findings import Finding
+from fabtop.core.state import UP
+from fabtop.fabtest.rails import RailConfig, rails
+from tui.rows.links import HostRow, LinkRow
+
+# Worst first: a cell shows the first that holds. A cell whose host does not report is
+# blind whatever its last sample said (DESIGN §10: blind is not healthy, nor is it down).
+DOWN, STORM, LOSS, HOT, BLIND, FINDING, OK = (
+    "down",
+    "storm",
+    "loss",
+    "hot",
+    "blind",
+    "finding",
+    "ok",
+)
+STATES = (DOWN, STORM, LOSS, HOT, BLIND, FINDING, OK)
+GLYPHS = {DOWN: "X", STORM: "S", LOSS: "L", HOT: "H", BLIND: "?", FINDING: "!", OK: "·"}
+WORDS = {
+    DOWN: "down",
+    STORM: "PFC storm",
+    LOSS: "loss",
+    HOT: "hot",
+    BLIND: "no data",
+    FINDING: "other finding",
+    OK: "ok",
+}
+RANK = {s: i for i, s in enumerate(STATES)}
+
+# Which rules put a cell in which state (any other warning or critical: FINDING).
+RULE_STATES = {
+    "pfc_storm": STORM,
+    "pfc_stall": STORM,
+    "lossless_drops": LOSS,
+    "roce_out_of_sequence": LOSS,
+    "link_flap": DOWN,
+    "nic_temperature": HOT,
+    "module_high_temp": HOT,
+}
+LINK_DOWN = ("down", "disabled")  # the links table's DOWN/DISA
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One host on one line (a rail, or a link no rail holds)."""
+
+    host: str
+    line: str  # "r0".., "+1".., or "host" when no host shown has a link
+    link: str | None  # the link's id; None: the host itself (not reporting, no link rows)
+    state: str  # of STATES
+    why: str = ""  # the rules or the state that made it so ("pfc_storm", "link down")
+
+    @property
+    def glyph(self) -> str:
+        return GLYPHS[self.state]
+
+    def label(self) -> str:
+        """What the grid says of its cursor: ``node3 r0 enp65s0f0np0: PFC storm (pfc_storm)``."""
+        where = f"{self.host} {self.line}" + (f" {self.link}" if self.link else "")
+        why = f" ({self.why})" if self.why else ""
+        return f"{where}: {WORDS[self.state]}{why}"
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """Hosts as columns, lines (rails first) as rows; a missing key is an empty place."""
+
+    hosts: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+    cells: Mapping[tuple[str, str], Cell] = field(default_factory=dict)  # (line, host)
+
+    def cell(self, line: str, host: str) -> Cell | None:
+        return self.cells.get((line, host))
+
+    def worst(self) -> Cell | None:
+        """The worst cell, the first line and host among equals (None: empty, or all ok)."""
+        best: Cell | None = None
+        for line in self.lines:
+            for host in self.hosts:
+                c = self.cells.get((line, host))
+                if c is not None and (best is None or RANK[c.state] < RANK[best.state]):
+                    best = c
+        return best if best is not None and best.state != OK else None
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(STATES, 0)
+        for c in self.cells.values():
+            out[c.state] += 1
+        return out
+
+
+def _rule_state(f: Finding) -> str | None:
+    if f.severity not in ("warning", "critical"):
+        return None
+    return RULE_STATES.get(f.rule, FINDING)
+
+
+def _by_place(findings: Sequence[Finding]) -> dict[tuple[str, str], list[Finding]]:
+    """(host, link id) -> the port's findings of warning and above."""
+    out: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        if f.port is not None and _rule_state(f) is not None:
+            out.setdefault(f.port.key, []).append(f)
+    return out
+
+
+def _judge(row: LinkRow, host_live: bool, found: list[Finding]) -> tuple[str, str]:
+    """The worst state of one link, and why."""
+    if not host_live or not row.live:
+        return BLIND, "not reporting"
+    worst, why = OK, ""
+    if row.state in LINK_DOWN:
+        worst, why = DOWN, f"link {row.state}"
+    for f in found:
+        s = _rule_state(f) or FINDING
+        if RANK[s] < RANK[worst]:
+            worst, why = s, f.rule
+        elif s == worst and f.rule not in why.split(", "):
+            why = f"{why}, {f.rule}" if why else f.rule
+    if RANK[LOSS] < RANK[worst] and row.loss_per_s:
+        worst, why = LOSS, "drops or errors"
+    return worst, why
+
+
+def grid(
+    hosts: Sequence[HostRow],
+    links: Sequence[LinkRow],
+    samples: Mapping[str, HostSample],
+    findings: Sequence[Finding],
+    rail_config: RailConfig | None = None,
+) -> Grid:
+    """The grid of the hosts and links shown (both already narrowed by any filter)."""
+    rail_of: dict[tuple[str, str], int] = {}
+    wanted = {r.host for r in links}
+    shown = {h: s for h, s in samples.items() if h in wanted}
+    for n, ports in rails(shown, dict(rail_config or {})).ports.items():
+        for p in ports:
+            rail_of[(p.host, p.link)] = n
+    found = _by_place(findings)
+    live = {h.name: h.status == UP for h in hosts}
+    cells: dict[tuple[str, str], Cell] = {}
+    railed: set[int] = set()
+    extra = 0
+    others: dict[str, int] = {}
+    for r in links:
+        on = rail_of.get((r.host, r.lid))
+        if on is not None:
+            line = f"r{on}"
+            railed.add(on)
+        else:
+            others[r.host] = others.get(r.host, 0) + 1
+            extra = max(extra, others[r.host])
+            line = f"+{others[r.host]}"
+        # Only the port's own findings: a GPU's or a server's (the host's) would paint
+        # the whole column as a fabric problem; the findings panel lists those.
+        state, why = _judge(r, live.get(r.host, r.live), found.get((r.host, r.lid), []))
+        cells[(line, r.host)] = Cell(r.host, line, r.lid, state, why)
+    lines = [f"r{n}" for n in sorted(railed)] + [f"+{k}" for k in range(1, extra + 1)]
+    # A host that does not report and has no link to show (down before its first frame)
+    # still has its place, blind on every line: Enter reads the host. One that reports but
+    # whose links the filter hid has nothing to show.
+    bare = [h for h in hosts if h.name not in wanted and h.status != UP]
+    bare_names = {h.name for h in bare}
+    if bare and not lines:
+        lines = ["host"]
+    for h in bare:
+        for line in lines:
+            cells[(line, h.name)] = Cell(h.name, line, None, BLIND, h.status)
+    order = tuple(h.name for h in hosts if h.name in wanted or h.name in bare_names)
+    order += tuple(sorted(wanted - set(order)))  # links of a host the rows did not list
+    return Grid(order, tuple(lines), cells)
