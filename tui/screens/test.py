@@ -217,9 +217,10 @@ class TestScreen(DataScreen):
             out.append("plan ")
             for name in PLANS:
                 out.append(f" {name} ", "bold reverse" if name == self.plan else "dim")
-            out.append(f"   {self.seconds} s per run", "bold")
+            # The options on a line of their own: eight plans fill 80 columns.
+            out.append(f"\n{self.seconds} s per run", "bold")
             if self.allow_busy:
-                out.append("   busy servers allowed", "bold yellow")
+                out.append(" · busy servers allowed", "bold yellow")
             ready = self._prepare()
             self.preview = None if ready is None or ready.plan is None else planned(ready)
             busy = ready is not None and ready.busy
