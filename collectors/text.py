@@ -20,6 +20,7 @@ loaders of files), once: a stored snapshot holds no sequence for ``jq -r`` to re
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -124,3 +125,12 @@ def csv_cell(text: str) -> str:
         except ValueError:
             return "'" + text
     return text
+
+
+# Names repeat on every host and every refresh (the dashboard's grid numbers rails each
+# tick): bounded, and a pure function of the name.
+@functools.lru_cache(maxsize=4096)
+def natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key comparing the numbers inside a name as numbers (node2 < node10, mlx5_2 <
+    mlx5_10): hosts and ports are read in that order."""
+    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", text))

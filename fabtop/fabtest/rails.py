@@ -12,12 +12,11 @@ rail, where a test finds it, instead of shifting every port after it.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from collectors.samples import HostSample, LinkSample
+from collectors.text import natural
 
 # (host, interface) -> rail, as the config gives it; the interface is a netdev
 # (``enp65s0f0np0``), an RDMA device (``mlx5_0``) or an RDMA port (``mlx5_0/1``).
@@ -47,14 +46,6 @@ class Rails:
     def port(self, host: str, rail: int) -> RailPort | None:
         """``host``'s port on ``rail`` (None: it has none there)."""
         return next((p for p in self.ports.get(rail, ()) if p.host == host), None)
-
-
-# Port names repeat on every host and every refresh (the dashboard's grid numbers rails
-# each tick): bounded, and a pure function of the name.
-@functools.lru_cache(maxsize=4096)
-def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key comparing the numbers inside a name as numbers (mlx5_2 < mlx5_10)."""
-    return tuple((0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", text))
 
 
 # The fabrics a rail never crosses, in the order their rails are numbered: a RoCE port
@@ -89,13 +80,13 @@ def candidates(sample: HostSample) -> tuple[list[LinkSample], bool]:
     # that is down keeps its place (its pairs fail, and say why).
     rdma = [ln for ln in sample.links.values() if ln.rdma_device and ln.state != "empty"]
     if rdma:
-        return sorted(rdma, key=lambda ln: _natural(port_name(ln))), True
+        return sorted(rdma, key=lambda ln: natural(port_name(ln))), True
     ip = [
         ln
         for ln in sample.links.values()
         if ln.kind != "virtual" and ln.physical and (ln.netdev or ln.id) != "lo"
     ]
-    return sorted(ip, key=lambda ln: _natural(port_name(ln))), False
+    return sorted(ip, key=lambda ln: natural(port_name(ln))), False
 
 
 def _names(link: LinkSample) -> set[str]:

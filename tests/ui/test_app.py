@@ -151,6 +151,16 @@ async def test_past_64_links_healthy_ones_fold_per_host_worst_first_and_z_unfold
         assert "node1\x1f" in t.row_keys() and len(t.row_keys()) == 34
 
 
+async def test_hosts_read_in_natural_order_node2_before_node10() -> None:
+    app, _, _ = make(hosts=10)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("o")  # host order
+        hosts = [k.split("\x1f")[0] for k in links(app).row_keys()]
+        assert list(dict.fromkeys(hosts)) == [f"node{i}" for i in range(1, 11)]
+        assert app.screen.query_one(HostTable).row_keys() == [f"node{i}" for i in range(1, 11)]
+
+
 async def test_sort_key_and_header_click_reorder_the_links() -> None:
     app, _, _ = make()
     async with app.run_test(size=(120, 36)) as pilot:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from collectors.text import natural
 from tui import format as fmt
 from tui.rows.links import STATUS_ORDER, HostRow
 from tui.widgets.keyed_table import Column, KeyedTable, Spec
@@ -54,9 +55,9 @@ def host_cells(r: HostRow) -> dict[str, Spec]:
     }
 
 
-def host_sort_key(r: HostRow) -> tuple[int, str]:
-    """Worst first (down, failing, stale, connecting, up), then by name."""
-    return (STATUS_ORDER.get(r.status, 9), r.name)
+def host_sort_key(r: HostRow) -> tuple[int, tuple[tuple[int, int | str], ...]]:
+    """Worst first (down, failing, stale, connecting, up), then by name (node2 < node10)."""
+    return (STATUS_ORDER.get(r.status, 9), natural(r.name))
 
 
 class HostTable(KeyedTable):

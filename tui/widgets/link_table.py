@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets.data_table import ColumnKey
 
+from collectors.text import natural
 from collectors.vocabulary import Derived
 from fabtop.core.history import History
 from tui import format as fmt
@@ -46,8 +47,8 @@ def _num(v: float | None) -> float:
     return -1.0 if v is None else v
 
 
-def _by_host(r: LinkRow) -> tuple[str, int, str]:
-    return r.host, KIND_RANK.get(r.kind, 5), r.lid
+def _by_host(r: LinkRow) -> tuple[tuple[tuple[int, int | str], ...], int, str]:
+    return natural(r.host), KIND_RANK.get(r.kind, 5), r.lid
 
 
 SORTS: tuple[SortSpec, ...] = (
@@ -121,6 +122,8 @@ def sorted_label(label: str, width: int, descending: bool) -> str:
 
 
 def _kind(r: LinkRow) -> str:
+    if r.folded:  # several links of several kinds: the link column says how many
+        return ""
     return _KIND_LABEL.get(r.kind) or r.kind[:4]
 
 
