@@ -268,7 +268,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _what(v: Any) -> str:
+def json_kind(v: Any) -> str:
     """What a bad value is, for an error line (never the value itself)."""
     if v is None:
         return "null"
@@ -289,7 +289,7 @@ def check_doc(doc: Mapping[str, Any], spec: str) -> None:
     """Every field a diff reads has the type ``fabtop snapshot`` writes; raises DiffError."""
 
     def bad(field: str, want: str, v: Any) -> DiffError:
-        return DiffError(f"{spec}: field '{field}' must be {want}, not {_what(v)}")
+        return DiffError(f"{spec}: field '{field}' must be {want}, not {json_kind(v)}")
 
     hosts = doc.get("hosts", [])
     if not isinstance(hosts, list):

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from collectors.numbers import finite
+from fabtop.commands.diff import json_kind
 from fabtop.fabtest.judge import Status
 from fabtop.fabtest.plans import Step
 
@@ -151,25 +152,13 @@ class ReportDiff:
 # -- reading ---------------------------------------------------------------------------
 
 
-def _what(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, int | float):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    return "a list" if isinstance(v, list) else "an object"
-
-
 def _number(v: Any) -> bool:
     return isinstance(v, int | float) and finite(v) is not None
 
 
 def _check(ok: bool, where: str, want: str, v: Any) -> None:
     if not ok:
-        raise ReportError(f"field '{where}' must be {want}, not {_what(v)}")
+        raise ReportError(f"field '{where}' must be {want}, not {json_kind(v)}")
 
 
 def _name_or_int(v: Any) -> bool:
@@ -200,7 +189,7 @@ def check_report(doc: Mapping[str, Any]) -> None:
         _check(isinstance(v, list) and all(isinstance(x, str) for x in v), name, "lines", v)
     steps = doc.get("steps")
     if not isinstance(steps, list):
-        raise ReportError(f"field 'steps' must be a list, not {_what(steps)}")
+        raise ReportError(f"field 'steps' must be a list, not {json_kind(steps)}")
     for i, s in enumerate(steps):
         w = f"steps[{i}]"
         _check(isinstance(s, dict), w, "an object", s)
