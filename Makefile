@@ -29,7 +29,7 @@ test: $(TESTING)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -ra
+	PY=$(PY) sh tests/run.sh
 
 lint: $(TESTING)
 	$(PY) -m ruff check .
