@@ -232,10 +232,13 @@ def test_a_size_sweep_bends_at_the_shaped_rate_times_the_round_trip(
         assert (row["p50_us"] is not None) == (row["size_bytes"] < 2**20), row
     f = step["figures"]
     # The bend is where the shaping puts it: the shaped rate times the path's round trip,
-    # within a factor of 3 of a round trip measured beside fabtop on the same path (two
-    # busy CPUs move a veth's round trip by tens of µs from one run to the next).
+    # against a round trip measured beside fabtop on the same path. A busy CPU only ever
+    # lengthens a veth's round trip, and by several times (78 µs against 17 µs beside it,
+    # with the other half of the suite running): a factor of 3 below, 10 above. On this
+    # path of µs round trips it bends below the sweep's smallest size either way.
     shaped = SHAPED_MBIT * 1e6 / 8 * rtt_us / 1e6
-    assert shaped / 3 <= f["bend_bytes"] <= shaped * 3, (f, rtt_us)
+    assert shaped / 3 <= f["bend_bytes"] <= shaped * 10, (f, rtt_us)
+    assert f["bend_bytes"] < rows[0]["size_bytes"], f
     # And it is the report's own peak times its own round trip.
     assert f["bend_bytes"] == pytest.approx(f["peak_gbps"] * 1e9 / 8 * f["base_rtt_us"] / 1e6)
     assert "bend (half-power size)" in r.stdout and "decode dispatch" in r.stdout
