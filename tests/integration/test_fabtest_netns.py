@@ -228,7 +228,8 @@ def test_a_size_sweep_bends_at_the_shaped_rate_times_the_round_trip(
     for row in rows:
         # Every size streams at the shaped rate (4 streams of TCP fill a tbf at any write
         # size) and has its latency where sockperf can send it (up to 1 MiB - 1 byte).
-        assert 0.8 * SHAPED_MBIT / 1000 <= row["gbps"] <= SHAPED_MBIT / 1000, row
+        # (tbf's burst lets a second's figure pass the rate by a fraction of a percent.)
+        assert 0.8 * SHAPED_MBIT / 1000 <= row["gbps"] <= 1.02 * SHAPED_MBIT / 1000, row
         assert (row["p50_us"] is not None) == (row["size_bytes"] < 2**20), row
     f = step["figures"]
     # The bend is where the shaping puts it: the shaped rate times the path's round trip,
