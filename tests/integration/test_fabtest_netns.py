@@ -86,7 +86,7 @@ def test_a_healthy_fabric_passes_every_pair(bed: Testbed, config: Path, tmp_path
     for label, s in steps.items():
         assert s["status"] == "pass", (label, s)
         gbps = s["figures"]["gbps"]  # type: ignore[index]
-        assert 0.9 * DECLARED_MBPS / 1000 <= gbps <= SHAPED_MBIT / 1000, (label, gbps)
+        assert 0.9 * DECLARED_MBPS / 1000 <= gbps <= 1.02 * SHAPED_MBIT / 1000, (label, gbps)
         assert s["engine"] == "iperf3" and not s["relative_only"]
     assert _left(bed) == []
 
