@@ -70,3 +70,30 @@ def test_a_short_chart_gets_fewer_y_ticks_each_on_its_own_row() -> None:
         assert ticks[0] == 0.0 and ticks[-1] == 2.0
         # plotext puts a tick on the nearest row: at most one per two rows stays legible
         assert len(ticks) - 1 <= max(1, rows // 2), (rows, ticks)
+
+
+async def test_a_chart_drawn_before_its_layout_gets_the_ticks_of_its_rows() -> None:
+    # A slow machine can draw a chart before it is laid out (0 rows): the ticks are picked
+    # when it is rendered at its real size, so a tall chart labels 0, 1/4 ... of its top.
+    from textual.app import App, ComposeResult
+
+    from fabtop.core.history import History
+    from tui.widgets.charts import TimeChart
+
+    chart = TimeChart("bytes")
+    history = History()
+    key = ("node1", "eth0", "rx_bps")
+    for t in range(60):
+        history.series(key).append(float(t), 400.0)
+    assert chart.draw(history, [("rx", key, 1.0)], 60.0, now=59.0) == 1
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield chart
+
+    async with One().run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        text = str(chart.render())
+    labels = [line.split("┤")[0].strip() for line in text.splitlines() if "┤" in line]
+    assert len(labels) == 5, text
+    assert labels[-1] == "0" and "460" in labels[0], labels

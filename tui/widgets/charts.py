@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from textual.app import RenderResult
+
 from textual_plotext import PlotextPlot
 
 from fabtop.core.history import History
@@ -43,6 +45,14 @@ class TimeChart(PlotextPlot):
     def __init__(self, title: str, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.title = title
+        self._hi = 1.0
+
+    def render(self) -> RenderResult:
+        # The ticks depend on the rows the chart has, which are known only once it is laid
+        # out: a draw before the first layout (a slow machine) would pick them for 0 rows.
+        ticks = y_ticks(self._hi, self.size.height - _CHROME_ROWS)
+        self.plt.yticks(ticks, [fmt.si(t) for t in ticks])
+        return super().render()
 
     def draw(
         self,
@@ -83,8 +93,7 @@ class TimeChart(PlotextPlot):
         # Rates are never negative: pin the floor at 0 so a flat line is not centred.
         hi = top * 1.15 if top > 0 else 1.0
         plt.ylim(0, hi)
-        ticks = y_ticks(hi, self.size.height - _CHROME_ROWS)
-        plt.yticks(ticks, [fmt.si(t) for t in ticks])
+        self._hi = hi
         if not drawn:
             plt.title(f"{self.title} (nothing moved)")
         self.refresh()
