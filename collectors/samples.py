@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from collectors.optics import FecState, HealthReporter, ModuleDiag
 from collectors.ruleset import FirewallState
 
 # A normalized metric is either one cumulative value or one per priority (0-7).
@@ -86,6 +87,13 @@ class LinkSample:
     # An RDMA port's lanes as its sysfs ``rate`` says ("400 Gb/sec (4X NDR)" -> 4); None
     # when not read or not said (netdevs, Prometheus sources).
     width: int | None = None
+    # The cable's own health (issue 33; slow cadence, collectors/optics.py): None when not
+    # read (no module, a DAC without diagnostics, a tool missing or refused).
+    module: ModuleDiag | None = None
+    fec: FecState | None = None
+    # The NIC's devlink health reporters that belong to this port's device: None when not
+    # read, () when read and the device has none.
+    health: tuple[HealthReporter, ...] | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -19,13 +19,15 @@ from enum import StrEnum
 CATEGORIES: tuple[str, ...] = ("errors", "discards", "pauses", "congestion", "traffic")
 
 # Units of the cumulative values (what one count of the counter is).
-BYTES, PACKETS, FRAMES, MICROSECONDS, EVENTS, TICKS = (
+BYTES, PACKETS, FRAMES, MICROSECONDS, EVENTS, TICKS, BLOCKS, BITS = (
     "bytes",
     "packets",
     "frames",
     "microseconds",
     "events",
     "ticks",
+    "blocks",
+    "bits",
 )
 
 # Prometheus wants base units in names: unit -> (base unit word, scale to it).
@@ -74,6 +76,43 @@ class Metric(StrEnum):
         False,
         "errors",
         "NIC stall watchdog: minor watermark crossed",
+    )
+    # the cable's own health (issue 33): what the FEC corrected, what it could not, and the
+    # physical layer's recoveries; read at slow cadence
+    FEC_CORRECTED_BLOCKS = (
+        "fec_corrected_blocks",
+        BLOCKS,
+        False,
+        "errors",
+        "FEC blocks with errors the FEC corrected",
+    )
+    FEC_UNCORRECTABLE_BLOCKS = (
+        "fec_uncorrectable_blocks",
+        BLOCKS,
+        False,
+        "errors",
+        "FEC blocks the FEC could not correct",
+    )
+    PHY_CORRECTED_BITS = (
+        "phy_corrected_bits",
+        BITS,
+        False,
+        "errors",
+        "Bits the physical layer corrected (pre-FEC bit errors)",
+    )
+    LINK_ERROR_RECOVERIES = (
+        "link_error_recoveries",
+        EVENTS,
+        False,
+        "errors",
+        "Link error recoveries (InfiniBand link_error_recovery)",
+    )
+    LINK_INTEGRITY_ERRORS = (
+        "link_integrity_errors",
+        EVENTS,
+        False,
+        "errors",
+        "Local link integrity errors (InfiniBand local_link_integrity_errors)",
     )
     PACKET_SEQ_ERR = ("packet_seq_err", EVENTS, False, "errors", "RoCE packet sequence errors")
     LOCAL_ACK_TIMEOUT_ERR = (

@@ -10,12 +10,6 @@ them each second; the waits below are for its scrapes, never for simulated time.
 from __future__ import annotations
 
 import contextlib
-import json
-import shutil
-import subprocess
-import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +20,8 @@ from fabtop.config import Config
 from fabtop.run.compose import fabric_state
 from fabtop.run.demo import ManualClock
 from fabtop.run.promsource import PrometheusSource
-from tests.conftest import skip_or_fail
 from tests.integration.httpd import QuietHandler, serve
-from tests.integration.sshd import free_port
+from tests.testbed.prometheus import prometheus, query, wait_for
 
 # What each exporter serves, by name; the ports are the kernel's.
 PAGES = {
@@ -63,29 +56,8 @@ def _handler(page: str) -> type[QuietHandler]:
     return Page
 
 
-def query(url: str, q: str) -> list[dict[str, object]]:
-    with urllib.request.urlopen(
-        f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": q}), timeout=5
-    ) as r:
-        result: list[dict[str, object]] = json.load(r)["data"]["result"]
-    return result
-
-
-def wait_for(what: str, ok: Callable[[], bool], within: float = 60.0) -> None:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            if ok():
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"Prometheus: {what} within {within:.0f} s")
-
-
 @pytest.fixture
 def prom(tmp_path: Path) -> Iterator[Prom]:
-    binary = shutil.which("prometheus")
-    if binary is None:
-        skip_or_fail("prometheus not installed (apt-get install prometheus)")
     with contextlib.ExitStack() as stack:
         ports: dict[str, int] = {}
         stop: dict[str, Callable[[], None]] = {}
@@ -102,30 +74,7 @@ def prom(tmp_path: Path) -> Iterator[Prom]:
             ],
             "dcgm": [f"localhost:{ports['dcgm']}"],
         }
-        cfg = tmp_path / "prometheus.yml"
-        cfg.write_text(
-            "global: {scrape_interval: 1s, scrape_timeout: 1s}\nscrape_configs:\n"
-            + "".join(
-                f"  - job_name: {job}\n    static_configs: [{{targets: {json.dumps(t)}}}]\n"
-                for job, t in targets.items()
-            )
-        )
-        port = free_port()
-        log = stack.enter_context((tmp_path / "prometheus.log").open("wb"))
-        proc = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={cfg}",
-                f"--storage.tsdb.path={tmp_path / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        stack.callback(proc.wait, 20)
-        stack.callback(proc.terminate)
-        url = f"http://127.0.0.1:{port}"
-        wait_for("4 targets up", lambda: sum(r["value"][1] == "1" for r in query(url, "up")) == 4)
+        url = stack.enter_context(prometheus(tmp_path, targets))
         wait_for(
             "every series scraped",
             lambda: (
