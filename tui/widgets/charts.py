@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 from textual.app import RenderResult
-
 from textual_plotext import PlotextPlot
 
 from fabtop.core.history import History
