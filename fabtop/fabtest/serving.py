@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from collectors.samples import HostSample, InferenceSample
 from collectors.vocabulary import Derived, InferenceRate
+from fabtop.core import units
 from fabtop.core.inference_rates import (
     QUEUE_HISTOGRAMS,
     inference_rates,
@@ -439,10 +440,6 @@ def _traffic(f: Mapping[str, float | None], base: Mapping[str, float | None]) ->
     return text + (f"; the loads moved {gb(load)} Gb/s" if load is not None else "")
 
 
-def _ms(s: float) -> str:
-    return f"{s * 1000:.0f} ms" if s >= 0.01 else f"{s * 1000:.2f} ms"
-
-
 def judge_serving(
     windows: Sequence[ServingWindow], thresholds: Mapping[str, float] | None = None
 ) -> list[Verdict]:
@@ -509,7 +506,7 @@ def judge_serving(
                     status = _worst(status, Status.WARN)
                     where = "after the loads" if window == AFTER else f"beside the {window}"
                     reasons.append(
-                        f"{what} rose {r:.1f} x {where} ({_ms(then)} -> {_ms(now)}), "
+                        f"{what} rose {r:.1f} x {where} ({units.ms(then)} -> {units.ms(now)}), "
                         f"above {factor:g} x"
                     )
         if window != BASELINE and (traffic := _traffic(f, base)):
@@ -539,7 +536,7 @@ def serving_figure(v: Verdict) -> str:
     if (r := f.get("token_ratio")) is not None:
         text += f" (x{r:.2f})"
     if (itl := f.get(InferenceRate.ITL_P99_S)) is not None:
-        text += f", ITL p99 {_ms(itl)}"
+        text += f", ITL p99 {units.ms(itl)}"
     if (r := f.get("itl_p99_ratio")) is not None:
         text += f" (x{r:.1f})"
     return text

@@ -81,7 +81,7 @@ def test_a_server_slowed_by_the_loads_and_recovered_after() -> None:
     assert any("inter-token p99 rose 4.0 x beside the incast" in r for r in incast.reasons)
     assert bidir.status == Status.PASS and bidir.figures["token_ratio"] == pytest.approx(0.9)
     assert after.status == Status.PASS and after.figures["token_ratio"] == pytest.approx(0.98)
-    assert figure(incast) == "550 tok/s (x0.55), ITL p99 100 ms (x4.0)"
+    assert figure(incast) == "550 tok/s (x0.55), ITL p99 100ms (x4.0)"
     # Queue time: no histogram in these readings, said rather than taken as healthy.
     assert any("not known in this window: TTFT p99, queue time p99" in n for n in incast.notes)
 
