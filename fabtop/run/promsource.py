@@ -57,6 +57,8 @@ from collectors.numbers import U64_MAX, finite, json_loads, parse_float
 from collectors.text import clean
 from fabtop.config import Config, ConfigError, HostConfig
 from fabtop.core.state import FabricState, SourceState
+from fabtop.run import promnet
+from fabtop.run.promnet import NET
 
 # node_infiniband_<name> -> sysfs counter file under ports/<n>/counters (infiniband_linux.go).
 IB_COUNTERS: dict[str, tuple[str, int]] = {
@@ -88,8 +90,9 @@ DCGM_FIELDS: dict[str, str] = {
 
 # The families queried, by metric-name prefix: also what tells two exporters apart.
 IB, ETHTOOL, DCGM = "node_infiniband_", "node_ethtool_", "DCGM_FI_DEV_"
-FAMILIES = (IB, ETHTOOL, DCGM)
-QUERIES = tuple(f'{{__name__=~"{family}.+"}}' for family in FAMILIES)
+FAMILIES = (IB, ETHTOOL, DCGM, NET)
+# node_network_* (the fallback of a stock node_exporter): only the names promnet reads.
+QUERIES = (*(f'{{__name__=~"{family}.+"}}' for family in FAMILIES[:3]), promnet.QUERY)
 
 # How long a target absent from every answer is kept (its host stale meanwhile) before
 # it is forgotten with its host's findings and history: a node_exporter restart, a few
@@ -158,6 +161,7 @@ class HostSeries:
     ib: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     ethtool: dict[str, dict[str, float]] = field(default_factory=dict)
     gpus: dict[str, dict[str, float]] = field(default_factory=dict)
+    net: dict[str, dict[str, float]] = field(default_factory=dict)  # node_network_*
     instance: str = ""  # its ``instance`` label ("": the key it is filed under)
     job: str = ""  # its ``job`` label
     families: set[str] = field(default_factory=set)  # exported, usable values or not
@@ -166,7 +170,7 @@ class HostSeries:
 
     def kinds(self) -> set[str]:
         """The families this target exports."""
-        parts = ((IB, self.ib), (ETHTOOL, self.ethtool), (DCGM, self.gpus))
+        parts = ((IB, self.ib), (ETHTOOL, self.ethtool), (DCGM, self.gpus), (NET, self.net))
         return self.families | {family for family, part in parts if part}
 
 
@@ -216,6 +220,8 @@ def _place(
         if not 0 <= value <= U64_MAX:  # every ethtool -S statistic is a u64
             return "dropped (not a 64-bit counter)"
         hs.ethtool.setdefault(dev, {})[ethtool_stat_name(name)] = value
+    elif family == NET:
+        return promnet.place(hs.net, name, labels, value)
     else:
         gpu = labels.get("gpu", "0")
         if not _digits(gpu, 4):
@@ -328,7 +334,7 @@ def render_host(series: HostSeries, seq: int) -> Frame:
         sections.append(Section("sysib", None, read, "ok", None, "\n".join(ib_lines)))
     # node_exporter's ethtool collector only covers devices with a driver behind them, so
     # each is a physical netdev: the probe marks those with a `<if>/device -` line.
-    net_lines = [f"{dev}/device -" for dev in sorted(series.ethtool) if _safe(dev)]
+    net_lines = promnet.sysnet_lines(series.net, (d for d in series.ethtool if _safe(d)))
     if net_lines:
         sections.append(Section("sysnet", None, read, "ok", None, "\n".join(net_lines)))
     for dev, stats in sorted(series.ethtool.items()):
@@ -347,6 +353,9 @@ def render_host(series: HostSeries, seq: int) -> Frame:
                 row.append("[N/A]" if v is None else f"{v:g}")
             lines.append(", ".join(row))
         sections.append(Section("gpu_nvidia", None, read, "ok", None, "\n".join(lines)))
+    sections += promnet.missing(
+        series.net, bool(series.ethtool), bool(series.ib), bool(series.gpus), read
+    )
     sections.append(Section("probe", None, None, "ok", None, "source prometheus"))
     return Frame(seq, clock_ns, series.t, series.t, sections)
 
@@ -650,5 +659,6 @@ def _merged(parts: list[HostSeries]) -> HostSeries:
         out.ib.update(p.ib)
         out.ethtool.update(p.ethtool)
         out.gpus.update(p.gpus)
+        out.net.update(p.net)
         out.dropped += p.dropped
     return out
