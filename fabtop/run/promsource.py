@@ -116,6 +116,13 @@ _PORT = re.compile(r"[0-9]{1,5}")
 # Labels that tell one series of a family from another on a host, as warnings show them.
 _SHOWN_LABELS = ("device", "port", "gpu")
 
+# An answer with none of the families, from a source that never had any: said on the
+# source, never an empty fabric that looks calm (issue 31: "hosts 0 up" and no word why).
+NOTHING_READ = (
+    "no node_exporter (node_network_*, node_infiniband_*, node_ethtool_*) or dcgm-exporter "
+    "(DCGM_FI_DEV_*) series: are the exporters running on the nodes and scraped?"
+)
+
 _WORD = re.compile(r"(^|_)(received|transmitted)(_|$)")
 
 
@@ -540,6 +547,8 @@ class PrometheusSource:
         for name, line in split.items():
             st.warn(name, line)
         n = self._feed(st, grouped)
+        if not self._targets:
+            notes.append(NOTHING_READ)
         st.source_warning(self.name, "; ".join(notes) or None)
         if n or changed:
             st.evaluate()

@@ -184,3 +184,14 @@ def test_a_probe_host_without_ethtool_says_so_too() -> None:
     st.apply_frame("n1", Frame(1, 1_000_000_000, 1.0, T0, sections))
     gaps = coverage(st, st.now(), 1.0).gaps
     assert "PFC/ECN counters not read on n1 (no ethtool)" in gaps
+
+
+def test_an_answer_without_any_exporter_series_says_so_on_the_source() -> None:
+    src = source()
+    poll(src, [])
+    assert src.state is not None
+    (f,) = src.state.findings
+    assert (f.rule, f.severity) == ("source_partial", "warning")
+    assert "no node_exporter (node_network_*" in f.summary and "scraped?" in f.summary
+    poll(src, netdev("ens1f0", T0))  # the exporters come: said no more
+    assert not [f for f in src.state.findings if f.rule == "source_partial"]
