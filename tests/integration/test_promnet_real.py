@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,10 +101,12 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
     with contextlib.ExitStack() as stack:
         target, veth, peer = stack.enter_context(_namespace(tmp / "ns"))
         jobs = {"node": [target]}
-        urls = {
-            "prometheus": stack.enter_context(prometheus(tmp / "prometheus", jobs)),
-            "victoria": stack.enter_context(victoria(tmp / "victoria", jobs)),
-        }
+        vm = stack.enter_context(contextlib.ExitStack())  # closed after Prometheus
+        # Both start at once: each waits a scrape or two for the exporter to be up.
+        with ThreadPoolExecutor(1) as pool:
+            vm_url = pool.submit(vm.enter_context, victoria(tmp / "victoria", jobs))
+            prom_url = stack.enter_context(prometheus(tmp / "prometheus", jobs))
+            urls = {"prometheus": prom_url, "victoria": vm_url.result()}
         yield Bed(target, target.rsplit(":", 1)[0], veth, peer, urls)
 
 
