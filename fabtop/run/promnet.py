@@ -34,25 +34,30 @@ from collectors.frames import Section
 
 NET = "node_network_"
 
-# node_network_<suffix> -> the sysfs file under class/net/<device>/ the probe reads.
-STATISTICS: dict[str, str] = {
-    "receive_bytes_total": "statistics/rx_bytes",
-    "transmit_bytes_total": "statistics/tx_bytes",
-    "receive_packets_total": "statistics/rx_packets",
-    "transmit_packets_total": "statistics/tx_packets",
-    "receive_errs_total": "statistics/rx_errors",
-    "transmit_errs_total": "statistics/tx_errors",
-    # /proc/net/dev's drop column (and netdev_common.go's legacy()) adds rx_missed_errors
-    "receive_drop_total": "statistics/rx_dropped",
-    "transmit_drop_total": "statistics/tx_dropped",
-    "carrier_changes_total": "carrier_changes",
+# The sysfs file under class/net/<device>/ the probe reads -> the node_network_<name>s
+# that carry it, the closest first. node_exporter's netdev collector renames the kernel's
+# fields as /proc/net/dev does (``legacy()``: ``receive_drop`` adds rx_missed_errors);
+# ``--collector.netdev.enable-detailed-metrics`` and ``--collector.netclass.netlink``
+# export them under the kernel's names, which are the sysfs files' own values.
+STATISTICS: dict[str, tuple[str, ...]] = {
+    "statistics/rx_bytes": ("receive_bytes_total",),
+    "statistics/tx_bytes": ("transmit_bytes_total",),
+    "statistics/rx_packets": ("receive_packets_total",),
+    "statistics/tx_packets": ("transmit_packets_total",),
+    "statistics/rx_errors": ("receive_errors_total", "receive_errs_total"),
+    "statistics/tx_errors": ("transmit_errors_total", "transmit_errs_total"),
+    "statistics/rx_dropped": ("receive_dropped_total", "receive_drop_total"),
+    "statistics/tx_dropped": ("transmit_dropped_total", "transmit_drop_total"),
+    "carrier_changes": ("carrier_changes_total",),
+    "carrier_down_count": ("carrier_down_changes_total",),  # downs only: what flaps count
 }
+_COUNTERS = tuple(n for names in STATISTICS.values() for n in names)
 # Gauges of netclass_linux.go read here (the rest describe nothing a rule or view uses).
 GAUGES = ("up", "mtu_bytes", "speed_bytes", "protocol_type", "address_assign_type")
 INFO = "node_network_info"
 # The one query for this family: the names above only (a node has dozens of netdevs and
 # node_exporter ~40 node_network_* series each).
-QUERY = '{__name__=~"' + "|".join(re.escape(NET + n) for n in (*STATISTICS, *GAUGES, "info")) + '"}'
+QUERY = '{__name__=~"' + "|".join(re.escape(NET + n) for n in (*_COUNTERS, *GAUGES, "info")) + '"}'
 
 # operstate values (net/core/net-sysfs.c operstates[]), by index: node_network_info's
 # label, kept as a number beside the counters.
@@ -84,7 +89,7 @@ def place(
             return "dropped (no known operstate label)"
         net.setdefault(dev, {})[_OPERSTATE] = OPERSTATES.index(str(state))
         return None
-    if metric in STATISTICS:
+    if metric in _COUNTERS:
         if not 0 <= value <= 2**64 - 1:
             return "dropped (not a 64-bit counter)"
     elif metric not in GAUGES:
@@ -119,8 +124,8 @@ def sysnet_lines(net: Mapping[str, Mapping[str, float]], physical: Iterable[str]
             continue
         if dev in marked or (vals and _physical(vals)):
             lines.append(f"{dev}/device -")
-        for metric, file in STATISTICS.items():
-            v = vals.get(metric)
+        for file, names in STATISTICS.items():
+            v = next((vals[n] for n in names if n in vals), None)
             if v is not None:
                 lines.append(f"{dev}/{file} {int(v)}")
         state = _operstate(vals)

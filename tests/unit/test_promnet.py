@@ -195,3 +195,20 @@ def test_an_answer_without_any_exporter_series_says_so_on_the_source() -> None:
     assert "no node_exporter (node_network_*" in f.summary and "scraped?" in f.summary
     poll(src, netdev("ens1f0", T0))  # the exporters come: said no more
     assert not [f for f in src.state.findings if f.rule == "source_partial"]
+
+
+def test_the_kernels_names_win_over_proc_net_devs_whichever_comes_first() -> None:
+    """--collector.netclass.netlink adds receive_dropped_total (the kernel's rx_dropped)
+    beside the netdev collector's receive_drop_total (rx_dropped + rx_missed_errors)."""
+    legacy = net("receive_drop_total", "70")
+    kernel = net("receive_dropped_total", "50")
+    downs = net("carrier_down_changes_total", "3")
+    for order in ([legacy, kernel, downs], [kernel, legacy, downs]):
+        src = source()
+        poll(src, [*netdev("ens1f0", T0)[:1], *order])
+        assert src.state is not None
+        hs = src.state.hosts["node7"]
+        assert hs.sample is not None
+        link = hs.sample.links["ens1f0"]
+        assert link.counters["netdev"]["rx_dropped"] == 50
+        assert link.metrics["link_down_events"] == 3  # downs only, as carrier_down_count
