@@ -1,7 +1,7 @@
 """``--from-prometheus URL``: watch hundreds of nodes through Prometheus instead of SSH.
 
 Each interval, instant queries to ``URL/api/v1/query`` fetch node_exporter's
-InfiniBand and ethtool series and dcgm-exporter's GPU series. The values of one
+InfiniBand, ethtool and netdev series and dcgm-exporter's GPU series. The values of one
 host (see below) are written back into a probe frame (the sysfs lines and ``ethtool -S``
 text they came from, the ``nvidia-smi`` CSV fields they match), and that frame goes
 through FabricState.apply_frame: the live code path, so rates, rules and screens need
@@ -15,6 +15,9 @@ Metric names come from the exporters' own source:
   ``buildEthtoolFQName`` lower-cases the stat and rewrites ``rx``/``tx`` words to
   ``received``/``transmitted`` (``rx_prio3_pause`` -> ``node_ethtool_received_prio3_pause``).
 - dcgm-exporter ``etc/default-counters.csv``: ``DCGM_FI_DEV_*{gpu,UUID,...}``.
+- node_exporter ``collector/netdev_linux.go`` and ``netclass_linux.go``:
+  ``node_network_*{device}``, which every stock node_exporter has (promnet.py: the
+  fallback, and the sections said missing for what the exporters lack).
 
 A host is a machine, as the ``instance`` label names it: the targets (``instance`` and
 ``job``) of one host name merge into one host while they export different families
