@@ -74,12 +74,14 @@ NEED_DCGM = "GPU series need dcgm-exporter"
 
 
 def place(
-    net: dict[str, dict[str, float]], name: str, labels: Mapping[str, object], value: float
+    net: dict[str, dict[str, float]],
+    dev: str,
+    name: str,
+    labels: Mapping[str, object],
+    value: float,
 ) -> str | None:
-    """File one ``node_network_*`` value under its device; why not, when it cannot be."""
-    dev = labels.get("device")
-    if not (isinstance(dev, str) and re.fullmatch(r"[A-Za-z0-9_.:@-]{1,64}", dev)):
-        return "dropped (no usable device label)"
+    """File one ``node_network_*`` value under its device (a name promsource checked);
+    why not, when it cannot be."""
     if dev == "lo":
         return None  # the loopback carries nothing of the fabric
     metric = name.removeprefix(NET)

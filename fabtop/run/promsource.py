@@ -231,7 +231,10 @@ def _place(
             return "dropped (not a 64-bit counter)"
         hs.ethtool.setdefault(dev, {})[ethtool_stat_name(name)] = value
     elif family == NET:
-        return promnet.place(hs.net, name, labels, value)
+        dev = labels.get("device")
+        if not (isinstance(dev, str) and _safe(dev)):
+            return "dropped (no usable device label)"
+        return promnet.place(hs.net, dev, name, labels, value)
     else:
         gpu = labels.get("gpu", "0")
         if not _digits(gpu, 4):
