@@ -3,8 +3,9 @@
 "No findings" means something only over what was seen (DESIGN §10): a host that does not
 report, or a node with no GPU tool, is not healthy, it is unseen. :func:`coverage`
 says which hosts report (UP, with a sample the rules ran on) and, for those, which whole
-sections are missing (no RDMA device, no GPU tool, no QoS tool, no inference server, a
-server whose token rate cannot be read).
+sections are missing (no RDMA device, no GPU tool, no ethtool or QoS tool, no inference
+server, a server whose token rate cannot be read). A source that is not the probe says why
+in its own words (Prometheus: the exporter or collector flag to switch on).
 Missing sections are not failures: CPU-only nodes and nodes without an inference server
 are normal, so they are plain sentences, never findings. :func:`calm_line` is the line
 shown when there are no findings: it says "no problems in what was seen" only when every
@@ -36,6 +37,8 @@ from fabtop.core.state import (
 MAX_NAMED = 4
 
 _QOS_TOOLS = ("mlnx_qos", "dcb_pfc")
+# Link kinds whose per-priority counters come from ethtool -S (IB and Thunderbolt have none).
+ETHERNET_KINDS = ("roce", "netdev", "virtual")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,26 @@ def _gpu_gap(hs: HostState, s: HostSample) -> str | None:
     return "the GPU tool lists none" if read else "no GPU tool answered"
 
 
+def _missing(note: str | None) -> str | None:
+    """Why a section is missing, as its note says: "missing (ethtool)" -> "no ethtool";
+    a sentence of the source's ("node_exporter needs --collector.ethtool") is kept."""
+    if note is None or not note.startswith("missing"):
+        return None
+    why = note.removeprefix("missing").strip().removeprefix("(").removesuffix(")")
+    return why if " " in why else f"no {why or 'tool'}"
+
+
+def _pfc_counter_gap(hs: HostState, s: HostSample) -> str | None:
+    """Why an Ethernet host's per-priority counters (PFC pauses, ECN marks, discards by
+    priority) are not read: its ``ethtool -S`` is missing (None: they are, or it has no
+    Ethernet netdev but the loopback)."""
+    why = _missing(hs.unread.get("ethtool_S"))
+    if why is None:
+        return None
+    eth = [ln for ln in s.links.values() if ln.kind in ETHERNET_KINDS and ln.netdev != "lo"]
+    return why if eth else None
+
+
 def _qos_gap(hs: HostState, s: HostSample) -> str | None:
     """Why the lossless (PFC/trust) config is not read on this RoCE host (None: it is)."""
     roce = [ln for ln in s.links.values() if ln.kind == "roce"]
@@ -110,10 +133,18 @@ def _gaps(hosts: list[HostState]) -> tuple[str, ...]:
             continue
         found: list[tuple[int, str, str]] = []
         if not _has_rdma(s):
-            found.append((0, "no RDMA device on ", ""))
+            ib = _missing(hs.unread.get("sysib"))  # a source that could not read them
+            found.append(
+                (0, "InfiniBand ports not read on ", f" ({ib})")
+                if ib
+                else (0, "no RDMA device on ", "")
+            )
         gpu = _gpu_gap(hs, s)
         if gpu is not None:
             found.append((1, "GPUs not monitored on ", f" ({gpu})"))
+        pfc = _pfc_counter_gap(hs, s)
+        if pfc is not None:
+            found.append((2, "PFC/ECN counters not read on ", f" ({pfc})"))
         qos = _qos_gap(hs, s)
         if qos is not None:
             found.append((2, "PFC/QoS config not read on ", f" ({qos})"))

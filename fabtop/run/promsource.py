@@ -1,7 +1,7 @@
 """``--from-prometheus URL``: watch hundreds of nodes through Prometheus instead of SSH.
 
 Each interval, instant queries to ``URL/api/v1/query`` fetch node_exporter's
-InfiniBand and ethtool series and dcgm-exporter's GPU series. The values of one
+InfiniBand, ethtool and netdev series and dcgm-exporter's GPU series. The values of one
 host (see below) are written back into a probe frame (the sysfs lines and ``ethtool -S``
 text they came from, the ``nvidia-smi`` CSV fields they match), and that frame goes
 through FabricState.apply_frame: the live code path, so rates, rules and screens need
@@ -15,6 +15,9 @@ Metric names come from the exporters' own source:
   ``buildEthtoolFQName`` lower-cases the stat and rewrites ``rx``/``tx`` words to
   ``received``/``transmitted`` (``rx_prio3_pause`` -> ``node_ethtool_received_prio3_pause``).
 - dcgm-exporter ``etc/default-counters.csv``: ``DCGM_FI_DEV_*{gpu,UUID,...}``.
+- node_exporter ``collector/netdev_linux.go`` and ``netclass_linux.go``:
+  ``node_network_*{device}``, which every stock node_exporter has (promnet.py: the
+  fallback, and the sections said missing for what the exporters lack).
 
 A host is a machine, as the ``instance`` label names it: the targets (``instance`` and
 ``job``) of one host name merge into one host while they export different families
@@ -57,6 +60,8 @@ from collectors.numbers import U64_MAX, finite, json_loads, parse_float
 from collectors.text import clean
 from fabtop.config import Config, ConfigError, HostConfig
 from fabtop.core.state import FabricState, SourceState
+from fabtop.run import promnet
+from fabtop.run.promnet import NET
 
 # node_infiniband_<name> -> sysfs counter file under ports/<n>/counters (infiniband_linux.go).
 IB_COUNTERS: dict[str, tuple[str, int]] = {
@@ -88,8 +93,9 @@ DCGM_FIELDS: dict[str, str] = {
 
 # The families queried, by metric-name prefix: also what tells two exporters apart.
 IB, ETHTOOL, DCGM = "node_infiniband_", "node_ethtool_", "DCGM_FI_DEV_"
-FAMILIES = (IB, ETHTOOL, DCGM)
-QUERIES = tuple(f'{{__name__=~"{family}.+"}}' for family in FAMILIES)
+FAMILIES = (IB, ETHTOOL, DCGM, NET)
+# node_network_* (the fallback of a stock node_exporter): only the names promnet reads.
+QUERIES = (*(f'{{__name__=~"{family}.+"}}' for family in FAMILIES[:3]), promnet.QUERY)
 
 # How long a target absent from every answer is kept (its host stale meanwhile) before
 # it is forgotten with its host's findings and history: a node_exporter restart, a few
@@ -112,6 +118,13 @@ _METRIC = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]{0,199}")
 _PORT = re.compile(r"[0-9]{1,5}")
 # Labels that tell one series of a family from another on a host, as warnings show them.
 _SHOWN_LABELS = ("device", "port", "gpu")
+
+# An answer with none of the families, from a source that never had any: said on the
+# source, never an empty fabric that looks calm (issue 31: "hosts 0 up" and no word why).
+NOTHING_READ = (
+    "no node_exporter (node_network_*, node_infiniband_*, node_ethtool_*) or dcgm-exporter "
+    "(DCGM_FI_DEV_*) series: are the exporters running on the nodes and scraped?"
+)
 
 _WORD = re.compile(r"(^|_)(received|transmitted)(_|$)")
 
@@ -158,6 +171,7 @@ class HostSeries:
     ib: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     ethtool: dict[str, dict[str, float]] = field(default_factory=dict)
     gpus: dict[str, dict[str, float]] = field(default_factory=dict)
+    net: dict[str, dict[str, float]] = field(default_factory=dict)  # node_network_*
     instance: str = ""  # its ``instance`` label ("": the key it is filed under)
     job: str = ""  # its ``job`` label
     families: set[str] = field(default_factory=set)  # exported, usable values or not
@@ -166,7 +180,7 @@ class HostSeries:
 
     def kinds(self) -> set[str]:
         """The families this target exports."""
-        parts = ((IB, self.ib), (ETHTOOL, self.ethtool), (DCGM, self.gpus))
+        parts = ((IB, self.ib), (ETHTOOL, self.ethtool), (DCGM, self.gpus), (NET, self.net))
         return self.families | {family for family, part in parts if part}
 
 
@@ -216,6 +230,11 @@ def _place(
         if not 0 <= value <= U64_MAX:  # every ethtool -S statistic is a u64
             return "dropped (not a 64-bit counter)"
         hs.ethtool.setdefault(dev, {})[ethtool_stat_name(name)] = value
+    elif family == NET:
+        dev = labels.get("device")
+        if not (isinstance(dev, str) and _safe(dev)):
+            return "dropped (no usable device label)"
+        return promnet.place(hs.net, dev, name, labels, value)
     else:
         gpu = labels.get("gpu", "0")
         if not _digits(gpu, 4):
@@ -328,7 +347,7 @@ def render_host(series: HostSeries, seq: int) -> Frame:
         sections.append(Section("sysib", None, read, "ok", None, "\n".join(ib_lines)))
     # node_exporter's ethtool collector only covers devices with a driver behind them, so
     # each is a physical netdev: the probe marks those with a `<if>/device -` line.
-    net_lines = [f"{dev}/device -" for dev in sorted(series.ethtool) if _safe(dev)]
+    net_lines = promnet.sysnet_lines(series.net, (d for d in series.ethtool if _safe(d)))
     if net_lines:
         sections.append(Section("sysnet", None, read, "ok", None, "\n".join(net_lines)))
     for dev, stats in sorted(series.ethtool.items()):
@@ -347,6 +366,9 @@ def render_host(series: HostSeries, seq: int) -> Frame:
                 row.append("[N/A]" if v is None else f"{v:g}")
             lines.append(", ".join(row))
         sections.append(Section("gpu_nvidia", None, read, "ok", None, "\n".join(lines)))
+    sections += promnet.missing(
+        series.net, bool(series.ethtool), bool(series.ib), bool(series.gpus), read
+    )
     sections.append(Section("probe", None, None, "ok", None, "source prometheus"))
     return Frame(seq, clock_ns, series.t, series.t, sections)
 
@@ -531,6 +553,8 @@ class PrometheusSource:
         for name, line in split.items():
             st.warn(name, line)
         n = self._feed(st, grouped)
+        if not self._targets:
+            notes.append(NOTHING_READ)
         st.source_warning(self.name, "; ".join(notes) or None)
         if n or changed:
             st.evaluate()
@@ -650,5 +674,6 @@ def _merged(parts: list[HostSeries]) -> HostSeries:
         out.ib.update(p.ib)
         out.ethtool.update(p.ethtool)
         out.gpus.update(p.gpus)
+        out.net.update(p.net)
         out.dropped += p.dropped
     return out
