@@ -1,0 +1,116 @@
+"""The cable-health parsers (issue 33) on real captures (tests/fixtures/optics/SOURCES.md):
+``ethtool -m``, ``ethtool -I --show-fec`` (text and JSON) and ``devlink health show``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from collectors.optics import BIAS_MA, RX_POWER_MW, TEMPERATURE_C, TX_POWER_MW, Limits, dbm
+from collectors.parsers.devlink_health import parse_devlink_health
+from collectors.parsers.ethtool_module import parse_ethtool_module
+from collectors.parsers.fec import parse_show_fec
+
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "optics"
+
+
+def _text(name: str) -> str:
+    return (CAPTURES / name).read_text()
+
+
+def test_an_aoc_with_oma_rx_dark_tx_and_all_zero_thresholds_has_no_limits() -> None:
+    r = parse_ethtool_module(_text("ethtool_m_qsfp28_aoc_oma_zero_thresholds_sonic.txt"))
+    m = r.module
+    assert r.warnings == [] and m is not None
+    assert (m.identifier, m.vendor, m.part) == ("QSFP28", "Mellanox", "MFA1A00-C003")
+    assert (m.temperature_c, m.voltage_v) == (32.67, 3.2803)
+    assert m.rx_power_kind == "oma"
+    assert [ln.lane for ln in m.lanes] == [1, 2, 3, 4]
+    assert [ln.rx_power_mw for ln in m.lanes] == [0.7231, 0.7231, 0.889, 1.0711]
+    # -inf dBm: dark, 0.0 mW, not an error and not missing
+    assert {ln.tx_power_mw for ln in m.lanes} == {0.0}
+    assert dbm(m.lanes[0].tx_power_mw) == float("-inf")
+    assert {ln.bias_ma for ln in m.lanes} == {6.75}
+    # Every threshold 0.000: not implemented, so no limit a value could cross
+    assert m.limits and all(lim == Limits() for lim in m.limits.values())
+    assert m.flags == ()
+
+
+def test_a_dark_sfp_keeps_its_real_limits_and_raised_flags() -> None:
+    r = parse_ethtool_module(_text("ethtool_m_sfp_xgspon_dark_rx_netdev.txt"))
+    m = r.module
+    assert r.warnings == [] and m is not None
+    assert (m.identifier, m.connector, m.rx_power_kind) == ("SFP", "SC", "average")
+    assert len(m.lanes) == 1 and m.lanes[0].rx_power_mw == 0.0 and m.lanes[0].lane == 1
+    assert m.limits[RX_POWER_MW] == Limits(0.1995, 0.1584, 0.0014, 0.0011)
+    assert m.limits[TEMPERATURE_C] == Limits(90.0, 85.0, -45.0, -50.0)
+    # A zero low limit of a bias or a power is none (0 mW is -inf dBm)
+    assert m.limits[BIAS_MA] == Limits(60.0, 55.0, None, None)
+    assert m.limits[TX_POWER_MW].low_alarm == 1.5848
+    assert "rx_power_mw low alarm" in m.flags and "temperature_c high alarm" not in m.flags
+
+
+def test_a_dac_without_diagnostics_reads_no_temperature_rather_than_zero() -> None:
+    m = parse_ethtool_module(_text("ethtool_m_qsfpdd_dac_mlxsw_netdev.txt")).module
+    assert m is not None
+    assert (m.identifier, m.serial) == ("QSFP-DD", "MT2019VS04757")
+    assert (m.temperature_c, m.voltage_v, m.lanes, m.limits) == (None, None, (), {})
+
+
+def test_module_errors_and_garbage_are_a_warning_not_an_exception() -> None:
+    r = parse_ethtool_module("netlink error: Operation not supported\n")
+    assert r.module is None and r.warnings == [
+        "no module diagnostics in the output: 'netlink error: Operation not supported'"
+    ]
+    bad = parse_ethtool_module("Module temperature : hot degrees C\nIdentifier : 0x11 (QSFP28)\n")
+    assert bad.module is not None and bad.module.temperature_c is None
+    assert bad.warnings == ["module temperature: bad value 'hot degrees C'"]
+
+
+def test_fec_totals_and_per_lane_counters() -> None:
+    r = parse_show_fec(_text("show_fec_per_lane_netdev.txt"))
+    assert r.warnings == [] and r.state is not None
+    assert (r.state.configured, r.state.active, r.state.histogram) == ((), None, False)
+    assert r.counters == {
+        "corrected_blocks": 256,
+        "corrected_blocks_lane0": 255,
+        "corrected_blocks_lane1": 1,
+        "uncorrectable_blocks": 145,
+        "uncorrectable_blocks_lane0": 128,
+        "uncorrectable_blocks_lane1": 17,
+    }
+    ice = parse_show_fec(_text("show_fec_ice_e810_netdev.txt"))
+    assert ice.state is not None and ice.state.active == "RS"
+    assert ice.state.configured == ("Auto", "RS", "BaseR")
+
+
+def test_fec_histogram_reads_alike_from_text_and_json() -> None:
+    text = parse_show_fec(_text("show_fec_hist_netdev.txt"))
+    js = parse_show_fec(_text("show_fec_hist_json_netdev.json"))
+    assert text.warnings == js.warnings == []
+    assert text.state == js.state and text.state is not None and text.state.histogram is True
+    assert text.counters == js.counters
+    assert js.counters["hist_bin_0"] == 445 and js.counters["hist_bin_0_lane1"] == 120
+    assert (js.counters["hist_bin_1"], js.counters["hist_bin_4"]) == (12, 2)
+
+
+def test_devlink_health_device_and_port_reporters() -> None:
+    r = parse_devlink_health(_text("devlink_health_port_reporters_netdev.txt"))
+    assert r.warnings == [] and r.reporters is not None
+    assert [(h.device, h.name, h.state, h.error, h.recover) for h in r.reporters] == [
+        ("pci/0000:00:0a.0", "fw", "healthy", 0, 0),
+        ("pci/0000:00:0a.0/1", "tx", "healthy", 0, 0),
+    ]
+    assert r.reporters[1].auto_recover is True
+
+
+def test_devlink_health_reporter_in_error_with_its_words_over_two_lines() -> None:
+    r = parse_devlink_health(_text("devlink_health_ice_e810_port_error_netdev.txt"))
+    assert r.reporters is not None
+    port = r.reporters[1]
+    assert (port.name, port.state, port.error, port.recover) == ("port", "error", 1, 0)
+    assert port.last_dump == "2024-03-17 09:29:29"
+
+
+def test_devlink_refusal_is_a_warning() -> None:
+    r = parse_devlink_health("kernel answers: Permission denied\n")
+    assert r.reporters is None and r.warnings[0].startswith("no devlink health reporters")
