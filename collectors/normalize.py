@@ -138,6 +138,9 @@ ETHTOOL_MAP: Mapping[Metric, tuple[Src, ...]] = {
     Metric.RX_BUF_DISCARD: (_s("rx_prio{p}_buf_discard"),),  # en_stats.c per_tc_prio
     Metric.RX_CONG_DISCARD: (_s("rx_prio{p}_cong_discard"),),  # en_stats.c per_tc_congest_prio
     Metric.MODULE_HIGH_TEMP_EVENTS: (_s("module_high_temp"),),  # en_stats.c pme_error
+    # en_stats.c pport_phy_statistical_stats_desc (phy_corrected_bits: the bits the PHY's
+    # FEC corrected, pre-FEC errors; rx_bits_phy beside it, where present, counts the bits)
+    Metric.PHY_CORRECTED_BITS: (_s("rx_corrected_bits_phy"),),
     Metric.TX_PAUSE_STORM_WARNING_EVENTS: (_s("tx_pause_storm_warning_events"),),  # pfc_stall
     Metric.TX_PAUSE_STORM_ERROR_EVENTS: (_s("tx_pause_storm_error_events"),),
     Metric.RX_BYTES_PRIO: (_s("rx_prio{p}_bytes"),),
@@ -156,6 +159,15 @@ IB_PORT_MAP: Mapping[Metric, tuple[Src, ...]] = {
     Metric.RX_DISCARDS: (_s("port_xmit_discards", "port_rcv_errors"),),  # as DESIGN.md §3
     Metric.RX_PHY_ERRORS: (_s("symbol_error", "port_rcv_remote_physical_errors"),),
     Metric.LINK_DOWN_EVENTS: (_s("link_downed"),),
+    Metric.LINK_ERROR_RECOVERIES: (_s("link_error_recovery"),),  # IBA PortCounters
+    Metric.LINK_INTEGRITY_ERRORS: (_s("local_link_integrity_errors"),),
+}
+
+# ``ethtool -I --show-fec`` (collectors/parsers/fec.py: the counters of LinkSample.counters
+# "fec", read on optics rounds): the FEC's blocks, totals over the lanes.
+FEC_MAP: Mapping[Metric, tuple[Src, ...]] = {
+    Metric.FEC_CORRECTED_BLOCKS: (_s("corrected_blocks"),),
+    Metric.FEC_UNCORRECTABLE_BLOCKS: (_s("uncorrectable_blocks"),),
 }
 
 # RDMA hw_counters/ (mlx5: drivers/infiniband/hw/mlx5/counters.c; capture in
@@ -230,6 +242,7 @@ def _feeds_index() -> dict[str, dict[str, tuple[Feed, ...]]]:
         "ib_port": IB_PORT_MAP,
         "ib_hw": IB_HW_MAP,
         "netdev": NETDEV_MAP,
+        "fec": FEC_MAP,
     }
     out: dict[str, dict[str, tuple[Feed, ...]]] = {}
     for source, table in tables.items():

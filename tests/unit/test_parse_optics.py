@@ -114,3 +114,19 @@ def test_devlink_health_reporter_in_error_with_its_words_over_two_lines() -> Non
 def test_devlink_refusal_is_a_warning() -> None:
     r = parse_devlink_health("kernel answers: Permission denied\n")
     assert r.reporters is None and r.warnings[0].startswith("no devlink health reporters")
+
+
+def test_phy_and_fec_counters_reach_the_normalized_vocabulary() -> None:
+    from collectors.normalize import FEC_MAP, apply_map, normalize_ethtool, normalize_ib
+    from collectors.vocabulary import Metric
+
+    fec = parse_show_fec(_text("show_fec_per_lane_netdev.txt")).counters
+    assert apply_map(FEC_MAP, fec) == {
+        Metric.FEC_CORRECTED_BLOCKS: 256,
+        Metric.FEC_UNCORRECTABLE_BLOCKS: 145,
+    }
+    # mlx5's pre-FEC corrected bits (en_stats.c), per tick in ethtool -S
+    mlx5 = normalize_ethtool({"rx_corrected_bits_phy": 7, "rx_err_lane_0_phy": 7}, "mlx5_core")
+    assert mlx5 == {Metric.PHY_CORRECTED_BITS: 7}
+    ib = normalize_ib({"link_error_recovery": 3, "local_link_integrity_errors": 1}, {})
+    assert ib == {Metric.LINK_ERROR_RECOVERIES: 3, Metric.LINK_INTEGRITY_ERRORS: 1}
