@@ -406,10 +406,10 @@ function emit_jobs(   i, n, rc, st, det) {
 		else if (TK != "" && (rc == 124 || rc == 137 || rc == 143)) { st = "timeout"; det = "after " TO "s" }
 		else { st = "error"; det = "rc=" rc }
 		if (JK[i] == "gpu_amd") det = (det == "" ? "" : det " ") "tool=" JT_
-		if (st != "ok" && (JK[i] == "ethtool_m" || JK[i] == "ethtool_fec" || JK[i] == "devlink_health")) {
+		# A failed optics read backs off (its section says why; no warning: a line that
+		# came once would move the generation twice)
+		if (st != "ok" && (JK[i] == "ethtool_m" || JK[i] == "ethtool_fec" || JK[i] == "devlink_health"))
 			OSKIP[JK[i], JS[i]] = OROUND + 16
-			warn("optics: " JK[i] " " JS[i] " failed (" st (det == "" ? "" : " " det) "): asked again in 15 rounds")
-		}
 		if (JK[i] == "ethtool_fec" && ETHV != "") det = (det == "" ? "" : det " ") "ethtool=" ETHV
 		sl_reset()
 		for (n = 1; n <= JN[i]; n++) { if (!sl_add(JL[i, n])) break }

@@ -1776,12 +1776,8 @@ class Probe(object):
                 st, det = "error", "rc=%d" % j.rc
             if j.kind == "gpu_amd":
                 det = (det + " " if det else "") + "tool=" + self.gkind
-            if st != "ok" and j.kind in OPTICS_KINDS:
+            if st != "ok" and j.kind in OPTICS_KINDS:  # backs off; its section says why
                 self.oskip[(j.kind, j.subj)] = self.oround + 16
-                self.warn(
-                    "optics: %s %s failed (%s%s): asked again in 15 rounds"
-                    % (j.kind, j.subj, st, " " + det if det else "")
-                )
             if j.kind == "ethtool_fec" and self.ethv:
                 det = (det + " " if det else "") + "ethtool=" + self.ethv
             text = b"".join(j.buf)
