@@ -152,7 +152,7 @@ def _build_shape(host: str, frame: Frame, decoded: Decoded, read: TextRead) -> S
     guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
     versions = guard(warn, "versions", None, None, versions_from_frame, frame, read)
     fw = guard(warn, "firewall", None, None, _firewall, b)
-    guard(warn, "devlink_health", None, None, optics_host_warnings, b.find, b.read, warn)
+    guard(warn, "optics", None, None, optics_host_warnings, frame, b.read, warn)
     # Every link's metrics are made at its place in the warnings: when those places are
     # the links, in their order, _fill may make them all in one try.
     at_once = [item for item in warn.plan if isinstance(item, LinkPlan)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from collectors.frames import Section, TextRead
+from collectors.frames import Frame, Section, TextRead
 from collectors.layout import Warner
 from collectors.parsers.devlink_health import parse_devlink_health
 from collectors.parsers.ethtool_module import parse_ethtool_module
@@ -67,13 +67,26 @@ def read_optics(
             )
 
 
-def optics_host_warnings(
-    find: Callable[[str, str | None], Section | None], read: TextRead, warn: Warner
-) -> None:
-    """The host's one devlink section: its parser's warnings or its failure, said once."""
-    sec = _usable(find("devlink_health", None), warn)
+def optics_host_warnings(frame: Frame, read: TextRead, warn: Warner) -> None:
+    """The host's devlink section (its parser's warnings or its failure), and whether the
+    node's FEC output has the error histogram: said once per host, not per port."""
+    sec = _usable(frame.find("devlink_health"), warn)
     if sec is not None:
         warn.add(sec.kind, None, read(parse_devlink_health, sec).warnings)
+    for sec in frame.all("ethtool_fec"):
+        if sec.status == "ok" and sec.text.strip():
+            state = read(parse_show_fec, sec).state
+            if state is not None and state.histogram is False:
+                tool = (sec.detail or "").replace("=", " ") or "ethtool"
+                warn.add(
+                    sec.kind,
+                    None,
+                    [
+                        f"no FEC error histogram in this node's output ({tool}): it needs "
+                        "Linux 6.18 and an ethtool that prints fec_symbol_err_*"
+                    ],
+                )
+                return
 
 
 def _usable(sec: Section | None, warn: Warner) -> Section | None:

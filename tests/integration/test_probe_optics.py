@@ -125,6 +125,10 @@ def test_both_probes_bring_module_fec_and_health_to_the_sample_and_back_off(
     ]
     fec_sec = frames[0].find("ethtool_fec", "eth0")
     assert fec_sec is not None and fec_sec.detail == "ethtool=6.1"
+    assert (
+        "n1: ethtool_fec: no FEC error histogram in this node's output (ethtool 6.1): it needs "
+        "Linux 6.18 and an ethtool that prints fec_symbol_err_*" in samples[0].warnings
+    )
 
     # eth1 answers as a veth: said on its link, then left alone for 15 rounds
     bad = samples[0].links["eth1"]
