@@ -132,15 +132,14 @@ ETHTOOL_MAP: Mapping[Metric, tuple[Src, ...]] = {
         _s("rx_fcs_err_frames", drivers=_BNXT),
     ),
     Metric.LINK_DOWN_EVENTS: (_s("link_down_events_phy"),),  # en_stats.c phy group
+    # en_stats.c pport_phy_statistical_stats_desc (devices with the PPCNT statistical group)
+    Metric.PHY_CORRECTED_BITS: (_s("rx_corrected_bits_phy"),),
     # en_stats.c pport_per_tc_congest_prio_stats_desc: "rx_prio%d_marked" (ecn_marked_tc)
     Metric.ECN_MARKED: (_s("rx_prio{p}_marked", rollup=True),),
     Metric.ECN_MARKED_PRIO: (_s("rx_prio{p}_marked"),),
     Metric.RX_BUF_DISCARD: (_s("rx_prio{p}_buf_discard"),),  # en_stats.c per_tc_prio
     Metric.RX_CONG_DISCARD: (_s("rx_prio{p}_cong_discard"),),  # en_stats.c per_tc_congest_prio
     Metric.MODULE_HIGH_TEMP_EVENTS: (_s("module_high_temp"),),  # en_stats.c pme_error
-    # en_stats.c pport_phy_statistical_stats_desc (phy_corrected_bits: the bits the PHY's
-    # FEC corrected, pre-FEC errors; rx_bits_phy beside it, where present, counts the bits)
-    Metric.PHY_CORRECTED_BITS: (_s("rx_corrected_bits_phy"),),
     Metric.TX_PAUSE_STORM_WARNING_EVENTS: (_s("tx_pause_storm_warning_events"),),  # pfc_stall
     Metric.TX_PAUSE_STORM_ERROR_EVENTS: (_s("tx_pause_storm_error_events"),),
     Metric.RX_BYTES_PRIO: (_s("rx_prio{p}_bytes"),),
