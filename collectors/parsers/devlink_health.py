@@ -14,6 +14,11 @@ A device line ends with a colon (a port's reporters: ``<device>/<port index>``);
 words, over one or more lines (``last_dump_date 2024-03-17 last_dump_time 09:29:29``).
 Only ``show`` is ever run: a health ``dump`` can deadlock during PCI error recovery.
 Unknown words are ignored; never raises.
+
+``devlink -j health show`` is read too: ``{"health": {"<device>": [{"reporter": "tx",
+"state": "healthy", "error": 0, "recover": 0, ...}]}}``, the same keys as the text's
+words (iproute2 devlink/devlink.c ``pr_out_health``, ``pr_out_handle_start_arr``). No
+public capture of the JSON form was found: the probe sends the text.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collectors.numbers import parse_uint
+from collectors.numbers import json_loads, parse_uint
 from collectors.optics import HealthReporter
 from collectors.text import clean
 
@@ -41,7 +46,9 @@ class HealthRead:
 
 
 def parse_devlink_health(text: str) -> HealthRead:
-    """The health reporters of one ``devlink health show`` output."""
+    """The health reporters of one ``devlink [-j] health show`` output."""
+    if text.lstrip().startswith("{"):
+        return _json(text)
     found: list[tuple[str, str, list[str]]] = []  # device, reporter, its words
     warnings: list[str] = []
     device: str | None = None
@@ -98,3 +105,34 @@ def _reporter(device: str, name: str, words: list[str], warnings: list[str]) -> 
         last,
         None if auto not in ("true", "false") else auto == "true",
     )
+
+
+def _json(text: str) -> HealthRead:
+    try:
+        doc = json_loads(text)
+    except ValueError as e:
+        return HealthRead(None, [f"not JSON: {clean(str(e), 80)}"])
+    health = doc.get("health") if isinstance(doc, dict) else None
+    if not isinstance(health, dict):
+        return HealthRead(None, ["no health object in the JSON"])
+    warnings: list[str] = []
+    out: list[HealthReporter] = []
+    for dev, reps in list(health.items())[:_MAX_REPORTERS]:
+        if not (isinstance(dev, str) and _DEVICE.fullmatch(dev)) or not isinstance(reps, list):
+            warnings.append(f"not a devlink device: {clean(str(dev), 80)!r}")
+            continue
+        for r in reps[: _MAX_REPORTERS - len(out)]:
+            name = r.get("reporter") if isinstance(r, dict) else None
+            if not (isinstance(name, str) and _NAME.fullmatch(name)):
+                warnings.append(f"{dev}: a reporter without a name")
+                continue
+            # As the text's words: the same keys, the values as text says them.
+            words = [w for k, v in r.items() if k != "reporter" for w in (str(k), _word(v))]
+            out.append(_reporter(dev, name, words, warnings))
+    return HealthRead(tuple(out), warnings)
+
+
+def _word(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return clean(str(v), 40).replace(" ", "_") if v is not None else "-"

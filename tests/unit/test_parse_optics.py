@@ -130,3 +130,16 @@ def test_phy_and_fec_counters_reach_the_normalized_vocabulary() -> None:
     assert mlx5 == {Metric.PHY_CORRECTED_BITS: 7}
     ib = normalize_ib({"link_error_recovery": 3, "local_link_integrity_errors": 1}, {})
     assert ib == {Metric.LINK_ERROR_RECOVERIES: 3, Metric.LINK_INTEGRITY_ERRORS: 1}
+
+
+def test_devlink_health_json_reads_as_its_text() -> None:
+    # No public capture of `devlink -j health show` was found: the reporters of the text
+    # capture in the shape iproute2's pr_out_health prints them with -j.
+    js = (
+        '{"health":{"pci/0000:00:0a.0":[{"reporter":"fw","state":"healthy","error":0,'
+        '"recover":0,"auto_dump":true}],"pci/0000:00:0a.0/1":[{"reporter":"tx",'
+        '"state":"healthy","error":0,"recover":0,"grace_period":500,"auto_recover":true,'
+        '"auto_dump":true}]}}'
+    )
+    text = parse_devlink_health(_text("devlink_health_port_reporters_netdev.txt"))
+    assert parse_devlink_health(js) == text
