@@ -536,7 +536,8 @@ fab_main() {
 	# one): asked once per run, digits and dots only.
 	ETHV=
 	case $HAVE in *" ethtool "*)
-		ETHV=$(ethtool --version 2>/dev/null </dev/null)
+		if [ -n "$TK" ]; then ETHV=$($TK 2 ethtool --version 2>/dev/null </dev/null)
+		else ETHV=$(ethtool --version 2>/dev/null </dev/null); fi
 		ETHV=${ETHV#ethtool version }
 		case $ETHV in '' | *[!0-9.]*) ETHV= ;; esac
 		[ "${#ETHV}" -le 16 ] || ETHV= ;;
