@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from collectors.assemble import assemble
+from collectors.frames import Frame, Section
 from collectors.optics import BIAS_MA, RX_POWER_MW, TEMPERATURE_C, TX_POWER_MW, Limits, dbm
 from collectors.parsers.devlink_health import parse_devlink_health
 from collectors.parsers.ethtool_module import parse_ethtool_module
@@ -143,3 +145,40 @@ def test_devlink_health_json_reads_as_its_text() -> None:
     )
     text = parse_devlink_health(_text("devlink_health_port_reporters_netdev.txt"))
     assert parse_devlink_health(js) == text
+
+
+def _sec(
+    kind: str, subject: str | None, text: str, status: str = "ok", detail: str | None = None
+) -> Section:
+    return Section(kind, subject, 1_700_000_000_000_000_000, status, detail, text)
+
+
+def test_a_link_takes_its_own_pci_functions_reporters_and_a_refusal_says_why() -> None:
+    sysnet = "eth0/mtu 1500\neth0/device -\neth1/mtu 1500\neth1/device -\n"
+    frame = Frame(
+        7,
+        1_700_000_000_000_000_000,
+        100.0,
+        1_700_000_000.0,
+        [
+            _sec("sysnet", None, sysnet),
+            _sec("ethtool_i", "eth0", "driver: mlx5_core\nbus-info: 0000:00:0a.0\n"),
+            _sec("ethtool_i", "eth1", "driver: mlx5_core\nbus-info: 0000:00:0b.0\n"),
+            _sec("ethtool_m", "eth0", "netlink error: Operation not permitted", "error", "rc=1"),
+            _sec("ethtool_m", "eth1", "", "error", "backoff"),
+            _sec("devlink_health", None, _text("devlink_health_port_reporters_netdev.txt")),
+        ],
+    )
+    sample = assemble("n1", frame)
+    eth0, eth1 = sample.links["eth0"], sample.links["eth1"]
+    assert eth0.module is None
+    assert eth0.health is not None and [(h.device, h.name) for h in eth0.health] == [
+        ("pci/0000:00:0a.0", "fw"),
+        ("pci/0000:00:0a.0/1", "tx"),  # its port's reporter too
+    ]
+    assert eth1.health == ()  # read, and its function has none
+    assert (
+        "n1: ethtool_m eth0: error (rc=1): netlink error: Operation not permitted; "
+        "needs CAP_NET_ADMIN: run the probe as root" in sample.warnings
+    )
+    assert "n1: ethtool_m eth1: error (backoff)" in sample.warnings
