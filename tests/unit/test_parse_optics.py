@@ -182,3 +182,18 @@ def test_a_link_takes_its_own_pci_functions_reporters_and_a_refusal_says_why() -
         "needs CAP_NET_ADMIN: run the probe as root" in sample.warnings
     )
     assert "n1: ethtool_m eth1: error (backoff)" in sample.warnings
+
+
+def test_a_cmis_qsfp_dd_with_dark_lanes_and_its_own_temperature_warning() -> None:
+    r = parse_ethtool_module(_text("ethtool_m_qsfpdd_cmis4_400g_xdr4_temp_warning_netdev.txt"))
+    m = r.module
+    assert r.warnings == [] and m is not None
+    assert (m.identifier, m.part, m.connector) == ("QSFP-DD", "QDD-400G-XDR4", "MPO Parallel Optic")
+    assert (m.temperature_c, m.voltage_v, m.rx_power_kind) == (70.49, 3.2186, "average")
+    assert [ln.lane for ln in m.lanes] == list(range(1, 9))
+    assert [ln.rx_power_mw for ln in m.lanes[4:]] == [0.0] * 4  # unused lanes: dark
+    assert m.lanes[3].bias_ma == 110.1 and m.lanes[0].tx_power_mw == 1.5975
+    # 0.00 degrees C is a real low warning limit here (the other limits are set)
+    assert m.limits[TEMPERATURE_C] == Limits(75.0, 70.0, 0.0, -5.0)
+    assert m.limits[RX_POWER_MW] == Limits(3.5481, 2.8184, 0.2042, 0.1288)
+    assert m.flags == ("temperature_c high warning",)
