@@ -514,7 +514,7 @@ function optics(up,   i, k) {
 	for (k in OSKIP) if (OSKIP[k] <= OROUND) delete OSKIP[k]
 	for (i = 1; i <= OPN && has("ethtool"); i++) {
 		ojob("ethtool_m", OP[i], "ethtool -m " OP[i])
-		ojob("ethtool_fec", OP[i], "ethtool -I --show-fec " OP[i])
+		ojob("ethtool_fec", OP[i], FECCMD OP[i])
 	}
 	# Only `show`: a health dump can deadlock during PCI error recovery.
 	if (has("devlink")) ojob("devlink_health", "-", "devlink health show")
@@ -578,6 +578,9 @@ BEGIN {
 	ZGID = "0000:0000:0000:0000:0000:0000:0000:0000"
 	GIDMAX = 64
 	if (TK == "") warn("no timeout command: tools run without a time limit")
+	# ethtool 5.10 added -I (--include-statistics): an older one is asked the mode only.
+	split(ETHV, EV, ".")
+	FECCMD = (ETHV != "" && EV[1] * 100 + EV[2] < 510) ? "ethtool --show-fec " : "ethtool -I --show-fec "
 	gpu_fields(GF)
 	MAXF += 0; IV += 0; TO += 0; SCAP += 0; FCAP += 0
 }

@@ -1088,6 +1088,14 @@ def run_jobs(
 OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health")
 
 
+def fec_argv(version: str) -> List[str]:
+    """ethtool 5.10 added -I (--include-statistics): an older one is asked the mode only."""
+    parts = (version.split(".") + ["0", "0"])[:2]
+    if version and all(p.isdigit() for p in parts) and int(parts[0]) * 100 + int(parts[1]) < 510:
+        return ["ethtool", "--show-fec"]
+    return ["ethtool", "-I", "--show-fec"]
+
+
 def ethtool_version() -> str:
     """``ethtool --version``'s number ("6.1"), once per run; "" when it says none."""
     try:
@@ -1637,7 +1645,7 @@ class Probe(object):
         if "ethtool" in self.have:
             for n in netdevs:
                 want.append(Job("ethtool_m", n, ["ethtool", "-m", n]))
-                want.append(Job("ethtool_fec", n, ["ethtool", "-I", "--show-fec", n]))
+                want.append(Job("ethtool_fec", n, fec_argv(self.ethv) + [n]))
         # Only `show`: a health dump can deadlock during PCI error recovery.
         if "devlink" in self.have:
             want.append(Job("devlink_health", "-", ["devlink", "health", "show"]))

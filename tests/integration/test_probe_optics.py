@@ -38,7 +38,7 @@ CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "optics"
 BUS = "0000:b1:00.3"
 
 
-def _shims(node: Path, fixtures_dir: Path) -> None:
+def _shims(node: Path, fixtures_dir: Path, version: str = "6.1") -> None:
     """ethtool: -S/-i as test_probe's, -m and --show-fec per netdev (eth0 answers with
     real module and FEC captures, eth1 as a veth does); devlink: health show."""
     (node / "sys/class/net/eth1/statistics").mkdir(parents=True)
@@ -56,9 +56,9 @@ def _shims(node: Path, fixtures_dir: Path) -> None:
 case "$1 $2 $3" in
 "-S "*) cat "{fixtures_dir / ETHTOOL_S}" ;;
 "-i "*) cat "{info}" ;;
-"--version  ") echo "ethtool version 6.1" ;;
+"--version  ") echo "ethtool version {version}" ;;
 "-m eth0 ") cat "{CAPTURES / "ethtool_m_sfp_xgspon_dark_rx_netdev.txt"}" ;;
-"-I --show-fec eth0") cat "{CAPTURES / "show_fec_per_lane_netdev.txt"}" ;;
+"-I --show-fec eth0" | "--show-fec eth0 ") cat "{CAPTURES / "show_fec_per_lane_netdev.txt"}" ;;
 "-m eth1 ") cat "{veth_m}" >&2; exit 1 ;;
 "-I --show-fec eth1") cat "{veth_fec}" >&2; exit 1 ;;
 *) exit 1 ;;
@@ -167,3 +167,19 @@ def test_optics_wait_for_their_round_not_every_slow_tick(
     last = [pipe.apply_frame("n1", f)[0] for f in frames][-1]
     assert last.links["eth0"].module is not None
     assert last.links["eth0"].metrics[Metric.FEC_CORRECTED_BLOCKS] == 256
+
+
+@pytest.mark.parametrize("impl", ["sh", "python"])
+def test_an_ethtool_before_5_10_is_asked_the_fec_mode_without_statistics(
+    impl: str, node: Path, fixtures_dir: Path, run_probe: list[Probe]
+) -> None:
+    """Ubuntu 20.04's ethtool 5.4 has no -I (--include-statistics, ethtool 5.10)."""
+    from tests.integration.test_probe import _start
+
+    _shims(node, fixtures_dir, version="5.4")
+    args = replace(_args(node, probe=impl), slow_ticks=1, max_frames=1)
+    (frame,) = _start(run_probe, ["sh", "-s", "--", *build_argv(args)], node).frames(1)
+    sec = frame.find("ethtool_fec", "eth0")
+    assert sec is not None and (sec.status, sec.detail) == ("ok", "ethtool=5.4")
+    log = (node / "ethtool.log").read_text().splitlines()
+    assert "--show-fec eth0" in log and "-I --show-fec eth0" not in log
