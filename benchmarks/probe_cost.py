@@ -103,6 +103,24 @@ def build_mlx5_node(root: Path) -> tuple[Path, Path]:
     return sysroot, bindir
 
 
+def add_optics_shims(bindir: Path) -> None:
+    """ethtool -m / -I --show-fec and devlink health show answering with real captures
+    (tests/fixtures/optics), for the cost of an optics round (issue 33)."""
+    caps = REPO / "tests/fixtures/optics"
+    s_cap = FIXTURES / "ethtool/ethtool_S_mlx5_xdp_kernel5.15_nonzero_only_bpf-list.txt"
+    m_cap = caps / "ethtool_m_qsfp28_aoc_oma_zero_thresholds_sonic.txt"
+    f_cap = caps / "show_fec_per_lane_netdev.txt"
+    d_cap = caps / "devlink_health_port_reporters_netdev.txt"
+    tool = bindir / "ethtool"
+    tool.write_text(
+        f'#!/bin/sh\ncase $1 in -S) cat "{s_cap}" ;; -m) cat "{m_cap}" ;; '
+        f'-I) cat "{f_cap}" ;; *) exit 1 ;; esac\n'
+    )
+    dl = bindir / "devlink"
+    dl.write_text(f'#!/bin/sh\ncat "{d_cap}"\n')
+    dl.chmod(0o755)
+
+
 def run(args: ProbeArgs, shell: str, path_env: str) -> tuple[float, int, float, int]:
     """Run the probe to completion; return (cpu_s, forks, wall_s, output bytes).
 
@@ -172,6 +190,25 @@ def main() -> None:
             measure(
                 f"{kind}: fixture 2x mlx5, sysfs only",
                 replace(fx, path=()),
+                ns.shell,
+                path_env,
+                ns.ticks,
+            )
+            # Optics (issue 33): every tick slow, with and without an optics round (2
+            # ports: ethtool -m and --show-fec each, devlink health show): the difference
+            # is what a round costs the node (once per >= 30 s on a real host).
+            add_optics_shims(bindir)
+            slow = replace(fx, slow_ticks=1)
+            measure(
+                f"{kind}: 2x mlx5, slow tick, optics round",
+                replace(slow, optics_s=0),
+                ns.shell,
+                path_env,
+                ns.ticks,
+            )
+            measure(
+                f"{kind}: 2x mlx5, slow tick, no optics",
+                replace(slow, optics_s=86400),
                 ns.shell,
                 path_env,
                 ns.ticks,

@@ -62,6 +62,7 @@ from collectors.normalize import (
     without_unknown,
 )
 from collectors.numbers import U64_MAX, parse_uint
+from collectors.optics_sections import optics_host_warnings, read_optics
 from collectors.parsers.ethtool import (
     DriverInfo,
     parse_ethtool_info,
@@ -151,6 +152,7 @@ def _build_shape(host: str, frame: Frame, decoded: Decoded, read: TextRead) -> S
     guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
     versions = guard(warn, "versions", None, None, versions_from_frame, frame, read)
     fw = guard(warn, "firewall", None, None, _firewall, b)
+    guard(warn, "optics", None, None, optics_host_warnings, frame, b.read, warn)
     # Every link's metrics are made at its place in the warnings: when those places are
     # the links, in their order, _fill may make them all in one try.
     at_once = [item for item in warn.plan if isinstance(item, LinkPlan)]
@@ -581,6 +583,8 @@ def _finish(
     ndev = link.netdev
     rec = netdevs.get(ndev) if ndev else None
     guard(warn, "link", link.id, None, _driver_facts, link, infos, ethtool)
+    bus = infos[ndev].bus_info if ndev in infos else None  # the devlink device of the netdev
+    guard(warn, "optics", link.id, None, read_optics, b.find, b.read, warn, link, bus)
     if rec is not None:
         lp.carrier = (rec.carrier_changes, rec.carrier_down_count)
     lp.ethtool = "ethtool" in link.counters

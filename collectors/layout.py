@@ -27,7 +27,9 @@ from collectors.frames import Frame, Section, TextRead
 from collectors.gpu_sections import GPU_KINDS, gpus_from_frame, read_gpu_section
 from collectors.guard import Guard
 from collectors.normalize import (
+    FEC_MAP,
     MetricPlan,
+    apply_map,
     apply_plan,
     netdev_counters,
     saturated_ib_counters,
@@ -529,6 +531,9 @@ def _metrics(link: LinkSample, lp: LinkPlan, left: list[str]) -> None:
     metrics: dict[str, MetricValue] = {}
     for i in lp.runs:
         metrics.update(apply_plan(lp.plans[i], _plan_input(i, lp, counters)))
+    fec = counters.get("fec")  # optics rounds' FEC blocks (collectors/optics_sections.py)
+    if fec:
+        metrics.update(apply_map(FEC_MAP, fec))
     if len(metrics) < len(lp.makes):
         left.extend(
             f"{link.id} {m}: sum beyond 64 bits, left out" for m in lp.makes if m not in metrics

@@ -132,6 +132,8 @@ ETHTOOL_MAP: Mapping[Metric, tuple[Src, ...]] = {
         _s("rx_fcs_err_frames", drivers=_BNXT),
     ),
     Metric.LINK_DOWN_EVENTS: (_s("link_down_events_phy"),),  # en_stats.c phy group
+    # en_stats.c pport_phy_statistical_stats_desc (devices with the PPCNT statistical group)
+    Metric.PHY_CORRECTED_BITS: (_s("rx_corrected_bits_phy"),),
     # en_stats.c pport_per_tc_congest_prio_stats_desc: "rx_prio%d_marked" (ecn_marked_tc)
     Metric.ECN_MARKED: (_s("rx_prio{p}_marked", rollup=True),),
     Metric.ECN_MARKED_PRIO: (_s("rx_prio{p}_marked"),),
@@ -156,6 +158,15 @@ IB_PORT_MAP: Mapping[Metric, tuple[Src, ...]] = {
     Metric.RX_DISCARDS: (_s("port_xmit_discards", "port_rcv_errors"),),  # as DESIGN.md §3
     Metric.RX_PHY_ERRORS: (_s("symbol_error", "port_rcv_remote_physical_errors"),),
     Metric.LINK_DOWN_EVENTS: (_s("link_downed"),),
+    Metric.LINK_ERROR_RECOVERIES: (_s("link_error_recovery"),),  # IBA PortCounters
+    Metric.LINK_INTEGRITY_ERRORS: (_s("local_link_integrity_errors"),),
+}
+
+# ``ethtool -I --show-fec`` (collectors/parsers/fec.py: the counters of LinkSample.counters
+# "fec", read on optics rounds): the FEC's blocks, totals over the lanes.
+FEC_MAP: Mapping[Metric, tuple[Src, ...]] = {
+    Metric.FEC_CORRECTED_BLOCKS: (_s("corrected_blocks"),),
+    Metric.FEC_UNCORRECTABLE_BLOCKS: (_s("uncorrectable_blocks"),),
 }
 
 # RDMA hw_counters/ (mlx5: drivers/infiniband/hw/mlx5/counters.c; capture in
@@ -230,6 +241,7 @@ def _feeds_index() -> dict[str, dict[str, tuple[Feed, ...]]]:
         "ib_port": IB_PORT_MAP,
         "ib_hw": IB_HW_MAP,
         "netdev": NETDEV_MAP,
+        "fec": FEC_MAP,
     }
     out: dict[str, dict[str, tuple[Feed, ...]]] = {}
     for source, table in tables.items():

@@ -11,7 +11,8 @@
 # PATH, GKIND nvidia|amd-smi|rocm-smi|none|off, GF nvidia-smi query fields, MAXF frames
 # before exit (0: no end), SCAP and FCAP byte caps per section and per frame, FW the
 # packet filter tool (nft, iptables-save or ""), FWR 1 as root, 2 through sudo -n, 0 not;
-# SLOW is passed but not read (each T line says whether its tick is slow).
+# SLOW is passed but not read (each T line says whether its tick is slow); OPTS least
+# seconds between optics rounds, ETHV the node's ethtool version ("" unknown).
 # Input lines: see the rules at the end of this file and probe.sh's "Structure".
 # mawk runs with -W interactive (else it waits for a full input buffer) and then writes
 # stdout unbuffered: collect output and write it in large pieces.
@@ -405,6 +406,11 @@ function emit_jobs(   i, n, rc, st, det) {
 		else if (TK != "" && (rc == 124 || rc == 137 || rc == 143)) { st = "timeout"; det = "after " TO "s" }
 		else { st = "error"; det = "rc=" rc }
 		if (JK[i] == "gpu_amd") det = (det == "" ? "" : det " ") "tool=" JT_
+		# A failed optics read backs off (its section says why; no warning: a line that
+		# came once would move the generation twice)
+		if (st != "ok" && (JK[i] == "ethtool_m" || JK[i] == "ethtool_fec" || JK[i] == "devlink_health"))
+			OSKIP[JK[i], JS[i]] = OROUND + 16
+		if (JK[i] == "ethtool_fec" && ETHV != "") det = (det == "" ? "" : det " ") "ethtool=" ETHV
 		sl_reset()
 		for (n = 1; n <= JN[i]; n++) { if (!sl_add(JL[i, n])) break }
 		if (SLT == "") SLT = JT[i]
@@ -461,7 +467,7 @@ function tick(ns, up, slow,   a, lag, ms, i) {
 	CNS = ns
 	if (lag >= 0.02 && up > 0) { ms = int(lag * 1000); CNS = addns(ns, ms); up = a[1] }
 	seq++
-	FB = 0; TB = 0; FSLOW = slow; FUP = LUP
+	FB = 0; TB = 0; FSLOW = slow; FUP = LUP; OPT = 0
 	o(sprintf("@@fabtop-frame %d %s %s %s.%s", seq, CNS, up, substr(CNS, 1, length(CNS) - 9), substr(CNS, length(CNS) - 8, 3)))
 	split("", VAL)
 	PW = 0
@@ -478,6 +484,7 @@ function tick(ns, up, slow,   a, lag, ms, i) {
 		if (has("dcb")) job("dcb_ets", E[i], "dcb ets show dev " E[i])
 		if (has("dcb")) job("dcb_buffer", E[i], "dcb buffer show dev " E[i])
 	}
+	if (slow && (OLAST == "" || up - OLAST >= OPTS)) optics(up)
 	if (slow) {
 		if (has("uname")) job("uname_r", "-", "uname -r")
 		if (has("ip")) job("ip_addr", "-", "ip -o addr show")
@@ -498,6 +505,26 @@ function tick(ns, up, slow,   a, lag, ms, i) {
 	PEND = 1
 	if (PW <= 0) finalize()
 }
+# An optics round (docs/PROBE.md "Optics"): the cable's own health of each physical
+# netdev and the host's devlink health reporters, on a slow tick at least OPTS seconds
+# after the last round. A read that failed is not asked again for 15 rounds (OSKIP: the
+# round it may run again; a restricted mlx5 function logs ACCESS_REG failures each time).
+function optics(up,   i, k) {
+	OLAST = up + 0; OROUND++; OPT = 1
+	for (k in OSKIP) if (OSKIP[k] <= OROUND) delete OSKIP[k]
+	for (i = 1; i <= OPN && has("ethtool"); i++) {
+		ojob("ethtool_m", OP[i], "ethtool -m " OP[i])
+		ojob("ethtool_fec", OP[i], FECCMD OP[i])
+	}
+	# Only `show`: a health dump can deadlock during PCI error recovery.
+	if (has("devlink")) ojob("devlink_health", "-", "devlink health show")
+}
+# A read of the round, or, while it backs off, a section that says so (the collector
+# would otherwise forget the port's last section: the round brought its kind).
+function ojob(kind, subj, cmd) {
+	if ((kind SUBSEP subj) in OSKIP) OBK[++OBN] = kind " " subj
+	else job(kind, subj, cmd)
+}
 # Writes the frame begun by tick(): its sysfs values are in, or their deadline passed.
 function finalize(   i, n, p) {
 	PEND = 0
@@ -508,6 +535,8 @@ function finalize(   i, n, p) {
 	if (FSLOW && NTB) tb_section()
 	if (FSLOW && nc) cpu_section()
 	emit_jobs()
+	for (i = 1; i <= OBN; i++) { split(OBK[i], p, " "); section(p[1], p[2], CNS, "error", "backoff") }
+	OBN = 0
 	if (FSLOW) {
 		if (!has("ethtool")) { section("ethtool_S", "-", CNS, "missing", "ethtool"); section("ethtool_i", "-", CNS, "missing", "ethtool") }
 		if (!has("mlnx_qos")) section("mlnx_qos", "-", CNS, "missing", "mlnx_qos")
@@ -518,6 +547,7 @@ function finalize(   i, n, p) {
 		if (!has("dpkg-query") && !has("rpm")) section("rdma_core", "-", CNS, "missing", "dpkg-query or rpm")
 		if (!has("ofed_info")) section("ofed_info", "-", CNS, "missing", "ofed_info")
 		if (GKIND == "none") { section("nvidia_driver", "-", CNS, "missing", "nvidia-smi"); section("nccl", "-", CNS, "missing", "nvidia-smi") }
+		if (OPT && !has("devlink")) section("devlink_health", "-", CNS, "missing", "devlink")
 		if (FW == "") section("firewall", "-", CNS, "missing", "no nft or iptables-save")
 		else if (FWR == 0) section("firewall", "-", CNS, "missing", "needs root")
 		n = split(SKIPS, p, " ")
@@ -548,6 +578,9 @@ BEGIN {
 	ZGID = "0000:0000:0000:0000:0000:0000:0000:0000"
 	GIDMAX = 64
 	if (TK == "") warn("no timeout command: tools run without a time limit")
+	# ethtool 5.10 added -I (--include-statistics): an older one is asked the mode only.
+	split(ETHV, EV, ".")
+	FECCMD = (ETHV != "" && EV[1] * 100 + EV[2] < 510) ? "ethtool --show-fec " : "ethtool -I --show-fec "
 	gpu_fields(GF)
 	MAXF += 0; IV += 0; TO += 0; SCAP += 0; FCAP += 0
 }
@@ -561,7 +594,7 @@ $1 == "g" {
 	else if ($2 == "exit") warn("nvidia-smi exited rc=" clean($3))
 	next
 }
-$1 == "R" { if (PEND) finalize(); nf = 0; ne = 0; nc = 0; NTB = 0; RDIRTY = 1; next }
+$1 == "R" { if (PEND) finalize(); nf = 0; ne = 0; nc = 0; NTB = 0; OPN = 0; RDIRTY = 1; next }
 $1 == "N" || $1 == "S" || $1 == "n" || $1 == "s" {
 	if (NF != 3 || $3 ~ /\.\./) next
 	nf++; FM[nf] = $1; FK[nf] = $2; FR[nf] = $3
@@ -571,6 +604,7 @@ $1 == "N" || $1 == "S" || $1 == "n" || $1 == "s" {
 }
 $1 == "C" { if (NF == 3 && $3 !~ /\.\./) { nc++; CR_[nc] = $3; CP[nc] = $3 }; next }
 $1 == "E" { if (NF == 2 && okname($2)) E[++ne] = $2; else warn("refused netdev name: " clean($2)); next }
+$1 == "O" { if (NF == 2 && okname($2)) OP[++OPN] = $2; next }
 $1 == "W" { warn(clean(substr($0, 3))); next }
 # Keepalive between the ticks of a long interval: an empty line (ignored by the decoder)
 # makes a closed channel fail our write within a second.

@@ -77,6 +77,9 @@ class ProbeArgs:
     # Read the packet filter through ``sudo -n`` when the SSH user is not root (off by
     # default: a sudo that asks for a password fails, and is logged, once a minute).
     fw_sudo: bool = False
+    # Least seconds between optics rounds (ethtool -m, --show-fec, devlink health show on
+    # slow ticks); None: the probe's own 30.
+    optics_s: int | None = None
 
     @staticmethod
     def path_default() -> tuple[str, ...]:
@@ -192,6 +195,10 @@ def build_argv(args: ProbeArgs) -> list[str]:
             f"section_bytes must be within 4096..frame_bytes ({args.frame_bytes}): "
             f"{args.section_bytes!r}"
         )
+    if args.optics_s is not None and (
+        isinstance(args.optics_s, bool) or not 0 <= args.optics_s <= 86400
+    ):
+        raise ProbeArgError(f"optics_s must be within 0..86400: {args.optics_s!r}")
     slow = args.slow_ticks or max(1, -(-60000 // args.interval_ms))
     argv = [
         f"interval_ms={args.interval_ms}",
@@ -211,6 +218,8 @@ def build_argv(args: ProbeArgs) -> list[str]:
         argv.append(f"ifaces={','.join(args.interfaces)}")
     if args.fw_sudo:
         argv.append("fw_sudo=1")
+    if args.optics_s is not None:
+        argv.append(f"optics_s={args.optics_s}")
     if args.ib_hw_tick is not None:
         argv.append(_tick_names("ib_hw_tick", args.ib_hw_tick))
     if args.ib_port_tick is not None:

@@ -26,6 +26,8 @@
 #   section_bytes=N   content bytes kept per section, 4096..frame_bytes (default 8 MiB)
 #   frame_bytes=N     content bytes kept per frame, 65536..16711680 (default 15 MiB)
 #   fw_sudo=0|1       read the packet filter through `sudo -n` when not root (default 0)
+#   optics_s=N        least seconds between optics rounds (ethtool -m, --show-fec, devlink
+#                     health show, on slow ticks), 0..86400 (default 30)
 #
 # Structure (fork cost matters: every fork per tick is paid on every node):
 #   producers | awk
@@ -106,7 +108,7 @@ fab_decimal() {
 
 fab_args() {
 	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0 SCAP=8388608 FCAP=15728640
-	PROBE=auto HWT= PTT= FWS=0
+	PROBE=auto HWT= PTT= FWS=0 OPTS=30
 	GF=index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw
 	GFB=index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw
 	for a in "$@"; do
@@ -153,6 +155,10 @@ fab_args() {
 			case $a in section_bytes=*) SCAP=$v ;; *) FCAP=$v ;; esac ;;
 		probe=auto | probe=python | probe=sh) PROBE=$v ;;
 		fw_sudo=0 | fw_sudo=1) FWS=$v ;;
+		optics_s=*)
+			case $v in '' | *[!0-9]* | 0?*) fab_die "bad optics_s" ;; esac
+			[ "${#v}" -le 5 ] && [ "$v" -le 86400 ] || fab_die "bad optics_s"
+			OPTS=$v ;;
 		ib_hw_tick=* | ib_port_tick=*)
 			case $v in '' | *[!A-Za-z0-9_,-]* | ,* | *, | *,,*) fab_die "bad ${a%%=*}" ;; esac
 			[ "${#v}" -le 1500 ] || fab_die "bad ${a%%=*}"
@@ -276,6 +282,7 @@ fab_scan() {
 				done
 			done
 			fab_em "E $n"
+			fab_em "O $n"
 		elif [ -n "$IFACES" ]; then
 			fab_em "E $n"
 		fi
@@ -521,10 +528,20 @@ fab_main() {
 		timeout -k 1 10 true 2>/dev/null && TK="timeout -k 1"
 	fi
 	HAVE=
-	for t in ethtool mlnx_qos dcb nvidia-smi amd-smi rocm-smi uname dpkg-query rpm ofed_info ip; do
+	for t in ethtool mlnx_qos dcb nvidia-smi amd-smi rocm-smi uname dpkg-query rpm ofed_info ip devlink; do
 		command -v "$t" >/dev/null 2>&1 && HAVE="$HAVE $t"
 	done
 	HAVE="$HAVE "
+	# The FEC sections say which ethtool printed them (its histogram lines need a recent
+	# one): asked once per run, digits and dots only.
+	ETHV=
+	case $HAVE in *" ethtool "*)
+		if [ -n "$TK" ]; then ETHV=$($TK 2 ethtool --version 2>/dev/null </dev/null)
+		else ETHV=$(ethtool --version 2>/dev/null </dev/null); fi
+		ETHV=${ETHV#ethtool version }
+		case $ETHV in '' | *[!0-9.]*) ETHV= ;; esac
+		[ "${#ETHV}" -le 16 ] || ETHV= ;;
+	esac
 	# The packet filter (slow cadence): nft's JSON, else iptables-save. Reading it needs
 	# root (CAP_NET_ADMIN): without it the section says so instead of a tool's error.
 	FW= FWR=0
@@ -547,7 +564,7 @@ fab_main() {
 	case $(awk -W version 2>&1 </dev/null) in *mawk*) AWKI="-W interactive" ;; esac
 	fab_producers 3<&- | awk $AWKI -v IV="$IV" -v SYS="$SYS" -v TK="$TK" -v TO="$TO" \
 		-v HAVE="$HAVE" -v GKIND="$GKIND" -v GF="$GF" -v MAXF="$MAXF" -v SLOW="$SLOW" \
-		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" -v RUN="$$" "$FAB_AWK" 3<&- &
+		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" -v RUN="$$" -v OPTS="$OPTS" -v ETHV="$ETHV" "$FAB_AWK" 3<&- &
 	AP=$!
 	fab_watch <&3 3<&- >/dev/null 2>&1 &
 	WP=$!

@@ -102,6 +102,7 @@ class Args(object):
         self.hw_tick = None  # type: Optional[Set[str]]
         self.port_tick = None  # type: Optional[Set[str]]
         self.fw_sudo = False
+        self.optics_s = 30  # least seconds between optics rounds (probe.sh OPTS)
         # The watchdog's storm condition: the session sends the config's thresholds of
         # these names (STORM_ARGS); the constants only serve a run without them.
         self.storm_ratio = STORM_RATIO
@@ -166,6 +167,8 @@ class Args(object):
                     self.flat_frac = float(v)
                 else:
                     self.flat_bytes = float(v)
+            elif key == "optics_s":
+                self.optics_s = self._int(v, 0, 86400, key, zero=True)
             elif key == "fw_sudo":
                 if v not in ("0", "1"):
                     raise Refused("bad fw_sudo")
@@ -387,6 +390,7 @@ class Scan(object):
         self.p = probe
         self.entries = []  # type: List[Entry]
         self.ethtool = []  # type: List[str]
+        self.physical = []  # type: List[str]  # netdevs with a device entry: optics
         self.cpu = []  # type: List[Tuple[str, str]]
         self.dirs = {}  # type: Dict[str, Tuple[int, int]]  # tree dirs -> (mtime_ns, inode)
         self.speed = {}  # type: Dict[str, Entry]  # netdev -> its speed file
@@ -498,6 +502,7 @@ class Scan(object):
                                 )
                             )
                 self.ethtool.append(n)
+                self.physical.append(n)
             elif ifaces:
                 self.ethtool.append(n)
             for side in ("roce_np", "roce_rp"):
@@ -1080,6 +1085,34 @@ def run_jobs(
         children.discard(j.proc)
 
 
+OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health")
+
+
+def fec_argv(version: str) -> List[str]:
+    """ethtool 5.10 added -I (--include-statistics): an older one is asked the mode only."""
+    parts = (version.split(".") + ["0", "0"])[:2]
+    if version and all(p.isdigit() for p in parts) and int(parts[0]) * 100 + int(parts[1]) < 510:
+        return ["ethtool", "--show-fec"]
+    return ["ethtool", "-I", "--show-fec"]
+
+
+def ethtool_version() -> str:
+    """``ethtool --version``'s number ("6.1"), once per run; "" when it says none."""
+    try:
+        out = subprocess.run(
+            ["ethtool", "--version"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=5,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    v = out.decode("ascii", "replace").strip()
+    v = v[len("ethtool version ") :] if v.startswith("ethtool version ") else ""
+    return v if re.match(r"[0-9.]{1,16}\Z", v) else ""
+
+
 # ---------------------------------------------------------------- GPU reader
 
 
@@ -1235,9 +1268,19 @@ class Probe(object):
                 "rpm",
                 "ofed_info",
                 "ip",
+                "devlink",
             )
             if which(t)
         )
+        # Optics rounds (docs/PROBE.md "Optics", as probe.sh's optics()): when the last
+        # began (monotonic), how many, and per (kind, subject) of a failed read the round
+        # it may run again; the FEC sections say which ethtool printed them.
+        self.olast = None  # type: Optional[float]
+        self.oround = 0
+        self.oskip = {}  # type: Dict[Tuple[str, str], int]
+        self.opt = False
+        self.obackoff = []  # type: List[Tuple[str, str]]
+        self.ethv = ethtool_version() if "ethtool" in self.have else ""
         # Software versions (issue 15): the same commands as probe.sh's (a test holds
         # NCCL_SCAN and DPKG_FORMAT equal to its FAB_NCCL and FAB_DPKGF).
         self.nccl_scan = NCCL_SCAN
@@ -1459,6 +1502,10 @@ class Probe(object):
             if "dcb" in self.have:
                 for k in ("pfc", "apptrust", "app", "ets", "buffer"):
                     jobs.append(Job("dcb_" + k, n, ["dcb", k, "show", "dev", n]))
+        self.opt = slow and (self.olast is None or t_mono - self.olast >= self.a.optics_s)
+        self.obackoff = []
+        if self.opt:
+            jobs.extend(self.optics_jobs(t_mono, s.physical))
         if slow:
             jobs.extend(self.version_jobs())
             if "ip" in self.have:  # netdev addresses, as probe.sh reads them
@@ -1587,6 +1634,25 @@ class Probe(object):
                 if j.kind == "ethtool_S" and j.rc == 0 and not j.trunc:
                     self.wd.seen(j.subj, j.mono, pause_counters(b"".join(j.buf)))
         return self.frame(clock_ns, up, slow, s, vals, eth, times, cpu, jobs)
+
+    def optics_jobs(self, mono: float, netdevs: List[str]) -> List[Job]:
+        """An optics round: the cable's own health, never more often than optics_s; a read
+        that failed is not asked again for 15 rounds (mlx5 ACCESS_REG failures)."""
+        self.olast = mono
+        self.oround += 1
+        self.oskip = dict((k, r) for k, r in self.oskip.items() if r > self.oround)
+        want = []  # type: List[Job]
+        if "ethtool" in self.have:
+            for n in netdevs:
+                want.append(Job("ethtool_m", n, ["ethtool", "-m", n]))
+                want.append(Job("ethtool_fec", n, fec_argv(self.ethv) + [n]))
+        # Only `show`: a health dump can deadlock during PCI error recovery.
+        if "devlink" in self.have:
+            want.append(Job("devlink_health", "-", ["devlink", "health", "show"]))
+        # While a read backs off, a section says so (the collector would otherwise forget
+        # the port's last one: the round brought its kind).
+        self.obackoff = [(j.kind, j.subj) for j in want if (j.kind, j.subj) in self.oskip]
+        return [j for j in want if (j.kind, j.subj) not in self.oskip]
 
     def version_jobs(self) -> List[Job]:
         """Software versions (as probe.sh's slow jobs; uname -r is read in-process below)."""
@@ -1718,6 +1784,10 @@ class Probe(object):
                 st, det = "error", "rc=%d" % j.rc
             if j.kind == "gpu_amd":
                 det = (det + " " if det else "") + "tool=" + self.gkind
+            if st != "ok" and j.kind in OPTICS_KINDS:  # backs off; its section says why
+                self.oskip[(j.kind, j.subj)] = self.oround + 16
+            if j.kind == "ethtool_fec" and self.ethv:
+                det = (det + " " if det else "") + "ethtool=" + self.ethv
             text = b"".join(j.buf)
             lines = text.split(b"\n")
             if lines and lines[-1] == b"":
@@ -1730,6 +1800,8 @@ class Probe(object):
                     j.trunc + ("" if st == "ok" else "; " + st + (" " + det if det else "")),
                 )
             out.add(j.kind, j.subj, j.read_ns or clock_ns, st, det, lines)
+        for kind, subj in self.obackoff:
+            out.add(kind, subj, clock_ns, "error", "backoff", [])
         if slow:
             if "ethtool" not in self.have:
                 if self.eth is None:
@@ -1753,6 +1825,8 @@ class Probe(object):
             if self.gkind == "none":
                 out.add("nvidia_driver", "-", clock_ns, "missing", "nvidia-smi", [])
                 out.add("nccl", "-", clock_ns, "missing", "nvidia-smi", [])
+            if self.opt and "devlink" not in self.have:
+                out.add("devlink_health", "-", clock_ns, "missing", "devlink", [])
             if not self.fw:
                 out.add("firewall", "-", clock_ns, "missing", "no nft or iptables-save", [])
             elif not self.fw_run:

@@ -15,6 +15,7 @@ from collectors.assemble import assemble
 from collectors.darwin import DARWIN_SLOW_KINDS
 from collectors.frames import Frame, Section
 from collectors.layout import Shapes
+from collectors.optics_sections import OPTICS_KINDS
 from collectors.samples import HostSample
 from collectors.version_sections import VERSION_KINDS
 from fabtop.core.clock import Clocks
@@ -40,6 +41,7 @@ SLOW_KINDS = frozenset(
         "firewall",
         "systb_slow",  # Thunderbolt bus (issue 14)
         "ip_addr",  # netdev addresses
+        *OPTICS_KINDS,  # the cable's own health (issue 33), on optics rounds
     }
 )
 # macOS probe's slow sections (collectors/darwin.py), carried alike.

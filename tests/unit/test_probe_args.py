@@ -195,3 +195,26 @@ def test_every_storm_threshold_a_config_takes_reaches_the_probe(name: str) -> No
 def test_bad_thresholds_and_tick_lists_are_refused(bad: dict[str, object]) -> None:
     with pytest.raises(ProbeArgError):
         build_argv(replace(ProbeArgs(), **bad))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [-1, 86401, True])
+def test_bad_optics_intervals_are_refused(bad: object) -> None:
+    with pytest.raises(ProbeArgError):
+        build_argv(replace(ProbeArgs(), optics_s=bad))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("word", ["optics_s=-1", "optics_s=030", "optics_s=86401", "optics_s="])
+def test_both_probes_refuse_a_bad_optics_interval(word: str, tmp_path: Path) -> None:
+    r = subprocess.run(
+        ["dash", "-s", "--", word],
+        input=probe_script().encode(),
+        capture_output=True,
+        timeout=5,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert r.returncode == 2 and r.stdout == b"" and b"fabtop-probe: bad optics_s" in r.stderr
+    with pytest.raises(pf.Refused):
+        pf.Args([word])
+    assert pf.Args(["optics_s=0"]).optics_s == 0
+    assert _word(build_argv(replace(ProbeArgs(), optics_s=45)), "optics_s") == "45"

@@ -1,0 +1,103 @@
+"""A link's cable health from the frame's optics sections (issue 33, docs/PROBE.md "Optics").
+
+``ethtool_m <netdev>`` -> ``LinkSample.module``; ``ethtool_fec <netdev>`` ->
+``LinkSample.fec`` and the FEC counters (``LinkSample.counters["fec"]``, normalized by
+collectors/normalize.py ``FEC_MAP``); ``devlink_health -`` -> ``LinkSample.health``: the
+reporters of the netdev's PCI function (``ethtool -i`` bus-info) and of its ports.
+
+The sections come on optics rounds only; the collector carries the latest of each between
+them (fabtop/core/pipeline.py ``SLOW_KINDS``), so a carried one is parsed once (``read``).
+A failed read is one warning line on its link; a port whose read backs off says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from collectors.frames import Frame, Section, TextRead
+from collectors.layout import Warner
+from collectors.parsers.devlink_health import parse_devlink_health
+from collectors.parsers.ethtool_module import parse_ethtool_module
+from collectors.parsers.fec import parse_show_fec
+from collectors.samples import LinkSample
+
+OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health")
+FEC_SOURCE = "fec"  # LinkSample.counters source of the FEC counters
+
+# What a failed read's first line means for the operator (the tool's words, then ours).
+_HINTS = (
+    ("Operation not permitted", "needs CAP_NET_ADMIN: run the probe as root"),
+    ("ACCESS_REG", "the firmware refused the register (a restricted function)"),
+)
+
+
+def read_optics(
+    find: Callable[[str, str | None], Section | None],
+    read: TextRead,
+    warn: Warner,
+    link: LinkSample,
+    bus_info: str | None,
+) -> None:
+    """Put the module, FEC and health reporters of ``link`` on it, from the frame."""
+    ndev = link.netdev
+    if ndev is None:
+        return
+    sec = _usable(find("ethtool_m", ndev), warn)
+    if sec is not None:
+        got = read(parse_ethtool_module, sec)
+        warn.add(sec.kind, ndev, got.warnings)
+        if got.module is not None:  # the parse is shared (kept): this link's own copy
+            link.module = replace(got.module, read_ns=sec.read_ns)
+    sec = _usable(find("ethtool_fec", ndev), warn)
+    if sec is not None:
+        fec = read(parse_show_fec, sec)
+        warn.add(sec.kind, ndev, fec.warnings)
+        if fec.state is not None:
+            link.fec = replace(fec.state)
+        if fec.counters:
+            link.counters[FEC_SOURCE] = dict(fec.counters)
+    sec = find("devlink_health", None)
+    if bus_info and sec is not None and sec.status in ("ok", "truncated", "timeout"):
+        health = read(parse_devlink_health, sec)
+        if health.reporters is not None:
+            dev = f"pci/{bus_info}"
+            link.health = tuple(
+                r for r in health.reporters if r.device == dev or r.device.startswith(dev + "/")
+            )
+
+
+def optics_host_warnings(frame: Frame, read: TextRead, warn: Warner) -> None:
+    """The host's devlink section (its parser's warnings or its failure), and whether the
+    node's FEC output has the error histogram: said once per host, not per port."""
+    sec = _usable(frame.find("devlink_health"), warn)
+    if sec is not None:
+        warn.add(sec.kind, None, read(parse_devlink_health, sec).warnings)
+    for sec in frame.all("ethtool_fec"):
+        if sec.status == "ok" and sec.text.strip():
+            state = read(parse_show_fec, sec).state
+            if state is not None and state.histogram is False:
+                tool = (sec.detail or "").replace("=", " ") or "ethtool"
+                warn.add(
+                    sec.kind,
+                    None,
+                    [
+                        f"no FEC error histogram in this node's output ({tool}): it needs "
+                        "Linux 6.18 and an ethtool that prints fec_symbol_err_*"
+                    ],
+                )
+                return
+
+
+def _usable(sec: Section | None, warn: Warner) -> Section | None:
+    """The section when its text is the tool's answer; a failure said in one line."""
+    if sec is None or (sec.status in ("ok", "truncated", "timeout") and sec.text.strip()):
+        return sec
+    if sec.status in ("missing", "ok"):  # no tool (said by the probe), or nothing printed
+        return None
+    first = sec.text.strip().splitlines()[0][:160] if sec.text.strip() else ""
+    hint = next((h for key, h in _HINTS if key in sec.text), "")
+    detail = f" ({sec.detail})" if sec.detail else ""
+    said = f": {first}" if first else ""
+    warn.add(sec.kind, sec.subject, [f"{sec.status}{detail}{said}" + (f"; {hint}" if hint else "")])
+    return None
