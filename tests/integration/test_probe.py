@@ -314,7 +314,10 @@ def test_frames_carry_every_sysfs_value_and_tool_output(
         "devices/system/cpu/cpu*/thermal_throttle/package_throttle_count": "2",
     }
     steps = [b.clock_ns - a.clock_ns for a, b in itertools.pairwise(frames)]
-    assert all(100e6 < s < 600e6 for s in steps), steps
+    # The probe keeps a grid of 200 ms: a tick that ran long (a slow tick's forks on a
+    # loaded machine) is followed by a shorter wait, never by a drift.
+    assert all(0 < s < 600e6 for s in steps), steps
+    assert 150e6 < sum(steps) / len(steps) < 400e6, steps
     assert all(b.uptime_s >= a.uptime_s for a, b in itertools.pairwise(frames))
     assert abs(first.unix_s - first.clock_ns / 1e9) < 0.002
     probe_sec = first.find("probe")
