@@ -244,7 +244,7 @@ class FabricCollector(Collector):
             labels=["source"],
         )
         for src in st.sources.values():
-            source_up.add_metric([src.name], 1.0 if src.up else 0.0)
+            source_up.add_metric([label(src.name)], 1.0 if src.up else 0.0)
         yield from shard_info(self.shard, len(st.hosts))
         yield from (up, frames, links_up, speed, temp)
         if pfc.samples:

@@ -441,8 +441,24 @@ def info_families(st: FabricState) -> Iterator[Metric]:
             for gap in gaps_of(hs):
                 f.gap.add_metric([host, gap.source, gap.reason], 1.0)
     _cables(f, st)
-    yield from (fam for fam in f.all() if fam.samples)
-    yield from (fam for fam in _evidence(st) if fam.samples)
+    for fam in (*f.all(), *_evidence(st)):
+        if fam.samples:
+            yield _unique(fam)
+
+
+def _unique(fam: Metric) -> Metric:
+    """``fam`` with one sample per label set: two cable ends a node names alike (no port,
+    no netdev) are one series, never a duplicate Prometheus rejects the scrape's sample for.
+    """
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    keep = []
+    for s in fam.samples:
+        key = (s.name, tuple(sorted(s.labels.items())))
+        if key not in seen:
+            seen.add(key)
+            keep.append(s)
+    fam.samples = keep
+    return fam
 
 
 def shard_info(shard: str | None, hosts: int) -> Iterator[Metric]:

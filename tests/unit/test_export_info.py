@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -194,3 +195,17 @@ def test_a_shard_name_is_checked_with_a_one_line_error(capsys: pytest.CaptureFix
     assert asyncio.run(export_command(None, "127.0.0.1:9877", shard="a b")) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--shard 'a b'" in err
+
+
+def test_two_cable_ends_named_alike_are_one_series() -> None:
+    """A node that names two Thunderbolt peers alike (no port, no netdev): one series per
+    label set, as Prometheus takes a scrape only without duplicates."""
+    state, _, _ = demo_state(until_s=5.0)
+    tb = state.hosts["node3"].sample.thunderbolt  # type: ignore[union-attr]
+    assert tb is not None and tb.peers
+    for _ in range(2):
+        tb.peers.append(replace(tb.peers[0], port=None, netdev=None))
+    s = _scrape(state)
+    keys = [(n, tuple(sorted(lab.items()))) for n, lab, _ in s]
+    assert len(keys) == len(set(keys)), Counter(keys).most_common(1)
+    assert [lab for n, lab, _ in s if n == "fabtop_thunderbolt_peer_info" and not lab["port"]]
