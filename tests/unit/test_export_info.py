@@ -7,6 +7,7 @@ and a real Prometheus are tests/integration/test_export.py and test_demo_hosts.p
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -23,6 +24,7 @@ from fabtop.run.demo import demo_state
 from fabtop.run.export import parse_shard, registry_for
 from fabtop.run.export_info import MAX_LABEL, dscp_text
 from fabtop.sim.fabric import big_fabric
+from tests.conftest import REPO
 
 Sample = tuple[str, dict[str, str], float]
 
@@ -209,3 +211,12 @@ def test_two_cable_ends_named_alike_are_one_series() -> None:
     keys = [(n, tuple(sorted(lab.items()))) for n, lab, _ in s]
     assert len(keys) == len(set(keys)), Counter(keys).most_common(1)
     assert [lab for n, lab, _ in s if n == "fabtop_thunderbolt_peer_info" and not lab["port"]]
+
+
+def test_every_series_exported_is_in_the_docs_table(
+    demo: tuple[FabricState, list[Sample]],
+) -> None:
+    """docs/EXPORT.md is where a reader (and --from-prometheus) finds the names."""
+    documented = set(re.findall(r"`(fabtop_\w+)`", (REPO / "docs" / "EXPORT.md").read_text()))
+    exported = {n for n, _, _ in demo[1]}
+    assert exported - documented == set()
