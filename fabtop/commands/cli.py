@@ -475,6 +475,12 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
             metavar="NAME",
             help="with --write-rules: the scrape job of the export shards (fabtop)",
         )
+        p.add_argument(
+            "--shard",
+            metavar="NAME",
+            help="this exporter's shard name: a shard label on its hosts' fabtop_host_up "
+            "and fabtop_shard_info (docs/PROMETHEUS.md)",
+        )
     if cmd == "serve":
         serve_options(p)
     if cmd == "snapshot":
@@ -681,7 +687,7 @@ def run_headless(cmd: str, ns: argparse.Namespace) -> int:
         from fabtop.commands.export import export_command
 
         cfg, src = source(ns)
-        return asyncio.run(export_command(cfg, ns.listen, source=src))
+        return asyncio.run(export_command(cfg, ns.listen, source=src, shard=ns.shard))
     raise ValueError(f"fabtop {cmd}: not a headless command")
 
 

@@ -11,13 +11,17 @@ from typing import Any
 
 from fabtop.core.state import FabricState
 from fabtop.run.compose import fabric_state, open_session
-from fabtop.run.export import ErrorLog, fd_room, parse_listen, registry_for, serve
+from fabtop.run.export import ErrorLog, fd_room, parse_listen, parse_shard, registry_for, serve
 
 
-async def export_command(config: Any, listen: str, source: Any = None) -> int:
-    """Collect and serve until SIGINT/SIGTERM; 0 on a clean stop, 2 when the port is taken."""
+async def export_command(
+    config: Any, listen: str, source: Any = None, shard: str | None = None
+) -> int:
+    """Collect and serve until SIGINT/SIGTERM; 0 on a clean stop, 2 when the port is taken
+    or an argument is not usable."""
     try:
         host, port = parse_listen(listen)
+        shard = parse_shard(shard)
     except ValueError as e:
         print(f"fabtop: {e}", file=sys.stderr)
         return 2
@@ -31,7 +35,9 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
     loop = asyncio.get_running_loop()
     errors = ErrorLog()
     try:
-        server = await serve(registry_for(state), host, port, log=errors, max_connections=fd_room())
+        server = await serve(
+            registry_for(state, shard), host, port, log=errors, max_connections=fd_room()
+        )
     except OSError as e:
         print(f"fabtop: cannot listen on {host}:{port}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -41,7 +47,12 @@ async def export_command(config: Any, listen: str, source: Any = None) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"fabtop: serving http://{host}:{port}/metrics for {what}", file=sys.stderr, flush=True)
+    as_shard = f" as shard {shard}" if shard else ""
+    print(
+        f"fabtop: serving http://{host}:{port}/metrics for {what}{as_shard}",
+        file=sys.stderr,
+        flush=True,
+    )
     if getattr(source, "on_change", False) is None:
         source.on_change = _source_lines(state, errors)
     task = asyncio.create_task(source.run())

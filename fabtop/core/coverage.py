@@ -40,6 +40,26 @@ _QOS_TOOLS = ("mlnx_qos", "dcb_pfc")
 # Link kinds whose per-priority counters come from ethtool -S (IB and Thunderbolt have none).
 ETHERNET_KINDS = ("roce", "netdev", "virtual")
 
+# Why a source is not monitored on a host, in bounded words (the exporter's
+# fabtop_coverage_gap labels; the sentences keep the host's own words beside them).
+NOT_PRESENT = "not_present"  # the host has none (no RDMA device, no inference server)
+TOOL_MISSING = "tool_missing"  # the tool that reads it is not installed
+TOOL_FAILED = "tool_failed"  # the tool is there and failed
+NOT_SUPPORTED = "not_supported"  # the tool is there and says the device does not support it
+NONE_LISTED = "none_listed"  # the tool answered and lists none
+NO_ANSWER = "no_answer"  # no tool answered at all
+NEEDS_ROOT = "needs_root"
+NO_COUNTER = "no_counter"  # the server exposes no counter a passive monitor can read
+UNVERIFIED = "unverified"  # read in a format only documented, never captured
+GAP_REASONS = (
+    NOT_PRESENT, TOOL_MISSING, TOOL_FAILED, NOT_SUPPORTED, NONE_LISTED, NO_ANSWER,
+    NEEDS_ROOT, NO_COUNTER, UNVERIFIED,
+)  # fmt: skip
+GAP_SOURCES = (
+    "rdma", "gpu", "pfc_counters", "qos", "inference", "firewall", "token_rate", "macos",
+    "thermals",
+)  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
@@ -69,21 +89,20 @@ def _has_rdma(s: HostSample) -> bool:
     return bool(rdma_ports(s))
 
 
-def _gpu_gap(hs: HostState, s: HostSample) -> str | None:
-    """Why GPUs are not monitored on this host (None: they are, or it has GPUs listed)."""
+def _gpu_gap(hs: HostState, s: HostSample) -> tuple[str, str] | None:
+    """Why GPUs are not monitored on this host, as (reason code, words); None: they are,
+    or it has GPUs listed."""
     if s.gpus:
         return None
     for kind in GPU_KINDS:
         why = hs.unread.get(kind)
         if why is not None:
             # The probe says "missing (no nvidia-smi, amd-smi or rocm-smi)": keep the why.
-            return (
-                why.removeprefix("missing ").strip("()")
-                if why.startswith("missing")
-                else f"{kind} {why}"
-            )
+            if why.startswith("missing"):
+                return TOOL_MISSING, why.removeprefix("missing ").strip("()")
+            return TOOL_FAILED, f"{kind} {why}"
     read = any(sec.kind in GPU_KINDS and sec.status == "ok" for sec in s.sections)
-    return "the GPU tool lists none" if read else "no GPU tool answered"
+    return (NONE_LISTED, "the GPU tool lists none") if read else (NO_ANSWER, "no GPU tool answered")
 
 
 def _missing(note: str | None) -> str | None:
@@ -106,21 +125,95 @@ def _pfc_counter_gap(hs: HostState, s: HostSample) -> str | None:
     return why if eth else None
 
 
-def _qos_gap(hs: HostState, s: HostSample) -> str | None:
-    """Why the lossless (PFC/trust) config is not read on this RoCE host (None: it is)."""
+def _qos_gap(hs: HostState, s: HostSample) -> tuple[str, str] | None:
+    """Why the lossless (PFC/trust) config is not read on this RoCE host, as (reason
+    code, words); None: it is."""
     roce = [ln for ln in s.links.values() if ln.kind == "roce"]
     if not roce:
         return None  # IB and plain Ethernet have no PFC config to read
     if any(ln.qos is not None and ln.qos.source in ("mlnx_qos", "dcb") for ln in roce):
         return None
-    why = []
+    why, codes = [], []
     for tool in _QOS_TOOLS:
         note = hs.unread.get(tool)
         if note is None:
             continue
         name = tool.removesuffix("_pfc")
-        why.append(f"no {name}" if note.startswith("missing") else f"{name} not supported")
-    return ", ".join(why) or "no QoS tool answered"
+        missing = note.startswith("missing")
+        why.append(f"no {name}" if missing else f"{name} not supported")
+        codes.append(TOOL_MISSING if missing else NOT_SUPPORTED)
+    if not why:
+        return NO_ANSWER, "no QoS tool answered"
+    # Any tool there but refusing says more than the one that is absent.
+    return (NOT_SUPPORTED if NOT_SUPPORTED in codes else TOOL_MISSING), ", ".join(why)
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """One whole source not monitored on one host: typed (``source``, ``reason``: bounded
+    words, the exporter's labels) and as the sentence's parts people read."""
+
+    source: str  # one of GAP_SOURCES
+    reason: str  # one of GAP_REASONS
+    order: int  # the sentence's place in the coverage line
+    pre: str  # the sentence before the host names
+    post: str = ""  # after them: the why in the host's own words
+
+
+def gaps_of(hs: HostState) -> tuple[Gap, ...]:
+    """What is not monitored on one host that has a sample (() when it has none)."""
+    s = hs.sample
+    if s is None:
+        return ()
+    found: list[Gap] = []
+    if not _has_rdma(s):
+        ib = _missing(hs.unread.get("sysib"))  # a source that could not read them
+        found.append(
+            Gap("rdma", TOOL_MISSING, 0, "InfiniBand ports not read on ", f" ({ib})")
+            if ib
+            else Gap("rdma", NOT_PRESENT, 0, "no RDMA device on ")
+        )
+    gpu = _gpu_gap(hs, s)
+    if gpu is not None:
+        found.append(Gap("gpu", gpu[0], 1, "GPUs not monitored on ", f" ({gpu[1]})"))
+    pfc = _pfc_counter_gap(hs, s)
+    if pfc is not None:
+        found.append(
+            Gap("pfc_counters", TOOL_MISSING, 2, "PFC/ECN counters not read on ", f" ({pfc})")
+        )
+    qos = _qos_gap(hs, s)
+    if qos is not None:
+        found.append(Gap("qos", qos[0], 2, "PFC/QoS config not read on ", f" ({qos[1]})"))
+    if not s.inference:
+        found.append(Gap("inference", NOT_PRESENT, 3, "no inference server on "))
+    fw = s.firewall
+    if fw is not None and not fw.known:
+        reason = NEEDS_ROOT if fw.status == "needs root" else TOOL_FAILED
+        if fw.status == "missing":
+            reason = TOOL_MISSING
+        found.append(
+            Gap("firewall", reason, 4, "firewall state unknown on ", f" ({unknown_reason(fw)})")
+        )
+    # A server with no counter a passive monitor can read: its rate is unseen, and why.
+    for why in sorted({i.rate_unknown for i in s.inference if i.rate_unknown}):
+        found.append(Gap("token_rate", NO_COUNTER, 5, "token rate unknown on ", f" ({why})"))
+    mac = s.macos
+    if mac is not None and mac.unverified:
+        # A source read in a format only documented, never captured (issue 14).
+        found.append(
+            Gap("macos", UNVERIFIED, 4, "unverified on ", f" ({'; '.join(mac.unverified)})")
+        )
+    if mac is not None and mac.thermal_source is None:
+        found.append(
+            Gap(
+                "thermals",
+                TOOL_MISSING,
+                5,
+                "thermals not monitored on ",
+                " (no macmon, no pmset -g therm)",
+            )
+        )
+    return tuple(found)
 
 
 def _gaps(hosts: list[HostState]) -> tuple[str, ...]:
@@ -128,42 +221,8 @@ def _gaps(hosts: list[HostState]) -> tuple[str, ...]:
     # (order, text before the hosts, text after) -> hosts
     groups: dict[tuple[int, str, str], list[str]] = {}
     for hs in hosts:
-        s = hs.sample
-        if s is None:
-            continue
-        found: list[tuple[int, str, str]] = []
-        if not _has_rdma(s):
-            ib = _missing(hs.unread.get("sysib"))  # a source that could not read them
-            found.append(
-                (0, "InfiniBand ports not read on ", f" ({ib})")
-                if ib
-                else (0, "no RDMA device on ", "")
-            )
-        gpu = _gpu_gap(hs, s)
-        if gpu is not None:
-            found.append((1, "GPUs not monitored on ", f" ({gpu})"))
-        pfc = _pfc_counter_gap(hs, s)
-        if pfc is not None:
-            found.append((2, "PFC/ECN counters not read on ", f" ({pfc})"))
-        qos = _qos_gap(hs, s)
-        if qos is not None:
-            found.append((2, "PFC/QoS config not read on ", f" ({qos})"))
-        if not s.inference:
-            found.append((3, "no inference server on ", ""))
-        fw = s.firewall
-        if fw is not None and not fw.known:
-            found.append((4, "firewall state unknown on ", f" ({unknown_reason(fw)})"))
-        # A server with no counter a passive monitor can read: its rate is unseen, and why.
-        for why in sorted({i.rate_unknown for i in s.inference if i.rate_unknown}):
-            found.append((5, "token rate unknown on ", f" ({why})"))
-        mac = s.macos
-        if mac is not None and mac.unverified:
-            # A source read in a format only documented, never captured (issue 14).
-            found.append((4, "unverified on ", f" ({'; '.join(mac.unverified)})"))
-        if mac is not None and mac.thermal_source is None:
-            found.append((5, "thermals not monitored on ", " (no macmon, no pmset -g therm)"))
-        for key in found:
-            groups.setdefault(key, []).append(hs.name)
+        for g in gaps_of(hs):
+            groups.setdefault((g.order, g.pre, g.post), []).append(hs.name)
     return tuple(f"{pre}{names(hs)}{post}" for (_, pre, post), hs in sorted(groups.items()))
 
 

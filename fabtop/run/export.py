@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import socket
 import sys
 import time
@@ -32,7 +33,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from collectors.numbers import finite, parse_uint
+from collectors.numbers import parse_uint
 from collectors.text import clean
 from collectors.vocabulary import BASE_UNITS, MICROSECONDS, Derived, InferenceRate
 from collectors.vocabulary import Metric as VocabMetric
@@ -40,6 +41,8 @@ from fabtop.core.rules.context import lossless_prios
 from fabtop.core.rules.gpu import thermal_slowdown
 from fabtop.core.rules.pauses import PRIOS
 from fabtop.core.state import UP, FabricState, effective_status, link_up
+from fabtop.run.export_info import add_sample as _add
+from fabtop.run.export_info import info_families, label, shard_info
 
 # Open at once: above the 3000 concurrent scrapes a large fleet's tooling may send, so a
 # burst fits whole; `fabtop export` raises its descriptor limit to hold it (fd_room()).
@@ -106,13 +109,19 @@ GPU_GAUGES: tuple[tuple[str, str, str, float], ...] = (
 class FabricCollector(Collector):
     """Builds every metric family from the FabricState at scrape time."""
 
-    def __init__(self, state: FabricState) -> None:
+    def __init__(self, state: FabricState, shard: str | None = None) -> None:
         self.state = state
+        self.shard = shard  # --shard: on each host's fabtop_host_up and in fabtop_shard_info
 
     def collect(self) -> Iterator[Metric]:
         """One pass over the state."""
         st = self.state
-        up = GaugeMetricFamily("fabtop_host_up", "1 when the host's frames arrive", labels=["host"])
+        shard = self.shard or ""
+        up = GaugeMetricFamily(
+            "fabtop_host_up",
+            "1 when the host's frames arrive (shard: the exporter that owns the host)",
+            labels=["host", "shard"],
+        )
         frames = CounterMetricFamily(
             "fabtop_host_frames", "Frames received from the host", labels=["host"]
         )
@@ -168,16 +177,18 @@ class FabricCollector(Collector):
             "fabtop_inference_requests_waiting", "Requests waiting", labels=["host", "url"]
         )
         now = st.now()
-        for name, hs in st.hosts.items():
+        for hname, hs in st.hosts.items():
+            name = label(hname)
             # A host gone silent is stale, never up: the same status its finding reads.
             live = effective_status(hs, now, st.interval) == UP
-            up.add_metric([name], 1.0 if live and hs.sample is not None else 0.0)
+            up.add_metric([name, shard], 1.0 if live and hs.sample is not None else 0.0)
             _add(frames, [name], hs.frames, priority=False)
             s = hs.sample
             if s is None:
                 continue
             rates = hs.rates.links if hs.rates is not None else {}
-            for lid, link in s.links.items():
+            for link_id, link in s.links.items():
+                lid = label(link_id)
                 links_up.add_metric([name, lid], 1.0 if link_up(link.state) else 0.0)
                 _add(speed, [name, lid], link.rate_gbps, 1e9 / 8, priority=False)
                 _add(temp, [name, lid], link.temperature_c, priority=False)
@@ -189,7 +200,7 @@ class FabricCollector(Collector):
                     cfam = counters.get(n)
                     if cfam is not None:
                         _add(cfam, [name, lid], v, COUNTER_UNITS.get(n, (n, 1.0))[1])
-                lr = rates.get(lid)
+                lr = rates.get(link_id)
                 if lr is not None:
                     for r, gfam in gauges.items():
                         rv = lr.rates.get(r)
@@ -201,23 +212,30 @@ class FabricCollector(Collector):
                 slowdown.add_metric([name, str(g.index)], float(thermal_slowdown(g)))
             inf_rates = hs.rates.inference if hs.rates is not None else {}
             for inf in s.inference:
-                lab = [name, inf.url]
+                lab = [name, label(inf.url)]
                 rate = (inf_rates.get(inf.url) or {}).get(InferenceRate.GENERATED_TOKENS_PER_S)
                 _add(tokens, lab, rate, priority=False)
                 _add(tokens_total, lab, inf.generated_tokens_total, priority=False)
                 _add(running, lab, inf.requests_running, priority=False)
                 _add(waiting, lab, inf.requests_waiting, priority=False)
+        # host, link (the link's id) and priority: what the finding is about as keys, so
+        # a reader needs no parsing of the subject (""  where it is about none).
         finding = GaugeMetricFamily(
             "fabtop_finding",
             "1 for each current health finding",
-            labels=["rule", "severity", "subject"],
+            labels=["rule", "severity", "subject", "host", "link", "priority"],
         )
         seen: set[tuple[str, str, str]] = set()
         for fd in st.findings:
-            key = (fd.rule, fd.severity, fd.subject)
+            key = (fd.rule, label(fd.severity), label(fd.subject))
             if key not in seen:  # one series per label set, whatever the rule emitted
                 seen.add(key)
-                finding.add_metric(list(key), 1.0)
+                about = (
+                    label(fd.host),
+                    label(fd.port.link if fd.port is not None else None),
+                    "" if fd.priority is None else str(fd.priority),
+                )
+                finding.add_metric([*key, *about], 1.0)
         # A source the hosts come through (Prometheus): 0 while it does not answer, so an
         # empty fabric is told apart from an unreachable one.
         source_up = GaugeMetricFamily(
@@ -226,7 +244,8 @@ class FabricCollector(Collector):
             labels=["source"],
         )
         for src in st.sources.values():
-            source_up.add_metric([src.name], 1.0 if src.up else 0.0)
+            source_up.add_metric([label(src.name)], 1.0 if src.up else 0.0)
+        yield from shard_info(self.shard, len(st.hosts))
         yield from (up, frames, links_up, speed, temp)
         if pfc.samples:
             yield pfc
@@ -238,30 +257,13 @@ class FabricCollector(Collector):
         yield from (tokens, tokens_total, running, waiting, finding)
         if source_up.samples:
             yield source_up
+        yield from info_families(st)
 
 
-def _add(fam: Any, labels: list[str], v: Any, scale: float = 1.0, priority: bool = True) -> None:
-    """Every sample goes through here: only a finite value (after scaling) becomes one.
-
-    A per-priority value gets one series per priority; a plain one has priority=""
-    (``priority=False``: the family has no priority label).
-    """
-    if isinstance(v, dict):
-        for p, x in sorted(v.items(), key=lambda kv: str(kv[0])):
-            _add(fam, [*labels, str(p)], x, scale, priority=False)
-        return
-    x = finite(v) if isinstance(v, int | float) else None
-    if x is None:
-        return  # missing or not a number: absent, never NaN in someone's time series
-    x = finite(x * scale)
-    if x is not None:
-        fam.add_metric([*labels, ""] if priority else labels, x)
-
-
-def registry_for(state: FabricState) -> CollectorRegistry:
+def registry_for(state: FabricState, shard: str | None = None) -> CollectorRegistry:
     """A registry holding only fabtop's collector (no process/platform noise)."""
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(FabricCollector(state))
+    reg.register(FabricCollector(state, shard))
     return reg
 
 
@@ -537,3 +539,19 @@ def parse_listen(text: str) -> tuple[str, int]:
     if n is None or not 0 < n < 65536:
         raise ValueError(f"--listen {text!r}: want HOST:PORT, e.g. 127.0.0.1:9877")
     return host.strip("[]") or "127.0.0.1", n
+
+
+# A shard name is a label value and a systemd instance name: short, plain words.
+_SHARD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+
+
+def parse_shard(text: str | None) -> str | None:
+    """``--shard NAME``: letters, digits, ``_.-``, at most 63; raises ValueError."""
+    if text is None:
+        return None
+    if _SHARD.fullmatch(text) is None:
+        raise ValueError(
+            f"--shard {clean(text, 80)!r}: want a short name of letters, digits, '_', '.' "
+            "or '-' (at most 63), e.g. --shard rack1"
+        )
+    return text

@@ -3,19 +3,14 @@ many, ``fabtop test`` proves its 8 rails, and two export shards own disjoint hos
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import REPO
 from tests.integration.sshd import free_port
+from tests.testbed.prometheus import prometheus, query, wait_for
 
 
 def _fabtop(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -60,8 +55,8 @@ def _start_shard(prefix: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "tui", "export", "--demo-hosts", "3",
-            "--demo-prefix", prefix, "--listen", f"127.0.0.1:{port}",
+            sys.executable, "-m", "tui", "export", "--demo-hosts", "2",
+            "--demo-prefix", prefix, "--shard", prefix, "--listen", f"127.0.0.1:{port}",
         ],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
@@ -70,39 +65,53 @@ def _start_shard(prefix: str) -> tuple[subprocess.Popen[bytes], int]:
     return proc, port
 
 
-def _hosts_up(port: int) -> set[str]:
-    """The hosts the shard says are up, once each has a frame (within 30 s)."""
-    end = time.monotonic() + 30
-    up: set[str] = set()
-    while time.monotonic() < end:
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-                body = resp.read().decode()
-            up = {
-                s.labels["host"]
-                for fam in text_string_to_metric_families(body)
-                if fam.name == "fabtop_host_up"
-                for s in fam.samples
-                if s.value == 1
-            }
-            if len(up) == 3:
-                return up
-        time.sleep(0.5)
-    return up
+def _labels(url: str, q: str) -> list[dict[str, str]]:
+    return [r["metric"] for r in query(url, q)]  # type: ignore[misc]
 
 
-def test_two_export_shards_own_disjoint_hosts() -> None:
-    shards = [_start_shard(p) for p in ("a", "b")]
+def _by(url: str, q: str, *keys: str) -> set[tuple[str, ...]]:
+    return {tuple(m.get(k, "") for k in keys) for m in _labels(url, q)}
+
+
+def test_two_shards_scraped_by_a_real_prometheus_own_disjoint_hosts(tmp_path: Path) -> None:
+    """Two ``fabtop export --shard`` processes, one real Prometheus: each shard's hosts,
+    their info series and its name arrive, disjoint; a shard killed leaves its hosts
+    findable, and blind (issue 31 items 1 and 5)."""
+    shards = {p: _start_shard(p) for p in ("a", "b")}
     try:
-        for _, port in shards:
-            end = time.monotonic() + 20
-            while time.monotonic() < end:
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
-                    break
-                time.sleep(0.1)
-        assert _hosts_up(shards[0][1]) == {"a1", "a2", "a3"}
-        assert _hosts_up(shards[1][1]) == {"b1", "b2", "b3"}
+        targets = [f"127.0.0.1:{port}" for _, port in shards.values()]
+        with prometheus(tmp_path, {"fabtop": targets}) as url:
+            wait_for(
+                "both shards' hosts up with their info series",
+                lambda: (
+                    len(query(url, "fabtop_host_up == 1")) == 4
+                    and len(_by(url, "fabtop_link_info", "host")) == 4
+                    and len(_by(url, "fabtop_software_version_info", "host")) == 4
+                ),
+            )
+            assert _by(url, "fabtop_shard_info", "shard", "instance") == {
+                ("a", targets[0]),
+                ("b", targets[1]),
+            }
+            up = _by(url, "fabtop_host_up == 1", "shard", "host")
+            assert up == {("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2")}
+            # Info series of each shard's hosts, from that shard's target only.
+            for fam in ("fabtop_link_info", "fabtop_link_qos_info", "fabtop_gpu_info"):
+                got = _by(url, fam, "instance", "host")
+                assert {h for _, h in got} == {"a1", "a2", "b1", "b2"}, fam
+                assert all(inst == targets[h[0] == "b"] for inst, h in got), got
+            # Nothing of fabtop's renamed by Prometheus: no job or instance label of its own.
+            every = _labels(url, '{__name__=~"fabtop_.+"}')
+            assert every and not any(k.startswith("exported_") for m in every for k in m)
+            # Shard b killed: Prometheus's next scrape fails, and its hosts are found from
+            # their last hour, blind (what the mixin's FabtopHostBlind reads).
+            proc_b = shards["b"][0]
+            proc_b.terminate()
+            proc_b.wait(timeout=20)
+            blind = 'last_over_time(fabtop_host_up{shard="b"}[1h]) and on (job, instance) (up == 0)'
+            wait_for("shard b's hosts blind", lambda: len(query(url, blind)) == 2)
+            assert _by(url, blind, "host") == {("b1",), ("b2",)}
     finally:
-        for proc, _ in shards:
+        for proc, _ in shards.values():
             proc.terminate()
             proc.wait(timeout=20)

@@ -29,6 +29,14 @@ from fabtop.run.promsource import PrometheusSource, ethtool_stat_name
 from tests.conftest import REPO, skip_or_fail
 
 ALLOWED_LABELS = {"host", "link", "priority", "gpu", "url", "rule", "severity", "subject", "source"}
+# The info series' facts (docs/EXPORT.md): bounded by the fabric or by fabtop's own words.
+INFO_LABELS = {
+    "shard", "version", "state", "netdev", "rdma_device", "port", "kind", "link_layer",
+    "node_type", "driver", "driver_version", "firmware", "port_state", "phys_state", "bound",
+    "trust", "point", "dscp", "buffer", "name", "uuid", "bus_id", "vendor", "reason",
+    "direction", "server", "model", "percentile", "self_uid", "peer_uid", "peer_name",
+    "peer_host", "peer_port", "status", "software", "note", "field", "value",
+}  # fmt: skip
 
 
 async def _scrape(state: FabricState) -> str:
@@ -56,7 +64,7 @@ async def test_scrape_parses_and_carries_the_fabric() -> None:
     assert pauses, "the demo's lossless priority 3 has per-priority pause counters"
     for fam in families.values():
         for s in fam.samples:
-            assert set(s.labels) <= ALLOWED_LABELS, (fam.name, s.labels)
+            assert set(s.labels) <= ALLOWED_LABELS | INFO_LABELS, (fam.name, s.labels)
     finding = {(s.labels["rule"], s.labels["subject"]) for s in families["fabtop_finding"].samples}
     assert ("pfc_storm", "node3/enp65s0f0np0/prio3") in finding
     assert families["fabtop_gpu_temperature_celsius"].samples
@@ -223,7 +231,8 @@ async def test_an_unreachable_prometheus_is_said_not_an_empty_fabric(
     name = f"Prometheus at {closed}"
     assert f'fabtop_source_up{{source="{name}"}} 0.0' in text
     assert (
-        f'fabtop_finding{{rule="source_unreachable",severity="critical",subject="{name}"}} 1.0'
+        'fabtop_finding{host="",link="",priority="",rule="source_unreachable",'
+        f'severity="critical",subject="{name}"}} 1.0'
     ) in text
     (f,) = state.findings
     assert f.summary.startswith(f"{name} did not answer: URLError: ")
@@ -237,7 +246,7 @@ async def test_an_unreachable_prometheus_is_said_not_an_empty_fabric(
     assert await ok.poll_once() == 1
     text = await _scrape(state2)
     assert f'fabtop_source_up{{source="Prometheus at {url}"}} 1.0' in text
-    assert "source_unreachable" not in text and 'fabtop_host_up{host="gpu7"} 1.0' in text
+    assert "source_unreachable" not in text and 'fabtop_host_up{host="gpu7",shard=""} 1.0' in text
 
 
 def test_export_from_an_unreachable_prometheus_says_so(tmp_path: Path) -> None:
