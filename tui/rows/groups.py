@@ -127,7 +127,8 @@ def grouped(
     """The table's rows in groups ``by`` (of GROUPINGS): each group's row, then the links
     its view shows (``views`` by group key, else ``start``); and the groups, in order."""
     members: dict[str, list[LinkRow]] = {}
-    order: dict[str, tuple[object, ...]] = {}
+    # Each group's place among equally bad ones, as natural() orders names.
+    order: dict[str, tuple[tuple[int, int | str], ...]] = {}
     labels: dict[str, str] = {}
     rules = rule_index(findings) if by == RULE else {}
     for r in rows:
@@ -136,14 +137,15 @@ def grouped(
         elif by == RAIL:
             rail = rail_of.get((r.host, r.lid))
             label = f"rail {rail}" if rail is not None else NO_RAIL
-            key, place = f"{RAIL}:{'' if rail is None else rail}", (rail is None, rail or 0)
+            key = f"{RAIL}:{'' if rail is None else rail}"
+            place = ((0, rail),) if rail is not None else ((2, ""),)  # no rail: last
         else:
             sev, label = _rule_of(r, rules)
-            key, place = f"{RULE}:{label}", (-sev, label)
+            key, place = f"{RULE}:{label}", ((0, -sev), *natural(label))
         members.setdefault(key, []).append(r)
         labels[key], order[key] = label, place
     groups = [Group(k, labels[k], tuple(rs), views.get(k, start)) for k, rs in members.items()]
-    groups.sort(key=lambda g: (-g.badness, order[g.key]))  # type: ignore[arg-type, return-value]
+    groups.sort(key=lambda g: (-g.badness, order[g.key]))
     out: list[LinkRow] = []
     for i, g in enumerate(groups):
         out.append(group_row(g, i))
