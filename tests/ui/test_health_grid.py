@@ -20,7 +20,7 @@ from tests.ui.fabric import FakeClock, sample
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.grid import BLIND, DOWN, OK, STORM, Cell, Grid, grid
+from tui.rows.grid import BLIND, DOWN, GLYPHS, OK, STATES, STORM, Cell, Grid, grid
 from tui.rows.links import host_rows, link_rows
 from tui.screens.host_detail import HostDetailScreen
 from tui.screens.link_detail import LinkDetailScreen
@@ -239,6 +239,17 @@ async def test_nothing_repaints_when_no_cell_changed() -> None:
         await pilot.pause()
         assert cells.paints > before
         assert state_of(cells.grid, "r0", "node5") == DOWN
+
+
+def test_every_state_reads_without_colour_its_own_glyph_on_the_grid() -> None:
+    # a monochrome terminal, or a reader who cannot tell red from magenta: the glyph says it
+    assert len({GLYPHS[s] for s in STATES}) == len(STATES)
+    hosts = tuple(f"n{i}" for i in range(len(STATES)))
+    cells = {("r0", h): Cell(h, "r0", "p0", s) for h, s in zip(hosts, STATES, strict=True)}
+    widget = HealthGrid()
+    widget.grid = Grid(hosts, ("r0",), cells)
+    line = widget.render().plain.splitlines()[-1]
+    assert [c for c in line[5:] if c != " "] == [GLYPHS[s] for s in STATES]
 
 
 def test_64_hosts_by_8_rails_is_eight_lines_at_100_and_at_80_columns() -> None:
