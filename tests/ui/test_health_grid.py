@@ -165,7 +165,7 @@ async def test_g_finds_the_down_link_and_the_storm_enter_opens_them_esc_comes_ba
         assert isinstance(app.screen, HostDetailScreen)
 
 
-async def test_at_80x24_the_grid_folds_to_its_counts_g_unfolds_it_at_the_worst_cell() -> None:
+async def test_at_80x24_the_grid_folds_to_its_counts_g_and_n_find_the_down_link_and_storm() -> None:
     state, clock = big_fabric()
     app = app_over(state, clock)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -180,9 +180,21 @@ async def test_at_80x24_the_grid_folds_to_its_counts_g_unfolds_it_at_the_worst_c
         assert cells.outer_size.height == 1 + 2 + 1  # legend, two rails, the cell's line
         worst = cells.current()
         assert worst is not None and (worst.host, worst.state) == (DOWN_HOST, DOWN)
+        assert str(cells.border_subtitle).startswith(f"{DOWN_HOST} r1 {DOWN_LINK}: down")
+        # the storm beside it: the second key, n, goes to the next worst cell
+        await pilot.press("n")
+        chosen = cells.current()
+        assert chosen is not None and (chosen.host, chosen.state) == ("node3", STORM)
+        assert str(cells.border_subtitle).startswith("node3 r0 enp65s0f0np0: PFC storm")
+        await pilot.press("n")  # then the hosts not reporting, blind
+        chosen = cells.current()
+        assert chosen is not None and chosen.state == BLIND
+        await pilot.press("left", "n")  # from an ok cell: the worst again
+        assert cells.current() == worst
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, LinkDetailScreen)
+        assert (app.screen.host, app.screen.lid) == (DOWN_HOST, DOWN_LINK)
         await pilot.press("escape")
         await pilot.pause()
         await pilot.press("g")  # on the grid: folds it, back to the links
@@ -194,27 +206,6 @@ async def test_at_80x24_the_grid_folds_to_its_counts_g_unfolds_it_at_the_worst_c
         screen.refresh_view()
         await pilot.pause()
         assert cells.folded
-
-
-async def test_two_keys_find_the_down_link_and_the_storm_at_80x24_enter_opens_it() -> None:
-    state, clock = big_fabric()
-    app = app_over(state, clock)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        cells = app.screen.query_one(HealthGrid)
-        await pilot.press("g")  # unfolds the grid at its worst cell: the down link
-        said = str(cells.border_subtitle)
-        assert said.startswith(f"{DOWN_HOST} r1 {DOWN_LINK}: down")
-        await pilot.press("n")  # the next worst: the storm
-        chosen = cells.current()
-        assert chosen is not None and (chosen.host, chosen.state) == ("node3", STORM)
-        assert str(cells.border_subtitle).startswith("node3 r0 enp65s0f0np0: PFC storm")
-        await pilot.press("n")  # then the hosts not reporting, blind
-        chosen = cells.current()
-        assert chosen is not None and chosen.state == BLIND
-        await pilot.press("left", "n")  # from an ok cell: back to the worst
-        chosen = cells.current()
-        assert chosen is not None and (chosen.host, chosen.state) == (DOWN_HOST, DOWN)
 
 
 async def test_nothing_repaints_when_no_cell_changed() -> None:
