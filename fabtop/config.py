@@ -42,6 +42,11 @@ _TARGET_RE = re.compile(
     r"(?::(?P<port>[0-9]{1,5}))?$"
 )
 
+# Past this many links the overview starts with its groups folded ([dashboard]
+# fold_past_links): 64 fit a tall terminal; past that, only what has something to say.
+FOLD_PAST_LINKS = 64
+DASHBOARD_KEYS = ("fold_past_links",)
+
 DEFAULT_PATH = ("/usr/sbin", "/sbin", "/usr/bin", "/bin", "/opt/mellanox/bin", "/usr/local/bin")
 LOCAL = "local"
 
@@ -113,6 +118,8 @@ class Config:
     expect: Expect | None = None
     # A job's NCCL_IB_TIMEOUT and NCCL_IB_RETRY_CNT ([nccl]): NCCL's defaults when absent.
     nccl: NcclTimeouts = field(default_factory=NcclTimeouts)
+    # The overview's groups start folded past this many links ([dashboard]).
+    fold_past_links: int = FOLD_PAST_LINKS
 
 
 def parse_target(text: str, where: str) -> SshTarget:
@@ -416,6 +423,7 @@ _TOP_KEYS = {
     "firewall",
     "expect",
     "nccl",
+    "dashboard",
 }
 
 
@@ -494,6 +502,31 @@ def config_from_dict(
         firewall_ports=_firewall_ports(data.get("firewall", {}), where),
         expect=common,
         nccl=_nccl(data["nccl"], where) if "nccl" in data else NcclTimeouts(),
+        fold_past_links=_fold_past(data.get("dashboard", {}), where),
+    )
+
+
+def _fold_past(table: Any, where: str) -> int:
+    """[dashboard] fold_past_links: a whole number of links (0 folds from the start)."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [dashboard] must be a table")
+    unknown = sorted(set(table) - set(DASHBOARD_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{where}: [dashboard]: unknown field {unknown[0]!r} (it takes 'fold_past_links')"
+        )
+    if "fold_past_links" not in table:
+        return FOLD_PAST_LINKS
+    return int(
+        config_number(
+            table["fold_past_links"],
+            where,
+            "[dashboard] fold_past_links",
+            0,
+            100_000,
+            whole=True,
+            what="a whole number of links in 0..100000",
+        )
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fabtop.config import FOLD_PAST_LINKS
 from fabtop.core.state import FabricState
 from fabtop.run.link_filter import LinkFilter
 
@@ -46,6 +47,8 @@ class ViewContext:
     bench: Bench | None = None
     # The overview's filter (`/`, --filter): kept here so it outlives the screen.
     link_filter: LinkFilter = field(default_factory=LinkFilter)
+    # Past this many links the overview's groups start folded ([dashboard] fold_past_links).
+    fold_past_links: int = FOLD_PAST_LINKS
 
     def now(self) -> float:
         """The clock the host ages are measured with."""

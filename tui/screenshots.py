@@ -9,6 +9,7 @@ pictures show findings, pauses and a stuck receiver, and are the same on every r
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,10 +21,15 @@ if __package__ in (None, ""):  # run as a script from the repo root
 from textual.pilot import Pilot
 
 from fabtop.commands.fabtest import Bench, report_json
+from fabtop.config import HostConfig
+from fabtop.core.rules import make_evaluator
+from fabtop.core.state import FabricState
 from fabtop.fabtest.judge import Bandwidth, judge_bandwidth, reference_rate
 from fabtop.fabtest.runner import Options, Report, StepResult
 from fabtop.run.compose import open_session
-from fabtop.run.demo import demo_config, demo_state
+from fabtop.run.demo import ManualClock, demo_config, demo_state, feed_until
+from fabtop.sim.episodes import DEFAULT_TARGET, Episode
+from fabtop.sim.fabric import Fabric, big_hosts, big_target
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.screens.test import TestScreen, planned
@@ -31,6 +37,45 @@ from tui.widgets.link_table import LinkTable
 
 SEED = 0
 MOMENT_S = 60.0  # inside the PFC storm on node3 (demo cycle: storm from 45 s to 70 s)
+
+
+def make_app(moment_s: float = MOMENT_S, seed: int = SEED) -> FabtopApp:
+    """The dashboard over the demo state at ``moment_s`` (no session, frozen clock)."""
+    state, clock, _ = demo_state(moment_s, seed=seed)
+    return FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+
+
+BIG_HOSTS = 64  # --demo --demo-hosts 64: 64 hosts x 8 rails and a management port each
+
+
+@functools.cache
+def big_state() -> tuple[FabricState, ManualClock]:
+    """The 64 x 8 demo with a PFC storm and a link down at once (the demo's cycle has
+    them a minute apart), a few seconds in: the rules once per tick, as a session runs
+    them (once per frame is 64 times the work)."""
+    hosts = big_hosts(BIG_HOSTS)
+    names = [h.name for h in hosts]
+    # on the hosts and ports the live demo's cycle puts them (node33's storm, node17's flap)
+    faults = [
+        Episode(kind, 0.0, 1e9, big_target(DEFAULT_TARGET[kind][0], names), DEFAULT_TARGET[kind][1])
+        for kind in ("pfc_storm", "link_flap")  # the flap's port is down from 8 s to 12 s
+    ]
+    fab = Fabric(hosts, faults, seed=SEED)
+    clock = ManualClock()
+    state = FabricState(
+        [HostConfig(name=n) for n in fab.hosts], rules=make_evaluator(), clock=clock
+    )
+    state.evaluate_per_frame = False
+    for t in (8.0, 9.0, 10.0):
+        feed_until(fab, state, clock, t, t)
+        state.evaluate()
+    return state, clock
+
+
+def make_big_app() -> FabtopApp:
+    """The dashboard over :func:`big_state` (shared: nothing here changes the state)."""
+    state, clock = big_state()
+    return FabtopApp(ViewContext(state, interval=1.0, clock=clock))
 
 
 @dataclass(frozen=True)
@@ -41,6 +86,8 @@ class Shot:
     size: tuple[int, int]
     keys: tuple[str, ...] = ()
     before: Callable[[FabtopApp, Pilot[int]], Awaitable[None]] | None = field(default=None)
+    make: Callable[[], FabtopApp] = make_app
+    tested: bool = True  # also an SVG snapshot test (each costs CI about 3 s)
 
 
 async def _to_storm_link(app: FabtopApp, pilot: Pilot[int]) -> None:
@@ -140,18 +187,23 @@ SHOTS: tuple[Shot, ...] = (
     Shot("test_80x24", (80, 24), ("7", "b", "t"), _with_bench),
     # a plan done: every verdict, the live counters of its ports, the Macs' step read
     Shot("test_done", (200, 50), ("down",) * 5 + ("enter",), _test_done),
+    # 64 hosts x 8 rails, a storm and a link down among 512: the grid's counts, each
+    # host's group folded to its row and what has something to say; 'g' to the worst cell
+    Shot("overview_64x8_80x24", (80, 24), ("g",), make=make_big_app),
+    Shot("overview_64x8", (200, 50), make=make_big_app, tested=False),
+    # a filter typed: rail 3's ports, grouped by rule
+    Shot(
+        "overview_64x8_filter",
+        (120, 36),
+        ("slash", *"rail:3", "enter", "b", "b"),
+        make=make_big_app,
+    ),
 )
-
-
-def make_app(moment_s: float = MOMENT_S, seed: int = SEED) -> FabtopApp:
-    """The dashboard over the demo state at ``moment_s`` (no session, frozen clock)."""
-    state, clock, _ = demo_state(moment_s, seed=seed)
-    return FabtopApp(ViewContext(state, interval=1.0, clock=clock))
 
 
 async def render(shot: Shot, outdir: Path) -> Path:
     """Write one SVG and return its path."""
-    app = make_app()
+    app = shot.make()
     async with app.run_test(size=shot.size) as pilot:
         await pilot.pause()
         if shot.before is not None:

@@ -127,28 +127,30 @@ async def test_the_filter_language_as_typed_fields_inversion_a_bad_term_and_esc(
         assert "/ " not in str(app.screen.query_one(TopBar).render())
 
 
-async def test_past_64_links_healthy_ones_fold_per_host_worst_first_and_z_unfolds() -> None:
+async def test_past_64_links_hosts_start_folded_worst_first_and_z_unfolds_all() -> None:
     app, _, _ = make(hosts=33)  # 66 links; node3's first port in a PFC storm
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         t = links(app)
         keys = t.row_keys()
-        # The storm on top, alone; every host's healthy links one row ("2 links up").
-        assert keys[0] == "node3\x1fenp65s0f0np0"
-        assert len(keys) == 1 + 33  # node3's healthy port is a row of its own, not a fold
-        assert "node1\x1f" in keys and cell(t, "node1\x1f", "link") == "2 links up"
+        # node3's group on top, its storm showing; every other host one row ("2 links").
+        assert keys[:2] == ["\x1ehost:node3", "node3\x1fenp65s0f0np0"]
+        assert len(keys) == 2 + 32
+        assert cell(t, "\x1ehost:node1", "link") == "2 links"
+        assert cell(t, "\x1ehost:node1", "host") == "▸ node1"
         assert (
-            "64 healthy links folded"
+            "65 links folded"
             in Text.from_markup(app.screen.query_one(HostTable).border_subtitle or "").plain
         )
-        # Enter on a host's folded row opens its links in place.
-        t.move_cursor(row=keys.index("node1\x1f"))
+        # Enter on a host's row opens its links in place.
+        t.move_cursor(row=keys.index("\x1ehost:node1"))
         await pilot.press("enter")
         assert {"node1\x1fenp65s0f0np0", "node1\x1fenp65s0f1np1"} <= set(t.row_keys())
-        await pilot.press("z")  # every link
-        assert len(t.row_keys()) == 66
-        await pilot.press("z")  # folded again, node1 too
-        assert "node1\x1f" in t.row_keys() and len(t.row_keys()) == 34
+        assert cell(t, "\x1ehost:node1", "host") == "▾ node1"
+        await pilot.press("z")  # every link of every host
+        assert len(t.row_keys()) == 33 + 66
+        await pilot.press("z")  # every group closed to its row, node1 too
+        assert t.row_keys()[0] == "\x1ehost:node3" and len(t.row_keys()) == 33
 
 
 async def test_hosts_read_in_natural_order_node2_before_node10() -> None:

@@ -20,7 +20,7 @@ from tests.ui.fabric import FakeClock, sample
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.grid import BLIND, DOWN, OK, STORM, Cell, Grid, grid
+from tui.rows.grid import BLIND, DOWN, GLYPHS, OK, STATES, STORM, Cell, Grid, grid
 from tui.rows.links import host_rows, link_rows
 from tui.screens.host_detail import HostDetailScreen
 from tui.screens.link_detail import LinkDetailScreen
@@ -165,7 +165,7 @@ async def test_g_finds_the_down_link_and_the_storm_enter_opens_them_esc_comes_ba
         assert isinstance(app.screen, HostDetailScreen)
 
 
-async def test_at_80x24_the_grid_folds_to_its_counts_g_unfolds_it_at_the_worst_cell() -> None:
+async def test_at_80x24_the_grid_folds_to_its_counts_g_and_n_find_the_down_link_and_storm() -> None:
     state, clock = big_fabric()
     app = app_over(state, clock)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -180,9 +180,21 @@ async def test_at_80x24_the_grid_folds_to_its_counts_g_unfolds_it_at_the_worst_c
         assert cells.outer_size.height == 1 + 2 + 1  # legend, two rails, the cell's line
         worst = cells.current()
         assert worst is not None and (worst.host, worst.state) == (DOWN_HOST, DOWN)
+        assert str(cells.border_subtitle).startswith(f"{DOWN_HOST} r1 {DOWN_LINK}: down")
+        # the storm beside it: the second key, n, goes to the next worst cell
+        await pilot.press("n")
+        chosen = cells.current()
+        assert chosen is not None and (chosen.host, chosen.state) == ("node3", STORM)
+        assert str(cells.border_subtitle).startswith("node3 r0 enp65s0f0np0: PFC storm")
+        await pilot.press("n")  # then the hosts not reporting, blind
+        chosen = cells.current()
+        assert chosen is not None and chosen.state == BLIND
+        await pilot.press("left", "n")  # from an ok cell: the worst again
+        assert cells.current() == worst
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, LinkDetailScreen)
+        assert (app.screen.host, app.screen.lid) == (DOWN_HOST, DOWN_LINK)
         await pilot.press("escape")
         await pilot.pause()
         await pilot.press("g")  # on the grid: folds it, back to the links
@@ -218,6 +230,17 @@ async def test_nothing_repaints_when_no_cell_changed() -> None:
         await pilot.pause()
         assert cells.paints > before
         assert state_of(cells.grid, "r0", "node5") == DOWN
+
+
+def test_every_state_reads_without_colour_its_own_glyph_on_the_grid() -> None:
+    # a monochrome terminal, or a reader who cannot tell red from magenta: the glyph says it
+    assert len({GLYPHS[s] for s in STATES}) == len(STATES)
+    hosts = tuple(f"n{i}" for i in range(len(STATES)))
+    cells = {("r0", h): Cell(h, "r0", "p0", s) for h, s in zip(hosts, STATES, strict=True)}
+    widget = HealthGrid()
+    widget.grid = Grid(hosts, ("r0",), cells)
+    line = widget.render().plain.splitlines()[-1]
+    assert [c for c in line[5:] if c != " "] == [GLYPHS[s] for s in STATES]
 
 
 def test_64_hosts_by_8_rails_is_eight_lines_at_100_and_at_80_columns() -> None:

@@ -25,6 +25,7 @@ NUMBER_FIELDS = [
     ("[firewall] ports", HOST + '[firewall]\nports = ["1-{s}"]\n'),
     ("host 'n1': field 'ssh'", '[[host]]\nname = "n1"\nssh = "admin@n1:{s}"\n'),
     ("host 'n1': field 'inference'", HOST + 'inference = "http://127.0.0.1:{s}/metrics"\n'),
+    ("[dashboard] fold_past_links", HOST + "[dashboard]\nfold_past_links = {v}\n"),
     *(
         (f"[thresholds] {name}", f"[thresholds]\n{name} = {{v}}\n" + HOST)
         for name in DEFAULT_THRESHOLDS
@@ -67,7 +68,13 @@ def _cases() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(
-    ("field", "toml"), [*_cases(), ("field 'interval'", 'interval = "1"\n' + HOST)]
+    ("field", "toml"),
+    [
+        *_cases(),
+        ("field 'interval'", 'interval = "1"\n' + HOST),
+        ("[dashboard] fold_past_links", HOST + "[dashboard]\nfold_past_links = 2.5\n"),
+        ("[dashboard]: unknown field 'fold_past'", HOST + "[dashboard]\nfold_past = 2\n"),
+    ],
 )
 def test_a_bad_number_is_one_line_naming_file_and_field(
     tmp_path: Path, field: str, toml: str
@@ -97,6 +104,7 @@ def test_good_numbers_still_load(tmp_path: Path) -> None:
     p.write_text(
         "interval = 0.1\n[thresholds]\ndetect_s = 0\nstorm_pause_ratio = 1\nnic_temp_warn_c = 80\n"
         '[firewall]\nports = [1, " 65535 ", "32768-60999"]\n'
+        "[dashboard]\nfold_past_links = 0\n"
         '[[host]]\nname = "n1"\nssh = "admin@n1:2222"\n'
         'inference = ["http://[::1]:8000/metrics", "http://127.0.0.1/metrics"]\n'
     )
@@ -105,6 +113,7 @@ def test_good_numbers_still_load(tmp_path: Path) -> None:
     assert cfg.thresholds == {"detect_s": 0.0, "storm_pause_ratio": 1.0, "nic_temp_warn_c": 80.0}
     assert cfg.firewall_ports == ((1, 1), (65535, 65535), (32768, 60999))
     assert cfg.hosts[0].ssh is not None and cfg.hosts[0].ssh.port == 2222
+    assert cfg.fold_past_links == 0  # groups start folded whatever the fabric's size
 
 
 def test_every_threshold_has_a_range_holding_its_default() -> None:

@@ -97,6 +97,13 @@ class Grid:
                     best = c
         return best if best is not None and best.state != OK else None
 
+    def problems(self) -> list[Cell]:
+        """Every cell that is not ok, worst first (then by line and host, as worst())."""
+        lines = {ln: i for i, ln in enumerate(self.lines)}
+        hosts = {h: i for i, h in enumerate(self.hosts)}
+        bad = [c for c in self.cells.values() if c.state != OK]
+        return sorted(bad, key=lambda c: (RANK[c.state], lines[c.line], hosts[c.host]))
+
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(STATES, 0)
         for c in self.cells.values():

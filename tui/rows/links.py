@@ -8,7 +8,7 @@ named here, once, through :mod:`collectors.vocabulary`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from collectors.samples import LinkSample, MetricValue, RateValue
@@ -38,6 +38,7 @@ CNP_METRICS = (Metric.CNP_SENT,)
 PAUSE_RATIOS = (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO)
 TOKENS_RATE = InferenceRate.GENERATED_TOKENS_PER_S
 STATUS_ORDER = {s: i for i, s in enumerate(STATUSES)}  # worst first
+GROUP_MARK = "\x1e"  # starts a group row's key (a link's is host \x1f link id)
 
 
 def total(v: RateValue | MetricValue | None) -> float | None:
@@ -120,12 +121,20 @@ class LinkRow:
     # How bad it is, for worst first: 0 healthy; 1..3 its (or its host's) worst finding,
     # info to critical; a link down 2; a host not reporting 3.
     badness: int = 0
-    folded: int = 0  # a host's healthy links folded into this one row: how many
+    # A group's summary row (tui/rows/groups.py): its key, its links, how many of them
+    # have something to say, how many its view hides; host is then the group's label.
+    group: str = ""
+    folded: int = 0
+    bad: int = 0
+    hidden: int = 0
+    # (the group's place, 0 for its summary row and 1 for its links): the table sorts by
+    # this after its sort column, so groups stay whole and in order; (0, 0) ungrouped.
+    rank: tuple[int, int] = (0, 0)
 
     @property
     def key(self) -> str:
-        """Row key: host and link id."""
-        return f"{self.host}\x1f{self.lid}"
+        """Row key: host and link id; a group's row: GROUP_MARK and the group's key."""
+        return f"{GROUP_MARK}{self.group}" if self.group else f"{self.host}\x1f{self.lid}"
 
     def text(self) -> str:
         """What the filter matches against."""
@@ -254,56 +263,6 @@ def link_rows(
             row.badness = _badness(found, hs.name, lid, link.state, live)
             rows.append(row)
     return rows
-
-
-FOLD_KIND = "links"  # a folded row's kind (its link column says how many)
-
-
-def folded(rows: Sequence[LinkRow], open_hosts: set[str]) -> list[LinkRow]:
-    """``rows`` with each host's healthy links (two or more) folded into one row that sums
-    their traffic ("node17  8 links up  380 Gb/s"), but for the hosts in ``open_hosts``;
-    links with anything to say stay rows of their own."""
-    healthy: dict[str, list[LinkRow]] = {}
-    out: list[LinkRow] = []
-    for r in rows:
-        if r.badness == 0 and r.host not in open_hosts:
-            healthy.setdefault(r.host, []).append(r)
-        else:
-            out.append(r)
-    for host, rs in healthy.items():
-        if len(rs) == 1:
-            out.append(rs[0])
-            continue
-        out.append(
-            LinkRow(
-                host=host,
-                lid="",
-                kind=FOLD_KIND,
-                link_layer=None,
-                state="up",
-                speed_gbps=None,
-                rx_bps=_total(r.rx_bps for r in rs),
-                tx_bps=_total(r.tx_bps for r in rs),
-                line_ratio=None,
-                rdma_share=None,
-                loss_per_s=_total(r.loss_per_s for r in rs),
-                pause_rx_per_s=_total(r.pause_rx_per_s for r in rs),
-                pause_tx_per_s=_total(r.pause_tx_per_s for r in rs),
-                pause_time_ratio=None,
-                ecn_per_s=_total(r.ecn_per_s for r in rs),
-                cnp_per_s=_total(r.cnp_per_s for r in rs),
-                temperature_c=max((r.temperature_c for r in rs if r.temperature_c), default=None),
-                gap=False,
-                live=all(r.live for r in rs),
-                folded=len(rs),
-            )
-        )
-    return out
-
-
-def _total(vals: Iterable[float | None]) -> float | None:
-    got = [v for v in vals if v is not None]
-    return sum(got) if got else None
 
 
 @dataclass(slots=True)

@@ -9,18 +9,21 @@ from __future__ import annotations
 import contextlib
 
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
 from fabtop.commands.fabtest import rail_config
 from fabtop.core.coverage import calm_line
+from fabtop.fabtest.rails import rails
 from fabtop.run.link_filter import FilterError, LinkFilter, parse
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
 from tui.rows.grid import grid
-from tui.rows.links import folded, host_rows, link_rows, summary
+from tui.rows.groups import CLOSED, FOLDED, GROUPINGS, HOST, OPEN, RAIL, Group, grouped
+from tui.rows.links import GROUP_MARK, host_rows, link_rows, summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.health_grid import HealthGrid
@@ -30,8 +33,6 @@ from tui.widgets.top_bar import TopBar
 
 # Past this many links the filter applies on Enter, not on each key.
 LIVE_FILTER_MAX_LINKS = 256
-# Past this many links each host's healthy links start folded into one row (z unfolds).
-FOLD_PAST_LINKS = 64
 # Below this many rows the health grid starts folded to its one line of counts (80x24
 # keeps its rows for the links); ``g`` unfolds it, and the choice then stays.
 GRID_FOLD_BELOW_ROWS = 30
@@ -52,7 +53,9 @@ def state_line(
     sort: str,
     descending: bool,
     virtual: bool,
-    folded: int = 0,
+    group_by: str | None = None,
+    hidden: int = 0,
+    cursor_group: Group | None = None,
 ) -> Text:
     """``links: node3 only · filter: enp65 · sort: rx ▼ · Esc shows all``."""
     t = Text(" ")
@@ -66,12 +69,17 @@ def state_line(
         t.append("filter: ", "bold")
         t.append(needle, "bold")
         t.append(" · ")
+    if cursor_group is not None:  # first: at 80 columns the line's end is cut
+        t.append(cursor_group.sentence(), "bold")
+        t.append(" · ")
     t.append(f"sort: {sort} {DOWN_ARROW if descending else UP_ARROW}")
     t.append(" (o next, O reverse)" if not narrowed else "")
     if virtual:
         t.append(" · virtual shown")
-    if folded:
-        t.append(f" · {folded} healthy links folded (z unfolds, Enter opens a host's)")
+    if group_by is not None:
+        t.append(f" · by {group_by} (b next)")
+    if hidden:
+        t.append(f" · {hidden} links folded (Enter on a group, z all)")
     if narrowed:
         t.append(" · Esc shows all", "bold")
     t.append(" ")
@@ -89,9 +97,17 @@ class OverviewScreen(DataScreen):
         # The state line above the links says "O reverse"; the footer keeps its room.
         Binding("O", "reverse_sort", "reverse the sort", key_display="O", show=False),
         Binding("v", "toggle_virtual", "virtual"),
-        Binding("z", "toggle_fold", "fold healthy"),
+        Binding("b", "group_by", "group"),  # by host, rail, rule, then none
+        Binding("z", "toggle_fold", "fold all"),  # every group: all its links, then none
+        Binding("Z", "toggle_fold", "fold all (as z)", key_display="Z", show=False),
+        Binding("space", "toggle_group", "fold or unfold the group under the cursor", show=False),
         Binding("i", "host_detail", "host detail"),
-        Binding("enter", "open_link", "link detail, host detail (on a host)", show=False),
+        Binding(
+            "enter",
+            "open_link",
+            "link detail, host detail (on a host), fold (on a group)",
+            show=False,
+        ),
         Binding("escape", "back", "back to the links, then show all links", show=False),
     ]
 
@@ -101,11 +117,12 @@ class OverviewScreen(DataScreen):
         self.filter_text = ctx.link_filter.text
         self.link_filter = ctx.link_filter
         self._links_total = 0
-        # Healthy links folded per host: None until the user says (then past
-        # FOLD_PAST_LINKS); the hosts opened with Enter on their folded row.
-        self.fold: bool | None = None
-        self.open_hosts: set[str] = set()
-        self._folded = 0
+        # Groups (b): None until the user says, then by host past ctx.fold_past_links and
+        # none below; "" none. Each group's view (Enter) over how all start (z sets it).
+        self.group_by: str | None = None
+        self.views: dict[str, str] = {}
+        self.all_view: str | None = None
+        self._groups: dict[str, Group] = {}  # by the row key of their summary row
         self._grid_folded: bool | None = None  # the user's choice by ``g``; None: by size
 
     def compose(self) -> ComposeResult:
@@ -158,12 +175,17 @@ class OverviewScreen(DataScreen):
         # (every one of them: the grid has a cell for each healthy link the table folds).
         shown = [h for h in hosts if ctx.links_host in (None, h.name)]
         cells.show(grid(shown, links, samples, state.findings, rail_cfg))
-        fold = self.fold if self.fold is not None else self._links_total > FOLD_PAST_LINKS
-        self._folded = 0
-        if fold:
-            before = len(links)
-            links = folded(links, self.open_hosts)
-            self._folded = sum(r.folded for r in links) if len(links) < before else 0
+        by = self._grouping()
+        self._groups = {}
+        if by:
+            rail_of: dict[tuple[str, str], int] = {}
+            if by == RAIL:
+                for n, ports in rails(samples, dict(rail_cfg or {})).ports.items():
+                    rail_of.update({(p.host, p.link): n for p in ports})
+            links, groups = grouped(
+                links, by, state.findings, rail_of, self.views, self._start_view()
+            )
+            self._groups = {f"{GROUP_MARK}{g.key}": g for g in groups}
         self.query_one(LinkTable).show(
             links, width, state.history, ival, ctx.delta_mode, state.thresholds
         )
@@ -187,8 +209,23 @@ class OverviewScreen(DataScreen):
             lt.sort_spec.label,
             lt.descending,
             self.ctx.show_virtual,
-            self._folded,
+            self._grouping() or None,
+            sum(len(g.links) - len(g.shown()) for g in self._groups.values()),
+            # the group under the cursor, while the cursor shows (the links have the keys)
+            self._groups.get(lt.cursor_key() or "") if lt.has_focus else None,
         )
+
+    def _grouping(self) -> str:
+        """How the links are grouped now ("": not at all)."""
+        if self.group_by is not None:
+            return self.group_by
+        return HOST if self._links_total > self.ctx.fold_past_links else ""
+
+    def _start_view(self) -> str:
+        """How a group the user has not opened or closed shows its links."""
+        if self.all_view is not None:
+            return self.all_view
+        return FOLDED if self._links_total > self.ctx.fold_past_links else OPEN
 
     # actions -----------------------------------------------------------------
 
@@ -228,6 +265,7 @@ class OverviewScreen(DataScreen):
 
     def on_descendant_focus(self) -> None:
         self.query_one(FindingsPanel).focus_moved()
+        self._titles()
 
     def action_grid(self) -> None:
         """To the grid's worst cell (unfolding the grid); on the grid, fold it."""
@@ -291,22 +329,43 @@ class OverviewScreen(DataScreen):
         if key is not None:
             self._open(key)
 
-    def action_toggle_fold(self) -> None:
-        """Fold each host's healthy links into one row, or show every link."""
-        fold = self.fold if self.fold is not None else self._links_total > FOLD_PAST_LINKS
-        self.fold = not fold
-        self.open_hosts.clear()
+    def action_group_by(self) -> None:
+        """Group the links by the next of host, rail, rule, then not at all."""
+        now = self._grouping()
+        i = GROUPINGS.index(now) if now in GROUPINGS else -1
+        self.group_by = GROUPINGS[i + 1] if i + 1 < len(GROUPINGS) else ""
+        self.views.clear()
         self.refresh_view()
+
+    def action_toggle_fold(self) -> None:
+        """Every group: closed to its summary row when every link shows, else open; with
+        no groups, group by host folded (each host's links with something to say)."""
+        if not self._grouping():
+            self.group_by, self.all_view = HOST, FOLDED
+        else:
+            whole = all(g.whole for g in self._groups.values())
+            self.all_view = CLOSED if whole else OPEN
+        self.views.clear()
+        self.refresh_view()
+
+    def action_toggle_group(self) -> None:
+        """Space on a group's row folds or unfolds it (elsewhere the key goes on: replay)."""
+        key = self.query_one(LinkTable).cursor_key()
+        if not isinstance(self.focused, LinkTable) or key not in self._groups:
+            raise SkipAction()
+        self._open(key)
 
     def _open(self, key: str) -> None:
         from tui.screens.link_detail import LinkDetailScreen
 
-        host, _, lid = key.partition("\x1f")
-        if not lid:  # a host's folded healthy links: open them in place
-            self.open_hosts.add(host)
+        g = self._groups.get(key)
+        if g is not None:  # a group's row: all its links, or none
+            self.views[g.key] = CLOSED if g.whole else OPEN
             self.refresh_view()
             return
-        self.app.push_screen(LinkDetailScreen(self.ctx, host, lid))
+        host, _, lid = key.partition("\x1f")
+        if lid:
+            self.app.push_screen(LinkDetailScreen(self.ctx, host, lid))
 
     # events ------------------------------------------------------------------
 
@@ -344,6 +403,10 @@ class OverviewScreen(DataScreen):
             # Enter on a host reads it in full (its error, warnings, what is not
             # monitored); 'l' there narrows these links to it.
             self._open_host(str(event.row_key.value))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if isinstance(event.data_table, LinkTable):
+            self._titles()  # a group's row under the cursor: its sentence on the line
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         if isinstance(event.data_table, LinkTable):

@@ -74,6 +74,8 @@ class HealthGrid(Widget, can_focus=True):
         Binding("left", "move(-1, 0)", "the host before", key_display="←", show=False),
         Binding("right", "move(1, 0)", "the host after", key_display="→", show=False),
         Binding("enter", "choose", "open"),  # its link, or its host when it has none
+        # g went to the worst cell; n to the next worst: a storm beside a down link
+        Binding("n", "next_problem", "next problem"),
     ]
 
     @dataclass
@@ -153,6 +155,17 @@ class HealthGrid(Widget, can_focus=True):
         hx = min(max(self.cursor[0] + dx, 0), len(g.hosts) - 1)
         ly = min(max(self.cursor[1] + dy, 0), len(g.lines) - 1)
         self.cursor = (hx, ly)
+        self._said()
+        self.refresh()
+
+    def action_next_problem(self) -> None:
+        """To the next cell that is not ok, worst first (after the last, the first again)."""
+        bad = self.grid.problems()
+        if not bad:
+            return
+        c = self.current()
+        nxt = bad[(bad.index(c) + 1) % len(bad)] if c in bad else bad[0]
+        self.cursor = (self.grid.hosts.index(nxt.host), self.grid.lines.index(nxt.line))
         self._said()
         self.refresh()
 

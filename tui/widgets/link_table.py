@@ -17,6 +17,7 @@ from collectors.text import natural
 from collectors.vocabulary import Derived
 from fabtop.core.history import History
 from tui import format as fmt
+from tui.rows.groups import RULE
 from tui.rows.links import LinkRow
 from tui.widgets.keyed_table import Column, KeyedTable, Spec
 
@@ -27,6 +28,7 @@ HOT_PAUSE_STYLE = "bold white on red"
 BPS = {"rx": Derived.RX_BPS, "tx": Derived.TX_BPS}  # the sparklines' series
 UNKNOWN_SPEED_FLOOR_BPS = 1e9
 DOWN_ARROW, UP_ARROW = "▼", "▲"  # the sorted column's header: descending, ascending
+GROUP_OPEN, GROUP_SHUT = "▾", "▸"  # a group's row: all its links below it, or not
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,6 +51,10 @@ def _num(v: float | None) -> float:
 
 def _by_host(r: LinkRow) -> tuple[tuple[tuple[int, int | str], ...], int, str]:
     return natural(r.host), KIND_RANK.get(r.kind, 5), r.lid
+
+
+def _group_rank(r: LinkRow) -> tuple[int, int]:
+    return r.rank
 
 
 SORTS: tuple[SortSpec, ...] = (
@@ -122,12 +128,14 @@ def sorted_label(label: str, width: int, descending: bool) -> str:
 
 
 def _kind(r: LinkRow) -> str:
-    if r.folded:  # several links of several kinds: the link column says how many
+    if r.group:  # several links of several kinds: the link column says how many
         return ""
     return _KIND_LABEL.get(r.kind) or r.kind[:4]
 
 
 def _state(r: LinkRow) -> Spec:
+    if r.group:  # a group: how many of its links have something to say
+        return Spec(f"{r.bad} !", "bold red") if r.bad else Spec("ok", "green" if r.live else DIM)
     s = r.state or fmt.DASH
     if s in ("up", "active"):
         return Spec("up", "green" if r.live else DIM)
@@ -151,11 +159,16 @@ def link_cells(
 ) -> dict[str, Spec]:
     """The cells of one link row, coloured at ``thresholds`` (the state's)."""
     base = "" if r.live else DIM
-    name = f"{r.folded} links up" if r.folded else fmt.middle(r.lid, link_w)
+    host, name = r.host, fmt.middle(r.lid, link_w)
+    if r.group:  # ▾ every link of the group shown below it, ▸ some hidden (Enter)
+        arrow = GROUP_OPEN if not r.hidden else GROUP_SHUT
+        host, name = f"{arrow} {r.host}", f"{r.folded} link{'s' if r.folded != 1 else ''}"
+        if r.group.startswith(f"{RULE}:"):  # a rule's name wants the wider column
+            host, name = f"{arrow} {r.folded}", fmt.middle(r.host, link_w)
     cells: dict[str, Spec] = {
-        "host": Spec(r.host, base or "bold", None, True, "ellipsis"),
-        "link": Spec(name, base or ("dim" if r.folded else ""), None, True),
-        "type": Spec(f"{_kind(r):<4} {fmt.speed(r.speed_gbps):>4}", base),
+        "host": Spec(host, base or "bold", None, True, "ellipsis"),
+        "link": Spec(name, base or ("dim" if r.group else ""), None, True),
+        "type": Spec("" if r.group else f"{_kind(r):<4} {fmt.speed(r.speed_gbps):>4}", base),
         "state": _state(r),
     }
     for side, bps in (("rx", r.rx_bps), ("tx", r.tx_bps)):
@@ -309,6 +322,8 @@ class LinkTable(KeyedTable):
             # equal values keep host order, so a quiet fabric does not shuffle
             ordered = sorted(rows, key=_by_host)
             ordered.sort(key=spec.value, reverse=True)  # type: ignore[arg-type]
+        # Groups (tui/rows/groups.py) stay whole and in their order, the sort within each.
+        ordered.sort(key=_group_rank)
         link_w = next((c.width or 13) for c in cols if c.key == "link")
         self._shown = (rows, width, history, interval, delta, thresholds)
         # Cells (sparklines above all) cost per row: only rows on screen, or about to be,

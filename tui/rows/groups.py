@@ -1,0 +1,185 @@
+"""The links table in groups that fold: by host, by rail (as ``fabtop test`` numbers
+rails), or by rule (the finding's; links with nothing to say in one "healthy" group).
+
+A group is one summary row ("rail 3: 64 links, 2 with findings, rx 5.1Tb/s") and its
+links. A group shows all its links (OPEN), only those with something to say (FOLDED: how
+every group starts past the fold size, so at 3 a.m. a storm is a row on screen, not a
+count to open), or none (CLOSED). Groups come worst first, then in their natural order
+(hosts and rails by number); within a group the table's sort holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from collectors.text import natural
+from fabtop.core.findings import SEVERITIES, Finding
+from tui import format as fmt
+from tui.rows.links import LinkRow
+
+HOST, RAIL, RULE = "host", "rail", "rule"
+GROUPINGS = (HOST, RAIL, RULE)  # what the overview's key cycles through, then no groups
+OPEN, FOLDED, CLOSED = "open", "folded", "closed"
+HEALTHY = "healthy"  # the rule group of the links no finding names
+# Links with something to say and no rule to name it (badness without a finding).
+NO_DATA, LINK_DOWN, NO_RAIL = "no data", "link down", "no rail"
+HOSTS_SAID = 4  # a rule group names this many hosts, then "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One group: its key, what its row says, its links and how much is shown."""
+
+    key: str  # "rail:3", "host:node17", "rule:pfc_storm"
+    label: str  # "rail 3", "node17", "pfc_storm"
+    links: tuple[LinkRow, ...]
+    view: str  # OPEN, FOLDED or CLOSED
+
+    @property
+    def badness(self) -> int:
+        return max((r.badness for r in self.links), default=0)
+
+    @property
+    def bad(self) -> int:
+        """Links with something to say (a finding, down, a host not reporting)."""
+        return sum(1 for r in self.links if r.badness)
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted({r.host for r in self.links}, key=natural)
+
+    def shown(self) -> list[LinkRow]:
+        """The links its view shows."""
+        if self.view == OPEN:
+            return list(self.links)
+        if self.view == FOLDED:
+            return [r for r in self.links if r.badness]
+        return []
+
+    @property
+    def whole(self) -> bool:
+        """Every link of it is on screen (Enter then closes it, else opens it)."""
+        return len(self.shown()) == len(self.links)
+
+    def sentence(self) -> str:
+        """What a person needs of it, in one line."""
+        n = len(self.links)
+        links = f"{n} link{'s' if n != 1 else ''}"
+        if self.key.startswith(f"{RULE}:") and self.label != HEALTHY:
+            hosts = self.hosts
+            named = ", ".join(hosts[:HOSTS_SAID]) + (", …" if len(hosts) > HOSTS_SAID else "")
+            return f"{self.label}: {links} on {named}"
+        out = f"{self.label}: {links}"
+        if self.key.startswith(f"{RULE}:"):
+            out += f" on {len(self.hosts)} host{'s' if len(self.hosts) != 1 else ''}"
+        elif self.bad:
+            out += f", {self.bad} with findings"
+        rx = _total(r.rx_bps for r in self.links)
+        return out + (f", rx {fmt.si(rx)}b/s" if rx is not None else "")
+
+
+def _total(vals: Iterable[float | None]) -> float | None:
+    got = [v for v in vals if v is not None]
+    return sum(got) if got else None
+
+
+RuleIndex = dict[tuple[str, str | None], dict[str, int]]
+
+
+def rule_index(findings: Sequence[Finding]) -> RuleIndex:
+    """(host, link id; None for the host itself) -> each rule found there and its worst
+    severity (the index in SEVERITIES)."""
+    out: RuleIndex = {}
+    for f in findings:
+        host = f.port.host if f.port is not None else f.host
+        if host is None or f.severity not in SEVERITIES:
+            continue
+        at = out.setdefault((host, f.port.link if f.port is not None else None), {})
+        at[f.rule] = max(at.get(f.rule, 0), SEVERITIES.index(f.severity))
+    return out
+
+
+def _rule_of(r: LinkRow, rules: RuleIndex) -> tuple[int, str]:
+    """The group a link takes by rule: its worst rule (the link's own or its host's, as the
+    filter's ``rule:`` reads them), else what is wrong without one, else healthy. With the
+    severity, for the order of groups."""
+    found = {**rules.get((r.host, None), {}), **rules.get((r.host, r.lid), {})}
+    if found:
+        sev = max(found.values())
+        rule = min(name for name, s in found.items() if s == sev)  # among equals: by name
+        return sev + 1, rule
+    if r.badness == 3:
+        return 4, NO_DATA
+    if r.badness:
+        return 4, LINK_DOWN
+    return 0, HEALTHY
+
+
+def grouped(
+    rows: Sequence[LinkRow],
+    by: str,
+    findings: Sequence[Finding],
+    rail_of: Mapping[tuple[str, str], int],
+    views: Mapping[str, str],
+    start: str,
+) -> tuple[list[LinkRow], list[Group]]:
+    """The table's rows in groups ``by`` (of GROUPINGS): each group's row, then the links
+    its view shows (``views`` by group key, else ``start``); and the groups, in order."""
+    members: dict[str, list[LinkRow]] = {}
+    # Each group's place among equally bad ones, as natural() orders names.
+    order: dict[str, tuple[tuple[int, int | str], ...]] = {}
+    labels: dict[str, str] = {}
+    rules = rule_index(findings) if by == RULE else {}
+    for r in rows:
+        if by == HOST:
+            key, label, place = f"{HOST}:{r.host}", r.host, natural(r.host)
+        elif by == RAIL:
+            rail = rail_of.get((r.host, r.lid))
+            label = f"rail {rail}" if rail is not None else NO_RAIL
+            key = f"{RAIL}:{'' if rail is None else rail}"
+            place = ((0, rail),) if rail is not None else ((2, ""),)  # no rail: last
+        else:
+            sev, label = _rule_of(r, rules)
+            key, place = f"{RULE}:{label}", ((0, -sev), *natural(label))
+        members.setdefault(key, []).append(r)
+        labels[key], order[key] = label, place
+    groups = [Group(k, labels[k], tuple(rs), views.get(k, start)) for k, rs in members.items()]
+    groups.sort(key=lambda g: (-g.badness, order[g.key]))
+    out: list[LinkRow] = []
+    for i, g in enumerate(groups):
+        out.append(group_row(g, i))
+        out += [replace(r, rank=(i, 1)) for r in g.shown()]
+    return out, groups
+
+
+def group_row(g: Group, i: int) -> LinkRow:
+    """The summary row of group ``g``, the ``i``-th: its links' traffic and counts added up."""
+    rs = g.links
+    return LinkRow(
+        host=g.label,
+        lid="",
+        kind="group",
+        link_layer=None,
+        state=None,
+        speed_gbps=None,
+        rx_bps=_total(r.rx_bps for r in rs),
+        tx_bps=_total(r.tx_bps for r in rs),
+        line_ratio=None,
+        rdma_share=None,
+        loss_per_s=_total(r.loss_per_s for r in rs),
+        pause_rx_per_s=_total(r.pause_rx_per_s for r in rs),
+        pause_tx_per_s=_total(r.pause_tx_per_s for r in rs),
+        pause_time_ratio=None,
+        ecn_per_s=_total(r.ecn_per_s for r in rs),
+        cnp_per_s=_total(r.cnp_per_s for r in rs),
+        temperature_c=max((r.temperature_c for r in rs if r.temperature_c), default=None),
+        gap=False,
+        live=all(r.live for r in rs),
+        badness=g.badness,
+        folded=len(rs),
+        group=g.key,
+        bad=g.bad,
+        hidden=len(rs) - len(g.shown()),
+        rank=(i, 0),
+    )
