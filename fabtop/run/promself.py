@@ -1,0 +1,737 @@
+"""fabtop's own series read back through PromQL (issue 31 item 2).
+
+Where the Prometheus behind ``--from-prometheus`` holds ``fabtop_*`` series (shards
+running ``fabtop export``, scraped with ``honor_labels``), each host's sample is built
+from them instead of from node_exporter's: links with their normalized counters (named
+as fabtop/run/export.py names them, mapped back through the same table), link states,
+speeds, temperatures, PFC priorities, GPUs and inference servers. The sample is stamped
+with the time Prometheus scraped the shard (``timestamp(fabtop_host_up)``), so counters
+are the shard's at that instant and rates come from the normal rate engine over two
+scrapes.
+
+Findings are the shards' own (``fabtop_finding``; a 5 s scrape cannot rebuild the 100 ms
+storm watchdog a shard saw), each marked with its shard. The reader adds its own only
+where it is blind: a host its shard says is not reporting (``fabtop_host_up 0``), a
+shard whose ``up`` is 0 (its hosts are down, never healthy), a host whose series stopped
+coming (stale, as any silent host), and one info finding that says how this view
+differs from the direct path (the resolution is the scrape interval).
+
+On start, ``backfill`` fills the history from ``query_range`` over the span the
+timeline shows, at most MAX_BACKFILL_POINTS steps, through the same path.
+
+Every value goes through collectors/numbers.py (via promsource's checks) and every
+label through collectors/text.py: a bad sample costs that sample, named on its host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from collectors.numbers import U64_MAX, json_loads
+from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample, QosConfig
+from collectors.text import clean, has_control
+from collectors.vocabulary import Metric
+from fabtop.config import HostConfig
+from fabtop.core.findings import SEVERITIES, Finding, port_ref
+from fabtop.core.rules.gpu import HW_SLOWDOWN, SW_SLOWDOWN
+from fabtop.core.state import DOWN, FabricState
+from fabtop.run.export import COUNTER_UNITS, GPU_GAUGES, LINK_COUNTERS, counter_name
+from fabtop.run.promsource import MAX_NAMED_DROPS, MAX_UNIX_S, _number, display_url
+
+if TYPE_CHECKING:
+    from fabtop.run.promsource import PrometheusSource
+
+# The scrape time of every host a shard exports: present means the source holds fabtop's
+# own series; the value is when Prometheus scraped the shard (the sample's clock).
+STAMPS_QUERY = "timestamp(fabtop_host_up)"
+SERIES_QUERY = '{__name__=~"fabtop_.+"}'
+SHARDS_QUERY = "up"
+# The reader's own finding on how this view differs from the direct path.
+READBACK_RULE = "prometheus_readback"
+# The shards' findings about a host not reporting: the reader makes its own from
+# fabtop_host_up and the shard's up (one finding per blind host, not two).
+_BLIND_RULES = frozenset({"host_unreachable", "host_stale", "host_failing"})
+# History filled on start: the span the timeline shows, in at most this many steps
+# (an hour at 15 s), so a start over hundreds of hosts stays a few queries.
+BACKFILL_S = 3600.0
+MAX_BACKFILL_POINTS = 240
+# How far Prometheus' scrape of a shard may be behind the query before its hosts count
+# as stale in the read-back note (a remote-write store lags; a shard that stopped).
+STALE_SCRAPES = 3
+
+# fabtop_link_<name>_total -> (metric, the exporter's scale to base units)
+COUNTERS: dict[str, tuple[Metric, float]] = {
+    f"{counter_name(m)}_total": (m, COUNTER_UNITS.get(m, (str(m), 1.0))[1]) for m in LINK_COUNTERS
+}
+# fabtop_gpu_<name> -> (GpuSample field, the exporter's scale)
+GPUS: dict[str, tuple[str, float]] = {m: (f, scale) for f, m, _, scale in GPU_GAUGES}
+# fabtop_inference_<name> -> InferenceSample field
+INFERENCE: dict[str, str] = {
+    "fabtop_inference_generated_tokens_total": "generated_tokens_total",
+    "fabtop_inference_requests_running": "requests_running",
+    "fabtop_inference_requests_waiting": "requests_waiting",
+}
+# Labels of an info series that name a link's configuration (LinkSample's text fields),
+# filled where a shard exports them.
+LINK_INFO = (
+    "netdev",
+    "rdma_device",
+    "link_layer",
+    "kind",
+    "node_type",
+    "driver",
+    "driver_version",
+    "firmware",
+)
+GPU_INFO = ("name", "uuid", "bus_id", "vendor")
+# fabtop_link_<gauge> -> (LinkSample field, the exporter's scale)
+LINK_NUMBERS: dict[str, tuple[str, float]] = {
+    "fabtop_link_speed_bytes_per_second": ("rate_gbps", 1e9 / 8),
+    "fabtop_link_temperature_celsius": ("temperature_c", 1.0),
+    "fabtop_link_mtu_bytes": ("mtu", 1.0),
+    "fabtop_link_lanes": ("width", 1.0),
+}
+# Evidence fields kept per finding (a finding's evidence is a handful of fields).
+MAX_EVIDENCE = 32
+_SLOWDOWN = {SW_SLOWDOWN: ("sw_thermal_slowdown",), HW_SLOWDOWN: ("hw_thermal_slowdown",)}
+_PRIO = re.compile(r"[0-7]")
+
+
+@dataclass(slots=True)
+class OwnHost:
+    """What one host's shard exported, as a sample is built from it."""
+
+    name: str
+    shard: str = ""  # the target (job/instance) that exported it: what ``up`` is about
+    t: float = 0.0  # when Prometheus scraped its shard (unix s)
+    up: bool = True  # fabtop_host_up: the shard's frames from it arrive
+    links: dict[str, LinkSample] = field(default_factory=dict)
+    pfc: dict[str, set[int]] = field(default_factory=dict)  # link -> PFC-enabled priorities
+    ecn: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # (link, np|rp)
+    qos: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # link -> source, trust
+    gpus: dict[int, GpuSample] = field(default_factory=dict)
+    reasons: dict[int, list[str]] = field(default_factory=dict)  # gpu -> throttle reasons
+    inference: dict[str, InferenceSample] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ShardFinding:
+    """One ``fabtop_finding`` series, with what else the shard said of it."""
+
+    rule: str
+    severity: str
+    subject: str
+    shard: str
+    host: str | None = None
+    link: str | None = None
+    priority: int | None = None
+    evidence: dict[str, float | int | str | None] = field(default_factory=dict)
+    since: float | None = None
+
+
+@dataclass(slots=True)
+class OwnAnswer:
+    """One poll's answer: hosts, the shards' findings and the shards seen."""
+
+    hosts: dict[str, OwnHost] = field(default_factory=dict)
+    findings: list[ShardFinding] = field(default_factory=list)
+    shards: dict[str, tuple[str, str]] = field(default_factory=dict)  # target -> (job, instance)
+    names: dict[str, str] = field(default_factory=dict)  # target -> its --shard name
+    odd: int = 0  # results of no usable shape
+
+
+def _label(labels: Mapping[str, object], key: str, most: int = 128) -> str | None:
+    v = labels.get(key)
+    if not isinstance(v, str) or len(v) > most or has_control(v):
+        return None  # a label that would rename or redraw something is no label
+    return v.strip() or None
+
+
+def _prio(labels: Mapping[str, object]) -> int | None:
+    p = labels.get("priority")
+    return int(p) if isinstance(p, str) and _PRIO.fullmatch(p) else None
+
+
+def shard_of(labels: Mapping[str, object]) -> tuple[str, str, str]:
+    """(target, job, instance): the scrape target that exported a series, as ``up`` names it."""
+    job = _label(labels, "job") or ""
+    instance = _label(labels, "instance") or ""
+    return (f"{job}/{instance}" if job else instance), job, instance
+
+
+def _counter(value: float, scale: float) -> int | None:
+    """A counter's value back in its vocabulary unit (seconds -> microseconds)."""
+    raw = value / scale
+    if not 0 <= raw <= U64_MAX or not math.isfinite(raw):
+        return None
+    return round(raw)
+
+
+def read_own(
+    results: Sequence[object], stamps: Sequence[object] = (), fallback_t: float = 0.0
+) -> OwnAnswer:
+    """Instant-vector results of SERIES_QUERY (and STAMPS_QUERY's) as hosts and findings.
+
+    A host's time is its shard's scrape time from ``stamps``; without one, the newest
+    sample time of its own series (an instant query's evaluation time), else ``fallback_t``.
+    """
+    out = OwnAnswer()
+    scraped: dict[str, float] = {}
+    for r in stamps:
+        if isinstance(r, dict) and isinstance(labels := r.get("metric"), dict):
+            host = _label(labels, "host")
+            v = r.get("value")
+            t = _number(v[1]) if isinstance(v, list) and len(v) == 2 else None
+            if host is not None and t is not None and 0 < t < MAX_UNIX_S:
+                scraped[host] = t
+    about: list[tuple[str, Mapping[str, object], float]] = []  # the findings' evidence
+    for r in results:
+        if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
+            out.odd += 1
+            continue
+        name = labels.get("__name__")
+        v = r.get("value")
+        if not isinstance(name, str) or not (isinstance(v, list) and len(v) == 2):
+            out.odd += 1
+            continue
+        target, job, instance = shard_of(labels)
+        if target:
+            out.shards.setdefault(target, (job, instance))
+        value = _number(v[1])
+        if name.startswith("fabtop_finding"):
+            if name == "fabtop_finding":
+                f = _finding(labels, value, target)
+                if f is not None:
+                    out.findings.append(f)
+            elif value is not None:
+                about.append((name, labels, value))
+            continue
+        if "host" not in labels:
+            continue  # fabtop_source_up, fabtop_shard_info: about the shard, not a host
+        host = _label(labels, "host")
+        if host is None:
+            out.odd += 1
+            continue
+        h = out.hosts.get(host)
+        if h is None:
+            h = out.hosts[host] = OwnHost(host, target)
+        ts = _number(v[0])
+        if ts is not None and 0 < ts < MAX_UNIX_S:
+            h.t = max(h.t, ts)
+        if value is None:
+            h.dropped.append(f"{clean(name, 100)}: {clean(str(v[1]), 40)} dropped")
+            continue
+        if name == "fabtop_host_up" and (shard := _label(labels, "shard")):
+            out.names[target] = shard
+        why = _place(h, name, labels, value)
+        if why is not None:
+            h.dropped.append(f"{clean(name, 100)}: {why}")
+    for host, h in out.hosts.items():
+        h.t = scraped.get(host, h.t or fallback_t)
+    _evidence(out.findings, about)
+    return out
+
+
+def _finding(labels: Mapping[str, object], value: float | None, target: str) -> ShardFinding | None:
+    rule, sev, subj = (_label(labels, k, 300) for k in ("rule", "severity", "subject"))
+    if not (rule and subj and value == 1):
+        return None
+    return ShardFinding(
+        rule,
+        sev if sev in SEVERITIES else "warning",
+        subj,
+        target,
+        host=_label(labels, "host"),
+        link=_label(labels, "link"),
+        priority=_prio(labels),
+    )
+
+
+def _evidence(
+    found: list[ShardFinding], about: list[tuple[str, Mapping[str, object], float]]
+) -> None:
+    """The shards' evidence series onto their findings (keyed by rule and subject)."""
+    by = {(f.rule, f.subject): f for f in found}
+    for name, labels, value in about:
+        f = by.get((_label(labels, "rule", 300) or "", _label(labels, "subject", 300) or ""))
+        key = _label(labels, "field")
+        if f is None:
+            continue
+        if name == "fabtop_finding_since_timestamp_seconds":
+            f.since = value
+        elif key is None or len(f.evidence) >= MAX_EVIDENCE:
+            continue
+        elif name == "fabtop_finding_evidence":
+            f.evidence[key] = value
+        elif name == "fabtop_finding_evidence_info":
+            text = _label(labels, "value", 300)
+            old = f.evidence.get(key)  # ports come one series each
+            f.evidence[key] = text if old is None else f"{old}, {text}"
+
+
+def _place(h: OwnHost, name: str, labels: Mapping[str, object], value: float) -> str | None:
+    """File one finite value on its host; why not, when it cannot be."""
+    if name == "fabtop_host_up":
+        h.up = value == 1
+        return None
+    if name.startswith("fabtop_link_"):
+        lid = _label(labels, "link")
+        if lid is None:
+            return "dropped (no link label)"
+        link = h.links.get(lid)
+        if link is None:
+            link = h.links[lid] = _new_link(lid)
+        return _place_link(h, link, name, labels, value)
+    if name.startswith("fabtop_gpu_"):
+        gpu = labels.get("gpu")
+        if not (isinstance(gpu, str) and gpu.isascii() and gpu.isdigit() and len(gpu) <= 4):
+            return "dropped (no usable gpu label)"
+        g = h.gpus.get(int(gpu))
+        if g is None:
+            g = h.gpus[int(gpu)] = GpuSample(index=int(gpu))
+        if name == "fabtop_gpu_thermal_slowdown":
+            g.throttle_reasons = _SLOWDOWN.get(int(value), ())
+        elif name == "fabtop_gpu_throttle_reason":
+            if value == 1 and (reason := _label(labels, "reason")):
+                h.reasons.setdefault(g.index, []).append(reason)
+        elif name == "fabtop_gpu_info":
+            for key in GPU_INFO:
+                if (text := _label(labels, key)) is not None:
+                    setattr(g, key, text)
+        elif name in GPUS:
+            f, scale = GPUS[name]
+            setattr(g, f, value / scale)
+        return None
+    if name.startswith("fabtop_inference_"):
+        url = _label(labels, "url", 300)
+        if url is None:
+            return "dropped (no url label)"
+        inf = h.inference.get(url)
+        if inf is None:
+            inf = h.inference[url] = InferenceSample(url=url)
+        if name == "fabtop_inference_info":
+            inf.server, inf.model = _label(labels, "server"), _label(labels, "model")
+        elif name in INFERENCE:
+            setattr(inf, INFERENCE[name], value)
+    return None
+
+
+def _new_link(lid: str) -> LinkSample:
+    """A link known by its id alone (until its info series says more): ``mlx5_0/1`` an
+    RDMA port, else a netdev."""
+    dev, sep, port = lid.partition("/")
+    if sep and port.isdigit():
+        return LinkSample(id=lid, rdma_device=dev, port=int(port), physical=True, kind="roce")
+    return LinkSample(id=lid, netdev=lid, physical=True)
+
+
+def _place_link(
+    h: OwnHost, link: LinkSample, name: str, labels: Mapping[str, object], value: float
+) -> str | None:
+    if name in COUNTERS:
+        metric, scale = COUNTERS[name]
+        n = _counter(value, scale)
+        if n is None:
+            return "dropped (not a 64-bit counter)"
+        if metric.per_priority:
+            prio = _prio(labels)
+            if prio is None:
+                return "dropped (no priority 0-7)"
+            per = link.metrics.setdefault(metric, {})
+            if isinstance(per, dict):
+                per[prio] = n
+        else:
+            link.metrics[metric] = n
+    elif name == "fabtop_link_up":
+        if link.state is None:  # fabtop_link_state_info says more
+            link.state = "up" if value == 1 else "down"
+    elif name in LINK_NUMBERS:
+        f, scale = LINK_NUMBERS[name]
+        x = value / scale
+        setattr(link, f, round(x) if f in ("mtu", "width") else x)
+    elif name in ("fabtop_link_pfc_enabled", "fabtop_link_ecn_enabled"):
+        prio = _prio(labels)
+        if prio is None:
+            return "dropped (no priority 0-7)"
+        point = "pfc" if name == "fabtop_link_pfc_enabled" else _label(labels, "point")
+        if point not in ("pfc", "np", "rp"):
+            return "dropped (no point np or rp)"
+        on = (
+            h.pfc.setdefault(link.id, set())
+            if point == "pfc"
+            else h.ecn.setdefault((link.id, point), set())
+        )
+        if value == 1:
+            on.add(prio)
+    elif name == "fabtop_link_qos_info":
+        h.qos[link.id] = (_label(labels, "source") or "prometheus", _label(labels, "trust"))
+    elif name == "fabtop_link_info":
+        for key in LINK_INFO:
+            if (text := _label(labels, key)) is not None:
+                setattr(link, key, text)
+        port = labels.get("port")
+        if isinstance(port, str) and port.isdigit() and len(port) <= 3:
+            link.port = int(port)
+        link.physical = link.kind != "virtual"
+    elif name == "fabtop_link_state_info":
+        for key in ("state", "port_state", "phys_state"):
+            setattr(link, key, _label(labels, key))
+    return None
+
+
+def sample_of(h: OwnHost, seq: int) -> HostSample:
+    """The host's sample, stamped with its shard's scrape time."""
+    for lid in {*h.pfc, *h.qos, *(lid for lid, _ in h.ecn)}:
+        source, trust = h.qos.get(lid, ("prometheus", None))
+        pfc, np, rp = h.pfc.get(lid), h.ecn.get((lid, "np")), h.ecn.get((lid, "rp"))
+        h.links[lid].qos = QosConfig(
+            source=source,
+            trust=trust,
+            pfc_enabled=None if pfc is None else tuple(sorted(pfc)),
+            ecn_np_enabled=None if np is None else tuple(sorted(np)),
+            ecn_rp_enabled=None if rp is None else tuple(sorted(rp)),
+        )
+    for i, reasons in h.reasons.items():
+        h.gpus[i].throttle_reasons = tuple(reasons)
+    inference = list(h.inference.values())
+    for inf in inference:
+        inf.read_s = h.t
+    return HostSample(
+        host=h.name,
+        seq=seq,
+        clock_ns=int(h.t * 1e9),
+        uptime_s=h.t,  # scrape times never step back on one Prometheus
+        links=dict(sorted(h.links.items())),
+        gpus=[h.gpus[i] for i in sorted(h.gpus)],
+        gpu_read_ns=int(h.t * 1e9) if h.gpus else None,
+        inference=inference,
+    )
+
+
+def shard_finding(f: ShardFinding, shard: str, st: FabricState) -> Finding:
+    """A shard's finding as the reader shows it, marked with the shard that raised it: its
+    host, port and priority from the series' labels, else found again in the subject
+    (``node3/eth0/prio3``)."""
+    parts = f.subject.split("/")
+    host = f.host or (parts[0] if parts[0] in st.hosts else None)
+    hs = st.hosts.get(host) if host is not None else None
+    links = hs.sample.links if hs is not None and hs.sample is not None else {}
+    link = links.get(f.link) if f.link else None
+    for n in range(len(parts), 1, -1):  # the longest id first: mlx5_0/1
+        if link is not None:
+            break
+        link = links.get("/".join(parts[1:n]))
+    prio = f.priority
+    last = parts[-1]
+    if prio is None and last.startswith("prio") and _PRIO.fullmatch(last[4:]):
+        prio = int(last[4:])
+    said = [f"{k} {v}" for k, v in f.evidence.items() if v is not None][:4]
+    return Finding(
+        f.rule,
+        f.severity,
+        f.subject,
+        f"{f.subject}: {f.rule}" + (f" ({', '.join(said)})" if said else "") + f" [shard {shard}]",
+        evidence={**f.evidence, "shard": shard},
+        next_step=f"raised by the shard {shard}: fabtop doctor where it runs has the whole story",
+        host=host,
+        since=f.since,
+        port=port_ref(host, link) if host is not None and link is not None else None,
+        priority=prio,
+    )
+
+
+class ShardRules:
+    """The rules hook while fabtop's own series are read: the shards' findings, and the
+    reader's own about what it cannot see (the state adds one per blind host)."""
+
+    def __init__(self, before: object) -> None:
+        self.thresholds = getattr(before, "thresholds", None)
+        self.firewall_ports = getattr(before, "firewall_ports", ())
+        self.found: list[Finding] = []
+
+    def __call__(self, state: FabricState) -> list[Finding]:
+        return list(self.found)
+
+
+def fetch_range(
+    base_url: str, query: str, start: float, end: float, step: float, timeout: float
+) -> list[Any]:
+    """One range query's ``data.result`` (a matrix; elements checked by the reader)."""
+    args = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+    url = base_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(args)
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        doc = json_loads(resp.read(256 * 1024 * 1024))
+    if not isinstance(doc, dict) or doc.get("status") != "success":
+        err = doc.get("error", doc.get("status")) if isinstance(doc, dict) else "not JSON"
+        raise ValueError(f"{display_url(base_url)}: range query failed: {err}")
+    data = doc.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    if (
+        not isinstance(data, dict)
+        or data.get("resultType") != "matrix"
+        or not isinstance(result, list)
+    ):
+        raise ValueError(f"{display_url(base_url)}: expected a range vector")
+    return result
+
+
+def steps_of(matrix: Sequence[object]) -> list[tuple[float, list[dict[str, object]]]]:
+    """A range answer cut into instant vectors, one per step, oldest first."""
+    by: dict[float, list[dict[str, object]]] = {}
+    for r in matrix:
+        if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
+            continue
+        values = r.get("values")
+        if not isinstance(values, list):
+            continue
+        for v in values:
+            t = _number(v[0]) if isinstance(v, list) and len(v) == 2 else None
+            if t is not None and 0 < t < MAX_UNIX_S:
+                by.setdefault(t, []).append({"metric": labels, "value": v})
+    return sorted(by.items())
+
+
+def _of_host(r: object) -> bool:
+    """A result about a host (what the stamps query answers where shards export)."""
+    return isinstance(r, dict) and isinstance(m := r.get("metric"), dict) and "host" in m
+
+
+@dataclass(slots=True)
+class _Shard:
+    job: str
+    instance: str
+    name: str  # its --shard name, else its target (job/instance)
+    up: bool = True
+    hosts: set[str] = field(default_factory=set)
+    scraped: float = 0.0  # its newest scrape time seen
+    every: float | None = None  # seconds between its scrapes (the resolution)
+
+
+class OwnSeries:
+    """The reading of fabtop's own series for a PrometheusSource (its dispatch)."""
+
+    def __init__(
+        self,
+        source: PrometheusSource,
+        fetch_range: Callable[[str, str, float, float, float, float], list[Any]] = fetch_range,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.src = source
+        self.fetch_range = fetch_range
+        self.wall = wall
+        self.active = False  # the source held fabtop's own series once
+        self.shards: dict[str, _Shard] = {}
+        self._host_shard: dict[str, str] = {}
+        self._seen: dict[str, float] = {}  # host -> the source's clock when last answered
+        self._last_t: dict[str, float] = {}
+        self._rules: ShardRules | None = None
+        self._seq = 0
+        self.backfilled: tuple[float, float] | None = None  # (span, step) filled on start
+        # The span the history is filled for when the fabtop series are first seen (None:
+        # none; a snapshot reads two instants and no more).
+        self.backfill_s: float | None = BACKFILL_S
+
+    def _fetch(self, query: str, at: float | None) -> list[Any]:
+        src = self.src
+        if at is None:
+            return src.fetch(src.url, query, src.timeout)
+        return src.fetch(src.url, query, src.timeout, at)
+
+    async def poll_once(self, at: float | None = None) -> int | None:
+        """One round; how many hosts got a new sample, or None where the source holds no
+        fabtop series (the node_exporter path reads it). Raises what the fetch raises."""
+        stamps = await asyncio.to_thread(self._fetch, STAMPS_QUERY, at)
+        if not self.active and not any(_of_host(r) for r in stamps):
+            return None
+        if not self.active and self.backfill_s and at is None:
+            try:  # the timeline shows the last hour at once; live polls go on without it
+                await self.backfill(self.backfill_s)
+            except (OSError, ValueError) as e:
+                if self.src.state is not None:
+                    self.src.state.source_warning(self.src.name, f"no history: {e}")
+        results = await asyncio.to_thread(self._fetch, SERIES_QUERY, at)
+        ups = await asyncio.to_thread(self._fetch, SHARDS_QUERY, at)
+        self.src._answered()
+        answer = await asyncio.to_thread(read_own, results, stamps, at or self.wall())
+        return self.apply(answer, ups, at or self.wall())
+
+    async def backfill(self, span: float = BACKFILL_S, end: float | None = None) -> int:
+        """Fill the history from ``query_range`` over ``span`` seconds up to ``end``
+        (default now) in at most MAX_BACKFILL_POINTS steps; the samples it fed."""
+        end = end if end is not None else self.wall()
+        step = max(1.0, math.ceil(span / MAX_BACKFILL_POINTS))
+        src = self.src
+        matrix = await asyncio.to_thread(
+            self.fetch_range, src.url, SERIES_QUERY, end - span, end, step, src.timeout * 4
+        )
+        self.backfilled = (span, step)
+        n = 0
+        for t, vector in await asyncio.to_thread(steps_of, matrix):
+            answer = read_own(vector, (), t)
+            for h in answer.hosts.values():
+                h.t = t  # a range query's samples stand at its steps
+            n += self.apply(answer, (), t, evaluate=False)
+        for sh in self.shards.values():  # the steps are no scrape interval: measured live
+            sh.every, sh.scraped = None, 0.0
+        if self.src.state is not None:
+            self.src.state.evaluate()
+        return n
+
+    def apply(
+        self, answer: OwnAnswer, ups: Sequence[object], now: float, evaluate: bool = True
+    ) -> int:
+        """Feed one sample per host whose shard was scraped again; say who is blind."""
+        st = self.src.state
+        if st is None:
+            return 0
+        if not self.active:
+            self.active = True
+            self._rules = ShardRules(st.rules)
+            st.rules = self._rules
+        st.evaluate_per_frame = False
+        mono = self.src.clock()
+        self._note_shards(answer, ups)
+        self._sync_hosts(st, answer, mono)
+        n = 0
+        for name, h in sorted(answer.hosts.items()):
+            for line in h.dropped[:MAX_NAMED_DROPS]:
+                st.warn(name, f"{name}: {line}")
+            if (more := len(h.dropped) - MAX_NAMED_DROPS) > 0:
+                st.warn(name, f"{name}: {more} more sample{'s' if more > 1 else ''} dropped")
+            if not h.up:
+                shown = self.shards[h.shard].name if h.shard in self.shards else h.shard
+                st.apply_status(name, DOWN, f"{name}: its shard {shown} gets no frames from it")
+                continue
+            if h.t <= self._last_t.get(name, 0.0):
+                continue  # no newer scrape of its shard yet
+            sh = self.shards.get(h.shard)
+            if sh is not None and sh.scraped and h.t > sh.scraped:
+                every = h.t - sh.scraped
+                sh.every = every if sh.every is None else min(sh.every, every)
+            if sh is not None:
+                sh.scraped = max(sh.scraped, h.t)
+            self._last_t[name] = h.t
+            self._seq += 1
+            st.apply_sample(name, sample_of(h, self._seq))
+            n += 1
+        for sh in self.shards.values():
+            if not sh.up:
+                for host in sorted(sh.hosts):
+                    st.apply_status(host, DOWN, f"{host}: its shard {sh.name} is down (up 0)")
+        # Staleness is the state's: no new scrape for STALE_AFTER_INTERVALS of the
+        # slowest shard's scrape interval (a 15 s scrape polled every 5 s is not stale).
+        every = max((sh.every for sh in self.shards.values() if sh.every), default=0.0)
+        st.interval = max(self.src.interval, every)
+        if self._rules is not None:
+            self._rules.found = self._findings(st, answer, now)
+        if evaluate:
+            st.evaluate()
+            if self.src.on_change is not None:
+                self.src.on_change()
+        return n
+
+    def _note_shards(self, answer: OwnAnswer, ups: Sequence[object]) -> None:
+        for key, (job, instance) in answer.shards.items():
+            if key not in self.shards:
+                self.shards[key] = _Shard(job, instance, key)
+            if key in answer.names:
+                self.shards[key].name = answer.names[key]
+        by_target = {(sh.job, sh.instance): sh for sh in self.shards.values()}
+        for r in ups:
+            if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
+                continue
+            _, job, instance = shard_of(labels)
+            sh = by_target.get((job, instance))
+            v = r.get("value")
+            if sh is not None and isinstance(v, list) and len(v) == 2:
+                sh.up = _number(v[1]) == 1
+
+    def _sync_hosts(self, st: FabricState, answer: OwnAnswer, mono: float) -> None:
+        """Hosts are those the shards export; one no shard exported for the source's
+        ``forget_after`` (and whose shard is not down) is forgotten."""
+        for name, h in answer.hosts.items():
+            if name not in st.hosts:
+                hc = HostConfig(name=name)
+                self.src.config.hosts.append(hc)
+                st.add_host(hc, target=f"prometheus:{h.shard}")
+            old = self._host_shard.get(name)
+            if old is not None and old != h.shard and old in self.shards:
+                self.shards[old].hosts.discard(name)
+            self._host_shard[name] = h.shard
+            if h.shard in self.shards:
+                self.shards[h.shard].hosts.add(name)
+            self._seen[name] = mono
+        gone = {
+            n
+            for n, seen in self._seen.items()
+            if mono - seen > self.src.forget_after
+            and self.shards.get(self._host_shard.get(n, ""), _Shard("", "", "")).up
+        }
+        if gone:
+            st.remove_hosts(gone)
+            self.src.config.hosts[:] = [hc for hc in self.src.config.hosts if hc.name not in gone]
+            for n in gone:
+                self._seen.pop(n, None)
+                self._last_t.pop(n, None)
+                shard = self._host_shard.pop(n, "")
+                if shard in self.shards:
+                    self.shards[shard].hosts.discard(n)
+
+    def _findings(self, st: FabricState, answer: OwnAnswer, now: float) -> list[Finding]:
+        out = [
+            shard_finding(f, self.shards[f.shard].name if f.shard in self.shards else f.shard, st)
+            for f in answer.findings
+            if f.rule not in _BLIND_RULES
+        ]
+        for sh in sorted(self.shards.values(), key=lambda sh: sh.name):
+            if sh.up:
+                continue
+            out.append(
+                Finding(
+                    "shard_down",
+                    "critical",
+                    sh.name,
+                    f"shard {sh.name} is down (Prometheus' up is 0): its "
+                    f"{len(sh.hosts)} hosts are blind",
+                    evidence={"hosts": len(sh.hosts)},
+                    next_step=f"curl -s 'http://{sh.instance}/metrics' | head",
+                )
+            )
+        out.append(self._readback(now))
+        return out
+
+    def _readback(self, now: float) -> Finding:
+        """What differs from the direct path, said where the findings are."""
+        every = [sh.every for sh in self.shards.values() if sh.every]
+        res = f"{max(every):g} s (the scrape interval)" if every else "one scrape (not yet known)"
+        newest = max((sh.scraped for sh in self.shards.values()), default=0.0)
+        age = now - newest if newest else None
+        parts = [f"read back from {len(self.shards)} shard(s) through Prometheus: resolution {res}"]
+        if age is not None:
+            parts.append(f"newest scrape {age:.0f} s old")
+        if every and age is not None and age > STALE_SCRAPES * max(every):
+            parts.append("stale")
+        down = [n for n, sh in self.shards.items() if not sh.up]
+        if down:
+            parts.append(f"{len(down)} shard(s) down")
+        if self.backfilled is not None:
+            span, step = self.backfilled
+            parts.append(f"history backfilled {span / 60:g} min at {step:g} s steps")
+        return Finding(
+            READBACK_RULE,
+            "info",
+            display_url(self.src.url),
+            "; ".join(parts),
+            evidence={"resolution_s": max(every) if every else None, "age_s": age},
+            next_step="fabtop export on each shard keeps the watchdog's 100 ms view; "
+            "its findings are shown here as the shard raised them",
+        )
