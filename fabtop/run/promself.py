@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 STAMPS_QUERY = "timestamp(fabtop_host_up)"
 SERIES_QUERY = '{__name__=~"fabtop_.+"}'
 SHARDS_QUERY = "up"
+# Shards that read their hosts themselves: an exporter fed from Prometheus says so with
+# fabtop_source_up, and re-exporting its own series is no loop to refuse.
+LOOP_QUERY = "count by (job, instance) (fabtop_host_up unless on (job, instance) fabtop_source_up)"
 # The reader's own finding on how this view differs from the direct path.
 READBACK_RULE = "prometheus_readback"
 # The shards' findings about a host not reporting: the reader makes its own from
@@ -500,6 +503,17 @@ def steps_of(matrix: Sequence[object]) -> list[tuple[float, list[dict[str, objec
     return sorted(by.items())
 
 
+def own_shards(source: PrometheusSource) -> list[str]:
+    """The targets exporting fabtop's own series read from their hosts (what ``fabtop
+    export --from-prometheus`` would feed back into the same Prometheus); raises what
+    the fetch raises."""
+    out = []
+    for r in source.fetch(source.url, LOOP_QUERY, source.timeout):
+        if isinstance(r, dict) and isinstance(m := r.get("metric"), dict):
+            out.append(shard_of(m)[0])
+    return sorted(out)
+
+
 def _of_host(r: object) -> bool:
     """A result about a host (what the stamps query answers where shards export)."""
     return isinstance(r, dict) and isinstance(m := r.get("metric"), dict) and "host" in m
@@ -611,14 +625,14 @@ class OwnSeries:
                 shown = self.shards[h.shard].name if h.shard in self.shards else h.shard
                 st.apply_status(name, DOWN, f"{name}: its shard {shown} gets no frames from it")
                 continue
-            if h.t <= self._last_t.get(name, 0.0):
-                continue  # no newer scrape of its shard yet
             sh = self.shards.get(h.shard)
             if sh is not None and sh.scraped and h.t > sh.scraped:
                 every = h.t - sh.scraped
                 sh.every = every if sh.every is None else min(sh.every, every)
             if sh is not None:
                 sh.scraped = max(sh.scraped, h.t)
+            if h.t <= self._last_t.get(name, 0.0):
+                continue  # no newer scrape of its shard yet
             self._last_t[name] = h.t
             self._seq += 1
             st.apply_sample(name, sample_of(h, self._seq))
@@ -735,3 +749,30 @@ class OwnSeries:
             next_step="fabtop export on each shard keeps the watchdog's 100 ms view; "
             "its findings are shown here as the shard raised them",
         )
+
+
+async def read_at(source: PrometheusSource, state: FabricState, at: float | None = None) -> None:
+    """Fill ``state`` for a snapshot or doctor: two instants of ``source``, so counters are
+    those at ``at`` (default now) and rates span one scrape interval.
+
+    With fabtop's own series, the earlier instant is just before the oldest scrape the
+    later one holds (two consecutive scrapes of each shard); otherwise one ``--interval``
+    earlier. A source that does not answer is said in the state, as when polled live.
+    """
+    source.own.backfill_s = None
+    source.state = state
+    end = at if at is not None else source.own.wall()
+    try:
+        stamps = await asyncio.to_thread(source.own._fetch, STAMPS_QUERY, end)
+    except (OSError, ValueError):
+        stamps = []  # said by the poll below, which meets the same error
+    times = [t for r in stamps if _of_host(r) and (t := _stamp(r)) is not None]
+    before = min(times) - 0.001 if times else end - source.interval
+    await source.poll_once(at=before)
+    await source.poll_once(at=end)
+
+
+def _stamp(r: object) -> float | None:
+    v = r.get("value") if isinstance(r, dict) else None
+    t = _number(v[1]) if isinstance(v, list) and len(v) == 2 else None
+    return t if t is not None and 0 < t < MAX_UNIX_S else None

@@ -462,15 +462,17 @@ class PrometheusSource:
         """Seconds one query may take."""
         return self.interval * 2
 
-    async def poll_once(self) -> int:
-        """One round of queries; return how many hosts got a new frame."""
+    async def poll_once(self, at: float | None = None) -> int:
+        """One round of queries; return how many hosts got a new frame. ``at``: a past
+        instant (unix seconds) to read instead of now."""
+        when = () if at is None else (at,)
         try:
-            own = await self.own.poll_once()
+            own = await self.own.poll_once(at)
             if own is not None:  # fabtop's own series are there: read them, not node_*
                 return own
             results: list[Any] = []
             for q in QUERIES:
-                results += await asyncio.to_thread(self.fetch, self.url, q, self.timeout)
+                results += await asyncio.to_thread(self.fetch, self.url, q, self.timeout, *when)
         except (OSError, ValueError) as e:
             # The server's error text is remote text: failure_line cleans and bounds it.
             self._failed(failure_line(display_url(self.url), e))

@@ -276,3 +276,108 @@ def test_backfill_fills_the_history_through_the_rate_engine(demo: FabricState) -
     assert vs == [pytest.approx(8e8)] * 9
     assert src.own.backfilled == (150.0, 1.0)
     assert isinstance(hs.sample, HostSample)
+
+
+def r1(metric: str, value: str = "1", /, **labels: str) -> dict[str, Any]:
+    return {"metric": {"__name__": metric, **labels, **SHARD}, "value": [T0, value]}
+
+
+def test_the_info_series_fill_what_the_screens_show() -> None:
+    link = {"host": "n1", "link": "eth0"}
+    results = [
+        r1("fabtop_host_up", host="n1", shard="rack1"),
+        r1("fabtop_link_rx_bytes_total", "10", priority="", **link),
+        r1(
+            "fabtop_link_info",
+            **link,
+            netdev="eth0",
+            rdma_device="mlx5_0",
+            port="1",
+            kind="roce",
+            link_layer="Ethernet",
+            node_type="",
+            driver="mlx5_core",
+            driver_version="24.10",
+            firmware="28.39.1002",
+        ),
+        r1("fabtop_link_state_info", **link, state="up", port_state="ACTIVE", phys_state="LinkUp"),
+        r1("fabtop_link_mtu_bytes", "4200", **link),
+        r1("fabtop_link_qos_info", **link, source="mlnx_qos", trust="dscp"),
+        *(
+            r1("fabtop_link_pfc_enabled", str(int(p == 3)), **link, priority=str(p))
+            for p in range(8)
+        ),
+        *(
+            r1("fabtop_link_ecn_enabled", "1", **link, priority="3", point=pt)
+            for pt in ("np", "rp")
+        ),
+        r1("fabtop_link_info", host="n1", link="veth9", netdev="veth9", kind="virtual"),
+        r1(
+            "fabtop_gpu_info", host="n1", gpu="0", name="NVIDIA H100", uuid="GPU-1", vendor="nvidia"
+        ),
+        r1("fabtop_gpu_throttle_reason", host="n1", gpu="0", reason="hw_thermal_slowdown"),
+        r1("fabtop_inference_info", host="n1", url="http://n1:8000", server="vllm", model="m"),
+        r1(
+            "fabtop_finding",
+            rule="pfc_storm",
+            severity="critical",
+            subject="n1/eth0/prio3",
+            host="n1",
+            link="eth0",
+            priority="3",
+        ),
+        r1(
+            "fabtop_finding_evidence",
+            "0.99",
+            rule="pfc_storm",
+            subject="n1/eth0/prio3",
+            field="tx_pause_time_ratio",
+        ),
+        r1(
+            "fabtop_finding_evidence_info",
+            rule="pfc_storm",
+            subject="n1/eth0/prio3",
+            field="paused_peers",
+            value="n2/eth0",
+        ),
+    ]
+    answer = read_own(results)
+    assert answer.names == {"fabtop/shard1:9877": "rack1"}
+    s = sample_of(answer.hosts["n1"], 1)
+    eth0 = s.links["eth0"]
+    assert (eth0.rdma_device, eth0.port, eth0.kind, eth0.driver, eth0.firmware) == (
+        "mlx5_0",
+        1,
+        "roce",
+        "mlx5_core",
+        "28.39.1002",
+    )
+    assert (eth0.state, eth0.port_state, eth0.phys_state, eth0.mtu) == (
+        "up",
+        "ACTIVE",
+        "LinkUp",
+        4200,
+    )
+    assert eth0.qos is not None
+    assert (eth0.qos.source, eth0.qos.trust, eth0.qos.pfc_enabled) == ("mlnx_qos", "dscp", (3,))
+    assert eth0.qos.ecn_np_enabled == (3,) and eth0.qos.ecn_rp_enabled == (3,)
+    assert not s.links["veth9"].physical
+    (g,) = s.gpus
+    assert (g.name, g.uuid, g.throttle_reasons) == (
+        "NVIDIA H100",
+        "GPU-1",
+        ("hw_thermal_slowdown",),
+    )
+    (inf,) = s.inference
+    assert (inf.server, inf.model) == ("vllm", "m")
+    # the storm as the shard raised it: its port and priority, its evidence, its shard
+    src = reader(ManualClock(), [(stamps(results, T0), results, [up("1")])])
+    asyncio.run(src.poll_once())
+    storm = next(f for f in src.state.findings if f.rule == "pfc_storm")
+    assert storm.port is not None and storm.port.key == ("n1", "eth0") and storm.priority == 3
+    assert storm.evidence == {
+        "tx_pause_time_ratio": 0.99,
+        "paused_peers": "n2/eth0",
+        "shard": "rack1",
+    }
+    assert storm.summary.endswith("[shard rack1]")
