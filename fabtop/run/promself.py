@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from collectors.host_states import STALE_AFTER_INTERVALS
 from collectors.numbers import U64_MAX, json_loads
 from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample, QosConfig
 from collectors.text import clean, has_control
@@ -66,9 +67,6 @@ _BLIND_RULES = frozenset({"host_unreachable", "host_stale", "host_failing"})
 # (an hour at 15 s), so a start over hundreds of hosts stays a few queries.
 BACKFILL_S = 3600.0
 MAX_BACKFILL_POINTS = 240
-# How far Prometheus' scrape of a shard may be behind the query before its hosts count
-# as stale in the read-back note (a remote-write store lags; a shard that stopped).
-STALE_SCRAPES = 3
 
 # fabtop_link_<name>_total -> (metric, the exporter's scale to base units)
 COUNTERS: dict[str, tuple[Metric, float]] = {
@@ -732,7 +730,7 @@ class OwnSeries:
         parts = [f"read back from {len(self.shards)} shard(s) through Prometheus: resolution {res}"]
         if age is not None:
             parts.append(f"newest scrape {age:.0f} s old")
-        if every and age is not None and age > STALE_SCRAPES * max(every):
+        if every and age is not None and age > STALE_AFTER_INTERVALS * max(every):
             parts.append("stale")
         down = [n for n, sh in self.shards.items() if not sh.up]
         if down:
