@@ -115,7 +115,11 @@ async def snapshot_command(config: Config, ns: argparse.Namespace, source: Any =
     failed = [h for h in doc["hosts"] if not h["reachable"]]
     for h in failed:
         print(clean(f"fabtop: {h['name']}: {h['error'] or h['status']}"), file=sys.stderr)
-    return 1 if failed else 0
+    # A source that did not answer is no empty fabric (its finding is in the document).
+    blind = [s for s in state.sources.values() if s.error is not None]
+    for src in blind:
+        print(clean(f"fabtop: {src.name} did not answer: {src.error}"), file=sys.stderr)
+    return 1 if failed or blind else 0
 
 
 class Progress:

@@ -54,6 +54,12 @@ if TYPE_CHECKING:
 # own series; the value is when Prometheus scraped the shard (the sample's clock).
 STAMPS_QUERY = "timestamp(fabtop_host_up)"
 SERIES_QUERY = '{__name__=~"fabtop_.+"}'
+# What the history records, for the backfill's range query: counters, states, speeds,
+# GPUs and inference (no rate gauges, info, findings or evidence: a tenth of the points).
+BACKFILL_QUERY = (
+    '{__name__=~"fabtop_(host_up|link_up|link_speed_bytes_per_second|link_.+_total'
+    '|gpu_.+|inference_.+)"}'
+)
 SHARDS_QUERY = "up"
 # Shards that read their hosts themselves: an exporter fed from Prometheus says so with
 # fabtop_source_up, and re-exporting its own series is no loop to refuse.
@@ -583,7 +589,7 @@ class OwnSeries:
         step = max(1.0, math.ceil(span / MAX_BACKFILL_POINTS))
         src = self.src
         matrix = await asyncio.to_thread(
-            self.fetch_range, src.url, SERIES_QUERY, end - span, end, step, src.timeout * 4
+            self.fetch_range, src.url, BACKFILL_QUERY, end - span, end, step, src.timeout * 4
         )
         self.backfilled = (span, step)
         n = 0

@@ -7,6 +7,7 @@ the query API's JSON as a Prometheus scraping it with ``honor_labels`` would ans
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -381,3 +382,43 @@ def test_the_info_series_fill_what_the_screens_show() -> None:
         "shard": "rack1",
     }
     assert storm.summary.endswith("[shard rack1]")
+
+
+def test_a_shard_whose_scrapes_stop_coming_makes_its_hosts_stale() -> None:
+    results = [
+        r1("fabtop_host_up", host="n1"),
+        r1("fabtop_link_rx_bytes_total", "5", host="n1", link="eth0", priority=""),
+    ]
+    clock = ManualClock()
+    same = (stamps(results, T0), results, [up("1")])
+    src = reader(clock, [same] * 6)
+    st = src.state
+    for _ in range(6):  # Prometheus answers, with the same old scrape each time
+        asyncio.run(src.poll_once())
+        clock.t += 1
+    assert [f.rule for f in st.findings if f.host == "n1"] == ["host_stale"]
+
+
+async def test_export_refuses_only_a_source_holding_shards_own_series() -> None:
+    from fabtop.commands.export import _loop
+
+    def fetch(shards: list[str]) -> Any:
+        return lambda url, query, timeout: [
+            {"metric": {"job": "fabtop", "instance": s}, "value": [T0, "7"]} for s in shards
+        ]
+
+    node_only = PrometheusSource("http://prom:9090", fetch=fetch([]))
+    assert await _loop(node_only) is None
+    shards = PrometheusSource("http://prom:9090", fetch=fetch(["a:9877", "b:9877"]))
+    why = await _loop(shards)
+    assert why is not None and "shards fabtop/a:9877, fabtop/b:9877" in why
+
+
+def test_a_snapshot_of_a_prometheus_that_does_not_answer_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tui.main import main
+
+    assert main(["snapshot", "--from-prometheus", "http://127.0.0.1:1"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["hosts"] == [] and doc["findings"][0]["rule"] == "source_unreachable"
