@@ -19,33 +19,39 @@ differs from the direct path (the resolution is the scrape interval).
 On start, ``backfill`` fills the history from ``query_range`` over the span the
 timeline shows, at most MAX_BACKFILL_POINTS steps, through the same path.
 
-Every value goes through collectors/numbers.py (via promsource's checks) and every
-label through collectors/text.py: a bad sample costs that sample, named on its host.
+The series become samples in fabtop/run/promself_series.py (pure: JSON in, samples
+out); this module queries, keeps the shards and hosts, and feeds the state.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import re
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from collectors.host_states import STALE_AFTER_INTERVALS
-from collectors.numbers import U64_MAX, json_loads
-from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample, QosConfig
-from collectors.text import clean, has_control
-from collectors.vocabulary import Metric
+from collectors.numbers import json_loads
 from fabtop.config import HostConfig
-from fabtop.core.findings import SEVERITIES, Finding, port_ref
-from fabtop.core.rules.gpu import HW_SLOWDOWN, SW_SLOWDOWN
+from fabtop.core.findings import Finding, port_ref
 from fabtop.core.state import DOWN, FabricState
-from fabtop.run.export import COUNTER_UNITS, GPU_GAUGES, LINK_COUNTERS, counter_name
-from fabtop.run.promsource import MAX_NAMED_DROPS, MAX_UNIX_S, _number, display_url
+from fabtop.run.promself_series import (
+    PRIORITY,
+    OwnAnswer,
+    ShardFinding,
+    add_known,
+    of_host,
+    read_own,
+    sample_of,
+    shard_of,
+    stamp_of,
+    steps_of,
+)
+from fabtop.run.promsource import MAX_NAMED_DROPS, _number, display_url
 
 if TYPE_CHECKING:
     from fabtop.run.promsource import PrometheusSource
@@ -61,6 +67,9 @@ BACKFILL_QUERY = (
     '|gpu_.+|inference_.+)"}'
 )
 SHARDS_QUERY = "up"
+# On start, the hosts every shard exported in the last hour: a shard already down when the
+# reader starts leaves its hosts blind, never unseen.
+KNOWN_QUERY = "last_over_time(fabtop_host_up[1h])"
 # Shards that read their hosts themselves: an exporter fed from Prometheus says so with
 # fabtop_source_up, and re-exporting its own series is no loop to refuse.
 LOOP_QUERY = "count by (job, instance) (fabtop_host_up unless on (job, instance) fabtop_source_up)"
@@ -73,355 +82,6 @@ _BLIND_RULES = frozenset({"host_unreachable", "host_stale", "host_failing"})
 # (an hour at 15 s), so a start over hundreds of hosts stays a few queries.
 BACKFILL_S = 3600.0
 MAX_BACKFILL_POINTS = 240
-
-# fabtop_link_<name>_total -> (metric, the exporter's scale to base units)
-COUNTERS: dict[str, tuple[Metric, float]] = {
-    f"{counter_name(m)}_total": (m, COUNTER_UNITS.get(m, (str(m), 1.0))[1]) for m in LINK_COUNTERS
-}
-# fabtop_gpu_<name> -> (GpuSample field, the exporter's scale)
-GPUS: dict[str, tuple[str, float]] = {m: (f, scale) for f, m, _, scale in GPU_GAUGES}
-# fabtop_inference_<name> -> InferenceSample field
-INFERENCE: dict[str, str] = {
-    "fabtop_inference_generated_tokens_total": "generated_tokens_total",
-    "fabtop_inference_requests_running": "requests_running",
-    "fabtop_inference_requests_waiting": "requests_waiting",
-}
-# Labels of an info series that name a link's configuration (LinkSample's text fields),
-# filled where a shard exports them.
-LINK_INFO = (
-    "netdev",
-    "rdma_device",
-    "link_layer",
-    "kind",
-    "node_type",
-    "driver",
-    "driver_version",
-    "firmware",
-)
-GPU_INFO = ("name", "uuid", "bus_id", "vendor")
-# fabtop_link_<gauge> -> (LinkSample field, the exporter's scale)
-LINK_NUMBERS: dict[str, tuple[str, float]] = {
-    "fabtop_link_speed_bytes_per_second": ("rate_gbps", 1e9 / 8),
-    "fabtop_link_temperature_celsius": ("temperature_c", 1.0),
-    "fabtop_link_mtu_bytes": ("mtu", 1.0),
-    "fabtop_link_lanes": ("width", 1.0),
-}
-# Evidence fields kept per finding (a finding's evidence is a handful of fields).
-MAX_EVIDENCE = 32
-_SLOWDOWN = {SW_SLOWDOWN: ("sw_thermal_slowdown",), HW_SLOWDOWN: ("hw_thermal_slowdown",)}
-_PRIO = re.compile(r"[0-7]")
-
-
-@dataclass(slots=True)
-class OwnHost:
-    """What one host's shard exported, as a sample is built from it."""
-
-    name: str
-    shard: str = ""  # the target (job/instance) that exported it: what ``up`` is about
-    t: float = 0.0  # when Prometheus scraped its shard (unix s)
-    up: bool = True  # fabtop_host_up: the shard's frames from it arrive
-    links: dict[str, LinkSample] = field(default_factory=dict)
-    pfc: dict[str, set[int]] = field(default_factory=dict)  # link -> PFC-enabled priorities
-    ecn: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # (link, np|rp)
-    qos: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # link -> source, trust
-    gpus: dict[int, GpuSample] = field(default_factory=dict)
-    reasons: dict[int, list[str]] = field(default_factory=dict)  # gpu -> throttle reasons
-    inference: dict[str, InferenceSample] = field(default_factory=dict)
-    dropped: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class ShardFinding:
-    """One ``fabtop_finding`` series, with what else the shard said of it."""
-
-    rule: str
-    severity: str
-    subject: str
-    shard: str
-    host: str | None = None
-    link: str | None = None
-    priority: int | None = None
-    evidence: dict[str, float | int | str | None] = field(default_factory=dict)
-    since: float | None = None
-
-
-@dataclass(slots=True)
-class OwnAnswer:
-    """One poll's answer: hosts, the shards' findings and the shards seen."""
-
-    hosts: dict[str, OwnHost] = field(default_factory=dict)
-    findings: list[ShardFinding] = field(default_factory=list)
-    shards: dict[str, tuple[str, str]] = field(default_factory=dict)  # target -> (job, instance)
-    names: dict[str, str] = field(default_factory=dict)  # target -> its --shard name
-    odd: int = 0  # results of no usable shape
-
-
-def _label(labels: Mapping[str, object], key: str, most: int = 128) -> str | None:
-    v = labels.get(key)
-    if not isinstance(v, str) or len(v) > most or has_control(v):
-        return None  # a label that would rename or redraw something is no label
-    return v.strip() or None
-
-
-def _prio(labels: Mapping[str, object]) -> int | None:
-    p = labels.get("priority")
-    return int(p) if isinstance(p, str) and _PRIO.fullmatch(p) else None
-
-
-def shard_of(labels: Mapping[str, object]) -> tuple[str, str, str]:
-    """(target, job, instance): the scrape target that exported a series, as ``up`` names it."""
-    job = _label(labels, "job") or ""
-    instance = _label(labels, "instance") or ""
-    return (f"{job}/{instance}" if job else instance), job, instance
-
-
-def _counter(value: float, scale: float) -> int | None:
-    """A counter's value back in its vocabulary unit (seconds -> microseconds)."""
-    raw = value / scale
-    if not 0 <= raw <= U64_MAX or not math.isfinite(raw):
-        return None
-    return round(raw)
-
-
-def read_own(
-    results: Sequence[object], stamps: Sequence[object] = (), fallback_t: float = 0.0
-) -> OwnAnswer:
-    """Instant-vector results of SERIES_QUERY (and STAMPS_QUERY's) as hosts and findings.
-
-    A host's time is its shard's scrape time from ``stamps``; without one, the newest
-    sample time of its own series (an instant query's evaluation time), else ``fallback_t``.
-    """
-    out = OwnAnswer()
-    scraped: dict[str, float] = {}
-    for r in stamps:
-        if isinstance(r, dict) and isinstance(labels := r.get("metric"), dict):
-            host = _label(labels, "host")
-            v = r.get("value")
-            t = _number(v[1]) if isinstance(v, list) and len(v) == 2 else None
-            if host is not None and t is not None and 0 < t < MAX_UNIX_S:
-                scraped[host] = t
-    about: list[tuple[str, Mapping[str, object], float]] = []  # the findings' evidence
-    for r in results:
-        if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
-            out.odd += 1
-            continue
-        name = labels.get("__name__")
-        v = r.get("value")
-        if not isinstance(name, str) or not (isinstance(v, list) and len(v) == 2):
-            out.odd += 1
-            continue
-        target, job, instance = shard_of(labels)
-        if target:
-            out.shards.setdefault(target, (job, instance))
-        value = _number(v[1])
-        if name.startswith("fabtop_finding"):
-            if name == "fabtop_finding":
-                f = _finding(labels, value, target)
-                if f is not None:
-                    out.findings.append(f)
-            elif value is not None:
-                about.append((name, labels, value))
-            continue
-        if "host" not in labels:
-            continue  # fabtop_source_up, fabtop_shard_info: about the shard, not a host
-        host = _label(labels, "host")
-        if host is None:
-            out.odd += 1
-            continue
-        h = out.hosts.get(host)
-        if h is None:
-            h = out.hosts[host] = OwnHost(host, target)
-        ts = _number(v[0])
-        if ts is not None and 0 < ts < MAX_UNIX_S:
-            h.t = max(h.t, ts)
-        if value is None:
-            h.dropped.append(f"{clean(name, 100)}: {clean(str(v[1]), 40)} dropped")
-            continue
-        if name == "fabtop_host_up" and (shard := _label(labels, "shard")):
-            out.names[target] = shard
-        why = _place(h, name, labels, value)
-        if why is not None:
-            h.dropped.append(f"{clean(name, 100)}: {why}")
-    for host, h in out.hosts.items():
-        h.t = scraped.get(host, h.t or fallback_t)
-    _evidence(out.findings, about)
-    return out
-
-
-def _finding(labels: Mapping[str, object], value: float | None, target: str) -> ShardFinding | None:
-    rule, sev, subj = (_label(labels, k, 300) for k in ("rule", "severity", "subject"))
-    if not (rule and subj and value == 1):
-        return None
-    return ShardFinding(
-        rule,
-        sev if sev in SEVERITIES else "warning",
-        subj,
-        target,
-        host=_label(labels, "host"),
-        link=_label(labels, "link"),
-        priority=_prio(labels),
-    )
-
-
-def _evidence(
-    found: list[ShardFinding], about: list[tuple[str, Mapping[str, object], float]]
-) -> None:
-    """The shards' evidence series onto their findings (keyed by rule and subject)."""
-    by = {(f.rule, f.subject): f for f in found}
-    for name, labels, value in about:
-        f = by.get((_label(labels, "rule", 300) or "", _label(labels, "subject", 300) or ""))
-        key = _label(labels, "field")
-        if f is None:
-            continue
-        if name == "fabtop_finding_since_timestamp_seconds":
-            f.since = value
-        elif key is None or len(f.evidence) >= MAX_EVIDENCE:
-            continue
-        elif name == "fabtop_finding_evidence":
-            f.evidence[key] = value
-        elif name == "fabtop_finding_evidence_info":
-            text = _label(labels, "value", 300)
-            old = f.evidence.get(key)  # ports come one series each
-            f.evidence[key] = text if old is None else f"{old}, {text}"
-
-
-def _place(h: OwnHost, name: str, labels: Mapping[str, object], value: float) -> str | None:
-    """File one finite value on its host; why not, when it cannot be."""
-    if name == "fabtop_host_up":
-        h.up = value == 1
-        return None
-    if name.startswith("fabtop_link_"):
-        lid = _label(labels, "link")
-        if lid is None:
-            return "dropped (no link label)"
-        link = h.links.get(lid)
-        if link is None:
-            link = h.links[lid] = _new_link(lid)
-        return _place_link(h, link, name, labels, value)
-    if name.startswith("fabtop_gpu_"):
-        gpu = labels.get("gpu")
-        if not (isinstance(gpu, str) and gpu.isascii() and gpu.isdigit() and len(gpu) <= 4):
-            return "dropped (no usable gpu label)"
-        g = h.gpus.get(int(gpu))
-        if g is None:
-            g = h.gpus[int(gpu)] = GpuSample(index=int(gpu))
-        if name == "fabtop_gpu_thermal_slowdown":
-            g.throttle_reasons = _SLOWDOWN.get(int(value), ())
-        elif name == "fabtop_gpu_throttle_reason":
-            if value == 1 and (reason := _label(labels, "reason")):
-                h.reasons.setdefault(g.index, []).append(reason)
-        elif name == "fabtop_gpu_info":
-            for key in GPU_INFO:
-                if (text := _label(labels, key)) is not None:
-                    setattr(g, key, text)
-        elif name in GPUS:
-            f, scale = GPUS[name]
-            setattr(g, f, value / scale)
-        return None
-    if name.startswith("fabtop_inference_"):
-        url = _label(labels, "url", 300)
-        if url is None:
-            return "dropped (no url label)"
-        inf = h.inference.get(url)
-        if inf is None:
-            inf = h.inference[url] = InferenceSample(url=url)
-        if name == "fabtop_inference_info":
-            inf.server, inf.model = _label(labels, "server"), _label(labels, "model")
-        elif name in INFERENCE:
-            setattr(inf, INFERENCE[name], value)
-    return None
-
-
-def _new_link(lid: str) -> LinkSample:
-    """A link known by its id alone (until its info series says more): ``mlx5_0/1`` an
-    RDMA port, else a netdev."""
-    dev, sep, port = lid.partition("/")
-    if sep and port.isdigit():
-        return LinkSample(id=lid, rdma_device=dev, port=int(port), physical=True, kind="roce")
-    return LinkSample(id=lid, netdev=lid, physical=True)
-
-
-def _place_link(
-    h: OwnHost, link: LinkSample, name: str, labels: Mapping[str, object], value: float
-) -> str | None:
-    if name in COUNTERS:
-        metric, scale = COUNTERS[name]
-        n = _counter(value, scale)
-        if n is None:
-            return "dropped (not a 64-bit counter)"
-        if metric.per_priority:
-            prio = _prio(labels)
-            if prio is None:
-                return "dropped (no priority 0-7)"
-            per = link.metrics.setdefault(metric, {})
-            if isinstance(per, dict):
-                per[prio] = n
-        else:
-            link.metrics[metric] = n
-    elif name == "fabtop_link_up":
-        if link.state is None:  # fabtop_link_state_info says more
-            link.state = "up" if value == 1 else "down"
-    elif name in LINK_NUMBERS:
-        f, scale = LINK_NUMBERS[name]
-        x = value / scale
-        setattr(link, f, round(x) if f in ("mtu", "width") else x)
-    elif name in ("fabtop_link_pfc_enabled", "fabtop_link_ecn_enabled"):
-        prio = _prio(labels)
-        if prio is None:
-            return "dropped (no priority 0-7)"
-        point = "pfc" if name == "fabtop_link_pfc_enabled" else _label(labels, "point")
-        if point not in ("pfc", "np", "rp"):
-            return "dropped (no point np or rp)"
-        on = (
-            h.pfc.setdefault(link.id, set())
-            if point == "pfc"
-            else h.ecn.setdefault((link.id, point), set())
-        )
-        if value == 1:
-            on.add(prio)
-    elif name == "fabtop_link_qos_info":
-        h.qos[link.id] = (_label(labels, "source") or "prometheus", _label(labels, "trust"))
-    elif name == "fabtop_link_info":
-        for key in LINK_INFO:
-            if (text := _label(labels, key)) is not None:
-                setattr(link, key, text)
-        port = labels.get("port")
-        if isinstance(port, str) and port.isdigit() and len(port) <= 3:
-            link.port = int(port)
-        link.physical = link.kind != "virtual"
-    elif name == "fabtop_link_state_info":
-        for key in ("state", "port_state", "phys_state"):
-            setattr(link, key, _label(labels, key))
-    return None
-
-
-def sample_of(h: OwnHost, seq: int) -> HostSample:
-    """The host's sample, stamped with its shard's scrape time."""
-    for lid in {*h.pfc, *h.qos, *(lid for lid, _ in h.ecn)}:
-        source, trust = h.qos.get(lid, ("prometheus", None))
-        pfc, np, rp = h.pfc.get(lid), h.ecn.get((lid, "np")), h.ecn.get((lid, "rp"))
-        h.links[lid].qos = QosConfig(
-            source=source,
-            trust=trust,
-            pfc_enabled=None if pfc is None else tuple(sorted(pfc)),
-            ecn_np_enabled=None if np is None else tuple(sorted(np)),
-            ecn_rp_enabled=None if rp is None else tuple(sorted(rp)),
-        )
-    for i, reasons in h.reasons.items():
-        h.gpus[i].throttle_reasons = tuple(reasons)
-    inference = list(h.inference.values())
-    for inf in inference:
-        inf.read_s = h.t
-    return HostSample(
-        host=h.name,
-        seq=seq,
-        clock_ns=int(h.t * 1e9),
-        uptime_s=h.t,  # scrape times never step back on one Prometheus
-        links=dict(sorted(h.links.items())),
-        gpus=[h.gpus[i] for i in sorted(h.gpus)],
-        gpu_read_ns=int(h.t * 1e9) if h.gpus else None,
-        inference=inference,
-    )
 
 
 def shard_finding(f: ShardFinding, shard: str, st: FabricState) -> Finding:
@@ -439,7 +99,7 @@ def shard_finding(f: ShardFinding, shard: str, st: FabricState) -> Finding:
         link = links.get("/".join(parts[1:n]))
     prio = f.priority
     last = parts[-1]
-    if prio is None and last.startswith("prio") and _PRIO.fullmatch(last[4:]):
+    if prio is None and last.startswith("prio") and PRIORITY.fullmatch(last[4:]):
         prio = int(last[4:])
     said = [f"{k} {v}" for k, v in f.evidence.items() if v is not None][:4]
     return Finding(
@@ -491,22 +151,6 @@ def fetch_range(
     return result
 
 
-def steps_of(matrix: Sequence[object]) -> list[tuple[float, list[dict[str, object]]]]:
-    """A range answer cut into instant vectors, one per step, oldest first."""
-    by: dict[float, list[dict[str, object]]] = {}
-    for r in matrix:
-        if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
-            continue
-        values = r.get("values")
-        if not isinstance(values, list):
-            continue
-        for v in values:
-            t = _number(v[0]) if isinstance(v, list) and len(v) == 2 else None
-            if t is not None and 0 < t < MAX_UNIX_S:
-                by.setdefault(t, []).append({"metric": labels, "value": v})
-    return sorted(by.items())
-
-
 def own_shards(source: PrometheusSource) -> list[str]:
     """The targets exporting fabtop's own series read from their hosts (what ``fabtop
     export --from-prometheus`` would feed back into the same Prometheus); raises what
@@ -516,11 +160,6 @@ def own_shards(source: PrometheusSource) -> list[str]:
         if isinstance(r, dict) and isinstance(m := r.get("metric"), dict):
             out.append(shard_of(m)[0])
     return sorted(out)
-
-
-def _of_host(r: object) -> bool:
-    """A result about a host (what the stamps query answers where shards export)."""
-    return isinstance(r, dict) and isinstance(m := r.get("metric"), dict) and "host" in m
 
 
 @dataclass(slots=True)
@@ -567,9 +206,12 @@ class OwnSeries:
     async def poll_once(self, at: float | None = None) -> int | None:
         """One round; how many hosts got a new sample, or None where the source holds no
         fabtop series (the node_exporter path reads it). Raises what the fetch raises."""
+        known: list[Any] = []
+        if not self.active:
+            known = await asyncio.to_thread(self._fetch, KNOWN_QUERY, at)
+            if not any(of_host(r) for r in known):
+                return None
         stamps = await asyncio.to_thread(self._fetch, STAMPS_QUERY, at)
-        if not self.active and not any(_of_host(r) for r in stamps):
-            return None
         if not self.active and self.backfill_s and at is None:
             try:  # the timeline shows the last hour at once; live polls go on without it
                 await self.backfill(self.backfill_s)
@@ -580,6 +222,7 @@ class OwnSeries:
         ups = await asyncio.to_thread(self._fetch, SHARDS_QUERY, at)
         self.src._answered()
         answer = await asyncio.to_thread(read_own, results, stamps, at or self.wall())
+        add_known(answer, known)
         return self.apply(answer, ups, at or self.wall())
 
     async def backfill(self, span: float = BACKFILL_S, end: float | None = None) -> int:
@@ -625,6 +268,8 @@ class OwnSeries:
                 st.warn(name, f"{name}: {line}")
             if (more := len(h.dropped) - MAX_NAMED_DROPS) > 0:
                 st.warn(name, f"{name}: {more} more sample{'s' if more > 1 else ''} dropped")
+            if h.known_only:
+                continue  # its shard's up says whether it is blind
             if not h.up:
                 shown = self.shards[h.shard].name if h.shard in self.shards else h.shard
                 st.apply_status(name, DOWN, f"{name}: its shard {shown} gets no frames from it")
@@ -770,13 +415,7 @@ async def read_at(source: PrometheusSource, state: FabricState, at: float | None
         stamps = await asyncio.to_thread(source.own._fetch, STAMPS_QUERY, end)
     except (OSError, ValueError):
         stamps = []  # said by the poll below, which meets the same error
-    times = [t for r in stamps if _of_host(r) and (t := _stamp(r)) is not None]
+    times = [t for r in stamps if of_host(r) and (t := stamp_of(r)) is not None]
     before = min(times) - 0.001 if times else end - source.interval
     await source.poll_once(at=before)
     await source.poll_once(at=end)
-
-
-def _stamp(r: object) -> float | None:
-    v = r.get("value") if isinstance(r, dict) else None
-    t = _number(v[1]) if isinstance(v, list) and len(v) == 2 else None
-    return t if t is not None and 0 < t < MAX_UNIX_S else None

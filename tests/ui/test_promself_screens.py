@@ -20,6 +20,8 @@ async def test_the_screens_open_over_the_shards_series() -> None:
 
     def fetch(url: str, query: str, timeout: float) -> list[object]:
         nonlocal now
+        if query.startswith("last_over_time("):  # the hosts known on start
+            return stamps(results, T0)
         if query.startswith("timestamp("):
             now = next(answers)
             return list(now[0])  # type: ignore[call-overload]

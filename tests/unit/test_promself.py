@@ -21,7 +21,8 @@ from fabtop.core.state import DOWN, UP, FabricState, effective_status
 from fabtop.run.compose import fabric_state
 from fabtop.run.demo import ManualClock, demo_state
 from fabtop.run.export import registry_for
-from fabtop.run.promself import READBACK_RULE, read_own, sample_of, steps_of
+from fabtop.run.promself import READBACK_RULE
+from fabtop.run.promself_series import read_own, sample_of, steps_of
 from fabtop.run.promsource import PrometheusSource
 
 T0 = 1_700_000_000.0
@@ -59,14 +60,17 @@ def demo() -> FabricState:
 
 
 def reader(clock: ManualClock, answers: list[tuple[list[Any], list[Any], list[Any]]]) -> Any:
-    """A source whose fetch answers STAMPS, SERIES and up from ``answers``, poll by poll."""
-    it = iter(answers)
-    current: list[Any] = []
+    """A source whose fetch answers STAMPS, SERIES and up from ``answers``, poll by poll
+    (the hosts known on start: the first answer's stamps)."""
+    polls = iter(answers)
+    current: tuple[list[Any], ...] = ([], [], [])
 
     def fetch(url: str, query: str, timeout: float, at: float | None = None) -> list[Any]:
         nonlocal current
+        if query.startswith("last_over_time("):
+            return list(answers[0][0]) if answers else []
         if query.startswith("timestamp("):
-            current = list(next(it))
+            current = next(polls)
             return list(current[0])
         return list(current[1] if query.startswith("{") else current[2])
 
@@ -422,3 +426,24 @@ def test_a_snapshot_of_a_prometheus_that_does_not_answer_fails(
     assert main(["snapshot", "--from-prometheus", "http://127.0.0.1:1"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["hosts"] == [] and doc["findings"][0]["rule"] == "source_unreachable"
+
+
+def test_a_shard_already_down_when_the_reader_starts_leaves_its_hosts_blind() -> None:
+    b = {"job": "fabtop", "instance": "shard2:9877"}
+    live = [r1("fabtop_host_up", host="n1", shard="a")]
+    # the last hour's fabtop_host_up knows shard b's hosts; its series are stale now
+    gone = [{"metric": {"host": h, "shard": "b", **b}, "value": [T0, "1"]} for h in ("n7", "n8")]
+    clock = ManualClock()
+    ups = [up("1"), {"metric": {"__name__": "up", **b}, "value": [T0, "0"]}]
+    src = reader(clock, [(stamps(live, T0), live, ups)])
+    real = src.fetch
+    src.fetch = lambda url, q, timeout, *at: (
+        real(url, q, timeout) + gone if q.startswith("last_over_time(") else real(url, q, timeout)
+    )
+    asyncio.run(src.poll_once())
+    st = src.state
+    assert sorted(st.hosts) == ["n1", "n7", "n8"]
+    assert {n: h.status for n, h in st.hosts.items()} == {"n1": UP, "n7": DOWN, "n8": DOWN}
+    (down,) = [f for f in st.findings if f.rule == "shard_down"]
+    assert down.subject == "b" and "its 2 hosts are blind" in down.summary
+    assert {f.host for f in st.findings if f.rule == "host_unreachable"} == {"n7", "n8"}
