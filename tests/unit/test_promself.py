@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors.samples import HostSample
 from collectors.vocabulary import Metric
 from fabtop.config import Config
+from fabtop.core.rules.context import link_up
 from fabtop.core.state import DOWN, UP, FabricState, effective_status
 from fabtop.run.compose import fabric_state
 from fabtop.run.demo import ManualClock, demo_state
@@ -86,6 +87,7 @@ def test_every_counter_state_speed_gpu_and_inference_comes_back_as_exported(
     results = exposition(demo)
     answer = read_own(results, stamps(results, T0 - 1))
     assert sorted(answer.hosts) == sorted(demo.hosts)
+    info = any(r["metric"]["__name__"] == "fabtop_link_info" for r in results)
     compared = 0
     for name, hs in demo.hosts.items():
         want = hs.sample
@@ -98,7 +100,13 @@ def test_every_counter_state_speed_gpu_and_inference_comes_back_as_exported(
             # every normalized counter, per priority too, in its vocabulary unit
             assert back.metrics == {m: v for m, v in link.metrics.items() if m in Metric}, lid
             compared += len(back.metrics)
-            assert (back.state == "up") == (link.state in ("up", "active"))
+            assert link_up(back.state) == link_up(link.state)
+            if info:  # an exporter with the info series (issue 31 item 1): the facts too
+                fields = ("netdev", "rdma_device", "port", "kind", "driver", "firmware", "mtu")
+                assert [getattr(back, f) for f in fields] == [getattr(link, f) for f in fields]
+                assert back.state == link.state and back.physical == link.physical
+                if link.qos is not None and link.qos.pfc_enabled is not None:
+                    assert back.qos is not None and back.qos.pfc_enabled == link.qos.pfc_enabled
             if link.rate_gbps is not None:
                 assert back.rate_gbps == pytest.approx(link.rate_gbps)
             assert back.temperature_c == link.temperature_c
