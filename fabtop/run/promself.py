@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.host_states import STALE_AFTER_INTERVALS
 from collectors.numbers import json_loads
+from collectors.text import clean
 from fabtop.config import HostConfig
 from fabtop.core.findings import Finding, port_ref
 from fabtop.core.state import DOWN, FabricState
@@ -196,6 +197,7 @@ class OwnSeries:
         # The span the history is filled for when the fabtop series are first seen (None:
         # none; a snapshot reads two instants and no more).
         self.backfill_s: float | None = BACKFILL_S
+        self.history_error: str | None = None  # why the backfill failed
 
     def _fetch(self, query: str, at: float | None) -> list[Any]:
         src = self.src
@@ -216,8 +218,7 @@ class OwnSeries:
             try:  # the timeline shows the last hour at once; live polls go on without it
                 await self.backfill(self.backfill_s)
             except (OSError, ValueError) as e:
-                if self.src.state is not None:
-                    self.src.state.source_warning(self.src.name, f"no history: {e}")
+                self.history_error = clean(str(e), 200)  # said in the read-back note
         results = await asyncio.to_thread(self._fetch, SERIES_QUERY, at)
         ups = await asyncio.to_thread(self._fetch, SHARDS_QUERY, at)
         self.src._answered()
@@ -389,6 +390,8 @@ class OwnSeries:
         if self.backfilled is not None:
             span, step = self.backfilled
             parts.append(f"history backfilled {span / 60:g} min at {step:g} s steps")
+        elif self.history_error is not None:
+            parts.append(f"no history backfilled: {self.history_error}")
         return Finding(
             READBACK_RULE,
             "info",

@@ -455,3 +455,17 @@ def test_a_shard_already_down_when_the_reader_starts_leaves_its_hosts_blind() ->
     (down,) = [f for f in st.findings if f.rule == "shard_down"]
     assert down.subject == "b" and "its 2 hosts are blind" in down.summary
     assert {f.host for f in st.findings if f.rule == "host_unreachable"} == {"n7", "n8"}
+
+
+def test_a_backfill_that_fails_is_said_and_the_live_poll_goes_on() -> None:
+    results = [r1("fabtop_host_up", host="n1")]
+    src = reader(ManualClock(), [(stamps(results, T0), results, [up("1")])])
+    src.own.backfill_s = 3600.0
+
+    def refused(*_: object) -> list[Any]:
+        raise OSError("query_range: 422 Unprocessable Entity")
+
+    src.own.fetch_range = refused
+    assert asyncio.run(src.poll_once()) == 1
+    (note,) = [f for f in src.state.findings if f.rule == READBACK_RULE]
+    assert "no history backfilled: query_range: 422 Unprocessable Entity" in note.summary
