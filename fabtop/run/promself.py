@@ -17,7 +17,8 @@ coming (stale, as any silent host), and one info finding that says how this view
 differs from the direct path (the resolution is the scrape interval).
 
 On start, ``backfill`` fills the history from ``query_range`` over the span the
-timeline shows, at most MAX_BACKFILL_POINTS steps, through the same path.
+timeline shows, at most MAX_BACKFILL_POINTS steps (fewer for a fleet: a bounded number
+of host-steps), through the same path.
 
 The series become samples in fabtop/run/promself_series.py (pure: JSON in, samples
 out); this module queries, keeps the shards and hosts, and feeds the state.
@@ -41,7 +42,7 @@ from fabtop.config import HostConfig
 from fabtop.core.findings import Finding, port_ref
 from fabtop.core.state import DOWN, FabricState
 from fabtop.run.promself_series import (
-    PRIORITY,
+    PRIORITIES,
     OwnAnswer,
     ShardFinding,
     add_known,
@@ -83,6 +84,11 @@ _BLIND_RULES = frozenset({"host_unreachable", "host_stale", "host_failing"})
 # (an hour at 15 s), so a start over hundreds of hosts stays a few queries.
 BACKFILL_S = 3600.0
 MAX_BACKFILL_POINTS = 240
+# A fleet gets fewer steps: at most this many host-steps in all (a host-step costs about
+# 3 ms of CPU: 256 hosts of 8 rails fill their hour in 16 steps, some 15 s, between
+# which the dashboard draws; 7 hosts get all 240).
+MAX_BACKFILL_HOST_STEPS = 4096
+MIN_BACKFILL_POINTS = 12
 
 
 def shard_finding(f: ShardFinding, shard: str, st: FabricState) -> Finding:
@@ -100,8 +106,8 @@ def shard_finding(f: ShardFinding, shard: str, st: FabricState) -> Finding:
         link = links.get("/".join(parts[1:n]))
     prio = f.priority
     last = parts[-1]
-    if prio is None and last.startswith("prio") and PRIORITY.fullmatch(last[4:]):
-        prio = int(last[4:])
+    if prio is None and last.startswith("prio"):
+        prio = PRIORITIES.get(last[4:])
     said = [f"{k} {v}" for k, v in f.evidence.items() if v is not None][:4]
     return Finding(
         f.rule,
@@ -216,7 +222,7 @@ class OwnSeries:
         stamps = await asyncio.to_thread(self._fetch, STAMPS_QUERY, at)
         if not self.active and self.backfill_s and at is None:
             try:  # the timeline shows the last hour at once; live polls go on without it
-                await self.backfill(self.backfill_s)
+                await self.backfill(self.backfill_s, hosts=sum(map(of_host, known)))
             except (OSError, ValueError) as e:
                 self.history_error = clean(str(e), 200)  # said in the read-back note
         results = await asyncio.to_thread(self._fetch, SERIES_QUERY, at)
@@ -226,11 +232,17 @@ class OwnSeries:
         add_known(answer, known)
         return self.apply(answer, ups, at or self.wall())
 
-    async def backfill(self, span: float = BACKFILL_S, end: float | None = None) -> int:
+    async def backfill(
+        self, span: float = BACKFILL_S, end: float | None = None, hosts: int = 1
+    ) -> int:
         """Fill the history from ``query_range`` over ``span`` seconds up to ``end``
-        (default now) in at most MAX_BACKFILL_POINTS steps; the samples it fed."""
+        (default now) in at most MAX_BACKFILL_POINTS steps, fewer for many ``hosts``
+        (MAX_BACKFILL_HOST_STEPS); the samples it fed."""
         end = end if end is not None else self.wall()
-        step = max(1.0, math.ceil(span / MAX_BACKFILL_POINTS))
+        points = max(
+            MIN_BACKFILL_POINTS, min(MAX_BACKFILL_POINTS, MAX_BACKFILL_HOST_STEPS // max(1, hosts))
+        )
+        step = max(1.0, math.ceil(span / points))
         src = self.src
         matrix = await asyncio.to_thread(
             self.fetch_range, src.url, BACKFILL_QUERY, end - span, end, step, src.timeout * 4
@@ -238,10 +250,10 @@ class OwnSeries:
         self.backfilled = (span, step)
         n = 0
         for t, vector in await asyncio.to_thread(steps_of, matrix):
-            answer = read_own(vector, (), t)
+            answer = await asyncio.to_thread(read_own, vector, (), t)
             for h in answer.hosts.values():
                 h.t = t  # a range query's samples stand at its steps
-            n += self.apply(answer, (), t, evaluate=False)
+            n += self.apply(answer, (), t, evaluate=False)  # the loop draws between steps
         for sh in self.shards.values():  # the steps are no scrape interval: measured live
             sh.every, sh.scraped = None, 0.0
         if self.src.state is not None:

@@ -10,8 +10,8 @@ control characters is no label.
 
 from __future__ import annotations
 
+import functools
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -59,7 +59,7 @@ LINK_NUMBERS: dict[str, tuple[str, float]] = {
 # Evidence fields kept per finding (a finding's evidence is a handful of fields).
 MAX_EVIDENCE = 32
 _SLOWDOWN = {SW_SLOWDOWN: ("sw_thermal_slowdown",), HW_SLOWDOWN: ("hw_thermal_slowdown",)}
-PRIORITY = re.compile(r"[0-7]")
+PRIORITIES = {str(p): p for p in range(8)}  # a priority label's text -> the priority
 
 
 @dataclass(slots=True)
@@ -109,20 +109,35 @@ class OwnAnswer:
 
 def _label(labels: Mapping[str, object], key: str, most: int = 128) -> str | None:
     v = labels.get(key)
-    if not isinstance(v, str) or len(v) > most or has_control(v):
+    if not isinstance(v, str) or len(v) > most:
+        return None
+    return _usable(v)
+
+
+@functools.lru_cache(maxsize=65536)  # the same hosts, links and priorities, every series
+def _usable(v: str) -> str | None:
+    if has_control(v):
         return None  # a label that would rename or redraw something is no label
     return v.strip() or None
 
 
 def _prio(labels: Mapping[str, object]) -> int | None:
     p = labels.get("priority")
-    return int(p) if isinstance(p, str) and PRIORITY.fullmatch(p) else None
+    return PRIORITIES.get(p) if isinstance(p, str) else None
 
 
 def shard_of(labels: Mapping[str, object]) -> tuple[str, str, str]:
     """(target, job, instance): the scrape target that exported a series, as ``up`` names it."""
-    job = _label(labels, "job") or ""
-    instance = _label(labels, "instance") or ""
+    job, instance = labels.get("job"), labels.get("instance")
+    return _target(
+        job if isinstance(job, str) else "", instance if isinstance(instance, str) else ""
+    )
+
+
+@functools.lru_cache(maxsize=4096)  # a few shards, every series of theirs
+def _target(job: str, instance: str) -> tuple[str, str, str]:
+    job = (_usable(job) or "") if len(job) <= 128 else ""
+    instance = (_usable(instance) or "") if len(instance) <= 128 else ""
     return (f"{job}/{instance}" if job else instance), job, instance
 
 
@@ -184,9 +199,10 @@ def read_own(
         h = out.hosts.get(host)
         if h is None:
             h = out.hosts[host] = OwnHost(host, target)
-        ts = _number(v[0])
-        if ts is not None and 0 < ts < MAX_UNIX_S:
-            h.t = max(h.t, ts)
+        if host not in scraped:  # no scrape time: its series' own (evaluation) time
+            ts = _number(v[0])
+            if ts is not None and 0 < ts < MAX_UNIX_S:
+                h.t = max(h.t, ts)
         if value is None:
             h.dropped.append(f"{clean(name, 100)}: {clean(str(v[1]), 40)} dropped")
             continue
