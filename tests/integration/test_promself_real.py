@@ -226,3 +226,16 @@ def test_export_from_a_prometheus_holding_fabtop_series_refuses_the_loop(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "holds fabtop's own series (shards fabtop/127.0.0.1:" in line
     assert "feed them back" in line
+
+
+def test_doctor_from_prometheus_judges_the_shards_hosts(
+    shard: Shard, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    status = main(["doctor", "--from-prometheus", shard.url, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(doc["coverage"]["reporting"]) == sorted(_frames(shard.url))
+    rules = {f["rule"] for f in doc["findings"]}
+    assert "prometheus_readback" in rules  # how this view differs, said
+    worst = max({"info": 0, "warning": 1, "critical": 2}[f["severity"]] for f in doc["findings"])
+    assert status == worst
