@@ -26,10 +26,12 @@ import difflib
 import os
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from collectors.numbers import parse_float, parse_int
 from collectors.text import clean
@@ -179,7 +181,7 @@ HOST_COMMANDS = (
     "export",
     "serve",
 )  # those that take hosts
-PROMETHEUS_COMMANDS = (None, "export", "serve")  # those that take --from-prometheus
+PROMETHEUS_COMMANDS = (None, "snapshot", "doctor", "export", "serve")  # take --from-prometheus
 PROMETHEUS_INTERVAL_S = 5.0  # its polls: a node's samples change once per scrape, not each second
 EX_SOFTWARE = 70  # sysexits.h: a fabtop bug, not the user's input
 EX_USAGE = 2  # argparse's own exit status for a bad command line
@@ -202,6 +204,25 @@ def positive(text: str) -> float:
     v = parse_float(text)
     if v is None or v <= 0:
         raise argparse.ArgumentTypeError(f"{clean(text, 40)!r} is not a finite number above 0")
+    return v
+
+
+def instant(text: str) -> float:
+    """``--at``: an RFC 3339 time with its zone, or unix seconds; a past instant."""
+    v = parse_float(text)
+    if v is None:
+        try:
+            t = datetime.fromisoformat(text.strip())
+        except ValueError:
+            t = None
+        if t is None or t.tzinfo is None:
+            raise argparse.ArgumentTypeError(
+                f"{clean(text, 40)!r} is not a time: RFC 3339 with its zone "
+                "(2026-01-05T14:00:00Z) or unix seconds"
+            )
+        v = t.timestamp()
+    if not 0 < v < time.time() + 60:
+        raise argparse.ArgumentTypeError(f"{clean(text, 40)!r} is not a past instant")
     return v
 
 
@@ -414,8 +435,9 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
         p.add_argument(
             "--from-prometheus",
             metavar="URL",
-            help="read node_exporter/dcgm-exporter series from this Prometheus "
-            "server instead of probing hosts over SSH",
+            help="read fabtop's own series (shards running fabtop export), else "
+            "node_exporter/dcgm-exporter series, from this Prometheus server instead of "
+            "probing hosts over SSH",
         )
     if cmd == "record":
         p.add_argument(
@@ -486,6 +508,13 @@ def _parser(cmd: str | None) -> argparse.ArgumentParser:
     if cmd == "snapshot":
         p.add_argument("-o", "--output", metavar="FILE", help="output file (default stdout)")
         p.add_argument("--format", choices=("json", "csv", "prom"), default="json")
+        p.add_argument(
+            "--at",
+            type=instant,
+            metavar="TIME",
+            help="with --from-prometheus: the fabric at this past instant (RFC 3339, "
+            "e.g. 2026-01-05T14:00:00Z, or unix seconds)",
+        )
         p.add_argument(
             "--timeout",
             type=positive,
@@ -663,11 +692,13 @@ def run_headless(cmd: str, ns: argparse.Namespace) -> int:
     if cmd == "snapshot":
         from fabtop.commands.headless import snapshot_command
 
-        return asyncio.run(snapshot_command(build_config(ns), ns))
+        cfg, src = source(ns)
+        return asyncio.run(snapshot_command(cfg, ns, source=src))
     if cmd == "doctor":
         from fabtop.commands.headless import doctor_command
 
-        return asyncio.run(doctor_command(build_config(ns), ns))
+        cfg, src = source(ns)
+        return asyncio.run(doctor_command(cfg, ns, source=src))
     if cmd == "test":
         from fabtop.commands.fabtest import test_command
 
@@ -723,10 +754,12 @@ def complete() -> None:
     sys.exit(0)  # not reached: autocomplete exits (os._exit) once it has answered
 
 
-def source(ns: argparse.Namespace) -> tuple[Config, object | None]:
+def source(ns: argparse.Namespace) -> tuple[Config, Any]:
     """The config, and a Prometheus source when --from-prometheus replaces the probes."""
     url = getattr(ns, "from_prometheus", None)
     if not url:
+        if getattr(ns, "at", None) is not None:
+            raise ConfigError("command line: --at reads a past instant from --from-prometheus")
         return build_config(ns), None
     demo = ns.demo or getattr(ns, "demo_scenario", None) or getattr(ns, "demo_hosts", None)
     if ns.hosts or ns.config or demo:

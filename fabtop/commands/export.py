@@ -25,6 +25,9 @@ async def export_command(
     except ValueError as e:
         print(f"fabtop: {e}", file=sys.stderr)
         return 2
+    if source is not None and (why := await _loop(source)) is not None:
+        print(f"fabtop: {why}", file=sys.stderr)
+        return 2
     state = fabric_state(config)
     if source is None:
         source = open_session(config, state=state)
@@ -87,3 +90,24 @@ def _source_lines(state: FabricState, errors: ErrorLog) -> Callable[[], None]:
             said[src.name] = src.error
 
     return tell
+
+
+async def _loop(source: Any) -> str | None:
+    """Why exporting ``source`` would be a loop (it holds fabtop's own series, which the
+    export would feed back into the same Prometheus), or None. A source that does not
+    answer yet is no loop: it is said as it polls."""
+    from fabtop.run.promself import own_shards
+    from fabtop.run.promsource import display_url
+
+    try:
+        shards = await asyncio.to_thread(own_shards, source)
+    except (OSError, ValueError):
+        return None
+    if not shards:
+        return None
+    named = ", ".join(shards[:3]) + (f" and {len(shards) - 3} more" if len(shards) > 3 else "")
+    return (
+        f"export --from-prometheus {display_url(source.url)}: it holds fabtop's own series "
+        f"(shards {named}); exporting them again would feed them back into it: read them "
+        "with fabtop --from-prometheus, or export from node_exporter/dcgm-exporter data"
+    )

@@ -10,7 +10,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from collectors.text import clean
 from fabtop.commands.expect_file import load_expect_file, refuse_existing, render
@@ -85,14 +85,22 @@ async def watch(
             h.status = DOWN
 
 
-async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
-    """Two frames ``interval`` apart from every host, written atomically; 1 if a host failed."""
+async def snapshot_command(config: Config, ns: argparse.Namespace, source: Any = None) -> int:
+    """Two frames ``interval`` apart from every host, written atomically; 1 if a host failed.
+
+    ``source``: a Prometheus source (--from-prometheus) read at two instants instead
+    (``ns.at``: a past one)."""
     state = fabric_state(config)
-    # A token rate needs two /metrics readings, and readings ride on frames after the
-    # first: hosts with an inference server get one more frame.
-    frames = 3 if any(h.inference for h in config.hosts) else 2
-    await watch(config, state, seconds=0.0, frames=frames, timeout=ns.timeout)
-    doc = snapshot.build(state, config.interval)
+    if source is not None:
+        from fabtop.run.promself import read_at
+
+        await read_at(source, state, getattr(ns, "at", None))
+    else:
+        # A token rate needs two /metrics readings, and readings ride on frames after the
+        # first: hosts with an inference server get one more frame.
+        frames = 3 if any(h.inference for h in config.hosts) else 2
+        await watch(config, state, seconds=0.0, frames=frames, timeout=ns.timeout)
+    doc = snapshot.build(state, config.interval, getattr(ns, "at", None))
     text = snapshot.render(doc, ns.format)
     try:
         write_text(ns.output or STDOUT, text, "snapshot")
@@ -107,7 +115,11 @@ async def snapshot_command(config: Config, ns: argparse.Namespace) -> int:
     failed = [h for h in doc["hosts"] if not h["reachable"]]
     for h in failed:
         print(clean(f"fabtop: {h['name']}: {h['error'] or h['status']}"), file=sys.stderr)
-    return 1 if failed else 0
+    # A source that did not answer is no empty fabric (its finding is in the document).
+    blind = [s for s in state.sources.values() if s.error is not None]
+    for src in blind:
+        print(clean(f"fabtop: {src.name} did not answer: {src.error}"), file=sys.stderr)
+    return 1 if failed or blind else 0
 
 
 class Progress:
@@ -169,26 +181,33 @@ class Progress:
         self.stream.flush()
 
 
-async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
-    """Watch for --window seconds, print findings; exit 0 healthy, 1 warnings, 2 critical."""
+async def doctor_command(config: Config, ns: argparse.Namespace, source: Any = None) -> int:
+    """Watch for --window seconds, print findings; exit 0 healthy, 1 warnings, 2 critical.
+
+    ``source``: a Prometheus source (--from-prometheus): the findings the shards raised
+    (or the rules over node_exporter's series) at its latest two scrapes, no window."""
     if ns.expect:
         load_expect_file(ns.expect, config)
     if ns.write_expect:
         refuse_existing(ns.write_expect, ns.force)  # before the window, not after it
     state = fabric_state(config)
-    hosts = {h.name: h.target for h in config.hosts}
     window = max(ns.window, min_window(config))
     progress = Progress(state, window, config.interval, quiet_unless_tty=bool(ns.json))
     started = time.monotonic()
     try:
-        await watch(
-            config,
-            state,
-            seconds=window,
-            frames=2,
-            timeout=max(window + 30.0, window * 2),
-            on_tick=progress,
-        )
+        if source is not None:
+            from fabtop.run.promself import read_at
+
+            await read_at(source, state)
+        else:
+            await watch(
+                config,
+                state,
+                seconds=window,
+                frames=2,
+                timeout=max(window + 30.0, window * 2),
+                on_tick=progress,
+            )
     finally:
         progress.done(time.monotonic() - started)
     # Judged as a snapshot of the same fabric is: state rules on what was read, window
@@ -209,6 +228,7 @@ async def doctor_command(config: Config, ns: argparse.Namespace) -> int:
                 )
             )
     said |= {f.host for f in findings if f.rule == "host_unreachable"}
+    hosts = {h.name: h.target for h in config.hosts}  # a source's: those it answered with
     unmet = expect.check_fabric(state, {h.name: h.expect for h in config.hosts})
     # A host already said to be blind needs no second line saying it could not be checked.
     findings += [

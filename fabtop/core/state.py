@@ -292,6 +292,12 @@ class FabricState:
         """The health rules this state is evaluated with (a snapshot asks them to judge)."""
         return self._rules
 
+    @rules.setter
+    def rules(self, rules: RuleHook | None) -> None:
+        # A source of findings made elsewhere (the shards' own, read back through
+        # Prometheus) replaces the rules; the next evaluation uses it.
+        self._rules = rules
+
     @property
     def history(self) -> History:
         """Every host's history tiers."""

@@ -386,11 +386,13 @@ def display_url(url: str) -> str:
     return clean(f"{u.scheme}://{host}{port}{u.path}".rstrip("/"), 200)
 
 
-def fetch_query(base_url: str, query: str, timeout: float) -> list[Any]:
+def fetch_query(base_url: str, query: str, timeout: float, at: float | None = None) -> list[Any]:
     """One instant query's ``data.result`` (its elements unchecked: group_series checks
     each); raises OSError on transport errors, ValueError on an answer that is not an
-    instant vector (not JSON, an error status, another shape)."""
-    url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    instant vector (not JSON, an error status, another shape). ``at``: unix seconds of a
+    past instant (the query API's ``time=``), else now."""
+    args = {"query": query} | ({} if at is None else {"time": f"{at:.3f}"})
+    url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode(args)
     with urllib.request.urlopen(url, timeout=timeout) as resp:
         doc = json_loads(resp.read(64 * 1024 * 1024))
     if not isinstance(doc, dict):
@@ -430,7 +432,7 @@ class PrometheusSource:
         self,
         url: str,
         interval: float = 5.0,
-        fetch: Callable[[str, str, float], list[Any]] = fetch_query,
+        fetch: Callable[..., list[Any]] = fetch_query,
         forget_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         max_hosts: int = MAX_HOSTS,
@@ -458,6 +460,10 @@ class PrometheusSource:
         self._by_hostname: dict[str, set[str]] = {}  # host name -> its targets' keys
         # Hosts are the targets Prometheus answers with; they come and go with them.
         self.config = Config(hosts=[], interval=interval, source=url)
+        from fabtop.run.promself import OwnSeries
+
+        # fabtop's own series, where the source holds them (shards running fabtop export)
+        self.own = OwnSeries(self)
 
     @property
     def state(self) -> FabricState | None:
@@ -478,12 +484,17 @@ class PrometheusSource:
         """Seconds one query may take."""
         return self.interval * 2
 
-    async def poll_once(self) -> int:
-        """One round of queries; return how many hosts got a new frame."""
+    async def poll_once(self, at: float | None = None) -> int:
+        """One round of queries; return how many hosts got a new frame. ``at``: a past
+        instant (unix seconds) to read instead of now."""
+        when = () if at is None else (at,)
         try:
+            own = await self.own.poll_once(at)
+            if own is not None:  # fabtop's own series are there: read them, not node_*
+                return own
             results: list[Any] = []
             for q in QUERIES:
-                results += await asyncio.to_thread(self.fetch, self.url, q, self.timeout)
+                results += await asyncio.to_thread(self.fetch, self.url, q, self.timeout, *when)
         except (OSError, ValueError) as e:
             # The server's error text is remote text: failure_line cleans and bounds it.
             self._failed(failure_line(display_url(self.url), e))

@@ -246,8 +246,9 @@ def not_judged_entry(n: NotJudged) -> dict[str, Any]:
     return {"rule": n.rule, "needs_s": n.needs_s, "span_s": n.span_s}
 
 
-def build(state: FabricState, interval_s: float) -> dict[str, Any]:
-    """The snapshot document for the current state (evaluated first: :func:`judge`)."""
+def build(state: FabricState, interval_s: float, at: float | None = None) -> dict[str, Any]:
+    """The snapshot document for the current state (evaluated first: :func:`judge`);
+    ``at``: the unix time it shows, when not now (a past instant read from Prometheus)."""
     judged = judge(state)
     hosts: list[dict[str, Any]] = []
     now = state.now()
@@ -291,7 +292,9 @@ def build(state: FabricState, interval_s: float) -> dict[str, Any]:
     doc: dict[str, Any] = json_safe(
         {
             "schema": SCHEMA,
-            "taken_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "taken_at": (datetime.now(UTC) if at is None else datetime.fromtimestamp(at, UTC))
+            .isoformat(timespec="seconds")
+            .replace("+00:00", "Z"),
             "interval_s": interval_s,
             # Seconds the rates of every reporting host cover: a window rule needs its window.
             "span_s": judged.span_s,

@@ -18,6 +18,7 @@ from fabtop.commands.cli import (
     _link_filter,
     _parser,
     build_config,
+    instant,
     positive,
     positive_int,
     source,
@@ -33,7 +34,7 @@ def _numeric_options(cmd: str | None) -> list[argparse.Action]:
     return [
         a
         for a in _parser(cmd)._actions
-        if a.option_strings and a.type not in (None, _link_filter) and a.nargs is None
+        if a.option_strings and a.type not in (None, _link_filter, instant) and a.nargs is None
     ]
 
 
@@ -214,3 +215,43 @@ def test_a_bad_filter_is_one_line_and_exit_2(
 def test_a_filter_reads_as_the_dashboards_slash_reads_it() -> None:
     ns = _parser(None).parse_args(["--demo", "--filter", "kind:roce !host:node[1-2]"])
     assert ns.filter.text == "kind:roce !host:node[1-2]" and len(ns.filter.terms) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "unix"),
+    [
+        ("2026-01-05T14:00:00Z", 1767621600.0),
+        ("2026-01-05T15:00:00+01:00", 1767621600.0),
+        ("1767621600", 1767621600.0),
+        ("1767621600.5", 1767621600.5),
+    ],
+)
+def test_at_takes_rfc3339_with_its_zone_or_unix_seconds(text: str, unix: float) -> None:
+    assert instant(text) == unix
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("2026-01-05T14:00:00", "is not a time"),  # no zone: whose 14:00?
+        ("yesterday", "is not a time"),
+        ("nan", "is not a time"),
+        ("-5", "is not a past instant"),
+        ("9999999999", "is not a past instant"),
+        ("2999-01-01T00:00:00Z", "is not a past instant"),
+    ],
+)
+def test_a_bad_at_is_one_line_naming_it(
+    text: str, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        _parser("snapshot").parse_args(["--from-prometheus", "http://p:9090", "--at", text])
+    assert e.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert why in line and "--at" in line
+
+
+def test_at_without_from_prometheus_is_refused() -> None:
+    ns = _parser("snapshot").parse_args(["--at", "1767621600"])
+    with pytest.raises(ConfigError, match="--at reads a past instant from --from-prometheus"):
+        source(ns)

@@ -114,7 +114,7 @@ def test_every_command_line_the_docs_show_parses(
     doc: str, line: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # An example a reader pastes must be accepted: an option moved or renamed (or one a
-    # command never took, like doctor --from-prometheus) fails here, not at 3 a.m.
+    # command never took, like record --from-prometheus) fails here, not at 3 a.m.
     assert not refused(shlex.split(line.split(" #")[0])), capsys.readouterr().err
 
 
@@ -122,5 +122,5 @@ def test_the_command_line_check_sees_an_option_a_command_refuses(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert len(COMMAND_LINES) > 20  # the README's and docs' examples were found
-    assert refused(["doctor", "--from-prometheus", "http://prometheus:9090"])
+    assert refused(["record", "--from-prometheus", "http://prometheus:9090", "-o", "x"])
     assert "unrecognized arguments: --from-prometheus" in capsys.readouterr().err

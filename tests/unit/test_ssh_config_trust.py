@@ -179,7 +179,7 @@ def test_the_flags_reach_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     seen: list[Config] = []
 
-    async def fake_snapshot(cfg: Config, _: object) -> int:
+    async def fake_snapshot(cfg: Config, _: object, source: object = None) -> int:
         seen.append(cfg)
         return 0
 
