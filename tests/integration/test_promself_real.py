@@ -32,6 +32,7 @@ from fabtop.run.promsource import PrometheusSource
 from tests.conftest import REPO, skip_or_fail
 from tests.integration.sshd import free_port
 from tests.testbed.prometheus import prometheus, query, wait_for
+from tests.testbed.victoria import flushed, victoria
 from tui.main import main
 
 LINK = "enp65s0f0np0"
@@ -43,6 +44,7 @@ RX_PER_S = 1e9  # node1's backfilled rx_bytes rate, bytes per second
 class Shard:
     url: str
     backfill_end: float  # unix s of the last backfilled point
+    instance: str  # the shard's own address (host:port)
 
 
 def _backfill(data: Path, instance: str, end: int) -> None:
@@ -90,7 +92,7 @@ def shard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shard]:
         stack.callback(export.terminate)
         url = stack.enter_context(prometheus(tmp, {"fabtop": [instance]}, data=data))
         wait_for("the shard's 7 hosts", lambda: len(query(url, "fabtop_link_up")) > 20)
-        yield Shard(url, float(end))
+        yield Shard(url, float(end), instance)
 
 
 def _frames(url: str) -> dict[str, int]:
@@ -239,3 +241,21 @@ def test_doctor_from_prometheus_judges_the_shards_hosts(
     assert "prometheus_readback" in rules  # how this view differs, said
     worst = max({"info": 0, "warning": 1, "critical": 2}[f["severity"]] for f in doc["findings"])
     assert status == worst
+
+
+def test_the_same_read_back_through_victoriametrics(shard: Shard, tmp_path: Path) -> None:
+    # VictoriaMetrics speaks the same query API: the shard's series read back through it
+    # give the same hosts and, at a tick it holds, the demo's counters value by value.
+    with victoria(tmp_path, {"fabtop": [shard.instance]}) as vm:
+        wait_for(
+            "the shard's hosts in VictoriaMetrics",
+            lambda: len(query(flushed(vm), "fabtop_link_up")) > 20,
+        )
+        src = PrometheusSource(vm, interval=1.0)
+        src.state = st = fabric_state(Config(hosts=[], interval=1.0))
+        before = _frames(vm)
+        asyncio.run(src.poll_once())
+        after = _frames(vm)
+    ticks = range(min({*before.values(), *after.values()}) - 2, max(after.values()) + 1)
+    assert sorted(st.hosts) == sorted(_demo_at(ticks[-1]).hosts)
+    assert any(_matches(st, _demo_at(k)) for k in ticks), list(ticks)
