@@ -1,0 +1,175 @@
+"""Pre-FEC bit error rate per link, and its trend (issue 33).
+
+The BER over a window is the bit errors the physical layer corrected in it over the bits
+the link carried in it:
+
+- numerator: ``phy_corrected_bits`` where the driver counts corrected bits (mlx5's
+  ``rx_corrected_bits_phy``); else ``fec_corrected_blocks`` x 1 bit, a *lower bound*:
+  every corrected FEC codeword held at least one wrong bit, and RS(544,514) corrects up to
+  15 symbols (150 bits) of one. A lower bound over a threshold is a BER over it for sure,
+  so the estimate never raises a false alarm; its trend (a ratio of two windows) is
+  exact as long as the errors per block stay alike.
+- denominator: the negotiated rate x the time the link was up (the PHY carries bits at
+  line rate whether or not there is traffic: idles are coded and checked too; mlxlink's
+  raw BER divides by the same). The negotiated rate is the data rate; the lanes run about
+  6 % faster with the FEC's and the line code's overhead, so the BER reads up to 6 % high.
+
+Counters are cumulative and may come at slow cadence (a value carried between reads): a
+window's BER is the counts' difference across it, so a carried value costs nothing but
+the time resolution of the reads. A counter going back (a driver reset, a port
+re-initialised) starts the window over. Each link keeps a bounded ring of readings: at
+most ``POINTS_PER_WINDOW`` per window, for ``ber_trend_s`` at most.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from collectors.samples import LinkSample
+from collectors.vocabulary import Metric
+
+# What a BER was counted from (evidence "ber_counted_from").
+FROM_BITS = "phy_corrected_bits / (rate x time up)"
+FROM_BLOCKS = "fec_corrected_blocks x 1 bit / (rate x time up): a lower bound"
+
+# Readings kept per BER window: enough that a window's edge falls within a sixth of it.
+POINTS_PER_WINDOW = 6
+
+
+def corrected_count(link: LinkSample) -> tuple[int, str] | None:
+    """The link's cumulative count of corrected bit errors and what it counts, or None."""
+    bits = link.metrics.get(Metric.PHY_CORRECTED_BITS)
+    if isinstance(bits, int):
+        return bits, FROM_BITS
+    blocks = link.metrics.get(Metric.FEC_CORRECTED_BLOCKS)
+    if isinstance(blocks, int):
+        return blocks, FROM_BLOCKS
+    return None
+
+
+@dataclass(slots=True, frozen=True)
+class Reading:
+    """One point of a counter's window: time, cumulative count, bits carried until then."""
+
+    t: float
+    count: float
+    carried: float
+
+
+@dataclass(slots=True)
+class CounterWindow:
+    """A cumulative counter's readings over the recent past, for rates over a window.
+
+    ``carried`` accumulates the bits the link carried (rate x time up), so a BER is a
+    ratio of two differences; a counter without a denominator (symbol errors) uses the time.
+    """
+
+    points: deque[Reading] = field(default_factory=deque)
+    last: Reading | None = None  # the newest reading (kept apart: the ring is thinned)
+    counted_from: str = ""
+
+    def add(
+        self, t: float, count: float, rate_bps: float | None, step_s: float, keep_s: float
+    ) -> None:
+        """Add a reading at ``t``; ``rate_bps``: bits a second carried since the last one
+        (None or 0: the link was down or its rate is unknown: nothing carried)."""
+        last = self.last
+        if last is not None and t <= last.t:
+            return  # a frame seen already
+        if last is not None and count < last.count:
+            self.clear()  # the counter went back: a reset, not a negative rate
+            last = None
+        carried = 0.0 if last is None else last.carried + (rate_bps or 0.0) * (t - last.t)
+        now = Reading(t, float(count), carried)
+        if not self.points or t - self.points[-1].t >= step_s:
+            self.points.append(now)
+        self.last = now
+        while len(self.points) > 1 and self.points[1].t <= t - keep_s:
+            self.points.popleft()
+
+    def clear(self) -> None:
+        """Forget every reading (a reset, a flap: what came before is another link)."""
+        self.points.clear()
+        self.last = None
+
+    def span_s(self) -> float:
+        """Seconds the readings cover."""
+        if self.last is None or not self.points:
+            return 0.0
+        return self.last.t - self.points[0].t
+
+    def _since(self, t: float) -> Reading | None:
+        """The newest kept reading at or before ``t`` (None: the window starts later)."""
+        found = None
+        for p in self.points:
+            if p.t > t:
+                break
+            found = p
+        return found
+
+    def ber(self, window_s: float) -> float | None:
+        """Errors over bits carried in the last ``window_s`` (None: not covered, or nothing
+        carried)."""
+        last = self.last
+        start = None if last is None else self._since(last.t - window_s)
+        if last is None or start is None:
+            return None
+        return ratio(last.count - start.count, last.carried - start.carried)
+
+    def first_ber(self, window_s: float) -> tuple[float, float] | None:
+        """(BER, its window's middle time) over the first ``window_s`` of the readings."""
+        if not self.points or self.last is None:
+            return None
+        first = self.points[0]
+        end = next((p for p in self.points if p.t >= first.t + window_s), None)
+        if end is None:
+            return None
+        got = ratio(end.count - first.count, end.carried - first.carried)
+        return None if got is None else (got, (first.t + end.t) / 2)
+
+    def per_s(self, window_s: float) -> float | None:
+        """The counter's rate over the last ``window_s`` (None: not covered)."""
+        last = self.last
+        start = None if last is None else self._since(last.t - window_s)
+        if last is None or start is None or last.t <= start.t:
+            return None
+        return (last.count - start.count) / (last.t - start.t)
+
+
+def ratio(errors: float, carried: float) -> float | None:
+    """A BER: None when nothing was carried."""
+    return errors / carried if carried > 0 else None
+
+
+def decades_per_hour(before: float, now: float, dt_s: float) -> float | None:
+    """How many decades a BER moved per hour (None: a zero end or no time between)."""
+    if before <= 0 or now <= 0 or dt_s <= 0:
+        return None
+    return math.log10(now / before) * 3600.0 / dt_s
+
+
+def ber_text(ber: float | None) -> str:
+    """A BER as people read it: ``2.1e-07``."""
+    return "?" if ber is None else f"{ber:.1e}"
+
+
+@dataclass(slots=True)
+class CableTrack:
+    """What the cable rules remember of one link across frames (RuleMemory.cables)."""
+
+    last_t: float
+    ber: CounterWindow = field(default_factory=CounterWindow)
+    symbols: CounterWindow = field(default_factory=CounterWindow)  # IB symbol errors
+    down_events: int | None = None  # link_down_events at the last frame
+    up: bool = True
+    # The link's BER over the window before its last flap, and when it came back up.
+    ber_before_flap: float | None = None
+    up_since: float | None = None
+    # Devlink health reporters' (error, recover) counts at the last read, by (device, name).
+    reporters: dict[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
+    # The module read last judged (its node time) and the frame time it was first seen at:
+    # a read carried over frames is judged once, and its verdict stands until the next.
+    module_read: int | None = None
+    module_t: float | None = None
