@@ -14,9 +14,9 @@ the link carried in it:
   raw BER divides by the same). The negotiated rate is the data rate; the lanes run about
   6 % faster with the FEC's and the line code's overhead, so the BER reads up to 6 % high.
 
-Counters are cumulative and may come at slow cadence (a value carried between reads): a
-window's BER is the counts' difference across it, so a carried value costs nothing but
-the time resolution of the reads. A counter going back (a driver reset, a port
+Counters are cumulative and may come at slow cadence (a value carried between optics
+rounds): a window's BER is the counts' difference between the readings where the count
+moved, so a window holds whole rounds. A counter going back (a driver reset, a port
 re-initialised) starts the window over. Each link keeps a bounded ring of readings: at
 most ``POINTS_PER_WINDOW`` per window, for ``ber_trend_s`` at most.
 """
@@ -64,10 +64,14 @@ class CounterWindow:
 
     ``carried`` accumulates the bits the link carried (rate x time up), so a BER is a
     ratio of two differences; a counter without a denominator (symbol errors) uses the time.
+    Windows run between *edges*, the readings where the count moved: a counter read at
+    slow cadence moves once a round and is carried between rounds, so a window between
+    two rounds counts whole rounds, never none or two of them by where a frame fell.
     """
 
-    points: deque[Reading] = field(default_factory=deque)
-    last: Reading | None = None  # the newest reading (kept apart: the ring is thinned)
+    points: deque[Reading] = field(default_factory=deque)  # edges, at least a step apart
+    last: Reading | None = None  # the newest reading
+    edge: Reading | None = None  # the newest reading whose count moved (or the first)
     counted_from: str = ""
 
     def add(
@@ -83,8 +87,10 @@ class CounterWindow:
             last = None
         carried = 0.0 if last is None else last.carried + (rate_bps or 0.0) * (t - last.t)
         now = Reading(t, float(count), carried)
-        if not self.points or t - self.points[-1].t >= step_s:
-            self.points.append(now)
+        if last is None or now.count != last.count:
+            self.edge = now
+            if not self.points or t - self.points[-1].t >= step_s:
+                self.points.append(now)
         self.last = now
         while len(self.points) > 1 and self.points[1].t <= t - keep_s:
             self.points.popleft()
@@ -92,7 +98,7 @@ class CounterWindow:
     def clear(self) -> None:
         """Forget every reading (a reset, a flap: what came before is another link)."""
         self.points.clear()
-        self.last = None
+        self.last = self.edge = None
 
     def span_s(self) -> float:
         """Seconds the readings cover."""
@@ -100,8 +106,16 @@ class CounterWindow:
             return 0.0
         return self.last.t - self.points[0].t
 
+    def _end(self, window_s: float) -> Reading | None:
+        """Where a window ending now ends: the last edge, or now when the count stood
+        still for two windows (nothing counted: no round is still to come)."""
+        last, edge = self.last, self.edge
+        if last is None or edge is None:
+            return None
+        return last if last.t - edge.t > 2 * window_s else edge
+
     def _since(self, t: float) -> Reading | None:
-        """The newest kept reading at or before ``t`` (None: the window starts later)."""
+        """The newest kept edge at or before ``t`` (None: the window starts later)."""
         found = None
         for p in self.points:
             if p.t > t:
@@ -112,15 +126,15 @@ class CounterWindow:
     def ber(self, window_s: float) -> float | None:
         """Errors over bits carried in the last ``window_s`` (None: not covered, or nothing
         carried)."""
-        last = self.last
-        start = None if last is None else self._since(last.t - window_s)
-        if last is None or start is None:
+        end = self._end(window_s)
+        start = None if end is None else self._since(end.t - window_s)
+        if end is None or start is None:
             return None
-        return ratio(last.count - start.count, last.carried - start.carried)
+        return ratio(end.count - start.count, end.carried - start.carried)
 
     def first_ber(self, window_s: float) -> tuple[float, float] | None:
         """(BER, its window's middle time) over the first ``window_s`` of the readings."""
-        if not self.points or self.last is None:
+        if not self.points:
             return None
         first = self.points[0]
         end = next((p for p in self.points if p.t >= first.t + window_s), None)

@@ -67,6 +67,35 @@ def test_a_constant_corrected_rate_stays_quiet_for_an_hour() -> None:
         assert not cable(fab.tick(10.0))
 
 
+def rounds(fab: Fabric, p: Port, ber: float, n: int, every: int = 13, dt: float = 5.0) -> None:
+    """``n`` optics rounds ``every`` frames apart: the FEC count moves on a round only, and
+    is carried between them (docs/PROBE.md "Optics")."""
+    for _ in range(n):
+        blocks = p.metrics.get("fec_corrected_blocks", 0)
+        assert isinstance(blocks, int)
+        p.metrics["fec_corrected_blocks"] = blocks + round(ber * BITS_PER_S * every * dt)
+        for _ in range(every):
+            assert not cable(fab.tick(dt)) or ber > 1e-7
+
+
+def test_a_constant_ber_read_in_slow_rounds_stays_quiet() -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    p.metrics["fec_corrected_blocks"] = 0
+    rounds(fab, p, 5e-8, 28)  # half an hour of 65 s rounds under 5 s frames: no window
+    assert not cable(fab.findings)  # ever held no round or two of them
+
+
+def test_a_ber_climbing_in_slow_rounds_is_named() -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    p.metrics["fec_corrected_blocks"] = 0
+    rounds(fab, p, 5e-8, 4)
+    rounds(fab, p, 2e-6, 3)
+    found = by_rule(fab.findings, "cable_ber")
+    assert len(found) == 1 and float(found[0].evidence["ber_before"]) < 1e-7  # type: ignore[arg-type]
+
+
 def test_ber_over_the_mark_from_blocks_says_it_is_a_lower_bound() -> None:
     fab = Fabric()
     p = fab.port("node2")
