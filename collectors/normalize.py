@@ -132,6 +132,8 @@ ETHTOOL_MAP: Mapping[Metric, tuple[Src, ...]] = {
         _s("rx_fcs_err_frames", drivers=_BNXT),
     ),
     Metric.LINK_DOWN_EVENTS: (_s("link_down_events_phy"),),  # en_stats.c phy group
+    # en_stats.c pport_phy_statistical_stats_desc (devices with the PPCNT statistical group)
+    Metric.PHY_CORRECTED_BITS: (_s("rx_corrected_bits_phy"),),
     # en_stats.c pport_per_tc_congest_prio_stats_desc: "rx_prio%d_marked" (ecn_marked_tc)
     Metric.ECN_MARKED: (_s("rx_prio{p}_marked", rollup=True),),
     Metric.ECN_MARKED_PRIO: (_s("rx_prio{p}_marked"),),

@@ -218,6 +218,7 @@ def test_tables_only_use_names_seen_or_cited(fixtures_dir: Path) -> None:
         "rx_crc_errors_phy",
         "rx_symbol_err_phy",
         "link_down_events_phy",
+        "rx_corrected_bits_phy",  # pport_phy_statistical_stats_desc
         "rx_prio{p}_marked",
         "rx_prio{p}_buf_discard",
         "rx_prio{p}_cong_discard",
