@@ -466,14 +466,14 @@ def build_app(
     if source is not None:
         source.state = state
         return FabtopApp(
-            ViewContext(state, interval=cfg.interval, link_filter=flt),
+            ViewContext(state, interval=cfg.interval, link_filter=flt, cables=cfg.cables),
             source,
             recorder=recorder,
             allow_write=allow_write,
         )
     session = open_session(cfg, state=state, events=recorder)
     return FabtopApp(
-        ViewContext(state, interval=cfg.interval, link_filter=flt),
+        ViewContext(state, interval=cfg.interval, link_filter=flt, cables=cfg.cables),
         session,
         recorder=recorder,
         allow_write=allow_write,
@@ -482,7 +482,12 @@ def build_app(
 
 def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
     """The dashboard over a recording (no session: the replay drives the state)."""
-    ctx = ViewContext(replay.state, interval=replay.config.interval, clock=replay.now)
+    ctx = ViewContext(
+        replay.state,
+        interval=replay.config.interval,
+        clock=replay.now,
+        cables=replay.config.cables,
+    )
     app = ReplayApp(ctx, replay=replay)
     app.replay_speed = min(16.0, max(0.5, speed))
     return app

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fabtop.core.cables import Cable
 from fabtop.core.state import FabricState
 from fabtop.run.link_filter import LinkFilter
 
@@ -46,6 +47,8 @@ class ViewContext:
     bench: Bench | None = None
     # The overview's filter (`/`, --filter): kept here so it outlives the screen.
     link_filter: LinkFilter = field(default_factory=LinkFilter)
+    # The config's [[cable]] pairs: the link detail's cable panel shows both ends.
+    cables: tuple[Cable, ...] = ()
 
     def now(self) -> float:
         """The clock the host ages are measured with."""

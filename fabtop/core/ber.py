@@ -164,6 +164,29 @@ def decades_per_hour(before: float, now: float, dt_s: float) -> float | None:
     return math.log10(now / before) * 3600.0 / dt_s
 
 
+@dataclass(frozen=True, slots=True)
+class BerNow:
+    """A link's pre-FEC BER over the last window, and its trend on the link's baseline."""
+
+    ber: float | None  # None: the window is not covered yet
+    before: float | None  # over the first window kept (None: not two windows apart yet)
+    decades_per_h: float | None
+    counted_from: str  # FROM_BITS or FROM_BLOCKS
+
+
+def ber_now(track: CableTrack | None, window_s: float) -> BerNow | None:
+    """What the cable rules measure of a link's BER now (None: it counts no corrections)."""
+    w = None if track is None else track.ber
+    if w is None or w.last is None:
+        return None
+    now = w.ber(window_s)
+    base = w.first_ber(window_s)
+    if now is None or base is None or w.last.t - base[1] < window_s * 1.5:
+        return BerNow(now, None, None, w.counted_from)  # the windows overlap: no trend yet
+    per_h = decades_per_hour(base[0], now, w.last.t - window_s / 2 - base[1])
+    return BerNow(now, base[0], per_h, w.counted_from)
+
+
 def ber_text(ber: float | None) -> str:
     """A BER as people read it: ``2.1e-07``."""
     return "?" if ber is None else f"{ber:.1e}"

@@ -23,13 +23,7 @@ from __future__ import annotations
 
 from collectors.optics import RX_POWER_MW, TEMPERATURE_C, ModuleDiag, dbm
 from collectors.vocabulary import Metric
-from fabtop.core.ber import (
-    FROM_BITS,
-    CableTrack,
-    ber_text,
-    corrected_count,
-    decades_per_hour,
-)
+from fabtop.core.ber import FROM_BITS, CableTrack, ber_now, ber_text, corrected_count
 from fabtop.core.findings import Finding
 from fabtop.core.rules.context import LinkTick, RuleContext, link_down, r3
 from fabtop.core.rules.kinds import window_rule
@@ -143,18 +137,16 @@ def cable_errors(ctx: RuleContext) -> list[Finding]:
 
 def _ber_finding(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> Finding | None:
     win = ctx.th("ber_window_s")
-    now = tr.ber.ber(win)
-    if now is None or tr.ber.last is None:
+    got = ber_now(tr, win)
+    if got is None or got.ber is None:
         return None
+    now, before, per_h = got.ber, got.before, got.decades_per_h
     warn = ctx.th("ber_warn_ratio")
-    base = tr.ber.first_ber(win)
-    rising = False
-    before: float | None = None
-    per_h: float | None = None
-    if base is not None and tr.ber.last.t - base[1] >= win * 1.5:  # two windows apart
-        before = base[0]
-        per_h = decades_per_hour(before, now, tr.ber.last.t - win / 2 - base[1])
-        rising = now >= ctx.th("ber_floor_ratio") and now >= before * ctx.th("ber_rise_factor")
+    rising = (
+        before is not None
+        and now >= ctx.th("ber_floor_ratio")
+        and now >= before * ctx.th("ber_rise_factor")
+    )
     if not (rising or now >= warn):
         return None
     why = f"over {ber_text(warn)}" if now >= warn else ""
@@ -315,21 +307,38 @@ def optics(ctx: RuleContext) -> list[Finding]:
     return out
 
 
-def _rx_low(ctx: RuleContext, lt: LinkTick, mod: ModuleDiag) -> Finding | None:
+def rx_alarm_dbm(mod: ModuleDiag) -> float | None:
+    """The module's own low rx-power alarm in dBm (None: it gives none: all zero)."""
     limits = mod.limits.get(RX_POWER_MW)
     alarm = None if limits is None else dbm(limits.low_alarm)
-    if alarm is None or alarm == float("-inf"):
+    return None if alarm is None or alarm == float("-inf") else alarm
+
+
+def rx_margins(mod: ModuleDiag) -> list[tuple[int, float | None, float | None]]:
+    """Per lane: (lane, rx power in dBm, its margin above the low alarm in dB); the
+    power -inf for a dark lane, the margin None where either is not known."""
+    alarm = rx_alarm_dbm(mod)
+    out: list[tuple[int, float | None, float | None]] = []
+    for lane in mod.lanes:
+        p = dbm(lane.rx_power_mw)
+        margin = None if p is None or alarm is None else p - alarm
+        out.append((lane.lane, p, margin))
+    return out
+
+
+def _rx_low(ctx: RuleContext, lt: LinkTick, mod: ModuleDiag) -> Finding | None:
+    alarm = rx_alarm_dbm(mod)
+    if alarm is None:
         return None  # the module gives no limit: no judgement
     if link_down(lt.link.state):
         return None  # a dark lane on a port that is down: the flap's finding, not another
     margin = ctx.th("optic_rx_margin_db")
     low = []
     worst: float | None = None
-    for lane in mod.lanes:
-        p = dbm(lane.rx_power_mw)
-        if p is None or p - alarm > margin:
+    for lane, p, above in rx_margins(mod):
+        if p is None or above is None or above > margin:
             continue
-        low.append(f"lane {lane.lane} {_db(p)} dBm")
+        low.append(f"lane {lane} {_db(p)} dBm")
         worst = p if worst is None else min(worst, p)
     if worst is None:
         return None
