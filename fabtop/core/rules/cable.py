@@ -39,9 +39,14 @@ HEALTH, RX_LOW, TEMP_HIGH = "nic_health", "optic_rx_low", "module_temp_high"
 _UNCORRECTABLE_PER_S = Metric.FEC_UNCORRECTABLE_BLOCKS.per_s
 _INTEGRITY_PER_S = Metric.LINK_INTEGRITY_ERRORS.per_s
 _RECOVERIES_PER_S = Metric.LINK_ERROR_RECOVERIES.per_s
-# Counters besides the corrected ones that make a link one the cable rules watch.
-_OTHER_COUNTERS = frozenset(
-    (Metric.FEC_UNCORRECTABLE_BLOCKS, Metric.LINK_INTEGRITY_ERRORS, Metric.LINK_ERROR_RECOVERIES)
+# The counters that make a link one the cable rules watch (InfiniBand ports always are:
+# their symbol errors).
+_CABLE_COUNTERS = (
+    Metric.PHY_CORRECTED_BITS,
+    Metric.FEC_CORRECTED_BLOCKS,
+    Metric.FEC_UNCORRECTABLE_BLOCKS,
+    Metric.LINK_INTEGRITY_ERRORS,
+    Metric.LINK_ERROR_RECOVERIES,
 )
 
 NEXT_STEP = (
@@ -100,17 +105,16 @@ def cable_errors(ctx: RuleContext) -> list[Finding]:
     hold = ctx.th("event_hold_s")
     for lt in ctx.links:
         link = lt.link
-        counted = corrected_count(link)
-        ib = link.link_layer == "InfiniBand"
+        metrics = link.metrics
+        # Most links of most fabrics count none of it: passed by in a few lookups.
         if (
-            counted is None
-            and not ib
+            link.link_layer != "InfiniBand"
             and lt.subject not in cables
-            and _OTHER_COUNTERS.isdisjoint(link.metrics)
+            and not any(m in metrics for m in _CABLE_COUNTERS)
         ):
-            continue  # no cable counters at all: most links of most fabrics
+            continue
         tr = _track(ctx, lt)
-        _observe(ctx, lt, tr, counted)
+        _observe(ctx, lt, tr, corrected_count(link))
         if lt.dt is None:
             continue
         ctx.report_debounced(out, _ber_finding(ctx, lt, tr), (BER, lt.subject), lt.t, lt.dt)
@@ -239,9 +243,10 @@ def nic_health(ctx: RuleContext) -> list[Finding]:
     """A devlink health reporter in error, or recovering errors between two reads."""
     out: list[Finding] = []
     hold = ctx.th("event_hold_s")
+    remembered = ctx.remembers(HEALTH)
     for lt in ctx.links:
         reporters = lt.link.health
-        if not reporters and not ctx.remembers(HEALTH):
+        if not reporters and not remembered:
             continue
         found = None
         if reporters and lt.dt is not None:
@@ -287,11 +292,17 @@ def optics(ctx: RuleContext) -> list[Finding]:
     """A lane's rx power near the module's low alarm; the module near its warning temperature."""
     out: list[Finding] = []
     reads = 2.0  # the condition held on two reads of the module
+    remembered = ctx.remembers(RX_LOW) or ctx.remembers(TEMP_HIGH)
+    cables = ctx.memory.cables
     for lt in ctx.links:
         mod = lt.link.module
-        if mod is None and not (ctx.remembers(RX_LOW) or ctx.remembers(TEMP_HIGH)):
-            continue
-        tr = _track(ctx, lt)
+        if mod is None:  # not read (this frame, or at all): a read judged before stands
+            got = cables.get(lt.subject) if remembered else None
+            if got is None:
+                continue
+            tr = got
+        else:
+            tr = _track(ctx, lt)
         tr.last_t = max(tr.last_t, lt.t)
         rx = hot = None
         if mod is not None and (mod.read_ns is None or mod.read_ns != tr.module_read):
