@@ -70,8 +70,9 @@ class CounterWindow:
     """
 
     points: deque[Reading] = field(default_factory=deque)  # edges, at least a step apart
+    first: Reading | None = None  # the first reading (a slow counter's: any time in a round)
     last: Reading | None = None  # the newest reading
-    edge: Reading | None = None  # the newest reading whose count moved (or the first)
+    edge: Reading | None = None  # the newest reading whose count moved
     counted_from: str = ""
 
     def add(
@@ -87,21 +88,26 @@ class CounterWindow:
             last = None
         carried = 0.0 if last is None else last.carried + (rate_bps or 0.0) * (t - last.t)
         now = Reading(t, float(count), carried)
-        if last is None or now.count != last.count:
+        self.last = now
+        if last is None:
+            # Not a window's start: a slow counter's first reading falls anywhere in a
+            # round, and its next move counts a whole round over part of one.
+            self.first = now
+            return
+        if now.count != last.count:
             self.edge = now
             if not self.points or t - self.points[-1].t >= step_s:
                 self.points.append(now)
-        self.last = now
         while len(self.points) > 1 and self.points[1].t <= t - keep_s:
             self.points.popleft()
 
     def clear(self) -> None:
         """Forget every reading (a reset, a flap: what came before is another link)."""
         self.points.clear()
-        self.last = self.edge = None
+        self.first = self.last = self.edge = None
 
     def span_s(self) -> float:
-        """Seconds the readings cover."""
+        """Seconds the windows can cover (from the count's first move)."""
         if self.last is None or not self.points:
             return 0.0
         return self.last.t - self.points[0].t
@@ -126,6 +132,11 @@ class CounterWindow:
     def ber(self, window_s: float) -> float | None:
         """Errors over bits carried in the last ``window_s`` (None: not covered, or nothing
         carried)."""
+        first, last = self.first, self.last
+        if not self.points and first is not None and last is not None:
+            # never moved: nothing corrected, once two windows said so
+            ok = last.t - first.t > 2 * window_s
+            return ratio(0.0, last.carried - first.carried) if ok else None
         end = self._end(window_s)
         start = None if end is None else self._since(end.t - window_s)
         if end is None or start is None:

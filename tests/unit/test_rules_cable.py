@@ -96,6 +96,17 @@ def test_a_ber_climbing_in_slow_rounds_is_named() -> None:
     assert len(found) == 1 and float(found[0].evidence["ber_before"]) < 1e-7  # type: ignore[arg-type]
 
 
+def test_a_first_read_just_before_a_round_does_not_hide_a_rise() -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    p.metrics["fec_corrected_blocks"] = 0
+    fab.tick(5.0)  # the first read, 5 s before a round: the round counts 65 s, not 5
+    rounds(fab, p, 5e-8, 4)
+    rounds(fab, p, 6e-7, 3)  # 12 x: a decade, whatever the phase of the first read
+    found = by_rule(fab.findings, "cable_ber")
+    assert len(found) == 1 and float(found[0].evidence["ber_before"]) < 1e-7  # type: ignore[arg-type]
+
+
 def test_ber_over_the_mark_from_blocks_says_it_is_a_lower_bound() -> None:
     fab = Fabric()
     p = fab.port("node2")
