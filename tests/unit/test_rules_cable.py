@@ -211,16 +211,17 @@ def test_rx_power_near_the_modules_low_alarm_on_two_reads() -> None:
     assert not by_rule(fab.tick(), "optic_rx_low")
 
 
-def test_no_limits_and_a_dark_lane_on_a_down_port_raise_nothing() -> None:
+def test_no_limits_and_a_dark_lane_raise_nothing() -> None:
     fab = Fabric()
-    fab.port("node1", fields={"module": module(0.0, limits=False, temp=90.0)})  # limits all 0
+    fab.port("node1", fields={"module": module(0.05, limits=False, temp=90.0)})  # limits all 0
     down = fab.port("node1", "enp65s0f1np1", fields={"module": module(0.0)}, state="down")
     fab.run(4)
     assert not by_rule(fab.findings, "optic_rx_low")
     assert not by_rule(fab.findings, "module_temp_high")
-    down.state = "up"  # the same dark lane on a port that is up: the fibre is dark
-    fab.run(2)
-    found = by_rule(fab.findings, "optic_rx_low")
+    down.state = "up"  # a dark lane on a port that is up: a lane it does not use (breakout)
+    assert not by_rule(fab.run(3), "optic_rx_low")
+    down.fields["module"] = module(0.08)  # lit, below the alarm: losing light
+    found = by_rule(fab.run(2), "optic_rx_low")
     assert [f.severity for f in found] == ["critical"]
 
 

@@ -113,7 +113,7 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
             if p is None:
                 t.append("?", "dim")
             elif p == float("-inf"):
-                t.append("dark", "bold red" if above is not None else "yellow")
+                t.append("dark", "dim")  # unused, or the port is down: not judged
             else:
                 style = "bold red" if above is not None and above <= margin else ""
                 t.append(f"{p:.1f}", style)

@@ -13,7 +13,8 @@
 - ``optic_rx_low`` / ``module_temp_high``: a lane's rx power within ``optic_rx_margin_db``
   of the module's own low alarm, the module within ``module_temp_margin_c`` of its own
   high warning. Only where the module gives the limit (None: no judgement, never a false
-  alarm); a dark lane on a port that is down is the flap's finding, not a second one.
+  alarm); a dark lane is not judged (a lane the port does not use, or a port that is down:
+  the flap's finding, not a second one).
   Optics are read at slow cadence: a condition must hold on two reads (never one sample).
 
 Windows of counter readings are kept per link in :attr:`RuleMemory.cables`.
@@ -342,12 +343,15 @@ def _rx_low(ctx: RuleContext, lt: LinkTick, mod: ModuleDiag) -> Finding | None:
     if alarm is None:
         return None  # the module gives no limit: no judgement
     if link_down(lt.link.state):
-        return None  # a dark lane on a port that is down: the flap's finding, not another
+        return None  # a port that is down: the flap's finding, not another
     margin = ctx.th("optic_rx_margin_db")
     low = []
     worst: float | None = None
     for lane, p, above in rx_margins(mod):
-        if p is None or above is None or above > margin:
+        # A dark lane (no light at all) is not one losing light: on a port that is up it
+        # is a lane the port does not use (a breakout's other members, an 8-lane module
+        # run as 4); on one that is down, the flap's finding.
+        if p is None or above is None or above > margin or p == float("-inf"):
             continue
         low.append(f"lane {lane} {_db(p)} dBm")
         worst = p if worst is None else min(worst, p)
