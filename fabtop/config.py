@@ -499,11 +499,11 @@ def config_from_dict(
         firewall_ports=_firewall_ports(data.get("firewall", {}), where),
         expect=common,
         nccl=_nccl(data["nccl"], where) if "nccl" in data else NcclTimeouts(),
-        cables=_cables(data.get("cable", []), where, {h.name for h in hosts}),
+        cables=parse_cables(data.get("cable", []), where, {h.name for h in hosts}),
     )
 
 
-def _cables(raw: Any, where: str, hosts: set[str]) -> tuple[Cable, ...]:
+def parse_cables(raw: Any, where: str, hosts: set[str]) -> tuple[Cable, ...]:
     """``[[cable]] a = "node1/enp65s0f0np0"  b = "switch1"`` (or ``"node2/<port>"``)."""
     if not isinstance(raw, list):
         raise ConfigError(f"{where}: cable must be [[cable]] tables with fields a and b")

@@ -8,6 +8,7 @@ import pytest
 
 from fabtop.config import ConfigError, load_config
 from fabtop.core.cables import CableEnd, far_end
+from fabtop.run.record import RecordError, config_entry, config_from_entry
 
 HOSTS = '[[host]]\nname = "node[1-2]"\n'
 
@@ -65,3 +66,13 @@ def test_a_bad_cable_is_one_line_naming_file_cable_and_field(
         load_config(path)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(str(path)) and expect in msg, msg
+
+
+def test_a_recording_keeps_the_cables_and_checks_them_on_reading(tmp_path: Path) -> None:
+    cfg = load_config(load(tmp_path, '[[cable]]\na = "node1/mlx5_0/1"\nb = "switch1"\n'))
+    entry = config_entry(cfg)
+    assert config_from_entry(entry).cables == cfg.cables
+    entry["cable"] = [{"a": "node9/eth0", "b": "switch1"}]  # a host the recording lacks
+    with pytest.raises(RecordError) as e:
+        config_from_entry(entry, "r.fabrec")
+    assert str(e.value).startswith("r.fabrec: field 'config': cable #1: field 'a': unknown host")
