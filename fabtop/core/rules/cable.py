@@ -23,9 +23,10 @@ Windows of counter readings are kept per link in :attr:`RuleMemory.cables`.
 from __future__ import annotations
 
 from collectors.optics import RX_POWER_MW, TEMPERATURE_C, ModuleDiag, dbm
+from collectors.samples import LinkSample
 from collectors.vocabulary import Metric
 from fabtop.core.ber import FROM_BITS, CableTrack, ber_now, ber_text, corrected_count
-from fabtop.core.findings import Finding
+from fabtop.core.findings import Evidence, Finding
 from fabtop.core.rules.context import LinkTick, RuleContext, link_down, r3
 from fabtop.core.rules.kinds import window_rule
 
@@ -401,8 +402,8 @@ def _db(p: float) -> float | str:
     return "-inf" if p == float("-inf") else round(p, 2)
 
 
-def _int(link: object, metric: Metric) -> int | None:
-    v = getattr(link, "metrics", {}).get(metric)
+def _int(link: LinkSample, metric: Metric) -> int | None:
+    v = link.metrics.get(metric)
     return v if isinstance(v, int) else None
 
 
@@ -411,7 +412,7 @@ def _finding(
     rule: str,
     severity: str,
     what: str,
-    evidence: dict[str, object],
+    evidence: dict[str, Evidence],
     next_step: str | None = None,
 ) -> Finding:
     return Finding(
@@ -419,7 +420,7 @@ def _finding(
         severity=severity,
         subject=lt.subject,
         summary=f"{lt.label}: {what}",
-        evidence=evidence,  # type: ignore[arg-type]
+        evidence=evidence,
         next_step=NEXT_STEP.format(name=lt.name) if next_step is None else next_step,
         host=lt.host,
         port=lt.ref,
