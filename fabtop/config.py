@@ -21,6 +21,7 @@ import hostlist
 from collectors.numbers import is_digits
 from collectors.probe import PROBE_KINDS, ProbeArgError, ProbeArgs, build_argv
 from collectors.transport.ssh_config import SshConfigError, check_no_commands, config_lines
+from fabtop.core.cables import Cable, CableEnd
 from fabtop.core.expect import FIELDS, LINK_LAYERS, Expect
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS, PortRange, parse_port_spec
 from fabtop.core.nccl import IB_RETRY_CNT_RANGE, IB_TIMEOUT_RANGE, NcclTimeouts
@@ -120,6 +121,8 @@ class Config:
     nccl: NcclTimeouts = field(default_factory=NcclTimeouts)
     # The overview's groups start folded past this many links ([dashboard]).
     fold_past_links: int = FOLD_PAST_LINKS
+    # [[cable]] pairs: which ports a cable joins (the cable panel shows both ends).
+    cables: tuple[Cable, ...] = ()
 
 
 def parse_target(text: str, where: str) -> SshTarget:
@@ -424,6 +427,7 @@ _TOP_KEYS = {
     "expect",
     "nccl",
     "dashboard",
+    "cable",
 }
 
 
@@ -492,8 +496,9 @@ def config_from_dict(
     for key, val in (("known_hosts", known), ("ssh_config", ssh_cfg)):
         if val is not None and not isinstance(val, str):
             raise ConfigError(f"{where}: field {key!r} must be a path string")
+    hosts = _unique(hosts, where)
     return Config(
-        hosts=_unique(hosts, where),
+        hosts=hosts,
         interval=ival,
         source=where,
         thresholds={str(k): v for k, v in thresholds.items()},
@@ -503,6 +508,7 @@ def config_from_dict(
         expect=common,
         nccl=_nccl(data["nccl"], where) if "nccl" in data else NcclTimeouts(),
         fold_past_links=_fold_past(data.get("dashboard", {}), where),
+        cables=parse_cables(data.get("cable", []), where, {h.name for h in hosts}),
     )
 
 
@@ -528,6 +534,53 @@ def _fold_past(table: Any, where: str) -> int:
             what="a whole number of links in 0..100000",
         )
     )
+
+
+def parse_cables(raw: Any, where: str, hosts: set[str]) -> tuple[Cable, ...]:
+    """``[[cable]] a = "node1/enp65s0f0np0"  b = "switch1"`` (or ``"node2/<port>"``)."""
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: cable must be [[cable]] tables with fields a and b")
+    out: list[Cable] = []
+    used: dict[CableEnd, int] = {}
+    for i, table in enumerate(raw, 1):
+        w = f"{where}: cable #{i}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{w} must be a table with fields a and b")
+        unknown = set(table) - {"a", "b"}
+        if unknown:
+            raise ConfigError(f"{w}: unknown field {sorted(unknown)[0]!r} (a cable has a and b)")
+        a, b = (_cable_end(table.get(k), w, k, hosts) for k in ("a", "b"))
+        if a == b:
+            raise ConfigError(f"{w}: a and b are the same end {a.label!r}")
+        if a.port is None and b.port is None:
+            raise ConfigError(f"{w}: neither end is a fabtop host's port (host/port)")
+        for k, end in (("a", a), ("b", b)):
+            if end.port is not None and end in used:
+                raise ConfigError(
+                    f"{w}: field {k!r}: port {end.label!r} is already in cable #{used[end]}"
+                )
+            used[end] = i
+        out.append(Cable(a, b))
+    return tuple(out)
+
+
+def _cable_end(value: Any, w: str, key: str, hosts: set[str]) -> CableEnd:
+    where = f"{w}: field {key!r}"
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f'{where}: want "host/port" or a device name like "switch1"')
+    host, slash, port = value.partition("/")
+    _check_name(host, where)
+    if not slash:
+        if host in hosts:
+            raise ConfigError(f"{where}: {value!r} is a fabtop host: name its port (host/port)")
+        return CableEnd(host, None)  # a device fabtop does not watch
+    if host not in hosts:
+        raise ConfigError(f"{where}: unknown host {host!r} (not a [[host]] of this file)")
+    iface, _, rdma_port = port.partition("/")  # an RDMA port: mlx5_0/1
+    _probe_check(w, key, ProbeArgs(interfaces=(iface,)))
+    if rdma_port and not (rdma_port.isdigit() and len(rdma_port) <= 3):
+        raise ConfigError(f"{where}: bad port {port!r}: a netdev, or RDMA device/number")
+    return CableEnd(host, port)
 
 
 def _nccl(table: Any, where: str) -> NcclTimeouts:

@@ -471,6 +471,7 @@ def build_app(
                 interval=cfg.interval,
                 link_filter=flt,
                 fold_past_links=cfg.fold_past_links,
+                cables=cfg.cables,
             ),
             source,
             recorder=recorder,
@@ -479,7 +480,11 @@ def build_app(
     session = open_session(cfg, state=state, events=recorder)
     return FabtopApp(
         ViewContext(
-            state, interval=cfg.interval, link_filter=flt, fold_past_links=cfg.fold_past_links
+            state,
+            interval=cfg.interval,
+            link_filter=flt,
+            fold_past_links=cfg.fold_past_links,
+            cables=cfg.cables,
         ),
         session,
         recorder=recorder,
@@ -494,6 +499,7 @@ def build_replay_app(replay: Replay, speed: float = 1.0) -> ReplayApp:
         interval=replay.config.interval,
         clock=replay.now,
         fold_past_links=replay.config.fold_past_links,
+        cables=replay.config.cables,
     )
     app = ReplayApp(ctx, replay=replay)
     app.replay_speed = min(16.0, max(0.5, speed))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fabtop.config import FOLD_PAST_LINKS
+from fabtop.core.cables import Cable
 from fabtop.core.state import FabricState
 from fabtop.run.link_filter import LinkFilter
 
@@ -49,6 +50,8 @@ class ViewContext:
     link_filter: LinkFilter = field(default_factory=LinkFilter)
     # Past this many links the overview's groups start folded ([dashboard] fold_past_links).
     fold_past_links: int = FOLD_PAST_LINKS
+    # The config's [[cable]] pairs: the link detail's cable panel shows both ends.
+    cables: tuple[Cable, ...] = ()
 
     def now(self) -> float:
         """The clock the host ages are measured with."""

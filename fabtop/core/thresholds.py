@@ -33,6 +33,17 @@ Thresholds (override any of them in the config file's ``[thresholds]`` table):
 | ``token_baseline_s`` | 60 | the recent level is the median token rate of the last minute |
 | ``switch_pfc_watch_s`` | 60 | drops on a lossless priority with not one PFC pause received by any host in this long under load is evidence that the switch does not run PFC on that class (a switch that does pauses long before its buffer drops); a minute spans many incast bursts, while counters that read 0 since they started say so at once |
 | ``tb_errors_per_s`` | 1 | thunderbolt-net counts a frame with a bad CRC, length or sequence, or one it had no room for, in rx_errors (drivers/net/thunderbolt/main.c); a good cable counts none at all, so one a second held over ``detect_s`` is a link that keeps corrupting frames, not a one-off |
+| ``ber_window_s`` | 60 | the pre-FEC BER (fabtop/core/ber.py: corrected bits, else corrected FEC blocks x 1 bit as a lower bound, over the negotiated rate x the time up) is measured over the last minute: two reads of counters read at the 30 s slow cadence, and at 100 Gb/s and a BER of 1e-8 some 60,000 corrected bits, so a decade is no counting noise |
+| ``ber_trend_s`` | 3600 | a link's BER is compared with its own first minute of readings kept, up to an hour ago, and its trend said in decades per hour: an optic that ages over days moves far less and is left to ``ber_warn_ratio`` |
+| ``ber_warn_ratio`` | 1e-05 | RS(544,514) FEC, the FEC of 50 Gb/s-per-lane PAM4 links (200/400/800G Ethernet, HDR/NDR InfiniBand), corrects up to a pre-FEC BER of 2.4e-4 (IEEE 802.3 clause 119's limit) and healthy links run at 1e-8..1e-6: past 1e-5 little more than a decade of margin is left (critical at 10 x this) |
+| ``ber_floor_ratio`` | 1e-08 | a rise is judged only where the BER reaches this: below it a 100 Gb/s link corrects under 1,000 bits a second, healthy PAM4 links sit at or above it (NRZ ones far below), and a decade between two small counts is noise |
+| ``ber_rise_factor`` | 10 | a BER up tenfold (a decade) on the link's own baseline is a cable, optic or connector getting worse; a healthy link's BER moves by a factor of two or three with temperature, and a constant corrected rate, however high, is no rise |
+| ``ber_flap_factor`` | 100 | SONiC's test plan "pre-FEC BER guard after a link flap": a link that comes back with a BER 100 x what it had before it went down retrained onto a damaged path (a dirty or half-seated connector) |
+| ``ber_flap_settle_s`` | 10 | the BER after a flap is judged once 10 s of it are counted: link training is over within seconds, and at 100 Gb/s and 1e-6 ten seconds count a million bits |
+| ``fec_uncorrectable_per_s`` | 0 | any block the FEC could not correct is a frame lost to bit errors (a CRC error a layer up): a healthy link counts none |
+| ``symbol_errors_per_h`` | 120 | NVIDIA NVSentinel's mark: an InfiniBand port counting more than 120 symbol errors an hour (measured over the readings kept, at least ``ber_window_s``) has a bad cable or transceiver; any local link integrity error or link error recovery is named too |
+| ``optic_rx_margin_db`` | 1 | sichek's mark: a lane's receive power within 1 dB of the module's own low alarm (its vendor's limit, read from the module) is a fibre or connector losing light; a module without limits (all zero: not implemented) is not judged, nor is a dark lane (one the port does not use, or a port that is down: the flap's finding) |
+| ``module_temp_margin_c`` | 5 | a module within 5 °C of its own high-temperature warning (optics warn at 70-75 °C; sichek marks 65/75 °C) is one fan step from throttling or a link reset; a module without a limit is not judged |
 | ``events_max_per_s`` | 1000 | an event counter (a link going down, a module or CPU overheating, the NIC's stall watchdog) counts what takes milliseconds at least to happen again: a 100G link takes seconds to retrain, a thermal or watchdog event is raised once per crossing; even a veth toggled in a loop by a script stays below this. A jump past it over an interval is a glitched read (a gap), never "link went down 3000000 times" |
 | ``tokens_max_per_s`` | 1e7 | one inference server's token counters: 8 GPUs prefilling at 100,000 tokens/s each is under 10^6; a jump past this is a glitched or restarted counter (a gap), never a point of millions of tokens/s |
 | ``frame_budget_s`` | 0.25 | a host's frame costs the collector about a millisecond to read (docs/BENCHMARKS.md), the first of a large host tens; one that takes a quarter of a second holds the loop every host shares for a quarter of a tick: past it that host's frames are read only one in N (N = its cost over this), so one host never takes more than about this share of each second |
@@ -84,6 +95,17 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "token_baseline_s": 60.0,
     "switch_pfc_watch_s": 60.0,
     "clock_skew_s": 5.0,
+    "ber_window_s": 60.0,
+    "ber_trend_s": 3600.0,
+    "ber_warn_ratio": 1e-5,
+    "ber_floor_ratio": 1e-8,
+    "ber_rise_factor": 10.0,
+    "ber_flap_factor": 100.0,
+    "ber_flap_settle_s": 10.0,
+    "fec_uncorrectable_per_s": 0.0,
+    "symbol_errors_per_h": 120.0,
+    "optic_rx_margin_db": 1.0,
+    "module_temp_margin_c": 5.0,
     "events_max_per_s": 1000.0,
     "tokens_max_per_s": 1e7,
     "frame_budget_s": 0.25,
@@ -125,12 +147,14 @@ _RANGES: tuple[tuple[str, float, float], ...] = (
     ("_fraction", 0.0, 1.0),
     ("_share_min", 0.0, 1.0),
     ("_per_s", 0.0, 1e15),  # events or bytes a second: 1e15 is beyond any link
+    ("_per_h", 0.0, 1e15),  # events an hour, the same
     ("_bps", 0.0, 1e15),
     ("_s", 0.0, 86_400.0),  # a day: longer than any watch or hold
     ("_c", 0.0, 200.0),  # degrees Celsius: beyond any chip's limit
     ("_mtu", 0.0, 65_536.0),  # the largest IP MTU
     ("_us", 0.0, 1e6),  # a latency mark: a second is beyond any fabric's
     ("_factor", 1.0, 1e4),  # "this many times the other": under 1 flags everything
+    ("_db", 0.0, 40.0),  # a margin in decibels: 40 dB is beyond any optic's range
 )
 
 

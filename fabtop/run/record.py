@@ -55,7 +55,7 @@ from collectors.host_states import ConnectionState
 from collectors.numbers import finite
 from collectors.transport.base import MAX_HTTP_RESPONSE_BYTES
 from fabtop import __version__
-from fabtop.config import Config, HostConfig, SshTarget
+from fabtop.config import Config, ConfigError, HostConfig, SshTarget, parse_cables
 from fabtop.run.frame_delta import FrameBases
 from fabtop.run.outputs import OutputError, open_stream
 from fabtop.run.session import MetricsReading
@@ -134,6 +134,8 @@ def config_entry(config: Config) -> dict[str, Any]:
             }
             for h in config.hosts
         ],
+        # [[cable]] pairs as the config writes them (the replay's cable panel shows both ends)
+        "cable": [{"a": c.a.label, "b": c.b.label} for c in config.cables],
     }
 
 
@@ -181,11 +183,18 @@ def config_from_entry(entry: Any, where: str = "recording") -> Config:
     thresholds = entry.get("thresholds") or {}
     if not isinstance(thresholds, dict) or not all(_is_number(v) for v in thresholds.values()):
         raise RecordError(f"{where}: field 'config.thresholds' must map names to numbers")
+    try:
+        cables = parse_cables(
+            entry.get("cable", []), f"{where}: field 'config'", {h.name for h in hosts}
+        )
+    except ConfigError as e:
+        raise RecordError(str(e)) from None
     return Config(
         hosts=hosts,
         interval=float(interval),
         source=_text(entry, "source", f"{where}: field 'config", "recording"),
         thresholds={str(k): float(v) for k, v in thresholds.items()},
+        cables=cables,
     )
 
 

@@ -119,6 +119,11 @@ MLX5_2819 = (
     "rx_8192_to_10239_bytes_phy",
 )
 MLX5_PHY = ("link_down_events_phy",)
+# The phy statistical group (en_stats.c pport_phy_statistical_stats_desc), listed where the
+# device has the PPCNT statistical group (MLX5_CAP_PCAM_FEATURE ppcnt_statistical_group):
+# bits the PHY corrected, the pre-FEC bit errors. No capture in the repository has it; the
+# simulated fabric lists it only where an optic degrades (--demo-scenario optic_degrade).
+MLX5_PHY_STATISTICAL = ("rx_pcs_symbol_err_phy", "rx_corrected_bits_phy")
 MLX5_PRIO_TRAFFIC_FMT = (
     "rx_prio{p}_bytes",
     "rx_prio{p}_packets",
@@ -304,11 +309,17 @@ MLX5_DRIVER_SOURCE_NAMES: frozenset[str] = frozenset(
 
 
 def mlx5_ethtool_names(
-    pfc_prios: Sequence[int], global_pause: bool, channels: int, congest_group: bool = True
+    pfc_prios: Sequence[int],
+    global_pause: bool,
+    channels: int,
+    congest_group: bool = True,
+    phy_statistical: bool = False,
 ) -> tuple[str, ...]:
     """The ``ethtool -S`` names of one mlx5 port in driver order, given its pause config."""
     names: list[str] = [*MLX5_SW, *MLX5_QCNT, *MLX5_VNIC, *MLX5_VPORT, *MLX5_802_3]
     names += [*MLX5_2863, *MLX5_2819, *MLX5_PHY]
+    if phy_statistical:
+        names += MLX5_PHY_STATISTICAL
     names += [f.format(p=p) for p in PRIOS for f in MLX5_PRIO_TRAFFIC_FMT]
     # Only priorities with PFC enabled get pause counters; "global" only under 802.3x pause.
     names += [f.format(s=f"prio{p}") for p in sorted(set(pfc_prios)) for f in MLX5_PFC_FMT]

@@ -17,6 +17,7 @@ KINDS: tuple[str, ...] = (
     "gpu_thermal",
     "no_ecn",
     "switch_no_pfc",
+    "optic_degrade",
 )
 # The Macs' road (issue 14): what each sets on the target Mac (fabtop/sim/mac.py).
 MAC_KINDS = {
@@ -80,6 +81,8 @@ DEFAULT_TARGET = {
     "no_ecn": ("node2", 0),
     # Scenario only (not in the demo's cycle): --demo-scenario switch_no_pfc.
     "switch_no_pfc": ("node1", 0),
+    # Scenario only: --demo-scenario optic_degrade (its story takes three minutes).
+    "optic_degrade": ("node1", 1),
     "rdma_no_ipv4": ("mac1", 0),
     "tb_bridge_loop": ("mac1", 0),  # every Mac of the ring bridges its ports
     "rdma_no_device": ("mac2", 0),
@@ -88,6 +91,12 @@ DEFAULT_TARGET = {
 FLAP_DOWN_AT_S = 8.0
 FLAP_DOWN_FOR_S = 4.0
 STORM_WARNING_AT_S = 2.0
+# A degrading optic (issue 33): the pre-FEC BER of a healthy PAM4 link for a minute, then
+# up a decade every 30 s for a minute, held there; the link flaps at 150 s and comes back
+# with its BER 250 x what it was (SONiC's "pre-FEC BER guard after a link flap").
+OPTIC_HEALTHY_BER = 2e-9
+OPTIC_CLIMB_AT_S, OPTIC_DECADE_S, OPTIC_CLIMB_S = 60.0, 30.0, 60.0
+OPTIC_FLAP_AT_S, OPTIC_AFTER_BER = 150.0, 5e-5
 
 
 @dataclass(slots=True)
@@ -108,6 +117,7 @@ class PortMods:
     storm_warnings: int = 0
     retransmits: int = 0
     switch_drop_frac: float = 0.0  # share of the RDMA packets toward this port the switch drops
+    pre_fec_ber: float | None = None  # a degrading optic's BER (None: the port's healthy one)
 
 
 @dataclass(slots=True)
@@ -193,6 +203,17 @@ def apply_episode(
         if down_at <= rel < up_at:
             pm.down = True
             mods.token_factor *= 0.6
+    elif ep.kind == "optic_degrade":
+        pm = mods.port(target, idx)
+        pm.pre_fec_ber = optic_ber(rel)
+        down_at, up_at = OPTIC_FLAP_AT_S, OPTIC_FLAP_AT_S + FLAP_DOWN_FOR_S
+        if _inside(down_at, rel, dt):
+            pm.carrier_changes += 1
+            pm.link_down_events += 1
+        if _inside(up_at, rel, dt):
+            pm.carrier_changes += 1
+        if down_at <= rel < up_at:
+            pm.down = True
     elif ep.kind == "gpu_thermal":
         # Climbs to about 90 C over 60 % of the episode, holds, cools in the last 20 %.
         x = rel / ep.duration_s
@@ -230,6 +251,14 @@ def apply_episode(
             pm.rx_pause_frac = 0.14 + 0.06 * wobble
             pm.tx_scale = 0.85
         mods.token_factor *= 0.8
+
+
+def optic_ber(rel: float) -> float:
+    """The degrading optic's pre-FEC BER ``rel`` seconds into its episode."""
+    if rel >= OPTIC_FLAP_AT_S:
+        return OPTIC_AFTER_BER
+    climbed = _ramp((rel - OPTIC_CLIMB_AT_S) / OPTIC_CLIMB_S) * OPTIC_CLIMB_S
+    return OPTIC_HEALTHY_BER * math.pow(10.0, climbed / OPTIC_DECADE_S)
 
 
 def active_episodes(

@@ -15,7 +15,7 @@ from collectors.frames import Frame, Section, render_frame
 from collectors.structured import StructuredEncoder
 from fabtop.sim import firewall, host_text
 from fabtop.sim.bench import CNP_PER_MARK, Bench, Endpoint, PortLoad
-from fabtop.sim.episodes import Mods, PortMods
+from fabtop.sim.episodes import OPTIC_HEALTHY_BER, Mods, PortMods
 from fabtop.sim.exo import exo_state_text
 from fabtop.sim.gpu import SimGpu
 from fabtop.sim.inference import VllmServer, neighbour_share
@@ -181,8 +181,17 @@ class SimHost:
         """Every device back to its state at t=0 (the fabric replays from the start)."""
         cfg, index, seed = self.cfg, self.index, self.fabric.seed
         scale = 0.3 + 0.35 * (noise(seed, index, 1) + 1.0)
+        # The PHY's corrected bits are listed on a fabric where an optic degrades.
+        stat = any(ep.kind == "optic_degrade" for ep in self.fabric.episodes)
         self.ports = [
-            Mlx5Port(cfg.pfc_prios, cfg.rdma_prio, cfg.roce_mtu, scale, cfg.global_pause)
+            Mlx5Port(
+                cfg.pfc_prios,
+                cfg.rdma_prio,
+                cfg.roce_mtu,
+                scale,
+                cfg.global_pause,
+                phy_statistical=stat,
+            )
             for _ in range(cfg.roce_ports)
         ]
         self.port_up = [True] * cfg.roce_ports
@@ -269,6 +278,9 @@ class SimHost:
             if load is not None and up:
                 _add_test_load(tr, load, cap, ecn)
             port.apply(tr)
+            if up:  # the PHY corrects bits at line rate, traffic or not
+                ber = OPTIC_HEALTHY_BER if pm.pre_fec_ber is None else pm.pre_fec_ber
+                port.eth.rate("rx_corrected_bits_phy", ber * cfg.link_gbps * 1e9)
             self.nic_temp[i] = cfg.nic_temp_c + 3.0 * min(tf, 1.0) + 0.4 * noise(seed, k, i, 7)
         if self.ib is not None:
             ib = 200e9 / 8 * 0.35 * tf

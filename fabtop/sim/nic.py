@@ -87,6 +87,7 @@ class Mlx5Port:
         scale: float,
         global_pause: bool = False,
         channels: int = 4,
+        phy_statistical: bool = False,
     ) -> None:
         self.pfc_prios = tuple(sorted(set(pfc_prios)))
         self.rdma_prio = rdma_prio
@@ -100,7 +101,10 @@ class Mlx5Port:
         start["tx_prio0_bytes"] = start["tx_vport_unicast_bytes"]
         start["rx_vport_rdma_unicast_bytes"] = start[f"rx_prio{rdma_prio}_bytes"]
         start["tx_vport_rdma_unicast_bytes"] = start[f"tx_prio{rdma_prio}_bytes"]
-        self.eth = Counters(mlx5_ethtool_names(self.pfc_prios, global_pause, channels), start)
+        names = mlx5_ethtool_names(
+            self.pfc_prios, global_pause, channels, phy_statistical=phy_statistical
+        )
+        self.eth = Counters(names, start)
         # The kernel's netdev statistics are mlx5's software counters (mlx5e_get_stats).
         self.netdev = Counters(
             NETDEV_STATS,

@@ -19,12 +19,21 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 if __name__ == "__main__":  # run as a script from any checkout: that checkout's code
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from collectors.frames import FrameDecoder
+from collectors.optics import (
+    RX_POWER_MW,
+    TEMPERATURE_C,
+    HealthReporter,
+    LaneOptics,
+    Limits,
+    ModuleDiag,
+)
 from collectors.parsers.exo_state import parse_exo_state
 from collectors.parsers.prometheus_text import parse_inference_metrics
 from fabtop.config import HostConfig
@@ -95,6 +104,21 @@ def _hand_fed() -> tuple[SkewedFabric, dict[int, list[Callable[[], object]]]]:
         for h in ("node1", "node2", "node3")
     )
     d = fab.port("node3", "enp65s0f1np1", temperature_c=70.0).traffic(20)
+    # The cable rules (issue 33): e's BER jumps after a flap, node2's second port's is over
+    # the mark from the start.
+    e = fab.port("node1", "enp65s0f1np1").set(
+        phy_corrected_bits=1e-8 * 100e9, fec_uncorrectable_blocks=0.0, link_integrity_errors=0.0
+    )
+    fab.port("node2", "enp65s0f1np1").set(fec_corrected_blocks=3e-5 * 100e9)
+    reporter = HealthReporter("pci/0000:41:00.1", "tx", "healthy", error=1, recover=1)
+    near = ModuleDiag(
+        temperature_c=73.0,
+        lanes=(LaneOptics(1, rx_power_mw=0.11),),
+        limits={
+            RX_POWER_MW: Limits(low_alarm=0.1),
+            TEMPERATURE_C: Limits(high_warning=75.0),
+        },
+    )
 
     def storm(on: bool) -> None:
         ratio, frames = (996_000.0, 5976.0) if on else (0.0, 0.0)
@@ -136,6 +160,18 @@ def _hand_fed() -> tuple[SkewedFabric, dict[int, list[Callable[[], object]]]]:
         25: [lambda: c.set(tx_pause_storm_warning_events=0.0, tx_pause_storm_error_events=1.0)],
         26: [lambda: c.set(tx_pause_storm_error_events=0.0)],
         28: [lambda: storm(False)],
+        30: [lambda: e.set(link_down_events=1.0), lambda: setattr(e, "state", "down")],
+        31: [
+            lambda: e.set(link_down_events=0.0, phy_corrected_bits=1e-5 * 100e9),
+            lambda: setattr(e, "state", "up"),
+            lambda: e.fields.update(health=(reporter,), module=near),
+        ],
+        33: [
+            lambda: e.fields.update(health=(replace(reporter, error=2, recover=2),)),
+            lambda: e.set(fec_uncorrectable_blocks=2.0, link_integrity_errors=1.0),
+        ],
+        34: [lambda: e.set(fec_uncorrectable_blocks=0.0, link_integrity_errors=0.0)],
+        40: [lambda: e.fields.clear()],
     }
     return fab, steps
 
@@ -155,7 +191,8 @@ def run_hand_fed(seconds: int) -> tuple[list[str], set[str]]:
     return digests, raised
 
 
-HAND_FED_S = 60  # the hand-fed timeline, and the quiet after it (restore, event hold)
+# the hand-fed timeline, and the quiet after it (restore, event hold); f's BER window (60 s)
+HAND_FED_S = 64
 
 
 def names() -> list[str]:

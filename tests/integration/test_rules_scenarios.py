@@ -19,6 +19,7 @@ from fabtop.core.findings import PAUSED_PEERS, STUCK_RECEIVER, Finding
 from fabtop.core.rules import Evaluator
 from fabtop.core.state import FabricState
 from fabtop.sim import Fabric, demo_hosts
+from fabtop.sim.episodes import FLAP_DOWN_FOR_S, OPTIC_FLAP_AT_S
 from fabtop.sim.host import SimHostConfig
 
 START = 5.0  # episodes start here; the frame at START + 1 is the first to show them
@@ -154,6 +155,23 @@ def test_link_flap_is_reported_within_two_ticks_of_the_carrier_drop() -> None:
     assert first is not None and START + 8 <= first <= START + 8 + 2
     flap = next(f for f in run.state.findings if f.rule == "link_flap")
     assert "up again" in flap.summary
+
+
+def test_a_degrading_optic_is_named_before_its_link_flaps_and_again_after() -> None:
+    run = episode("optic_degrade")
+    port = "node1/enp65s0f1np1"
+    flap = START + OPTIC_FLAP_AT_S
+    while run.t < flap + 20:
+        run.tick(2.0)  # 2 s frames: the rules judge windows of a minute
+    named = run.first("cable_ber", port)
+    assert named is not None and named < flap, (named, flap)
+    after = run.first("ber_after_flap", port)
+    assert after is not None and flap < after <= flap + FLAP_DOWN_FOR_S + 14
+    (f,) = [f for f in run.log[-1][1] if f.rule == "ber_after_flap"]
+    assert f.severity == "critical" and f.number("ber_before_flap") is not None
+    cable = {"cable_ber", "ber_after_flap", "fec_uncorrectable", "link_integrity"}
+    others = {f.subject for _, found in run.log for f in found if f.rule in cable}
+    assert others == {port}  # every other port corrects a constant healthy BER: quiet
 
 
 def test_gpu_thermal_slowdown_is_reported() -> None:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from textual.geometry import Size
 
 from fabtop.config import HostConfig
-from fabtop.core.findings import Finding
+from fabtop.core.findings import Finding, PortRef
 from fabtop.core.rules import make_evaluator
 from fabtop.core.state import FabricState
 from fabtop.run.link_filter import parse
@@ -20,7 +20,7 @@ from tests.ui.fabric import FakeClock, sample
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.grid import BLIND, DOWN, GLYPHS, OK, STATES, STORM, Cell, Grid, grid
+from tui.rows.grid import BLIND, CABLE, DOWN, GLYPHS, OK, STATES, STORM, Cell, Grid, grid
 from tui.rows.links import host_rows, link_rows
 from tui.screens.host_detail import HostDetailScreen
 from tui.screens.link_detail import LinkDetailScreen
@@ -258,3 +258,24 @@ def test_64_hosts_by_8_rails_is_eight_lines_at_100_and_at_80_columns() -> None:
     two = tuple(f"n{i}" for i in range(128))
     widget.grid = Grid(two, lines, {})
     assert widget.get_content_height(Size(80, 24), Size(80, 24), 80) == 1 + 2 * 8
+
+
+def test_a_failing_cable_is_its_own_state_and_named_in_the_legend_only_then() -> None:
+    state, clock = big_fabric()
+    quiet = HealthGrid()
+    quiet.show(cells_of(state, clock))
+    assert " C " not in quiet.legend().plain  # most fabrics: no word for what is not there
+    ref = PortRef("node5", "enp65s0f1np1", "enp65s0f1np1")
+    state.findings.append(
+        Finding("cable_ber", "warning", "node5/enp65s0f1np1", "BER up", host="node5", port=ref)
+    )
+    g = cells_of(state, clock)
+    cable = g.cell("r1", "node5")
+    assert cable is not None and (cable.state, cable.glyph, cable.why) == (
+        CABLE,
+        "C",
+        "cable_ber",
+    )
+    shown = HealthGrid()
+    shown.show(g)
+    assert "C cable failing 1" in shown.legend().plain

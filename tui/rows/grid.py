@@ -20,22 +20,35 @@ from tui.rows.links import HostRow, LinkRow
 
 # Worst first: a cell shows the first that holds. A cell whose host does not report is
 # blind whatever its last sample said (DESIGN §10: blind is not healthy, nor is it down).
-DOWN, STORM, LOSS, HOT, BLIND, FINDING, OK = (
+DOWN, STORM, LOSS, HOT, CABLE, BLIND, FINDING, OK = (
     "down",
     "storm",
     "loss",
     "hot",
+    "cable",
     "blind",
     "finding",
     "ok",
 )
-STATES = (DOWN, STORM, LOSS, HOT, BLIND, FINDING, OK)
-GLYPHS = {DOWN: "X", STORM: "S", LOSS: "L", HOT: "H", BLIND: "?", FINDING: "!", OK: "·"}
+STATES = (DOWN, STORM, LOSS, HOT, CABLE, BLIND, FINDING, OK)
+GLYPHS = {
+    DOWN: "X",
+    STORM: "S",
+    LOSS: "L",
+    HOT: "H",
+    CABLE: "C",
+    BLIND: "?",
+    FINDING: "!",
+    OK: "·",
+}
+# States the legend names only while a cell has one (the rest it always names).
+RARE = frozenset({CABLE})
 WORDS = {
     DOWN: "down",
     STORM: "PFC storm",
     LOSS: "loss",
     HOT: "hot",
+    CABLE: "cable failing",
     BLIND: "no data",
     FINDING: "other finding",
     OK: "ok",
@@ -51,6 +64,13 @@ RULE_STATES = {
     "link_flap": DOWN,
     "nic_temperature": HOT,
     "module_high_temp": HOT,
+    "module_temp_high": HOT,
+    # issue 33: the cable or optic says it is failing (fabtop.core.rules.cable)
+    "cable_ber": CABLE,
+    "ber_after_flap": CABLE,
+    "fec_uncorrectable": CABLE,
+    "link_integrity": CABLE,
+    "optic_rx_low": CABLE,
 }
 LINK_DOWN = ("down", "disabled")  # the links table's DOWN/DISA
 

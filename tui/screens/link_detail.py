@@ -20,6 +20,7 @@ from fabtop.core.rules.roce_gids import gid_text, v2_address
 from fabtop.core.thunderbolt import cables_of, pair_cables
 from tui import format as fmt
 from tui.context import ViewContext
+from tui.rows.cable import cable_panel
 from tui.rows.links import summary
 from tui.screens.base import DataScreen
 from tui.widgets.charts import TimeChart
@@ -88,6 +89,7 @@ class LinkDetailScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
         yield Static(id="link-title")
+        yield Static(id="cable")
         with Grid(id="charts"):
             yield TimeChart("throughput Gb/s", id="chart-bps")
             yield TimeChart("pause frames/s", id="chart-pause")
@@ -122,6 +124,11 @@ class LinkDetailScreen(DataScreen):
         link = hs.sample.links.get(self.lid) if hs and hs.sample else None
         lr = hs.rates.links.get(self.lid) if hs and hs.rates else None
         self.query_one("#link-title", Static).update(self._title(link is not None))
+        panel = cable_panel(state, self.host, self.lid, ctx.cables)
+        box = self.query_one("#cable", Static)
+        box.display = panel is not None
+        if panel is not None:
+            box.update(panel)
         self._charts()
         rows: list[tuple[str, dict[str, Text]]] = []
         if link is not None:

@@ -18,13 +18,14 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 
-from tui.rows.grid import GLYPHS, OK, STATES, WORDS, Cell, Grid
+from tui.rows.grid import GLYPHS, OK, RARE, STATES, WORDS, Cell, Grid
 
 STYLES = {
     "down": "bold white on red",
     "storm": "bold white on magenta",
     "loss": "bold red",
     "hot": "bold black on yellow",
+    "cable": "bold white on dark_orange3",
     "blind": "bold yellow",
     "finding": "yellow",
     "ok": "green",
@@ -199,6 +200,8 @@ class HealthGrid(Widget, can_focus=True):
         t = Text(no_wrap=True, overflow="ellipsis")
         counts = self.grid.counts()
         for s in STATES:
+            if s in RARE and not counts[s]:
+                continue
             t.append(f" {GLYPHS[s]}", STYLES[s])
             n = f" {counts[s]}" if counts[s] and s != OK else ""
             t.append(f" {WORDS[s]}{n} ")

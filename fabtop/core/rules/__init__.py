@@ -30,6 +30,7 @@ from weakref import WeakKeyDictionary
 from fabtop.core.findings import Finding
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.rules import (
+    cable,
     clock,
     config,
     decoding,
@@ -77,6 +78,9 @@ RULES: tuple[Rule, ...] = (
     hardware.nic_temperature,
     hardware.link_flap,
     hardware.module_high_temp,
+    cable.cable_errors,
+    cable.nic_health,
+    cable.optics,
     lossless.lossless_drops,
     traffic.rdma_fallback,
     gpu.gpu_thermal_slowdown,

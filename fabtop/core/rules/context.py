@@ -19,6 +19,7 @@ from typing import Protocol
 from collectors.parsers.pfcwd import WatchdogEvent
 from collectors.samples import GpuSample, HostSample, LinkSample, RateValue
 from collectors.vocabulary import Metric
+from fabtop.core.ber import CableTrack
 from fabtop.core.findings import QUIET_S, Finding, PortRef, port_ref
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.history import History
@@ -104,6 +105,8 @@ class RuleMemory:
     # Per host, the time of the first frame of its unbroken rates: how long a window rule
     # could have watched it (a one-shot judgement says which windows were not covered).
     span_start: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    # Per link (its subject), the cable rules' windows of counter readings (fabtop.core.ber).
+    cables: dict[str, CableTrack] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         for rule, _ in self.tracks:
@@ -235,6 +238,8 @@ class RuleMemory:
         """Drop tracks not updated since ``t`` (their host went away)."""
         for key in [k for k, tr in self.tracks.items() if tr.last_t < t]:
             self._drop(key)
+        for subject in [s for s, c in self.cables.items() if c.last_t < t]:
+            del self.cables[subject]
 
 
 @dataclass(slots=True)

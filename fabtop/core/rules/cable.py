@@ -1,0 +1,427 @@
+"""Cable rules (issue 33): a cable or optic saying it is failing before the link flaps.
+
+- ``cable_ber``: the pre-FEC BER (fabtop.core.ber) over ``ber_window_s`` up by
+  ``ber_rise_factor`` (a decade) on the link's own baseline up to ``ber_trend_s`` ago, or
+  over ``ber_warn_ratio``. A constant BER, however many bits it corrects, is no rise.
+- ``ber_after_flap``: the link came back from a flap with a BER ``ber_flap_factor`` x its
+  BER before the flap (SONiC's pre-FEC BER guard after a link flap).
+- ``fec_uncorrectable``: any block the FEC could not correct.
+- ``link_integrity``: InfiniBand symbol errors over ``symbol_errors_per_h`` (NVSentinel),
+  any local link integrity error or link error recovery.
+- ``nic_health``: a devlink health reporter in state error, or its error or recover
+  count moving between two reads.
+- ``optic_rx_low`` / ``module_temp_high``: a lane's rx power within ``optic_rx_margin_db``
+  of the module's own low alarm, the module within ``module_temp_margin_c`` of its own
+  high warning. Only where the module gives the limit (None: no judgement, never a false
+  alarm); a dark lane is not judged (a lane the port does not use, or a port that is down:
+  the flap's finding, not a second one).
+  Optics are read at slow cadence: a condition must hold on two reads (never one sample).
+
+Windows of counter readings are kept per link in :attr:`RuleMemory.cables`.
+"""
+
+from __future__ import annotations
+
+from collectors.optics import RX_POWER_MW, TEMPERATURE_C, ModuleDiag, dbm
+from collectors.samples import LinkSample
+from collectors.vocabulary import Metric
+from fabtop.core.ber import FROM_BITS, CableTrack, ber_now, ber_text, corrected_count
+from fabtop.core.findings import Evidence, Finding
+from fabtop.core.rules.context import LinkTick, RuleContext, link_down, r3
+from fabtop.core.rules.kinds import window_rule
+
+BER, AFTER_FLAP, UNCORRECTABLE, INTEGRITY = (
+    "cable_ber",
+    "ber_after_flap",
+    "fec_uncorrectable",
+    "link_integrity",
+)
+HEALTH, RX_LOW, TEMP_HIGH = "nic_health", "optic_rx_low", "module_temp_high"
+
+_UNCORRECTABLE_PER_S = Metric.FEC_UNCORRECTABLE_BLOCKS.per_s
+_INTEGRITY_PER_S = Metric.LINK_INTEGRITY_ERRORS.per_s
+_RECOVERIES_PER_S = Metric.LINK_ERROR_RECOVERIES.per_s
+# The counters that make a link one the cable rules watch (InfiniBand ports always are:
+# their symbol errors).
+_CABLE_COUNTERS = (
+    Metric.PHY_CORRECTED_BITS,
+    Metric.FEC_CORRECTED_BLOCKS,
+    Metric.FEC_UNCORRECTABLE_BLOCKS,
+    Metric.LINK_INTEGRITY_ERRORS,
+    Metric.LINK_ERROR_RECOVERIES,
+)
+
+NEXT_STEP = (
+    "ethtool -m {name} (rx power per lane, temperature) and ethtool -I --show-fec {name}, "
+    "on both ends of the cable; reseat the module and clean the connector (fibre: inspect "
+    "and clean both end faces); if it stays, swap the cable or the optic; then check the "
+    "switch port's side (its optics and error counters)"
+)
+
+
+def _track(ctx: RuleContext, lt: LinkTick) -> CableTrack:
+    tr = ctx.memory.cables.get(lt.subject)
+    if tr is None:
+        tr = ctx.memory.cables[lt.subject] = CableTrack(last_t=lt.t)
+    return tr
+
+
+def _observe(
+    ctx: RuleContext, lt: LinkTick, tr: CableTrack, counted: tuple[int, str] | None
+) -> None:
+    """Add this frame's readings to the link's windows; note a flap and the BER before it."""
+    link = lt.link
+    win, keep = ctx.th("ber_window_s"), ctx.th("ber_trend_s")
+    step = win / 6.0
+    down_n = link.metrics.get(Metric.LINK_DOWN_EVENTS)
+    down_n = down_n if isinstance(down_n, int) else None
+    up = not link_down(link.state)
+    flapped = (not up and tr.up) or (
+        down_n is not None and tr.down_events is not None and down_n > tr.down_events
+    )
+    if flapped:
+        before = tr.ber.ber(win)
+        if before is None and tr.ber.last is not None and tr.ber.points:
+            before = tr.ber.ber(tr.ber.span_s())  # a window not yet full: what it covered
+        if before is not None:
+            tr.ber_before_flap = before
+        tr.ber.clear()
+        tr.up_since = None
+    if up and tr.up_since is None:
+        tr.up_since = lt.t
+    tr.up, tr.down_events, tr.last_t = up, down_n, lt.t
+    rate = link.rate_gbps * 1e9 if up and link.rate_gbps else 0.0
+    if counted is not None and (up or tr.ber.last is not None):
+        tr.ber.counted_from = counted[1]
+        tr.ber.add(lt.t, counted[0], rate, step, keep)
+    symbols = link.metrics.get(Metric.RX_PHY_ERRORS)
+    if link.link_layer == "InfiniBand" and isinstance(symbols, int):
+        tr.symbols.add(lt.t, symbols, rate, step, keep)
+
+
+@window_rule(BER, AFTER_FLAP, UNCORRECTABLE, INTEGRITY, window=("ber_window_s",))
+def cable_errors(ctx: RuleContext) -> list[Finding]:
+    """The pre-FEC BER's rise, its jump after a flap, uncorrectable blocks, link integrity."""
+    out: list[Finding] = []
+    cables = ctx.memory.cables
+    hold = ctx.th("event_hold_s")
+    for lt in ctx.links:
+        link = lt.link
+        metrics = link.metrics
+        # Most links of most fabrics count none of it: passed by in a few lookups.
+        if (
+            link.link_layer != "InfiniBand"
+            and lt.subject not in cables
+            and not any(m in metrics for m in _CABLE_COUNTERS)
+        ):
+            continue
+        tr = _track(ctx, lt)
+        _observe(ctx, lt, tr, corrected_count(link))
+        if lt.dt is None:
+            continue
+        ctx.report_debounced(out, _ber_finding(ctx, lt, tr), (BER, lt.subject), lt.t, lt.dt)
+        flap = _after_flap(ctx, lt, tr)
+        ctx.report_debounced(out, flap, (AFTER_FLAP, lt.subject), lt.t, lt.dt, 0.0, hold)
+        unc = lt.rate(_UNCORRECTABLE_PER_S) or 0.0
+        found = None
+        if unc > ctx.th("fec_uncorrectable_per_s"):
+            found = _finding(
+                lt,
+                UNCORRECTABLE,
+                "critical",
+                f"the FEC could not correct {unc:.3g} blocks/s: frames are lost to bit errors",
+                {
+                    Metric.FEC_UNCORRECTABLE_BLOCKS: _int(link, Metric.FEC_UNCORRECTABLE_BLOCKS),
+                    "per_s": r3(unc),
+                },
+            )
+        ctx.report_debounced(out, found, (UNCORRECTABLE, lt.subject), lt.t, lt.dt, 0.0, hold)
+        found = _integrity(ctx, lt, tr)
+        ctx.report_debounced(out, found, (INTEGRITY, lt.subject), lt.t, lt.dt, 0.0, hold)
+    return out
+
+
+def _ber_finding(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> Finding | None:
+    win = ctx.th("ber_window_s")
+    got = ber_now(tr, win)
+    if got is None or got.ber is None:
+        return None
+    now, before, per_h = got.ber, got.before, got.decades_per_h
+    warn = ctx.th("ber_warn_ratio")
+    rising = (
+        before is not None
+        and now >= ctx.th("ber_floor_ratio")
+        and now >= before * ctx.th("ber_rise_factor")
+    )
+    if not (rising or now >= warn):
+        return None
+    why = f"over {ber_text(warn)}" if now >= warn else ""
+    if rising and before is not None:
+        trend = "" if per_h is None else f", {per_h:+.1f} decades/hour"
+        why = f"up from {ber_text(before)}{trend}" + (f"; {why}" if why else "")
+    bound = "" if tr.ber.counted_from == FROM_BITS else " (at least: from corrected blocks)"
+    return _finding(
+        lt,
+        BER,
+        "critical" if now >= warn * 10 else "warning",
+        f"pre-FEC BER {ber_text(now)}{bound} over the last {win:.0f} s, {why}: "
+        "the cable or optic is degrading",
+        {
+            "ber": now,
+            "ber_before": before,
+            "decades_per_h": None if per_h is None else round(per_h, 2),
+            "ber_warn": warn,
+            "window_s": win,
+            "ber_counted_from": tr.ber.counted_from,
+            "rate_gbps": lt.link.rate_gbps,
+        },
+    )
+
+
+def _after_flap(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> Finding | None:
+    before = tr.ber_before_flap
+    last = tr.ber.last
+    if before is None or last is None or not tr.up:
+        return None
+    span = tr.ber.span_s()
+    if span < ctx.th("ber_flap_settle_s") - 0.05:
+        return None
+    after = tr.ber.ber(span)
+    factor = ctx.th("ber_flap_factor")
+    if after is None or after < ctx.th("ber_floor_ratio") or after < max(before, 1e-15) * factor:
+        return None
+    times = "" if before <= 0 else f" ({after / before:.0f}x)"
+    return _finding(
+        lt,
+        AFTER_FLAP,
+        "critical",
+        f"came back from a flap with pre-FEC BER {ber_text(after)}, worse than "
+        f"{ber_text(before)} before it{times}: it retrained onto a damaged path",
+        {
+            "ber": after,
+            "ber_before_flap": before,
+            "flap_factor": factor,
+            "measured_s": round(span, 1),
+            "ber_counted_from": tr.ber.counted_from,
+        },
+    )
+
+
+def _integrity(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> Finding | None:
+    integ = lt.rate(_INTEGRITY_PER_S) or 0.0
+    recov = lt.rate(_RECOVERIES_PER_S) or 0.0
+    limit = ctx.th("symbol_errors_per_h")
+    # Symbol errors over the readings kept (up to ber_trend_s), once a window is covered:
+    # 120 an hour is 2 a minute, so the longer the look the less a pair of errors counts.
+    per_h = None
+    if tr.symbols.span_s() >= ctx.th("ber_window_s") - 0.05:
+        got = tr.symbols.per_s(tr.symbols.span_s())
+        per_h = None if got is None else got * 3600.0
+    parts = []
+    if per_h is not None and per_h > limit:
+        parts.append(f"{per_h:.0f} symbol errors/hour (over {limit:.0f})")
+    if integ > 0:
+        parts.append("local link integrity errors")
+    if recov > 0:
+        parts.append("link error recoveries")
+    if not parts:
+        return None
+    return _finding(
+        lt,
+        INTEGRITY,
+        "warning",
+        "link integrity errors: " + ", ".join(parts),
+        {
+            "symbol_errors_per_h": None if per_h is None else round(per_h, 1),
+            "symbol_errors_limit_per_h": limit,
+            Metric.LINK_INTEGRITY_ERRORS.per_s: r3(integ),
+            Metric.LINK_ERROR_RECOVERIES.per_s: r3(recov),
+        },
+    )
+
+
+@window_rule(HEALTH, window=())
+def nic_health(ctx: RuleContext) -> list[Finding]:
+    """A devlink health reporter in error, or recovering errors between two reads."""
+    out: list[Finding] = []
+    hold = ctx.th("event_hold_s")
+    remembered = ctx.remembers(HEALTH)
+    for lt in ctx.links:
+        reporters = lt.link.health
+        if not reporters and not remembered:
+            continue
+        found = None
+        if reporters and lt.dt is not None:
+            tr = _track(ctx, lt)
+            moved: list[str] = []
+            for rep in reporters:
+                key = (rep.device, rep.name)
+                before = tr.reporters.get(key)
+                tr.reporters[key] = (rep.error, rep.recover)
+                if before is not None:
+                    d_err = _delta(rep.error, before[0])
+                    d_rec = _delta(rep.recover, before[1])
+                    if d_err or d_rec:
+                        moved.append(f"{rep.name}: +{d_err} errors, +{d_rec} recovered")
+                if rep.state == "error":
+                    moved.append(f"{rep.name}: state error")
+            if moved:
+                found = _finding(
+                    lt,
+                    HEALTH,
+                    "warning",
+                    "NIC health reporter " + "; ".join(moved),
+                    {"reporters": "; ".join(moved), "device": reporters[0].device},
+                    next_step=(
+                        f"devlink health show {reporters[0].device}; dmesg | grep -i "
+                        "'health\\|syndrome'; a reporter that keeps recovering is a NIC, "
+                        "firmware or cable fault: update firmware, reseat, check airflow"
+                    ),
+                )
+        if lt.dt is not None:
+            ctx.report_debounced(out, found, (HEALTH, lt.subject), lt.t, lt.dt, 0.0, hold)
+    return out
+
+
+def _delta(now: int | None, before: int | None) -> int:
+    return now - before if now is not None and before is not None and now > before else 0
+
+
+# A window of two reads (never one sample): a window rule, though its window is reads, not
+# seconds of rates; a snapshot says what the live rule found.
+@window_rule(RX_LOW, TEMP_HIGH, window=())
+def optics(ctx: RuleContext) -> list[Finding]:
+    """A lane's rx power near the module's low alarm; the module near its warning temperature."""
+    out: list[Finding] = []
+    reads = 2.0  # the condition held on two reads of the module
+    remembered = ctx.remembers(RX_LOW) or ctx.remembers(TEMP_HIGH)
+    cables = ctx.memory.cables
+    for lt in ctx.links:
+        mod = lt.link.module
+        if mod is None:  # not read (this frame, or at all): a read judged before stands
+            got = cables.get(lt.subject) if remembered else None
+            if got is None:
+                continue
+            tr = got
+        else:
+            tr = _track(ctx, lt)
+        tr.last_t = max(tr.last_t, lt.t)
+        rx = hot = None
+        if mod is not None and (mod.read_ns is None or mod.read_ns != tr.module_read):
+            tr.module_read, tr.module_t = mod.read_ns, lt.t  # a new read: judge it
+            rx, hot = _rx_low(ctx, lt, mod), _temp_high(ctx, lt, mod)
+        elif tr.module_t is None:
+            continue
+        # A read carried over frames (or none this frame) goes in at its first frame's time:
+        # the memory says what stands, and a condition is counted once per read.
+        t = tr.module_t if tr.module_t is not None else lt.t
+        ctx.report_debounced(out, rx, (RX_LOW, lt.subject), t, 1.0, reads, 1.0)
+        ctx.report_debounced(out, hot, (TEMP_HIGH, lt.subject), t, 1.0, reads, 1.0)
+    return out
+
+
+def rx_alarm_dbm(mod: ModuleDiag) -> float | None:
+    """The module's own low rx-power alarm in dBm (None: it gives none: all zero)."""
+    limits = mod.limits.get(RX_POWER_MW)
+    alarm = None if limits is None else dbm(limits.low_alarm)
+    return None if alarm is None or alarm == float("-inf") else alarm
+
+
+def rx_margins(mod: ModuleDiag) -> list[tuple[int, float | None, float | None]]:
+    """Per lane: (lane, rx power in dBm, its margin above the low alarm in dB); the
+    power -inf for a dark lane, the margin None where either is not known."""
+    alarm = rx_alarm_dbm(mod)
+    out: list[tuple[int, float | None, float | None]] = []
+    for lane in mod.lanes:
+        p = dbm(lane.rx_power_mw)
+        margin = None if p is None or alarm is None else p - alarm
+        out.append((lane.lane, p, margin))
+    return out
+
+
+def _rx_low(ctx: RuleContext, lt: LinkTick, mod: ModuleDiag) -> Finding | None:
+    alarm = rx_alarm_dbm(mod)
+    if alarm is None:
+        return None  # the module gives no limit: no judgement
+    if link_down(lt.link.state):
+        return None  # a port that is down: the flap's finding, not another
+    margin = ctx.th("optic_rx_margin_db")
+    low = []
+    worst: float | None = None
+    for lane, p, above in rx_margins(mod):
+        # A dark lane (no light at all) is not one losing light: on a port that is up it
+        # is a lane the port does not use (a breakout's other members, an 8-lane module
+        # run as 4); on one that is down, the flap's finding.
+        if p is None or above is None or above > margin or p == float("-inf"):
+            continue
+        low.append(f"lane {lane} {_db(p)} dBm")
+        worst = p if worst is None else min(worst, p)
+    if worst is None:
+        return None
+    kind = " (OMA)" if mod.rx_power_kind == "oma" else ""
+    return _finding(
+        lt,
+        RX_LOW,
+        "critical" if worst <= alarm else "warning",
+        f"optic rx power{kind} {', '.join(low)}: within {margin:g} dB of the module's low "
+        f"alarm at {alarm:.1f} dBm (the fibre or connector is losing light)",
+        {
+            "rx_power_dbm": _db(worst),
+            "low_alarm_dbm": round(alarm, 2),
+            "margin_db": None if worst == float("-inf") else round(worst - alarm, 2),
+            "lanes": "; ".join(low),
+            "module": " ".join(x for x in (mod.vendor, mod.part, mod.serial) if x) or None,
+        },
+    )
+
+
+def _temp_high(ctx: RuleContext, lt: LinkTick, mod: ModuleDiag) -> Finding | None:
+    limits = mod.limits.get(TEMPERATURE_C)
+    warn = None if limits is None else limits.high_warning
+    temp = mod.temperature_c
+    if warn is None or temp is None:
+        return None  # no limit from the module: no judgement
+    margin = ctx.th("module_temp_margin_c")
+    if temp < warn - margin:
+        return None
+    alarm = limits.high_alarm if limits is not None else None
+    return _finding(
+        lt,
+        TEMP_HIGH,
+        "critical" if alarm is not None and temp >= alarm else "warning",
+        f"module at {temp:.0f} °C, within {margin:g} °C of its own warning at {warn:.0f} °C",
+        {"temperature_c": temp, "warning_c": warn, "alarm_c": alarm},
+        next_step=(
+            f"ethtool -m {lt.name}; check the chassis fans and the airflow over the cage "
+            "(a blanked or blocked slot beside it); if its neighbours run cool, swap the optic"
+        ),
+    )
+
+
+def _db(p: float) -> float | str:
+    return "-inf" if p == float("-inf") else round(p, 2)
+
+
+def _int(link: LinkSample, metric: Metric) -> int | None:
+    v = link.metrics.get(metric)
+    return v if isinstance(v, int) else None
+
+
+def _finding(
+    lt: LinkTick,
+    rule: str,
+    severity: str,
+    what: str,
+    evidence: dict[str, Evidence],
+    next_step: str | None = None,
+) -> Finding:
+    return Finding(
+        rule=rule,
+        severity=severity,
+        subject=lt.subject,
+        summary=f"{lt.label}: {what}",
+        evidence=evidence,
+        next_step=NEXT_STEP.format(name=lt.name) if next_step is None else next_step,
+        host=lt.host,
+        port=lt.ref,
+    )

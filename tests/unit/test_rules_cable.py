@@ -1,0 +1,246 @@
+"""Cable rules (issue 33) on typed samples through the real rate engine: the pre-FEC BER's
+rise and its jump after a flap, uncorrectable blocks, link integrity, NIC health
+reporters, optics near the module's own limits; and the links that must stay quiet."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from collectors.optics import (
+    RX_POWER_MW,
+    TEMPERATURE_C,
+    HealthReporter,
+    LaneOptics,
+    Limits,
+    ModuleDiag,
+)
+from fabtop.core.ber import FROM_BITS, FROM_BLOCKS
+from fabtop.core.findings import Finding
+from tests.unit.rules_support import Fabric, Port, by_rule
+
+CABLE_RULES = (
+    "cable_ber",
+    "ber_after_flap",
+    "fec_uncorrectable",
+    "link_integrity",
+    "nic_health",
+    "optic_rx_low",
+    "module_temp_high",
+)
+BITS_PER_S = 100e9  # the test port runs at 100 Gb/s
+
+
+def cable(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.rule in CABLE_RULES]
+
+
+def at_ber(p: Port, ber: float, counter: str = "phy_corrected_bits") -> None:
+    p.set(**{counter: ber * BITS_PER_S})
+
+
+def test_ber_up_by_decades_is_named_with_its_trend_and_next_step() -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    at_ber(p, 1e-9)
+    fab.run(15, dt=10.0)  # 150 s at a healthy 1e-9
+    assert not cable(fab.findings)
+    at_ber(p, 1e-7)
+    fab.run(7, dt=10.0)
+    found = by_rule(fab.findings, "cable_ber")
+    assert [(f.subject, f.severity) for f in found] == [("node1/enp65s0f0np0", "warning")]
+    ev = found[0].evidence
+    assert abs(float(ev["ber"]) - 1e-7) / 1e-7 < 0.05  # type: ignore[arg-type]
+    assert abs(float(ev["ber_before"]) - 1e-9) / 1e-9 < 0.05  # type: ignore[arg-type]
+    assert float(ev["decades_per_h"]) > 2  # type: ignore[arg-type]
+    assert ev["ber_counted_from"] == FROM_BITS
+    assert "1.0e-07" in found[0].summary and "1.0e-09" in found[0].summary
+    assert "reseat" in found[0].next_step and "swap the cable" in found[0].next_step
+
+
+def test_a_constant_corrected_rate_stays_quiet_for_an_hour() -> None:
+    fab = Fabric()
+    bits = fab.port("node1")
+    at_ber(bits, 3e-7)  # a PAM4 link's ordinary raw BER: many bits corrected, no trend
+    blocks = fab.port("node1", "enp65s0f1np1")
+    at_ber(blocks, 2e-7, "fec_corrected_blocks")
+    for _ in range(360):
+        assert not cable(fab.tick(10.0))
+
+
+def rounds(fab: Fabric, p: Port, ber: float, n: int, every: int = 13, dt: float = 5.0) -> None:
+    """``n`` optics rounds ``every`` frames apart: the FEC count moves on a round only, and
+    is carried between them (docs/PROBE.md "Optics")."""
+    for _ in range(n):
+        blocks = p.metrics.get("fec_corrected_blocks", 0)
+        assert isinstance(blocks, int)
+        p.metrics["fec_corrected_blocks"] = blocks + round(ber * BITS_PER_S * every * dt)
+        for _ in range(every):
+            assert not cable(fab.tick(dt)) or ber > 1e-7
+
+
+def test_a_constant_ber_read_in_slow_rounds_stays_quiet() -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    p.metrics["fec_corrected_blocks"] = 0
+    rounds(fab, p, 5e-8, 28)  # half an hour of 65 s rounds under 5 s frames: no window
+    assert not cable(fab.findings)  # ever held no round or two of them
+
+
+def test_a_ber_climbing_in_slow_rounds_is_named() -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    p.metrics["fec_corrected_blocks"] = 0
+    rounds(fab, p, 5e-8, 4)
+    rounds(fab, p, 2e-6, 3)
+    found = by_rule(fab.findings, "cable_ber")
+    assert len(found) == 1 and float(found[0].evidence["ber_before"]) < 1e-7  # type: ignore[arg-type]
+
+
+def test_a_first_read_just_before_a_round_does_not_hide_a_rise() -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    p.metrics["fec_corrected_blocks"] = 0
+    fab.tick(5.0)  # the first read, 5 s before a round: the round counts 65 s, not 5
+    rounds(fab, p, 5e-8, 4)
+    rounds(fab, p, 6e-7, 3)  # 12 x: a decade, whatever the phase of the first read
+    found = by_rule(fab.findings, "cable_ber")
+    assert len(found) == 1 and float(found[0].evidence["ber_before"]) < 1e-7  # type: ignore[arg-type]
+
+
+def test_ber_over_the_mark_from_blocks_says_it_is_a_lower_bound() -> None:
+    fab = Fabric()
+    p = fab.port("node2")
+    at_ber(p, 3e-5, "fec_corrected_blocks")  # constant, but over ber_warn_ratio
+    found = by_rule(fab.run(8, dt=10.0), "cable_ber")
+    assert len(found) == 1 and found[0].evidence["ber_counted_from"] == FROM_BLOCKS
+    assert "at least" in found[0].summary and "over 1.0e-05" in found[0].summary
+
+
+def test_ber_worse_after_a_flap_than_before_it() -> None:
+    fab = Fabric()
+    p = fab.port("node2")
+    at_ber(p, 1e-8)
+    fab.run(10, dt=10.0)
+    p.state = "down"
+    p.set(link_down_events=1.0, phy_corrected_bits=0.0)
+    fab.tick()
+    p.state = "up"
+    p.set(link_down_events=0.0)
+    at_ber(p, 1e-5)  # 1000 x worse: it retrained onto a damaged path
+    fab.run(12)
+    found = by_rule(fab.findings, "ber_after_flap")
+    assert [f.severity for f in found] == ["critical"]
+    assert abs(float(found[0].evidence["ber_before_flap"]) - 1e-8) / 1e-8 < 0.05  # type: ignore[arg-type]
+    assert "1000x" in found[0].summary
+
+
+def test_the_same_ber_after_a_flap_is_no_finding() -> None:
+    fab = Fabric()
+    p = fab.port("node2")
+    at_ber(p, 1e-7)
+    fab.run(10, dt=10.0)
+    p.state = "down"
+    p.set(link_down_events=1.0)
+    fab.tick()
+    p.state = "up"
+    p.set(link_down_events=0.0)
+    fab.run(30)
+    assert not by_rule(fab.findings, "ber_after_flap")
+    assert not by_rule(fab.findings, "cable_ber")
+
+
+def test_any_uncorrectable_block_is_critical() -> None:
+    fab = Fabric()
+    p = fab.port("node3")
+    p.set(fec_uncorrectable_blocks=0.0)
+    assert not cable(fab.run(3))
+    p.set(fec_uncorrectable_blocks=1.0)
+    found = by_rule(fab.tick(), "fec_uncorrectable")
+    assert [f.severity for f in found] == ["critical"]
+
+
+def ib_port(fab: Fabric, host: str) -> Port:
+    return fab.port(host, "mlx5_0/1", fields={"link_layer": "InfiniBand", "netdev": None})
+
+
+def test_ib_symbol_errors_over_120_an_hour_and_not_under() -> None:
+    fab = Fabric()
+    ib_port(fab, "node1").set(rx_phy_errors=1 / 20)  # 180 an hour
+    ib_port(fab, "node2").set(rx_phy_errors=1 / 60)  # 60 an hour: within NVSentinel's mark
+    found = by_rule(fab.run(9, dt=20.0), "link_integrity")
+    assert [f.subject for f in found] == ["node1/mlx5_0/1"]
+    assert float(found[0].evidence["symbol_errors_per_h"]) > 120  # type: ignore[arg-type]
+
+
+def test_a_local_link_integrity_error_is_named() -> None:
+    fab = Fabric()
+    p = fab.port("node1")
+    p.set(link_integrity_errors=0.0)
+    fab.run(2)
+    p.set(link_integrity_errors=1.0)
+    found = by_rule(fab.tick(), "link_integrity")
+    assert found and "local link integrity" in found[0].summary
+
+
+def module(
+    rx_mw: float, *, limits: bool = True, temp: float = 45.0, read: int | None = None
+) -> ModuleDiag:
+    lim = {
+        RX_POWER_MW: Limits(low_alarm=0.1, low_warning=0.2, high_alarm=3.0),  # -10 dBm alarm
+        TEMPERATURE_C: Limits(high_alarm=80.0, high_warning=75.0),
+    }
+    return ModuleDiag(
+        identifier="QSFP28",
+        temperature_c=temp,
+        lanes=(LaneOptics(1, rx_power_mw=0.8), LaneOptics(2, rx_power_mw=rx_mw)),
+        limits=lim if limits else {},
+        read_ns=read,
+    )
+
+
+def test_rx_power_near_the_modules_low_alarm_on_two_reads() -> None:
+    fab = Fabric()
+    p = fab.port("node4", fields={"module": module(0.11, read=1)})  # -9.6 dBm: 0.4 dB above
+    assert not by_rule(fab.run(3), "optic_rx_low")  # one read, carried over three frames
+    p.fields["module"] = module(0.11, read=2)
+    found = by_rule(fab.tick(), "optic_rx_low")
+    assert [f.severity for f in found] == ["warning"]
+    assert "lane 2" in found[0].summary and found[0].evidence["low_alarm_dbm"] == -10.0
+    assert by_rule(fab.tick(), "optic_rx_low")  # the read stands until the next one
+    p.fields["module"] = module(0.5, read=3)
+    assert not by_rule(fab.tick(), "optic_rx_low")
+
+
+def test_no_limits_and_a_dark_lane_raise_nothing() -> None:
+    fab = Fabric()
+    fab.port("node1", fields={"module": module(0.05, limits=False, temp=90.0)})  # limits all 0
+    down = fab.port("node1", "enp65s0f1np1", fields={"module": module(0.0)}, state="down")
+    fab.run(4)
+    assert not by_rule(fab.findings, "optic_rx_low")
+    assert not by_rule(fab.findings, "module_temp_high")
+    down.state = "up"  # a dark lane on a port that is up: a lane it does not use (breakout)
+    assert not by_rule(fab.run(3), "optic_rx_low")
+    down.fields["module"] = module(0.08)  # lit, below the alarm: losing light
+    found = by_rule(fab.run(2), "optic_rx_low")
+    assert [f.severity for f in found] == ["critical"]
+
+
+def test_module_temperature_near_its_own_warning() -> None:
+    fab = Fabric()
+    p = fab.port("node2", fields={"module": module(0.8, temp=60.0)})
+    assert not by_rule(fab.run(3), "module_temp_high")
+    p.fields["module"] = module(0.8, temp=72.0)
+    found = by_rule(fab.run(2), "module_temp_high")
+    assert [f.severity for f in found] == ["warning"] and "75" in found[0].summary
+    assert "airflow" in found[0].next_step
+
+
+def test_a_health_reporter_recovering_errors() -> None:
+    fab = Fabric()
+    rep = HealthReporter("pci/0000:08:00.0", "tx", "healthy", error=2, recover=2)
+    p = fab.port("node3", fields={"health": (rep,)})
+    assert not by_rule(fab.run(3), "nic_health")  # counts that do not move: old history
+    p.fields["health"] = (dataclasses.replace(rep, error=3, recover=3),)
+    found = by_rule(fab.tick(), "nic_health")
+    assert found and "+1 errors, +1 recovered" in found[0].summary
+    assert "devlink health show pci/0000:08:00.0" in found[0].next_step
