@@ -20,7 +20,11 @@ MetricValue: TypeAlias = int | dict[int, int]
 # per-frame rate is made of it.
 SLOW_SOURCE = "ib_hw_slow"
 PORT_SLOW_SOURCE = "ib_port_slow"
-SLOW_SOURCES = frozenset({SLOW_SOURCE, PORT_SLOW_SOURCE})
+# The FEC counters of ``ethtool -I --show-fec``, read on optics rounds (issue 33) and carried
+# between them: no per-frame rate of its raw counters either (their normalized ones get
+# rates between two reads: fabtop/core/rates.py, collectors/normalize.py SLOW_METRICS).
+FEC_SOURCE = "fec"
+SLOW_SOURCES = frozenset({SLOW_SOURCE, PORT_SLOW_SOURCE, FEC_SOURCE})
 RateValue: TypeAlias = float | dict[int, float]
 
 
@@ -67,6 +71,9 @@ class LinkSample:
     # Node time (ns) its counters were read: the section they came from (ethtool -S
     # first). The fast probe stamps each read; the sh probe stamps the tick's start.
     read_ns: int | None = None
+    # Node time (ns) its slow-cadence normalized counters (SLOW_METRICS: the FEC's, on optics
+    # rounds) were read, carried with them between rounds: their rates span two such reads.
+    slow_read_ns: int | None = None
     # The RDMA port's GID table (sysfs ``gids/N`` + ``gid_attrs``, or ``ibv_devinfo -v``):
     # None when it was not read, () when read and empty. Slow cadence.
     gids: tuple[GidEntry, ...] | None = None

@@ -8,6 +8,12 @@ new baseline and no rate, never a negative rate or a spike. A delta that cannot 
 (bytes beyond the link's speed, packets beyond what those bytes allow, pause time beyond
 the interval, a counter jumping to all-ones) is a glitch, treated like a reset: a gap,
 never a rate, an event count or a spike in the history's max tiers.
+
+Metrics read at slow cadence and carried between reads (``SLOW_METRICS``: the FEC's, on
+optics rounds 30 s or more apart) get their rates between two *fresh* reads, over the node
+time between those reads (``LinkSample.slow_read_ns``), and that rate holds on the frames
+until the next read: a per-frame rate would say 0 for a round's frames, then the round's
+whole delta over one frame (a spike ~30x too high). Before a second read it is unknown.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.normalize import SLOW_METRICS
 from collectors.numbers import ALL_ONES
 from collectors.samples import (
     SLOW_SOURCES,
@@ -167,6 +174,57 @@ class _Baseline:
     cpu_throttle: int | None
     held: dict[str, dict[str, Held]] = field(default_factory=dict)  # link id -> name -> held
     tables: dict[str, _Table] = field(default_factory=dict)  # link id -> how it made rates
+    slow: dict[str, _SlowRead] = field(default_factory=dict)  # link id -> its last slow read
+
+
+@dataclass(slots=True)
+class _SlowRead:
+    """A link's last fresh read of its slow-cadence metrics and the rates it made against
+    the read before (empty: no read before, or each counter reset): held until the next."""
+
+    read_ns: int
+    values: dict[str, MetricValue]
+    rates: dict[str, RateValue]
+
+
+def _slow_rates(
+    link: LinkSample, lr: LinkRates | None, last: _SlowRead | None, events_per_s: float
+) -> _SlowRead | None:
+    """The slow-cadence metrics' rates of ``link`` put on ``lr`` (a per-frame rate of them
+    replaced): those of its last fresh read, made now if this read is new.
+
+    A link without a read time of them (``slow_read_ns`` None: a hand-built sample, read
+    with its frame) keeps its per-frame rates.
+    """
+    if lr is not None:
+        for m in SLOW_METRICS:
+            lr.rates.pop(_RATE_NAME[m], None)
+    t = link.slow_read_ns
+    if t is None:
+        return None
+    if last is not None and t == last.read_ns:
+        if lr is not None:
+            lr.rates.update(last.rates)  # carried: the rate between the last two reads holds
+        return last
+    values = {n: v for n, v in link.metrics.items() if n in SLOW_METRICS}
+    rates: dict[str, RateValue] = {}
+    if last is not None and t > last.read_ns:
+        span = (t - last.read_ns) / 1e9
+        for name, v in values.items():
+            pv = last.values.get(name)
+            if not (isinstance(v, int) and isinstance(pv, int)):
+                continue
+            d = v - pv
+            rname, kind = _RATE_KIND[name]
+            if 0 <= d <= bounds(None, span, events_per_s)[kind] and v not in ALL_ONES:
+                rates[rname] = d / span
+            elif lr is not None:  # reset (a driver reload) or a glitch: a new baseline, a gap
+                if name not in lr.norm_reset:
+                    lr.norm_reset.append(name)
+                lr.gap = True
+    if lr is not None:
+        lr.rates.update(rates)
+    return _SlowRead(t, values, rates)
 
 
 def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
@@ -647,6 +705,7 @@ class RateEngine:
         links: dict[str, LinkRates] = {}
         held: dict[str, dict[str, Held]] = {}
         tables: dict[str, _Table] = {}
+        slow: dict[str, _SlowRead] = {}
         notes: list[str] = []
         ptables = prev.tables
         for lid, link in sample.links.items():
@@ -660,6 +719,10 @@ class RateEngine:
                 ptables.get(lid),
             )
             links[lid] = lr
+            if link.slow_read_ns is not None:  # slow-cadence metrics, carried between reads
+                read = _slow_rates(link, lr, prev.slow.get(lid), self.events_per_s)
+                if read is not None:
+                    slow[lid] = read
             if table is not None:
                 tables[lid] = table
             if hold:
@@ -675,7 +738,7 @@ class RateEngine:
                 cpu = (n - pn) * inv_dt
             else:
                 notes.append("counter glitch ignored on CPU thermal throttle count")
-        inference = self._rebaseline(sample, prev.inference, held, tables)
+        inference = self._rebaseline(sample, prev.inference, held, tables, slow)
         count = self._glitches.get(host, 0) + len(notes)
         if notes:
             self._glitches[host] = count
@@ -701,8 +764,18 @@ class RateEngine:
         prev: dict[str, _InferenceBase],
         held: dict[str, dict[str, Held]],
         tables: dict[str, _Table],
+        slow: dict[str, _SlowRead] | None = None,
     ) -> dict[str, dict[str, float | None]]:
-        """Make ``sample`` the new baseline; return its inference rates against ``prev``."""
+        """Make ``sample`` the new baseline; return its inference rates against ``prev``.
+
+        ``slow``: each link's last slow read; None: this sample's own are the first.
+        """
+        if slow is None:
+            slow = {}
+            for lid, link in sample.links.items():
+                read = _slow_rates(link, None, None, self.events_per_s)
+                if read is not None:
+                    slow[lid] = read
         bases: dict[str, _InferenceBase] = {}
         rates: dict[str, dict[str, float | None]] = {}
         for inf in sample.inference:
@@ -732,6 +805,7 @@ class RateEngine:
             sample.cpu_throttle_count,
             held,
             tables,
+            slow,
         )
         return rates
 
