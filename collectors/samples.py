@@ -371,6 +371,8 @@ class HostSample:
     sections: list[SectionStatus] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cpu_throttle_count: int | None = None
+    # Node time (ns) it was read: on slow ticks, carried between (its rate spans two reads).
+    cpu_throttle_read_ns: int | None = None
     # The last statuses of ``sections``: those of the slow sections carried into the
     # frame, the very objects of the sample before while those sections stayed the same
     # (shared: read, never changed). None: not known to be carried.

@@ -9,11 +9,8 @@ new baseline and no rate, never a negative rate or a spike. A delta that cannot 
 the interval, a counter jumping to all-ones) is a glitch, treated like a reset: a gap,
 never a rate, an event count or a spike in the history's max tiers.
 
-Metrics read at slow cadence and carried between reads (``SLOW_METRICS``: the FEC's, on
-optics rounds 30 s or more apart) get their rates between two *fresh* reads, over the node
-time between those reads (``LinkSample.slow_read_ns``), and that rate holds on the frames
-until the next read: a per-frame rate would say 0 for a round's frames, then the round's
-whole delta over one frame (a spike ~30x too high). Before a second read it is unknown.
+Counters read at slow cadence and carried between reads (the FEC's, the CPU throttle
+count) get their rates between two reads, never per frame: fabtop/core/slow_rates.py.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.normalize import SLOW_METRICS
 from collectors.numbers import ALL_ONES
 from collectors.samples import (
     SLOW_SOURCES,
@@ -61,6 +57,7 @@ from fabtop.core.believe import (
     switched_feeds,
 )
 from fabtop.core.inference_rates import INFERENCE_RATE_NAMES, inference_rates
+from fabtop.core.slow_rates import RATE_NAMES, SlowRead, cpu_read, link_slow_read
 from fabtop.core.thresholds import effective
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
@@ -174,57 +171,26 @@ class _Baseline:
     cpu_throttle: int | None
     held: dict[str, dict[str, Held]] = field(default_factory=dict)  # link id -> name -> held
     tables: dict[str, _Table] = field(default_factory=dict)  # link id -> how it made rates
-    slow: dict[str, _SlowRead] = field(default_factory=dict)  # link id -> its last slow read
-
-
-@dataclass(slots=True)
-class _SlowRead:
-    """A link's last fresh read of its slow-cadence metrics and the rates it made against
-    the read before (empty: no read before, or each counter reset): held until the next."""
-
-    read_ns: int
-    values: dict[str, MetricValue]
-    rates: dict[str, RateValue]
+    slow: dict[str, SlowRead] = field(default_factory=dict)  # link id -> its last slow read
+    cpu_read: SlowRead | None = None  # the last read of the CPU thermal throttle count
 
 
 def _slow_rates(
-    link: LinkSample, lr: LinkRates | None, last: _SlowRead | None, events_per_s: float
-) -> _SlowRead | None:
-    """The slow-cadence metrics' rates of ``link`` put on ``lr`` (a per-frame rate of them
-    replaced): those of its last fresh read, made now if this read is new.
-
-    A link without a read time of them (``slow_read_ns`` None: a hand-built sample, read
-    with its frame) keeps its per-frame rates.
-    """
-    if lr is not None:
-        for m in SLOW_METRICS:
-            lr.rates.pop(_RATE_NAME[m], None)
-    t = link.slow_read_ns
-    if t is None:
-        return None
-    if last is not None and t == last.read_ns:
-        if lr is not None:
-            lr.rates.update(last.rates)  # carried: the rate between the last two reads holds
-        return last
-    values = {n: v for n, v in link.metrics.items() if n in SLOW_METRICS}
-    rates: dict[str, RateValue] = {}
-    if last is not None and t > last.read_ns:
-        span = (t - last.read_ns) / 1e9
-        for name, v in values.items():
-            pv = last.values.get(name)
-            if not (isinstance(v, int) and isinstance(pv, int)):
-                continue
-            d = v - pv
-            rname, kind = _RATE_KIND[name]
-            if 0 <= d <= bounds(None, span, events_per_s)[kind] and v not in ALL_ONES:
-                rates[rname] = d / span
-            elif lr is not None:  # reset (a driver reload) or a glitch: a new baseline, a gap
-                if name not in lr.norm_reset:
-                    lr.norm_reset.append(name)
-                lr.gap = True
-    if lr is not None:
-        lr.rates.update(rates)
-    return _SlowRead(t, values, rates)
+    link: LinkSample, lr: LinkRates, last: SlowRead | None, events_per_s: float
+) -> SlowRead | None:
+    """Put the rates of ``link``'s slow metrics on ``lr`` in place of per-frame ones: those
+    between its last two fresh reads (fabtop/core/slow_rates.py); one that started over
+    is a gap, as a reset of any counter is."""
+    for rname in RATE_NAMES:
+        lr.rates.pop(rname, None)
+    read, bad = link_slow_read(link, last, events_per_s)
+    if read is not None:
+        lr.rates.update(read.rates)
+    for name in bad:
+        if name not in lr.norm_reset:
+            lr.norm_reset.append(name)
+        lr.gap = True
+    return read
 
 
 def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
@@ -705,7 +671,7 @@ class RateEngine:
         links: dict[str, LinkRates] = {}
         held: dict[str, dict[str, Held]] = {}
         tables: dict[str, _Table] = {}
-        slow: dict[str, _SlowRead] = {}
+        slow: dict[str, SlowRead] = {}
         notes: list[str] = []
         ptables = prev.tables
         for lid, link in sample.links.items():
@@ -732,13 +698,18 @@ class RateEngine:
                 notes.extend(f"counter glitch ignored on {where} {name}" for name in lr.confirmed)
         cpu: float | None = None
         n, pn = sample.cpu_throttle_count, prev.cpu_throttle
-        # lower: the count was reset; all-ones or beyond any event rate: a glitched read
-        if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
-            if n - pn <= bounds(None, dt, self.events_per_s)[4]:
-                cpu = (n - pn) * inv_dt
-            else:
-                notes.append("counter glitch ignored on CPU thermal throttle count")
-        inference = self._rebaseline(sample, prev.inference, held, tables, slow)
+        cpu_last, cpu, glitch = cpu_read(sample, prev.cpu_read, self.events_per_s)
+        if cpu_last is None:  # no read time (a hand-built sample): read with its frame
+            # lower: the count was reset; all-ones or beyond any event rate: a glitched read
+            glitch = False
+            if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
+                if n - pn <= bounds(None, dt, self.events_per_s)[4]:
+                    cpu = (n - pn) * inv_dt
+                else:
+                    glitch = True
+        if glitch:
+            notes.append("counter glitch ignored on CPU thermal throttle count")
+        inference = self._rebaseline(sample, prev.inference, held, tables, slow, cpu_last)
         count = self._glitches.get(host, 0) + len(notes)
         if notes:
             self._glitches[host] = count
@@ -764,18 +735,21 @@ class RateEngine:
         prev: dict[str, _InferenceBase],
         held: dict[str, dict[str, Held]],
         tables: dict[str, _Table],
-        slow: dict[str, _SlowRead] | None = None,
+        slow: dict[str, SlowRead] | None = None,
+        cpu_last: SlowRead | None = None,
     ) -> dict[str, dict[str, float | None]]:
         """Make ``sample`` the new baseline; return its inference rates against ``prev``.
 
-        ``slow``: each link's last slow read; None: this sample's own are the first.
+        ``slow``, ``cpu_last``: the last slow reads of each link and of the CPU throttle
+        count; None: this sample's own are the first.
         """
         if slow is None:
             slow = {}
             for lid, link in sample.links.items():
-                read = _slow_rates(link, None, None, self.events_per_s)
+                read = link_slow_read(link, None, self.events_per_s)[0]
                 if read is not None:
                     slow[lid] = read
+            cpu_last = cpu_read(sample, None, self.events_per_s)[0]
         bases: dict[str, _InferenceBase] = {}
         rates: dict[str, dict[str, float | None]] = {}
         for inf in sample.inference:
@@ -806,6 +780,7 @@ class RateEngine:
             held,
             tables,
             slow,
+            cpu_last,
         )
         return rates
 

@@ -25,12 +25,15 @@ CORRECTED = Metric.FEC_CORRECTED_BLOCKS.per_s
 UNCORRECTABLE = Metric.FEC_UNCORRECTABLE_BLOCKS.per_s
 
 
-def _frame(i: int, fec: tuple[int, int] | None, stamped: bool = True) -> Frame:
+def _frame(i: int, fec: tuple[int, int] | None, gen: str, stamped: bool = True) -> Frame:
     """Frame ``i`` (1 s after frame i-1); ``fec``: the optics round's (corrected,
     uncorrectable) blocks read in this frame's tick, None on the frames between rounds;
-    ``stamped``: its section says when it was read (else it was read in the frame's tick)."""
+    ``gen``: the generation the probe declares (it moves when a section's text moved on
+    the node: the layout is kept while it stays); ``stamped``: its section says when it was
+    read (else it was read in the frame's tick)."""
     t = T0 + i * 1_000_000_000
     sections = [
+        Section("probe", None, t, "ok", None, f"gen {gen}"),
         Section("sysnet", None, t, "ok", None, "eth0/mtu 1500\neth0/device -\n"),
         Section("ethtool_i", "eth0", t, "ok", None, "driver: mlx5_core\nbus-info: 0:0a.0\n"),
     ]
@@ -51,7 +54,7 @@ def _run(corrected: list[int], stamped: bool = True) -> tuple[FabricState, list[
     seen: list[dict[str, float]] = []
     for i in range(ROUND * len(corrected)):
         fec = (corrected[i // ROUND], 7) if i % ROUND == 0 else None
-        state.apply_frame("n1", _frame(i, fec, stamped))
+        state.apply_frame("n1", _frame(i, fec, f"c{corrected[i // ROUND]}", stamped))
         rates = state.hosts["n1"].rates
         assert rates is not None
         link = rates.links["eth0"]
@@ -70,6 +73,12 @@ def test_a_fec_counter_reads_its_rate_between_two_rounds_on_every_frame(stamped:
     for r in seen[ROUND:]:
         assert r[CORRECTED] == 10.0
         assert r[UNCORRECTABLE] == 0.0
+
+
+def test_a_counter_that_stops_reads_0_from_the_next_read_on() -> None:
+    # the same text again: a new read all the same (the kept layout takes its time)
+    _, seen = _run([1000, 1300, 1300, 1300])
+    assert [r[CORRECTED] for r in seen[ROUND:]] == [10.0] * ROUND + [0.0] * (2 * ROUND)
 
 
 def test_a_counter_reset_starts_over() -> None:
@@ -94,3 +103,21 @@ def test_the_exporter_and_a_snapshot_say_the_same_rate() -> None:
     assert exported["fabtop_link_fec_corrected_blocks_per_second"] == 10.0
     assert exported["fabtop_link_fec_uncorrectable_blocks_per_second"] == 0.0
     assert exported["fabtop_link_fec_corrected_blocks_total"] == 1600
+
+
+def test_the_cpu_throttle_count_read_on_slow_ticks_gets_its_rate_between_two_reads() -> None:
+    state = FabricState([HostConfig("n1")])
+    seen: list[float | None] = []
+    for i in range(ROUND * 3):
+        count = min(60 * (i // ROUND), 60)  # then none: the same text, a new read
+        frame = _frame(i, None, f"c{count}")
+        if i % ROUND == 0:  # a slow tick: 60 throttle events per 30 s
+            text = f"devices/system/cpu/cpu*/thermal_throttle/core_throttle_count {count}\n"
+            frame.sections.append(Section("cputhrottle", None, frame.clock_ns, "ok", None, text))
+        state.apply_frame("n1", frame)
+        rates = state.hosts["n1"].rates
+        assert rates is not None
+        seen.append(rates.cpu_throttle_per_s)
+    assert seen[:ROUND] == [None] * ROUND  # unknown before the second read, never 0
+    assert seen[ROUND : 2 * ROUND] == [2.0] * ROUND  # never 0 between reads, never 60/s
+    assert seen[2 * ROUND :] == [0.0] * ROUND
