@@ -148,7 +148,7 @@ def _build_shape(host: str, frame: Frame, decoded: Decoded, read: TextRead) -> S
         statuses.append((i, s.kind, s.subject, s.status, detail or None))
     links = guard(warn, "assemble", None, [], _links, b)
     probe = HostSample("", 0, 0, 0.0)
-    cpu = guard(warn, "cputhrottle", None, None, _cpu_throttle, b)
+    cpu, cpu_at = guard(warn, "cputhrottle", None, (None, None), _cpu_throttle, b)
     guard(warn, "probe", None, None, _probe_notes, frame, probe, warn)
     versions = guard(warn, "versions", None, None, versions_from_frame, frame, read)
     fw = guard(warn, "firewall", None, None, _firewall, b)
@@ -167,6 +167,7 @@ def _build_shape(host: str, frame: Frame, decoded: Decoded, read: TextRead) -> S
         b.thunderbolt,
         len(at_once) == len(links) and all(map(is_, at_once, links)),
         tuple(i for i, s in enumerate(frame.sections) if s.kind in PER_TICK_KINDS),
+        cpu_at,
     )
 
 
@@ -590,6 +591,9 @@ def _finish(
     lp.ethtool = "ethtool" in link.counters
     b.warn.metrics(lp)
     lp.read_at = _read_at(link, b, ethtool)
+    if link.slow_read_ns is not None and ndev is not None:  # read_optics found its FEC read
+        fec = b.find("ethtool_fec", ndev)
+        lp.slow_at = b.index[id(fec)] if fec is not None else None
     raw_ethtool = ethtool.get(ndev) if ndev else None
     link.qos = guard(warn, "qos", ndev, None, _qos, b, ndev, rec, raw_ethtool)
     placed = bool(b.values)
@@ -757,10 +761,14 @@ def _dcb_extras(b: _Build, ndev: str, cfg: QosConfig | None) -> QosConfig | None
     return cfg
 
 
-def _cpu_throttle(b: _Build) -> int | None:
+def _cpu_throttle(b: _Build) -> tuple[int | None, int | None]:
+    """The host's CPU thermal throttle count, and the section it was read from (its read
+    time the count's)."""
     warn = b.warn
     total: int | None = None
+    at: int | None = None
     for s in _texts(b.frame, "cputhrottle"):
+        at = b.index[id(s)]
         values, warnings = b.read(parse_kv_dump, s)
         warn.add(s.kind, s.subject, warnings)
         for path, value in values.items():
@@ -771,8 +779,8 @@ def _cpu_throttle(b: _Build) -> int | None:
                 warn.add(s.kind, s.subject, [f"{path}: bad value {value[:40]!r}"])
     if total is not None and total > U64_MAX:
         warn.add("cputhrottle", None, ["sum beyond 64 bits: no value"])
-        return None
-    return total
+        return None, None
+    return total, at if total is not None else None
 
 
 def _probe_notes(frame: Frame, sample: HostSample, warn: Warner) -> None:

@@ -398,6 +398,7 @@ class LinkPlan:
     # values are the shape's own text, so found once.
     slow_saturated: tuple[str, ...] = ()
     read_at: int | None = None  # the section whose read time the counters have
+    slow_at: int | None = None  # ... and the slow metrics (the FEC's: LinkSample.slow_read_ns)
     # Whose hwmon temperatures the link shows: its netdev's, else its RDMA device's, each
     # with the hottest read from the shape's own text (a line that was not plain).
     temp: tuple[str | None, float | None, str | None, float | None] | None = None
@@ -432,6 +433,7 @@ class Shape:
     thunderbolt: ThunderboltInfo | None = None  # shared by the samples: read-only
     metrics_at_once: bool = False  # the warnings make the metrics of .links, in order
     gpu_at: tuple[int, ...] = ()  # where the GPU sections are (read every tick)
+    cpu_at: int | None = None  # the section the CPU throttle count was read from
     # The statuses of a frame's carried sections, made once for that very tuple.
     tail_status: tuple[tuple[Section, ...], list[SectionStatus]] | None = None
 
@@ -479,6 +481,8 @@ def _fill(
             link.saturated = sorted([*link.saturated, *lp.slow_saturated])
         if lp.read_at is not None:
             link.read_ns = sections[lp.read_at].read_ns
+        if lp.slow_at is not None:  # a new read of the same text keeps the shape: its time
+            link.slow_read_ns = sections[lp.slow_at].read_ns
         if temps and lp.temp is not None:
             link.temperature_c = _temperature(lp.temp, temps)
     # The metrics of all links in one try: a failure is said at its link's place in the
@@ -503,6 +507,8 @@ def _fill(
     if left:
         warn.add("metrics", None, left)
     sample.cpu_throttle_count = shape.cpu_throttle_count
+    if shape.cpu_at is not None:  # a new read of the same text keeps the shape: its time
+        sample.cpu_throttle_read_ns = sections[shape.cpu_at].read_ns
     sample.probe = shape.probe
     sample.versions = shape.versions  # frozen: shared by the samples of one shape
     sample.firewall = shape.firewall

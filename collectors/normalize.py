@@ -168,6 +168,10 @@ FEC_MAP: Mapping[Metric, tuple[Src, ...]] = {
     Metric.FEC_CORRECTED_BLOCKS: (_s("corrected_blocks"),),
     Metric.FEC_UNCORRECTABLE_BLOCKS: (_s("uncorrectable_blocks"),),
 }
+# The normalized metrics read at slow cadence and carried between reads (the tables of
+# sources read on optics rounds): the rate engine makes their rates between two fresh
+# reads (LinkSample.slow_read_ns), never per frame (0, then a round's delta over one frame).
+SLOW_METRICS: frozenset[Metric] = frozenset(FEC_MAP)
 
 # RDMA hw_counters/ (mlx5: drivers/infiniband/hw/mlx5/counters.c; capture in
 # ../shared/fixtures/sysfs/prometheus_procfs for out_of_buffer .. roce_adp_retrans).

@@ -20,10 +20,9 @@ from collectors.layout import Warner
 from collectors.parsers.devlink_health import parse_devlink_health
 from collectors.parsers.ethtool_module import parse_ethtool_module
 from collectors.parsers.fec import parse_show_fec
-from collectors.samples import LinkSample
+from collectors.samples import FEC_SOURCE, LinkSample
 
 OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health")
-FEC_SOURCE = "fec"  # LinkSample.counters source of the FEC counters
 
 # What a failed read's first line means for the operator (the tool's words, then ours).
 _HINTS = (
@@ -57,6 +56,7 @@ def read_optics(
             link.fec = replace(fec.state)
         if fec.counters:
             link.counters[FEC_SOURCE] = dict(fec.counters)
+            link.slow_read_ns = sec.read_ns  # carried with them: a fresh read has a new time
     sec = find("devlink_health", None)
     if bus_info and sec is not None and sec.status in ("ok", "truncated", "timeout"):
         health = read(parse_devlink_health, sec)

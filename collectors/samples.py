@@ -20,7 +20,11 @@ MetricValue: TypeAlias = int | dict[int, int]
 # per-frame rate is made of it.
 SLOW_SOURCE = "ib_hw_slow"
 PORT_SLOW_SOURCE = "ib_port_slow"
-SLOW_SOURCES = frozenset({SLOW_SOURCE, PORT_SLOW_SOURCE})
+# The FEC counters of ``ethtool -I --show-fec``, read on optics rounds (issue 33) and carried
+# between them: no per-frame rate of its raw counters either (their normalized ones get
+# rates between two reads: fabtop/core/rates.py, collectors/normalize.py SLOW_METRICS).
+FEC_SOURCE = "fec"
+SLOW_SOURCES = frozenset({SLOW_SOURCE, PORT_SLOW_SOURCE, FEC_SOURCE})
 RateValue: TypeAlias = float | dict[int, float]
 
 
@@ -67,6 +71,9 @@ class LinkSample:
     # Node time (ns) its counters were read: the section they came from (ethtool -S
     # first). The fast probe stamps each read; the sh probe stamps the tick's start.
     read_ns: int | None = None
+    # Node time (ns) its slow-cadence normalized counters (SLOW_METRICS: the FEC's, on optics
+    # rounds) were read, carried with them between rounds: their rates span two such reads.
+    slow_read_ns: int | None = None
     # The RDMA port's GID table (sysfs ``gids/N`` + ``gid_attrs``, or ``ibv_devinfo -v``):
     # None when it was not read, () when read and empty. Slow cadence.
     gids: tuple[GidEntry, ...] | None = None
@@ -364,6 +371,8 @@ class HostSample:
     sections: list[SectionStatus] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cpu_throttle_count: int | None = None
+    # Node time (ns) it was read: on slow ticks, carried between (its rate spans two reads).
+    cpu_throttle_read_ns: int | None = None
     # The last statuses of ``sections``: those of the slow sections carried into the
     # frame, the very objects of the sample before while those sections stayed the same
     # (shared: read, never changed). None: not known to be carried.

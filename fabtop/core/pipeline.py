@@ -10,6 +10,7 @@ others out of the window.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 
 from collectors.assemble import assemble
 from collectors.darwin import DARWIN_SLOW_KINDS
@@ -122,6 +123,10 @@ class Pipeline:
         others: list[Section] = []
         for sec in frame.sections:
             if sec.kind in SLOW_KINDS:
+                if sec.read_ns is None:
+                    # read in this frame's tick: carried, it keeps that time (the rates of
+                    # slow counters run between two reads' times: fabtop/core/rates.py)
+                    sec = replace(sec, read_ns=frame.clock_ns)
                 key = (sec.kind, sec.subject)
                 kept[key] = sec
                 came.setdefault(key, []).append(sec)

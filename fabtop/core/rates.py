@@ -8,6 +8,9 @@ new baseline and no rate, never a negative rate or a spike. A delta that cannot 
 (bytes beyond the link's speed, packets beyond what those bytes allow, pause time beyond
 the interval, a counter jumping to all-ones) is a glitch, treated like a reset: a gap,
 never a rate, an event count or a spike in the history's max tiers.
+
+Counters read at slow cadence and carried between reads (the FEC's, the CPU throttle
+count) get their rates between two reads, never per frame: fabtop/core/slow_rates.py.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from fabtop.core.believe import (
     switched_feeds,
 )
 from fabtop.core.inference_rates import INFERENCE_RATE_NAMES, inference_rates
+from fabtop.core.slow_rates import RATE_NAMES, SlowRead, cpu_read, link_slow_read
 from fabtop.core.thresholds import effective
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
@@ -167,6 +171,26 @@ class _Baseline:
     cpu_throttle: int | None
     held: dict[str, dict[str, Held]] = field(default_factory=dict)  # link id -> name -> held
     tables: dict[str, _Table] = field(default_factory=dict)  # link id -> how it made rates
+    slow: dict[str, SlowRead] = field(default_factory=dict)  # link id -> its last slow read
+    cpu_read: SlowRead | None = None  # the last read of the CPU thermal throttle count
+
+
+def _slow_rates(
+    link: LinkSample, lr: LinkRates, last: SlowRead | None, events_per_s: float
+) -> SlowRead | None:
+    """Put the rates of ``link``'s slow metrics on ``lr`` in place of per-frame ones: those
+    between its last two fresh reads (fabtop/core/slow_rates.py); one that started over
+    is a gap, as a reset of any counter is."""
+    for rname in RATE_NAMES:
+        lr.rates.pop(rname, None)
+    read, bad = link_slow_read(link, last, events_per_s)
+    if read is not None:
+        lr.rates.update(read.rates)
+    for name in bad:
+        if name not in lr.norm_reset:
+            lr.norm_reset.append(name)
+        lr.gap = True
+    return read
 
 
 def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
@@ -647,6 +671,7 @@ class RateEngine:
         links: dict[str, LinkRates] = {}
         held: dict[str, dict[str, Held]] = {}
         tables: dict[str, _Table] = {}
+        slow: dict[str, SlowRead] = {}
         notes: list[str] = []
         ptables = prev.tables
         for lid, link in sample.links.items():
@@ -660,6 +685,10 @@ class RateEngine:
                 ptables.get(lid),
             )
             links[lid] = lr
+            if link.slow_read_ns is not None:  # slow-cadence metrics, carried between reads
+                read = _slow_rates(link, lr, prev.slow.get(lid), self.events_per_s)
+                if read is not None:
+                    slow[lid] = read
             if table is not None:
                 tables[lid] = table
             if hold:
@@ -669,13 +698,18 @@ class RateEngine:
                 notes.extend(f"counter glitch ignored on {where} {name}" for name in lr.confirmed)
         cpu: float | None = None
         n, pn = sample.cpu_throttle_count, prev.cpu_throttle
-        # lower: the count was reset; all-ones or beyond any event rate: a glitched read
-        if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
-            if n - pn <= bounds(None, dt, self.events_per_s)[4]:
-                cpu = (n - pn) * inv_dt
-            else:
-                notes.append("counter glitch ignored on CPU thermal throttle count")
-        inference = self._rebaseline(sample, prev.inference, held, tables)
+        cpu_last, cpu, glitch = cpu_read(sample, prev.cpu_read, self.events_per_s)
+        if cpu_last is None:  # no read time (a hand-built sample): read with its frame
+            # lower: the count was reset; all-ones or beyond any event rate: a glitched read
+            glitch = False
+            if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
+                if n - pn <= bounds(None, dt, self.events_per_s)[4]:
+                    cpu = (n - pn) * inv_dt
+                else:
+                    glitch = True
+        if glitch:
+            notes.append("counter glitch ignored on CPU thermal throttle count")
+        inference = self._rebaseline(sample, prev.inference, held, tables, slow, cpu_last)
         count = self._glitches.get(host, 0) + len(notes)
         if notes:
             self._glitches[host] = count
@@ -701,8 +735,21 @@ class RateEngine:
         prev: dict[str, _InferenceBase],
         held: dict[str, dict[str, Held]],
         tables: dict[str, _Table],
+        slow: dict[str, SlowRead] | None = None,
+        cpu_last: SlowRead | None = None,
     ) -> dict[str, dict[str, float | None]]:
-        """Make ``sample`` the new baseline; return its inference rates against ``prev``."""
+        """Make ``sample`` the new baseline; return its inference rates against ``prev``.
+
+        ``slow``, ``cpu_last``: the last slow reads of each link and of the CPU throttle
+        count; None: this sample's own are the first.
+        """
+        if slow is None:
+            slow = {}
+            for lid, link in sample.links.items():
+                read = link_slow_read(link, None, self.events_per_s)[0]
+                if read is not None:
+                    slow[lid] = read
+            cpu_last = cpu_read(sample, None, self.events_per_s)[0]
         bases: dict[str, _InferenceBase] = {}
         rates: dict[str, dict[str, float | None]] = {}
         for inf in sample.inference:
@@ -732,6 +779,8 @@ class RateEngine:
             sample.cpu_throttle_count,
             held,
             tables,
+            slow,
+            cpu_last,
         )
         return rates
 

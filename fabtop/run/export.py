@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from collectors.normalize import SLOW_METRICS
 from collectors.numbers import parse_uint
 from collectors.text import clean
 from collectors.vocabulary import BASE_UNITS, MICROSECONDS, Derived, InferenceRate
@@ -75,14 +76,16 @@ def counter_name(m: VocabMetric) -> str:
     return f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}"
 
 
-def _per_second(m: VocabMetric) -> tuple[str, str, str]:
-    return m.per_s, f"fabtop_link_{m}_per_second", f"{m.help}, per second over the last interval"
+def _per_second(m: VocabMetric, over: str = "over the last interval") -> tuple[str, str, str]:
+    return m.per_s, f"fabtop_link_{m}_per_second", f"{m.help}, per second {over}"
 
 
 # Per-link gauges of the rate engine: rate name -> (metric, help).
 LINK_GAUGES: tuple[tuple[str, str, str], ...] = (
     _per_second(VocabMetric.RX_BYTES),
     _per_second(VocabMetric.TX_BYTES),
+    # read on optics rounds: the rate between the last two reads (fabtop/core/rates.py)
+    *(_per_second(m, "between the last two reads") for m in sorted(SLOW_METRICS)),
     *(
         (d, f"fabtop_link_{d}", d.help)
         for d in (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO, Derived.RDMA_SHARE)
