@@ -54,8 +54,10 @@ p2=$!
 part unit 19 tests/unit
 p3=$!
 finish integration-1:$p1 integration-2:$p2
-# The snapshots and the timeline's long history (~480 s), and the rest (~470 s).
-ui1="tests/ui/test_snapshots.py tests/ui/test_timeline_axis.py"
+# The snapshots, the timeline's long history, the overview and the findings (~120 CPU-s);
+# the rest (~125 CPU-s).
+ui1="tests/ui/test_snapshots.py tests/ui/test_timeline_axis.py tests/ui/test_app.py
+	tests/ui/test_findings_view.py"
 # shellcheck disable=SC2086
 part ui-1 0 $ui1
 p4=$!
