@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from collectors.normalize import SLOW_METRICS
 from collectors.samples import HostSample, LinkSample, MetricValue
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding, PortRef, port_ref
@@ -98,7 +99,15 @@ class Check:
 
 
 # Every normalized counter that is not traffic sits in exactly one check (a test holds
-# this), so what any driver counts of errors, discards, pauses and congestion is read.
+# this), so what any driver counts of errors, discards, pauses and congestion is read;
+# but for the cable's corrected and FEC counts, which the cable rules judge over their own
+# windows (a finding of theirs live in the window is the window's evidence like any other):
+# those read on optics rounds (SLOW_METRICS, 30 s or more apart) say nothing in a step
+# shorter than a round (a count carried unchanged is not a quiet cable), and corrected
+# bits move on every healthy link (only their rate against the bits carried, the BER,
+# tells a failing cable).
+BY_CABLE_RULES: frozenset[Metric] = SLOW_METRICS | {Metric.PHY_CORRECTED_BITS}
+
 CHECKS: tuple[Check, ...] = (
     Check(
         "pauses",
@@ -151,15 +160,15 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "errors",
-        "CRC and symbol errors",
-        (Metric.RX_PHY_ERRORS,),
+        "CRC, symbol and link-integrity errors",
+        (Metric.RX_PHY_ERRORS, Metric.LINK_INTEGRITY_ERRORS),
         "ethtool -m {port} (optical levels); ethtool -S {port} | grep -E 'crc|symbol'; "
         "reseat or replace the cable or transceiver",
     ),
     Check(
         "flap",
         "link flaps",
-        (Metric.LINK_DOWN_EVENTS,),
+        (Metric.LINK_DOWN_EVENTS, Metric.LINK_ERROR_RECOVERIES),
         "ip -s link show dev {port}; dmesg | grep -i link; check the cable and the switch "
         "port's log",
     ),

@@ -149,7 +149,9 @@ def _counters(
         status = _worst(status, Status.WARN)
     if retransmits and status != Status.PASS:
         line = f"the engine retransmitted {retransmits} times in the window"
-        clean = ev is not None and {"discards", "CRC and symbol errors"} <= set(ev.ruled_out)
+        clean = ev is not None and {"discards", "CRC, symbol and link-integrity errors"} <= set(
+            ev.ruled_out
+        )
         if clean:
             line += (
                 ": no NIC counted a discard or an error, so packets were lost between "

@@ -9,7 +9,7 @@ from collectors.frames import FrameDecoder
 from collectors.samples import HostSample, LinkSample, PcieLink
 from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding, PortRef
-from fabtop.fabtest.evidence import CHECKS, End, WindowEvidence, window_evidence
+from fabtop.fabtest.evidence import BY_CABLE_RULES, CHECKS, End, WindowEvidence, window_evidence
 from fabtop.fabtest.judge import Bandwidth, Incast, Status, judge_bandwidth, judge_incast
 from fabtop.fabtest.plans import INCAST, PAIR, Step
 from fabtop.sim import Fabric, demo_hosts
@@ -35,7 +35,13 @@ def sim_window(kind: str, pair: tuple[str, str], hosts: int = 2) -> WindowEviden
 def test_every_error_discard_pause_and_congestion_counter_is_in_one_check() -> None:
     checked = Counter(m for c in CHECKS for m in c.metrics)
     assert set(checked.values()) == {1}
-    assert set(checked) == {m for m in Metric if m.category != "traffic"}
+    # the cable's corrected and FEC counts: the cable rules judge them over their windows
+    assert set(checked) == {m for m in Metric if m.category != "traffic"} - BY_CABLE_RULES
+    assert {
+        Metric.FEC_CORRECTED_BLOCKS,
+        Metric.FEC_UNCORRECTABLE_BLOCKS,
+        Metric.PHY_CORRECTED_BITS,
+    } == BY_CABLE_RULES
 
 
 def test_a_healthy_window_rules_out_everything_it_reads() -> None:
@@ -116,9 +122,9 @@ def test_a_check_an_end_cannot_read_is_said_never_ruled_out() -> None:
     del b.rates["ecn_marked"], b.rates["cnp_sent"], b.rates["cnp_handled"]
     ev = window_evidence(ends(a, b))
     assert "b/eth0: reads no ECN marks and CNPs" in ev.not_read
-    assert "b/eth0: reads no CRC and symbol errors" in ev.not_read
+    assert "b/eth0: reads no CRC, symbol and link-integrity errors" in ev.not_read
     assert "ECN marks and CNPs" not in ev.ruled_out
-    assert "CRC and symbol errors" not in ev.ruled_out
+    assert "CRC, symbol and link-integrity errors" not in ev.ruled_out
     assert "retransmissions" in ev.ruled_out
     # No PCIe width read on either end: not ruled out either.
     assert "PCIe link below capability" not in ev.ruled_out

@@ -202,7 +202,7 @@ def test_engine_retransmits_with_clean_nics_point_between_the_ends() -> None:
         )
 
     ev = window_evidence(ends(veth(), veth()))
-    assert {"discards", "CRC and symbol errors"} <= set(ev.ruled_out)
+    assert {"discards", "CRC, symbol and link-integrity errors"} <= set(ev.ruled_out)
     first = [
         Bandwidth(pair("a", "b"), 0.30, None, ev, retransmits=0),
         Bandwidth(pair("c", "d"), 0.12, None, ev, retransmits=812),
