@@ -26,6 +26,7 @@ from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.health_grid import HealthGrid
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import DOWN_ARROW, UP_ARROW, LinkTable
+from tui.widgets.quiet_static import drawn_as
 from tui.widgets.top_bar import TopBar
 
 # Past this many links the filter applies on Enter, not on each key.
@@ -107,6 +108,7 @@ class OverviewScreen(DataScreen):
         self.open_hosts: set[str] = set()
         self._folded = 0
         self._grid_folded: bool | None = None  # the user's choice by ``g``; None: by size
+        self._title_drawn: object = None  # the line above the links, as last shown
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
@@ -181,7 +183,7 @@ class OverviewScreen(DataScreen):
     def _titles(self) -> None:
         """The line above the links: what narrows them and how they are sorted."""
         lt = self.query_one(LinkTable)
-        self.query_one(HostTable).border_subtitle = state_line(
+        line = state_line(
             self.ctx.links_host,
             self.link_filter.text,
             lt.sort_spec.label,
@@ -189,6 +191,10 @@ class OverviewScreen(DataScreen):
             self.ctx.show_virtual,
             self._folded,
         )
+        # Each assignment repaints the border: only a changed line is assigned.
+        if drawn_as(line) != self._title_drawn:
+            self._title_drawn = drawn_as(line)
+            self.query_one(HostTable).border_subtitle = line
 
     # actions -----------------------------------------------------------------
 

@@ -268,6 +268,7 @@ class KeyedTable(DataTable[Cell]):
         self._cells: dict[str, dict[str, object]] = {}
         self._order: list[str] = []
         self.rebuilds = 0  # column-set changes; a test checks ticks do not rebuild
+        self.paints = 0  # paints asked of the table; a test checks a tick with nothing new
         # Rendered cells by (row, column, width, cursor, hover, look generation); an entry
         # holds the cell it was made from, so a replaced cell misses.
         self._drawn: LRUCache[
@@ -443,6 +444,7 @@ class KeyedTable(DataTable[Cell]):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Resolve the styles once for the lines this paint asks for."""
+        self.paints += 1
         self._paint = self._new_paint()
         return super().render_lines(crop)
 

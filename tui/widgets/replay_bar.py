@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
+
+from tui.widgets.quiet_static import QuietStatic
 
 
 def clock(seconds: float) -> str:
@@ -36,7 +37,7 @@ def replay_text(
     return t
 
 
-class ReplayBar(Static):
+class ReplayBar(QuietStatic):
     """Shown at the bottom of every screen while replaying; the app sets its position."""
 
     DEFAULT_CSS = """
