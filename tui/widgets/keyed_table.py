@@ -268,7 +268,8 @@ class KeyedTable(DataTable[Cell]):
         self._cells: dict[str, dict[str, object]] = {}
         self._order: list[str] = []
         self.rebuilds = 0  # column-set changes; a test checks ticks do not rebuild
-        self.paints = 0  # paints asked of the table; a test checks a tick with nothing new
+        # Lines drawn (header and rows): a test checks a tick with nothing new draws none.
+        self.lines_drawn = 0
         # Rendered cells by (row, column, width, cursor, hover, look generation); an entry
         # holds the cell it was made from, so a replaced cell misses.
         self._drawn: LRUCache[
@@ -444,7 +445,6 @@ class KeyedTable(DataTable[Cell]):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Resolve the styles once for the lines this paint asks for."""
-        self.paints += 1
         self._paint = self._new_paint()
         return super().render_lines(crop)
 
@@ -479,6 +479,7 @@ class KeyedTable(DataTable[Cell]):
 
     def render_line(self, y: int) -> Strip:
         """Line ``y`` of the widget: the header, or a row from DataTable's model."""
+        self.lines_drawn += 1
         if not self._draws_itself():
             return super().render_line(y)
         paint = self._paint if self._paint is not None else self._new_paint()

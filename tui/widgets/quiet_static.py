@@ -34,6 +34,9 @@ def drawn_as(content: object) -> object:
 class QuietStatic(Static):
     """``update`` with what is shown already does nothing."""
 
+    # True for a widget whose size its CSS fixes (a one-line bar): new text repaints it
+    # alone, with no layout of the screen.
+    FIXED_SIZE = False
     _drawn: object = None
 
     def update(self, content: VisualType = "", *, layout: bool = True) -> None:
@@ -41,4 +44,4 @@ class QuietStatic(Static):
         if sig is not None and sig == self._drawn:
             return
         self._drawn = sig
-        super().update(content, layout=layout)
+        super().update(content, layout=layout and not self.FIXED_SIZE)

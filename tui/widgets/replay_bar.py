@@ -40,6 +40,8 @@ def replay_text(
 class ReplayBar(QuietStatic):
     """Shown at the bottom of every screen while replaying; the app sets its position."""
 
+    FIXED_SIZE = True  # one line (DEFAULT_CSS): its text never moves another widget
+
     DEFAULT_CSS = """
     ReplayBar {
         dock: bottom;

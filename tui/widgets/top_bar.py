@@ -116,6 +116,8 @@ class TopBar(QuietStatic):
     while frames are written to a recording.
     """
 
+    FIXED_SIZE = True  # one line (DEFAULT_CSS): its text never moves another widget
+
     DEFAULT_CSS = """
     TopBar { height: 1; width: 1fr; background: $boost; }
     """
