@@ -27,6 +27,7 @@ from tui.rows.links import summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import badge, one_line
 from tui.widgets.keyed_table import Column, KeyedTable, Spec
+from tui.widgets.quiet_static import QuietStatic
 from tui.widgets.top_bar import TopBar
 
 DIM = "grey50"
@@ -157,10 +158,10 @@ class FindingsScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
-        yield Static(id="findings-title")
+        yield QuietStatic(id="findings-title")
         yield FindingsTable(id="findings-table")
         with VerticalScroll(id="finding-detail"):
-            yield Static(id="finding-text")
+            yield QuietStatic(id="finding-text")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -30,6 +30,7 @@ from tui.screens.base import DataScreen
 from tui.widgets.exo_cluster import cluster_parts
 from tui.widgets.findings_panel import badge
 from tui.widgets.host_table import STATUS_CELL
+from tui.widgets.quiet_static import QuietStatic
 from tui.widgets.top_bar import TopBar
 
 SECTION_STYLE = {"ok": "green", "missing": "yellow", "timeout": "bold red", "error": "bold red"}
@@ -282,7 +283,7 @@ class HostDetailScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
         with VerticalScroll(id="host-body"):
-            yield Static(id="host-text")
+            yield QuietStatic(id="host-text")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -25,6 +25,7 @@ from tui.rows.links import summary
 from tui.screens.base import DataScreen
 from tui.widgets.charts import TimeChart
 from tui.widgets.keyed_table import Column, KeyedTable
+from tui.widgets.quiet_static import QuietStatic
 from tui.widgets.top_bar import TopBar
 
 SPANS = {"1m": 60.0, "15m": 900.0, "6h": 6 * 3600.0}
@@ -88,8 +89,8 @@ class LinkDetailScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
-        yield Static(id="link-title")
-        yield Static(id="cable")
+        yield QuietStatic(id="link-title")
+        yield QuietStatic(id="cable")
         with Grid(id="charts"):
             yield TimeChart("throughput Gb/s", id="chart-bps")
             yield TimeChart("pause frames/s", id="chart-pause")

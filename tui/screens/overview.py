@@ -29,6 +29,7 @@ from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.health_grid import HealthGrid
 from tui.widgets.host_table import HostTable
 from tui.widgets.link_table import DOWN_ARROW, UP_ARROW, LinkTable
+from tui.widgets.quiet_static import drawn_as
 from tui.widgets.top_bar import TopBar
 
 # Past this many links the filter applies on Enter, not on each key.
@@ -124,6 +125,7 @@ class OverviewScreen(DataScreen):
         self.all_view: str | None = None
         self._groups: dict[str, Group] = {}  # by the row key of their summary row
         self._grid_folded: bool | None = None  # the user's choice by ``g``; None: by size
+        self._title_drawn: object = None  # the line above the links, as last shown
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
@@ -203,7 +205,7 @@ class OverviewScreen(DataScreen):
     def _titles(self) -> None:
         """The line above the links: what narrows them and how they are sorted."""
         lt = self.query_one(LinkTable)
-        self.query_one(HostTable).border_subtitle = state_line(
+        line = state_line(
             self.ctx.links_host,
             self.link_filter.text,
             lt.sort_spec.label,
@@ -214,6 +216,10 @@ class OverviewScreen(DataScreen):
             # the group under the cursor, while the cursor shows (the links have the keys)
             self._groups.get(lt.cursor_key() or "") if lt.has_focus else None,
         )
+        # Each assignment repaints the border: only a changed line is assigned.
+        if drawn_as(line) != self._title_drawn:
+            self._title_drawn = drawn_as(line)
+            self.query_one(HostTable).border_subtitle = line
 
     def _grouping(self) -> str:
         """How the links are grouped now ("": not at all)."""

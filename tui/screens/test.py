@@ -35,6 +35,7 @@ from tui.rows.links import link_rows
 from tui.rows.links import summary as top_summary
 from tui.screens.base import DataScreen
 from tui.widgets.keyed_table import Column, FixedTable, Spec
+from tui.widgets.quiet_static import QuietStatic
 from tui.widgets.top_bar import TopBar
 
 # The browser's read-only view starts no test: a test loads the fabric.
@@ -153,13 +154,13 @@ class TestScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
-        yield Static(id="test-head")
+        yield QuietStatic(id="test-head")
         yield ProgressBar(id="test-progress", show_eta=False)
         with Horizontal(id="test-body"):
             yield StepTable(id="test-steps")
             yield PortTable(id="test-ports")
         with VerticalScroll(id="test-detail"):
-            yield Static(id="test-detail-text")
+            yield QuietStatic(id="test-detail-text")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -19,6 +19,7 @@ from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.links import summary
 from tui.screens.base import DataScreen
+from tui.widgets.quiet_static import QuietStatic
 from tui.widgets.timeline_chart import (
     AXIS_ROWS,
     PLOT_X0,
@@ -82,7 +83,7 @@ class TimelineScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
-        yield Static(id="timeline-title")
+        yield QuietStatic(id="timeline-title")
         with Vertical(id="timeline-panels"):
             for tr in TRACKS:
                 yield TimelinePanel(
@@ -91,7 +92,7 @@ class TimelineScreen(DataScreen):
                     cap=100.0 if tr.unit == "%" else None,
                     id=f"tl-{tr.name}",
                 )
-        yield Static(id="timeline-legend")
+        yield QuietStatic(id="timeline-legend")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual.widgets import Static
 
 from collectors.samples import HostSample
 from collectors.vocabulary import Metric
 from fabtop.core.state import FabricState
 from tui import format as fmt
 from tui.widgets.gpu_table import gpu_section_problem, is_thermal
+from tui.widgets.quiet_static import QuietStatic
 
 MODULE_EVENTS = Metric.MODULE_HIGH_TEMP_EVENTS
 HOST_W = 10  # the host name's column: every line's readings start at the same place
@@ -113,7 +113,7 @@ def thermal_text(state: FabricState, width: int, max_lines: int) -> Text:
     return out
 
 
-class ThermalPanel(Static):
+class ThermalPanel(QuietStatic):
     """One line per host: what is hot and what is being slowed down by heat."""
 
     def show(self, state: FabricState, width: int, max_lines: int) -> None:

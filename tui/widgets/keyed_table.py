@@ -268,6 +268,8 @@ class KeyedTable(DataTable[Cell]):
         self._cells: dict[str, dict[str, object]] = {}
         self._order: list[str] = []
         self.rebuilds = 0  # column-set changes; a test checks ticks do not rebuild
+        # Lines drawn (header and rows): a test checks a tick with nothing new draws none.
+        self.lines_drawn = 0
         # Rendered cells by (row, column, width, cursor, hover, look generation); an entry
         # holds the cell it was made from, so a replaced cell misses.
         self._drawn: LRUCache[
@@ -477,6 +479,7 @@ class KeyedTable(DataTable[Cell]):
 
     def render_line(self, y: int) -> Strip:
         """Line ``y`` of the widget: the header, or a row from DataTable's model."""
+        self.lines_drawn += 1
         if not self._draws_itself():
             return super().render_line(y)
         paint = self._paint if self._paint is not None else self._new_paint()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rich.text import Text
-from textual.widgets import Static
 
 from fabtop.core.findings import Finding
 from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS
@@ -14,6 +13,7 @@ from tui import format as fmt
 from tui.rows.pfc import PausePair
 from tui.widgets.findings_panel import append_finding
 from tui.widgets.pfc_matrix import STORM_STYLE, pause_pct
+from tui.widgets.quiet_static import QuietStatic
 
 
 def pairs_text(pairs: Sequence[PausePair], limit: int = 3) -> Text:
@@ -104,7 +104,7 @@ def _level(pt: FocusPoint, d: str) -> float | None:
     return None
 
 
-class PairsPanel(Static):
+class PairsPanel(QuietStatic):
     """Who pauses whom."""
 
     DEFAULT_CSS = """
@@ -124,7 +124,7 @@ class PairsPanel(Static):
         self.update(pairs_text(pairs))
 
 
-class PfcFindings(Static):
+class PfcFindings(QuietStatic):
     """The active PFC/ECN findings, with evidence and next step."""
 
     DEFAULT_CSS = """
@@ -151,7 +151,7 @@ class PfcFindings(Static):
         self.update(findings_detail(findings, self.limit))
 
 
-class FocusPanel(Static):
+class FocusPanel(QuietStatic):
     """Focus mode's fast-updating lines (hidden while nothing is focused)."""
 
     DEFAULT_CSS = """

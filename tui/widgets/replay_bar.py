@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
+
+from tui.widgets.quiet_static import QuietStatic
 
 
 def clock(seconds: float) -> str:
@@ -36,8 +37,10 @@ def replay_text(
     return t
 
 
-class ReplayBar(Static):
+class ReplayBar(QuietStatic):
     """Shown at the bottom of every screen while replaying; the app sets its position."""
+
+    FIXED_SIZE = True  # one line (DEFAULT_CSS): its text never moves another widget
 
     DEFAULT_CSS = """
     ReplayBar {

@@ -7,10 +7,10 @@ it cannot see (DESIGN §10: blind is not healthy).
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from tui import format as fmt
 from tui.rows.links import Summary
+from tui.widgets.quiet_static import QuietStatic
 
 SEVERITY_STYLE = {
     "critical": "bold white on red",
@@ -109,12 +109,14 @@ def summary_text(
     return t
 
 
-class TopBar(Static):
+class TopBar(QuietStatic):
     """One line; keeps the last summary so the PAUSED marker can change without new data.
 
     ``recording`` is set by the screen (DataScreen does it for every screen): REC shows
     while frames are written to a recording.
     """
+
+    FIXED_SIZE = True  # one line (DEFAULT_CSS): its text never moves another widget
 
     DEFAULT_CSS = """
     TopBar { height: 1; width: 1fr; background: $boost; }

@@ -1,0 +1,72 @@
+"""What a tick costs the overview: no line is drawn when nothing shown changed, and a
+row off screen draws nothing when its values move.
+
+The fabric of the health grid's tests (40 hosts of two RoCE ports, frozen clock): every
+link a row (folding off), sorted by host, so node1 is at the top and node39 far below.
+"""
+
+from __future__ import annotations
+
+from tests.ui.fabric import sample
+from tests.ui.test_health_grid import app_over, big_fabric
+from tui import format as fmt
+from tui.rows.links import link_rows
+from tui.screens.overview import OverviewScreen
+from tui.widgets.health_grid import HealthGrid
+from tui.widgets.host_table import HostTable
+from tui.widgets.link_table import SORTS, LinkTable
+from tui.widgets.top_bar import TopBar
+
+
+async def test_a_tick_with_nothing_new_draws_nothing_and_a_row_off_screen_draws_nothing() -> None:
+    state, clock = big_fabric()
+    app = app_over(state, clock)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        screen.fold = False
+        links = screen.query_one(LinkTable)
+        links.sort_spec = SORTS[1]  # by host
+        screen.refresh_view()
+        await pilot.pause()
+        assert links.row_count > 60
+        hosts, cells = screen.query_one(HostTable), screen.query_one(HealthGrid)
+
+        def drawn() -> tuple[int, int, int]:
+            return links.lines_drawn, hosts.lines_drawn, cells.paints
+
+        before = drawn()
+        for _ in range(3):  # the app's ticks, with no frame and the clock still
+            app.refresh_now()
+            await pilot.pause()
+        assert drawn() == before
+        # new words in the top line (as a tick's token rate or host count) repaint that
+        # line alone, never the tables under it
+        top = screen.query_one(TopBar)
+        top.show(None, True, "since r 5s")
+        await pilot.pause()
+        assert "since r 5s" in str(top.render())
+        assert drawn() == before
+        # node39's links are rows 77 and 78, far below the window: its new frame moves
+        # their rates, yet the table draws no line (its other widgets may).
+        state.apply_sample("node39", sample("node39", 13))
+        app.refresh_now()
+        await pilot.pause()
+        assert links.lines_drawn == before[0]
+        # node1's, at the top, are drawn
+        state.apply_sample("node1", sample("node1", 13))
+        app.refresh_now()
+        await pilot.pause()
+        assert links.lines_drawn > before[0]
+        # scrolled down, node39's rows show the new frame's values, not the old ones
+        links.move_cursor(row=links.get_row_index("node39\x1fenp65s0f0np0"))
+        await pilot.pause()
+        row = links.get_row_index("node39\x1fenp65s0f0np0")
+        fresh = next(
+            r
+            for r in link_rows(state, clock(), 1.0)
+            if (r.host, r.lid) == ("node39", "enp65s0f0np0")
+        )
+        rx = links.drawn_cells(row)[links.column_keys.index("rx")]
+        assert rx.endswith(fmt.gbps(fresh.rx_bps))
