@@ -122,6 +122,17 @@ _Source = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 SOURCES: dict[str, _Source] = {
     "amd_smi.parse_amd_smi_metric_json": ((), ("amd_smi/amd_smi_metric*",), ()),
     "amd_smi.parse_rocm_smi_json": ((), ("amd_smi/rocm_smi_json_mi100*",), ()),
+    "devlink_health.parse_devlink_health": (
+        ("optics/devlink_health_mlx5*", "optics/devlink_health_port*"),
+        (),
+        (),
+    ),
+    "ethtool_module.parse_ethtool_module": (
+        ("optics/ethtool_m_qsfp28*", "optics/ethtool_m_qsfpdd_cmis4*", "optics/ethtool_m_sfp*"),
+        (),
+        (),
+    ),
+    "fec.parse_show_fec": (("optics/show_fec_per_lane*", "optics/show_fec_hist_netdev*"), (), ()),
     "ethtool.parse_ethtool_info": ((), ("ethtool/ethtool_i_ice*",), ("ethtool_i",)),
     "ethtool.parse_ethtool_stats": ((), ("ethtool/ethtool_S_bnxt*",), ("ethtool_S",)),
     "exo_state.parse_exo_state": (("inference/exo_state*",), (), ()),
