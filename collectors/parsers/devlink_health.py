@@ -29,10 +29,15 @@ from dataclasses import dataclass, field
 from collectors.numbers import json_loads, parse_uint
 from collectors.optics import HealthReporter
 from collectors.text import clean
+from collectors.warning_lines import SUPPRESSED, WarningLines
+
+MAX_WARNINGS = 50  # a garbage capture must not turn into thousands of warning lines
 
 _MAX_LINES = 4096
 _MAX_REPORTERS = 512
-_DEVICE = re.compile(r"[a-z]{2,16}/[A-Za-z0-9_.:-]{1,64}(?:/\d{1,10})?\Z")
+# The bus address is a name, never read as a number: any word character stands in it (a
+# Unicode digit too, as a letter would), while spaces and control characters never do.
+_DEVICE = re.compile(r"[a-z]{2,16}/[\w.:-]{1,64}(?:/[0-9]{1,10})?\Z")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 _STATES = frozenset({"healthy", "error"})
 
@@ -50,7 +55,7 @@ def parse_devlink_health(text: str) -> HealthRead:
     if text.lstrip().startswith("{"):
         return _json(text)
     found: list[tuple[str, str, list[str]]] = []  # device, reporter, its words
-    warnings: list[str] = []
+    warnings = WarningLines(MAX_WARNINGS, SUPPRESSED)
     device: str | None = None
     first = ""
     for raw in text.splitlines()[:_MAX_LINES]:
@@ -63,11 +68,11 @@ def parse_devlink_health(text: str) -> HealthRead:
             dev = line[:-1]
             device = dev if _DEVICE.fullmatch(dev) else None
             if device is None:
-                warnings.append(f"not a devlink device: {dev[:80]!r}")
+                warnings.add(f"not a devlink device: {dev[:80]!r}")
             continue
         if words[0] in ("reporter", "name") and len(words) >= 2 and device is not None:
             if not _NAME.fullmatch(words[1]):
-                warnings.append(f"{device}: not a reporter name: {words[1][:40]!r}")
+                warnings.add(f"{device}: not a reporter name: {words[1][:40]!r}")
                 continue
             if len(found) < _MAX_REPORTERS:
                 found.append((device, words[1], words[2:]))
@@ -81,18 +86,18 @@ def parse_devlink_health(text: str) -> HealthRead:
     return HealthRead(tuple(_reporter(d, n, w, warnings) for d, n, w in found), warnings)
 
 
-def _reporter(device: str, name: str, words: list[str], warnings: list[str]) -> HealthReporter:
+def _reporter(device: str, name: str, words: list[str], warnings: WarningLines) -> HealthReporter:
     kv = dict(zip(words[0::2], words[1::2], strict=False))
     state = kv.get("state")
     if state is not None and state not in _STATES:
-        warnings.append(f"{device} {name}: unknown state {state[:20]!r}")
+        warnings.add(f"{device} {name}: unknown state {state[:20]!r}")
         state = clean(state, 20)
     counts: dict[str, int | None] = {}
     for key in ("error", "recover"):
         raw = kv.get(key)
         counts[key] = parse_uint(raw) if raw is not None else None
         if raw is not None and counts[key] is None:
-            warnings.append(f"{device} {name}: bad {key} count {raw[:20]!r}")
+            warnings.add(f"{device} {name}: bad {key} count {raw[:20]!r}")
     date, time_ = kv.get("last_dump_date"), kv.get("last_dump_time")
     last = " ".join(clean(x, 20) for x in (date, time_) if x) or None
     auto = kv.get("auto_recover")
@@ -115,16 +120,16 @@ def _json(text: str) -> HealthRead:
     health = doc.get("health") if isinstance(doc, dict) else None
     if not isinstance(health, dict):
         return HealthRead(None, ["no health object in the JSON"])
-    warnings: list[str] = []
+    warnings = WarningLines(MAX_WARNINGS, SUPPRESSED)
     out: list[HealthReporter] = []
     for dev, reps in list(health.items())[:_MAX_REPORTERS]:
         if not (isinstance(dev, str) and _DEVICE.fullmatch(dev)) or not isinstance(reps, list):
-            warnings.append(f"not a devlink device: {clean(str(dev), 80)!r}")
+            warnings.add(f"not a devlink device: {clean(str(dev), 80)!r}")
             continue
         for r in reps[: _MAX_REPORTERS - len(out)]:
             name = r.get("reporter") if isinstance(r, dict) else None
             if not (isinstance(name, str) and _NAME.fullmatch(name)):
-                warnings.append(f"{dev}: a reporter without a name")
+                warnings.add(f"{dev}: a reporter without a name")
                 continue
             # As the text's words: the same keys, the values as text says them.
             words = [w for k, v in r.items() if k != "reporter" for w in (str(k), _word(v))]

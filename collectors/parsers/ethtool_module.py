@@ -37,6 +37,9 @@ from collectors.optics import (
     ModuleDiag,
 )
 from collectors.text import clean
+from collectors.warning_lines import SUPPRESSED, WarningLines
+
+MAX_WARNINGS = 50  # a garbage capture must not turn into thousands of warning lines
 
 _MAX_LINES = 4096  # a CMIS dump with every flag of 16 lanes is ~700 lines
 _MAX_LANES = 32  # CMIS: two banks of 8 lanes each at most today (16); room beyond
@@ -46,7 +49,7 @@ _MAX_TEXT = 80  # vendor, part, serial, identifier: SFF fields are 16 characters
 # hold colons: "00:02:c9", "10G Ethernet: 10G Base-LR").
 _LINE = re.compile(r"\s*([^:]+?)\s*:(?:\s+(.*))?\Z")
 # "... (Channel 3)", "...(Channel 3)", "... (Chan 3)": the lane, 1-based as printed.
-_LANE = re.compile(r"\s*\(\s*chan(?:nel)?\s+(\d{1,3})\s*\)\s*")
+_LANE = re.compile(r"\s*\(\s*chan(?:nel)?\s+([0-9]{1,3})\s*\)\s*")
 _LIMIT = re.compile(r"(.+?) (high|low) (alarm|warning) threshold\Z")
 _FLAG = re.compile(r"(.+?) (high|low) (alarm|warning)\Z")
 _PAREN = re.compile(r"0x[0-9a-fA-F]+\s*\((.*)\)\s*\Z")
@@ -84,7 +87,7 @@ class ModuleRead:
 def parse_ethtool_module(text: str) -> ModuleRead:
     """The module diagnostics of one ``ethtool -m`` output; never raises."""
     m = ModuleDiag()
-    warnings: list[str] = []
+    warnings = WarningLines(MAX_WARNINGS, SUPPRESSED)
     lanes: dict[int, dict[str, float | None]] = {}
     limits: dict[str, dict[str, float | None]] = {}
     flags: list[str] = []
@@ -180,7 +183,7 @@ def _field(m: ModuleDiag, name: str, value: str) -> bool:
     return True
 
 
-def _number(q: str, value: str, name: str, warnings: list[str]) -> float | None:
+def _number(q: str, value: str, name: str, warnings: WarningLines) -> float | None:
     """The value in the quantity's unit: the first number ("32.67 degrees C / 90.81
     degrees F", "0.7231 mW / -1.41 dBm", "6.750 mA"); a dark ``-inf dBm`` is 0 mW."""
     words = value.split()
@@ -188,7 +191,7 @@ def _number(q: str, value: str, name: str, warnings: list[str]) -> float | None:
     if v is None and q in (TX_POWER_MW, RX_POWER_MW) and "-inf dbm" in value.lower():
         return 0.0
     if v is None or (v < 0 and q in (TX_POWER_MW, RX_POWER_MW, BIAS_MA, VOLTAGE_V)):
-        warnings.append(f"{name}: bad value {value[:40]!r}")
+        warnings.add(f"{name}: bad value {value[:40]!r}")
         return None
     return v
 

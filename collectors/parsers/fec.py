@@ -33,13 +33,16 @@ from typing import Any
 from collectors.numbers import json_loads, parse_uint
 from collectors.optics import FecState
 from collectors.text import clean
+from collectors.warning_lines import SUPPRESSED, WarningLines
+
+MAX_WARNINGS = 50  # a garbage capture must not turn into thousands of warning lines
 
 _MAX_LINES = 512
 _MAX_LANES = 16
 _MAX_MODES = 8
 _MAX_COUNTERS = 256
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
-_HIST = re.compile(r"fec_symbol_err_(\d{1,4})(?:_to_(\d{1,4}))?\Z")
+_HIST = re.compile(r"fec_symbol_err_([0-9]{1,4})(?:_to_([0-9]{1,4}))?\Z")
 _MODE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,15}\Z")
 
 
@@ -58,7 +61,7 @@ def parse_show_fec(text: str) -> FecRead:
         return _json(text)
     state = FecState()
     counters: dict[str, int] = {}
-    warnings: list[str] = []
+    warnings = WarningLines(MAX_WARNINGS, SUPPRESSED)
     seen = False
     last: str | None = None  # the total that "Lane N:" lines belong to
     first = ""
@@ -83,7 +86,7 @@ def parse_show_fec(text: str) -> FecRead:
             n = parse_uint(key[5:])
             v = parse_uint(value)
             if n is None or n >= _MAX_LANES or v is None:
-                warnings.append(f"{last} {key}: bad value {value[:40]!r}")
+                warnings.add(f"{last} {key}: bad value {value[:40]!r}")
                 continue
             _put(counters, f"{last}_lane{n}", v)
         elif _NAME.fullmatch(key):
@@ -92,7 +95,7 @@ def parse_show_fec(text: str) -> FecRead:
             if v is None:
                 last = None
                 if key not in ("statistics",):
-                    warnings.append(f"{key}: bad value {value[:40]!r}")
+                    warnings.add(f"{key}: bad value {value[:40]!r}")
                 continue
             hist = _HIST.fullmatch(key)
             last = f"hist_bin_{int(hist.group(1))}" if hist else key
@@ -134,7 +137,7 @@ def _json(text: str) -> FecRead:
         return FecRead(None, {}, ["no FEC object in the JSON"])
     state = FecState()
     counters: dict[str, int] = {}
-    warnings: list[str] = []
+    warnings = WarningLines(MAX_WARNINGS, SUPPRESSED)
     state.configured = _modes([w for w in obj.get("config") or () if isinstance(w, str)])
     active = _modes([w for w in obj.get("active") or () if isinstance(w, str)])
     state.active = active[0] if active else None
@@ -145,7 +148,7 @@ def _json(text: str) -> FecRead:
                 for b in val[:_MAX_COUNTERS]:
                     low = b.get("bin_low") if isinstance(b, dict) else None
                     if not isinstance(low, int) or low < 0:
-                        warnings.append("hist: a bin without bin_low")
+                        warnings.add("hist: a bin without bin_low")
                         continue
                     _stat(counters, f"hist_bin_{low}", b, warnings)
                     state.histogram = True
@@ -156,12 +159,12 @@ def _json(text: str) -> FecRead:
     return FecRead(state, counters, warnings)
 
 
-def _stat(counters: dict[str, int], name: str, val: dict[str, Any], warnings: list[str]) -> None:
+def _stat(counters: dict[str, int], name: str, val: dict[str, Any], warnings: WarningLines) -> None:
     total = val.get("total")
     if isinstance(total, int) and not isinstance(total, bool) and total >= 0:
         _put(counters, name, total)
     else:
-        warnings.append(f"{name}: no total")
+        warnings.add(f"{name}: no total")
     lanes = val.get("lanes")
     if isinstance(lanes, list):
         for n, lv in enumerate(lanes[:_MAX_LANES]):
