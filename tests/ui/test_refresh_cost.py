@@ -25,7 +25,7 @@ async def test_a_tick_with_nothing_new_draws_nothing_and_a_row_off_screen_draws_
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, OverviewScreen)
-        screen.fold = False
+        screen.group_by = ""  # no groups: every link a row
         links = screen.query_one(LinkTable)
         links.sort_spec = SORTS[1]  # by host
         screen.refresh_view()
