@@ -25,6 +25,9 @@ from collectors.samples import FEC_SOURCE, LinkSample
 OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health")
 
 # What a failed read's first line means for the operator (the tool's words, then ours).
+# What a port without module diagnostics or FEC answers (tests/fixtures/optics/*_veth_*):
+# a fact of the port, said by the cable panel's absence, not a warning on every round.
+_UNSUPPORTED = "Operation not supported"
 _HINTS = (
     ("Operation not permitted", "needs CAP_NET_ADMIN: run the probe as root"),
     ("ACCESS_REG", "the firmware refused the register (a restricted function)"),
@@ -95,6 +98,10 @@ def _usable(sec: Section | None, warn: Warner) -> Section | None:
         return sec
     if sec.status in ("missing", "ok"):  # no tool (said by the probe), or nothing printed
         return None
+    if _UNSUPPORTED in sec.text:
+        return None  # a port with no module diagnostics or FEC (a veth, a fixed PHY): a fact
+    if sec.detail == "backoff":
+        return None  # the failed read was said on its round; the probe retries in 15 rounds
     first = sec.text.strip().splitlines()[0][:160] if sec.text.strip() else ""
     hint = next((h for key, h in _HINTS if key in sec.text), "")
     detail = f" ({sec.detail})" if sec.detail else ""

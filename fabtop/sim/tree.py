@@ -28,6 +28,8 @@ S={state}
 case "$1" in
   -S) f="$S/ethtool_S/$2" ;;
   -i) f="$S/ethtool_i/$2" ;;
+  # no module diagnostics, no FEC: as a veth answers (tests/fixtures/optics/*_veth_*)
+  -m | -I | --show-fec) echo "netlink error: Operation not supported" >&2; exit 1 ;;
   *) echo "ethtool: this simulated shim knows -S and -i only" >&2; exit 1 ;;
 esac
 if [ ! -f "$f" ]; then echo "Cannot get driver information: No such device" >&2; exit 71; fi

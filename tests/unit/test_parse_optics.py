@@ -181,7 +181,8 @@ def test_a_link_takes_its_own_pci_functions_reporters_and_a_refusal_says_why() -
         "n1: ethtool_m eth0: error (rc=1): netlink error: Operation not permitted; "
         "needs CAP_NET_ADMIN: run the probe as root" in sample.warnings
     )
-    assert "n1: ethtool_m eth1: error (backoff)" in sample.warnings
+    # a port in back-off was said on the round that failed: its quiet rounds say nothing
+    assert not any("eth1" in w for w in sample.warnings), sample.warnings
 
 
 def test_a_cmis_qsfp_dd_with_dark_lanes_and_its_own_temperature_warning() -> None:
