@@ -17,6 +17,10 @@ from tests.integration.sshd import Sshd
 pytestmark = pytest.mark.sshd
 
 GEN_RATE = 1500.0
+# The server counts by its own clock when the request lands, the rate divides by the
+# probe's stamps of its reads: on a loaded machine the two differ by tens of ms in a 1 s
+# interval (1467.8 against 1500 seen). 5 % still tells a wrong unit or scale apart.
+RATE_TOL = 0.05
 PROMPT_RATE = 400.0
 _T0 = time.monotonic()
 
@@ -97,8 +101,8 @@ async def test_configured_url_token_rate_through_sshd(sshd: Sshd, vllm_port: int
     )
     rates = _readings(state, "gpu1")[url]
     gen, prompt = rates["generated_tokens_per_s"], rates["prompt_tokens_per_s"]
-    assert gen is not None and abs(gen - GEN_RATE) / GEN_RATE < 0.02, gen
-    assert prompt is not None and abs(prompt - PROMPT_RATE) / PROMPT_RATE < 0.02, prompt
+    assert gen is not None and abs(gen - GEN_RATE) / GEN_RATE < RATE_TOL, gen
+    assert prompt is not None and abs(prompt - PROMPT_RATE) / PROMPT_RATE < RATE_TOL, prompt
     inf = state.hosts["gpu1"].sample.inference[0]  # type: ignore[union-attr]
     assert (inf.server, inf.model, inf.requests_running, inf.requests_waiting) == (
         "vllm",
@@ -109,7 +113,7 @@ async def test_configured_url_token_rate_through_sshd(sshd: Sshd, vllm_port: int
     # every rate the history kept agrees, not only the last one
     shown = _gen_rates(state, "gpu1", url)
     assert len(shown) >= 3
-    assert all(abs(v - GEN_RATE) / GEN_RATE < 0.02 for v in shown), shown
+    assert all(abs(v - GEN_RATE) / GEN_RATE < RATE_TOL for v in shown), shown
 
 
 async def test_discovery_finds_the_server_without_config(sshd: Sshd, vllm_port: int) -> None:
@@ -127,4 +131,4 @@ async def test_discovery_finds_the_server_without_config(sshd: Sshd, vllm_port: 
     rates = _readings(state, "gpu2")
     assert list(rates) == [url]  # the closed port is not shown as a server
     gen = rates[url]["generated_tokens_per_s"]
-    assert gen is not None and abs(gen - GEN_RATE) / GEN_RATE < 0.02, gen
+    assert gen is not None and abs(gen - GEN_RATE) / GEN_RATE < RATE_TOL, gen

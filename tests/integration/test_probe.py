@@ -142,10 +142,13 @@ class Probe:
         self.raw = bytearray()
         self.t0 = time.monotonic()
         self.arrivals: list[float] = []
+        # Frames one read brought beyond those asked for: the next call's first (under
+        # load two frames come in one read, and the second must not be lost).
+        self.early: list[Frame] = []
 
     def frames(self, n: int, deadline_s: float = 8.0) -> list[Frame]:
-        """Read until ``n`` frames (or EOF, or the deadline)."""
-        out: list[Frame] = []
+        """Read until ``n`` frames (or EOF, or the deadline); at most ``n``."""
+        out, self.early = self.early[:n], self.early[n:]
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         end = time.monotonic() + deadline_s
@@ -160,7 +163,8 @@ class Probe:
             got = self.decoder.feed(data)
             self.arrivals += [time.monotonic() - self.t0] * len(got)
             out += got
-        return out
+        self.early = out[n:] + self.early
+        return out[:n]
 
     def close(self) -> None:
         """Kill whatever is left (a test that passed leaves nothing)."""
