@@ -55,6 +55,38 @@ def scrape_config(jobs: Mapping[str, Sequence[str]], interval: str = "1s") -> st
 
 
 @contextlib.contextmanager
+def store(
+    tool: str,
+    tmp: Path,
+    args: Callable[[str, Path, int], list[str]],
+    want: int,
+    url_of: Callable[[str], str] = lambda url: url,
+) -> Iterator[str]:
+    """Run a metrics store (``tool``, a Debian package's binary of that name) on a free
+    loopback port; yield its base URL once ``want`` targets are up. ``args(binary, cfg,
+    port)``: its command line, ``cfg`` the scrape config it is to read (written by the
+    caller); ``url_of``: the URL to query for ``up`` (a store that must flush first)."""
+    binary = shutil.which(tool)
+    if binary is None:
+        skip_or_fail(f"{tool} not installed (apt-get install {tool})")
+        raise AssertionError  # unreachable: skip_or_fail raises
+    port = free_port()
+    with contextlib.ExitStack() as stack:
+        log = stack.enter_context((tmp / f"{tool}.log").open("wb"))
+        proc = subprocess.Popen(
+            args(binary, tmp / "scrape.yml", port), stdout=log, stderr=subprocess.STDOUT
+        )
+        stack.callback(proc.wait, 20)
+        stack.callback(proc.terminate)
+        url = f"http://127.0.0.1:{port}"
+        wait_for(
+            f"{tool}: {want} targets up",
+            lambda: sum(r["value"][1] == "1" for r in query(url_of(url), "up")) >= want,  # type: ignore[index]
+        )
+        yield url
+
+
+@contextlib.contextmanager
 def prometheus(
     tmp: Path,
     jobs: Mapping[str, Sequence[str]],
@@ -67,33 +99,19 @@ def prometheus(
     ``data``: a TSDB directory to start from (backfilled blocks: history made without
     waiting). ``up``: wait until that many targets are up (default: all of them).
     """
-    binary = shutil.which("prometheus")
-    if binary is None:
-        skip_or_fail("prometheus not installed (apt-get install prometheus)")
-        raise AssertionError  # unreachable: skip_or_fail raises
     tmp.mkdir(parents=True, exist_ok=True)
-    cfg = tmp / "prometheus.yml"
-    cfg.write_text(scrape_config(jobs))
-    port = free_port()
-    with contextlib.ExitStack() as stack:
-        log = stack.enter_context((tmp / "prometheus.log").open("wb"))
-        proc = subprocess.Popen(
-            [
-                binary,
-                f"--config.file={cfg}",
-                f"--storage.tsdb.path={data or tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--storage.tsdb.retention.time=30d",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        stack.callback(proc.wait, 20)
-        stack.callback(proc.terminate)
-        url = f"http://127.0.0.1:{port}"
-        want = sum(len(t) for t in jobs.values()) if up is None else up
-        wait_for(
-            f"{want} targets up",
-            lambda: sum(r["value"][1] == "1" for r in query(url, "up")) >= want,  # type: ignore[index]
-        )
+    (tmp / "scrape.yml").write_text(scrape_config(jobs))
+    want = sum(len(t) for t in jobs.values()) if up is None else up
+    with store(
+        "prometheus",
+        tmp,
+        lambda binary, cfg, port: [
+            binary,
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={data or tmp / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=30d",
+        ],
+        want,
+    ) as url:
         yield url
