@@ -460,6 +460,8 @@ class PrometheusSource:
         self._by_hostname: dict[str, set[str]] = {}  # host name -> its targets' keys
         # Hosts are the targets Prometheus answers with; they come and go with them.
         self.config = Config(hosts=[], interval=interval, source=url)
+        # Imported here: promself reads this module's number checks (one place for them),
+        # so importing it at the top would be a cycle.
         from fabtop.run.promself import OwnSeries
 
         # fabtop's own series, where the source holds them (shards running fabtop export)
