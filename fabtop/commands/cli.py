@@ -76,7 +76,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "snapshot",
         "take two frames from every host and write counters, rates and findings",
-        "Written atomically as JSON (fabtop.snapshot/1, see docs/SNAPSHOT.md), CSV or "
+        "Written atomically as JSON (fabtop.snapshot/2, see docs/SNAPSHOT.md), CSV or "
         "Prometheus text; exit 1 when a host could not be read, 2 on bad arguments.",
         (
             "fabtop snapshot node[01-04] -o before.json",

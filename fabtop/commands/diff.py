@@ -1,9 +1,11 @@
 """``fabtop diff A B``: counter deltas between two points, most significant first.
 
-``A``/``B`` are snapshot files (``fabtop.snapshot/1``) or recording points
-(``run.fabrec@T``, the replayed state ``T`` seconds into the recording). The delta rule
-itself (missing or reset: no delta) is :mod:`fabtop.core.deltas`, shared with the
-dashboard's ``r`` baseline.
+``A``/``B`` are snapshot files (``fabtop.snapshot/2``, or ``/1`` from before the cable
+data) or recording points (``run.fabrec@T``, the replayed state ``T`` seconds into the
+recording). The delta rule itself (missing or reset: no delta) is
+:mod:`fabtop.core.deltas`, shared with the dashboard's ``r`` baseline. A NIC's devlink
+health reporters' error and recover counts are counters too; a cable's readings (the
+pre-FEC BER, a lane's rx power, the module's temperature) are not: they are shown A → B.
 
 A snapshot file is checked before it is used: every field the diff reads has its type
 (one line naming the file and the field otherwise, never a traceback), and every string
@@ -14,7 +16,8 @@ reach the terminal as an escape sequence.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,8 @@ CATEGORIES: tuple[tuple[str, tuple[Metric, ...]], ...] = by_category()
 # Keyed by plain names: the metric names come back from snapshot JSON as strings.
 _RANK: dict[str, int] = {m: i for i, (_, members) in enumerate(CATEGORIES) for m in members}
 _CATEGORY: dict[str, str] = {m: cat for cat, members in CATEGORIES for m in members}
+# A row that is no Metric (a health reporter's count) ranks with its category.
+_CATEGORY_RANK: dict[str, int] = {cat: i for i, (cat, _) in enumerate(CATEGORIES)}
 
 
 class DiffError(ValueError):
@@ -49,13 +54,40 @@ class DeltaRow:
     def key(self) -> tuple[int, float, str, str, str, int]:
         """Sort key: category, then largest change first."""
         return (
-            _RANK.get(self.metric, len(CATEGORIES)),
+            _RANK.get(self.metric, _CATEGORY_RANK.get(self.category, len(CATEGORIES))),
             -self.delta,
             self.host,
             self.link,
             self.metric,
             -1 if self.priority is None else self.priority,
         )
+
+
+@dataclass(slots=True)
+class CableChange:
+    """A cable reading on one host/link at A and at B (not a counter: no delta, a change)."""
+
+    host: str
+    link: str
+    reading: str  # "pre-FEC BER", "rx power lane 2", "module temperature"
+    before: float | None
+    after: float | None
+    change: float | None  # decades for the BER, dB for a power, °C for a temperature
+    unit: str  # of before/after: "", "dBm", "°C"
+    change_unit: str  # "decades", "dB", "°C"
+
+    def cells(self) -> tuple[str, str, str]:
+        """A, B and the change as the table shows them."""
+        a, b = (self._cell(v) for v in (self.before, self.after))
+        ch = "" if self.change is None else f"{self.change:+.2f} {self.change_unit}"
+        return a, b, ch
+
+    def _cell(self, v: float | None) -> str:
+        if v is None:
+            return "?"
+        if v == -math.inf:
+            return "dark"  # 0 mW: the tools' -inf dBm
+        return f"{v:.1e}" if self.unit == "" else f"{v:.2f} {self.unit}"  # a BER: 2.1e-07
 
 
 @dataclass(slots=True)
@@ -119,7 +151,9 @@ def diff_docs(a: Mapping[str, Any], b: Mapping[str, Any], zeros: bool = False) -
             bl = base_links.get(link["id"])
             if bl is None:
                 continue
-            for name, d in link_deltas(link.get("metrics", {}), bl.get("metrics", {})).items():
+            metrics = link_deltas(link.get("metrics", {}), bl.get("metrics", {}))
+            health = link_deltas(_health_counts(link), _health_counts(bl))
+            for name, d in [*metrics.items(), *health.items()]:
                 items = d.items() if isinstance(d, dict) else [(None, d)]
                 for prio, val in items:
                     if val == 0 and not zeros:
@@ -132,10 +166,86 @@ def diff_docs(a: Mapping[str, Any], b: Mapping[str, Any], zeros: bool = False) -
                             prio,
                             val,
                             val / dt if dt else None,
-                            _CATEGORY.get(name, "other"),
+                            "errors" if name in health else _CATEGORY.get(name, "other"),
                         )
                     )
     return sorted(rows, key=DeltaRow.key)
+
+
+def _health_counts(link: Mapping[str, Any]) -> dict[str, int]:
+    """A link's devlink health reporters' cumulative counts, as counters:
+    ``health_<reporter>_errors`` and ``_recover`` (``@<device>`` where a name repeats: a
+    port's reporter beside its function's)."""
+    reporters = link.get("health") or []
+    names = [r.get("name") for r in reporters]
+    out: dict[str, int] = {}
+    for r in reporters:
+        name = f"health_{r['name']}"
+        if names.count(r["name"]) > 1:
+            name += f"@{r['device']}"
+        for key, field in (("errors", "error"), ("recover", "recover")):
+            if isinstance(r.get(field), int):
+                out[f"{name}_{key}"] = r[field]
+    return out
+
+
+def cable_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[CableChange]:
+    """What a cable's readings did from ``a`` to ``b`` on each link both have: the pre-FEC
+    BER (in decades), each lane's rx power that moved (in dB), the module's temperature;
+    the largest change first within a link."""
+    base = {(h["name"], ln["id"]): ln for h in a.get("hosts", []) for ln in h.get("links", [])}
+    out: list[CableChange] = []
+    for h in b.get("hosts", []):
+        for link in h.get("links", []):
+            old = base.get((h["name"], link["id"]))
+            if old is None:
+                continue
+            where = (h["name"], link["id"])
+            ber_a, ber_b = (_get(x, "ber", "ber") for x in (old, link))
+            if ber_a is not None or ber_b is not None:
+                decades = None
+                if ber_a and ber_b:
+                    decades = math.log10(ber_b / ber_a)
+                if ber_a != ber_b:
+                    out.append(
+                        CableChange(*where, "pre-FEC BER", ber_a, ber_b, decades, "", "decades")
+                    )
+            t_a, t_b = (_get(x, "module", "temperature_c") for x in (old, link))
+            if t_a is not None and t_b is not None and t_a != t_b:
+                out.append(
+                    CableChange(*where, "module temperature", t_a, t_b, t_b - t_a, "°C", "°C")
+                )
+            lanes_a = _rx_dbm(old)
+            moved = []
+            for lane, p_b in _rx_dbm(link).items():
+                p_a = lanes_a.get(lane)
+                if p_a is not None and p_b is not None and p_a != p_b:
+                    ch = p_b - p_a if math.isfinite(p_a) and math.isfinite(p_b) else None
+                    moved.append(
+                        CableChange(*where, f"rx power lane {lane}", p_a, p_b, ch, "dBm", "dB")
+                    )
+            # a lane gone dark (no change in dB) first, then the largest change
+            out.extend(
+                sorted(moved, key=lambda c: -math.inf if c.change is None else -abs(c.change))
+            )
+    return out
+
+
+def _get(link: Mapping[str, Any], part: str, field: str) -> float | None:
+    got = link.get(part)
+    v = got.get(field) if isinstance(got, dict) else None
+    return float(v) if isinstance(v, int | float) and _count(v) else None
+
+
+def _rx_dbm(link: Mapping[str, Any]) -> dict[int, float | None]:
+    """Each lane's rx power in dBm: -inf for a dark lane (0 mW), None not measured."""
+    mod = link.get("module")
+    lanes = mod.get("lanes", []) if isinstance(mod, dict) else []
+    out: dict[int, float | None] = {}
+    for ln in lanes:
+        dark = _get(ln, "rx_power", "mw") == 0.0
+        out[ln["lane"]] = -math.inf if dark else _get(ln, "rx_power", "dbm")
+    return out
 
 
 def elapsed_s(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
@@ -189,20 +299,21 @@ def load_input(spec: str) -> tuple[str, dict[str, Any]]:
     return load_file(spec)
 
 
-def _formats() -> dict[str, str]:
-    """The formats a diff reads, by kind (imported here: each costs a diff's start)."""
+def _formats() -> dict[str, tuple[str, ...]]:
+    """The formats a diff reads, by kind, newest last (imported here: each costs a diff's
+    start)."""
     from fabtop.fabtest.report import FORMAT
-    from fabtop.run.snapshot import SCHEMA
+    from fabtop.run.snapshot import READ_SCHEMAS
 
-    return {"snapshot": SCHEMA, "test report": FORMAT}
+    return {"snapshot": READ_SCHEMAS, "test report": (FORMAT,)}
 
 
 def _known() -> str:
-    return " or ".join(_formats().values())
+    return " or ".join(names[-1] for names in _formats().values())
 
 
 def load_file(spec: str) -> tuple[str, dict[str, Any]]:
-    """A snapshot (``fabtop.snapshot/1``) or test report (``fabtop.test/1``) file, told
+    """A snapshot (``fabtop.snapshot/2``, or ``/1``) or test report (``fabtop.test/1``) file, told
     apart by its own format field, checked and with every string cleaned: its kind
     (``snapshot``, ``test report``) and the document. Raises DiffError, one line naming
     the file (and the field)."""
@@ -229,15 +340,15 @@ def load_file(spec: str) -> tuple[str, dict[str, Any]]:
     kind, said = _kind(doc)
     if kind is None:
         raise DiffError(f"{spec}: not a {_known()} file")
-    want = _formats()[kind]
-    if said != want:
-        raise DiffError(f"{spec}: a {said} file: this fabtop reads {want}")
+    read = _formats()[kind]
+    if said not in read:
+        raise DiffError(f"{spec}: a {said} file: this fabtop reads {' and '.join(read)}")
     from fabtop.run.snapshot import clean_tree
 
     try:
         doc = clean_tree(doc)
     except ValueError as e:
-        raise DiffError(f"{spec}: not a {want} file: {e}") from None
+        raise DiffError(f"{spec}: not a {said} file: {e}") from None
     if kind == "test report":
         from fabtop.commands.testdiff import ReportError, check_report
 
@@ -329,6 +440,53 @@ def check_doc(doc: Mapping[str, Any], spec: str) -> None:
                         raise DiffError(f"{spec}: field '{mw}': priority {prio!r} is not 0..7")
                     if pv is not None and not _count(pv):
                         raise bad(f"{mw}.{prio}", "a number or null", pv)
+            _check_cable(link, lw, bad)
+
+
+def _check_cable(
+    link: Mapping[str, Any], lw: str, bad: Callable[[str, str, Any], DiffError]
+) -> None:
+    """The cable fields a diff reads (module, ber, health: snapshot/2) have their types."""
+
+    def number(v: Any, field: str) -> None:
+        if v is not None and not _count(v):
+            raise bad(field, "a number or null", v)
+
+    def obj(v: Any, field: str) -> dict[str, Any]:
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise bad(field, "an object or null", v)
+        return v
+
+    number(obj(link.get("ber"), f"{lw}.ber").get("ber"), f"{lw}.ber.ber")
+    mod = obj(link.get("module"), f"{lw}.module")
+    number(mod.get("temperature_c"), f"{lw}.module.temperature_c")
+    lanes = mod.get("lanes", [])
+    if not isinstance(lanes, list):
+        raise bad(f"{lw}.module.lanes", "a list", lanes)
+    for k, lane in enumerate(lanes):
+        w = f"{lw}.module.lanes[{k}]"
+        if not isinstance(lane, dict):
+            raise bad(w, "an object", lane)
+        n = lane.get("lane")
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise bad(f"{w}.lane", "a lane number", n)
+        rx = obj(lane.get("rx_power"), f"{w}.rx_power")
+        for unit in ("mw", "dbm"):
+            number(rx.get(unit), f"{w}.rx_power.{unit}")
+    health = link.get("health") or []
+    if not isinstance(health, list):
+        raise bad(f"{lw}.health", "a list or null", health)
+    for k, rep in enumerate(health):
+        w = f"{lw}.health[{k}]"
+        if not isinstance(rep, dict):
+            raise bad(w, "an object", rep)
+        for key in ("name", "device"):
+            if not isinstance(rep.get(key), str):
+                raise bad(f"{w}.{key}", "a string", rep.get(key))
+        for key in ("error", "recover"):
+            number(rep.get(key), f"{w}.{key}")
 
 
 def _num(v: float) -> str:
@@ -344,31 +502,45 @@ def render_text(
     top: int | None = None,
     missing: list[NoData] | None = None,
     compared: int = 1,
+    cable: list[CableChange] | None = None,
 ) -> str:
-    """A table like ``pfcstat -c``, across the cluster; hosts without data said first."""
+    """A table like ``pfcstat -c``, across the cluster; hosts without data said first, the
+    cable readings that changed last."""
     shown = rows[:top] if top else rows
     head = f"counter deltas over {elapsed:.1f} s" if elapsed else "counter deltas"
-    notes = [m.line() for m in missing or []]
+    lines = [m.line() for m in missing or []]
     if not shown:
-        if not notes:
-            return f"{head}: no counter changed\n"
         # "No counter changed" would claim what was never seen: say which side is empty.
-        tail = "no counter changed on the other hosts" if compared else "nothing to compare"
-        return "\n".join([*notes, f"{head}: {tail}"]) + "\n"
-    lines = [
-        *notes,
-        head,
-        f"{'HOST':<14} {'LINK':<22} {'COUNTER':<26} {'PRIO':>4} {'DELTA':>12} {'PER S':>12}",
-    ]
-    for r in shown:
-        prio = "" if r.priority is None else str(r.priority)
-        rate = _num(r.rate_per_s) if r.rate_per_s is not None else "-"
-        lines.append(
-            f"{r.host:<14} {r.link:<22} {r.metric:<26} {prio:>4} {_num(r.delta):>12} {rate:>12}"
-        )
-    if top and len(rows) > top:
-        lines.append(f"... {len(rows) - top} more (--top)")
+        tail = "no counter changed"
+        if lines:
+            tail = "no counter changed on the other hosts" if compared else "nothing to compare"
+        lines.append(f"{head}: {tail}")
+    else:
+        lines += [
+            head,
+            f"{'HOST':<14} {'LINK':<22} {'COUNTER':<26} {'PRIO':>4} {'DELTA':>12} {'PER S':>12}",
+        ]
+        for r in shown:
+            prio = "" if r.priority is None else str(r.priority)
+            rate = _num(r.rate_per_s) if r.rate_per_s is not None else "-"
+            lines.append(
+                f"{r.host:<14} {r.link:<22} {r.metric:<26} {prio:>4} {_num(r.delta):>12} {rate:>12}"
+            )
+        if top and len(rows) > top:
+            lines.append(f"... {len(rows) - top} more (--top)")
+    if cable:
+        lines += [
+            "cable readings, A → B",
+            f"{'HOST':<14} {'LINK':<22} {'READING':<20} {'A':>11} {'B':>11} {'CHANGE':>14}",
+        ]
+        for c in cable:
+            a, b, ch = c.cells()
+            lines.append(f"{c.host:<14} {c.link:<22} {c.reading:<20} {a:>11} {b:>11} {ch:>14}")
     return "\n".join(lines) + "\n"
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
 
 
 def render_json(
@@ -376,8 +548,10 @@ def render_json(
     elapsed: float | None,
     top: int | None = None,
     missing: list[NoData] | None = None,
+    cable: list[CableChange] | None = None,
 ) -> str:
-    """The same rows as JSON (``no_data``: the hosts one side has nothing for)."""
+    """The same rows as JSON (``no_data``: the hosts one side has nothing for; ``cable``:
+    the cable readings that changed, a dark lane's power null)."""
     shown = rows[:top] if top else rows
     return (
         json.dumps(
@@ -399,6 +573,19 @@ def render_json(
                         "rate_per_s": r.rate_per_s,
                     }
                     for r in shown
+                ],
+                "cable": [
+                    {
+                        "host": c.host,
+                        "link": c.link,
+                        "reading": c.reading,
+                        "a": _finite(c.before),
+                        "b": _finite(c.after),
+                        "unit": c.unit,
+                        "change": _finite(c.change),
+                        "change_unit": c.change_unit,
+                    }
+                    for c in cable or []
                 ],
             },
             indent=1,
@@ -452,6 +639,7 @@ def _snapshots(
         # Every delta would read as a counter reset; the points were given the wrong way round.
         raise DiffError(f"B ({b}) is {-el:.1f} s before A ({a}): give the earlier point first")
     missing, compared = missing_data(da, db, a, b)
+    cable = cable_changes(da, db)
     if as_json:
-        return render_json(rows, el, top, missing)
-    return render_text(rows, el, top, missing, compared)
+        return render_json(rows, el, top, missing, cable)
+    return render_text(rows, el, top, missing, compared, cable)

@@ -1,4 +1,4 @@
-"""The snapshot file, schema ``fabtop.snapshot/1`` (DESIGN §5), and its CSV/Prometheus forms.
+"""The snapshot file, schema ``fabtop.snapshot/2`` (DESIGN §5), and its CSV/Prometheus forms.
 
 Written through :mod:`fabtop.run.outputs`: atomically onto a regular file (a symlink's
 target), directly to a device or FIFO, to stdout for ``-``. A full or read-only disk
@@ -13,25 +13,38 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from collectors.samples import GpuSample, InferenceSample, LinkSample, SoftwareVersions
+from collectors.optics import QUANTITIES, RX_POWER_MW, TX_POWER_MW, FecState, ModuleDiag, dbm
+from collectors.samples import (
+    FEC_SOURCE,
+    GpuSample,
+    InferenceSample,
+    LinkSample,
+    SoftwareVersions,
+)
 from collectors.text import clean, csv_cell
 from collectors.vocabulary import InferenceRate, Metric
+from fabtop.core.ber import BerNow
 from fabtop.core.coverage import coverage
 from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Finding
 from fabtop.core.rates import LinkRates
-from fabtop.core.rules import Evaluator, Judgement, NotJudged
+from fabtop.core.rules import Evaluator, Judgement, NotJudged, link_ber
+from fabtop.core.rules.cable import rx_margins
 from fabtop.core.state import UP, FabricState, effective_status
 from fabtop.core.thunderbolt import Cable, pair_cables
 from fabtop.run.outputs import OutputError, write_text
 
-SCHEMA = "fabtop.snapshot/1"
+SCHEMA = "fabtop.snapshot/2"
+# What ``fabtop diff`` reads: /2 added a link's cable (module, fec, health, ber; issue 33),
+# so a /1 file is a /2 file without them.
+READ_SCHEMAS = ("fabtop.snapshot/1", SCHEMA)
 # A metric's rate column in the CSV: the documents carry plain names, not members.
 _RATE_OF: dict[str, str] = {m: m.per_s for m in Metric}
 # An inference entry's rates, in the order the schema has always listed them.
@@ -89,8 +102,10 @@ def clean_tree(v: Any, keep: frozenset[str] = frozenset(), depth: int = 0) -> An
     return v
 
 
-def link_entry(link: LinkSample, rates: LinkRates | None) -> dict[str, Any]:
-    """One link in snapshot form."""
+def link_entry(
+    link: LinkSample, rates: LinkRates | None, ber: BerNow | None = None
+) -> dict[str, Any]:
+    """One link in snapshot form; ``ber``: its pre-FEC BER as the cable rules measure it."""
     rate_map: dict[str, Any] = {}
     if rates is not None:
         rate_map = {k: json_safe(_prio_keys(v)) for k, v in sorted(rates.rates.items())}
@@ -116,6 +131,117 @@ def link_entry(link: LinkSample, rates: LinkRates | None) -> dict[str, Any]:
         "metrics": {k: _prio_keys(v) for k, v in sorted(link.metrics.items())},
         "rates": rate_map,
         "gap": bool(rates.gap) if rates else False,
+        # The cable's own health (issue 33), null where not read, like pcie and qos.
+        "module": module_entry(link.module) if link.module else None,
+        "fec": fec_entry(link.fec, link.counters.get(FEC_SOURCE, {})) if link.fec else None,
+        "health": [asdict(h) for h in link.health] if link.health is not None else None,
+        "ber": ber_entry(ber) if ber else None,
+    }
+
+
+def _power(mw: float | None) -> dict[str, float | None]:
+    """A power in mW and dBm; a dark lane (0 mW, the tools' -inf dBm) has a null dBm."""
+    p = dbm(mw)
+    return {"mw": mw, "dbm": round(p, 2) if p is not None and math.isfinite(p) else None}
+
+
+def _round(v: float | None) -> float | None:
+    return round(v, 2) if v is not None and math.isfinite(v) else None
+
+
+def module_entry(m: ModuleDiag) -> dict[str, Any]:
+    """A module's diagnostics: every reading null where the module does not measure it
+    (``not_measured`` names those), its own limits null where it gives none (all-zero
+    thresholds: not implemented), powers in mW and dBm."""
+    margins = {lane: above for lane, _, above in rx_margins(m)}
+    lanes = [
+        {
+            "lane": ln.lane,
+            "bias_ma": ln.bias_ma,
+            "tx_power": _power(ln.tx_power_mw),
+            "rx_power": _power(ln.rx_power_mw),
+            # dB above the module's low rx alarm (what optic_rx_low judges); null: no alarm
+            # given, or a dark lane
+            "rx_above_alarm_db": _round(margins.get(ln.lane)),
+        }
+        for ln in m.lanes
+    ]
+    limits: dict[str, Any] = {}
+    for q, lim in m.limits.items():
+        limits[q] = asdict(lim)
+        if q in (RX_POWER_MW, TX_POWER_MW):  # the same limits in dBm, as the tools print
+            limits[q.replace("_mw", "_dbm")] = {k: _power(v)["dbm"] for k, v in asdict(lim).items()}
+    return {
+        "identifier": m.identifier,
+        "vendor": m.vendor,
+        "part": m.part,
+        "serial": m.serial,
+        "connector": m.connector,
+        "temperature_c": m.temperature_c,
+        "voltage_v": m.voltage_v,
+        "rx_power_kind": m.rx_power_kind,
+        "lanes": lanes,
+        "limits": limits,
+        "flags": list(m.flags),
+        "not_measured": _not_measured(m),
+        "read_ns": m.read_ns,
+    }
+
+
+def _not_measured(m: ModuleDiag) -> list[str]:
+    """The quantities the module reported on no lane (a DAC has no power, some no bias)."""
+    said = {
+        "temperature_c": m.temperature_c is not None,
+        "voltage_v": m.voltage_v is not None,
+        "bias_ma": any(ln.bias_ma is not None for ln in m.lanes),
+        "tx_power_mw": any(ln.tx_power_mw is not None for ln in m.lanes),
+        "rx_power_mw": any(ln.rx_power_mw is not None for ln in m.lanes),
+    }
+    return [q for q in QUANTITIES if not said[q]]
+
+
+# How the FEC parser names a lane's count and a histogram bin in LinkSample.counters["fec"]
+# (collectors/parsers/fec.py): "<name>_lane<N>", "hist_bin_<low>" and "hist_bin_<low>_lane<N>".
+_FEC_LANE = re.compile(r"(.+)_lane([0-9]+)\Z")
+_FEC_BIN = re.compile(r"hist_bin_([0-9]+)\Z")
+
+
+def fec_entry(fec: FecState, counters: Mapping[str, int]) -> dict[str, Any]:
+    """The FEC mode and its counts: totals, per lane where the driver gives them, the error
+    histogram (bins by their lowest count of symbol errors per codeword) where it is read."""
+    totals: dict[str, int] = {}
+    lanes: dict[str, dict[str, int]] = {}
+    for name, v in sorted(counters.items()):
+        lane = _FEC_LANE.match(name)
+        if lane:
+            lanes.setdefault(lane.group(1), {})[lane.group(2)] = v
+        else:
+            totals[name] = v
+    bins = {}
+    for name, v in totals.items():
+        b = _FEC_BIN.match(name)
+        if b:
+            bins[b.group(1)] = {"total": v, "lanes": lanes.pop(name, {})}
+    return {
+        "configured": list(fec.configured),
+        "active": fec.active,
+        "corrected_blocks": totals.get("corrected_blocks"),
+        "uncorrectable_blocks": totals.get("uncorrectable_blocks"),
+        "lanes": lanes,  # {"corrected_blocks": {"0": 255, "1": 1}, ...}
+        "histogram": dict(sorted(bins.items(), key=lambda kv: int(kv[0])))
+        if fec.histogram
+        else None,
+    }
+
+
+def ber_entry(b: BerNow) -> dict[str, Any]:
+    """A link's pre-FEC BER over the cable rules' window and its trend on the link's own
+    baseline; ``counted_from`` names the numerator and the denominator."""
+    return {
+        "ber": b.ber,
+        "before": b.before,
+        "decades_per_h": b.decades_per_h,
+        "counted_from": b.counted_from,
     }
 
 
@@ -261,7 +387,8 @@ def build(state: FabricState, interval_s: float, at: float | None = None) -> dic
         inference: list[dict[str, Any]] = []
         if s is not None:
             for lid, link in s.links.items():
-                links.append(link_entry(link, r.links.get(lid) if r else None))
+                ber = link_ber(state, name, lid)
+                links.append(link_entry(link, r.links.get(lid) if r else None, ber))
             gpus = [gpu_entry(g) for g in s.gpus]
             for inf in s.inference:
                 rr = (r.inference.get(inf.url) if r else None) or {}

@@ -301,7 +301,7 @@ def test_diff_around_iperf3_shows_the_bytes_moved(tmp_path: Path) -> None:
     finally:
         server.kill()
         server.wait(5)
-    assert a["schema"] == b["schema"] == "fabtop.snapshot/1"
+    assert a["schema"] == b["schema"] == "fabtop.snapshot/2"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run(
         [

@@ -67,7 +67,7 @@ def test_local_snapshot_netdev_bytes_match_sysfs(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert f"written to {out}" in r.stderr
     doc = json.loads(out.read_text())
-    assert doc["schema"] == "fabtop.snapshot/1" and doc["interval_s"] == 0.5
+    assert doc["schema"] == "fabtop.snapshot/2" and doc["interval_s"] == 0.5
     (host,) = doc["hosts"]
     assert host["reachable"] is True and host["error"] is None
     assert {x["id"] for x in host["links"]} >= set(before) & set(after)
@@ -237,7 +237,7 @@ def test_snapshot_through_a_symlink_and_into_a_fifo(tmp_path: Path) -> None:
     r = fabtop("snapshot", "--interval", "0.3", "-o", str(link))
     assert r.returncode == 0, r.stderr
     assert link.is_symlink() and os.readlink(link) == str(target)
-    assert json.loads(target.read_text())["schema"] == "fabtop.snapshot/1"
+    assert json.loads(target.read_text())["schema"] == "fabtop.snapshot/2"
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     got: list[str] = []

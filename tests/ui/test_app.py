@@ -268,7 +268,7 @@ async def test_snapshot_key_writes_valid_json_in_the_current_directory(
         files = list(tmp_path.glob("fabtop-snapshot-*Z.json"))
         assert len(files) == 1
         doc = json.loads(files[0].read_text())
-        assert doc["schema"] == "fabtop.snapshot/1"
+        assert doc["schema"] == "fabtop.snapshot/2"
         assert [h["name"] for h in doc["hosts"]] == ["node1", "node2", "node3"]
         assert any(str(files[0]) in n.message for n in app._notifications)
 

@@ -65,7 +65,7 @@ def test_dashboard_baseline_and_diff_agree() -> None:
 def test_load_point_errors_name_the_input(tmp_path: Path) -> None:
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"schema": "other"}))
-    with pytest.raises(DiffError, match=r"x\.json: not a fabtop\.snapshot/1"):
+    with pytest.raises(DiffError, match=r"x\.json: not a fabtop\.snapshot/2"):
         load_point(str(p))
     with pytest.raises(DiffError, match="needs a time"):
         load_point(str(tmp_path / "run.fabrec"))

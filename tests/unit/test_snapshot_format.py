@@ -30,7 +30,7 @@ def doc() -> dict:  # type: ignore[type-arg]
 def test_json_is_strict_and_keeps_priorities_as_keys(doc: dict) -> None:  # type: ignore[type-arg]
     text = snapshot.render(doc, "json")
     back = json.loads(text)
-    assert back["schema"] == "fabtop.snapshot/1"
+    assert back["schema"] == "fabtop.snapshot/2"
     link = next(x for x in back["hosts"][0]["links"] if x["kind"] == "roce")
     assert set(link["metrics"]["rx_bytes_prio"]) == {str(p) for p in range(8)}
     assert link["rates"]["rx_bps"] == pytest.approx(link["rates"]["rx_bytes_per_s"] * 8)

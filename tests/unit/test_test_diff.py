@@ -171,7 +171,7 @@ def _hostile() -> list[tuple[str, Any, str]]:
         ("cut short", text[: len(text) // 2], "not JSON (it ends early: cut short?)"),
         ("empty", "", "not JSON (it ends early"),
         ("a later version", bent("format", "fabtop.test/2"), "a fabtop.test/2 file: this "),
-        ("no format", bent("format", DELETE), "not a fabtop.snapshot/1 or fabtop.test/1 file"),
+        ("no format", bent("format", DELETE), "not a fabtop.snapshot/2 or fabtop.test/1 file"),
         ("NaN", text.replace('"gbps": 95.0', '"gbps": NaN'), "NaN is not a JSON number"),
         ("a string figure", bent("steps.0.figures.gbps", "95"), "'steps[0].figures.gbps'"),
         ("a boolean figure", bent("steps.0.figures.gbps", True), "must be a number or null"),

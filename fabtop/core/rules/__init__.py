@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from fabtop.core.ber import BerNow, ber_now
 from fabtop.core.findings import Finding
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.rules import (
@@ -58,6 +60,9 @@ from fabtop.core.rules.context import (
 )
 from fabtop.core.rules.kinds import HOLDS, STATE, WINDOW, kind_of
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, effective, unknown_thresholds
+
+if TYPE_CHECKING:  # the state imports the rules' context: a type only, never at run time
+    from fabtop.core.state import FabricState
 
 Rule = Callable[[RuleContext], list[Finding]]
 
@@ -278,6 +283,16 @@ def make_evaluator(
     return Evaluator(thresholds, firewall_ports=firewall_ports)
 
 
+def link_ber(state: FabricState, host: str, lid: str) -> BerNow | None:
+    """A link's pre-FEC BER as the state's cable rules measure it (None: no rules, or the
+    link counts no corrections): the one figure the cable panel, snapshot and diff show."""
+    rules = state.rules
+    if not isinstance(rules, Evaluator):
+        return None
+    track = rules.memory(state).cables.get(f"{host}/{lid}")
+    return ber_now(track, rules.thresholds["ber_window_s"])
+
+
 __all__ = [
     "DEFAULT_THRESHOLDS",
     "RULES",
@@ -288,6 +303,7 @@ __all__ = [
     "RuleContext",
     "RuleMemory",
     "evaluate",
+    "link_ber",
     "make_evaluator",
     "unknown_thresholds",
 ]
