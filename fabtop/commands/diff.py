@@ -204,7 +204,7 @@ def cable_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[CableChang
             ber_a, ber_b = (_get(x, "ber", "ber") for x in (old, link))
             if ber_a is not None or ber_b is not None:
                 decades = None
-                if ber_a and ber_b:
+                if ber_a is not None and ber_b is not None and ber_a > 0 and ber_b > 0:
                     decades = math.log10(ber_b / ber_a)
                 if ber_a != ber_b:
                     out.append(

@@ -181,6 +181,11 @@ def test_a_snapshot_1_still_diffs_and_a_bad_cable_field_is_one_line(tmp_path: Pa
     assert [ln.split()[-3:] for ln in text.splitlines() if "lane 1" in ln] == [
         ["0.00", "dBm", "dark"]  # a lane gone dark: the worst a lane can do
     ]
+    # a crafted BER (negative, or 0 at one end) has no change in decades, and no crash
+    neg = doc("fabtop.snapshot/2", {"id": "eth0", "metrics": {}, "ber": {"ber": -1.0}}, 0)
+    pos = doc("fabtop.snapshot/2", {"id": "eth0", "metrics": {}, "ber": {"ber": 1e-9}})
+    text, _ = compare(str(neg), str(pos))
+    assert [ln.split()[-2:] for ln in text.splitlines() if "BER" in ln] == [["-1.0e+00", "1.0e-09"]]
     bad = doc("fabtop.snapshot/2", {"id": "eth0", "metrics": {}, "health": [{"name": 3}]})
     with pytest.raises(DiffError, match=r"field 'hosts\[0\]\.links\[0\]\.health\[0\]\.name'"):
         compare(str(old), str(bad))
