@@ -221,17 +221,23 @@ def fec_entry(fec: FecState, counters: Mapping[str, int]) -> dict[str, Any]:
     for name, v in totals.items():
         b = _FEC_BIN.match(name)
         if b:
-            bins[b.group(1)] = {"total": v, "lanes": lanes.pop(name, {})}
+            bins[b.group(1)] = {"total": v, "lanes": _by_lane(lanes.pop(name, {}))}
     return {
         "configured": list(fec.configured),
         "active": fec.active,
+        # the kernel's FEC statistics (struct ethtool_fec_stats), null where not given
         "corrected_blocks": totals.get("corrected_blocks"),
         "uncorrectable_blocks": totals.get("uncorrectable_blocks"),
-        "lanes": lanes,  # {"corrected_blocks": {"0": 255, "1": 1}, ...}
+        "corrected_bits": totals.get("corrected_bits"),
+        "lanes": {k: _by_lane(v) for k, v in lanes.items()},  # {"corrected_blocks": {"0": 255}}
         "histogram": dict(sorted(bins.items(), key=lambda kv: int(kv[0])))
         if fec.histogram
         else None,
     }
+
+
+def _by_lane(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: int(kv[0])))  # lane 10 after lane 9
 
 
 def ber_entry(b: BerNow) -> dict[str, Any]:
