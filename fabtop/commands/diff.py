@@ -26,6 +26,7 @@ from collectors.numbers import finite, parse_float, parse_uint
 from collectors.text import clean
 from collectors.vocabulary import Metric, by_category
 from fabtop.core.deltas import link_deltas
+from fabtop.core.thresholds import DEFAULT_THRESHOLDS
 
 CATEGORIES: tuple[tuple[str, tuple[Metric, ...]], ...] = by_category()
 # Keyed by plain names: the metric names come back from snapshot JSON as strings.
@@ -189,10 +190,19 @@ def _health_counts(link: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
+# What diff calls a change of a cable reading: half the step the cable rules judge by
+# (fabtop/core/thresholds.py), so a steady link's wander between reads stays out of the
+# table (a healthy BER moves by a factor of two or three with temperature) and a move that
+# eats half a margin is in it. A lane going dark or coming back is always a change.
+_BER_STEP_DECADES = math.log10(DEFAULT_THRESHOLDS["ber_rise_factor"]) / 2
+_RX_STEP_DB = DEFAULT_THRESHOLDS["optic_rx_margin_db"] / 2
+_TEMP_STEP_C = DEFAULT_THRESHOLDS["module_temp_margin_c"] / 2
+
+
 def cable_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[CableChange]:
-    """What a cable's readings did from ``a`` to ``b`` on each link both have: the pre-FEC
-    BER (in decades), each lane's rx power that moved (in dB), the module's temperature;
-    the largest change first within a link."""
+    """What a cable's readings did from ``a`` to ``b`` on each link both read them: the
+    pre-FEC BER (in decades), each lane's rx power (in dB), the module's temperature, where
+    they moved by at least half the cable rules' step; the largest change first in a link."""
     base = {(h["name"], ln["id"]): ln for h in a.get("hosts", []) for ln in h.get("links", [])}
     out: list[CableChange] = []
     for h in b.get("hosts", []):
@@ -202,16 +212,15 @@ def cable_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[CableChang
                 continue
             where = (h["name"], link["id"])
             ber_a, ber_b = (_get(x, "ber", "ber") for x in (old, link))
-            if ber_a is not None or ber_b is not None:
-                decades = None
-                if ber_a is not None and ber_b is not None and ber_a > 0 and ber_b > 0:
-                    decades = math.log10(ber_b / ber_a)
-                if ber_a != ber_b:
+            if ber_a is not None and ber_b is not None and ber_a != ber_b:
+                # a zero at either end (nothing corrected in a window) has no decades
+                decades = math.log10(ber_b / ber_a) if ber_a > 0 and ber_b > 0 else None
+                if decades is None or abs(decades) >= _BER_STEP_DECADES:
                     out.append(
                         CableChange(*where, "pre-FEC BER", ber_a, ber_b, decades, "", "decades")
                     )
             t_a, t_b = (_get(x, "module", "temperature_c") for x in (old, link))
-            if t_a is not None and t_b is not None and t_a != t_b:
+            if t_a is not None and t_b is not None and abs(t_b - t_a) >= _TEMP_STEP_C:
                 out.append(
                     CableChange(*where, "module temperature", t_a, t_b, t_b - t_a, "°C", "°C")
                 )
@@ -219,8 +228,10 @@ def cable_changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[CableChang
             moved = []
             for lane, p_b in _rx_dbm(link).items():
                 p_a = lanes_a.get(lane)
-                if p_a is not None and p_b is not None and p_a != p_b:
-                    ch = p_b - p_a if math.isfinite(p_a) and math.isfinite(p_b) else None
+                if p_a is None or p_b is None or p_a == p_b:
+                    continue
+                ch = p_b - p_a if math.isfinite(p_a) and math.isfinite(p_b) else None
+                if ch is None or abs(ch) >= _RX_STEP_DB:
                     moved.append(
                         CableChange(*where, f"rx power lane {lane}", p_a, p_b, ch, "dBm", "dB")
                     )
