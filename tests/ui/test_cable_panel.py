@@ -8,7 +8,7 @@ import dataclasses
 
 from textual.widgets import Static
 
-from collectors.optics import RX_POWER_MW, FecState, LaneOptics, Limits, ModuleDiag
+from collectors.optics import RX_LOS, RX_POWER_MW, FecState, LaneOptics, Limits, ModuleDiag
 from fabtop.core.cables import Cable, CableEnd
 from fabtop.run.demo import demo_state, scenario_fabric
 from tui.app import FabtopApp
@@ -28,7 +28,7 @@ async def test_both_ends_of_a_degrading_cable_side_by_side() -> None:
         identifier="QSFP28",
         vendor="FS",
         temperature_c=41.0,
-        lanes=(LaneOptics(1, rx_power_mw=0.9), LaneOptics(2, rx_power_mw=0.11)),
+        lanes=(LaneOptics(1, rx_power_mw=0.9), LaneOptics(2, rx_power_mw=0.11, signals=(RX_LOS,))),
         limits={RX_POWER_MW: Limits(low_alarm=0.1)},  # -10 dBm
     )
     link = hs.sample.links[PORT]
@@ -43,10 +43,11 @@ async def test_both_ends_of_a_degrading_cable_side_by_side() -> None:
         await pilot.pause()
         panel = app.screen.query_one("#cable", Static)
         text = str(panel.render())
-        this, lanes, far = text.splitlines()
+        this, lanes, flags, far = text.splitlines()
         assert this.startswith(" this end node1/enp65s0f1np1  QSFP28 FS  41 °C  FEC RS")
         assert "pre-FEC BER " in this and "dec/h" in this
         assert "1: -0.5 (+9.5 dB)" in lanes and "2: -9.6 (+0.4 dB)" in lanes
+        assert flags.split() == ["flags", "2:", "rx", "loss", "of", "signal"]
         assert far.startswith(" far end  node2/enp65s0f1np1  pre-FEC BER 2.0e-09")
         app.pop_screen()
         await app.push_screen(LinkDetailScreen(app.ctx, "node2", "enp65s0f2np2"))

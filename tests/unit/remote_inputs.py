@@ -128,7 +128,12 @@ SOURCES: dict[str, _Source] = {
         (),
     ),
     "ethtool_module.parse_ethtool_module": (
-        ("optics/ethtool_m_qsfp28*", "optics/ethtool_m_qsfpdd_cmis4*", "optics/ethtool_m_sfp*"),
+        (
+            "optics/ethtool_m_qsfp28_aoc_oma*",
+            "optics/ethtool_m_qsfp28_sr4_lol*",  # per-lane loss-of-lock flags
+            "optics/ethtool_m_qsfpdd_cmis4*",
+            "optics/ethtool_m_sfp*",
+        ),
         (),
         (),
     ),

@@ -7,7 +7,20 @@ from pathlib import Path
 
 from collectors.assemble import assemble
 from collectors.frames import Frame, Section
-from collectors.optics import BIAS_MA, RX_POWER_MW, TEMPERATURE_C, TX_POWER_MW, Limits, dbm
+from collectors.optics import (
+    BIAS_MA,
+    RX_LOL,
+    RX_LOS,
+    RX_POWER_MW,
+    SIGNALS,
+    TEMPERATURE_C,
+    TX_EQ_FAULT,
+    TX_LOL,
+    TX_LOS,
+    TX_POWER_MW,
+    Limits,
+    dbm,
+)
 from collectors.parsers.devlink_health import parse_devlink_health
 from collectors.parsers.ethtool_module import parse_ethtool_module
 from collectors.parsers.fec import parse_show_fec
@@ -198,3 +211,42 @@ def test_a_cmis_qsfp_dd_with_dark_lanes_and_its_own_temperature_warning() -> Non
     assert m.limits[TEMPERATURE_C] == Limits(75.0, 70.0, 0.0, -5.0)
     assert m.limits[RX_POWER_MW] == Limits(3.5481, 2.8184, 0.2042, 0.1288)
     assert m.flags == ("temperature_c high warning",)
+
+
+def test_loss_of_signal_and_lock_flags_per_lane() -> None:
+    # SFF-8636 AOC, its peer down: every lane lost rx signal and lock; the others "None"
+    r = parse_ethtool_module(_text("ethtool_m_qsfp28_aoc_los_peer_down_netdev.txt"))
+    m = r.module
+    assert r.warnings == [] and m is not None
+    assert m.signals_read == (RX_LOS, TX_LOS, RX_LOL, TX_LOL, TX_EQ_FAULT)
+    assert [(ln.lane, ln.signals) for ln in m.lanes] == [
+        (n, (RX_LOS, RX_LOL)) for n in (1, 2, 3, 4)
+    ]
+    assert {ln.rx_power_mw for ln in m.lanes} == {None}  # flags only: no power invented
+    # CMIS with two banks (16 lanes), the port itself down: "[ Yes, ..., No, ... ]" per lane
+    m = parse_ethtool_module(_text("ethtool_m_qsfpdd_16_lanes_los_port_down_netdev.txt")).module
+    assert m is not None and len(m.lanes) == 16
+    assert m.lanes[7].signals == (RX_LOS, TX_LOS, RX_LOL, TX_LOL)
+    assert m.lanes[8].signals == (RX_LOS,)
+    # A lit SR4 whose CDRs lost lock (latched) with rx power at about 0 dBm on every lane
+    m = parse_ethtool_module(_text("ethtool_m_qsfp28_sr4_lol_lit_qsfpinfo_opae.txt")).module
+    assert m is not None and m.part == "FTLC9551REPM"
+    assert [ln.signals for ln in m.lanes] == [(RX_LOL, TX_LOL)] * 4
+    assert m.lanes[1].rx_power_mw == 0.921 and RX_LOS in m.signals_read
+    # "None" is read and clear; a module that prints no such line knows nothing of them
+    m = parse_ethtool_module(
+        _text("ethtool_m_qsfpdd_cmis4_400g_xdr4_temp_warning_netdev.txt")
+    ).module
+    assert m is not None and len(m.signals_read) == 5
+    assert all(ln.signals == () for ln in m.lanes)
+    m = parse_ethtool_module(_text("ethtool_m_sfp_xgspon_dark_rx_netdev.txt")).module
+    assert m is not None and m.signals_read == ()
+
+
+def test_a_bad_signal_line_costs_that_flag_and_is_said() -> None:
+    text = "Identifier : 0x11 (QSFP28)\nRx loss of signal : [ Yes, Maybe ]\nTx fault : None\n"
+    r = parse_ethtool_module(text)
+    assert r.module is not None and r.module.signals_read == ("tx_fault",)
+    assert r.module.lanes == ()
+    assert r.warnings == ["rx loss of signal: bad value '[ Yes, Maybe ]'"]
+    assert set(SIGNALS) >= set(r.module.signals_read)

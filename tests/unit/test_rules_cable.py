@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 from collectors.optics import (
+    RX_LOL,
+    RX_LOS,
     RX_POWER_MW,
     TEMPERATURE_C,
     HealthReporter,
@@ -26,6 +28,7 @@ CABLE_RULES = (
     "nic_health",
     "optic_rx_low",
     "module_temp_high",
+    "optic_los",
 )
 BITS_PER_S = 100e9  # the test port runs at 100 Gb/s
 
@@ -183,7 +186,12 @@ def test_a_local_link_integrity_error_is_named() -> None:
 
 
 def module(
-    rx_mw: float, *, limits: bool = True, temp: float = 45.0, read: int | None = None
+    rx_mw: float,
+    *,
+    limits: bool = True,
+    temp: float = 45.0,
+    read: int | None = None,
+    signals: tuple[str, ...] = (),
 ) -> ModuleDiag:
     lim = {
         RX_POWER_MW: Limits(low_alarm=0.1, low_warning=0.2, high_alarm=3.0),  # -10 dBm alarm
@@ -192,7 +200,10 @@ def module(
     return ModuleDiag(
         identifier="QSFP28",
         temperature_c=temp,
-        lanes=(LaneOptics(1, rx_power_mw=0.8), LaneOptics(2, rx_power_mw=rx_mw)),
+        lanes=(
+            LaneOptics(1, rx_power_mw=0.8),
+            LaneOptics(2, rx_power_mw=rx_mw, signals=signals),
+        ),
         limits=lim if limits else {},
         read_ns=read,
     )
@@ -244,3 +255,42 @@ def test_a_health_reporter_recovering_errors() -> None:
     found = by_rule(fab.tick(), "nic_health")
     assert found and "+1 errors, +1 recovered" in found[0].summary
     assert "devlink health show pci/0000:08:00.0" in found[0].next_step
+
+
+def test_a_lit_lane_that_lost_its_signal_between_two_reads_is_named() -> None:
+    fab = Fabric()
+    # The first read's flags are latched since who knows when (module power-up): not judged
+    p = fab.port("node5", fields={"module": module(0.8, read=1, signals=(RX_LOS, RX_LOL))})
+    assert not by_rule(fab.run(3), "optic_los")
+    p.fields["module"] = module(0.8, read=2)  # cleared by that read: nothing since
+    assert not by_rule(fab.run(30, dt=1.0), "optic_los")
+    p.fields["module"] = module(0.8, read=3, signals=(RX_LOS,))  # lost since read 2
+    found = by_rule(fab.tick(), "optic_los")
+    assert [f.severity for f in found] == ["warning"]
+    assert "lane 2 rx loss of signal since the module's previous read (30 s ago)" in (
+        found[0].summary
+    )
+    assert "reseat" in found[0].next_step
+    p.fields["module"] = module(0.8, read=4)  # an event: it stays on screen a while
+    assert by_rule(fab.run(30), "optic_los")
+    for n in range(5, 9):  # quiet reads every 30 s: gone after event_hold_s (120 s)
+        p.fields["module"] = module(0.8, read=n)
+        found = by_rule(fab.run(30), "optic_los")
+    assert not found
+
+
+def test_loss_of_signal_on_a_dark_lane_or_a_down_port_or_a_low_lane_is_no_second_alarm() -> None:
+    fab = Fabric()
+    dark = fab.port("node6", fields={"module": module(0.0, read=1, signals=(RX_LOS,))})
+    down = fab.port("node6", "enp65s0f1np1", state="down")
+    down.fields["module"] = module(0.8, read=1, signals=(RX_LOS, RX_LOL))
+    low = fab.port("node6", "enp66s0f0np0", fields={"module": module(0.11, read=1)})
+    fab.run(2)
+    for n, p in enumerate((dark, down), 2):  # every later read flags the lane again
+        p.fields["module"] = module(
+            p.fields["module"].lanes[1].rx_power_mw or 0.0, read=n, signals=(RX_LOS, RX_LOL)
+        )
+    low.fields["module"] = module(0.11, read=2, signals=(RX_LOS,))  # -9.6 dBm, alarm -10
+    found = cable(fab.run(3))
+    assert {f.rule for f in found} == {"optic_rx_low"}
+    assert found[0].evidence["signals"] == "lane 2 rx loss of signal"

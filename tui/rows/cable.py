@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from collectors.optics import TEMPERATURE_C
+from collectors.optics import SIGNAL_TEXT, TEMPERATURE_C
 from collectors.samples import LinkSample
 from collectors.text import clean
 from fabtop.core.ber import FROM_BLOCKS, BerNow, ber_now, ber_text
@@ -103,7 +103,7 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
         if ber.decades_per_h is not None:
             per_h = ber.decades_per_h
             t.append(f" {per_h:+.1f} dec/h", "bold red" if per_h >= 1 else "dim")
-    if mod is not None and mod.lanes:
+    if mod is not None and any(ln.rx_power_mw is not None for ln in mod.lanes):
         t.append("\n   rx dBm", "dim")
         kind = " OMA" if mod.rx_power_kind == "oma" else ""
         if kind:
@@ -121,4 +121,10 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
                     t.append(f" (+{above:.1f} dB)", style or "dim")
         if all(above is None for _, _, above in rx_margins(mod)):
             t.append("  (the module gives no alarm limit)", "dim")
+    flagged = [ln for ln in mod.lanes if ln.signals] if mod is not None else []
+    if flagged:
+        # Latched by the module since its previous read (collectors.optics.SIGNALS).
+        t.append("\n   flags ", "dim")
+        for ln in flagged:
+            t.append(f"  {ln.lane}: " + ", ".join(SIGNAL_TEXT[s] for s in ln.signals), "yellow")
     return t
