@@ -192,7 +192,7 @@ def test_a_link_takes_its_own_pci_functions_reporters_and_a_refusal_says_why() -
     assert eth1.health == ()  # read, and its function has none
     assert (
         "n1: ethtool_m eth0: error (rc=1): netlink error: Operation not permitted; "
-        "needs CAP_NET_ADMIN: run the probe as root" in sample.warnings
+        "needs CAP_NET_ADMIN: log in as root, or set optics_sudo on the host" in sample.warnings
     )
     # a port in back-off was said on the round that failed: its quiet rounds say nothing
     assert not any("eth1" in w for w in sample.warnings), sample.warnings
