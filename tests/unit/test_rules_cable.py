@@ -5,7 +5,9 @@ reporters, optics near the module's own limits; and the links that must stay qui
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
+from collectors.frames import Frame, Section
 from collectors.optics import (
     RX_LOL,
     RX_LOS,
@@ -31,6 +33,8 @@ CABLE_RULES = (
     "optic_los",
 )
 BITS_PER_S = 100e9  # the test port runs at 100 Gb/s
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "optics"
+T0_NS = 1_700_000_000 * 10**9
 
 
 def cable(findings: list[Finding]) -> list[Finding]:
@@ -294,3 +298,39 @@ def test_loss_of_signal_on_a_dark_lane_or_a_down_port_or_a_low_lane_is_no_second
     found = cable(fab.run(3))
     assert {f.rule for f in found} == {"optic_rx_low"}
     assert found[0].evidence["signals"] == "lane 2 rx loss of signal"
+
+
+def _frame(seq: int, health: str | None) -> Frame:
+    """One frame of a host with eth0 on PCI function 0000:04:00.0 (the mlx5 capture's);
+    ``health`` the devlink section of an optics round (None: carried, no round)."""
+    ns = T0_NS + seq * 10**9
+    secs = [
+        Section("sysnet", None, ns, "ok", None, "eth0/operstate up\neth0/device -\n"),
+        Section("ethtool_i", "eth0", ns, "ok", None, "driver: mlx5_core\nbus-info: 0000:04:00.0\n"),
+    ]
+    if health is not None:
+        secs.append(Section("devlink_health", None, ns, "ok", None, health))
+    return Frame(seq, ns, 1000.0 + seq, T0_NS / 1e9 + seq, secs)
+
+
+def test_one_health_recovery_is_an_episode_on_the_timeline_naming_the_reporter_and_link() -> None:
+    from fabtop.config import HostConfig
+    from fabtop.core.rules import make_evaluator
+    from fabtop.core.rules.cable import cable_events
+    from fabtop.core.state import FabricState
+
+    calm = (CAPTURES / "devlink_health_mlx5_tx_netdev.txt").read_text()
+    moved = calm.replace("error 0 recover 0", "error 1 recover 1")  # one error, recovered
+    state = FabricState([HostConfig("n1")], rules=make_evaluator())
+    rounds = {1: calm, 31: moved, 61: moved, 91: moved, 121: moved, 151: moved, 181: moved}
+    for seq in range(1, 200):
+        state.apply_frame("n1", _frame(seq, rounds.get(seq)))
+    eps = [e for e in state.finding_log.episodes() if e.rule == "nic_health"]
+    assert len(eps) == 1, eps  # one event, one marker: not one per frame or per round
+    ep = eps[0]
+    assert ep.subject == "n1/eth0" and ep.raised == T0_NS / 1e9 + 30  # since the read before
+    assert ep.shown.summary == "n1/eth0: NIC health reporter tx: +1 errors, +1 recovered"
+    assert ep.cleared is not None and ep.cleared - ep.raised >= 120  # event_hold_s on screen
+    # the link's last cable events, newest first, for its cable panel
+    assert cable_events(state.finding_log.episodes(), "n1/eth0") == [ep]
+    assert cable_events(state.finding_log.episodes(), "n1/eth1") == []

@@ -19,8 +19,9 @@ from fabtop.core.ber import FROM_BLOCKS, BerNow, ber_now, ber_text
 from fabtop.core.cables import Cable, CableEnd, far_end
 from fabtop.core.findings import port_ref
 from fabtop.core.rules import Evaluator
-from fabtop.core.rules.cable import rx_margins
+from fabtop.core.rules.cable import cable_events, event_what, rx_margins
 from fabtop.core.state import FabricState
+from fabtop.core.units import age
 
 
 def find_link(state: FabricState, host: str, port: str) -> tuple[str, LinkSample] | None:
@@ -74,7 +75,8 @@ def _far(state: FabricState, end: CableEnd) -> Text:
 
 def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) -> Text | None:
     mod, fec, ber = link.module, link.fec, link_ber(state, host, lid)
-    if mod is None and fec is None and ber is None:
+    events = cable_events(state.finding_log.episodes(), f"{host}/{lid}")
+    if mod is None and fec is None and ber is None and not events:
         return None
     margin = state.thresholds["optic_rx_margin_db"]
     t = Text(no_wrap=True, overflow="ellipsis")
@@ -127,4 +129,12 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
         t.append("\n   flags ", "dim")
         for ln in flagged:
             t.append(f"  {ln.lane}: " + ", ".join(SIGNAL_TEXT[s] for s in ln.signals), "yellow")
+    if events:
+        # The NIC's health reporters and lost signals, as the timeline marks them.
+        now = state.data_now()
+        t.append("\n   events", "dim")
+        for ep in events:
+            style = "yellow" if ep.cleared is None else ""
+            t.append(f"  {age(max(0.0, now - ep.raised))} ago ", "dim")
+            t.append(clean(event_what(ep), 80), style)
     return t

@@ -28,6 +28,8 @@ Windows of counter readings are kept per link in :attr:`RuleMemory.cables`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from collectors.optics import (
     RX_LOL,
     RX_LOS,
@@ -41,6 +43,7 @@ from collectors.optics import (
 from collectors.samples import LinkSample
 from collectors.vocabulary import Metric
 from fabtop.core.ber import FROM_BITS, CableTrack, ber_now, ber_text, corrected_count
+from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Evidence, Finding
 from fabtop.core.rules.context import LinkTick, RuleContext, link_down, r3
 from fabtop.core.rules.kinds import window_rule
@@ -296,6 +299,27 @@ def nic_health(ctx: RuleContext) -> list[Finding]:
         if lt.dt is not None:
             ctx.report_debounced(out, found, (HEALTH, lt.subject), lt.t, lt.dt, 0.0, hold)
     return out
+
+
+# The events of a cable (a finding whose episode is the event): the link detail's cable
+# panel lists a link's last ones, the timeline marks each.
+CABLE_EVENTS = (HEALTH, LOS)
+
+
+# The evidence that says what happened, per event rule (built by the rules below).
+_EVENT_WHAT = {HEALTH: "reporters", LOS: "signals"}
+
+
+def cable_events(episodes: Iterable[Episode], subject: str, n: int = 3) -> list[Episode]:
+    """The last ``n`` health-reporter and lost-signal episodes of one link, newest first."""
+    got = [e for e in episodes if e.subject == subject and e.rule in CABLE_EVENTS]
+    return sorted(got, key=lambda e: e.raised, reverse=True)[:n]
+
+
+def event_what(ep: Episode) -> str:
+    """What an event was, without its link: "tx: +1 errors, +1 recovered"."""
+    what = ep.last_seen.evidence.get(_EVENT_WHAT.get(ep.rule, ""))
+    return what if isinstance(what, str) else ep.rule
 
 
 def _delta(now: int | None, before: int | None) -> int:
