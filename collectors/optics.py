@@ -3,6 +3,8 @@
 - :class:`ModuleDiag`: the pluggable module's diagnostics (``ethtool -m <netdev>``):
   temperature, supply voltage, per lane laser bias, tx and rx power, and the module's own
   alarm and warning limits and flags.
+  Its per-lane loss-of-signal, loss-of-lock and tx-fault flags are on each lane
+  (:attr:`LaneOptics.signals`, latched: see :data:`SIGNALS`).
 - :class:`FecState`: the FEC mode (``ethtool --show-fec``). The FEC and physical error
   *counters* are cumulative and go where every counter goes (``LinkSample.counters`` under
   their source, normalized in :class:`collectors.vocabulary.Metric`), so rates, history,
@@ -28,6 +30,30 @@ TEMPERATURE_C, VOLTAGE_V, BIAS_MA, TX_POWER_MW, RX_POWER_MW = (
     "rx_power_mw",
 )
 QUANTITIES: tuple[str, ...] = (TEMPERATURE_C, VOLTAGE_V, BIAS_MA, TX_POWER_MW, RX_POWER_MW)
+
+# The per-lane signal flags a module raises (SFF-8636 bytes 3-5, CMIS page 11h), as ethtool
+# prints them ("Rx loss of signal : [ Yes, No, No, No ]", or "None" when no lane has it)
+# since its 2023 patches "sff-8636: report LOL / LOS / Tx Fault" and "cmis: report LOL /
+# LOS / Tx Fault" (captures in tests/fixtures/optics/SOURCES.md). They are *latched*: set
+# when the condition happened since the flags were last read, and cleared by that read, so
+# a flag says "since the previous read", and the first read's flags are of unknown age.
+RX_LOS, TX_LOS, RX_LOL, TX_LOL, TX_FAULT, TX_EQ_FAULT = (
+    "rx_los",
+    "tx_los",
+    "rx_lol",
+    "tx_lol",
+    "tx_fault",
+    "tx_eq_fault",
+)
+SIGNALS: tuple[str, ...] = (RX_LOS, TX_LOS, RX_LOL, TX_LOL, TX_FAULT, TX_EQ_FAULT)
+SIGNAL_TEXT = {
+    RX_LOS: "rx loss of signal",
+    TX_LOS: "tx loss of signal",
+    RX_LOL: "rx loss of lock",
+    TX_LOL: "tx loss of lock",
+    TX_FAULT: "tx fault",
+    TX_EQ_FAULT: "tx adaptive eq fault",
+}
 
 
 def dbm(mw: float | None) -> float | None:
@@ -59,6 +85,7 @@ class LaneOptics:
     bias_ma: float | None = None
     tx_power_mw: float | None = None
     rx_power_mw: float | None = None
+    signals: tuple[str, ...] = ()  # the SIGNALS the module raised on this lane
 
 
 @dataclass(slots=True)
@@ -80,6 +107,9 @@ class ModuleDiag:
     # Alarm and warning flags the module raises, as "<quantity> <high|low> <alarm|warning>"
     # with " lane N" for a per-lane one, e.g. "rx_power_mw low alarm lane 2".
     flags: tuple[str, ...] = ()
+    # The SIGNALS the module reports at all (a "None" line too: no lane raised it); a flag
+    # not here is not known, which is not the same as clear.
+    signals_read: tuple[str, ...] = ()
     read_ns: int | None = None  # node time of the read
 
 

@@ -28,8 +28,17 @@ OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health")
 # What a port without module diagnostics or FEC answers (tests/fixtures/optics/*_veth_*):
 # a fact of the port, said by the cable panel's absence, not a warning on every round.
 _UNSUPPORTED = "Operation not supported"
+# ethtool's "netlink error: Operation not permitted" (the netlink MODULE_EEPROM_GET is
+# GENL_UNS_ADMIN_PERM) and sudo's own refusal (tests/fixtures/optics/SOURCES.md).
 _HINTS = (
-    ("Operation not permitted", "needs CAP_NET_ADMIN: run the probe as root"),
+    (
+        "Operation not permitted",
+        "needs CAP_NET_ADMIN: log in as root, or set optics_sudo on the host",
+    ),
+    (
+        "a password is required",
+        "sudo -n may not run ethtool here: allow it without a password, or log in as root",
+    ),
     ("ACCESS_REG", "the firmware refused the register (a restricted function)"),
 )
 

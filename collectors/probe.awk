@@ -11,6 +11,7 @@
 # PATH, GKIND nvidia|amd-smi|rocm-smi|none|off, GF nvidia-smi query fields, MAXF frames
 # before exit (0: no end), SCAP and FCAP byte caps per section and per frame, FW the
 # packet filter tool (nft, iptables-save or ""), FWR 1 as root, 2 through sudo -n, 0 not;
+# OMR the same for module EEPROMs (ethtool -m);
 # SLOW is passed but not read (each T line says whether its tick is slow); OPTS least
 # seconds between optics rounds, ETHV the node's ethtool version ("" unknown).
 # Input lines: see the rules at the end of this file and probe.sh's "Structure".
@@ -513,7 +514,8 @@ function optics(up,   i, k) {
 	OLAST = up + 0; OROUND++; OPT = 1
 	for (k in OSKIP) if (OSKIP[k] <= OROUND) delete OSKIP[k]
 	for (i = 1; i <= OPN && has("ethtool"); i++) {
-		ojob("ethtool_m", OP[i], "ethtool -m " OP[i])
+		# Module EEPROMs need CAP_NET_ADMIN: without root or sudo -n, one section says so
+		if (OMR > 0) ojob("ethtool_m", OP[i], (OMR == 2 ? "sudo -n " : "") "ethtool -m " OP[i])
 		ojob("ethtool_fec", OP[i], FECCMD OP[i])
 	}
 	# Only `show`: a health dump can deadlock during PCI error recovery.
@@ -548,6 +550,7 @@ function finalize(   i, n, p) {
 		if (!has("ofed_info")) section("ofed_info", "-", CNS, "missing", "ofed_info")
 		if (GKIND == "none") { section("nvidia_driver", "-", CNS, "missing", "nvidia-smi"); section("nccl", "-", CNS, "missing", "nvidia-smi") }
 		if (OPT && !has("devlink")) section("devlink_health", "-", CNS, "missing", "devlink")
+		if (OPT && OPN && has("ethtool") && OMR == 0) section("ethtool_m", "-", CNS, "missing", "needs root")
 		if (FW == "") section("firewall", "-", CNS, "missing", "no nft or iptables-save")
 		else if (FWR == 0) section("firewall", "-", CNS, "missing", "needs root")
 		n = split(SKIPS, p, " ")

@@ -77,6 +77,9 @@ class ProbeArgs:
     # Read the packet filter through ``sudo -n`` when the SSH user is not root (off by
     # default: a sudo that asks for a password fails, and is logged, once a minute).
     fw_sudo: bool = False
+    # Read module EEPROMs (``ethtool -m``: CAP_NET_ADMIN) through ``sudo -n`` when the SSH
+    # user is not root (off: without root the probe does not ask, and says so once a round).
+    optics_sudo: bool = False
     # Least seconds between optics rounds (ethtool -m, --show-fec, devlink health show on
     # slow ticks); None: the probe's own 30.
     optics_s: int | None = None
@@ -218,6 +221,8 @@ def build_argv(args: ProbeArgs) -> list[str]:
         argv.append(f"ifaces={','.join(args.interfaces)}")
     if args.fw_sudo:
         argv.append("fw_sudo=1")
+    if args.optics_sudo:
+        argv.append("optics_sudo=1")
     if args.optics_s is not None:
         argv.append(f"optics_s={args.optics_s}")
     if args.ib_hw_tick is not None:
@@ -245,6 +250,7 @@ def probe_args(
     ib_hw_tick: Sequence[str] | None = IB_HW_TICK,
     ib_port_tick: Sequence[str] | None = IB_PORT_TICK,
     fw_sudo: bool = False,
+    optics_sudo: bool = False,
     thresholds: Mapping[str, float] | None = None,
 ) -> list[str]:
     """Validated argument words; the host's ``path`` dirs come before the sbin defaults.
@@ -273,6 +279,7 @@ def probe_args(
             ib_hw_tick=tuple(ib_hw_tick) if ib_hw_tick is not None else None,
             ib_port_tick=tuple(ib_port_tick) if ib_port_tick is not None else None,
             fw_sudo=fw_sudo,
+            optics_sudo=optics_sudo,
             storm_pause_ratio=th.get("storm_pause_ratio"),
             storm_flat_fraction=th.get("storm_flat_fraction"),
             storm_flat_bytes_per_s=th.get("storm_flat_bytes_per_s"),

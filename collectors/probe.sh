@@ -26,6 +26,8 @@
 #   section_bytes=N   content bytes kept per section, 4096..frame_bytes (default 8 MiB)
 #   frame_bytes=N     content bytes kept per frame, 65536..16711680 (default 15 MiB)
 #   fw_sudo=0|1       read the packet filter through `sudo -n` when not root (default 0)
+#   optics_sudo=0|1   read module EEPROMs (`ethtool -m`) through `sudo -n` when not root
+#                     (default 0)
 #   optics_s=N        least seconds between optics rounds (ethtool -m, --show-fec, devlink
 #                     health show, on slow ticks), 0..86400 (default 30)
 #
@@ -108,7 +110,7 @@ fab_decimal() {
 
 fab_args() {
 	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0 SCAP=8388608 FCAP=15728640
-	PROBE=auto HWT= PTT= FWS=0 OPTS=30
+	PROBE=auto HWT= PTT= FWS=0 OPTS=30 OMS=0
 	GF=index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw
 	GFB=index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw
 	for a in "$@"; do
@@ -155,6 +157,7 @@ fab_args() {
 			case $a in section_bytes=*) SCAP=$v ;; *) FCAP=$v ;; esac ;;
 		probe=auto | probe=python | probe=sh) PROBE=$v ;;
 		fw_sudo=0 | fw_sudo=1) FWS=$v ;;
+		optics_sudo=0 | optics_sudo=1) OMS=$v ;;
 		optics_s=*)
 			case $v in '' | *[!0-9]* | 0?*) fab_die "bad optics_s" ;; esac
 			[ "${#v}" -le 5 ] && [ "$v" -le 86400 ] || fab_die "bad optics_s"
@@ -549,7 +552,10 @@ fab_main() {
 		command -v "$t" >/dev/null 2>&1 && { FW=$t; break; }
 	done
 	[ "$(id -u 2>/dev/null)" = 0 ] && FWR=1
+	# Module EEPROMs (ethtool -m) need CAP_NET_ADMIN alike: OMR as FWR.
+	OMR=$FWR
 	[ "$FWS" = 1 ] && [ "$FWR" = 0 ] && FWR=2
+	[ "$OMS" = 1 ] && [ "$OMR" = 0 ] && OMR=2
 	GKIND=none
 	if [ "$GPU" = auto ]; then
 		case $HAVE in
@@ -564,7 +570,7 @@ fab_main() {
 	case $(awk -W version 2>&1 </dev/null) in *mawk*) AWKI="-W interactive" ;; esac
 	fab_producers 3<&- | awk $AWKI -v IV="$IV" -v SYS="$SYS" -v TK="$TK" -v TO="$TO" \
 		-v HAVE="$HAVE" -v GKIND="$GKIND" -v GF="$GF" -v MAXF="$MAXF" -v SLOW="$SLOW" \
-		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" -v RUN="$$" -v OPTS="$OPTS" -v ETHV="$ETHV" "$FAB_AWK" 3<&- &
+		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" -v OMR="$OMR" -v RUN="$$" -v OPTS="$OPTS" -v ETHV="$ETHV" "$FAB_AWK" 3<&- &
 	AP=$!
 	fab_watch <&3 3<&- >/dev/null 2>&1 &
 	WP=$!

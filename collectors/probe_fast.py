@@ -102,6 +102,7 @@ class Args(object):
         self.hw_tick = None  # type: Optional[Set[str]]
         self.port_tick = None  # type: Optional[Set[str]]
         self.fw_sudo = False
+        self.optics_sudo = False
         self.optics_s = 30  # least seconds between optics rounds (probe.sh OPTS)
         # The watchdog's storm condition: the session sends the config's thresholds of
         # these names (STORM_ARGS); the constants only serve a run without them.
@@ -169,10 +170,10 @@ class Args(object):
                     self.flat_bytes = float(v)
             elif key == "optics_s":
                 self.optics_s = self._int(v, 0, 86400, key, zero=True)
-            elif key == "fw_sudo":
+            elif key in ("fw_sudo", "optics_sudo"):
                 if v not in ("0", "1"):
-                    raise Refused("bad fw_sudo")
-                self.fw_sudo = v == "1"
+                    raise Refused("bad " + key)
+                setattr(self, key, v == "1")
             elif key == "probe":
                 if v not in ("auto", "python", "sh"):
                     raise Refused("bad probe")
@@ -1289,6 +1290,8 @@ class Probe(object):
         # iptables-save; root (or sudo -n where configured) or a "needs root" section.
         self.fw = next((t for t in ("nft", "iptables-save") if which(t)), "")
         self.fw_run = 1 if os.geteuid() == 0 else (2 if a.fw_sudo else 0)
+        # Module EEPROMs (ethtool -m) need CAP_NET_ADMIN alike (probe.sh's OMR).
+        self.om_run = 1 if os.geteuid() == 0 else (2 if a.optics_sudo else 0)
         self.gkind = "off"
         if a.gpu == "auto":
             self.gkind = next(
@@ -1643,8 +1646,11 @@ class Probe(object):
         self.oskip = dict((k, r) for k, r in self.oskip.items() if r > self.oround)
         want = []  # type: List[Job]
         if "ethtool" in self.have:
+            sudo = ["sudo", "-n"] if self.om_run == 2 else []
             for n in netdevs:
-                want.append(Job("ethtool_m", n, ["ethtool", "-m", n]))
+                # Without root or sudo -n, one section says so (frame(): "needs root").
+                if self.om_run:
+                    want.append(Job("ethtool_m", n, sudo + ["ethtool", "-m", n]))
                 want.append(Job("ethtool_fec", n, fec_argv(self.ethv) + [n]))
         # Only `show`: a health dump can deadlock during PCI error recovery.
         if "devlink" in self.have:
@@ -1827,6 +1833,8 @@ class Probe(object):
                 out.add("nccl", "-", clock_ns, "missing", "nvidia-smi", [])
             if self.opt and "devlink" not in self.have:
                 out.add("devlink_health", "-", clock_ns, "missing", "devlink", [])
+            if self.opt and s.physical and "ethtool" in self.have and not self.om_run:
+                out.add("ethtool_m", "-", clock_ns, "missing", "needs root", [])
             if not self.fw:
                 out.add("firewall", "-", clock_ns, "missing", "no nft or iptables-save", [])
             elif not self.fw_run:

@@ -87,6 +87,8 @@ class HostConfig:
     probe: str = "auto"
     # Read the packet filter through ``sudo -n`` where the SSH user is not root.
     firewall_sudo: bool = False
+    # Read module EEPROMs (``ethtool -m``) through ``sudo -n`` where the SSH user is not root.
+    optics_sudo: bool = False
     # What the host must have ([expect] with its [host.expect] over it); None: nothing.
     expect: Expect | None = None
     # ``fabtop test``'s rails by interface (netdev, RDMA device or device/port); empty: by
@@ -413,6 +415,7 @@ _HOST_KEYS = {
     "inference",
     "probe",
     "firewall_sudo",
+    "optics_sudo",
     "expect",
     "rails",
 }
@@ -706,6 +709,9 @@ def _hosts_from_table(
         fw_sudo = raw.get("firewall_sudo", False)
         if not isinstance(fw_sudo, bool):
             raise ConfigError(f"{w}: field 'firewall_sudo' must be true or false")
+        optics_sudo = raw.get("optics_sudo", False)
+        if not isinstance(optics_sudo, bool):
+            raise ConfigError(f"{w}: field 'optics_sudo' must be true or false")
         expect = common
         if "expect" in raw:
             own = parse_expect(raw["expect"], f"{w}: [host.expect]")
@@ -727,6 +733,7 @@ def _hosts_from_table(
                 inference=urls,
                 probe=probe,
                 firewall_sudo=fw_sudo,
+                optics_sudo=optics_sudo,
                 expect=expect,
                 rails=rails,
             )

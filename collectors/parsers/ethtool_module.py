@@ -13,7 +13,10 @@ What real modules do that must not become an alarm:
 - rx power as OMA (``Receiver signal OMA(Channel N)``) instead of average power: said
   (``rx_power_kind = "oma"``), so it is never judged against another module's average;
 - a passive cable (DAC) without diagnostics prints temperature ``0.00 degrees C`` and
-  voltage ``0.0000 V``: not measured (None), never 0 °C.
+  voltage ``0.0000 V``: not measured (None), never 0 °C;
+- the per-lane signal flags (``Rx loss of signal : [ Yes, No, ... ]``, ``None`` when no
+  lane has it) may name more lanes than the module measures (a CMIS module with two
+  banks prints 16): a lane flagged and not measured is a lane with its flags only.
 
 Unknown lines are ignored; a line whose number is bad costs that value, said in a warning;
 text with no module line at all gives no module and one warning naming what it held.
@@ -29,6 +32,7 @@ from collectors.optics import (
     BIAS_MA,
     QUANTITIES,
     RX_POWER_MW,
+    SIGNAL_TEXT,
     TEMPERATURE_C,
     TX_POWER_MW,
     VOLTAGE_V,
@@ -53,6 +57,9 @@ _LANE = re.compile(r"\s*\(\s*chan(?:nel)?\s+([0-9]{1,3})\s*\)\s*")
 _LIMIT = re.compile(r"(.+?) (high|low) (alarm|warning) threshold\Z")
 _FLAG = re.compile(r"(.+?) (high|low) (alarm|warning)\Z")
 _PAREN = re.compile(r"0x[0-9a-fA-F]+\s*\((.*)\)\s*\Z")
+# "[ Yes, No, No, No ]": one word per lane, lane 1 first (ethtool's sff_show_lane_status)
+_LANE_WORDS = re.compile(r"\[([A-Za-z ,]*)\]\Z")
+_SIGNAL = {text: name for name, text in SIGNAL_TEXT.items()}
 
 # The names ethtool gives each quantity, in measurements, limits and flags.
 _QUANTITY = {
@@ -91,6 +98,8 @@ def parse_ethtool_module(text: str) -> ModuleRead:
     lanes: dict[int, dict[str, float | None]] = {}
     limits: dict[str, dict[str, float | None]] = {}
     flags: list[str] = []
+    signals: dict[int, list[str]] = {}
+    signals_read: list[str] = []
     seen = 0  # lines that were the module's
     no_diag = False
     first = ""
@@ -120,6 +129,17 @@ def parse_ethtool_module(text: str) -> ModuleRead:
             q = _QUANTITY[limit.group(1)]
             key = _LIMIT_FIELDS[(limit.group(2), limit.group(3))]
             limits.setdefault(q, {})[key] = _number(q, value, name, warnings)
+            continue
+        signal = _SIGNAL.get(name)
+        if signal is not None:
+            seen += 1
+            raised = _lane_flags(value)
+            if raised is None:
+                warnings.add(f"{name}: bad value {value[:40]!r}")
+            elif signal not in signals_read:
+                signals_read.append(signal)
+                for at in raised:
+                    signals.setdefault(at, []).append(signal)
             continue
         flag = _FLAG.fullmatch(name)
         if flag is not None and flag.group(1) in _QUANTITY:
@@ -154,10 +174,15 @@ def parse_ethtool_module(text: str) -> ModuleRead:
     if no_diag:
         m.temperature_c = m.voltage_v = None
         lanes = {}
+    for at in signals:
+        lanes.setdefault(at, {})
     m.lanes = tuple(
-        LaneOptics(n, v.get(BIAS_MA), v.get(TX_POWER_MW), v.get(RX_POWER_MW))
+        LaneOptics(
+            n, v.get(BIAS_MA), v.get(TX_POWER_MW), v.get(RX_POWER_MW), tuple(signals.get(n, ()))
+        )
         for n, v in sorted(lanes.items())
     )
+    m.signals_read = tuple(signals_read)
     m.limits = {q: _limits(q, limits[q]) for q in QUANTITIES if q in limits}
     m.flags = tuple(flags)
     return ModuleRead(m, warnings)
@@ -181,6 +206,20 @@ def _field(m: ModuleDiag, name: str, value: str) -> bool:
     else:
         return False
     return True
+
+
+def _lane_flags(value: str) -> list[int] | None:
+    """The lanes (1-based) a signal flag line raises: ``None`` -> none, ``[ Yes, No ]`` ->
+    [1]; None when the value is neither (a bad line costs that flag, said)."""
+    if value.lower() == "none":
+        return []
+    got = _LANE_WORDS.fullmatch(value)
+    if got is None:
+        return None
+    words = [w.strip().lower() for w in got.group(1).split(",")]
+    if not words or len(words) > _MAX_LANES or any(w not in ("yes", "no") for w in words):
+        return None
+    return [i for i, w in enumerate(words, 1) if w == "yes"]
 
 
 def _number(q: str, value: str, name: str, warnings: WarningLines) -> float | None:

@@ -156,6 +156,8 @@ def _host_fields(h: HostConfig) -> dict[str, object]:
         out["probe"] = h.probe
     if h.firewall_sudo:
         out["firewall_sudo"] = True
+    if h.optics_sudo:
+        out["optics_sudo"] = True
     return out
 
 

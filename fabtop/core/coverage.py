@@ -57,8 +57,11 @@ GAP_REASONS = (
 )  # fmt: skip
 GAP_SOURCES = (
     "rdma", "gpu", "pfc_counters", "qos", "inference", "firewall", "token_rate", "macos",
-    "thermals",
+    "thermals", "optics",
 )  # fmt: skip
+# What the probe says of module EEPROMs it did not ask for (ethtool -m needs CAP_NET_ADMIN):
+# the ethtool_m section's note (docs/PROBE.md "Optics").
+OPTICS_NEED_ROOT = "missing (needs root)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +197,9 @@ def gaps_of(hs: HostState) -> tuple[Gap, ...]:
         found.append(
             Gap("firewall", reason, 4, "firewall state unknown on ", f" ({unknown_reason(fw)})")
         )
+    if hs.unread.get("ethtool_m") == OPTICS_NEED_ROOT:
+        # Said here once for the host, never a warning per port per round.
+        found.append(Gap("optics", NEEDS_ROOT, 4, "module optics need root or sudo -n on "))
     # A server with no counter a passive monitor can read: its rate is unseen, and why.
     for why in sorted({i.rate_unknown for i in s.inference if i.rate_unknown}):
         found.append(Gap("token_rate", NO_COUNTER, 5, "token rate unknown on ", f" ({why})"))

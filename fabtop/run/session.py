@@ -274,6 +274,7 @@ class Session:
             max_frames=self.max_frames,
             probe=host.probe,
             fw_sudo=host.firewall_sudo,
+            optics_sudo=host.optics_sudo,
             thresholds=self.state.thresholds,
         )
 

@@ -12,6 +12,10 @@ real sshd on loopback, and the frames go through the pipeline to typed samples."
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,9 +23,12 @@ import pytest
 
 from collectors.frames import Frame, FrameDecoder
 from collectors.optics import RX_POWER_MW, Limits
-from collectors.probe import ProbeArgs, build_argv, probe_script
+from collectors.probe import ProbeArgs, build_argv, local_command, probe_script
 from collectors.vocabulary import Metric
+from fabtop.core.coverage import host_gaps
 from fabtop.core.pipeline import Pipeline
+from fabtop.core.state import HostState
+from tests.conftest import skip_or_fail
 from tests.integration.sshd import Sshd
 from tests.integration.test_probe import (  # noqa: F401
     ETHTOOL_I,
@@ -40,7 +47,21 @@ BUS = "0000:b1:00.3"
 
 def _shims(node: Path, fixtures_dir: Path, version: str = "6.1") -> None:
     """ethtool: -S/-i as test_probe's, -m and --show-fec per netdev (eth0 answers with
-    real module and FEC captures, eth1 as a veth does); devlink: health show."""
+    real module and FEC captures, eth1 as a veth does; -m refused to a user who is not
+    root, in the real tool's words, unless the sudo shim ran it); devlink: health show;
+    sudo: -n only, runs the command as "root" (SUDO_USER set), or refuses as sudo does
+    where the node has a file ``sudo_refuses``."""
+    refused = CAPTURES / "ethtool_m_not_root_testbed.txt"
+    _write_tool(
+        node / "bin",
+        "sudo",
+        f"""echo "$*" >> {node}/sudo.log
+[ "$1" = -n ] || exit 9
+shift
+[ -e {node}/sudo_refuses ] && {{ echo "sudo: a password is required" >&2; exit 1; }}
+SUDO_USER=nobody exec "$@"
+""",
+    )
     (node / "sys/class/net/eth1/statistics").mkdir(parents=True)
     (node / "sys/class/net/eth1/device").write_text("")
     info = node / "ethtool_i.txt"
@@ -57,7 +78,9 @@ case "$1 $2 $3" in
 "-S "*) cat "{fixtures_dir / ETHTOOL_S}" ;;
 "-i "*) cat "{info}" ;;
 "--version  ") echo "ethtool version {version}" ;;
-"-m eth0 ") cat "{CAPTURES / "ethtool_m_sfp_xgspon_dark_rx_netdev.txt"}" ;;
+"-m eth0 ")
+  [ "$(id -u)" = 0 ] || [ -n "$SUDO_USER" ] || {{ cat "{refused}" >&2; exit 1; }}
+  cat "{CAPTURES / "ethtool_m_sfp_xgspon_dark_rx_netdev.txt"}" ;;
 "-I --show-fec eth0" | "--show-fec eth0 ") cat "{CAPTURES / "show_fec_per_lane_netdev.txt"}" ;;
 "-m eth1 ") cat "{veth_m}" >&2; exit 1 ;;
 "-I --show-fec eth1") cat "{veth_fec}" >&2; exit 1 ;;
@@ -182,3 +205,85 @@ def test_an_ethtool_before_5_10_is_asked_the_fec_mode_without_statistics(
     assert sec is not None and (sec.status, sec.detail) == ("ok", "ethtool=5.4")
     log = (node / "ethtool.log").read_text().splitlines()
     assert "--show-fec eth0" in log and "-I --show-fec eth0" not in log
+
+
+@pytest.fixture()
+def open_node(fixtures_dir: Path) -> Iterator[Path]:
+    """A small node (eth0, a physical netdev) where a user who is not root can read it
+    and write the shims' logs; the shims as :func:`_shims` makes them."""
+    if shutil.which("setpriv") is None or os.geteuid() != 0:
+        skip_or_fail("running the probe as nobody needs root and setpriv")
+    top = Path(tempfile.mkdtemp(prefix="fabtop-optics-"))
+    node = top / "node"
+    (node / "sys/class/net/eth0/statistics").mkdir(parents=True)
+    (node / "sys/class/net/eth0/device").write_text("")
+    (node / "sys/class/net/eth0/statistics/rx_bytes").write_text("1\n")
+    (node / "bin").mkdir()
+    for name in (ETHTOOL_S, ETHTOOL_I):
+        (node / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(fixtures_dir / name, node / name)
+    _shims(node, node)
+    for where, _dirs, files in os.walk(top):
+        os.chmod(where, 0o777)  # the shims' logs are written as nobody
+        for f in files:
+            os.chmod(os.path.join(where, f), 0o755)
+    yield node
+    shutil.rmtree(top)
+
+
+def _as_nobody(node: Path, impl: str, n: int, **kw: object) -> tuple[list[Frame], HostState]:
+    """``n`` frames, every one an optics round, of the probe run as nobody; the host's
+    state as the dashboard keeps it."""
+    from tests.integration.test_probe import Probe
+
+    args = replace(_args(node, probe=impl), slow_ticks=1, optics_s=0, max_frames=n, **kw)
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    p = Probe([*argv, *local_command(args)], node)
+    try:
+        frames = p.frames(n)
+    finally:
+        p.close()
+    assert len(frames) == n
+    hs, pipe = HostState("n1", "n1"), Pipeline()
+    for f in frames:
+        hs.sample = pipe.apply_frame("n1", f)[0]
+        hs.note_sections(hs.sample)
+        hs.warnings.extend(hs.sample.warnings)
+    return frames, hs
+
+
+@pytest.mark.parametrize("impl", ["sh", "python"])
+def test_module_optics_without_root_are_said_once_or_read_through_sudo_n(
+    impl: str, open_node: Path
+) -> None:
+    frames, hs = _as_nobody(open_node, impl, 3)
+    # ethtool -m needs CAP_NET_ADMIN: never run, one section per round says why
+    log = (open_node / "ethtool.log").read_text().splitlines()
+    assert not [ln for ln in log if ln.startswith("-m")], log
+    for f in frames:
+        assert [(s.subject, s.status, s.detail) for s in f.sections if s.kind == "ethtool_m"] == [
+            (None, "missing", "needs root")
+        ]
+    assert hs.sample is not None and hs.sample.links["eth0"].module is None
+    assert hs.sample.links["eth0"].fec is not None  # FEC needs no privilege: still read
+    assert not [w for w in hs.warnings if "ethtool_m" in w], list(hs.warnings)
+    assert "module optics need root or sudo -n on n1" in host_gaps(hs)
+
+    # optics_sudo: through `sudo -n` (never a prompt), the module read as root reads it
+    frames, hs = _as_nobody(open_node, impl, 1, optics_sudo=True)
+    assert hs.sample is not None
+    m = hs.sample.links["eth0"].module
+    assert m is not None and m.part == "SFP+ONU-XGSPON"
+    assert "-n ethtool -m eth0" in (open_node / "sudo.log").read_text().splitlines()
+    assert not [g for g in host_gaps(hs) if "optics" in g]
+
+    # sudo wants a password: the read fails once, said with the fix, then backs off
+    (open_node / "sudo_refuses").write_text("")
+    frames, hs = _as_nobody(open_node, impl, 2, optics_sudo=True)
+    said = [w for w in hs.warnings if "ethtool_m eth0" in w]
+    assert said == [
+        "n1: ethtool_m eth0: error (rc=1): sudo: a password is required; sudo -n may not "
+        "run ethtool here: allow it without a password, or log in as root"
+    ], list(hs.warnings)
+    sec = frames[1].find("ethtool_m", "eth0")
+    assert sec is not None and sec.detail == "backoff"

@@ -27,6 +27,7 @@ if __name__ == "__main__":  # run as a script from any checkout: that checkout's
 
 from collectors.frames import FrameDecoder
 from collectors.optics import (
+    RX_LOS,
     RX_POWER_MW,
     TEMPERATURE_C,
     HealthReporter,
@@ -120,6 +121,8 @@ def _hand_fed() -> tuple[SkewedFabric, dict[int, list[Callable[[], object]]]]:
         },
     )
 
+    los_lane = LaneOptics(2, rx_power_mw=0.8, signals=(RX_LOS,))
+
     def storm(on: bool) -> None:
         ratio, frames = (996_000.0, 5976.0) if on else (0.0, 0.0)
         c.traffic(0 if on else 50).set(tx_pause_us={3: ratio}, tx_pause={3: frames})
@@ -171,6 +174,8 @@ def _hand_fed() -> tuple[SkewedFabric, dict[int, list[Callable[[], object]]]]:
             lambda: e.set(fec_uncorrectable_blocks=2.0, link_integrity_errors=1.0),
         ],
         34: [lambda: e.set(fec_uncorrectable_blocks=0.0, link_integrity_errors=0.0)],
+        # optic_los: a lit lane the module flags loss of signal on a later read
+        36: [lambda: e.fields.update(module=replace(near, lanes=(*near.lanes, los_lane)))],
         40: [lambda: e.fields.clear()],
     }
     return fab, steps

@@ -8,8 +8,9 @@ import dataclasses
 
 from textual.widgets import Static
 
-from collectors.optics import RX_POWER_MW, FecState, LaneOptics, Limits, ModuleDiag
+from collectors.optics import RX_LOS, RX_POWER_MW, FecState, LaneOptics, Limits, ModuleDiag
 from fabtop.core.cables import Cable, CableEnd
+from fabtop.core.findings import Finding
 from fabtop.run.demo import demo_state, scenario_fabric
 from tui.app import FabtopApp
 from tui.context import ViewContext
@@ -28,11 +29,22 @@ async def test_both_ends_of_a_degrading_cable_side_by_side() -> None:
         identifier="QSFP28",
         vendor="FS",
         temperature_c=41.0,
-        lanes=(LaneOptics(1, rx_power_mw=0.9), LaneOptics(2, rx_power_mw=0.11)),
+        lanes=(LaneOptics(1, rx_power_mw=0.9), LaneOptics(2, rx_power_mw=0.11, signals=(RX_LOS,))),
         limits={RX_POWER_MW: Limits(low_alarm=0.1)},  # -10 dBm
     )
     link = hs.sample.links[PORT]
     hs.sample.links[PORT] = dataclasses.replace(link, module=module, fec=FecState(active="RS"))
+    # a NIC health reporter recovered an error 40 s ago (the nic_health rule's episode)
+    now = state.data_now()
+    recovered = Finding(
+        "nic_health",
+        "warning",
+        f"node1/{PORT}",
+        f"node1/{PORT}: NIC health reporter tx: +1 errors, +1 recovered",
+        {"reporters": "tx: +1 errors, +1 recovered", "device": "pci/0000:08:00.1"},
+        since=now - 40.0,
+    )
+    state.finding_log.update([*state.findings, recovered], now)
     cables = (
         Cable(CableEnd("node1", PORT), CableEnd("node2", PORT)),
         Cable(CableEnd("node2", "enp65s0f2np2"), CableEnd("switch1", None)),
@@ -43,10 +55,12 @@ async def test_both_ends_of_a_degrading_cable_side_by_side() -> None:
         await pilot.pause()
         panel = app.screen.query_one("#cable", Static)
         text = str(panel.render())
-        this, lanes, far = text.splitlines()
+        this, lanes, flags, events, far = text.splitlines()
         assert this.startswith(" this end node1/enp65s0f1np1  QSFP28 FS  41 °C  FEC RS")
         assert "pre-FEC BER " in this and "dec/h" in this
         assert "1: -0.5 (+9.5 dB)" in lanes and "2: -9.6 (+0.4 dB)" in lanes
+        assert flags.split() == ["flags", "2:", "rx", "loss", "of", "signal"]
+        assert events.split()[0] == "events" and "ago tx: +1 errors, +1 recovered" in events
         assert far.startswith(" far end  node2/enp65s0f1np1  pre-FEC BER 2.0e-09")
         app.pop_screen()
         await app.push_screen(LinkDetailScreen(app.ctx, "node2", "enp65s0f2np2"))

@@ -128,10 +128,16 @@ SOURCES: dict[str, _Source] = {
         (),
     ),
     "ethtool_module.parse_ethtool_module": (
-        ("optics/ethtool_m_qsfp28*", "optics/ethtool_m_qsfpdd_cmis4*", "optics/ethtool_m_sfp*"),
+        (
+            "optics/ethtool_m_qsfp28_aoc_oma*",
+            "optics/ethtool_m_qsfp28_sr4_lol*",  # per-lane loss-of-lock flags
+            "optics/ethtool_m_qsfpdd_cmis4*",
+            "optics/ethtool_m_sfp*",
+        ),
         (),
         (),
     ),
+    "mlxlink.parse_mlxlink_json": (("optics/mlxlink_json*",), (), ()),
     "fec.parse_show_fec": (("optics/show_fec_per_lane*", "optics/show_fec_hist_netdev*"), (), ()),
     "ethtool.parse_ethtool_info": ((), ("ethtool/ethtool_i_ice*",), ("ethtool_i",)),
     "ethtool.parse_ethtool_stats": ((), ("ethtool/ethtool_S_bnxt*",), ("ethtool_S",)),

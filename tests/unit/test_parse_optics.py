@@ -7,7 +7,20 @@ from pathlib import Path
 
 from collectors.assemble import assemble
 from collectors.frames import Frame, Section
-from collectors.optics import BIAS_MA, RX_POWER_MW, TEMPERATURE_C, TX_POWER_MW, Limits, dbm
+from collectors.optics import (
+    BIAS_MA,
+    RX_LOL,
+    RX_LOS,
+    RX_POWER_MW,
+    SIGNALS,
+    TEMPERATURE_C,
+    TX_EQ_FAULT,
+    TX_LOL,
+    TX_LOS,
+    TX_POWER_MW,
+    Limits,
+    dbm,
+)
 from collectors.parsers.devlink_health import parse_devlink_health
 from collectors.parsers.ethtool_module import parse_ethtool_module
 from collectors.parsers.fec import parse_show_fec
@@ -179,7 +192,7 @@ def test_a_link_takes_its_own_pci_functions_reporters_and_a_refusal_says_why() -
     assert eth1.health == ()  # read, and its function has none
     assert (
         "n1: ethtool_m eth0: error (rc=1): netlink error: Operation not permitted; "
-        "needs CAP_NET_ADMIN: run the probe as root" in sample.warnings
+        "needs CAP_NET_ADMIN: log in as root, or set optics_sudo on the host" in sample.warnings
     )
     # a port in back-off was said on the round that failed: its quiet rounds say nothing
     assert not any("eth1" in w for w in sample.warnings), sample.warnings
@@ -198,3 +211,87 @@ def test_a_cmis_qsfp_dd_with_dark_lanes_and_its_own_temperature_warning() -> Non
     assert m.limits[TEMPERATURE_C] == Limits(75.0, 70.0, 0.0, -5.0)
     assert m.limits[RX_POWER_MW] == Limits(3.5481, 2.8184, 0.2042, 0.1288)
     assert m.flags == ("temperature_c high warning",)
+
+
+def test_loss_of_signal_and_lock_flags_per_lane() -> None:
+    # SFF-8636 AOC, its peer down: every lane lost rx signal and lock; the others "None"
+    r = parse_ethtool_module(_text("ethtool_m_qsfp28_aoc_los_peer_down_netdev.txt"))
+    m = r.module
+    assert r.warnings == [] and m is not None
+    assert m.signals_read == (RX_LOS, TX_LOS, RX_LOL, TX_LOL, TX_EQ_FAULT)
+    assert [(ln.lane, ln.signals) for ln in m.lanes] == [
+        (n, (RX_LOS, RX_LOL)) for n in (1, 2, 3, 4)
+    ]
+    assert {ln.rx_power_mw for ln in m.lanes} == {None}  # flags only: no power invented
+    # CMIS with two banks (16 lanes), the port itself down: "[ Yes, ..., No, ... ]" per lane
+    m = parse_ethtool_module(_text("ethtool_m_qsfpdd_16_lanes_los_port_down_netdev.txt")).module
+    assert m is not None and len(m.lanes) == 16
+    assert m.lanes[7].signals == (RX_LOS, TX_LOS, RX_LOL, TX_LOL)
+    assert m.lanes[8].signals == (RX_LOS,)
+    # A lit SR4 whose CDRs lost lock (latched) with rx power at about 0 dBm on every lane
+    m = parse_ethtool_module(_text("ethtool_m_qsfp28_sr4_lol_lit_qsfpinfo_opae.txt")).module
+    assert m is not None and m.part == "FTLC9551REPM"
+    assert [ln.signals for ln in m.lanes] == [(RX_LOL, TX_LOL)] * 4
+    assert m.lanes[1].rx_power_mw == 0.921 and RX_LOS in m.signals_read
+    # "None" is read and clear; a module that prints no such line knows nothing of them
+    m = parse_ethtool_module(
+        _text("ethtool_m_qsfpdd_cmis4_400g_xdr4_temp_warning_netdev.txt")
+    ).module
+    assert m is not None and len(m.signals_read) == 5
+    assert all(ln.signals == () for ln in m.lanes)
+    m = parse_ethtool_module(_text("ethtool_m_sfp_xgspon_dark_rx_netdev.txt")).module
+    assert m is not None and m.signals_read == ()
+
+
+def test_a_bad_signal_line_costs_that_flag_and_is_said() -> None:
+    text = "Identifier : 0x11 (QSFP28)\nRx loss of signal : [ Yes, Maybe ]\nTx fault : None\n"
+    r = parse_ethtool_module(text)
+    assert r.module is not None and r.module.signals_read == ("tx_fault",)
+    assert r.module.lanes == ()
+    assert r.warnings == ["rx loss of signal: bad value '[ Yes, Maybe ]'"]
+    assert set(SIGNALS) >= set(r.module.signals_read)
+
+
+def test_mlxlink_json_module_flags_and_physical_counters() -> None:
+    from collectors.parsers.mlxlink import parse_mlxlink_json
+
+    r = parse_mlxlink_json(_text("mlxlink_json_mft_4.34.1_cx7_400g_dr4_exporter.json"))
+    m = r.module
+    assert r.warnings == [] and m is not None
+    assert (m.identifier, m.part, m.temperature_c, m.voltage_v) == (
+        "OSFP",
+        "OSFP-400G-DR4",
+        61.0,
+        3.2355,
+    )
+    assert [ln.lane for ln in m.lanes] == [1, 2, 3, 4] and m.rx_power_kind == "average"
+    rx = [dbm(ln.rx_power_mw) for ln in m.lanes]
+    assert [round(p, 3) for p in rx if p is not None] == [3.583, 3.253, 3.233, 2.658]
+    assert m.limits == {}  # "[-9.914..6.999]": alarm or warning, the tool does not say
+    assert set(m.signals_read) == set(SIGNALS) and all(ln.signals == () for ln in m.lanes)
+    # the corrected bits per lane since the last clear, and the firmware's own BERs
+    assert r.counters["raw_physical_errors_lane1"] == 15132549
+    assert r.counters["link_down_counter"] == 0 and r.since_clear_s == 2718.1 * 60
+    assert (r.raw_ber, r.raw_ber_lanes[1], r.fec) == (5e-10, 1e-9, "Standard_RS-FEC - (544,514)")
+
+
+def test_mlxlink_refusals_and_missing_values_are_said_not_zero() -> None:
+    from collectors.parsers.mlxlink import parse_mlxlink_json
+
+    doc = _text("mlxlink_json_mft_4.34.1_cx7_400g_dr4_exporter.json")
+    failed = parse_mlxlink_json('{"status": {"code": 1, "message": "No such device"}}')
+    assert failed.module is None and failed.warnings == ["mlxlink status 1: No such device"]
+    assert parse_mlxlink_json("-E- Failed to open device").warnings == [
+        "not mlxlink JSON: '-E- Failed to open device'"
+    ]
+    na = parse_mlxlink_json(doc.replace('"61 [-10..80]"', '"N/A"').replace('"2718.1"', '"x"'))
+    assert na.module is not None and na.module.temperature_c is None
+    assert na.since_clear_s is None and na.warnings == [
+        "Time Since Last Clear [Min]: bad value 'x'"
+    ]
+    flagged = doc.replace(
+        '"Rx LOS [per lane]" :\n\t\t\t\t{\n\t\t\t\t\t"values" :\n\t\t\t\t\t[\n\t\t\t\t\t\t"0"',
+        '"Rx LOS [per lane]" :\n\t\t\t\t{\n\t\t\t\t\t"values" :\n\t\t\t\t\t[\n\t\t\t\t\t\t"1"',
+    )
+    m = parse_mlxlink_json(flagged).module
+    assert m is not None and m.lanes[0].signals == (RX_LOS,)

@@ -218,3 +218,17 @@ def test_both_probes_refuse_a_bad_optics_interval(word: str, tmp_path: Path) -> 
         pf.Args([word])
     assert pf.Args(["optics_s=0"]).optics_s == 0
     assert _word(build_argv(replace(ProbeArgs(), optics_s=45)), "optics_s") == "45"
+
+
+def test_optics_sudo_goes_from_the_config_to_both_probes_and_nothing_else_is_taken() -> None:
+    from fabtop.config import ConfigError, config_from_dict
+
+    cfg = config_from_dict({"host": [{"name": "a", "optics_sudo": True}, {"name": "b"}]}, "t")
+    assert [h.optics_sudo for h in cfg.hosts] == [True, False]
+    with pytest.raises(ConfigError, match=r"host 'a'.*'optics_sudo' must be true or false"):
+        config_from_dict({"host": [{"name": "a", "optics_sudo": "yes"}]}, "t")
+    assert _word(probe_args(optics_sudo=True), "optics_sudo") == "1"
+    assert not any(a.startswith("optics_sudo") for a in probe_args())
+    assert pf.Args(["optics_sudo=1"]).optics_sudo and not pf.Args([]).optics_sudo
+    with pytest.raises(pf.Refused):
+        pf.Args(["optics_sudo=yes"])

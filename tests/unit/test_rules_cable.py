@@ -5,8 +5,12 @@ reporters, optics near the module's own limits; and the links that must stay qui
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
+from collectors.frames import Frame, Section
 from collectors.optics import (
+    RX_LOL,
+    RX_LOS,
     RX_POWER_MW,
     TEMPERATURE_C,
     HealthReporter,
@@ -26,8 +30,11 @@ CABLE_RULES = (
     "nic_health",
     "optic_rx_low",
     "module_temp_high",
+    "optic_los",
 )
 BITS_PER_S = 100e9  # the test port runs at 100 Gb/s
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "optics"
+T0_NS = 1_700_000_000 * 10**9
 
 
 def cable(findings: list[Finding]) -> list[Finding]:
@@ -183,7 +190,12 @@ def test_a_local_link_integrity_error_is_named() -> None:
 
 
 def module(
-    rx_mw: float, *, limits: bool = True, temp: float = 45.0, read: int | None = None
+    rx_mw: float,
+    *,
+    limits: bool = True,
+    temp: float = 45.0,
+    read: int | None = None,
+    signals: tuple[str, ...] = (),
 ) -> ModuleDiag:
     lim = {
         RX_POWER_MW: Limits(low_alarm=0.1, low_warning=0.2, high_alarm=3.0),  # -10 dBm alarm
@@ -192,7 +204,10 @@ def module(
     return ModuleDiag(
         identifier="QSFP28",
         temperature_c=temp,
-        lanes=(LaneOptics(1, rx_power_mw=0.8), LaneOptics(2, rx_power_mw=rx_mw)),
+        lanes=(
+            LaneOptics(1, rx_power_mw=0.8),
+            LaneOptics(2, rx_power_mw=rx_mw, signals=signals),
+        ),
         limits=lim if limits else {},
         read_ns=read,
     )
@@ -244,3 +259,78 @@ def test_a_health_reporter_recovering_errors() -> None:
     found = by_rule(fab.tick(), "nic_health")
     assert found and "+1 errors, +1 recovered" in found[0].summary
     assert "devlink health show pci/0000:08:00.0" in found[0].next_step
+
+
+def test_a_lit_lane_that_lost_its_signal_between_two_reads_is_named() -> None:
+    fab = Fabric()
+    # The first read's flags are latched since who knows when (module power-up): not judged
+    p = fab.port("node5", fields={"module": module(0.8, read=1, signals=(RX_LOS, RX_LOL))})
+    assert not by_rule(fab.run(3), "optic_los")
+    p.fields["module"] = module(0.8, read=2)  # cleared by that read: nothing since
+    assert not by_rule(fab.run(30, dt=1.0), "optic_los")
+    p.fields["module"] = module(0.8, read=3, signals=(RX_LOS,))  # lost since read 2
+    found = by_rule(fab.tick(), "optic_los")
+    assert [f.severity for f in found] == ["warning"]
+    assert "lane 2 rx loss of signal since the module's previous read (30 s ago)" in (
+        found[0].summary
+    )
+    assert "reseat" in found[0].next_step
+    p.fields["module"] = module(0.8, read=4)  # an event: it stays on screen a while
+    assert by_rule(fab.run(30), "optic_los")
+    for n in range(5, 9):  # quiet reads every 30 s: gone after event_hold_s (120 s)
+        p.fields["module"] = module(0.8, read=n)
+        found = by_rule(fab.run(30), "optic_los")
+    assert not found
+
+
+def test_loss_of_signal_on_a_dark_lane_or_a_down_port_or_a_low_lane_is_no_second_alarm() -> None:
+    fab = Fabric()
+    dark = fab.port("node6", fields={"module": module(0.0, read=1, signals=(RX_LOS,))})
+    down = fab.port("node6", "enp65s0f1np1", state="down")
+    down.fields["module"] = module(0.8, read=1, signals=(RX_LOS, RX_LOL))
+    low = fab.port("node6", "enp66s0f0np0", fields={"module": module(0.11, read=1)})
+    fab.run(2)
+    for n, p in enumerate((dark, down), 2):  # every later read flags the lane again
+        p.fields["module"] = module(
+            p.fields["module"].lanes[1].rx_power_mw or 0.0, read=n, signals=(RX_LOS, RX_LOL)
+        )
+    low.fields["module"] = module(0.11, read=2, signals=(RX_LOS,))  # -9.6 dBm, alarm -10
+    found = cable(fab.run(3))
+    assert {f.rule for f in found} == {"optic_rx_low"}
+    assert found[0].evidence["signals"] == "lane 2 rx loss of signal"
+
+
+def _frame(seq: int, health: str | None) -> Frame:
+    """One frame of a host with eth0 on PCI function 0000:04:00.0 (the mlx5 capture's);
+    ``health`` the devlink section of an optics round (None: carried, no round)."""
+    ns = T0_NS + seq * 10**9
+    secs = [
+        Section("sysnet", None, ns, "ok", None, "eth0/operstate up\neth0/device -\n"),
+        Section("ethtool_i", "eth0", ns, "ok", None, "driver: mlx5_core\nbus-info: 0000:04:00.0\n"),
+    ]
+    if health is not None:
+        secs.append(Section("devlink_health", None, ns, "ok", None, health))
+    return Frame(seq, ns, 1000.0 + seq, T0_NS / 1e9 + seq, secs)
+
+
+def test_one_health_recovery_is_an_episode_on_the_timeline_naming_the_reporter_and_link() -> None:
+    from fabtop.config import HostConfig
+    from fabtop.core.rules import make_evaluator
+    from fabtop.core.rules.cable import cable_events
+    from fabtop.core.state import FabricState
+
+    calm = (CAPTURES / "devlink_health_mlx5_tx_netdev.txt").read_text()
+    moved = calm.replace("error 0 recover 0", "error 1 recover 1")  # one error, recovered
+    state = FabricState([HostConfig("n1")], rules=make_evaluator())
+    rounds = {1: calm, 31: moved, 61: moved, 91: moved, 121: moved, 151: moved, 181: moved}
+    for seq in range(1, 200):
+        state.apply_frame("n1", _frame(seq, rounds.get(seq)))
+    eps = [e for e in state.finding_log.episodes() if e.rule == "nic_health"]
+    assert len(eps) == 1, eps  # one event, one marker: not one per frame or per round
+    ep = eps[0]
+    assert ep.subject == "n1/eth0" and ep.raised == T0_NS / 1e9 + 30  # since the read before
+    assert ep.shown.summary == "n1/eth0: NIC health reporter tx: +1 errors, +1 recovered"
+    assert ep.cleared is not None and ep.cleared - ep.raised >= 120  # event_hold_s on screen
+    # the link's last cable events, newest first, for its cable panel
+    assert cable_events(state.finding_log.episodes(), "n1/eth0") == [ep]
+    assert cable_events(state.finding_log.episodes(), "n1/eth1") == []

@@ -12,15 +12,16 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from collectors.optics import TEMPERATURE_C
+from collectors.optics import SIGNAL_TEXT, TEMPERATURE_C
 from collectors.samples import LinkSample
 from collectors.text import clean
 from fabtop.core.ber import FROM_BLOCKS, ber_text
 from fabtop.core.cables import Cable, CableEnd, far_end
 from fabtop.core.findings import port_ref
 from fabtop.core.rules import link_ber
-from fabtop.core.rules.cable import rx_margins
+from fabtop.core.rules.cable import cable_events, event_what, rx_margins
 from fabtop.core.state import FabricState
+from fabtop.core.units import age
 
 
 def find_link(state: FabricState, host: str, port: str) -> tuple[str, LinkSample] | None:
@@ -65,7 +66,8 @@ def _far(state: FabricState, end: CableEnd) -> Text:
 
 def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) -> Text | None:
     mod, fec, ber = link.module, link.fec, link_ber(state, host, lid)
-    if mod is None and fec is None and ber is None:
+    events = cable_events(state.finding_log.episodes(), f"{host}/{lid}")
+    if mod is None and fec is None and ber is None and not events:
         return None
     margin = state.thresholds["optic_rx_margin_db"]
     t = Text(no_wrap=True, overflow="ellipsis")
@@ -94,7 +96,7 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
         if ber.decades_per_h is not None:
             per_h = ber.decades_per_h
             t.append(f" {per_h:+.1f} dec/h", "bold red" if per_h >= 1 else "dim")
-    if mod is not None and mod.lanes:
+    if mod is not None and any(ln.rx_power_mw is not None for ln in mod.lanes):
         t.append("\n   rx dBm", "dim")
         kind = " OMA" if mod.rx_power_kind == "oma" else ""
         if kind:
@@ -112,4 +114,18 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
                     t.append(f" (+{above:.1f} dB)", style or "dim")
         if all(above is None for _, _, above in rx_margins(mod)):
             t.append("  (the module gives no alarm limit)", "dim")
+    flagged = [ln for ln in mod.lanes if ln.signals] if mod is not None else []
+    if flagged:
+        # Latched by the module since its previous read (collectors.optics.SIGNALS).
+        t.append("\n   flags ", "dim")
+        for ln in flagged:
+            t.append(f"  {ln.lane}: " + ", ".join(SIGNAL_TEXT[s] for s in ln.signals), "yellow")
+    if events:
+        # The NIC's health reporters and lost signals, as the timeline marks them.
+        now = state.data_now()
+        t.append("\n   events", "dim")
+        for ep in events:
+            style = "yellow" if ep.cleared is None else ""
+            t.append(f"  {age(max(0.0, now - ep.raised))} ago ", "dim")
+            t.append(clean(event_what(ep), 80), style)
     return t

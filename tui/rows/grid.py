@@ -71,6 +71,7 @@ RULE_STATES = {
     "fec_uncorrectable": CABLE,
     "link_integrity": CABLE,
     "optic_rx_low": CABLE,
+    "optic_los": CABLE,
 }
 LINK_DOWN = ("down", "disabled")  # the links table's DOWN/DISA
 

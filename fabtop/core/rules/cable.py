@@ -16,16 +16,34 @@
   alarm); a dark lane is not judged (a lane the port does not use, or a port that is down:
   the flap's finding, not a second one).
   Optics are read at slow cadence: a condition must hold on two reads (never one sample).
+- ``optic_los``: a lane that has light now and that the module flags loss of signal or
+  lock (or a tx fault) since the previous read, on a link that is up: the lane dropped out
+  between two reads. The flags are latched (collectors.optics.SIGNALS): the first read's
+  are of unknown age and not judged; a dark lane is not judged (LOS is what a lane the
+  port does not use, or a port that is down, says); a lane ``optic_rx_low`` names carries
+  its flags as that finding's evidence, not a second finding.
 
 Windows of counter readings are kept per link in :attr:`RuleMemory.cables`.
 """
 
 from __future__ import annotations
 
-from collectors.optics import RX_POWER_MW, TEMPERATURE_C, ModuleDiag, dbm
+from collections.abc import Iterable
+
+from collectors.optics import (
+    RX_LOL,
+    RX_LOS,
+    RX_POWER_MW,
+    SIGNAL_TEXT,
+    TEMPERATURE_C,
+    LaneOptics,
+    ModuleDiag,
+    dbm,
+)
 from collectors.samples import LinkSample
 from collectors.vocabulary import Metric
 from fabtop.core.ber import FROM_BITS, CableTrack, ber_now, ber_text, corrected_count
+from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Evidence, Finding
 from fabtop.core.rules.context import LinkTick, RuleContext, link_down, r3
 from fabtop.core.rules.kinds import window_rule
@@ -36,7 +54,7 @@ BER, AFTER_FLAP, UNCORRECTABLE, INTEGRITY = (
     "fec_uncorrectable",
     "link_integrity",
 )
-HEALTH, RX_LOW, TEMP_HIGH = "nic_health", "optic_rx_low", "module_temp_high"
+HEALTH, RX_LOW, TEMP_HIGH, LOS = "nic_health", "optic_rx_low", "module_temp_high", "optic_los"
 
 _UNCORRECTABLE_PER_S = Metric.FEC_UNCORRECTABLE_BLOCKS.per_s
 _INTEGRITY_PER_S = Metric.LINK_INTEGRITY_ERRORS.per_s
@@ -283,18 +301,41 @@ def nic_health(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+# The events of a cable (a finding whose episode is the event): the link detail's cable
+# panel lists a link's last ones, the timeline marks each.
+CABLE_EVENTS = (HEALTH, LOS)
+
+
+# The evidence that says what happened, per event rule (built by the rules below).
+_EVENT_WHAT = {HEALTH: "reporters", LOS: "signals"}
+
+
+def cable_events(episodes: Iterable[Episode], subject: str, n: int = 3) -> list[Episode]:
+    """The last ``n`` health-reporter and lost-signal episodes of one link, newest first."""
+    got = [e for e in episodes if e.subject == subject and e.rule in CABLE_EVENTS]
+    return sorted(got, key=lambda e: e.raised, reverse=True)[:n]
+
+
+def event_what(ep: Episode) -> str:
+    """What an event was, without its link: "tx: +1 errors, +1 recovered"."""
+    what = ep.last_seen.evidence.get(_EVENT_WHAT.get(ep.rule, ""))
+    return what if isinstance(what, str) else ep.rule
+
+
 def _delta(now: int | None, before: int | None) -> int:
     return now - before if now is not None and before is not None and now > before else 0
 
 
 # A window of two reads (never one sample): a window rule, though its window is reads, not
 # seconds of rates; a snapshot says what the live rule found.
-@window_rule(RX_LOW, TEMP_HIGH, window=())
+@window_rule(RX_LOW, TEMP_HIGH, LOS, window=())
 def optics(ctx: RuleContext) -> list[Finding]:
-    """A lane's rx power near the module's low alarm; the module near its warning temperature."""
+    """A lane's rx power near the module's low alarm; the module near its warning
+    temperature; a lit lane that lost its signal since the previous read."""
     out: list[Finding] = []
     reads = 2.0  # the condition held on two reads of the module
-    remembered = ctx.remembers(RX_LOW) or ctx.remembers(TEMP_HIGH)
+    hold = ctx.th("event_hold_s")
+    remembered = ctx.remembers(RX_LOW) or ctx.remembers(TEMP_HIGH) or ctx.remembers(LOS)
     cables = ctx.memory.cables
     for lt in ctx.links:
         mod = lt.link.module
@@ -306,10 +347,15 @@ def optics(ctx: RuleContext) -> list[Finding]:
         else:
             tr = _track(ctx, lt)
         tr.last_t = max(tr.last_t, lt.t)
-        rx = hot = None
+        rx = hot = los = None
+        since = 0.0  # seconds since the previous read (the latched flags' span)
         if mod is not None and (mod.read_ns is None or mod.read_ns != tr.module_read):
+            before = tr.module_t
             tr.module_read, tr.module_t = mod.read_ns, lt.t  # a new read: judge it
             rx, hot = _rx_low(ctx, lt, mod), _temp_high(ctx, lt, mod)
+            if before is not None:  # the first read's latched flags are of unknown age
+                since = lt.t - before
+                los = _los(ctx, lt, mod, since)
         elif tr.module_t is None:
             continue
         # A read carried over frames (or none this frame) goes in at its first frame's time:
@@ -317,6 +363,8 @@ def optics(ctx: RuleContext) -> list[Finding]:
         t = tr.module_t if tr.module_t is not None else lt.t
         ctx.report_debounced(out, rx, (RX_LOW, lt.subject), t, 1.0, reads, 1.0)
         ctx.report_debounced(out, hot, (TEMP_HIGH, lt.subject), t, 1.0, reads, 1.0)
+        # An event: named on the read that shows it, on screen for event_hold_s after.
+        ctx.report_debounced(out, los, (LOS, lt.subject), t, since, 0.0, hold)
     return out
 
 
@@ -339,6 +387,23 @@ def rx_margins(mod: ModuleDiag) -> list[tuple[int, float | None, float | None]]:
     return out
 
 
+def _low_lanes(ctx: RuleContext, mod: ModuleDiag) -> list[tuple[int, float]]:
+    """The lit lanes within ``optic_rx_margin_db`` of the module's low alarm: (lane, dBm)."""
+    margin = ctx.th("optic_rx_margin_db")
+    # A dark lane (no light at all) is not one losing light: on a port that is up it is a
+    # lane the port does not use (a breakout's other members, an 8-lane module run as 4);
+    # on one that is down, the flap's finding.
+    return [
+        (lane, p)
+        for lane, p, above in rx_margins(mod)
+        if p is not None and above is not None and above <= margin and p != float("-inf")
+    ]
+
+
+def _signals_text(lane: LaneOptics, which: tuple[str, ...] | None = None) -> str:
+    return ", ".join(SIGNAL_TEXT[s] for s in lane.signals if which is None or s in which)
+
+
 def _rx_low(ctx: RuleContext, lt: LinkTick, mod: ModuleDiag) -> Finding | None:
     alarm = rx_alarm_dbm(mod)
     if alarm is None:
@@ -346,32 +411,65 @@ def _rx_low(ctx: RuleContext, lt: LinkTick, mod: ModuleDiag) -> Finding | None:
     if link_down(lt.link.state):
         return None  # a port that is down: the flap's finding, not another
     margin = ctx.th("optic_rx_margin_db")
-    low = []
-    worst: float | None = None
-    for lane, p, above in rx_margins(mod):
-        # A dark lane (no light at all) is not one losing light: on a port that is up it
-        # is a lane the port does not use (a breakout's other members, an 8-lane module
-        # run as 4); on one that is down, the flap's finding.
-        if p is None or above is None or above > margin or p == float("-inf"):
-            continue
-        low.append(f"lane {lane} {_db(p)} dBm")
-        worst = p if worst is None else min(worst, p)
-    if worst is None:
+    found = _low_lanes(ctx, mod)
+    if not found:
         return None
+    low = [f"lane {lane} {_db(p)} dBm" for lane, p in found]
+    worst = min(p for _, p in found)
+    # The module's own flags on those lanes (loss of signal, of lock) are this finding's
+    # evidence: the same light going out, not a second finding (optic_los skips them).
+    by_lane = {ln.lane: ln for ln in mod.lanes}
+    flagged = [
+        f"lane {lane} {_signals_text(by_lane[lane])}" for lane, _ in found if by_lane[lane].signals
+    ]
     kind = " (OMA)" if mod.rx_power_kind == "oma" else ""
+    evidence: dict[str, Evidence] = {
+        "rx_power_dbm": _db(worst),
+        "low_alarm_dbm": round(alarm, 2),
+        "margin_db": None if worst == float("-inf") else round(worst - alarm, 2),
+        "lanes": "; ".join(low),
+        "module": " ".join(x for x in (mod.vendor, mod.part, mod.serial) if x) or None,
+    }
+    if flagged:
+        evidence["signals"] = "; ".join(flagged)
     return _finding(
         lt,
         RX_LOW,
         "critical" if worst <= alarm else "warning",
         f"optic rx power{kind} {', '.join(low)}: within {margin:g} dB of the module's low "
         f"alarm at {alarm:.1f} dBm (the fibre or connector is losing light)",
-        {
-            "rx_power_dbm": _db(worst),
-            "low_alarm_dbm": round(alarm, 2),
-            "margin_db": None if worst == float("-inf") else round(worst - alarm, 2),
-            "lanes": "; ".join(low),
-            "module": " ".join(x for x in (mod.vendor, mod.part, mod.serial) if x) or None,
-        },
+        evidence,
+    )
+
+
+_RX_SIGNALS = (RX_LOS, RX_LOL)
+
+
+def _los(ctx: RuleContext, lt: LinkTick, mod: ModuleDiag, since: float) -> Finding | None:
+    """Lanes with light now that the module flags lost (signal, lock, tx fault) since the
+    previous read, on a link that is up."""
+    if link_down(lt.link.state) or not any(ln.signals for ln in mod.lanes):
+        return None  # a port that is down flags every lane: the flap's finding
+    low = {lane for lane, _ in _low_lanes(ctx, mod)}  # optic_rx_low's, with its evidence
+    parts = []
+    for ln in mod.lanes:
+        if not ln.signals or ln.lane in low:
+            continue
+        rx_lit = ln.rx_power_mw is not None and ln.rx_power_mw > 0
+        tx_lit = (ln.tx_power_mw or 0.0) > 0 or (ln.bias_ma or 0.0) > 0
+        rx = [s for s in ln.signals if s in _RX_SIGNALS] if rx_lit else []
+        tx = [s for s in ln.signals if s not in _RX_SIGNALS] if tx_lit else []
+        if rx or tx:
+            parts.append(f"lane {ln.lane} {_signals_text(ln, (*rx, *tx))}")
+    if not parts:
+        return None  # dark lanes, or no power read to tell a lane in use from one unused
+    return _finding(
+        lt,
+        LOS,
+        "warning",
+        f"{'; '.join(parts)} since the module's previous read ({since:.0f} s ago) while the "
+        "link is up and the lane has light: the lane dropped out between two reads",
+        {"signals": "; ".join(parts), "since_read_s": round(since, 1)},
     )
 
 
