@@ -163,6 +163,7 @@ def module_entry(m: ModuleDiag) -> dict[str, Any]:
             # dB above the module's low rx alarm (what optic_rx_low judges); null: no alarm
             # given, or a dark lane
             "rx_above_alarm_db": _round(margins.get(ln.lane)),
+            "signals": list(ln.signals),  # loss of signal/lock, tx fault: latched in the module
         }
         for ln in m.lanes
     ]
@@ -183,6 +184,7 @@ def module_entry(m: ModuleDiag) -> dict[str, Any]:
         "lanes": lanes,
         "limits": limits,
         "flags": list(m.flags),
+        "signals_read": list(m.signals_read),  # flags the module reports at all ([]: none)
         "not_measured": _not_measured(m),
         "read_ns": m.read_ns,
     }

@@ -79,6 +79,14 @@ def test_module_readings_limits_and_what_it_does_not_measure() -> None:
     assert (bare["module"], bare["fec"], bare["health"], bare["ber"]) == (None, None, None, None)
 
 
+def test_a_lanes_loss_of_signal_and_lock_flags_and_which_the_module_reports() -> None:
+    # the peer is down: every lane latched rx loss of signal and lock; tx flags read, clear
+    los = parse_ethtool_module(_read("ethtool_m_qsfp28_aoc_los_peer_down_netdev.txt"))
+    m = _entry(module=los.module)["module"]
+    assert {"rx_los", "tx_los", "rx_lol", "tx_lol"} <= set(m["signals_read"])
+    assert [sorted(ln["signals"]) for ln in m["lanes"]] == [["rx_lol", "rx_los"]] * 4
+
+
 def test_fec_per_lane_histogram_and_health_reporters() -> None:
     text = parse_show_fec(_read("show_fec_per_lane_netdev.txt"))
     fec = _entry(fec=text.state, counters={FEC_SOURCE: text.counters})["fec"]
