@@ -75,6 +75,21 @@ def test_a_fec_counter_reads_its_rate_between_two_rounds_on_every_frame(stamped:
         assert r[UNCORRECTABLE] == 0.0
 
 
+def test_the_span_of_a_fresh_read_is_said_on_its_frame_only() -> None:
+    # the pre-FEC BER adds rate x span once per read (fabtop/core/ber.py): the span is on
+    # the frame whose read made the rates, never on the frames that carry them
+    state = FabricState([HostConfig("n1")])
+    spans = []
+    for i in range(ROUND * 3):
+        fec = (1000 + 300 * (i // ROUND), 7) if i % ROUND == 0 else None
+        state.apply_frame("n1", _frame(i, fec, f"c{i // ROUND}"))
+        rates = state.hosts["n1"].rates
+        assert rates is not None
+        spans.append(rates.links["eth0"].slow_span_s)
+    assert [i for i, s in enumerate(spans) if s is not None] == [ROUND, 2 * ROUND]
+    assert spans[ROUND] == spans[2 * ROUND] == 30.0
+
+
 def test_a_counter_that_stops_reads_0_from_the_next_read_on() -> None:
     # the same text again: a new read all the same (the kept layout takes its time)
     _, seen = _run([1000, 1300, 1300, 1300])
