@@ -89,6 +89,10 @@ class ReadWindow:
     """
 
     buckets: deque[Bucket] = field(default_factory=deque)
+    # A read seen since the window (re)started: the first one is not counted. After a flap
+    # it spans part of the time down (nothing carried then); at the start its read before
+    # may have been made anywhere in the round before, where a sample gives no read time.
+    primed: bool = False
     counted_from: str = ""
     denominator: str = ""  # BY_RX_BITS or BY_RATE_TIME
     # Over all the buckets (every pass reads them: kept, not summed again)
@@ -100,6 +104,9 @@ class ReadWindow:
     ) -> None:
         """A read at frame time ``t``: ``count`` counted and ``carried`` bits carried over
         the ``span`` seconds since the read before."""
+        if not self.primed:
+            self.primed = True
+            return
         last = self.buckets[-1] if self.buckets else None
         if last is not None and last.span < step_s:
             last.end, last.span = t, last.span + span
@@ -118,6 +125,7 @@ class ReadWindow:
         """Forget every read (a flap: what came before is another link)."""
         self.buckets.clear()
         self.total_span = self.total_count = 0.0
+        self.primed = False
 
     def end(self) -> float | None:
         """Frame time of the newest read (None: none)."""
