@@ -39,9 +39,9 @@ from collectors.vocabulary import Metric
 from fabtop.core.rates import LinkRates
 
 # What a BER was counted from (evidence "ber_counted_from").
-FROM_BITS = "phy_corrected_bits / (rate x time up)"
+FROM_BITS = "phy_corrected_bits / (negotiated rate x time up)"
 FROM_BITS_RX = "phy_corrected_bits / phy_received_bits (rx_bits_phy)"
-FROM_BLOCKS = "fec_corrected_blocks x 1 bit / (rate x time up): a lower bound"
+FROM_BLOCKS = "fec_corrected_blocks x 1 bit / (negotiated rate x time up): a lower bound"
 # ... and what it divided by, on its own (BerNow.denominator: for the cable panel).
 BY_RX_BITS = "bits received (rx_bits_phy)"
 BY_RATE_TIME = "negotiated rate x time up"
