@@ -132,8 +132,18 @@ ETHTOOL_MAP: Mapping[Metric, tuple[Src, ...]] = {
         _s("rx_fcs_err_frames", drivers=_BNXT),
     ),
     Metric.LINK_DOWN_EVENTS: (_s("link_down_events_phy"),),  # en_stats.c phy group
-    # en_stats.c pport_phy_statistical_stats_desc (devices with the PPCNT statistical group)
+    # en_stats.c pport_phy_statistical_stats_desc (devices with the PPCNT statistical group;
+    # torvalds/linux 01dd74246c75: rx_pcs_symbol_err_phy, rx_corrected_bits_phy)
     Metric.PHY_CORRECTED_BITS: (_s("rx_corrected_bits_phy"),),
+    # The bits the port received (PPCNT phy_received_bits), the BER's denominator: named in
+    # mlx5's counters.rst (Documentation/networking/device_drivers/ethernet/mellanox/mlx5,
+    # "the corrected bit rate is rx_corrected_bits_phy divided by rx_bits_phy"), but the
+    # upstream en_stats.c above does not list it; the patch "net/mlx5e: Expose physical
+    # received bits counters to ethtool" (linux-rdma, 2026-01-06/12, RFC) adds it to that
+    # table; ionic reports the same name (kernel commit cb683ff6ee07, "ionic: Report
+    # rx_bits_phy stat to ethtool"). No capture has it: without it the BER divides by the
+    # negotiated rate x time (fabtop/core/ber.py).
+    Metric.PHY_RECEIVED_BITS: (_s("rx_bits_phy"),),
     # en_stats.c pport_per_tc_congest_prio_stats_desc: "rx_prio%d_marked" (ecn_marked_tc)
     Metric.ECN_MARKED: (_s("rx_prio{p}_marked", rollup=True),),
     Metric.ECN_MARKED_PRIO: (_s("rx_prio{p}_marked"),),

@@ -200,6 +200,14 @@ class Metric(StrEnum):
     TX_BYTES_PRIO = ("tx_bytes_prio", BYTES, True, "traffic", "Bytes sent, per priority")
     RX_PACKETS = ("rx_packets", PACKETS, False, "traffic", "Packets received")
     TX_PACKETS = ("tx_packets", PACKETS, False, "traffic", "Packets sent")
+    # what the pre-FEC BER divides by where the driver counts it (fabtop/core/ber.py)
+    PHY_RECEIVED_BITS = (
+        "phy_received_bits",
+        BITS,
+        False,
+        "traffic",
+        "Bits the physical layer received (the pre-FEC BER's denominator)",
+    )
 
 
 class Derived(StrEnum):

@@ -11,6 +11,7 @@ never a rate, an event count or a spike in the history's max tiers.
 
 Counters read at slow cadence and carried between reads (the FEC's, the CPU throttle
 count) get their rates between two reads, never per frame: fabtop/core/slow_rates.py.
+A sample that gives them no read time had them read with its frame, on the same path.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from fabtop.core.believe import (
     switched_feeds,
 )
 from fabtop.core.inference_rates import INFERENCE_RATE_NAMES, inference_rates
-from fabtop.core.slow_rates import RATE_NAMES, SlowRead, cpu_read, link_slow_read
+from fabtop.core.slow_rates import RATE_NAMES, SlowRead, cpu_read, has_slow, link_slow_read
 from fabtop.core.thresholds import effective
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
@@ -117,6 +118,9 @@ class LinkRates:
     # Seconds the rates span: the time between the link's two reads (the fast probe stamps
     # each), else between the two frames. rate x span_s is the counter's change.
     span_s: float | None = None
+    # ... and the slow metrics' rates (SLOW_METRICS), on the frame whose fresh read made
+    # them; None on the frames they are held on (carried: no new read), or none made.
+    slow_span_s: float | None = None
 
     @property
     def raw_rates(self) -> dict[str, dict[str, float]]:
@@ -168,7 +172,6 @@ class _Baseline:
     uptime_s: float
     links: dict[str, LinkSample]
     inference: dict[str, _InferenceBase]
-    cpu_throttle: int | None
     held: dict[str, dict[str, Held]] = field(default_factory=dict)  # link id -> name -> held
     tables: dict[str, _Table] = field(default_factory=dict)  # link id -> how it made rates
     slow: dict[str, SlowRead] = field(default_factory=dict)  # link id -> its last slow read
@@ -176,16 +179,18 @@ class _Baseline:
 
 
 def _slow_rates(
-    link: LinkSample, lr: LinkRates, last: SlowRead | None, events_per_s: float
+    link: LinkSample, lr: LinkRates, last: SlowRead | None, events_per_s: float, frame_ns: int
 ) -> SlowRead | None:
     """Put the rates of ``link``'s slow metrics on ``lr`` in place of per-frame ones: those
     between its last two fresh reads (fabtop/core/slow_rates.py); one that started over
     is a gap, as a reset of any counter is."""
     for rname in RATE_NAMES:
         lr.rates.pop(rname, None)
-    read, bad = link_slow_read(link, last, events_per_s)
+    read, bad = link_slow_read(link, last, events_per_s, frame_ns)
     if read is not None:
         lr.rates.update(read.rates)
+        if read is not last and read.rates:
+            lr.slow_span_s = read.span_s
     for name in bad:
         if name not in lr.norm_reset:
             lr.norm_reset.append(name)
@@ -666,7 +671,7 @@ class RateEngine:
         dt, stepped = remote_interval((sample.clock_ns - prev.clock_ns) / 1e9, d_up)
         if not dt > 0:
             return HostRates(host, None, stepped, {}, {}, glitch_count=self._glitches.get(host, 0))
-        inv_dt = 1.0 / dt
+        clock = sample.clock_ns
 
         links: dict[str, LinkRates] = {}
         held: dict[str, dict[str, Held]] = {}
@@ -685,8 +690,8 @@ class RateEngine:
                 ptables.get(lid),
             )
             links[lid] = lr
-            if link.slow_read_ns is not None:  # slow-cadence metrics, carried between reads
-                read = _slow_rates(link, lr, prev.slow.get(lid), self.events_per_s)
+            if has_slow(link):  # slow-cadence metrics, carried between reads
+                read = _slow_rates(link, lr, prev.slow.get(lid), self.events_per_s, clock)
                 if read is not None:
                     slow[lid] = read
             if table is not None:
@@ -696,17 +701,7 @@ class RateEngine:
             if lr.confirmed:
                 where = link.netdev or lid
                 notes.extend(f"counter glitch ignored on {where} {name}" for name in lr.confirmed)
-        cpu: float | None = None
-        n, pn = sample.cpu_throttle_count, prev.cpu_throttle
         cpu_last, cpu, glitch = cpu_read(sample, prev.cpu_read, self.events_per_s)
-        if cpu_last is None:  # no read time (a hand-built sample): read with its frame
-            # lower: the count was reset; all-ones or beyond any event rate: a glitched read
-            glitch = False
-            if n is not None and pn is not None and n >= pn and n not in ALL_ONES:
-                if n - pn <= bounds(None, dt, self.events_per_s)[4]:
-                    cpu = (n - pn) * inv_dt
-                else:
-                    glitch = True
         if glitch:
             notes.append("counter glitch ignored on CPU thermal throttle count")
         inference = self._rebaseline(sample, prev.inference, held, tables, slow, cpu_last)
@@ -746,7 +741,7 @@ class RateEngine:
         if slow is None:
             slow = {}
             for lid, link in sample.links.items():
-                read = link_slow_read(link, None, self.events_per_s)[0]
+                read = link_slow_read(link, None, self.events_per_s, sample.clock_ns)[0]
                 if read is not None:
                     slow[lid] = read
             cpu_last = cpu_read(sample, None, self.events_per_s)[0]
@@ -776,7 +771,6 @@ class RateEngine:
             sample.uptime_s,
             sample.links,
             bases,
-            sample.cpu_throttle_count,
             held,
             tables,
             slow,

@@ -8,7 +8,13 @@ between them, and holds on the frames until the next read: a chart at 3 a.m. the
 the rate the counter really ran at on every frame (a step per read), and the exporter's
 gauge is there at every scrape. Before the second read it is unknown (None), never 0; a
 counter that did not move between two reads is 0; one that went back (a driver reload) or
-beyond belief starts over from that read.
+beyond belief starts over from that read. The pre-FEC BER's windows are made of the same
+reads (fabtop/core/ber.py: each read's rate x its span, ``LinkRates.slow_span_s``).
+
+A sample that says no read time (one built by hand, or read from Prometheus, whose every
+step is a read) had its slow counters read with its frame: the frame's time is the read's,
+and they take this same path. Hand-built samples that carry a value between reads say so
+with a read time, as the probes' frames do.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class SlowRead:
     read_ns: int
     values: dict[str, MetricValue]
     rates: dict[str, RateValue]
+    span_s: float | None = None  # seconds from the read before (None: the first read)
 
 
 def between_reads(
@@ -53,6 +60,7 @@ def between_reads(
     """
     rates: dict[str, RateValue] = {}
     bad: list[str] = []
+    span = None
     if last is not None and t > last.read_ns:
         span = (t - last.read_ns) / 1e9
         for name, v in values.items():
@@ -65,18 +73,23 @@ def between_reads(
                 rates[rname] = d / span
             else:
                 bad.append(name)
-    return SlowRead(t, values, rates), bad
+    return SlowRead(t, values, rates, span), bad
+
+
+def has_slow(link: LinkSample) -> bool:
+    """True when ``link`` has a metric read at slow cadence (two lookups: most have none)."""
+    return link.slow_read_ns is not None or any(m in link.metrics for m in SLOW_METRICS)
 
 
 def link_slow_read(
-    link: LinkSample, last: SlowRead | None, events_per_s: float
+    link: LinkSample, last: SlowRead | None, events_per_s: float, frame_ns: int
 ) -> tuple[SlowRead | None, list[str]]:
     """The last read of ``link``'s slow metrics (``SLOW_METRICS``, read at
-    ``link.slow_read_ns``; None: it has none), made now if this read is new, and the
-    metrics that started over at it."""
-    t = link.slow_read_ns
-    if t is None:
+    ``link.slow_read_ns``, else with the frame at ``frame_ns``; None: it has none), made now
+    if this read is new, and the metrics that started over at it."""
+    if not has_slow(link):
         return None, []
+    t = frame_ns if link.slow_read_ns is None else link.slow_read_ns
     if last is not None and t == last.read_ns:
         return last, []  # carried: the rate between the last two reads holds
     values = {n: v for n, v in link.metrics.items() if n in SLOW_METRICS}
@@ -86,12 +99,14 @@ def link_slow_read(
 def cpu_read(
     sample: HostSample, last: SlowRead | None, events_per_s: float
 ) -> tuple[SlowRead | None, float | None, bool]:
-    """The host's last read of its CPU thermal throttle count (None: no count or no read
-    time), its rate, and whether this read glitched (rose beyond any event rate): said
-    once, on the read; a count that went down was reset, said by none."""
+    """The host's last read of its CPU thermal throttle count (None: no count; no read time:
+    read with the frame), its rate, and whether this read glitched (rose beyond any event
+    rate): said once, on the read; a count that went down was reset, said by none."""
     n, t = sample.cpu_throttle_count, sample.cpu_throttle_read_ns
-    if n is None or t is None:
+    if n is None:
         return None, None, False
+    if t is None:
+        t = sample.clock_ns
     if last is not None and t == last.read_ns:
         r = last.rates.get(_CPU_RATE)
         return last, r if isinstance(r, float) else None, False

@@ -2,6 +2,12 @@
 
 Samples go through the core's Pipeline (rates and history), as ``FabricState.apply_frame``
 does after assembling a frame, so the rules read exactly what they read live.
+
+A port's counters read at slow cadence (the FEC's, on optics rounds) carry a read time, as
+the probes' frames do. Grown at a rate (``Port.set``), they are read on every tick; set by
+the test itself (``port.metrics[...] = n``, an optics round), they are read on the tick that
+changed them and carried with that read time until the next change. A test that means
+otherwise gives ``slow_read_ns`` in the port's fields.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.normalize import SLOW_METRICS
 from collectors.samples import (
     GpuSample,
     HostSample,
@@ -56,6 +63,8 @@ class Fabric:
         self.t = T0
         self.seq = 0
         self.findings: list[Finding] = []
+        # per port: its slow metrics' values at their last read, and that read's time
+        self._slow_reads: dict[tuple[str, str], tuple[tuple[object, ...], int]] = {}
 
     def port(self, host: str, netdev: str = "enp65s0f0np0", **kw: object) -> Port:
         """A RoCE port (mlx5, 100 Gb/s, PFC on prio 3 unless told otherwise)."""
@@ -71,11 +80,14 @@ class Fabric:
         for p in self.ports.values():
             p.grow(dt)
         for name, h in self.hosts.items():
+            clock_ns = round(self.remote_s(name) * 1e9)
             links = {nd: p.sample() for (host, nd), p in self.ports.items() if host == name}
+            for nd, link in links.items():
+                self._stamp_slow_read((name, nd), link, clock_ns)
             sample = HostSample(
                 host=name,
                 seq=self.seq,
-                clock_ns=round(self.remote_s(name) * 1e9),
+                clock_ns=clock_ns,
                 uptime_s=self.t - T0 + 1000.0,
                 links=links,
                 gpus=copy.deepcopy(self.gpus.get(name, [])),
@@ -86,6 +98,18 @@ class Fabric:
             h.sample = sample
         self.findings = self.evaluator(self)
         return self.findings
+
+    def _stamp_slow_read(self, key: tuple[str, str], link: LinkSample, clock_ns: int) -> None:
+        """The read time of ``link``'s slow metrics: now if they grow at a rate or this
+        tick changed them, else the last read's (carried)."""
+        values = tuple(link.metrics.get(m) for m in sorted(SLOW_METRICS))
+        if link.slow_read_ns is not None or values == (None,) * len(values):
+            return
+        grown = any(m in self.ports[key].rates for m in SLOW_METRICS)
+        last = self._slow_reads.get(key)
+        if grown or last is None or last[0] != values:
+            last = self._slow_reads[key] = (values, clock_ns)
+        link.slow_read_ns = last[1]
 
     def remote_s(self, host: str) -> float:
         """The host's clock at this tick (a fabric with skewed clocks overrides it)."""

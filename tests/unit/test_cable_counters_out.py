@@ -28,6 +28,7 @@ def _docs() -> tuple[FabricState, list[dict[str, Any]]]:
             "phy_corrected_bits": bits,
             "fec_corrected_blocks": blocks,
             "fec_uncorrectable_blocks": lost,
+            "phy_received_bits": 106_250_000_000 * i,  # rx_bits_phy: the BER's denominator
             "rx_bytes": 10**9 * i,
         }
         link = LinkSample(id="eth1", netdev="eth1", physical=True, rate_gbps=100.0, metrics=metrics)
@@ -53,5 +54,6 @@ def test_cable_counters_in_snapshot_diff_and_export() -> None:
         for s in f.samples
     }
     assert exported["fabtop_link_phy_corrected_bits_total"] == 14_000
+    assert exported["fabtop_link_phy_received_bits_total"] == 106_250_000_000
     assert exported["fabtop_link_fec_uncorrectable_blocks_total"] == 2
     assert exported["fabtop_link_fec_corrected_blocks_total"] == 1_300

@@ -204,6 +204,15 @@ def test_pfc_priorities_unknown_without_mlx5_names(fixtures_dir: Path) -> None:
     assert pfc_priorities_from_names(_stats(fixtures_dir, "i40e_xxv710_25g_iwl")) is None
 
 
+def test_mlx5_phy_statistical_counters_give_the_ber_and_its_denominator() -> None:
+    # en_stats.c pport_phy_statistical_stats_desc, and rx_bits_phy where the driver has it
+    raw = {"rx_corrected_bits_phy": 1_234, "rx_bits_phy": 9_876_543_210, "rx_bytes_phy": 5}
+    m = normalize_ethtool(raw, "mlx5_core")
+    assert m["phy_corrected_bits"] == 1_234
+    assert m["phy_received_bits"] == 9_876_543_210
+    assert "phy_received_bits" not in normalize_ethtool({"rx_corrected_bits_phy": 1}, "mlx5_core")
+
+
 def test_tables_only_use_names_seen_or_cited(fixtures_dir: Path) -> None:
     """Every ethtool name in the table is in a capture or in the mlx5 en_stats.c set."""
     seen: set[str] = set()
@@ -219,6 +228,9 @@ def test_tables_only_use_names_seen_or_cited(fixtures_dir: Path) -> None:
         "rx_symbol_err_phy",
         "link_down_events_phy",
         "rx_corrected_bits_phy",  # pport_phy_statistical_stats_desc
+        # not in upstream en_stats.c: mlx5's counters.rst (the corrected bits' denominator),
+        # the RFC patch adding it to pport_phy_statistical_stats_desc, ionic (cb683ff6ee07)
+        "rx_bits_phy",
         "rx_prio{p}_marked",
         "rx_prio{p}_buf_discard",
         "rx_prio{p}_cong_discard",

@@ -15,12 +15,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors.frames import Frame, Section
 from collectors.vocabulary import Metric
 from fabtop.config import HostConfig
+from fabtop.core.ber import FROM_BLOCKS
+from fabtop.core.rules import Evaluator
 from fabtop.core.state import FabricState
 from fabtop.run import snapshot
 from fabtop.run.export import registry_for
 
 T0 = 1_700_000_000_000_000_000
 ROUND = 30  # frames (1 s apart) per optics round
+SYSNET = "eth0/mtu 1500\neth0/device -\neth0/operstate up\neth0/speed 100000\n"
 CORRECTED = Metric.FEC_CORRECTED_BLOCKS.per_s
 UNCORRECTABLE = Metric.FEC_UNCORRECTABLE_BLOCKS.per_s
 
@@ -34,7 +37,7 @@ def _frame(i: int, fec: tuple[int, int] | None, gen: str, stamped: bool = True) 
     t = T0 + i * 1_000_000_000
     sections = [
         Section("probe", None, t, "ok", None, f"gen {gen}"),
-        Section("sysnet", None, t, "ok", None, "eth0/mtu 1500\neth0/device -\n"),
+        Section("sysnet", None, t, "ok", None, SYSNET),
         Section("ethtool_i", "eth0", t, "ok", None, "driver: mlx5_core\nbus-info: 0:0a.0\n"),
     ]
     if fec is not None:
@@ -73,6 +76,40 @@ def test_a_fec_counter_reads_its_rate_between_two_rounds_on_every_frame(stamped:
     for r in seen[ROUND:]:
         assert r[CORRECTED] == 10.0
         assert r[UNCORRECTABLE] == 0.0
+
+
+def test_the_span_of_a_fresh_read_is_said_on_its_frame_only() -> None:
+    # the pre-FEC BER adds rate x span once per read (fabtop/core/ber.py): the span is on
+    # the frame whose read made the rates, never on the frames that carry them
+    state = FabricState([HostConfig("n1")])
+    spans = []
+    for i in range(ROUND * 3):
+        fec = (1000 + 300 * (i // ROUND), 7) if i % ROUND == 0 else None
+        state.apply_frame("n1", _frame(i, fec, f"c{i // ROUND}"))
+        rates = state.hosts["n1"].rates
+        assert rates is not None
+        spans.append(rates.links["eth0"].slow_span_s)
+    assert [i for i, s in enumerate(spans) if s is not None] == [ROUND, 2 * ROUND]
+    assert spans[ROUND] == spans[2 * ROUND] == 30.0
+
+
+def test_a_ber_read_in_fec_rounds_is_quiet_while_constant_and_named_when_it_climbs() -> None:
+    # The probes' frames through the assembler, the rate engine and the cable rules: the
+    # BER is made of the rounds' reads (each once, on its frame), never of carried values.
+    state = FabricState([HostConfig("n1")], rules=Evaluator())
+    blocks, named = 0, []
+    for i in range(ROUND * 16):
+        ber = 5e-8 if i < ROUND * 10 else 5e-8 * 10 ** ((i - ROUND * 10) / ROUND / 2)
+        fec = None
+        if i % ROUND == 0:
+            blocks += round(ber * 100e9 * ROUND)
+            fec = (blocks, 0)
+        state.apply_frame("n1", _frame(i, fec, f"c{blocks}"))
+        state.evaluate()
+        named += [(i, f) for f in state.findings if f.rule == "cable_ber"]
+    assert named and named[0][0] >= ROUND * 11  # quiet at a constant BER for 5 minutes
+    assert named[0][1].evidence["ber_counted_from"] == FROM_BLOCKS
+    assert float(named[0][1].evidence["ber_before"]) == pytest.approx(5e-8, rel=0.05)  # type: ignore[arg-type]
 
 
 def test_a_counter_that_stops_reads_0_from_the_next_read_on() -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from collectors.frames import Frame, Section
 from collectors.optics import (
     RX_LOL,
@@ -18,7 +20,7 @@ from collectors.optics import (
     Limits,
     ModuleDiag,
 )
-from fabtop.core.ber import FROM_BITS, FROM_BLOCKS
+from fabtop.core.ber import BY_RX_BITS, FROM_BITS, FROM_BITS_RX, FROM_BLOCKS, BerNow, ber_now
 from fabtop.core.findings import Finding
 from tests.unit.rules_support import Fabric, Port, by_rule
 
@@ -39,6 +41,12 @@ T0_NS = 1_700_000_000 * 10**9
 
 def cable(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.rule in CABLE_RULES]
+
+
+def link_ber(fab: Fabric, host: str, lid: str = "enp65s0f0np0") -> BerNow | None:
+    """The BER the cable rules measure now (what the cable panel shows)."""
+    track = fab.evaluator.memory(fab).cables.get(f"{host}/{lid}")
+    return ber_now(track, fab.evaluator.thresholds["ber_window_s"])
 
 
 def at_ber(p: Port, ber: float, counter: str = "phy_corrected_bits") -> None:
@@ -112,6 +120,40 @@ def test_a_first_read_just_before_a_round_does_not_hide_a_rise() -> None:
     rounds(fab, p, 6e-7, 3)  # 12 x: a decade, whatever the phase of the first read
     found = by_rule(fab.findings, "cable_ber")
     assert len(found) == 1 and float(found[0].evidence["ber_before"]) < 1e-7  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("counter", ["phy_corrected_bits", "fec_corrected_blocks"])
+def test_a_cable_that_stops_correcting_reads_0_within_a_window(counter: str) -> None:
+    # Reseated while up: the corrections stop. The BER is the last minute's reads: 0 once a
+    # minute of them counted none (it held the last minute with corrections for two more).
+    fab = Fabric()
+    p = fab.port("node1")
+    at_ber(p, 3e-5, counter)
+    fab.run(30, dt=5.0)
+    assert by_rule(fab.findings, "cable_ber")
+    at_ber(p, 0.0, counter)
+    fab.run(13, dt=5.0)  # 65 s
+    got = link_ber(fab, "node1")
+    assert got is not None and got.ber == 0.0
+
+
+def test_the_bits_received_are_the_denominator_where_the_driver_counts_them() -> None:
+    # rx_bits_phy counts the lanes' bits (the FEC's and line code's overhead included:
+    # 106.25 Gb/s on a 100G link); a port whose negotiated rate is unknown still has a BER
+    fab = Fabric()
+    p = fab.port("node1", rate_gbps=None)
+    p.set(phy_corrected_bits=3e-5 * 106.25e9, phy_received_bits=106.25e9)
+    q = fab.port("node1", "enp65s0f1np1")
+    q.set(phy_corrected_bits=3e-5 * 106.25e9)  # over the negotiated rate: 6 % high
+    found = {f.subject: f for f in by_rule(fab.run(8, dt=10.0), "cable_ber")}
+    rx_ev = found["node1/enp65s0f0np0"].evidence
+    assert rx_ev["ber_counted_from"] == FROM_BITS_RX and "rx_bits_phy" in FROM_BITS_RX
+    assert abs(float(rx_ev["ber"]) - 3e-5) / 3e-5 < 0.01  # type: ignore[arg-type]
+    shown = link_ber(fab, "node1")  # what the cable panel says beside the BER
+    assert shown is not None and shown.denominator == BY_RX_BITS
+    rate_ev = found["node1/enp65s0f1np1"].evidence
+    assert rate_ev["ber_counted_from"] == FROM_BITS and "rate x time" in FROM_BITS
+    assert abs(float(rate_ev["ber"]) - 3.1875e-5) / 3e-5 < 0.01  # type: ignore[arg-type]
 
 
 def test_ber_over_the_mark_from_blocks_says_it_is_a_lower_bound() -> None:

@@ -42,7 +42,14 @@ from collectors.optics import (
 )
 from collectors.samples import LinkSample
 from collectors.vocabulary import Metric
-from fabtop.core.ber import FROM_BITS, CableTrack, ber_now, ber_text, corrected_count
+from fabtop.core.ber import (
+    FROM_BLOCKS,
+    POINTS_PER_WINDOW,
+    CableTrack,
+    add_reads,
+    ber_now,
+    ber_text,
+)
 from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Evidence, Finding
 from fabtop.core.rules.context import LinkTick, RuleContext, link_down, r3
@@ -84,13 +91,11 @@ def _track(ctx: RuleContext, lt: LinkTick) -> CableTrack:
     return tr
 
 
-def _observe(
-    ctx: RuleContext, lt: LinkTick, tr: CableTrack, counted: tuple[int, str] | None
-) -> None:
-    """Add this frame's readings to the link's windows; note a flap and the BER before it."""
+def _observe(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> None:
+    """Add this frame's reads to the link's windows; note a flap and the BER before it."""
     link = lt.link
     win, keep = ctx.th("ber_window_s"), ctx.th("ber_trend_s")
-    step = win / 6.0
+    step = win / POINTS_PER_WINDOW
     down_n = link.metrics.get(Metric.LINK_DOWN_EVENTS)
     down_n = down_n if isinstance(down_n, int) else None
     up = not link_down(link.state)
@@ -99,7 +104,7 @@ def _observe(
     )
     if flapped:
         before = tr.ber.ber(win)
-        if before is None and tr.ber.last is not None and tr.ber.points:
+        if before is None and tr.ber.buckets:
             before = tr.ber.ber(tr.ber.span_s())  # a window not yet full: what it covered
         if before is not None:
             tr.ber_before_flap = before
@@ -108,13 +113,7 @@ def _observe(
     if up and tr.up_since is None:
         tr.up_since = lt.t
     tr.up, tr.down_events, tr.last_t = up, down_n, lt.t
-    rate = link.rate_gbps * 1e9 if up and link.rate_gbps else 0.0
-    if counted is not None and (up or tr.ber.last is not None):
-        tr.ber.counted_from = counted[1]
-        tr.ber.add(lt.t, counted[0], rate, step, keep)
-    symbols = link.metrics.get(Metric.RX_PHY_ERRORS)
-    if link.link_layer == "InfiniBand" and isinstance(symbols, int):
-        tr.symbols.add(lt.t, symbols, rate, step, keep)
+    add_reads(tr, lt.t, link, lt.rates, up, step, keep)
 
 
 @window_rule(BER, AFTER_FLAP, UNCORRECTABLE, INTEGRITY, window=("ber_window_s",))
@@ -134,7 +133,7 @@ def cable_errors(ctx: RuleContext) -> list[Finding]:
         ):
             continue
         tr = _track(ctx, lt)
-        _observe(ctx, lt, tr, corrected_count(link))
+        _observe(ctx, lt, tr)
         if lt.dt is None:
             continue
         ctx.report_debounced(out, _ber_finding(ctx, lt, tr), (BER, lt.subject), lt.t, lt.dt)
@@ -177,7 +176,7 @@ def _ber_finding(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> Finding | No
     if rising and before is not None:
         trend = "" if per_h is None else f", {per_h:+.1f} decades/hour"
         why = f"up from {ber_text(before)}{trend}" + (f"; {why}" if why else "")
-    bound = "" if tr.ber.counted_from == FROM_BITS else " (at least: from corrected blocks)"
+    bound = " (at least: from corrected blocks)" if tr.ber.counted_from == FROM_BLOCKS else ""
     return _finding(
         lt,
         BER,
@@ -198,8 +197,7 @@ def _ber_finding(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> Finding | No
 
 def _after_flap(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> Finding | None:
     before = tr.ber_before_flap
-    last = tr.ber.last
-    if before is None or last is None or not tr.up:
+    if before is None or not tr.ber.buckets or not tr.up:
         return None
     span = tr.ber.span_s()
     if span < ctx.th("ber_flap_settle_s") - 0.05:
