@@ -58,6 +58,7 @@ async def test_both_ends_of_a_degrading_cable_side_by_side() -> None:
         this, lanes, flags, events, far = text.splitlines()
         assert this.startswith(" this end node1/enp65s0f1np1  QSFP28 FS  41 °C  FEC RS")
         assert "pre-FEC BER " in this and "dec/h" in this
+        assert "÷ rate x time" in this  # the demo port counts no bits received: rate x time
         assert "1: -0.5 (+9.5 dB)" in lanes and "2: -9.6 (+0.4 dB)" in lanes
         assert flags.split() == ["flags", "2:", "rx", "loss", "of", "signal"]
         assert events.split()[0] == "events" and "ago tx: +1 errors, +1 recovered" in events

@@ -15,13 +15,16 @@ from rich.text import Text
 from collectors.optics import SIGNAL_TEXT, TEMPERATURE_C
 from collectors.samples import LinkSample
 from collectors.text import clean
-from fabtop.core.ber import FROM_BLOCKS, ber_text
+from fabtop.core.ber import BY_RATE_TIME, BY_RX_BITS, FROM_BLOCKS, ber_text
 from fabtop.core.cables import Cable, CableEnd, far_end
 from fabtop.core.findings import port_ref
 from fabtop.core.rules import link_ber
 from fabtop.core.rules.cable import cable_events, event_what, rx_margins
 from fabtop.core.state import FabricState
 from fabtop.core.units import age
+
+# The BER's denominator, short (fabtop.core.ber says each in full)
+_PER = {BY_RX_BITS: "bits rx", BY_RATE_TIME: "rate x time"}
 
 
 def find_link(state: FabricState, host: str, port: str) -> tuple[str, LinkSample] | None:
@@ -93,6 +96,7 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
         t.append("  pre-FEC BER ")
         lower = "≥" if ber.counted_from == FROM_BLOCKS else ""
         t.append(lower + ber_text(ber.ber), "bold")
+        t.append(f" ÷ {_PER[ber.denominator]}", "dim")  # what the bits corrected are over
         if ber.decades_per_h is not None:
             per_h = ber.decades_per_h
             t.append(f" {per_h:+.1f} dec/h", "bold red" if per_h >= 1 else "dim")
