@@ -1,0 +1,102 @@
+"""The info series read back (fabtop/run/promself_info.py): every fact a screen shows of the
+demo (PCIe, the DSCP map, buffers, versions, Thunderbolt, GPUs' slow numbers, inference
+latencies, the shard's own coverage gaps) comes back as the shard had it, value by value.
+
+In-process answers, as tests/unit/test_promself.py makes them (the exporter's exposition as
+the query API's JSON).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+
+from fabtop.core.coverage import coverage, gap, host_gaps
+from fabtop.core.state import FabricState
+from fabtop.core.thunderbolt import pair_cables
+from fabtop.run.demo import ManualClock, demo_state
+from fabtop.run.promself_info import parse_dscp
+from fabtop.run.promself_series import read_own, sample_of
+from tests.unit.test_promself import T0, exposition, reader, stamps, up
+
+
+@pytest.fixture(scope="module")
+def demo() -> FabricState:
+    state, _, _ = demo_state(until_s=50.0, history_s=6.0)
+    return state
+
+
+def _peers(tb: Any) -> list[Any]:
+    """A host's cable ends in one order (the exporter serves them by port)."""
+    return sorted(tb.peers, key=lambda p: str(p.port or p.netdev))
+
+
+def test_every_fact_of_a_sample_comes_back_value_by_value(demo: FabricState) -> None:
+    results = exposition(demo)
+    answer = read_own(results, stamps(results, T0))
+    assert answer.infos
+    checked = 0
+    for name, hs in demo.hosts.items():
+        want = hs.sample
+        assert want is not None
+        got = sample_of(answer.hosts[name], 1)
+        for lid, link in want.links.items():
+            back = got.links[lid]
+            assert back.pcie == link.pcie, (name, lid)
+            if link.qos is not None:
+                assert back.qos is not None
+                # all but ETS, which no series carries (shown on no screen)
+                assert dataclasses.replace(back.qos, ets=link.qos.ets) == link.qos, (name, lid)
+                checked += bool(link.qos.dscp2prio)
+            assert back.state == link.state, (name, lid)  # "" is no state, never "down"
+        assert got.versions == want.versions, name
+        assert got.probe == want.probe
+        if want.thunderbolt is None:
+            assert got.thunderbolt is None
+        else:
+            tb, wtb = got.thunderbolt, want.thunderbolt
+            assert tb is not None
+            assert (tb.source, tb.self_uid, tb.generation, tb.domain_uids) == (
+                wtb.source,
+                wtb.self_uid,
+                wtb.generation,
+                wtb.domain_uids,
+            )
+            assert _peers(tb) == _peers(wtb), name
+        assert got.gpus == want.gpus, name  # every field, limits and PCIe included
+        for g, w in zip(got.inference, want.inference, strict=True):
+            assert (g.prompt_tokens_total, g.preemptions_total) == (
+                w.prompt_tokens_total,
+                w.preemptions_total,
+            )
+    assert checked >= 8  # the demo's RoCE ports have DSCP maps
+    # the cables pair as on the direct path (macOS ports with identities of their own)
+    back = {n: sample_of(answer.hosts[n], 1) for n in demo.hosts}
+    direct = {n: hs.sample for n, hs in demo.hosts.items()}
+    assert [c.text for c in pair_cables(back)] == [c.text for c in pair_cables(direct)]
+    assert any(c.status == "paired" for c in pair_cables(back))
+
+
+def test_the_coverage_lines_are_the_shards_own(demo: FabricState) -> None:
+    """A shard's word wins over a recomputation: the Macs' unverified sources (the shard
+    saw their frames; the rebuilt sample has no macOS section) come back."""
+    results = exposition(demo)
+    src = reader(ManualClock(), [(stamps(results, T0), results, [up("1")])])
+    assert asyncio.run(src.poll_once()) == len(demo.hosts)
+    st = src.state
+    want = coverage(demo, demo.now(), demo.interval).gaps
+    assert any(line.startswith("unverified on mac1, mac2 (") for line in want)
+    for name, hs in demo.hosts.items():  # each host's lines, word for word
+        assert host_gaps(st.hosts[name]) == host_gaps(hs), name
+    assert len(coverage(st, st.now(), st.interval).gaps) == len(want)
+
+
+def test_a_gap_the_reader_does_not_know_and_bad_dscp_lists_are_dropped() -> None:
+    assert gap("warp_drive", "tool_missing") is None  # a newer shard's source: not a line
+    assert gap("rdma", "tool_missing", "no /sys/class/infiniband") is not None
+    assert parse_dscp("0-7,46") == [*range(8), 46]
+    for bad in ("", "7-0", "64", "1,,2", "a-b", "٣"):
+        assert parse_dscp(bad) is None, bad
