@@ -39,6 +39,7 @@ from fabtop.core.rules.context import host_time
 from fabtop.core.rules.context import link_up as link_up  # for the views and the exporter
 
 if TYPE_CHECKING:
+    from fabtop.core.ber import BerNow
     from fabtop.core.coverage import Gap
 from fabtop.core.thresholds import effective
 
@@ -111,6 +112,9 @@ class HostState:
     # the shard's fabtop_coverage_gap): its word wins over a recomputation from the sample
     # rebuilt here, which lacks what the shard saw. None: recompute (coverage.gaps_of).
     said_gaps: tuple[Gap, ...] | None = None
+    # Its links' pre-FEC BER as its exporter measured it (read back): the windows are the
+    # shard's, over its own reads (fabtop.core.rules.link_ber answers it first).
+    said_ber: dict[str, BerNow] = field(default_factory=dict)
 
     @property
     def connected(self) -> bool:

@@ -41,6 +41,7 @@ from collectors.text import clean
 from fabtop.config import HostConfig
 from fabtop.core.findings import Finding, port_ref
 from fabtop.core.state import DOWN, FabricState
+from fabtop.run.promself_info import bers
 from fabtop.run.promself_series import (
     PRIORITIES,
     OwnAnswer,
@@ -299,8 +300,9 @@ class OwnSeries:
             self._seq += 1
             st.apply_sample(name, sample_of(h, self._seq))
             hs = st.hosts[name]
-            if answer.infos:  # the shard's coverage gaps: its word, none said is none
+            if answer.infos:  # the shard's coverage gaps and BERs: its word, none is none
                 hs.said_gaps = tuple(h.info.gaps)
+                hs.said_ber = bers(h.info)
             for url, said in h.latencies.items():  # from histograms the series lack
                 rates = hs.rates.inference.get(url) if hs.rates is not None else None
                 if rates is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from collectors.optics import FecState, HealthReporter, LaneOptics, Limits, ModuleDiag
 from collectors.samples import (
     HostSample,
     PcieLink,
@@ -21,7 +22,9 @@ from collectors.samples import (
     ThunderboltPeer,
     VersionRead,
 )
+from fabtop.core.ber import FROM_BITS, FROM_BLOCKS, BerNow
 from fabtop.core.coverage import Gap, gap
+from fabtop.run.export_cable import CABLE_SCALES, LIMITS, MAX_FLAGS, MAX_LANES, MAX_REPORTERS
 from fabtop.run.export_info import GPU_NUMBERS
 
 # Reads one label: its text, or None when absent or unusable (promself_series._label).
@@ -39,6 +42,27 @@ LINK_FAMILIES = frozenset(
         "fabtop_link_buffer_size_bytes",
     }
 )
+# A cable's series (fabtop/run/export_cable.py): their name in series -> (ModuleDiag
+# quantity, the exporter's scale).
+QUANTITY: dict[str, tuple[str, float]] = {n: (q, sc) for q, (n, sc) in CABLE_SCALES.items()}
+CABLE_FAMILIES = frozenset(
+    {
+        "fabtop_link_module_info",
+        "fabtop_link_module_temperature_celsius",
+        "fabtop_link_module_voltage_volts",
+        "fabtop_link_module_limit",
+        "fabtop_link_module_flag_info",
+        "fabtop_link_fec_info",
+        "fabtop_link_health_reporter_info",
+        "fabtop_link_health_reporter_errors_total",
+        "fabtop_link_health_reporter_recovers_total",
+        "fabtop_link_pre_fec_ber",
+        "fabtop_link_pre_fec_ber_baseline",
+        "fabtop_link_pre_fec_ber_trend_decades_per_hour",
+    }
+    | {f"fabtop_link_module_lane_{n}" for n in QUANTITY}
+)
+MODULE_INFO = ("identifier", "vendor", "part", "serial", "connector", "rx_power_kind")
 # SoftwareVersions' fields, as fabtop_software_version_info's software label names them.
 SOFTWARE = ("kernel", "rdma_core", "ofed", "nvidia_driver", "nccl")
 MAX_BUFFERS = 16  # as export_info exports them
@@ -62,11 +86,49 @@ class OwnInfo:
     tb_generation: int | None = None
     tb_peers: dict[str, ThunderboltPeer] = field(default_factory=dict)  # by port label
     gaps: list[Gap] = field(default_factory=list)
+    modules: dict[str, OwnModule] = field(default_factory=dict)
+    fec: dict[str, FecState] = field(default_factory=dict)
+    health: dict[str, dict[tuple[str, str], dict[str, object]]] = field(default_factory=dict)
+    ber: dict[str, dict[str, float | str]] = field(default_factory=dict)
 
     @property
     def qos_links(self) -> set[str]:
         """Links with a QoS fact here (a QosConfig is built for each)."""
         return {*self.dscp, *self.prio_buffer, *self.buffer_size}
+
+
+@dataclass(slots=True)
+class OwnModule:
+    """One link's module diagnostics, gathered series by series."""
+
+    texts: dict[str, str | None] = field(default_factory=dict)
+    temperature_c: float | None = None
+    voltage_v: float | None = None
+    lanes: dict[int, dict[str, float]] = field(default_factory=dict)  # lane -> quantity
+    limits: dict[str, dict[str, float]] = field(default_factory=dict)  # quantity -> limit
+    flags: list[str] = field(default_factory=list)
+
+    def diag(self) -> ModuleDiag:
+        t = self.texts
+        return ModuleDiag(
+            identifier=t.get("identifier"),
+            vendor=t.get("vendor"),
+            part=t.get("part"),
+            serial=t.get("serial"),
+            connector=t.get("connector"),
+            temperature_c=self.temperature_c,
+            voltage_v=self.voltage_v,
+            lanes=tuple(LaneOptics(n, **q) for n, q in sorted(self.lanes.items())),
+            rx_power_kind=t.get("rx_power_kind"),
+            limits={q: Limits(**lim) for q, lim in self.limits.items()},
+            flags=tuple(self.flags),
+        )
+
+
+def _unscale(value: float, scale: float) -> float:
+    """A value back in its unit: 1.5975 mW out as 0.0015975 W comes back 1.5975, not
+    1.5974999999999999 (12 digits: more than any tool prints)."""
+    return value if scale == 1.0 else float(f"{value / scale:.12g}")
 
 
 def _int(v: str | None, most: int) -> int | None:
@@ -88,7 +150,10 @@ def parse_dscp(text: str) -> list[int] | None:
 def place_link(
     info: OwnInfo, lid: str, name: str, labels: Mapping[str, object], value: float, text: Text
 ) -> str | None:
-    """File one of LINK_FAMILIES' values on link ``lid``; why not, when it cannot be."""
+    """File one of LINK_FAMILIES' or CABLE_FAMILIES' values on link ``lid``; why not, when
+    it cannot be."""
+    if name in CABLE_FAMILIES:
+        return _cable(info, lid, name, labels, value, text)
     if name in ("fabtop_link_pcie_transfers_per_second", "fabtop_link_pcie_lanes"):
         bound = text(labels, "bound")
         if bound not in ("current", "max"):
@@ -117,6 +182,78 @@ def place_link(
         return "dropped (no dscp list)"
     info.dscp.setdefault(lid, {}).update(dict.fromkeys(dscps, prio))
     return None
+
+
+def _cable(
+    info: OwnInfo, lid: str, name: str, labels: Mapping[str, object], value: float, text: Text
+) -> str | None:
+    if name.startswith("fabtop_link_module_"):
+        m = info.modules.setdefault(lid, OwnModule())
+        if name == "fabtop_link_module_info":
+            m.texts = {k: text(labels, k) for k in MODULE_INFO}
+        elif name == "fabtop_link_module_temperature_celsius":
+            m.temperature_c = value
+        elif name == "fabtop_link_module_voltage_volts":
+            m.voltage_v = value
+        elif name == "fabtop_link_module_flag_info":
+            flag = text(labels, "flag")
+            if flag is not None and len(m.flags) < MAX_FLAGS:
+                m.flags.append(flag)
+        elif name == "fabtop_link_module_limit":
+            q, which = QUANTITY.get(text(labels, "quantity") or ""), text(labels, "limit")
+            if q is None or which not in LIMITS:
+                return "dropped (no known quantity and limit)"
+            m.limits.setdefault(q[0], {})[which] = _unscale(value, q[1])
+        else:  # a lane's bias or power
+            q = QUANTITY.get(name.removeprefix("fabtop_link_module_lane_"))
+            lane = _int(text(labels, "lane"), 16)
+            if q is None or lane is None or (lane not in m.lanes and len(m.lanes) >= MAX_LANES):
+                return "dropped (no lane 0-16)"
+            m.lanes.setdefault(lane, {})[q[0]] = _unscale(value, q[1])
+        return None
+    if name == "fabtop_link_fec_info":
+        hist = {"yes": True, "no": False}.get(text(labels, "histogram") or "")
+        modes = tuple(x for x in (text(labels, "configured") or "").split(",") if x)
+        info.fec[lid] = FecState(modes, text(labels, "active"), hist)
+        return None
+    if name.startswith("fabtop_link_health_reporter_"):
+        device, reporter = text(labels, "device"), text(labels, "reporter")
+        reporters = info.health.setdefault(lid, {})
+        key = (device or "", reporter or "")
+        if reporter is None or (key not in reporters and len(reporters) >= MAX_REPORTERS):
+            return "dropped (no reporter)"
+        r = reporters.setdefault(key, {"device": key[0], "name": reporter})
+        if name.endswith("_info"):
+            r["state"], r["last_dump"] = text(labels, "state"), text(labels, "last_dump")
+            r["auto_recover"] = {"true": True, "false": False}.get(
+                text(labels, "auto_recover") or ""
+            )
+        elif 0 <= value <= 2**63:
+            r["error" if name.endswith("_errors_total") else "recover"] = round(value)
+        return None
+    ber = info.ber.setdefault(lid, {})  # the pre-FEC BER as the shard measured it
+    if name.endswith("_decades_per_hour"):
+        ber["decades_per_h"] = value
+    else:
+        ber["before" if name.endswith("_baseline") else "ber"] = value
+        ber["counted_from"] = (
+            FROM_BLOCKS if text(labels, "counted_from") == "corrected_blocks" else FROM_BITS
+        )
+    return None
+
+
+def bers(info: OwnInfo) -> dict[str, BerNow]:
+    """Each link's pre-FEC BER as its shard measured it (fabtop.core.rules.link_ber)."""
+    out = {}
+    for lid, b in info.ber.items():
+        num = {k: v for k, v in b.items() if isinstance(v, float)}
+        out[lid] = BerNow(
+            num.get("ber"),
+            num.get("before"),
+            num.get("decades_per_h"),
+            str(b.get("counted_from", FROM_BITS)),
+        )
+    return out
 
 
 def place_host(
@@ -197,6 +334,15 @@ def finish(info: OwnInfo, s: HostSample) -> None:
     for lid, pc in info.pcie.items():
         if lid in s.links:
             s.links[lid].pcie = pc
+    for lid, m in info.modules.items():
+        if lid in s.links:
+            s.links[lid].module = m.diag()
+    for lid, fec in info.fec.items():
+        if lid in s.links:
+            s.links[lid].fec = fec
+    for lid, reporters in info.health.items():
+        if lid in s.links:
+            s.links[lid].health = tuple(HealthReporter(**r) for r in reporters.values())  # type: ignore[arg-type]
     if info.versions:
         s.versions = SoftwareVersions(**info.versions)
     s.probe = info.probe

@@ -23,6 +23,7 @@ from fabtop.core.findings import SEVERITIES
 from fabtop.core.rules.gpu import HW_SLOWDOWN, SW_SLOWDOWN
 from fabtop.run.export import COUNTER_UNITS, GPU_GAUGES, LINK_COUNTERS, counter_name
 from fabtop.run.promself_info import (
+    CABLE_FAMILIES,
     GPU_INFO_NUMBERS,
     LINK_FAMILIES,
     OwnInfo,
@@ -406,7 +407,7 @@ def _place_link(
         h.stated.add(link.id)
         for key in ("state", "port_state", "phys_state"):
             setattr(link, key, _label(labels, key))
-    elif name in LINK_FAMILIES:
+    elif name in LINK_FAMILIES or name in CABLE_FAMILIES:
         return place_link(h.info, link.id, name, labels, value, _label)
     return None
 

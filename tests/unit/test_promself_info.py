@@ -14,12 +14,18 @@ from typing import Any
 
 import pytest
 
+from collectors.optics import Limits
+from collectors.parsers.devlink_health import parse_devlink_health
+from collectors.parsers.ethtool_module import parse_ethtool_module
+from collectors.parsers.fec import parse_show_fec
 from fabtop.core.coverage import coverage, gap, host_gaps
+from fabtop.core.rules import link_ber
 from fabtop.core.state import FabricState
 from fabtop.core.thunderbolt import pair_cables
-from fabtop.run.demo import ManualClock, demo_state
+from fabtop.run.demo import ManualClock, demo_state, scenario_fabric
 from fabtop.run.promself_info import parse_dscp
 from fabtop.run.promself_series import read_own, sample_of
+from tests.conftest import REPO
 from tests.unit.test_promself import T0, exposition, reader, stamps, up
 
 
@@ -100,3 +106,60 @@ def test_a_gap_the_reader_does_not_know_and_bad_dscp_lists_are_dropped() -> None
     assert parse_dscp("0-7,46") == [*range(8), 46]
     for bad in ("", "7-0", "64", "1,,2", "a-b", "٣"):
         assert parse_dscp(bad) is None, bad
+
+
+OPTICS = REPO / "tests" / "fixtures" / "optics"
+PORTS = ("enp65s0f0np0", "enp65s0f1np1", "enp65s0f2np2")
+
+
+def _captured(n: int) -> dict[str, Any]:
+    """Port ``n``'s module, FEC and health reporters as real captures have them."""
+    module = (
+        "ethtool_m_qsfpdd_cmis4_400g_xdr4_temp_warning_netdev.txt",  # 8 lanes, a flag
+        "ethtool_m_qsfp28_aoc_oma_zero_thresholds_sonic.txt",  # OMA, no limits
+        "ethtool_m_sfp_xgspon_dark_rx_netdev.txt",  # a dark lane
+    )[n]
+    fec = (
+        "show_fec_per_lane_netdev.txt",
+        "show_fec_ice_e810_netdev.txt",
+        "show_fec_hist_netdev.txt",
+    )
+    health = (
+        "devlink_health_port_reporters_netdev.txt",
+        "devlink_health_mlx5_tx_netdev.txt",
+        "devlink_health_ice_e810_port_error_netdev.txt",
+    )
+    return {
+        "module": parse_ethtool_module((OPTICS / module).read_text()).module,
+        "fec": parse_show_fec((OPTICS / fec[n]).read_text()).state,
+        "health": parse_devlink_health((OPTICS / health[n]).read_text()).reporters,
+    }
+
+
+def test_a_cables_optics_fec_health_and_ber_come_back_value_by_value() -> None:
+    # 125 s into the degrading optic (2.5 s frames): the shard's rules measure its BER
+    fabric = scenario_fabric("optic_degrade", interval_s=2.5, hosts=2)
+    state, _, _ = demo_state(125.0, fabric=fabric, history_s=125.0, interval=2.5)
+    links = state.hosts["node1"].sample.links  # type: ignore[union-attr]
+    for n, port in enumerate(PORTS):
+        links[port] = dataclasses.replace(links[port], **_captured(n))
+    results = exposition(state)
+    src = reader(ManualClock(), [(stamps(results, T0), results, [up("1")])])
+    assert asyncio.run(src.poll_once()) == 2
+    back = src.state.hosts["node1"].sample.links
+    for port in PORTS:
+        want = links[port]
+        assert want.module is not None and want.fec is not None and want.health
+        got = back[port]
+        # lanes, limits, flags, a dark lane's 0 mW; a module that implements no limit
+        # (all zero: None each) has none said, as it has none
+        said = {q: lim for q, lim in want.module.limits.items() if lim != Limits()}
+        assert got.module == dataclasses.replace(want.module, limits=said), port
+        assert got.fec == want.fec and got.health == want.health, port
+    # the BER the shard's cable rules measure, with its trend: the panel's figure
+    for port in ("enp65s0f1np1", "enp65s0f3np3"):  # the degrading port and a healthy one
+        want_ber = link_ber(state, "node1", port)
+        assert want_ber is not None and want_ber.ber is not None
+        assert link_ber(src.state, "node1", port) == want_ber, port
+    shard = {r["metric"]["__name__"] for r in results}
+    assert {"fabtop_link_module_lane_rx_power_watts", "fabtop_link_pre_fec_ber"} <= shard

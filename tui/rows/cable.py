@@ -15,10 +15,10 @@ from rich.text import Text
 from collectors.optics import TEMPERATURE_C
 from collectors.samples import LinkSample
 from collectors.text import clean
-from fabtop.core.ber import FROM_BLOCKS, BerNow, ber_now, ber_text
+from fabtop.core.ber import FROM_BLOCKS, ber_text
 from fabtop.core.cables import Cable, CableEnd, far_end
 from fabtop.core.findings import port_ref
-from fabtop.core.rules import Evaluator
+from fabtop.core.rules import link_ber as link_ber  # the panel's BER: the rules' own
 from fabtop.core.rules.cable import rx_margins
 from fabtop.core.state import FabricState
 
@@ -32,15 +32,6 @@ def find_link(state: FabricState, host: str, port: str) -> tuple[str, LinkSample
         if port_ref(host, link).name == port:
             return lid, link
     return None
-
-
-def link_ber(state: FabricState, host: str, lid: str) -> BerNow | None:
-    """The link's BER as the state's cable rules measure it (None: no rules, no count)."""
-    rules = state.rules
-    if not isinstance(rules, Evaluator):
-        return None
-    track = rules.memory(state).cables.get(f"{host}/{lid}")
-    return ber_now(track, rules.thresholds["ber_window_s"])
 
 
 def cable_panel(state: FabricState, host: str, lid: str, cables: Sequence[Cable]) -> Text | None:

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from fabtop.core.ber import BerNow, ber_now
 from fabtop.core.findings import Finding
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
 from fabtop.core.rules import (
@@ -58,6 +60,9 @@ from fabtop.core.rules.context import (
 )
 from fabtop.core.rules.kinds import HOLDS, STATE, WINDOW, kind_of
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, effective, unknown_thresholds
+
+if TYPE_CHECKING:
+    from fabtop.core.state import FabricState
 
 Rule = Callable[[RuleContext], list[Finding]]
 
@@ -291,3 +296,18 @@ __all__ = [
     "make_evaluator",
     "unknown_thresholds",
 ]
+
+
+def link_ber(state: FabricState, host: str, lid: str) -> BerNow | None:
+    """A link's pre-FEC BER as the cable rules measure it (None: no rules, no count); read
+    back through Prometheus (``HostState.said_ber``), its shard's measurement: the windows
+    are the shard's, over its reads, which a scrape cannot rebuild."""
+    hs = state.hosts.get(host)
+    said = hs.said_ber.get(lid) if hs is not None else None
+    if said is not None:
+        return said
+    rules = state.rules
+    if not isinstance(rules, Evaluator):
+        return None
+    track = rules.memory(state).cables.get(f"{host}/{lid}")
+    return ber_now(track, rules.thresholds["ber_window_s"])
