@@ -161,5 +161,7 @@ def test_a_cables_optics_fec_health_and_ber_come_back_value_by_value() -> None:
         want_ber = link_ber(state, "node1", port)
         assert want_ber is not None and want_ber.ber is not None
         assert link_ber(src.state, "node1", port) == want_ber, port
+    degrading = link_ber(src.state, "node1", "enp65s0f1np1")
+    assert degrading is not None and (degrading.decades_per_h or 0) > 1  # its trend too
     shard = {r["metric"]["__name__"] for r in results}
     assert {"fabtop_link_module_lane_rx_power_watts", "fabtop_link_pre_fec_ber"} <= shard
