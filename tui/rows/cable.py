@@ -18,7 +18,7 @@ from collectors.text import clean
 from fabtop.core.ber import FROM_BLOCKS, ber_text
 from fabtop.core.cables import Cable, CableEnd, far_end
 from fabtop.core.findings import port_ref
-from fabtop.core.rules import link_ber as link_ber  # the panel's BER: the rules' own
+from fabtop.core.rules import link_ber
 from fabtop.core.rules.cable import rx_margins
 from fabtop.core.state import FabricState
 

@@ -61,7 +61,7 @@ from fabtop.core.rules.context import (
 from fabtop.core.rules.kinds import HOLDS, STATE, WINDOW, kind_of
 from fabtop.core.thresholds import DEFAULT_THRESHOLDS, effective, unknown_thresholds
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the state imports the rules' context: a type only, never at run time
     from fabtop.core.state import FabricState
 
 Rule = Callable[[RuleContext], list[Finding]]
@@ -283,6 +283,22 @@ def make_evaluator(
     return Evaluator(thresholds, firewall_ports=firewall_ports)
 
 
+def link_ber(state: FabricState, host: str, lid: str) -> BerNow | None:
+    """A link's pre-FEC BER as the state's cable rules measure it (None: no rules, or the
+    link counts no corrections): the one figure the cable panel, snapshot and diff show.
+    Read back through Prometheus, its shard's measurement (``HostState.said_ber``): the
+    windows are the shard's, over its own reads, which a scrape cannot rebuild."""
+    hs = state.hosts.get(host)
+    said = hs.said_ber.get(lid) if hs is not None else None
+    if said is not None:
+        return said
+    rules = state.rules
+    if not isinstance(rules, Evaluator):
+        return None
+    track = rules.memory(state).cables.get(f"{host}/{lid}")
+    return ber_now(track, rules.thresholds["ber_window_s"])
+
+
 __all__ = [
     "DEFAULT_THRESHOLDS",
     "RULES",
@@ -293,21 +309,7 @@ __all__ = [
     "RuleContext",
     "RuleMemory",
     "evaluate",
+    "link_ber",
     "make_evaluator",
     "unknown_thresholds",
 ]
-
-
-def link_ber(state: FabricState, host: str, lid: str) -> BerNow | None:
-    """A link's pre-FEC BER as the cable rules measure it (None: no rules, no count); read
-    back through Prometheus (``HostState.said_ber``), its shard's measurement: the windows
-    are the shard's, over its reads, which a scrape cannot rebuild."""
-    hs = state.hosts.get(host)
-    said = hs.said_ber.get(lid) if hs is not None else None
-    if said is not None:
-        return said
-    rules = state.rules
-    if not isinstance(rules, Evaluator):
-        return None
-    track = rules.memory(state).cables.get(f"{host}/{lid}")
-    return ber_now(track, rules.thresholds["ber_window_s"])
