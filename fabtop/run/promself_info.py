@@ -167,10 +167,10 @@ def place_link(
     prio = _int(text(labels, "priority"), 7)
     if name == "fabtop_link_buffer_size_bytes":
         buf = _int(text(labels, "buffer"), 255)
-        sizes = info.buffer_size.setdefault(lid, {})
+        sizes = info.buffer_size.get(lid, {})
         if buf is None or len(sizes) >= MAX_BUFFERS:
             return "dropped (no buffer 0-255)"
-        sizes[buf] = round(value)
+        info.buffer_size[lid] = {**sizes, buf: round(value)}
         return None
     if prio is None:
         return "dropped (no priority 0-7)"
@@ -188,7 +188,8 @@ def _cable(
     info: OwnInfo, lid: str, name: str, labels: Mapping[str, object], value: float, text: Text
 ) -> str | None:
     if name.startswith("fabtop_link_module_"):
-        m = info.modules.setdefault(lid, OwnModule())
+        # a module comes to be with its first usable value (never from a dropped one)
+        m = info.modules.get(lid) or OwnModule()
         if name == "fabtop_link_module_info":
             m.texts = {k: text(labels, k) for k in MODULE_INFO}
         elif name == "fabtop_link_module_temperature_celsius":
@@ -210,6 +211,7 @@ def _cable(
             if q is None or lane is None or (lane not in m.lanes and len(m.lanes) >= MAX_LANES):
                 return "dropped (no lane 0-16)"
             m.lanes.setdefault(lane, {})[q[0]] = _unscale(value, q[1])
+        info.modules[lid] = m
         return None
     if name == "fabtop_link_fec_info":
         hist = {"yes": True, "no": False}.get(text(labels, "histogram") or "")
@@ -218,10 +220,11 @@ def _cable(
         return None
     if name.startswith("fabtop_link_health_reporter_"):
         device, reporter = text(labels, "device"), text(labels, "reporter")
-        reporters = info.health.setdefault(lid, {})
+        reporters = info.health.get(lid, {})
         key = (device or "", reporter or "")
         if reporter is None or (key not in reporters and len(reporters) >= MAX_REPORTERS):
             return "dropped (no reporter)"
+        info.health[lid] = reporters
         r = reporters.setdefault(key, {"device": key[0], "name": reporter})
         if name.endswith("_info"):
             r["state"], r["last_dump"] = text(labels, "state"), text(labels, "last_dump")

@@ -26,7 +26,7 @@ from fabtop.run.demo import ManualClock, demo_state, scenario_fabric
 from fabtop.run.promself_info import parse_dscp
 from fabtop.run.promself_series import read_own, sample_of
 from tests.conftest import REPO
-from tests.unit.test_promself import T0, exposition, reader, stamps, up
+from tests.unit.test_promself import SHARD, T0, exposition, reader, stamps, up
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +165,38 @@ def test_a_cables_optics_fec_health_and_ber_come_back_value_by_value() -> None:
     assert degrading is not None and (degrading.decades_per_h or 0) > 1  # its trend too
     shard = {r["metric"]["__name__"] for r in results}
     assert {"fabtop_link_module_lane_rx_power_watts", "fabtop_link_pre_fec_ber"} <= shard
+
+
+def test_bad_cable_and_info_series_cost_that_sample_named_on_its_host() -> None:
+    link = {"host": "n1", "link": "eth0", **SHARD}
+
+    def r(name: str, value: str = "1", **labels: str) -> dict[str, Any]:
+        return {"metric": {"__name__": name, **link, **labels}, "value": [T0, value]}
+
+    lane = "fabtop_link_module_lane_rx_power_watts"
+    results = [
+        r(lane, "0.001", lane="1"),
+        r(lane, "0.001", lane="99"),  # no module has 99 lanes
+        r(lane, "0.001", lane="٣"),  # a digit, not an ASCII one
+        r("fabtop_link_module_limit", "1", quantity="flux", limit="high_alarm"),
+        r("fabtop_link_health_reporter_errors_total", "3", device="pci/0"),  # no reporter
+        r("fabtop_link_health_reporter_errors_total", "3", device="pci/0", reporter="tx\x1b[2J"),
+        r("fabtop_link_dscp_map", "8", priority="3", dscp="24-99"),
+        r("fabtop_link_pcie_lanes", "16", bound="sideways"),
+        r("fabtop_coverage_gap", source="warp_drive", reason="tool_missing", detail=""),
+    ]
+    h = read_own(results).hosts["n1"]
+    got = sample_of(h, 1).links["eth0"]
+    assert got.module is not None
+    assert [(ln.lane, ln.rx_power_mw) for ln in got.module.lanes] == [(1, 1.0)]
+    assert got.health is None and got.pcie is None and got.qos is None
+    assert h.dropped == [
+        f"{lane}: dropped (no lane 0-16)",
+        f"{lane}: dropped (no lane 0-16)",
+        "fabtop_link_module_limit: dropped (no known quantity and limit)",
+        "fabtop_link_health_reporter_errors_total: dropped (no reporter)",
+        "fabtop_link_health_reporter_errors_total: dropped (no reporter)",
+        "fabtop_link_dscp_map: dropped (no dscp list)",
+        "fabtop_link_pcie_lanes: dropped (no bound current or max)",
+        "fabtop_coverage_gap: dropped (a source this fabtop does not know)",
+    ]
