@@ -63,6 +63,15 @@ CABLE_FAMILIES = frozenset(
     | {f"fabtop_link_module_lane_{n}" for n in QUANTITY}
 )
 MODULE_INFO = ("identifier", "vendor", "part", "serial", "connector", "rx_power_kind")
+# A Thunderbolt cable end's series, keyed by its port label.
+PEER_FAMILIES = frozenset(
+    {
+        "fabtop_thunderbolt_peer_info",
+        "fabtop_thunderbolt_lane_speed_bytes_per_second",
+        "fabtop_thunderbolt_lanes",
+        "fabtop_thunderbolt_link_speed_bytes_per_second",
+    }
+)
 # SoftwareVersions' fields, as fabtop_software_version_info's software label names them.
 SOFTWARE = ("kernel", "rdma_core", "ofed", "nvidia_driver", "nccl")
 MAX_BUFFERS = 16  # as export_info exports them
@@ -298,6 +307,8 @@ def _thunderbolt(
         if uid is not None and len(info.tb_uids) < MAX_UIDS:
             info.tb_uids.append(uid)
         return None
+    if name not in PEER_FAMILIES:
+        return None  # fabtop_thunderbolt_cable_info: the reader pairs the ends itself
     port = text(labels, "port")
     if port is None:
         return "dropped (no port label)"

@@ -184,8 +184,12 @@ def test_bad_cable_and_info_series_cost_that_sample_named_on_its_host() -> None:
         r("fabtop_link_dscp_map", "8", priority="3", dscp="24-99"),
         r("fabtop_link_pcie_lanes", "16", bound="sideways"),
         r("fabtop_coverage_gap", source="warp_drive", reason="tool_missing", detail=""),
+        r("fabtop_thunderbolt_domain_info", source="sysfs", self_uid="u1"),
+        r("fabtop_thunderbolt_cable_info", port="0-9", status="one_end"),  # no cable end
     ]
     h = read_own(results).hosts["n1"]
+    tb = sample_of(h, 1).thunderbolt
+    assert tb is not None and (tb.self_uid, tb.peers) == ("u1", [])
     got = sample_of(h, 1).links["eth0"]
     assert got.module is not None
     assert [(ln.lane, ln.rx_power_mw) for ln in got.module.lanes] == [(1, 1.0)]
