@@ -23,6 +23,7 @@ from fabtop.core.rules import link_ber
 from fabtop.core.state import FabricState
 from fabtop.core.thunderbolt import pair_cables
 from fabtop.run.demo import ManualClock, demo_state, scenario_fabric
+from fabtop.run.export_cable import cable_families
 from fabtop.run.promself_info import parse_dscp
 from fabtop.run.promself_series import read_own, sample_of
 from tests.conftest import REPO
@@ -165,6 +166,15 @@ def test_a_cables_optics_fec_health_and_ber_come_back_value_by_value() -> None:
     assert degrading is not None and (degrading.decades_per_h or 0) > 1  # its trend too
     shard = {r["metric"]["__name__"] for r in results}
     assert {"fabtop_link_module_lane_rx_power_watts", "fabtop_link_pre_fec_ber"} <= shard
+    # docs/EXPORT.md's count: an 8-lane module with its limits 47 (+1 flag raised), FEC 1,
+    # 3 per health reporter (2 here), BER 3
+    qsfpdd = [
+        x
+        for f in cable_families(state)
+        for x in f.samples
+        if (x.labels["host"], x.labels["link"]) == ("node1", PORTS[0])
+    ]
+    assert len(qsfpdd) == 47 + 1 + 1 + 2 * 3 + 3
 
 
 def test_bad_cable_and_info_series_cost_that_sample_named_on_its_host() -> None:
