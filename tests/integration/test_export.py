@@ -36,7 +36,7 @@ INFO_LABELS = {
     "trust", "point", "dscp", "buffer", "name", "uuid", "bus_id", "vendor", "reason",
     "direction", "server", "model", "percentile", "self_uid", "peer_uid", "peer_name",
     "peer_host", "peer_port", "status", "software", "note", "field", "value", "detail", "uid",
-    "identifier", "vendor", "part", "serial", "connector", "rx_power_kind", "lane", "quantity",
+    "identifier", "part", "serial", "connector", "rx_power_kind", "lane", "quantity",
     "limit", "flag", "configured", "active", "histogram", "device", "reporter", "auto_recover",
     "last_dump", "counted_from",
 }  # fmt: skip
