@@ -162,63 +162,85 @@ class Gap:
     pre: str  # the sentence before the host names
     post: str = ""  # after them: the why in the host's own words
 
+    @property
+    def detail(self) -> str:
+        """The why in the host's own words, without its parentheses ("" when none)."""
+        return self.post.strip().removeprefix("(").removesuffix(")")
+
+
+# Each gap's sentence: (source, reason) -> (its place in the line, the words before the
+# hosts); reason None: the same words whatever the reason. One table, so a gap rebuilt from
+# the exporter's labels (fabtop --from-prometheus) reads as the shard's own line.
+GAP_WORDS: dict[tuple[str, str | None], tuple[int, str]] = {
+    ("rdma", TOOL_MISSING): (0, "InfiniBand ports not read on "),
+    ("rdma", None): (0, "no RDMA device on "),
+    ("gpu", None): (1, "GPUs not monitored on "),
+    ("pfc_counters", None): (2, "PFC/ECN counters not read on "),
+    ("qos", None): (2, "PFC/QoS config not read on "),
+    ("inference", None): (3, "no inference server on "),
+    ("firewall", None): (4, "firewall state unknown on "),
+    ("macos", None): (4, "unverified on "),
+    ("token_rate", None): (5, "token rate unknown on "),
+    ("thermals", None): (5, "thermals not monitored on "),
+    ("optics", None): (4, "module optics need root or sudo -n on "),
+}
+
+
+def gap(source: str, reason: str, detail: str = "") -> Gap | None:
+    """The gap of ``source`` for ``reason``, ``detail`` the why in the host's words; None
+    for a source fabtop does not know (an exporter newer than this reader)."""
+    words = GAP_WORDS.get((source, reason)) or GAP_WORDS.get((source, None))
+    if words is None:
+        return None
+    return Gap(source, reason, words[0], words[1], f" ({detail})" if detail else "")
+
+
+def _gap(source: str, reason: str, detail: str = "") -> Gap:
+    g = gap(source, reason, detail)
+    assert g is not None, source  # every source gaps_of names is in GAP_WORDS
+    return g
+
 
 def gaps_of(hs: HostState) -> tuple[Gap, ...]:
     """What is not monitored on one host that has a sample (() when it has none)."""
     s = hs.sample
     if s is None:
         return ()
+    if hs.said_gaps is not None:
+        return hs.said_gaps  # its exporter's word (a read-back): it saw the host itself
     found: list[Gap] = []
     if not _has_rdma(s):
         ib = _missing(hs.unread.get("sysib"))  # a source that could not read them
-        found.append(
-            Gap("rdma", TOOL_MISSING, 0, "InfiniBand ports not read on ", f" ({ib})")
-            if ib
-            else Gap("rdma", NOT_PRESENT, 0, "no RDMA device on ")
-        )
+        found.append(_gap("rdma", TOOL_MISSING, ib) if ib else _gap("rdma", NOT_PRESENT))
     gpu = _gpu_gap(hs, s)
     if gpu is not None:
-        found.append(Gap("gpu", gpu[0], 1, "GPUs not monitored on ", f" ({gpu[1]})"))
+        found.append(_gap("gpu", *gpu))
     pfc = _pfc_counter_gap(hs, s)
     if pfc is not None:
-        found.append(
-            Gap("pfc_counters", TOOL_MISSING, 2, "PFC/ECN counters not read on ", f" ({pfc})")
-        )
+        found.append(_gap("pfc_counters", TOOL_MISSING, pfc))
     qos = _qos_gap(hs, s)
     if qos is not None:
-        found.append(Gap("qos", qos[0], 2, "PFC/QoS config not read on ", f" ({qos[1]})"))
+        found.append(_gap("qos", *qos))
     if not s.inference:
-        found.append(Gap("inference", NOT_PRESENT, 3, "no inference server on "))
+        found.append(_gap("inference", NOT_PRESENT))
     fw = s.firewall
     if fw is not None and not fw.known:
         reason = NEEDS_ROOT if fw.status == "needs root" else TOOL_FAILED
         if fw.status == "missing":
             reason = TOOL_MISSING
-        found.append(
-            Gap("firewall", reason, 4, "firewall state unknown on ", f" ({unknown_reason(fw)})")
-        )
+        found.append(_gap("firewall", reason, unknown_reason(fw)))
     if hs.unread.get("ethtool_m") == OPTICS_NEED_ROOT:
         # Said here once for the host, never a warning per port per round.
-        found.append(Gap("optics", NEEDS_ROOT, 4, "module optics need root or sudo -n on "))
+        found.append(_gap("optics", NEEDS_ROOT))
     # A server with no counter a passive monitor can read: its rate is unseen, and why.
     for why in sorted({i.rate_unknown for i in s.inference if i.rate_unknown}):
-        found.append(Gap("token_rate", NO_COUNTER, 5, "token rate unknown on ", f" ({why})"))
+        found.append(_gap("token_rate", NO_COUNTER, why))
     mac = s.macos
     if mac is not None and mac.unverified:
         # A source read in a format only documented, never captured (issue 14).
-        found.append(
-            Gap("macos", UNVERIFIED, 4, "unverified on ", f" ({'; '.join(mac.unverified)})")
-        )
+        found.append(_gap("macos", UNVERIFIED, "; ".join(mac.unverified)))
     if mac is not None and mac.thermal_source is None:
-        found.append(
-            Gap(
-                "thermals",
-                TOOL_MISSING,
-                5,
-                "thermals not monitored on ",
-                " (no macmon, no pmset -g therm)",
-            )
-        )
+        found.append(_gap("thermals", TOOL_MISSING, "no macmon, no pmset -g therm"))
     return tuple(found)
 
 

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from collectors.frames import Frame
 from collectors.guard import Guard
@@ -37,6 +37,10 @@ from fabtop.core.rates import HostRates
 from fabtop.core.rules.context import LINK_UP_STATES as LINK_UP_STATES  # for the views
 from fabtop.core.rules.context import host_time
 from fabtop.core.rules.context import link_up as link_up  # for the views and the exporter
+
+if TYPE_CHECKING:
+    from fabtop.core.ber import BerNow
+    from fabtop.core.coverage import Gap
 from fabtop.core.thresholds import effective
 
 # Host states: collectors/host_states.py (imported above for the views too). The order a
@@ -104,6 +108,13 @@ class HostState:
     # frames are skipped (their slow sections kept), 1 read in ``read_every`` (1: all).
     read_every: int = 1
     skip: int = 0  # frames still to skip before the next one is read
+    # What the host's own exporter said is not monitored on it (fabtop --from-prometheus:
+    # the shard's fabtop_coverage_gap): its word wins over a recomputation from the sample
+    # rebuilt here, which lacks what the shard saw. None: recompute (coverage.gaps_of).
+    said_gaps: tuple[Gap, ...] | None = None
+    # Its links' pre-FEC BER as its exporter measured it (read back): the windows are the
+    # shard's, over its own reads (fabtop.core.rules.link_ber answers it first).
+    said_ber: dict[str, BerNow] = field(default_factory=dict)
 
     @property
     def connected(self) -> bool:

@@ -42,6 +42,7 @@ from fabtop.core.rules.context import lossless_prios
 from fabtop.core.rules.gpu import thermal_slowdown
 from fabtop.core.rules.pauses import PRIOS
 from fabtop.core.state import UP, FabricState, effective_status, link_up
+from fabtop.run.export_cable import cable_families
 from fabtop.run.export_info import add_sample as _add
 from fabtop.run.export_info import info_families, label, shard_info
 
@@ -261,6 +262,7 @@ class FabricCollector(Collector):
         if source_up.samples:
             yield source_up
         yield from info_families(st)
+        yield from cable_families(st)  # issue 33: optics, FEC, health reporters, BER
 
 
 def registry_for(state: FabricState, shard: str | None = None) -> CollectorRegistry:

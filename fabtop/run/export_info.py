@@ -38,6 +38,19 @@ MAX_LABEL = 128
 MAX_EVIDENCE_TEXT = 128
 
 
+# GpuSample field -> (info metric, help): a GPU's slow numbers (limits, clocks, PCIe).
+GPU_NUMBERS: tuple[tuple[str, str, str], ...] = (
+    ("power_limit_w", "fabtop_gpu_power_limit_watts", "GPU power limit"),
+    ("mem_clock_mhz", "fabtop_gpu_memory_clock_hertz", "GPU memory clock"),
+    ("fan_pct", "fabtop_gpu_fan_percent", "GPU fan speed"),
+    ("pcie_gen", "fabtop_gpu_pcie_generation", "GPU PCIe generation"),
+    ("pcie_width", "fabtop_gpu_pcie_lanes", "GPU PCIe width"),
+)
+# A coverage gap's why in the host's own words (tool names, a status): a sentence to read,
+# cut like a finding's text evidence.
+MAX_GAP_DETAIL = MAX_EVIDENCE_TEXT
+
+
 def label(v: object) -> str:
     """One label value: remote text cleaned (collectors/text.py) and bounded; None is ""."""
     return "" if v is None else clean(str(v), MAX_LABEL)
@@ -141,16 +154,7 @@ class _Families:
             "1 per clock event reason active on the GPU (nvidia-smi clocks_event_reasons)",
             *hg, "reason",
         )  # fmt: skip
-        self.gpu_num = {
-            f: _g(n, h, *hg)
-            for f, n, h in (
-                ("power_limit_w", "fabtop_gpu_power_limit_watts", "GPU power limit"),
-                ("mem_clock_mhz", "fabtop_gpu_memory_clock_hertz", "GPU memory clock"),
-                ("fan_pct", "fabtop_gpu_fan_percent", "GPU fan speed"),
-                ("pcie_gen", "fabtop_gpu_pcie_generation", "GPU PCIe generation"),
-                ("pcie_width", "fabtop_gpu_pcie_lanes", "GPU PCIe width"),
-            )
-        }
+        self.gpu_num = {f: _g(n, h, *hg) for f, n, h in GPU_NUMBERS}
         self.gpu_pcie_io = _g(
             "fabtop_gpu_pcie_bytes_per_second",
             "GPU PCIe throughput (direction rx, tx)",
@@ -189,11 +193,17 @@ class _Families:
         self.tb_generation = _g(
             "fabtop_thunderbolt_generation", "Thunderbolt controller generation", "host"
         )
+        self.tb_uid = _g(
+            "fabtop_thunderbolt_domain_uid_info",
+            "1 per identity of a host with more than one Thunderbolt domain",
+            "host", "uid",
+        )  # fmt: skip
         hp = ("host", "port")
         self.tb_peer = _g(
             "fabtop_thunderbolt_peer_info",
-            "1 per Thunderbolt cable end: the local port and netdev, the far end's identity",
-            *hp, "netdev", "peer_uid", "peer_name",
+            "1 per Thunderbolt cable end: the local port and netdev, this end's identity "
+            "where it is per port (macOS), the far end's identity",
+            *hp, "netdev", "self_uid", "peer_uid", "peer_name",
         )  # fmt: skip
         self.tb_lane_speed = _g(
             "fabtop_thunderbolt_lane_speed_bytes_per_second",
@@ -228,8 +238,9 @@ class _Families:
         )  # fmt: skip
         self.gap = _g(
             "fabtop_coverage_gap",
-            "1 per whole source not monitored on a reporting host, and why (bounded words)",
-            "host", "source", "reason",
+            "1 per whole source not monitored on a reporting host, and why (bounded words; "
+            "detail: the why in the host's own words)",
+            "host", "source", "reason", "detail",
         )  # fmt: skip
 
     def all(self) -> list[Metric]:
@@ -323,9 +334,13 @@ def _thunderbolt(f: _Families, host: str, s: HostSample) -> None:
         return
     f.tb_domain.add_metric([host, label(tb.source), label(tb.self_uid)], 1.0)
     add_sample(f.tb_generation, [host], tb.generation, priority=False)
+    for uid in dict.fromkeys(tb.domain_uids[:8]):  # a host has one or two controllers
+        f.tb_uid.add_metric([host, label(uid)], 1.0)
     for p in tb.peers:
         lab = [host, label(p.port or p.netdev)]
-        f.tb_peer.add_metric([*lab, label(p.netdev), label(p.peer_uid), label(p.peer_name)], 1.0)
+        f.tb_peer.add_metric(
+            [*lab, *map(label, (p.netdev, p.self_uid, p.peer_uid, p.peer_name))], 1.0
+        )
         for d, speed, lanes in (
             ("rx", p.rx_gbps_per_lane, p.rx_lanes),
             ("tx", p.tx_gbps_per_lane, p.tx_lanes),
@@ -439,7 +454,9 @@ def info_families(st: FabricState) -> Iterator[Metric]:
         _versions(f, host, s)
         if status == UP:  # as coverage says it: gaps are of the hosts that report
             for gap in gaps_of(hs):
-                f.gap.add_metric([host, gap.source, gap.reason], 1.0)
+                f.gap.add_metric(
+                    [host, gap.source, gap.reason, clean(gap.detail, MAX_GAP_DETAIL)], 1.0
+                )
     _cables(f, st)
     for fam in (*f.all(), *_evidence(st)):
         if fam.samples:

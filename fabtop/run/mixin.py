@@ -395,6 +395,28 @@ def shards(job: str) -> str:
     return f"up{{job={json.dumps(job)}}}"
 
 
+def shard_down(job: str) -> str:
+    """The shards that are down, each with its ``shard`` label (``--shard``) from the
+    ``fabtop_shard_info`` it served last: a shard is named as its operator named it, not
+    by its address. One that never said (an older fabtop) keeps its target's labels; of
+    two names in the remembered hour, one is taken (a target matches one series)."""
+    down = f"({shards(job)} == 0)"
+    named = (
+        "topk by (job, instance) (1, max by (job, instance, shard) "
+        f"(last_over_time(fabtop_shard_info[{HOSTS_REMEMBERED}])))"
+    )
+    return (
+        f"{down}\n  * on (job, instance) group_left (shard) {named}\nor on (job, instance) {down}"
+    )
+
+
+# A shard as an alert names it: its --shard name where it has one, else its address.
+SHARD_NAME = (
+    "{{ if $labels.shard }}{{ $labels.shard }} ({{ $labels.instance }})"
+    "{{ else }}{{ $labels.instance }}{{ end }}"
+)
+
+
 def _blind_alerts(th: Mapping[str, float], job: str) -> list[dict[str, Any]]:
     detect, restore = th["detect_s"], th["restore_s"]
     return [
@@ -418,7 +440,7 @@ def _blind_alerts(th: Mapping[str, float], job: str) -> list[dict[str, Any]]:
             "critical",
             f"last_over_time(fabtop_host_up[{HOSTS_REMEMBERED}])\n"
             f"and on (job, instance) ({shards(job)} == 0)",
-            "{{ $labels.host }} is blind: its shard {{ $labels.instance }} is down",
+            f"{{{{ $labels.host }}}} is blind: its shard {SHARD_NAME} is down",
             "on the shard's machine: systemctl status of its fabtop export; curl "
             "http://{{ $labels.instance }}/metrics",
             detect,
@@ -428,8 +450,8 @@ def _blind_alerts(th: Mapping[str, float], job: str) -> list[dict[str, Any]]:
             "FabtopShardDown",
             "shard_down",
             "critical",
-            f"{shards(job)} == 0",
-            "fabtop shard {{ $labels.instance }} is down: Prometheus cannot scrape it, so every "
+            shard_down(job),
+            f"fabtop shard {SHARD_NAME} is down: Prometheus cannot scrape it, so every "
             "host it owns is blind (never healthy)",
             "on the shard's machine: systemctl status of its fabtop export; curl "
             "http://{{ $labels.instance }}/metrics",

@@ -41,6 +41,7 @@ from collectors.text import clean
 from fabtop.config import HostConfig
 from fabtop.core.findings import Finding, port_ref
 from fabtop.core.state import DOWN, FabricState
+from fabtop.run.promself_info import bers
 from fabtop.run.promself_series import (
     PRIORITIES,
     OwnAnswer,
@@ -298,6 +299,15 @@ class OwnSeries:
             self._last_t[name] = h.t
             self._seq += 1
             st.apply_sample(name, sample_of(h, self._seq))
+            hs = st.hosts[name]
+            if answer.infos:  # the shard's coverage gaps and BERs: its word, none is none
+                hs.said_gaps = tuple(h.info.gaps)
+                hs.said_ber = bers(h.info)
+            for url, said in h.latencies.items():  # from histograms the series lack
+                rates = hs.rates.inference.get(url) if hs.rates is not None else None
+                if rates is not None:
+                    for rate, v in said.items():
+                        rates[rate] = v if rates.get(rate) is None else rates[rate]
             n += 1
         for sh in self.shards.values():
             if not sh.up:
@@ -334,7 +344,7 @@ class OwnSeries:
     def _sync_hosts(self, st: FabricState, answer: OwnAnswer, mono: float) -> None:
         """Hosts are those the shards export; one no shard exported for the source's
         ``forget_after`` (and whose shard is not down) is forgotten."""
-        for name, h in answer.hosts.items():
+        for name, h in sorted(answer.hosts.items()):  # a fleet in one order, run to run
             if name not in st.hosts:
                 hc = HostConfig(name=name)
                 self.src.config.hosts.append(hc)

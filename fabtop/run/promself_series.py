@@ -18,10 +18,19 @@ from dataclasses import dataclass, field
 from collectors.numbers import U64_MAX
 from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample, QosConfig
 from collectors.text import clean, has_control
-from collectors.vocabulary import Metric
+from collectors.vocabulary import InferenceRate, Metric
 from fabtop.core.findings import SEVERITIES
 from fabtop.core.rules.gpu import HW_SLOWDOWN, SW_SLOWDOWN
 from fabtop.run.export import COUNTER_UNITS, GPU_GAUGES, LINK_COUNTERS, counter_name
+from fabtop.run.promself_info import (
+    CABLE_FAMILIES,
+    GPU_INFO_NUMBERS,
+    LINK_FAMILIES,
+    OwnInfo,
+    finish,
+    place_host,
+    place_link,
+)
 from fabtop.run.promsource import MAX_UNIX_S, _number
 
 # fabtop_link_<name>_total -> (metric, the exporter's scale to base units)
@@ -33,8 +42,22 @@ GPUS: dict[str, tuple[str, float]] = {m: (f, scale) for f, m, _, scale in GPU_GA
 # fabtop_inference_<name> -> InferenceSample field
 INFERENCE: dict[str, str] = {
     "fabtop_inference_generated_tokens_total": "generated_tokens_total",
+    "fabtop_inference_prompt_tokens_total": "prompt_tokens_total",
+    "fabtop_inference_preemptions_total": "preemptions_total",
     "fabtop_inference_requests_running": "requests_running",
     "fabtop_inference_requests_waiting": "requests_waiting",
+}
+# fabtop_inference_<latency> -> {percentile label: the rate engine's name}: latencies a
+# shard read from the server's histograms, which its series do not carry.
+LATENCIES: dict[str, dict[str, InferenceRate]] = {
+    "fabtop_inference_time_to_first_token_seconds": {
+        "50": InferenceRate.TTFT_P50_S,
+        "99": InferenceRate.TTFT_P99_S,
+    },
+    "fabtop_inference_inter_token_latency_seconds": {
+        "50": InferenceRate.ITL_P50_S,
+        "99": InferenceRate.ITL_P99_S,
+    },
 }
 # Labels of an info series that name a link's configuration (LinkSample's text fields),
 # filled where a shard exports them.
@@ -77,6 +100,9 @@ class OwnHost:
     gpus: dict[int, GpuSample] = field(default_factory=dict)
     reasons: dict[int, list[str]] = field(default_factory=dict)  # gpu -> throttle reasons
     inference: dict[str, InferenceSample] = field(default_factory=dict)
+    latencies: dict[str, dict[str, float]] = field(default_factory=dict)  # url -> rate -> s
+    info: OwnInfo = field(default_factory=OwnInfo)  # configuration, identities, coverage
+    stated: set[str] = field(default_factory=set)  # links with fabtop_link_state_info
     dropped: list[str] = field(default_factory=list)
     known_only: bool = False  # from KNOWN_QUERY alone: a host, no sample of it now
 
@@ -105,6 +131,9 @@ class OwnAnswer:
     shards: dict[str, tuple[str, str]] = field(default_factory=dict)  # target -> (job, instance)
     names: dict[str, str] = field(default_factory=dict)  # target -> its --shard name
     odd: int = 0  # results of no usable shape
+    # The answer holds the shards' info series (fabtop_shard_info came: an instant query
+    # of every series, not the backfill's counters): what they do not say is not there.
+    infos: bool = False
 
 
 def _label(labels: Mapping[str, object], key: str, most: int = 128) -> str | None:
@@ -189,8 +218,10 @@ def read_own(
                 about.append((name, labels, value))
             continue
         if "host" not in labels:
-            if name == "fabtop_shard_info" and (shard := _label(labels, "shard")):
-                out.names[target] = shard
+            if name == "fabtop_shard_info":
+                out.infos = True
+                if shard := _label(labels, "shard"):
+                    out.names[target] = shard
             continue  # fabtop_source_up, fabtop_shard_info: about the shard, not a host
         host = _label(labels, "host")
         if host is None:
@@ -286,6 +317,13 @@ def _place(h: OwnHost, name: str, labels: Mapping[str, object], value: float) ->
         elif name in GPUS:
             f, scale = GPUS[name]
             setattr(g, f, value / scale)
+        elif name in GPU_INFO_NUMBERS:
+            f = GPU_INFO_NUMBERS[name]
+            setattr(g, f, round(value) if f in ("pcie_gen", "pcie_width") else value)
+        elif name == "fabtop_gpu_pcie_bytes_per_second":
+            d = _label(labels, "direction")
+            if d in ("rx", "tx"):
+                setattr(g, f"pcie_{d}_kbps", value / 1e3)  # exported in bytes/s, kept in KB/s
         return None
     if name.startswith("fabtop_inference_"):
         url = _label(labels, "url", 300)
@@ -298,6 +336,13 @@ def _place(h: OwnHost, name: str, labels: Mapping[str, object], value: float) ->
             inf.server, inf.model = _label(labels, "server"), _label(labels, "model")
         elif name in INFERENCE:
             setattr(inf, INFERENCE[name], value)
+        elif name in LATENCIES:
+            rate = LATENCIES[name].get(_label(labels, "percentile") or "")
+            if rate is not None:
+                h.latencies.setdefault(url, {})[rate] = value
+        return None
+    if name.startswith(("fabtop_thunderbolt_", "fabtop_software_", "fabtop_coverage_")):
+        return place_host(h.info, name, labels, value, _label)
     return None
 
 
@@ -328,7 +373,7 @@ def _place_link(
         else:
             link.metrics[metric] = n
     elif name == "fabtop_link_up":
-        if link.state is None:  # fabtop_link_state_info says more
+        if link.id not in h.stated:  # fabtop_link_state_info says more, "" included
             link.state = "up" if value == 1 else "down"
     elif name in LINK_NUMBERS:
         f, scale = LINK_NUMBERS[name]
@@ -359,29 +404,36 @@ def _place_link(
             link.port = int(port)
         link.physical = link.kind != "virtual"
     elif name == "fabtop_link_state_info":
+        h.stated.add(link.id)
         for key in ("state", "port_state", "phys_state"):
             setattr(link, key, _label(labels, key))
+    elif name in LINK_FAMILIES or name in CABLE_FAMILIES:
+        return place_link(h.info, link.id, name, labels, value, _label)
     return None
 
 
 def sample_of(h: OwnHost, seq: int) -> HostSample:
     """The host's sample, stamped with its shard's scrape time."""
-    for lid in {*h.pfc, *h.qos, *(lid for lid, _ in h.ecn)}:
+    info = h.info
+    for lid in {*h.pfc, *h.qos, *(lid for lid, _ in h.ecn), *info.qos_links}:
         source, trust = h.qos.get(lid, ("prometheus", None))
         pfc, np, rp = h.pfc.get(lid), h.ecn.get((lid, "np")), h.ecn.get((lid, "rp"))
         h.links[lid].qos = QosConfig(
             source=source,
             trust=trust,
             pfc_enabled=None if pfc is None else tuple(sorted(pfc)),
+            dscp2prio=info.dscp.get(lid),
             ecn_np_enabled=None if np is None else tuple(sorted(np)),
             ecn_rp_enabled=None if rp is None else tuple(sorted(rp)),
+            prio_buffer=info.prio_buffer.get(lid),
+            buffer_size=info.buffer_size.get(lid),
         )
     for i, reasons in h.reasons.items():
         h.gpus[i].throttle_reasons = tuple(reasons)
     inference = list(h.inference.values())
     for inf in inference:
         inf.read_s = h.t
-    return HostSample(
+    s = HostSample(
         host=h.name,
         seq=seq,
         clock_ns=int(h.t * 1e9),
@@ -391,6 +443,8 @@ def sample_of(h: OwnHost, seq: int) -> HostSample:
         gpu_read_ns=int(h.t * 1e9) if h.gpus else None,
         inference=inference,
     )
+    finish(info, s)
+    return s
 
 
 def steps_of(matrix: Sequence[object]) -> list[tuple[float, list[dict[str, object]]]]:

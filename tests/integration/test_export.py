@@ -35,7 +35,10 @@ INFO_LABELS = {
     "node_type", "driver", "driver_version", "firmware", "port_state", "phys_state", "bound",
     "trust", "point", "dscp", "buffer", "name", "uuid", "bus_id", "vendor", "reason",
     "direction", "server", "model", "percentile", "self_uid", "peer_uid", "peer_name",
-    "peer_host", "peer_port", "status", "software", "note", "field", "value",
+    "peer_host", "peer_port", "status", "software", "note", "field", "value", "detail", "uid",
+    "identifier", "part", "serial", "connector", "rx_power_kind", "lane", "quantity",
+    "limit", "flag", "configured", "active", "histogram", "device", "reporter", "auto_recover",
+    "last_dump", "counted_from",
 }  # fmt: skip
 
 

@@ -264,33 +264,42 @@ def test_an_override_moves_the_storm_threshold(promtool: str, tmp_path: Path) ->
     )
 
 
-def test_a_killed_shard_fires_and_its_hosts_turn_blind(promtool: str, tmp_path: Path) -> None:
+def test_a_killed_shard_fires_named_by_its_shard_label_and_its_hosts_turn_blind(
+    promtool: str, tmp_path: Path
+) -> None:
     other = {"job": "fabtop", "instance": "shard2:9877"}
-    # shard1 answers for 2 minutes, then is killed: up 0, its hosts' series end (stale).
+    old = {"job": "fabtop", "instance": "shard3:9877"}  # an exporter that names no shard
+    named = {**SHARD, "shard": "rack1"}
+    # shard1 (--shard rack1) answers for 2 minutes, then is killed: up 0, its series end
+    # (stale); so is shard3, which never said a name.
     series = [
         _s("up", SHARD, "1x8 0x20"),
         _s("up", other, "1x28"),
-        _s("fabtop_host_up", {**SHARD, "host": "node1"}, "1x8 stale"),
-        _s("fabtop_host_up", {**SHARD, "host": "node2"}, "1x8 stale"),
-        _s("fabtop_host_up", {**other, "host": "node3"}, "1x28"),
+        _s("up", old, "1x8 0x20"),
+        _s("fabtop_shard_info", {**named, "version": "0.1"}, "1x8 stale"),
+        _s("fabtop_shard_info", {**other, "shard": "rack2", "version": "0.1"}, "1x28"),
+        _s("fabtop_host_up", {**named, "host": "node1"}, "1x8 stale"),
+        _s("fabtop_host_up", {**named, "host": "node2"}, "1x8 stale"),
+        _s("fabtop_host_up", {**other, "shard": "rack2", "host": "node3"}, "1x28"),
     ]
-    shard_down = {
-        "exp_labels": {**SHARD, "severity": "critical", "rule": "shard_down"},
-        "exp_annotations": {
-            "summary": "fabtop shard shard1:9877 is down: Prometheus cannot scrape it, so every "
-            "host it owns is blind (never healthy)",
-            "next_step": "on the shard's machine: systemctl status of its fabtop export; curl "
-            "http://shard1:9877/metrics",
-        },
-    }
+    step = "on the shard's machine: systemctl status of its fabtop export; curl http://{}/metrics"
+
+    def down(labels: Mapping[str, str], shown: str) -> dict[str, Any]:
+        return {
+            "exp_labels": {**labels, "severity": "critical", "rule": "shard_down"},
+            "exp_annotations": {
+                "summary": f"fabtop shard {shown} is down: Prometheus cannot scrape it, so "
+                "every host it owns is blind (never healthy)",
+                "next_step": step.format(labels["instance"]),
+            },
+        }
 
     def blind(host: str) -> dict[str, Any]:
         return {
-            "exp_labels": {**SHARD, "host": host, "severity": "critical", "rule": "shard_down"},
+            "exp_labels": {**named, "host": host, "severity": "critical", "rule": "shard_down"},
             "exp_annotations": {
-                "summary": f"{host} is blind: its shard shard1:9877 is down",
-                "next_step": "on the shard's machine: systemctl status of its fabtop export; "
-                "curl http://shard1:9877/metrics",
+                "summary": f"{host} is blind: its shard rack1 (shard1:9877) is down",
+                "next_step": step.format("shard1:9877"),
             },
         }
 
@@ -302,7 +311,11 @@ def test_a_killed_shard_fires_and_its_hosts_turn_blind(promtool: str, tmp_path: 
             [
                 {"eval_time": "1m", "alertname": "FabtopShardDown", "exp_alerts": []},
                 {"eval_time": "1m", "alertname": "FabtopHostBlind", "exp_alerts": []},
-                {"eval_time": "4m", "alertname": "FabtopShardDown", "exp_alerts": [shard_down]},
+                {
+                    "eval_time": "4m",
+                    "alertname": "FabtopShardDown",
+                    "exp_alerts": [down(named, "rack1 (shard1:9877)"), down(old, "shard3:9877")],
+                },
                 {
                     "eval_time": "4m",
                     "alertname": "FabtopHostBlind",

@@ -29,6 +29,7 @@ from fabtop.core.state import FabricState
 from fabtop.run.compose import fabric_state
 from fabtop.run.demo import demo_state
 from fabtop.run.promsource import PrometheusSource
+from fabtop.run.snapshot import build
 from tests.conftest import REPO, skip_or_fail
 from tests.integration.sshd import free_port
 from tests.testbed.prometheus import prometheus, query, wait_for
@@ -177,7 +178,10 @@ def test_snapshot_from_prometheus_now_and_at_a_past_instant_and_their_diff(
         for r in query(shard.url, 'fabtop_host_frames_total{host="node1"}', at=_taken(doc) + dt)
     }
     assert sorted(got) == sorted(_demo_at(min(ticks)).hosts)
-    assert any(_matches(got, _demo_at(k)) for k in sorted(ticks)), ticks
+    tick = next((k for k in sorted(ticks) if _matches(got, _demo_at(k))), None)
+    assert tick is not None, ticks
+    # and every fact a user compares, as the direct snapshot of that tick has it
+    assert _same_facts(doc, build(_demo_at(tick), 1.0)) > 60
     # a past instant: the backfilled hour, its two scrapes before --at
     at = shard.backfill_end - 1800
     paths = []
@@ -214,6 +218,50 @@ def _matches(got: FabricState | dict[str, Any], want: FabricState) -> bool:
         return _same_counters(got, want) > 300
     except AssertionError:
         return False
+
+
+# What a link and a GPU are, beside their counters (which _same_counters compares).
+LINK_FACTS = ("state", "rate_gbps", "mtu", "driver", "driver_version", "firmware", "pcie", "kind")
+GPU_FACTS = ("name", "uuid", "bus_id", "power_limit_w", "mem_clock_mhz", "pcie_gen", "pcie_width")
+
+
+def _same_facts(got: dict[str, Any], want: dict[str, Any]) -> int:
+    """Every fact of every host in ``got`` (a read-back snapshot) as ``want`` (the direct
+    one) has it; how many were compared. Lists the exporter serves in its own order (cable
+    ends, hosts in a coverage line) are compared as sets."""
+    n = 0
+    by = {h["name"]: h for h in got["hosts"]}
+    for w in want["hosts"]:
+        g = by[w["name"]]
+        assert g["versions"] == w["versions"], w["name"]
+        tb, wtb = g["thunderbolt"], w["thunderbolt"]
+        assert (tb is None) == (wtb is None), w["name"]
+        if tb is not None:
+            key = lambda p: str(p["port"])  # noqa: E731
+            assert sorted(tb.pop("peers"), key=key) == sorted(wtb.pop("peers"), key=key)
+            assert tb == wtb, w["name"]
+        links = {ln["id"]: ln for ln in g["links"]}
+        for wl in w["links"]:
+            gl = links[wl["id"]]
+            assert [gl[f] for f in LINK_FACTS] == [wl[f] for f in LINK_FACTS], wl["id"]
+            q, wq = gl["qos"], wl["qos"]
+            if wq is not None:  # all of it but ETS (no series carries it; no screen shows it)
+                assert {**q, "ets": None} == {**wq, "ets": None}, wl["id"]
+            n += len(LINK_FACTS) + 1
+        for gg, wg in zip(g["gpus"], w["gpus"], strict=True):
+            assert [gg[f] for f in GPU_FACTS] == [wg[f] for f in GPU_FACTS], w["name"]
+            n += len(GPU_FACTS)
+    cables = lambda d: sorted(c["text"] for c in d["thunderbolt_cables"])  # noqa: E731
+    assert cables(got) == cables(want) and cables(want)
+    # the shards' own coverage lines: "unverified on mac1, mac2" included
+    gaps, wgaps = got["coverage"]["gaps"], want["coverage"]["gaps"]
+    assert (
+        [x for x in gaps if x.startswith("unverified")]
+        == [x for x in wgaps if x.startswith("unverified")]
+        != []
+    )
+    assert sorted(x.split(" on ")[0] for x in gaps) == sorted(x.split(" on ")[0] for x in wgaps)
+    return n
 
 
 def _taken(doc: dict[str, Any]) -> float:

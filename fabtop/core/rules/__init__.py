@@ -285,7 +285,13 @@ def make_evaluator(
 
 def link_ber(state: FabricState, host: str, lid: str) -> BerNow | None:
     """A link's pre-FEC BER as the state's cable rules measure it (None: no rules, or the
-    link counts no corrections): the one figure the cable panel, snapshot and diff show."""
+    link counts no corrections): the one figure the cable panel, snapshot and diff show.
+    Read back through Prometheus, its shard's measurement (``HostState.said_ber``): the
+    windows are the shard's, over its own reads, which a scrape cannot rebuild."""
+    hs = state.hosts.get(host)
+    said = hs.said_ber.get(lid) if hs is not None else None
+    if said is not None:
+        return said
     rules = state.rules
     if not isinstance(rules, Evaluator):
         return None
