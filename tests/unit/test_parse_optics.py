@@ -250,3 +250,48 @@ def test_a_bad_signal_line_costs_that_flag_and_is_said() -> None:
     assert r.module.lanes == ()
     assert r.warnings == ["rx loss of signal: bad value '[ Yes, Maybe ]'"]
     assert set(SIGNALS) >= set(r.module.signals_read)
+
+
+def test_mlxlink_json_module_flags_and_physical_counters() -> None:
+    from collectors.parsers.mlxlink import parse_mlxlink_json
+
+    r = parse_mlxlink_json(_text("mlxlink_json_mft_4.34.1_cx7_400g_dr4_exporter.json"))
+    m = r.module
+    assert r.warnings == [] and m is not None
+    assert (m.identifier, m.part, m.temperature_c, m.voltage_v) == (
+        "OSFP",
+        "OSFP-400G-DR4",
+        61.0,
+        3.2355,
+    )
+    assert [ln.lane for ln in m.lanes] == [1, 2, 3, 4] and m.rx_power_kind == "average"
+    rx = [dbm(ln.rx_power_mw) for ln in m.lanes]
+    assert [round(p, 3) for p in rx if p is not None] == [3.583, 3.253, 3.233, 2.658]
+    assert m.limits == {}  # "[-9.914..6.999]": alarm or warning, the tool does not say
+    assert set(m.signals_read) == set(SIGNALS) and all(ln.signals == () for ln in m.lanes)
+    # the corrected bits per lane since the last clear, and the firmware's own BERs
+    assert r.counters["raw_physical_errors_lane1"] == 15132549
+    assert r.counters["link_down_counter"] == 0 and r.since_clear_s == 2718.1 * 60
+    assert (r.raw_ber, r.raw_ber_lanes[1], r.fec) == (5e-10, 1e-9, "Standard_RS-FEC - (544,514)")
+
+
+def test_mlxlink_refusals_and_missing_values_are_said_not_zero() -> None:
+    from collectors.parsers.mlxlink import parse_mlxlink_json
+
+    doc = _text("mlxlink_json_mft_4.34.1_cx7_400g_dr4_exporter.json")
+    failed = parse_mlxlink_json('{"status": {"code": 1, "message": "No such device"}}')
+    assert failed.module is None and failed.warnings == ["mlxlink status 1: No such device"]
+    assert parse_mlxlink_json("-E- Failed to open device").warnings == [
+        "not mlxlink JSON: '-E- Failed to open device'"
+    ]
+    na = parse_mlxlink_json(doc.replace('"61 [-10..80]"', '"N/A"').replace('"2718.1"', '"x"'))
+    assert na.module is not None and na.module.temperature_c is None
+    assert na.since_clear_s is None and na.warnings == [
+        "Time Since Last Clear [Min]: bad value 'x'"
+    ]
+    flagged = doc.replace(
+        '"Rx LOS [per lane]" :\n\t\t\t\t{\n\t\t\t\t\t"values" :\n\t\t\t\t\t[\n\t\t\t\t\t\t"0"',
+        '"Rx LOS [per lane]" :\n\t\t\t\t{\n\t\t\t\t\t"values" :\n\t\t\t\t\t[\n\t\t\t\t\t\t"1"',
+    )
+    m = parse_mlxlink_json(flagged).module
+    assert m is not None and m.lanes[0].signals == (RX_LOS,)
