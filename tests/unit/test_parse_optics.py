@@ -295,3 +295,43 @@ def test_mlxlink_refusals_and_missing_values_are_said_not_zero() -> None:
     )
     m = parse_mlxlink_json(flagged).module
     assert m is not None and m.lanes[0].signals == (RX_LOS,)
+
+
+def test_mlxlink_fills_the_module_of_its_pci_function_where_ethtool_m_has_none() -> None:
+    """mlxlink's section is named by the PCI function it asked (probe.sh, probe_fast.py):
+    it goes to the link whose ethtool -i bus-info is that function. ethtool -m wins where
+    it answered (it carries the module's own limits); the tool's own refusal is said."""
+    doc = _text("mlxlink_json_mft_4.34.1_cx7_400g_dr4_exporter.json")
+    sfp = _text("ethtool_m_sfp_xgspon_dark_rx_netdev.txt")
+    refused = '{"status": {"code": 1, "message": "Failed to open device"}}\n'
+    sysnet = "".join(f"eth{i}/mtu 1500\neth{i}/device -\n" for i in range(3))
+    frame = Frame(
+        7,
+        1_700_000_000_000_000_000,
+        100.0,
+        1_700_000_000.0,
+        [
+            _sec("sysnet", None, sysnet),
+            *(
+                _sec("ethtool_i", f"eth{i}", f"driver: mlx5_core\nbus-info: 0000:00:0{i}.0\n")
+                for i in range(3)
+            ),
+            _sec("ethtool_m", "eth0", "netlink error: Operation not supported", "error", "rc=1"),
+            _sec("ethtool_m", "eth1", sfp),
+            _sec("mlxlink", "0000:00:00.0", doc),
+            _sec("mlxlink", "0000:00:01.0", doc),
+            _sec("mlxlink", "0000:00:02.0", refused, "error", "rc=1"),
+        ],
+    )
+    sample = assemble("n1", frame)
+    links = sample.links
+    m0, m1 = links["eth0"].module, links["eth1"].module
+    assert m0 is not None and (m0.identifier, m0.part, len(m0.lanes)) == (
+        "OSFP",
+        "OSFP-400G-DR4",
+        4,
+    )
+    assert m1 is not None and m1.part == "SFP+ONU-XGSPON" and m1.limits  # ethtool -m's
+    assert links["eth2"].module is None
+    said = [w for w in sample.warnings if "mlxlink" in w]
+    assert said == ["n1: mlxlink 0000:00:02.0: mlxlink status 1: Failed to open device"]
