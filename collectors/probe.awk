@@ -431,13 +431,17 @@ function emit_jobs(   i, n, rc, st, det) {
 # starts it for one PCI function (round-robin) under its own `timeout` of MTO seconds
 # (TERM, then KILL 1 s later), and the first tick after it ended reads what it printed:
 # its shell says "X" on our own input when done (as the sysfs readers write there; and
-# should it not, by MTO + 2 s it is over). Its latest answer of each function is kept and all of them go
-# out with each new one: one function a round, and the collector keeps only the
-# sections a round brings.
+# should it not, by MTO + 2 s it is over). Its latest answer of each function is kept
+# and all of them go out with each new one: one function a round, and the collector
+# keeps only the sections a round brings.
 function mlx_start(   k, n, t, d, gone) {
 	n = 0
 	for (k in MCN) if (!(k in MPS)) gone[++n] = k  # a function gone: its answer too
-	for (t = 1; t <= n; t++) { mlx_forget(gone[t]); delete MCN[gone[t]] }
+	for (t = 1; t <= n; t++) {
+		k = gone[t]
+		mlx_forget(k)
+		delete MCN[k]; delete MCS[k]; delete MCD[k]; delete MCX[k]; delete MCT[k]
+	}
 	if (!MLX || MLXR == 0 || !has("mlxlink") || TK == "" || MLC != "" || MPN == 0) return
 	for (t = 0; t < MPN; t++) {
 		d = MP[(MTURN + t) % MPN + 1]

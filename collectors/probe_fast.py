@@ -1096,6 +1096,13 @@ def job_lines(j: Job) -> List[bytes]:
     return lines
 
 
+def truncated(j: Job, st: str, det: str) -> Tuple[str, str]:
+    """A capped tool's status says the cap, then the status it would have had."""
+    if not j.trunc:
+        return st, det
+    return "truncated", j.trunc + ("" if st == "ok" else "; " + st + (" " + det if det else ""))
+
+
 OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health", "mlxlink")
 # mlxlink (NVIDIA MFT, docs/PROBE.md "Optics"): ~0.8 s of firmware access a call on a
 # ConnectX-7, so it runs beside the ticks with its own limit, never in a tick's shared one.
@@ -1731,6 +1738,7 @@ class Probe(object):
         st, det = self.job_status(j)
         if st != "ok":
             self.oskip[(j.kind, j.subj)] = self.oround + 16
+        st, det = truncated(j, st, det)
         self.mlx_last[j.subj] = (st, det, j.read_ns, job_lines(j))
         self.mlx_new = True
 
@@ -1875,11 +1883,7 @@ class Probe(object):
             lines = job_lines(j)
             if j.kind == "firewall":  # nft's one-line JSON in pieces, as the sh probe sends it
                 lines = [ln[k : k + 60000] for ln in lines for k in range(0, len(ln) or 1, 60000)]
-            if j.trunc:
-                st, det = (
-                    "truncated",
-                    j.trunc + ("" if st == "ok" else "; " + st + (" " + det if det else "")),
-                )
+            st, det = truncated(j, st, det)
             out.add(j.kind, j.subj, j.read_ns or clock_ns, st, det, lines)
         for kind, subj in self.obackoff:
             out.add(kind, subj, clock_ns, "error", "backoff", [])
