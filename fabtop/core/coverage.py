@@ -200,9 +200,6 @@ def gaps_of(hs: HostState) -> tuple[Gap, ...]:
     if hs.unread.get("ethtool_m") == OPTICS_NEED_ROOT:
         # Said here once for the host, never a warning per port per round.
         found.append(Gap("optics", NEEDS_ROOT, 4, "module optics need root or sudo -n on "))
-    if _missing(hs.unread.get("mlxlink")) == "no mlxlink":
-        # asked for (optics_mlxlink) where NVIDIA MFT is not installed: once for the host
-        found.append(Gap("optics", TOOL_MISSING, 4, "mlxlink not installed on "))
     # A server with no counter a passive monitor can read: its rate is unseen, and why.
     for why in sorted({i.rate_unknown for i in s.inference if i.rate_unknown}):
         found.append(Gap("token_rate", NO_COUNTER, 5, "token rate unknown on ", f" ({why})"))
