@@ -645,7 +645,7 @@ BEGIN {
 	TKC = (TK == "" ? "" : TK " " TO " ")
 	ZGID = "0000:0000:0000:0000:0000:0000:0000:0000"
 	GIDMAX = 64
-	MTO = 3  # mlxlink's own time limit (s); an answer is kept up to MCAP bytes (~10 KB)
+	MTO = 3  # mlxlink's own time limit (s); an answer (4.7 KB in the capture) is kept up to MCAP bytes
 	MCAP = 262144
 	if (TK == "") warn("no timeout command: tools run without a time limit")
 	# ethtool 5.10 added -I (--include-statistics): an older one is asked the mode only.

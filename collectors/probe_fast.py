@@ -1107,7 +1107,7 @@ OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health", "mlxlink")
 # mlxlink (NVIDIA MFT, docs/PROBE.md "Optics"): ~0.8 s of firmware access a call on a
 # ConnectX-7, so it runs beside the ticks with its own limit, never in a tick's shared one.
 MLXLINK_TIMEOUT_S = 3
-MLXLINK_CAP = 262144  # bytes kept of one answer (its JSON is ~10 KB)
+MLXLINK_CAP = 262144  # bytes kept of one answer (the capture's JSON: 4.7 KB)
 BDF_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")  # a PCI function
 
 
