@@ -3,7 +3,10 @@
 ``ethtool_m <netdev>`` -> ``LinkSample.module``; ``ethtool_fec <netdev>`` ->
 ``LinkSample.fec`` and the FEC counters (``LinkSample.counters["fec"]``, normalized by
 collectors/normalize.py ``FEC_MAP``); ``devlink_health -`` -> ``LinkSample.health``: the
-reporters of the netdev's PCI function (``ethtool -i`` bus-info) and of its ports.
+reporters of the netdev's PCI function (``ethtool -i`` bus-info) and of its ports;
+``mlxlink <PCI function>`` (opt-in) -> ``LinkSample.module`` of the link on that function
+(its bus-info) where ``ethtool -m`` gave none: ethtool's read wins, as it carries the
+module's own alarm and warning limits, which mlxlink's bracketed ranges do not name.
 
 The sections come on optics rounds only; the collector carries the latest of each between
 them (fabtop/core/pipeline.py ``SLOW_KINDS``), so a carried one is parsed once (``read``).
@@ -20,9 +23,10 @@ from collectors.layout import Warner
 from collectors.parsers.devlink_health import parse_devlink_health
 from collectors.parsers.ethtool_module import parse_ethtool_module
 from collectors.parsers.fec import parse_show_fec
+from collectors.parsers.mlxlink import parse_mlxlink_json
 from collectors.samples import FEC_SOURCE, LinkSample
 
-OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health")
+OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health", "mlxlink")
 
 # What a failed read's first line means for the operator (the tool's words, then ours).
 # What a port without module diagnostics or FEC answers (tests/fixtures/optics/*_veth_*):
@@ -77,6 +81,18 @@ def read_optics(
             link.health = tuple(
                 r for r in health.reporters if r.device == dev or r.device.startswith(dev + "/")
             )
+    sec = find("mlxlink", bus_info) if bus_info else None
+    text = sec.text.lstrip() if sec is not None else ""
+    if sec is not None and (
+        text if sec.status == "ok" else sec.status == "error" and text[:1] == "{"
+    ):
+        # its answer; a failed call's JSON too: the tool's status message says why
+        mlx = read(parse_mlxlink_json, sec)
+        warn.add(sec.kind, sec.subject, mlx.warnings)
+        if link.module is None and mlx.module is not None:
+            link.module = replace(mlx.module, read_ns=sec.read_ns)
+    else:
+        _usable(sec, warn)  # a failure without JSON (sudo's refusal, a timeout): one line
 
 
 def optics_host_warnings(frame: Frame, read: TextRead, warn: Warner) -> None:

@@ -11,7 +11,8 @@
 # PATH, GKIND nvidia|amd-smi|rocm-smi|none|off, GF nvidia-smi query fields, MAXF frames
 # before exit (0: no end), SCAP and FCAP byte caps per section and per frame, FW the
 # packet filter tool (nft, iptables-save or ""), FWR 1 as root, 2 through sudo -n, 0 not;
-# OMR the same for module EEPROMs (ethtool -m);
+# OMR the same for module EEPROMs (ethtool -m); MLX 1 when mlxlink is asked for, MLXR
+# 1 as root, 2 through sudo -n, 0 not (mlxlink needs root as ethtool -m does);
 # SLOW is passed but not read (each T line says whether its tick is slow); OPTS least
 # seconds between optics rounds, ETHV the node's ethtool version ("" unknown).
 # Input lines: see the rules at the end of this file and probe.sh's "Structure".
@@ -365,11 +366,12 @@ function keep(i, l) {
 	while (JK[i] == "firewall" && length(l) > 60000) { keep1(i, substr(l, 1, 60000)); l = substr(l, 60001) }
 	keep1(i, l)
 }
-function keep1(i, l,   n) {
+function keep1(i, l,   n, cap) {
 	if (JT[i] != "") return
 	if (length(l) > 65536) l = substr(l, 1, 65536)  # what esc() would send
 	n = length(l) + 1
-	if (JB[i] + n > SCAP || JN[i] >= 200000) { JT[i] = "section cap " SCAP " bytes"; return }
+	cap = (JK[i] == "mlxlink" && SCAP > MCAP) ? MCAP : SCAP
+	if (JB[i] + n > cap || JN[i] >= 200000) { JT[i] = "section cap " cap " bytes"; return }
 	if (TB + n > FCAP) { JT[i] = "frame cap " FCAP " bytes"; return }
 	JL[i, ++JN[i]] = l
 	JB[i] += n
@@ -381,6 +383,7 @@ function keep1(i, l,   n) {
 function run_jobs(   i, l, c, k) {
 	for (i = 1; i <= nj; i++) {
 		JN[i] = 0; JR[i] = ""; JB[i] = 0; JT[i] = ""
+		if (JPRE[i] != "") { JP[i] = JPRE[i]; continue }  # mlxlink: started rounds ago, done
 		JP[i] = "exec </dev/null 2>&1; echo; " TKC JC[i] "; printf \"%s\\n\" \"" NONCE " e $?\""
 		JP[i] | getline l
 	}
@@ -404,13 +407,14 @@ function emit_jobs(   i, n, rc, st, det) {
 		rc = JR[i]; det = ""
 		if (rc == "") { st = "error"; det = "no exit status" }
 		else if (rc == 0) st = "ok"
-		else if (TK != "" && (rc == 124 || rc == 137 || rc == 143)) { st = "timeout"; det = "after " TO "s" }
+		else if (TK != "" && (rc == 124 || rc == 137 || rc == 143)) { st = "timeout"; det = "after " (JK[i] == "mlxlink" ? MTO : TO) "s" }
 		else { st = "error"; det = "rc=" rc }
 		if (JK[i] == "gpu_amd") det = (det == "" ? "" : det " ") "tool=" JT_
 		# A failed optics read backs off (its section says why; no warning: a line that
 		# came once would move the generation twice)
-		if (st != "ok" && (JK[i] == "ethtool_m" || JK[i] == "ethtool_fec" || JK[i] == "devlink_health"))
+		if (st != "ok" && (JK[i] == "ethtool_m" || JK[i] == "ethtool_fec" || JK[i] == "devlink_health" || JK[i] == "mlxlink"))
 			OSKIP[JK[i], JS[i]] = OROUND + 16
+		if (JK[i] == "mlxlink") { mlx_keep(i, st, det); continue }
 		if (JK[i] == "ethtool_fec" && ETHV != "") det = (det == "" ? "" : det " ") "ethtool=" ETHV
 		sl_reset()
 		for (n = 1; n <= JN[i]; n++) { if (!sl_add(JL[i, n])) break }
@@ -419,6 +423,57 @@ function emit_jobs(   i, n, rc, st, det) {
 		for (n = 1; n <= JN[i]; n++) delete JL[i, n]
 	}
 	nj = 0
+	split("", JPRE)
+	if (MNEW) mlx_emit()
+}
+# mlxlink (docs/PROBE.md "Optics"): ~0.8 s of firmware access a call on a ConnectX-7, so
+# it never runs in a tick's shared timeout, and no frame waits for it: an optics round
+# starts it for one PCI function (round-robin) under its own `timeout` of MTO seconds
+# (TERM, then KILL 1 s later), and the first tick after it ended reads what it printed:
+# its shell says "X" on our own input when done (as the sysfs readers write there; and
+# should it not, by MTO + 2 s it is over). Its latest answer of each function is kept
+# and all of them go out with each new one: one function a round, and the collector
+# keeps only the sections a round brings.
+function mlx_start(   k, n, t, d, gone) {
+	n = 0
+	for (k in MCN) if (!(k in MPS)) gone[++n] = k  # a function gone: its answer too
+	for (t = 1; t <= n; t++) {
+		k = gone[t]
+		mlx_forget(k)
+		delete MCN[k]; delete MCS[k]; delete MCD[k]; delete MCX[k]; delete MCT[k]
+	}
+	if (!MLX || MLXR == 0 || !has("mlxlink") || TK == "" || MLC != "" || MPN == 0) return
+	for (t = 0; t < MPN; t++) {
+		d = MP[(MTURN + t) % MPN + 1]
+		if (!(("mlxlink" SUBSEP d) in OSKIP)) break
+	}
+	if (t == MPN) return
+	MTURN = (MTURN + t + 1) % MPN
+	# Read-only flags only: -m (module) -c (counters); never --pc, which clears them.
+	MLC = "exec </dev/null 2>&1; echo; " TK " " MTO " " (MLXR == 2 ? "sudo -n " : "") "mlxlink -d " d " -m -c --json; printf \"%s\\n\" \"" NONCE " e $?\"; [ -w /proc/$PPID/fd/0 ] && echo X >/proc/$PPID/fd/0"
+	MLC | getline n
+	MLD = d; MLU = LUP; MLT = CNS; MDONE = 0
+}
+function mlx_keep(i, st, det,   d, n) {
+	d = JS[i]
+	mlx_forget(d)
+	MCN[d] = JN[i]; MCS[d] = st; MCD[d] = det; MCX[d] = JT[i]; MCT[d] = JNS[i]
+	for (n = 1; n <= JN[i]; n++) { MCL[d, n] = JL[i, n]; delete JL[i, n] }
+	MNEW = 1
+}
+function mlx_forget(d,   n) {
+	for (n = 1; n <= MCN[d]; n++) delete MCL[d, n]
+}
+function mlx_emit(   k, d, n) {
+	MNEW = 0
+	for (k = 1; k <= MPN; k++) {
+		d = MP[k]
+		if (!(d in MCN)) continue
+		sl_reset()
+		for (n = 1; n <= MCN[d]; n++) { if (!sl_add(MCL[d, n])) break }
+		if (SLT == "") SLT = MCX[d]
+		sl_emit("mlxlink", d, MCT[d], MCS[d], MCD[d])
+	}
 }
 function gpu_section(   k, i, st, newest) {
 	newest = -1
@@ -500,6 +555,10 @@ function tick(ns, up, slow,   a, lag, ms, i) {
 		if (GKIND == "amd-smi") job("gpu_amd", "-", "amd-smi metric --json")
 		else job("gpu_amd", "-", "rocm-smi --showuse --showtemp --showpower --showmeminfo vram --json")
 	}
+	if (MLC != "" && (MDONE || LUP - MLU >= MTO + 2)) {
+		job("mlxlink", MLD, "")
+		JPRE[nj] = MLC; JNS[nj] = MLT; MLC = ""
+	}
 	if (slow && FW != "" && FWR > 0)
 		job("firewall", "-", (FWR == 2 ? "sudo -n " : "") (FW == "nft" ? "nft -j list ruleset" : "iptables-save"))
 	run_jobs()
@@ -520,6 +579,7 @@ function optics(up,   i, k) {
 	}
 	# Only `show`: a health dump can deadlock during PCI error recovery.
 	if (has("devlink")) ojob("devlink_health", "-", "devlink health show")
+	if (MLX) mlx_start()
 }
 # A read of the round, or, while it backs off, a section that says so (the collector
 # would otherwise forget the port's last section: the round brought its kind).
@@ -551,6 +611,11 @@ function finalize(   i, n, p) {
 		if (GKIND == "none") { section("nvidia_driver", "-", CNS, "missing", "nvidia-smi"); section("nccl", "-", CNS, "missing", "nvidia-smi") }
 		if (OPT && !has("devlink")) section("devlink_health", "-", CNS, "missing", "devlink")
 		if (OPT && OPN && has("ethtool") && OMR == 0) section("ethtool_m", "-", CNS, "missing", "needs root")
+		if (OPT && OPN && MLX) {
+			if (!has("mlxlink")) section("mlxlink", "-", CNS, "missing", "mlxlink")
+			else if (MLXR == 0) section("mlxlink", "-", CNS, "missing", "needs root")
+			else if (TK == "") section("mlxlink", "-", CNS, "missing", "no timeout command")
+		}
 		if (FW == "") section("firewall", "-", CNS, "missing", "no nft or iptables-save")
 		else if (FWR == 0) section("firewall", "-", CNS, "missing", "needs root")
 		n = split(SKIPS, p, " ")
@@ -580,6 +645,8 @@ BEGIN {
 	TKC = (TK == "" ? "" : TK " " TO " ")
 	ZGID = "0000:0000:0000:0000:0000:0000:0000:0000"
 	GIDMAX = 64
+	MTO = 3  # mlxlink's own time limit (s); an answer (4.7 KB in the capture) is kept up to MCAP bytes
+	MCAP = 262144
 	if (TK == "") warn("no timeout command: tools run without a time limit")
 	# ethtool 5.10 added -I (--include-statistics): an older one is asked the mode only.
 	split(ETHV, EV, ".")
@@ -597,7 +664,7 @@ $1 == "g" {
 	else if ($2 == "exit") warn("nvidia-smi exited rc=" clean($3))
 	next
 }
-$1 == "R" { if (PEND) finalize(); nf = 0; ne = 0; nc = 0; NTB = 0; OPN = 0; RDIRTY = 1; next }
+$1 == "R" { if (PEND) finalize(); nf = 0; ne = 0; nc = 0; NTB = 0; OPN = 0; MPN = 0; split("", MPS); RDIRTY = 1; next }
 $1 == "N" || $1 == "S" || $1 == "n" || $1 == "s" {
 	if (NF != 3 || $3 ~ /\.\./) next
 	nf++; FM[nf] = $1; FK[nf] = $2; FR[nf] = $3
@@ -608,6 +675,12 @@ $1 == "N" || $1 == "S" || $1 == "n" || $1 == "s" {
 $1 == "C" { if (NF == 3 && $3 !~ /\.\./) { nc++; CR_[nc] = $3; CP[nc] = $3 }; next }
 $1 == "E" { if (NF == 2 && okname($2)) E[++ne] = $2; else warn("refused netdev name: " clean($2)); next }
 $1 == "O" { if (NF == 2 && okname($2)) OP[++OPN] = $2; next }
+$1 == "X" { MDONE = 1; next }  # the mlxlink call under way ended (mlx_start)
+# A physical netdev's PCI function (mlxlink's device), each once
+$1 == "P" {
+	if (NF == 2 && $2 ~ /^[0-9a-f][0-9a-f][0-9a-f][0-9a-f]:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f]\.[0-7]$/ && !($2 in MPS)) { MPS[$2] = 1; MP[++MPN] = $2 }
+	next
+}
 $1 == "W" { warn(clean(substr($0, 3))); next }
 # Keepalive between the ticks of a long interval: an empty line (ignored by the decoder)
 # makes a closed channel fail our write within a second.

@@ -80,6 +80,9 @@ class ProbeArgs:
     # Read module EEPROMs (``ethtool -m``: CAP_NET_ADMIN) through ``sudo -n`` when the SSH
     # user is not root (off: without root the probe does not ask, and says so once a round).
     optics_sudo: bool = False
+    # Also run NVIDIA MFT's ``mlxlink -d <pci> -m -c --json`` (read-only flags) on optics
+    # rounds, one device a round, where it is installed (off: ~0.8 s of firmware access).
+    mlxlink: bool = False
     # Least seconds between optics rounds (ethtool -m, --show-fec, devlink health show on
     # slow ticks); None: the probe's own 30.
     optics_s: int | None = None
@@ -223,6 +226,8 @@ def build_argv(args: ProbeArgs) -> list[str]:
         argv.append("fw_sudo=1")
     if args.optics_sudo:
         argv.append("optics_sudo=1")
+    if args.mlxlink:
+        argv.append("mlxlink=1")
     if args.optics_s is not None:
         argv.append(f"optics_s={args.optics_s}")
     if args.ib_hw_tick is not None:
@@ -251,6 +256,7 @@ def probe_args(
     ib_port_tick: Sequence[str] | None = IB_PORT_TICK,
     fw_sudo: bool = False,
     optics_sudo: bool = False,
+    mlxlink: bool = False,
     thresholds: Mapping[str, float] | None = None,
 ) -> list[str]:
     """Validated argument words; the host's ``path`` dirs come before the sbin defaults.
@@ -280,6 +286,7 @@ def probe_args(
             ib_port_tick=tuple(ib_port_tick) if ib_port_tick is not None else None,
             fw_sudo=fw_sudo,
             optics_sudo=optics_sudo,
+            mlxlink=mlxlink,
             storm_pause_ratio=th.get("storm_pause_ratio"),
             storm_flat_fraction=th.get("storm_flat_fraction"),
             storm_flat_bytes_per_s=th.get("storm_flat_bytes_per_s"),

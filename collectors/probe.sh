@@ -28,6 +28,8 @@
 #   fw_sudo=0|1       read the packet filter through `sudo -n` when not root (default 0)
 #   optics_sudo=0|1   read module EEPROMs (`ethtool -m`) through `sudo -n` when not root
 #                     (default 0)
+#   mlxlink=0|1       also run `mlxlink -d <pci> -m -c --json` (NVIDIA MFT) on optics rounds,
+#                     one PCI function a round, where installed (default 0)
 #   optics_s=N        least seconds between optics rounds (ethtool -m, --show-fec, devlink
 #                     health show, on slow ticks), 0..86400 (default 30)
 #
@@ -110,7 +112,7 @@ fab_decimal() {
 
 fab_args() {
 	IV=1000 SYS=/sys XPATH= IFACES= SLOW= TO=2 GPU=auto MAXF=0 SCAP=8388608 FCAP=15728640
-	PROBE=auto HWT= PTT= FWS=0 OPTS=30 OMS=0
+	PROBE=auto HWT= PTT= FWS=0 OPTS=30 OMS=0 MLX=0
 	GF=index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw
 	GFB=index,name,temperature.gpu,utilization.gpu,memory.used,memory.total,power.draw
 	for a in "$@"; do
@@ -158,6 +160,7 @@ fab_args() {
 		probe=auto | probe=python | probe=sh) PROBE=$v ;;
 		fw_sudo=0 | fw_sudo=1) FWS=$v ;;
 		optics_sudo=0 | optics_sudo=1) OMS=$v ;;
+		mlxlink=0 | mlxlink=1) MLX=$v ;;
 		optics_s=*)
 			case $v in '' | *[!0-9]* | 0?*) fab_die "bad optics_s" ;; esac
 			[ "${#v}" -le 5 ] && [ "$v" -le 86400 ] || fab_die "bad optics_s"
@@ -286,6 +289,13 @@ fab_scan() {
 			done
 			fab_em "E $n"
 			fab_em "O $n"
+			# mlxlink's device: the netdev's PCI function (cd and PWD: builtins, no fork)
+			if [ "$MLX" = 1 ] && cd -P "$d/device" 2>/dev/null; then
+				case ${PWD##*/} in
+				[0-9a-f][0-9a-f][0-9a-f][0-9a-f]:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f].[0-7]) fab_em "P ${PWD##*/}" ;;
+				esac
+				cd / || :
+			fi
 		elif [ -n "$IFACES" ]; then
 			fab_em "E $n"
 		fi
@@ -531,7 +541,7 @@ fab_main() {
 		timeout -k 1 10 true 2>/dev/null && TK="timeout -k 1"
 	fi
 	HAVE=
-	for t in ethtool mlnx_qos dcb nvidia-smi amd-smi rocm-smi uname dpkg-query rpm ofed_info ip devlink; do
+	for t in ethtool mlnx_qos dcb nvidia-smi amd-smi rocm-smi uname dpkg-query rpm ofed_info ip devlink mlxlink; do
 		command -v "$t" >/dev/null 2>&1 && HAVE="$HAVE $t"
 	done
 	HAVE="$HAVE "
@@ -556,6 +566,9 @@ fab_main() {
 	OMR=$FWR
 	[ "$FWS" = 1 ] && [ "$FWR" = 0 ] && FWR=2
 	[ "$OMS" = 1 ] && [ "$OMR" = 0 ] && OMR=2
+	# mlxlink needs root too (through sudo -n with optics_sudo); 0: not asked for
+	MLXR=0
+	[ "$MLX" = 1 ] && MLXR=$OMR
 	GKIND=none
 	if [ "$GPU" = auto ]; then
 		case $HAVE in
@@ -570,7 +583,7 @@ fab_main() {
 	case $(awk -W version 2>&1 </dev/null) in *mawk*) AWKI="-W interactive" ;; esac
 	fab_producers 3<&- | awk $AWKI -v IV="$IV" -v SYS="$SYS" -v TK="$TK" -v TO="$TO" \
 		-v HAVE="$HAVE" -v GKIND="$GKIND" -v GF="$GF" -v MAXF="$MAXF" -v SLOW="$SLOW" \
-		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" -v OMR="$OMR" -v RUN="$$" -v OPTS="$OPTS" -v ETHV="$ETHV" "$FAB_AWK" 3<&- &
+		-v SCAP="$SCAP" -v FCAP="$FCAP" -v FW="$FW" -v FWR="$FWR" -v OMR="$OMR" -v MLX="$MLX" -v MLXR="$MLXR" -v RUN="$$" -v OPTS="$OPTS" -v ETHV="$ETHV" "$FAB_AWK" 3<&- &
 	AP=$!
 	fab_watch <&3 3<&- >/dev/null 2>&1 &
 	WP=$!

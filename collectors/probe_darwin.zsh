@@ -48,7 +48,7 @@ for a in "$@"; do
 	frame_bytes=<65536-16711680>) FCAP=$v ;;
 	gpu=(auto|off)) GPU=$v ;;
 	sysfs=/[A-Za-z0-9_./-]# | gpu_fields=[A-Za-z0-9_.,]# | gpu_fallback=[A-Za-z0-9_.,]# | probe=(auto|python|sh) | ib_(hw|port)_tick=[A-Za-z0-9_,-]#) ;;
-	storm_pause_ratio=[0-9.]## | storm_flat_fraction=[0-9.]## | storm_flat_bytes_per_s=[0-9.]## | fw_sudo=(0|1) | optics_sudo=(0|1)) ;;
+	storm_pause_ratio=[0-9.]## | storm_flat_fraction=[0-9.]## | storm_flat_bytes_per_s=[0-9.]## | fw_sudo=(0|1) | optics_sudo=(0|1) | mlxlink=(0|1)) ;;
 	*) fab_die "unknown argument" ;;
 	esac
 done

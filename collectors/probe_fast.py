@@ -103,6 +103,7 @@ class Args(object):
         self.port_tick = None  # type: Optional[Set[str]]
         self.fw_sudo = False
         self.optics_sudo = False
+        self.mlxlink = False  # mlxlink on optics rounds, one device a round (probe.sh MLX)
         self.optics_s = 30  # least seconds between optics rounds (probe.sh OPTS)
         # The watchdog's storm condition: the session sends the config's thresholds of
         # these names (STORM_ARGS); the constants only serve a run without them.
@@ -170,7 +171,7 @@ class Args(object):
                     self.flat_bytes = float(v)
             elif key == "optics_s":
                 self.optics_s = self._int(v, 0, 86400, key, zero=True)
-            elif key in ("fw_sudo", "optics_sudo"):
+            elif key in ("fw_sudo", "optics_sudo", "mlxlink"):
                 if v not in ("0", "1"):
                     raise Refused("bad " + key)
                 setattr(self, key, v == "1")
@@ -1012,6 +1013,7 @@ class Job(object):
         self.trunc = ""
         self.rc = None  # type: Optional[int]
         self.timed_out = False
+        self.to = 0.0  # its own time limit (0: the tick's, timeout_s)
         self.error = ""
         self.read_ns = 0
         self.mono = 0.0
@@ -1086,7 +1088,27 @@ def run_jobs(
         children.discard(j.proc)
 
 
-OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health")
+def job_lines(j: Job) -> List[bytes]:
+    """A tool's output as lines (its final newline not an empty last line)."""
+    lines = b"".join(j.buf).split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def truncated(j: Job, st: str, det: str) -> Tuple[str, str]:
+    """A capped tool's status says the cap, then the status it would have had."""
+    if not j.trunc:
+        return st, det
+    return "truncated", j.trunc + ("" if st == "ok" else "; " + st + (" " + det if det else ""))
+
+
+OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health", "mlxlink")
+# mlxlink (NVIDIA MFT, docs/PROBE.md "Optics"): ~0.8 s of firmware access a call on a
+# ConnectX-7, so it runs beside the ticks with its own limit, never in a tick's shared one.
+MLXLINK_TIMEOUT_S = 3
+MLXLINK_CAP = 262144  # bytes kept of one answer (the capture's JSON: 4.7 KB)
+BDF_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")  # a PCI function
 
 
 def fec_argv(version: str) -> List[str]:
@@ -1270,6 +1292,8 @@ class Probe(object):
                 "ofed_info",
                 "ip",
                 "devlink",
+                "mlxlink",
+                "timeout",
             )
             if which(t)
         )
@@ -1292,6 +1316,14 @@ class Probe(object):
         self.fw_run = 1 if os.geteuid() == 0 else (2 if a.fw_sudo else 0)
         # Module EEPROMs (ethtool -m) need CAP_NET_ADMIN alike (probe.sh's OMR).
         self.om_run = 1 if os.geteuid() == 0 else (2 if a.optics_sudo else 0)
+        # mlxlink (needs root, as ethtool -m): the read under way (its job and the thread
+        # that runs it), whose turn is next, and the latest section of each PCI function,
+        # all of them sent again with each new one (one device a round: the collector
+        # keeps only the sections a round brings).
+        self.mlx_job = None  # type: Optional[Tuple[Job, threading.Thread]]
+        self.mlx_turn = 0
+        self.mlx_last = {}  # type: Dict[str, Tuple[str, str, int, List[bytes]]]
+        self.mlx_new = False
         self.gkind = "off"
         if a.gpu == "auto":
             self.gkind = next(
@@ -1636,6 +1668,7 @@ class Probe(object):
             for j in jobs:
                 if j.kind == "ethtool_S" and j.rc == 0 and not j.trunc:
                     self.wd.seen(j.subj, j.mono, pause_counters(b"".join(j.buf)))
+        self.mlx_collect()
         return self.frame(clock_ns, up, slow, s, vals, eth, times, cpu, jobs)
 
     def optics_jobs(self, mono: float, netdevs: List[str]) -> List[Job]:
@@ -1655,10 +1688,72 @@ class Probe(object):
         # Only `show`: a health dump can deadlock during PCI error recovery.
         if "devlink" in self.have:
             want.append(Job("devlink_health", "-", ["devlink", "health", "show"]))
+        if self.a.mlxlink:
+            self.mlx_start(netdevs)
         # While a read backs off, a section says so (the collector would otherwise forget
         # the port's last one: the round brought its kind).
         self.obackoff = [(j.kind, j.subj) for j in want if (j.kind, j.subj) in self.oskip]
         return [j for j in want if (j.kind, j.subj) not in self.oskip]
+
+    def mlx_start(self, netdevs: List[str]) -> None:
+        """mlxlink for the next PCI function of the physical netdevs, one a round, in a
+        thread of its own: the frames go on meanwhile, and it is ended at its limit."""
+        devs = []  # type: List[str]
+        for n in netdevs:
+            d = os.path.basename(
+                os.path.realpath(os.path.join(self.a.sys, "class/net", n, "device"))
+            )
+            if BDF_RE.match(d) and d not in devs:
+                devs.append(d)
+        self.mlx_last = dict((d, v) for d, v in self.mlx_last.items() if d in devs)
+        turn = [d for d in devs if ("mlxlink", d) not in self.oskip]
+        if not turn or self.mlx_job is not None or "mlxlink" not in self.have or not self.om_run:
+            return
+        d = turn[self.mlx_turn % len(turn)]
+        self.mlx_turn += 1
+        # Read-only flags only: -m (module) -c (counters); never --pc, which clears them.
+        argv = ["mlxlink", "-d", d, "-m", "-c", "--json"]
+        if self.om_run == 2:
+            argv = ["sudo", "-n"] + argv
+        j = Job("mlxlink", d, argv)
+        j.to = MLXLINK_TIMEOUT_S
+        limit = float(MLXLINK_TIMEOUT_S)
+        if "timeout" in self.have:  # TERM first (sudo passes it on), KILL 1 s later
+            j.argv = ["timeout", "-k", "1", str(MLXLINK_TIMEOUT_S)] + argv
+            limit += 2
+        cap = min(MLXLINK_CAP, self.a.scap)
+        t = threading.Thread(
+            target=run_jobs, args=([j], limit, cap, self.a.fcap, self.wall_ns, self.children)
+        )
+        t.daemon = True
+        self.mlx_job = (j, t)
+        t.start()
+
+    def mlx_collect(self) -> None:
+        """The mlxlink read, once it is done (or was ended at its limit)."""
+        if self.mlx_job is None or self.mlx_job[1].is_alive():
+            return
+        j = self.mlx_job[0]
+        self.mlx_job = None
+        st, det = self.job_status(j)
+        if st != "ok":
+            self.oskip[(j.kind, j.subj)] = self.oround + 16
+        st, det = truncated(j, st, det)
+        self.mlx_last[j.subj] = (st, det, j.read_ns, job_lines(j))
+        self.mlx_new = True
+
+    def job_status(self, j: Job) -> Tuple[str, str]:
+        """A tool's section status and detail."""
+        to = j.to or self.a.to
+        if j.error:
+            return "error", clean(j.error)
+        if j.timed_out or (j.to and j.argv[0] == "timeout" and j.rc in (124, 137, 143)):
+            return "timeout", "after %gs" % to
+        if j.rc is None:
+            return "error", "no exit status"
+        if j.rc == 0:
+            return "ok", ""
+        return "error", "rc=%d" % j.rc
 
     def version_jobs(self) -> List[Job]:
         """Software versions (as probe.sh's slow jobs; uname -r is read in-process below)."""
@@ -1778,36 +1873,25 @@ class Probe(object):
             + [("ethtool_S", n) for n in s.ethtool if isinstance(eth.get(n), tuple)],
         )
         for j in jobs:
-            if j.error:
-                st, det = "error", clean(j.error)
-            elif j.timed_out:
-                st, det = "timeout", "after %gs" % self.a.to
-            elif j.rc is None:
-                st, det = "error", "no exit status"
-            elif j.rc == 0:
-                st, det = "ok", ""
-            else:
-                st, det = "error", "rc=%d" % j.rc
+            st, det = self.job_status(j)
             if j.kind == "gpu_amd":
                 det = (det + " " if det else "") + "tool=" + self.gkind
             if st != "ok" and j.kind in OPTICS_KINDS:  # backs off; its section says why
                 self.oskip[(j.kind, j.subj)] = self.oround + 16
             if j.kind == "ethtool_fec" and self.ethv:
                 det = (det + " " if det else "") + "ethtool=" + self.ethv
-            text = b"".join(j.buf)
-            lines = text.split(b"\n")
-            if lines and lines[-1] == b"":
-                lines.pop()
+            lines = job_lines(j)
             if j.kind == "firewall":  # nft's one-line JSON in pieces, as the sh probe sends it
                 lines = [ln[k : k + 60000] for ln in lines for k in range(0, len(ln) or 1, 60000)]
-            if j.trunc:
-                st, det = (
-                    "truncated",
-                    j.trunc + ("" if st == "ok" else "; " + st + (" " + det if det else "")),
-                )
+            st, det = truncated(j, st, det)
             out.add(j.kind, j.subj, j.read_ns or clock_ns, st, det, lines)
         for kind, subj in self.obackoff:
             out.add(kind, subj, clock_ns, "error", "backoff", [])
+        if self.mlx_new:  # every function's latest, the new one among them
+            self.mlx_new = False
+            for d in sorted(self.mlx_last):
+                st, det, rns, lines = self.mlx_last[d]
+                out.add("mlxlink", d, rns or clock_ns, st, det, lines)
         if slow:
             if "ethtool" not in self.have:
                 if self.eth is None:
@@ -1835,6 +1919,10 @@ class Probe(object):
                 out.add("devlink_health", "-", clock_ns, "missing", "devlink", [])
             if self.opt and s.physical and "ethtool" in self.have and not self.om_run:
                 out.add("ethtool_m", "-", clock_ns, "missing", "needs root", [])
+            if self.opt and s.physical and self.a.mlxlink and "mlxlink" not in self.have:
+                out.add("mlxlink", "-", clock_ns, "missing", "mlxlink", [])
+            elif self.opt and s.physical and self.a.mlxlink and not self.om_run:
+                out.add("mlxlink", "-", clock_ns, "missing", "needs root", [])
             if not self.fw:
                 out.add("firewall", "-", clock_ns, "missing", "no nft or iptables-save", [])
             elif not self.fw_run:

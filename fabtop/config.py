@@ -89,6 +89,10 @@ class HostConfig:
     firewall_sudo: bool = False
     # Read module EEPROMs (``ethtool -m``) through ``sudo -n`` where the SSH user is not root.
     optics_sudo: bool = False
+    # Also read each port's module and physical counters with NVIDIA MFT's ``mlxlink`` (one
+    # device per optics round, ~0.8 s of firmware access each; off by default). Needs root,
+    # or ``optics_sudo`` where the SSH user is not root.
+    optics_mlxlink: bool = False
     # What the host must have ([expect] with its [host.expect] over it); None: nothing.
     expect: Expect | None = None
     # ``fabtop test``'s rails by interface (netdev, RDMA device or device/port); empty: by
@@ -416,6 +420,7 @@ _HOST_KEYS = {
     "probe",
     "firewall_sudo",
     "optics_sudo",
+    "optics_mlxlink",
     "expect",
     "rails",
 }
@@ -712,6 +717,9 @@ def _hosts_from_table(
         optics_sudo = raw.get("optics_sudo", False)
         if not isinstance(optics_sudo, bool):
             raise ConfigError(f"{w}: field 'optics_sudo' must be true or false")
+        mlxlink = raw.get("optics_mlxlink", False)
+        if not isinstance(mlxlink, bool):
+            raise ConfigError(f"{w}: field 'optics_mlxlink' must be true or false")
         expect = common
         if "expect" in raw:
             own = parse_expect(raw["expect"], f"{w}: [host.expect]")
@@ -734,6 +742,7 @@ def _hosts_from_table(
                 probe=probe,
                 firewall_sudo=fw_sudo,
                 optics_sudo=optics_sudo,
+                optics_mlxlink=mlxlink,
                 expect=expect,
                 rails=rails,
             )

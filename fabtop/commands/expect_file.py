@@ -158,6 +158,8 @@ def _host_fields(h: HostConfig) -> dict[str, object]:
         out["firewall_sudo"] = True
     if h.optics_sudo:
         out["optics_sudo"] = True
+    if h.optics_mlxlink:
+        out["optics_mlxlink"] = True
     return out
 
 

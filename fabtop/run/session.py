@@ -275,6 +275,7 @@ class Session:
             probe=host.probe,
             fw_sudo=host.firewall_sudo,
             optics_sudo=host.optics_sudo,
+            mlxlink=host.optics_mlxlink,
             thresholds=self.state.thresholds,
         )
 

@@ -259,14 +259,15 @@ def test_probe_ends_with_its_connection(mac: Path) -> None:
 
 def test_the_mac_probe_takes_every_word_a_session_may_send(mac: Path) -> None:
     # A session sends its per-tick counter lists and the watchdog's thresholds to every
-    # host, and fw_sudo=1, optics_sudo=1 where the config asks: a Mac takes them (and has no
-    # use for them).
+    # host, and fw_sudo=1, optics_sudo=1, mlxlink=1 where the config asks: a Mac takes them
+    # (and has no use for them).
     args = ProbeArgs(
         interval_ms=200,
         path=(str(mac),),
         max_frames=2,
         fw_sudo=True,
         optics_sudo=True,
+        mlxlink=True,
         ib_hw_tick=("out_of_buffer",),
         ib_port_tick=("port_xmit_wait",),
         storm_pause_ratio=0.9,

@@ -137,6 +137,7 @@ SOURCES: dict[str, _Source] = {
         (),
         (),
     ),
+    "mlxlink.parse_mlxlink_json": (("optics/mlxlink_json*",), (), ()),
     "fec.parse_show_fec": (("optics/show_fec_per_lane*", "optics/show_fec_hist_netdev*"), (), ()),
     "ethtool.parse_ethtool_info": ((), ("ethtool/ethtool_i_ice*",), ("ethtool_i",)),
     "ethtool.parse_ethtool_stats": ((), ("ethtool/ethtool_S_bnxt*",), ("ethtool_S",)),

@@ -250,3 +250,88 @@ def test_a_bad_signal_line_costs_that_flag_and_is_said() -> None:
     assert r.module.lanes == ()
     assert r.warnings == ["rx loss of signal: bad value '[ Yes, Maybe ]'"]
     assert set(SIGNALS) >= set(r.module.signals_read)
+
+
+def test_mlxlink_json_module_flags_and_physical_counters() -> None:
+    from collectors.parsers.mlxlink import parse_mlxlink_json
+
+    r = parse_mlxlink_json(_text("mlxlink_json_mft_4.34.1_cx7_400g_dr4_exporter.json"))
+    m = r.module
+    assert r.warnings == [] and m is not None
+    assert (m.identifier, m.part, m.temperature_c, m.voltage_v) == (
+        "OSFP",
+        "OSFP-400G-DR4",
+        61.0,
+        3.2355,
+    )
+    assert [ln.lane for ln in m.lanes] == [1, 2, 3, 4] and m.rx_power_kind == "average"
+    rx = [dbm(ln.rx_power_mw) for ln in m.lanes]
+    assert [round(p, 3) for p in rx if p is not None] == [3.583, 3.253, 3.233, 2.658]
+    assert m.limits == {}  # "[-9.914..6.999]": alarm or warning, the tool does not say
+    assert set(m.signals_read) == set(SIGNALS) and all(ln.signals == () for ln in m.lanes)
+    # the corrected bits per lane since the last clear, and the firmware's own BERs
+    assert r.counters["raw_physical_errors_lane1"] == 15132549
+    assert r.counters["link_down_counter"] == 0 and r.since_clear_s == 2718.1 * 60
+    assert (r.raw_ber, r.raw_ber_lanes[1], r.fec) == (5e-10, 1e-9, "Standard_RS-FEC - (544,514)")
+
+
+def test_mlxlink_refusals_and_missing_values_are_said_not_zero() -> None:
+    from collectors.parsers.mlxlink import parse_mlxlink_json
+
+    doc = _text("mlxlink_json_mft_4.34.1_cx7_400g_dr4_exporter.json")
+    failed = parse_mlxlink_json('{"status": {"code": 1, "message": "No such device"}}')
+    assert failed.module is None and failed.warnings == ["mlxlink status 1: No such device"]
+    assert parse_mlxlink_json("-E- Failed to open device").warnings == [
+        "not mlxlink JSON: '-E- Failed to open device'"
+    ]
+    na = parse_mlxlink_json(doc.replace('"61 [-10..80]"', '"N/A"').replace('"2718.1"', '"x"'))
+    assert na.module is not None and na.module.temperature_c is None
+    assert na.since_clear_s is None and na.warnings == [
+        "Time Since Last Clear [Min]: bad value 'x'"
+    ]
+    flagged = doc.replace(
+        '"Rx LOS [per lane]" :\n\t\t\t\t{\n\t\t\t\t\t"values" :\n\t\t\t\t\t[\n\t\t\t\t\t\t"0"',
+        '"Rx LOS [per lane]" :\n\t\t\t\t{\n\t\t\t\t\t"values" :\n\t\t\t\t\t[\n\t\t\t\t\t\t"1"',
+    )
+    m = parse_mlxlink_json(flagged).module
+    assert m is not None and m.lanes[0].signals == (RX_LOS,)
+
+
+def test_mlxlink_fills_the_module_of_its_pci_function_where_ethtool_m_has_none() -> None:
+    """mlxlink's section is named by the PCI function it asked (probe.sh, probe_fast.py):
+    it goes to the link whose ethtool -i bus-info is that function. ethtool -m wins where
+    it answered (it carries the module's own limits); the tool's own refusal is said."""
+    doc = _text("mlxlink_json_mft_4.34.1_cx7_400g_dr4_exporter.json")
+    sfp = _text("ethtool_m_sfp_xgspon_dark_rx_netdev.txt")
+    refused = '{"status": {"code": 1, "message": "Failed to open device"}}\n'
+    sysnet = "".join(f"eth{i}/mtu 1500\neth{i}/device -\n" for i in range(3))
+    frame = Frame(
+        7,
+        1_700_000_000_000_000_000,
+        100.0,
+        1_700_000_000.0,
+        [
+            _sec("sysnet", None, sysnet),
+            *(
+                _sec("ethtool_i", f"eth{i}", f"driver: mlx5_core\nbus-info: 0000:00:0{i}.0\n")
+                for i in range(3)
+            ),
+            _sec("ethtool_m", "eth0", "netlink error: Operation not supported", "error", "rc=1"),
+            _sec("ethtool_m", "eth1", sfp),
+            _sec("mlxlink", "0000:00:00.0", doc),
+            _sec("mlxlink", "0000:00:01.0", doc),
+            _sec("mlxlink", "0000:00:02.0", refused, "error", "rc=1"),
+        ],
+    )
+    sample = assemble("n1", frame)
+    links = sample.links
+    m0, m1 = links["eth0"].module, links["eth1"].module
+    assert m0 is not None and (m0.identifier, m0.part, len(m0.lanes)) == (
+        "OSFP",
+        "OSFP-400G-DR4",
+        4,
+    )
+    assert m1 is not None and m1.part == "SFP+ONU-XGSPON" and m1.limits  # ethtool -m's
+    assert links["eth2"].module is None
+    said = [w for w in sample.warnings if "mlxlink" in w]
+    assert said == ["n1: mlxlink 0000:00:02.0: mlxlink status 1: Failed to open device"]

@@ -232,3 +232,26 @@ def test_optics_sudo_goes_from_the_config_to_both_probes_and_nothing_else_is_tak
     assert pf.Args(["optics_sudo=1"]).optics_sudo and not pf.Args([]).optics_sudo
     with pytest.raises(pf.Refused):
         pf.Args(["optics_sudo=yes"])
+
+
+def test_optics_mlxlink_goes_from_the_config_to_both_probes_off_by_default(tmp_path: Path) -> None:
+    from fabtop.config import ConfigError, config_from_dict
+
+    cfg = config_from_dict({"host": [{"name": "a", "optics_mlxlink": True}, {"name": "b"}]}, "t")
+    assert [h.optics_mlxlink for h in cfg.hosts] == [True, False]
+    with pytest.raises(ConfigError, match=r"host 'a'.*'optics_mlxlink' must be true or false"):
+        config_from_dict({"host": [{"name": "a", "optics_mlxlink": 1}]}, "t")
+    assert _word(probe_args(mlxlink=True), "mlxlink") == "1"
+    assert not any(a.startswith("mlxlink") for a in probe_args())
+    assert pf.Args(["mlxlink=1"]).mlxlink and not pf.Args([]).mlxlink
+    with pytest.raises(pf.Refused):
+        pf.Args(["mlxlink=yes"])
+    r = subprocess.run(
+        ["dash", "-s", "--", "mlxlink=yes"],
+        input=probe_script().encode(),
+        capture_output=True,
+        timeout=5,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert r.returncode == 2 and r.stdout == b"" and b"fabtop-probe: unknown argument" in r.stderr
