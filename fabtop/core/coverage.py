@@ -182,6 +182,7 @@ GAP_WORDS: dict[tuple[str, str | None], tuple[int, str]] = {
     ("macos", None): (4, "unverified on "),
     ("token_rate", None): (5, "token rate unknown on "),
     ("thermals", None): (5, "thermals not monitored on "),
+    ("optics", TOOL_MISSING): (4, "mlxlink not installed on "),  # asked for: optics_mlxlink
     ("optics", None): (4, "module optics need root or sudo -n on "),
 }
 
@@ -229,9 +230,11 @@ def gaps_of(hs: HostState) -> tuple[Gap, ...]:
         if fw.status == "missing":
             reason = TOOL_MISSING
         found.append(_gap("firewall", reason, unknown_reason(fw)))
-    if hs.unread.get("ethtool_m") == OPTICS_NEED_ROOT:
+    if OPTICS_NEED_ROOT in (hs.unread.get("ethtool_m"), hs.unread.get("mlxlink")):
         # Said here once for the host, never a warning per port per round.
         found.append(_gap("optics", NEEDS_ROOT))
+    if _missing(hs.unread.get("mlxlink")) == "no mlxlink":  # the host asked for it
+        found.append(_gap("optics", TOOL_MISSING))
     # A server with no counter a passive monitor can read: its rate is unseen, and why.
     for why in sorted({i.rate_unknown for i in s.inference if i.rate_unknown}):
         found.append(_gap("token_rate", NO_COUNTER, why))

@@ -20,6 +20,7 @@ import pytest
 
 from collectors.frames import Frame
 from collectors.probe import ProbeArgs
+from fabtop.core.coverage import host_gaps
 from fabtop.core.pipeline import Pipeline
 from tests.integration.sshd import Sshd
 from tests.integration.test_probe import ETHTOOL_I, ETHTOOL_S, _args, _write_tool, node  # noqa: F401
@@ -157,6 +158,7 @@ def test_mlxlink_absent_or_without_root_is_one_word_and_sudo_n_runs_it(
     said = [(s.subject, s.status, s.detail) for s in frames[0].sections if s.kind == "mlxlink"]
     assert said == [(None, "missing", "mlxlink")]
     assert not [w for w in hs.warnings if "mlxlink" in w]
+    assert "mlxlink not installed on n1" in host_gaps(hs)  # asked for: said once, for the host
     # Installed, the user not root: not run (it needs root), said alike
     _write_tool(
         open_node / "bin", "mlxlink", f'echo "$*" >> {open_node}/mlxlink.log\ncat "{CAPTURE}"\n'
