@@ -21,6 +21,7 @@ from collectors.gpu_sections import GPU_KINDS
 from collectors.parsers.firewall import unknown_reason
 from collectors.samples import HostSample
 from fabtop.core.expect import rdma_ports
+from fabtop.core.gap import Gap as Gap  # where it was defined first
 from fabtop.core.state import (
     CONNECTING,
     DOWN,
@@ -149,23 +150,6 @@ def _qos_gap(hs: HostState, s: HostSample) -> tuple[str, str] | None:
         return NO_ANSWER, "no QoS tool answered"
     # Any tool there but refusing says more than the one that is absent.
     return (NOT_SUPPORTED if NOT_SUPPORTED in codes else TOOL_MISSING), ", ".join(why)
-
-
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """One whole source not monitored on one host: typed (``source``, ``reason``: bounded
-    words, the exporter's labels) and as the sentence's parts people read."""
-
-    source: str  # one of GAP_SOURCES
-    reason: str  # one of GAP_REASONS
-    order: int  # the sentence's place in the coverage line
-    pre: str  # the sentence before the host names
-    post: str = ""  # after them: the why in the host's own words
-
-    @property
-    def detail(self) -> str:
-        """The why in the host's own words, without its parentheses ("" when none)."""
-        return self.post.strip().removeprefix("(").removesuffix(")")
 
 
 # Each gap's sentence: (source, reason) -> (its place in the line, the words before the

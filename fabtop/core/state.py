@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from collectors.frames import Frame
 from collectors.guard import Guard
@@ -27,20 +27,18 @@ from collectors.host_states import UP as UP
 from collectors.parsers.pfcwd import WatchdogEvent, parse_pfcwd
 from collectors.samples import HostSample, InferenceSample, SectionStatus
 from collectors.text import clean
+from fabtop.core.ber import BerNow
 from fabtop.core.cpu import cpu_time
 from fabtop.core.finding_log import FindingLog
 from fabtop.core.findings import Finding
 from fabtop.core.firewall_ports import DEFAULT_FIREWALL_PORTS
+from fabtop.core.gap import Gap
 from fabtop.core.history import History
 from fabtop.core.pipeline import Pipeline
 from fabtop.core.rates import HostRates
 from fabtop.core.rules.context import LINK_UP_STATES as LINK_UP_STATES  # for the views
 from fabtop.core.rules.context import host_time
 from fabtop.core.rules.context import link_up as link_up  # for the views and the exporter
-
-if TYPE_CHECKING:
-    from fabtop.core.ber import BerNow
-    from fabtop.core.coverage import Gap
 from fabtop.core.thresholds import effective
 
 # Host states: collectors/host_states.py (imported above for the views too). The order a
