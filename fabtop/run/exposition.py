@@ -15,12 +15,13 @@ Nothing is kept between scrapes: each call starts from the families it is given.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable
 
 from prometheus_client.core import Metric
 from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
 from prometheus_client.registry import Collector
+
+from fabtop.core.cpu import gc_paused
 
 # prometheus-client's OpenMetrics types as the 0.0.4 format names them (as generate_latest
 # munges them); a counter's and an info's samples carry the suffix in their names.
@@ -53,17 +54,11 @@ def collect(registry: Collector) -> list[Metric]:
     """Every family of ``registry``, with Python's cyclic garbage collector paused.
 
     A scrape builds a sample object per series (137 k for a 128-host shard) and frees
-    them all once written: none is garbage for the collector, yet their allocation made it
-    run some 600 times and walk the whole heap (the state and its history) twice, half
-    the collection's CPU. What the scrape allocates is freed by reference counting.
+    them all once written; their allocation made the collector run some 600 times and
+    walk the whole heap (the state and its history) twice: half the collection's CPU.
     """
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return list(registry.collect())
-    finally:
-        if was:
-            gc.enable()
 
 
 def render(families: Iterable[Metric]) -> bytes:
