@@ -356,7 +356,7 @@ class _Body:
     """The exposition, rendered at most once per ``max_age_s`` (a burst of scrapes shares it).
 
     The families are read on the loop, so the state is one instant (the collection is
-    the only part that holds the loop: 0.3 s for a 128-host shard); they are written out
+    the only part that holds the loop: 0.4 s for a 128-host shard); they are written out
     in a thread (their samples are plain strings and numbers), so the session goes on
     reading its hosts while a 12 MB body is formatted.
     """
