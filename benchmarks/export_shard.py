@@ -58,11 +58,11 @@ class _Families(Collector):
 def run(n: int) -> None:
     state, _, _ = demo_state(until_s=4.0, history_s=3.0, fabric=big_fabric(n, "a"))
     reg = registry_for(state, "a")
-    body = exposition.render(exposition.collect(reg))
+    body = exposition.render(exposition.families_of(reg))
     series = body.count(b"\n") - body.count(b"\n#") - body.startswith(b"#")
-    scrape = _cpu(lambda: exposition.render(exposition.collect(reg)))
-    loop = _cpu(lambda: exposition.collect(reg))
-    info = _cpu(lambda: exposition.collect(_Families(info_families(state))))
+    scrape = _cpu(lambda: exposition.render(exposition.families_of(reg)))
+    loop = _cpu(lambda: exposition.families_of(reg))
+    info = _cpu(lambda: exposition.families_of(_Families(info_families(state))))
     before = _cpu(lambda: generate_latest(reg))
     print(
         f"{n} hosts: {series} series ({series / n:.0f} per host), "

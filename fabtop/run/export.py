@@ -42,9 +42,9 @@ from fabtop.core.rules.context import lossless_prios
 from fabtop.core.rules.gpu import thermal_slowdown
 from fabtop.core.rules.pauses import PRIOS
 from fabtop.core.state import UP, FabricState, effective_status, link_up
-from fabtop.run import exposition
 from fabtop.run.export_info import add_sample as _add
 from fabtop.run.export_info import info_families, label, shard_info
+from fabtop.run.exposition import families_of, render
 
 # Open at once: above the 3000 concurrent scrapes a large fleet's tooling may send, so a
 # burst fits whole; `fabtop export` raises its descriptor limit to hold it (fd_room()).
@@ -378,8 +378,8 @@ class _Body:
     async def _render(self) -> bytes:
         try:
             at = time.monotonic()
-            families = exposition.collect(self.registry)
-            body = await asyncio.to_thread(exposition.render, families)
+            families = families_of(self.registry)
+            body = await asyncio.to_thread(render, families)
             self._body, self._at = body, at
             return body
         finally:

@@ -50,7 +50,7 @@ def _number(v: float) -> str:
     return s
 
 
-def collect(registry: Collector) -> list[Metric]:
+def families_of(registry: Collector) -> list[Metric]:
     """Every family of ``registry``, with Python's cyclic garbage collector paused.
 
     A scrape builds a sample object per series (137 k for a 128-host shard) and frees

@@ -27,7 +27,7 @@ from prometheus_client.core import (
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from fabtop.run import exposition
+from fabtop.run import export, exposition
 from fabtop.run.demo import demo_state
 from fabtop.run.export import _Body, registry_for
 from tests.conftest import skip_or_fail
@@ -82,7 +82,7 @@ def _parsed(text: bytes) -> list[tuple[str, str, str, list[tuple[object, ...]]]]
 
 
 def _ours(reg: Collector) -> bytes:
-    return exposition.render(exposition.collect(reg))
+    return exposition.render(exposition.families_of(reg))
 
 
 def _promtool_accepts(text: bytes) -> None:
@@ -157,7 +157,7 @@ async def test_a_burst_of_scrapes_shares_one_collection_and_the_loop_goes_on(
         seen.append(ticks - start)
         return out
 
-    monkeypatch.setattr(exposition, "render", render)
+    monkeypatch.setattr(export, "render", render)
 
     async def loop_work() -> None:  # the session's other work: reading its hosts
         nonlocal ticks
