@@ -6,13 +6,19 @@ For each N, the big simulated fabric of ``--demo-hosts N`` (8 RoCE rails a host)
 into a FabricState for a few ticks, served as ``fabtop export`` serves it, and turned
 into the query API's JSON (an instant vector, as Prometheus answers it). Then the
 reader's side: the answer's series read back into samples and fed through the rates,
-history and the shards' findings (one refresh); the hour's backfill on the dashboard's
-start is that many refreshes, one per step. Process CPU time, without HTTP or JSON decoding (those
-are Prometheus's and urllib's); prints figures and asserts nothing.
+history and the shards' findings (one refresh). Then the dashboard's start as it runs it
+(``PrometheusSource.poll_once`` with the HTTP fetches answered from memory): the known
+hosts, the hour's backfill (``query_range``'s JSON decoded, cut into steps, read and fed
+through the rates and history, fabtop/run/promself.py ``backfill``) and the first live
+answer, to the first full screen; the backfill's part of it beside. Process CPU time
+(threads included), without HTTP; prints figures and asserts nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -23,14 +29,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from collectors.numbers import json_loads
 from fabtop.config import Config
+from fabtop.run import promself
 from fabtop.run.compose import fabric_state
 from fabtop.run.demo import ManualClock, demo_state
 from fabtop.run.export import registry_for
 from fabtop.run.promself import (
+    BACKFILL_QUERY,
+    BACKFILL_S,
     MAX_BACKFILL_HOST_STEPS,
     MAX_BACKFILL_POINTS,
     MIN_BACKFILL_POINTS,
+    OwnSeries,
+    range_result,
 )
 from fabtop.run.promself_series import read_own
 from fabtop.run.promsource import PrometheusSource
@@ -49,6 +61,78 @@ def answer(n: int) -> list[dict[str, Any]]:
                 {"metric": {"__name__": s.name, **s.labels, **TARGET}, "value": [T0, repr(s.value)]}
             )
     return out
+
+
+def _json(kind: str, result: list[dict[str, Any]]) -> bytes:
+    return json.dumps(
+        {"status": "success", "data": {"resultType": kind, "result": result}}
+    ).encode()
+
+
+def _grown(name: str, value: float, i: int) -> str:
+    """A series' value ``i`` steps into the hour: traffic counters move, the rest stay."""
+    if name.endswith("bytes_total"):
+        value += i * 1e10
+    elif name.endswith("packets_total"):
+        value += i * 1e7
+    return repr(float(value))
+
+
+def start(results: list[dict[str, Any]], stamps: list[dict[str, Any]]) -> tuple[float, float]:
+    """CPU from the dashboard's first poll to its first full screen, and the backfill's part."""
+    end = T0 + BACKFILL_S
+    wanted = re.compile(BACKFILL_QUERY.split('"')[1])  # {__name__=~"..."}: anchored
+    steps = max(
+        MIN_BACKFILL_POINTS, min(MAX_BACKFILL_POINTS, MAX_BACKFILL_HOST_STEPS // len(stamps))
+    )
+    step = max(1.0, -(-BACKFILL_S // steps))
+    times = [T0 + k * step for k in range(int(BACKFILL_S // step) + 1)]
+    matrix = _json(
+        "matrix",
+        [
+            {
+                "metric": r["metric"],
+                "values": [[t, _grown(name, float(r["value"][1]), i)] for i, t in enumerate(times)],
+            }
+            for r in results
+            if wanted.fullmatch(name := r["metric"]["__name__"])
+        ],
+    )
+    now = [
+        {**r, "value": [end, _grown(r["metric"]["__name__"], float(r["value"][1]), len(times))]}
+        for r in results
+    ]
+    answers = {
+        promself.KNOWN_QUERY: _json("vector", stamps),
+        promself.STAMPS_QUERY: _json("vector", [{**s, "value": [end, str(end)]} for s in stamps]),
+        promself.SERIES_QUERY: _json("vector", now),
+        promself.SHARDS_QUERY: _json(
+            "vector", [{"metric": {"__name__": "up", **TARGET}, "value": [end, "1"]}]
+        ),
+    }
+
+    marks: dict[str, float] = {}  # when the backfill's query went out, and the next one
+
+    def fetch(url: str, query: str, timeout: float, *at: float) -> list[Any]:
+        if query == promself.SERIES_QUERY:
+            marks["after"] = time.process_time()  # the backfill is done
+        result = json_loads(answers[query].decode())["data"]["result"]
+        assert isinstance(result, list)
+        return result
+
+    def fetch_range(url: str, query: str, *_: float) -> list[Any]:
+        marks["range"] = time.process_time()
+        return range_result(matrix, url)
+
+    clock = ManualClock()
+    src = PrometheusSource("http://prom:9090", interval=5.0, clock=clock, fetch=fetch)
+    src.own = OwnSeries(src, fetch_range=fetch_range, wall=lambda: end)
+    src.state = fabric_state(Config(hosts=[], interval=5.0), clock=clock)
+    c0 = time.process_time()
+    asyncio.run(src.poll_once())
+    first = time.process_time() - c0
+    assert src.own.backfilled is not None and len(src.state.hosts) == len(stamps)
+    return first, marks["after"] - marks["range"]
 
 
 def run(n: int) -> None:
@@ -77,11 +161,12 @@ def run(n: int) -> None:
         costs.append(time.process_time() - c0)
     refresh = sorted(costs)[len(costs) // 2]
     steps = max(MIN_BACKFILL_POINTS, min(MAX_BACKFILL_POINTS, MAX_BACKFILL_HOST_STEPS // n))
+    first, backfill = start(results, stamps)
     print(
         f"{n} hosts: {len(results)} series ({len(results) / n:.0f} per host); read "
         f"{read_s * 1000:.0f} ms, a whole refresh (read, rates, history, findings) "
-        f"{refresh * 1000:.0f} ms CPU; the hour's backfill ({steps} steps of "
-        f"{3600 / steps:.0f} s) about {steps * refresh:.1f} s CPU"
+        f"{refresh * 1000:.0f} ms CPU; first full screen {first:.1f} s CPU, of which the "
+        f"hour's backfill ({steps} steps of {3600 / steps:.0f} s, JSON included) {backfill:.1f} s"
     )
 
 

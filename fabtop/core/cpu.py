@@ -9,9 +9,11 @@ the host whose frame was being read then (fabtop never blames a host for its own
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 _gc_s: dict[int, float] = {}  # thread -> CPU seconds its collections took
@@ -34,3 +36,33 @@ gc.callbacks.append(_on_gc)
 def cpu_time() -> float:
     """This thread's CPU seconds, less its garbage collections (differences are costs)."""
     return time.thread_time() - _gc_s.get(threading.get_ident(), 0.0)
+
+
+_pause_lock = threading.Lock()
+_pauses = 0  # bodies of gc_paused() running now, in any thread
+_was_enabled = False  # whether the collector ran before the first of them
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the body (in every thread, as gc is global).
+
+    For a bounded burst that allocates hundreds of thousands of objects and keeps or frees
+    them by reference counting (a scrape's samples, a range answer's points): none is
+    garbage, yet their allocation makes the collector run hundreds of times and walk the
+    whole heap, often half the burst's CPU. Overlapping pauses (the loop and a thread)
+    turn it back on when the last ends, and only where it was on.
+    """
+    global _pauses, _was_enabled
+    with _pause_lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -45,6 +45,7 @@ from fabtop.core.state import UP, FabricState, effective_status, link_up
 from fabtop.run.export_cable import cable_families
 from fabtop.run.export_info import add_sample as _add
 from fabtop.run.export_info import info_families, label, shard_info
+from fabtop.run.exposition import families_of, render
 
 # Open at once: above the 3000 concurrent scrapes a large fleet's tooling may send, so a
 # burst fits whole; `fabtop export` raises its descriptor limit to hold it (fd_room()).
@@ -354,18 +355,37 @@ class ErrorLog:
 
 
 class _Body:
-    """The exposition, rendered at most once per ``max_age_s`` (a burst of scrapes shares it)."""
+    """The exposition, rendered at most once per ``max_age_s`` (a burst of scrapes shares it).
+
+    The families are read on the loop, so the state is one instant (the collection is
+    the only part that holds the loop: 0.4 s for a 128-host shard); they are written out
+    in a thread (their samples are plain strings and numbers), so the session goes on
+    reading its hosts while a 12 MB body is formatted.
+    """
 
     def __init__(self, registry: CollectorRegistry, max_age_s: float) -> None:
         self.registry, self.max_age_s = registry, max_age_s
         self._body: bytes | None = None
         self._at = 0.0
+        self._pending: asyncio.Task[bytes] | None = None
 
-    def get(self) -> bytes:
-        now = time.monotonic()
-        if self._body is None or now - self._at > self.max_age_s:
-            self._body, self._at = generate_latest(self.registry), now
-        return self._body
+    async def get(self) -> bytes:
+        if self._body is not None and time.monotonic() - self._at <= self.max_age_s:
+            return self._body
+        if self._pending is None:
+            self._pending = asyncio.create_task(self._render())
+        # shield: a scrape that gives up (its deadline) never cancels the others' body
+        return await asyncio.shield(self._pending)
+
+    async def _render(self) -> bytes:
+        try:
+            at = time.monotonic()
+            families = families_of(self.registry)
+            body = await asyncio.to_thread(render, families)
+            self._body, self._at = body, at
+            return body
+        finally:
+            self._pending = None
 
 
 class _Reader(asyncio.StreamReader):
@@ -517,7 +537,7 @@ async def serve(
         path = parts[1] if len(parts) > 1 else "/"
         if path.split("?")[0] in ("/metrics", "/"):
             try:
-                data, status = body.get(), "200 OK"
+                data, status = await body.get(), "200 OK"
             except Exception as e:  # a collector bug: a 500 and a line, never a traceback
                 errors.say(f"rendering /metrics failed: {type(e).__name__}: {e}")
                 data, status = b"internal error\n", "500 Internal Server Error"

@@ -33,12 +33,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from collectors.host_states import STALE_AFTER_INTERVALS
 from collectors.numbers import json_loads
 from collectors.text import clean
 from fabtop.config import HostConfig
+from fabtop.core.cpu import gc_paused
 from fabtop.core.findings import Finding, port_ref
 from fabtop.core.state import DOWN, FabricState
 from fabtop.run.promself_info import bers
@@ -86,10 +87,11 @@ _BLIND_RULES = frozenset({"host_unreachable", "host_stale", "host_failing"})
 BACKFILL_S = 3600.0
 MAX_BACKFILL_POINTS = 240
 # A fleet gets fewer steps: at most this many host-steps in all (a host-step costs about
-# 3 ms of CPU: 256 hosts of 8 rails fill their hour in 16 steps, some 15 s, between
-# which the dashboard draws; 7 hosts get all 240).
+# 6 ms of CPU, JSON included: 256 hosts of 8 rails fill their hour in 16 steps, some 24 s
+# (benchmarks/promself_readback.py), between which the dashboard draws; 7 hosts get all 240).
 MAX_BACKFILL_HOST_STEPS = 4096
 MIN_BACKFILL_POINTS = 12
+_T = TypeVar("_T")
 
 
 def shard_finding(f: ShardFinding, shard: str, st: FabricState) -> Finding:
@@ -137,6 +139,25 @@ class ShardRules:
         return list(self.found)
 
 
+def _paused(f: Callable[..., _T], *args: Any) -> _T:
+    """``f(*args)`` with the cyclic GC paused: for the backfill's millions of points
+    (fabtop/core/cpu.py says why)."""
+    with gc_paused():
+        return f(*args)
+
+
+def _read_step(vector: list[dict[str, object]], t: float) -> OwnAnswer:
+    """One step of a range answer as hosts. A range query's samples stand at its steps: the
+    step's time is each host's scrape time (what STAMPS_QUERY says live), so no point's
+    own time needs reading."""
+    stamps = [
+        {"metric": m, "value": [t, t]}
+        for r in vector
+        if isinstance(m := r.get("metric"), dict) and m.get("__name__") == "fabtop_host_up"
+    ]
+    return _paused(read_own, vector, stamps, t)
+
+
 def fetch_range(
     base_url: str, query: str, start: float, end: float, step: float, timeout: float
 ) -> list[Any]:
@@ -144,7 +165,13 @@ def fetch_range(
     args = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
     url = base_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(args)
     with urllib.request.urlopen(url, timeout=timeout) as resp:
-        doc = json_loads(resp.read(256 * 1024 * 1024))
+        return range_result(resp.read(256 * 1024 * 1024), base_url)
+
+
+def range_result(body: bytes, base_url: str) -> list[Any]:
+    """A range query's answer as its ``data.result``; raises ValueError naming the source."""
+    with gc_paused():  # an hour of 256 hosts: 3 M points, 100 MB (cpu.py says why)
+        doc = json_loads(body.decode())
     if not isinstance(doc, dict) or doc.get("status") != "success":
         err = doc.get("error", doc.get("status")) if isinstance(doc, dict) else "not JSON"
         raise ValueError(f"{display_url(base_url)}: range query failed: {err}")
@@ -250,11 +277,10 @@ class OwnSeries:
         )
         self.backfilled = (span, step)
         n = 0
-        for t, vector in await asyncio.to_thread(steps_of, matrix):
-            answer = await asyncio.to_thread(read_own, vector, (), t)
-            for h in answer.hosts.values():
-                h.t = t  # a range query's samples stand at its steps
-            n += self.apply(answer, (), t, evaluate=False)  # the loop draws between steps
+        for t, vector in await asyncio.to_thread(_paused, steps_of, matrix):
+            answer = await asyncio.to_thread(_read_step, vector, t)
+            with gc_paused():  # a step's rates and history: as many objects again
+                n += self.apply(answer, (), t, evaluate=False)  # the loop draws between steps
         for sh in self.shards.values():  # the steps are no scrape interval: measured live
             sh.every, sh.scraped = None, 0.0
         if self.src.state is not None:
