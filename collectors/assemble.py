@@ -594,6 +594,9 @@ def _finish(
     if link.slow_read_ns is not None and ndev is not None:  # read_optics found its FEC read
         fec = b.find("ethtool_fec", ndev)
         lp.slow_at = b.index[id(fec)] if fec is not None else None
+    if link.mlxlink_read_ns is not None and bus is not None:  # mlxlink's corrected bits
+        mlx = b.find("mlxlink", bus)
+        lp.mlx_at = b.index[id(mlx)] if mlx is not None else None
     raw_ethtool = ethtool.get(ndev) if ndev else None
     link.qos = guard(warn, "qos", ndev, None, _qos, b, ndev, rec, raw_ethtool)
     placed = bool(b.values)

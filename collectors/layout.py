@@ -28,6 +28,7 @@ from collectors.gpu_sections import GPU_KINDS, gpus_from_frame, read_gpu_section
 from collectors.guard import Guard
 from collectors.normalize import (
     FEC_MAP,
+    MLXLINK_MAP,
     MetricPlan,
     apply_map,
     apply_plan,
@@ -36,6 +37,7 @@ from collectors.normalize import (
 )
 from collectors.ruleset import FirewallState
 from collectors.samples import (
+    MLXLINK_SOURCE,
     PORT_SLOW_SOURCE,
     SLOW_SOURCE,
     HostSample,
@@ -399,6 +401,7 @@ class LinkPlan:
     slow_saturated: tuple[str, ...] = ()
     read_at: int | None = None  # the section whose read time the counters have
     slow_at: int | None = None  # ... and the slow metrics (the FEC's: LinkSample.slow_read_ns)
+    mlx_at: int | None = None  # ... and mlxlink's corrected bits (LinkSample.mlxlink_read_ns)
     # Whose hwmon temperatures the link shows: its netdev's, else its RDMA device's, each
     # with the hottest read from the shape's own text (a line that was not plain).
     temp: tuple[str | None, float | None, str | None, float | None] | None = None
@@ -483,6 +486,8 @@ def _fill(
             link.read_ns = sections[lp.read_at].read_ns
         if lp.slow_at is not None:  # a new read of the same text keeps the shape: its time
             link.slow_read_ns = sections[lp.slow_at].read_ns
+        if lp.mlx_at is not None:
+            link.mlxlink_read_ns = sections[lp.mlx_at].read_ns
         if temps and lp.temp is not None:
             link.temperature_c = _temperature(lp.temp, temps)
     # The metrics of all links in one try: a failure is said at its link's place in the
@@ -540,6 +545,9 @@ def _metrics(link: LinkSample, lp: LinkPlan, left: list[str]) -> None:
     fec = counters.get("fec")  # optics rounds' FEC blocks (collectors/optics_sections.py)
     if fec:
         metrics.update(apply_map(FEC_MAP, fec))
+    mlx = counters.get(MLXLINK_SOURCE)  # its corrected bits where ethtool -S has none
+    if mlx and link.mlxlink_read_ns is not None:
+        metrics.update(apply_map(MLXLINK_MAP, mlx))
     if len(metrics) < len(lp.makes):
         left.extend(
             f"{link.id} {m}: sum beyond 64 bits, left out" for m in lp.makes if m not in metrics

@@ -178,6 +178,15 @@ FEC_MAP: Mapping[Metric, tuple[Src, ...]] = {
     Metric.FEC_CORRECTED_BLOCKS: (_s("corrected_blocks"),),
     Metric.FEC_UNCORRECTABLE_BLOCKS: (_s("uncorrectable_blocks"),),
 }
+# ``mlxlink -c`` (collectors/parsers/mlxlink.py: LinkSample.counters "mlxlink", opt-in, read
+# on optics rounds, one device a round): the corrected bits are the sum of its per-lane raw
+# physical errors (PPCNT's phy_raw_errors_laneN: "when FEC is enabled, corrected errors";
+# the capture's four lanes sum to its Raw Physical BER x rate x time since the clear). The
+# link's PHY_CORRECTED_BITS only where ethtool -S has none (older firmware without the
+# statistical group), at mlxlink's read time (LinkSample.mlxlink_read_ns).
+MLXLINK_MAP: Mapping[Metric, tuple[Src, ...]] = {
+    Metric.PHY_CORRECTED_BITS: (_s(*(f"raw_physical_errors_lane{i}" for i in range(16))),),
+}
 # The normalized metrics read at slow cadence and carried between reads (the tables of
 # sources read on optics rounds): the rate engine makes their rates between two fresh
 # reads (LinkSample.slow_read_ns), never per frame (0, then a round's delta over one frame).
@@ -256,6 +265,7 @@ def _feeds_index() -> dict[str, dict[str, tuple[Feed, ...]]]:
         "ib_hw": IB_HW_MAP,
         "netdev": NETDEV_MAP,
         "fec": FEC_MAP,
+        "mlxlink": MLXLINK_MAP,
     }
     out: dict[str, dict[str, tuple[Feed, ...]]] = {}
     for source, table in tables.items():

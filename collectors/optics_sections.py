@@ -20,11 +20,13 @@ from dataclasses import replace
 
 from collectors.frames import Frame, Section, TextRead
 from collectors.layout import Warner
+from collectors.normalize import ETHTOOL_MAP, MLXLINK_MAP, apply_map
 from collectors.parsers.devlink_health import parse_devlink_health
 from collectors.parsers.ethtool_module import parse_ethtool_module
 from collectors.parsers.fec import parse_show_fec
 from collectors.parsers.mlxlink import parse_mlxlink_json
-from collectors.samples import FEC_SOURCE, LinkSample
+from collectors.samples import FEC_SOURCE, MLXLINK_SOURCE, LinkSample
+from collectors.vocabulary import Metric
 
 OPTICS_KINDS = ("ethtool_m", "ethtool_fec", "devlink_health", "mlxlink")
 
@@ -91,8 +93,24 @@ def read_optics(
         warn.add(sec.kind, sec.subject, mlx.warnings)
         if link.module is None and mlx.module is not None:
             link.module = replace(mlx.module, read_ns=sec.read_ns)
+        _mlxlink_counters(link, mlx.counters, sec.read_ns)
     else:
         _usable(sec, warn)  # a failure without JSON (sudo's refusal, a timeout): one line
+
+
+def _mlxlink_counters(link: LinkSample, counters: dict[str, int], read_ns: int | None) -> None:
+    """mlxlink's physical counters on ``link`` (raw, carried between its reads), and its
+    corrected bits as the link's where ``ethtool -S`` counts none (ethtool's are read every
+    frame, mlxlink's once every N optics rounds for N devices), at mlxlink's read time: a
+    section that says none (a frame made by hand) gives no rate, so no corrected bits."""
+    if not counters:
+        return
+    link.counters[MLXLINK_SOURCE] = dict(counters)
+    ethtool = link.counters.get("ethtool", {})
+    if any(n in ethtool for src in ETHTOOL_MAP[Metric.PHY_CORRECTED_BITS] for n in src.names):
+        return
+    if read_ns is not None and apply_map(MLXLINK_MAP, counters):
+        link.mlxlink_read_ns = read_ns
 
 
 def optics_host_warnings(frame: Frame, read: TextRead, warn: Warner) -> None:

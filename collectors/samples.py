@@ -24,7 +24,10 @@ PORT_SLOW_SOURCE = "ib_port_slow"
 # between them: no per-frame rate of its raw counters either (their normalized ones get
 # rates between two reads: fabtop/core/rates.py, collectors/normalize.py SLOW_METRICS).
 FEC_SOURCE = "fec"
-SLOW_SOURCES = frozenset({SLOW_SOURCE, PORT_SLOW_SOURCE, FEC_SOURCE})
+# mlxlink's physical counters (opt-in, one device per optics round: collectors/parsers/
+# mlxlink.py), carried between its reads likewise.
+MLXLINK_SOURCE = "mlxlink"
+SLOW_SOURCES = frozenset({SLOW_SOURCE, PORT_SLOW_SOURCE, FEC_SOURCE, MLXLINK_SOURCE})
 RateValue: TypeAlias = float | dict[int, float]
 
 
@@ -74,6 +77,10 @@ class LinkSample:
     # Node time (ns) its slow-cadence normalized counters (SLOW_METRICS: the FEC's, on optics
     # rounds) were read, carried with them between rounds: their rates span two such reads.
     slow_read_ns: int | None = None
+    # Node time (ns) mlxlink read the corrected bits it brings (collectors/normalize.py
+    # MLXLINK_MAP: only where ethtool -S counts none), carried between its reads; None: the
+    # link's corrected bits, if any, are ethtool's, read with the frame.
+    mlxlink_read_ns: int | None = None
     # The RDMA port's GID table (sysfs ``gids/N`` + ``gid_attrs``, or ``ibv_devinfo -v``):
     # None when it was not read, () when read and empty. Slow cadence.
     gids: tuple[GidEntry, ...] | None = None

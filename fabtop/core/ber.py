@@ -4,7 +4,10 @@ The BER over a window is the bit errors the physical layer corrected in it over 
 the link carried in it:
 
 - numerator: ``phy_corrected_bits`` where the driver counts corrected bits (mlx5's
-  ``rx_corrected_bits_phy``); else ``fec_corrected_blocks`` x 1 bit, a *lower bound*:
+  ``rx_corrected_bits_phy``), else where opt-in ``mlxlink`` answers (the sum of its
+  per-lane raw physical errors, read one device per optics round: its windows are made of
+  its reads, over the negotiated rate x time, as its own raw BER is); else
+  ``fec_corrected_blocks`` x 1 bit, a *lower bound*:
   every corrected FEC codeword held at least one wrong bit, and RS(544,514) corrects up to
   15 symbols (150 bits) of one. A lower bound over a threshold is a BER over it for sure,
   so the estimate never raises a false alarm; its trend (a ratio of two windows) is
@@ -42,6 +45,7 @@ from fabtop.core.rates import LinkRates
 FROM_BITS = "phy_corrected_bits / (negotiated rate x time up)"
 FROM_BITS_RX = "phy_corrected_bits / phy_received_bits (rx_bits_phy)"
 FROM_BLOCKS = "fec_corrected_blocks x 1 bit / (negotiated rate x time up): a lower bound"
+FROM_MLXLINK = "mlxlink raw physical errors (corrected bits) / (negotiated rate x time up)"
 # ... and what it divided by, on its own (BerNow.denominator: for the cable panel).
 BY_RX_BITS = "bits received (rx_bits_phy)"
 BY_RATE_TIME = "negotiated rate x time up"
@@ -62,7 +66,7 @@ def corrected_count(link: LinkSample) -> tuple[int, str] | None:
     """The link's cumulative count of corrected bit errors and what it counts, or None."""
     bits = link.metrics.get(Metric.PHY_CORRECTED_BITS)
     if isinstance(bits, int):
-        return bits, FROM_BITS
+        return bits, FROM_BITS if link.mlxlink_read_ns is None else FROM_MLXLINK
     blocks = link.metrics.get(Metric.FEC_CORRECTED_BLOCKS)
     if isinstance(blocks, int):
         return blocks, FROM_BLOCKS
@@ -186,7 +190,7 @@ class BerNow:
     ber: float | None  # None: the window is not covered yet
     before: float | None  # over the first window kept (None: not two windows apart yet)
     decades_per_h: float | None
-    counted_from: str  # FROM_BITS_RX, FROM_BITS or FROM_BLOCKS: numerator / denominator
+    counted_from: str  # FROM_BITS_RX, FROM_BITS, FROM_MLXLINK, FROM_BLOCKS: numerator / denominator
     denominator: str = BY_RATE_TIME  # BY_RX_BITS or BY_RATE_TIME
 
 
@@ -235,14 +239,15 @@ def add_reads(
     counted = corrected_count(link)
     if counted is None or not up:
         return
-    # The frame's own read (ethtool -S), else the FEC's on optics rounds: the engine sets
-    # that span on the frame whose read made the rates, None on those it is carried on.
-    slow = counted[1] == FROM_BLOCKS
-    per_s = rates.get(_BLOCKS_RATE if slow else _BITS_RATE)
-    span = lr.slow_span_s if slow else lr.span_s
+    # The frame's own read (ethtool -S), else the FEC's on optics rounds, or mlxlink's on
+    # its rounds: the engine sets that span on the frame whose read made the rates, None on
+    # those it is carried on.
+    frm = counted[1]
+    per_s = rates.get(_BLOCKS_RATE if frm == FROM_BLOCKS else _BITS_RATE)
+    span = {FROM_BLOCKS: lr.slow_span_s, FROM_MLXLINK: lr.mlxlink_span_s}.get(frm, lr.span_s)
     if not (isinstance(per_s, float) and span):
         return
-    rx = None if slow else rates.get(_RX_BITS_RATE)
+    rx = rates.get(_RX_BITS_RATE) if frm == FROM_BITS else None  # read with the frame's
     w = tr.ber
     if isinstance(rx, float) and rx > 0:
         w.counted_from, w.denominator, carried = FROM_BITS_RX, BY_RX_BITS, rx * span

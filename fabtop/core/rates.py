@@ -58,7 +58,7 @@ from fabtop.core.believe import (
     switched_feeds,
 )
 from fabtop.core.inference_rates import INFERENCE_RATE_NAMES, inference_rates
-from fabtop.core.slow_rates import RATE_NAMES, SlowRead, cpu_read, has_slow, link_slow_read
+from fabtop.core.slow_rates import SlowRead, cpu_read, first_reads, has_slow, slow_rates
 from fabtop.core.thresholds import effective
 
 # Wall clock and uptime may differ by rounding (uptime has 10 ms resolution) and by
@@ -121,6 +121,7 @@ class LinkRates:
     # ... and the slow metrics' rates (SLOW_METRICS), on the frame whose fresh read made
     # them; None on the frames they are held on (carried: no new read), or none made.
     slow_span_s: float | None = None
+    mlxlink_span_s: float | None = None  # ... and mlxlink's corrected bits', likewise
 
     @property
     def raw_rates(self) -> dict[str, dict[str, float]]:
@@ -175,27 +176,8 @@ class _Baseline:
     held: dict[str, dict[str, Held]] = field(default_factory=dict)  # link id -> name -> held
     tables: dict[str, _Table] = field(default_factory=dict)  # link id -> how it made rates
     slow: dict[str, SlowRead] = field(default_factory=dict)  # link id -> its last slow read
+    mlx: dict[str, SlowRead] = field(default_factory=dict)  # ... and of mlxlink's counters
     cpu_read: SlowRead | None = None  # the last read of the CPU thermal throttle count
-
-
-def _slow_rates(
-    link: LinkSample, lr: LinkRates, last: SlowRead | None, events_per_s: float, frame_ns: int
-) -> SlowRead | None:
-    """Put the rates of ``link``'s slow metrics on ``lr`` in place of per-frame ones: those
-    between its last two fresh reads (fabtop/core/slow_rates.py); one that started over
-    is a gap, as a reset of any counter is."""
-    for rname in RATE_NAMES:
-        lr.rates.pop(rname, None)
-    read, bad = link_slow_read(link, last, events_per_s, frame_ns)
-    if read is not None:
-        lr.rates.update(read.rates)
-        if read is not last and read.rates:
-            lr.slow_span_s = read.span_s
-    for name in bad:
-        if name not in lr.norm_reset:
-            lr.norm_reset.append(name)
-        lr.gap = True
-    return read
 
 
 def remote_interval(d_clock_s: float, d_uptime_s: float) -> tuple[float, bool]:
@@ -677,6 +659,7 @@ class RateEngine:
         held: dict[str, dict[str, Held]] = {}
         tables: dict[str, _Table] = {}
         slow: dict[str, SlowRead] = {}
+        mlxs: dict[str, SlowRead] = {}
         notes: list[str] = []
         ptables = prev.tables
         for lid, link in sample.links.items():
@@ -691,9 +674,12 @@ class RateEngine:
             )
             links[lid] = lr
             if has_slow(link):  # slow-cadence metrics, carried between reads
-                read = _slow_rates(link, lr, prev.slow.get(lid), self.events_per_s, clock)
+                last = (prev.slow.get(lid), prev.mlx.get(lid))
+                read, mlx = slow_rates(link, lr, last, self.events_per_s, clock)
                 if read is not None:
                     slow[lid] = read
+                if mlx is not None:
+                    mlxs[lid] = mlx
             if table is not None:
                 tables[lid] = table
             if hold:
@@ -704,7 +690,7 @@ class RateEngine:
         cpu_last, cpu, glitch = cpu_read(sample, prev.cpu_read, self.events_per_s)
         if glitch:
             notes.append("counter glitch ignored on CPU thermal throttle count")
-        inference = self._rebaseline(sample, prev.inference, held, tables, slow, cpu_last)
+        inference = self._rebaseline(sample, prev.inference, held, tables, (slow, mlxs), cpu_last)
         count = self._glitches.get(host, 0) + len(notes)
         if notes:
             self._glitches[host] = count
@@ -730,20 +716,18 @@ class RateEngine:
         prev: dict[str, _InferenceBase],
         held: dict[str, dict[str, Held]],
         tables: dict[str, _Table],
-        slow: dict[str, SlowRead] | None = None,
+        slow: tuple[dict[str, SlowRead], dict[str, SlowRead]] | None = None,
         cpu_last: SlowRead | None = None,
     ) -> dict[str, dict[str, float | None]]:
         """Make ``sample`` the new baseline; return its inference rates against ``prev``.
 
-        ``slow``, ``cpu_last``: the last slow reads of each link and of the CPU throttle
-        count; None: this sample's own are the first.
+        ``slow``, ``cpu_last``: the last slow reads of each link (the FEC's, mlxlink's) and
+        of the CPU throttle count; None: this sample's own are the first.
         """
         if slow is None:
-            slow = {}
+            slow = ({}, {})
             for lid, link in sample.links.items():
-                read = link_slow_read(link, None, self.events_per_s, sample.clock_ns)[0]
-                if read is not None:
-                    slow[lid] = read
+                first_reads(link, lid, slow, self.events_per_s, sample.clock_ns)
             cpu_last = cpu_read(sample, None, self.events_per_s)[0]
         bases: dict[str, _InferenceBase] = {}
         rates: dict[str, dict[str, float | None]] = {}
@@ -773,7 +757,8 @@ class RateEngine:
             bases,
             held,
             tables,
-            slow,
+            slow[0],
+            slow[1],
             cpu_last,
         )
         return rates

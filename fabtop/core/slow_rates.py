@@ -11,6 +11,12 @@ counter that did not move between two reads is 0; one that went back (a driver r
 beyond belief starts over from that read. The pre-FEC BER's windows are made of the same
 reads (fabtop/core/ber.py: each read's rate x its span, ``LinkRates.slow_span_s``).
 
+mlxlink's corrected bits (the link's PHY_CORRECTED_BITS only where ``ethtool -S`` counts
+none: collectors/normalize.py MLXLINK_MAP) are read at a time of their own, one device per
+optics round (every N rounds for N devices), ``LinkSample.mlxlink_read_ns``: the same path
+with a read of their own (``mlxlink_read``). A clear by anyone (``mlxlink --pc``) takes
+them back: a reset, which starts over from that read.
+
 A sample that says no read time (one built by hand, or read from Prometheus, whose every
 step is a read) had its slow counters read with its frame: the frame's time is the read's,
 and they take this same path. Hand-built samples that carry a value between reads say so
@@ -21,15 +27,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from collectors.normalize import SLOW_METRICS
+from collectors.normalize import MLXLINK_MAP, SLOW_METRICS
 from collectors.numbers import ALL_ONES
 from collectors.samples import HostSample, LinkSample, MetricValue, RateValue
 from fabtop.core.believe import bound_kind, bounds
 
+if TYPE_CHECKING:
+    from fabtop.core.rates import LinkRates  # rates.py calls slow_rates with its LinkRates
+
 # The slow metrics' rate names and bound kinds (believe.bound_kind).
 _KINDS: dict[str, tuple[str, int]] = {m: (m.per_s, bound_kind(m)) for m in SLOW_METRICS}
 RATE_NAMES: tuple[str, ...] = tuple(per_s for per_s, _ in _KINDS.values())
+# ... and mlxlink's (its corrected bits, where they are the link's)
+_MLX_KINDS: dict[str, tuple[str, int]] = {m: (m.per_s, bound_kind(m)) for m in MLXLINK_MAP}
+MLX_RATE_NAMES: tuple[str, ...] = tuple(per_s for per_s, _ in _MLX_KINDS.values())
 # The CPU thermal throttle count (the cputhrottle section), as between_reads takes it.
 _CPU = "cpu_throttle"
 _CPU_RATE = "cpu_throttle_per_s"
@@ -77,7 +90,11 @@ def between_reads(
 
 
 def has_slow(link: LinkSample) -> bool:
-    """True when ``link`` has a metric read at slow cadence (two lookups: most have none)."""
+    """True when ``link`` has a metric read at slow cadence (three lookups: most have none)."""
+    return link.mlxlink_read_ns is not None or _has_fec(link)
+
+
+def _has_fec(link: LinkSample) -> bool:
     return link.slow_read_ns is not None or any(m in link.metrics for m in SLOW_METRICS)
 
 
@@ -87,13 +104,74 @@ def link_slow_read(
     """The last read of ``link``'s slow metrics (``SLOW_METRICS``, read at
     ``link.slow_read_ns``, else with the frame at ``frame_ns``; None: it has none), made now
     if this read is new, and the metrics that started over at it."""
-    if not has_slow(link):
+    if not _has_fec(link):
         return None, []
     t = frame_ns if link.slow_read_ns is None else link.slow_read_ns
     if last is not None and t == last.read_ns:
         return last, []  # carried: the rate between the last two reads holds
     values = {n: v for n, v in link.metrics.items() if n in SLOW_METRICS}
     return between_reads(t, values, last, _KINDS, events_per_s)
+
+
+def mlxlink_read(
+    link: LinkSample, last: SlowRead | None, events_per_s: float
+) -> tuple[SlowRead | None, list[str]]:
+    """The last read of mlxlink's corrected bits on ``link`` (None: they are not its), made
+    now if this read is new, and the metrics that started over at it (a clear)."""
+    t = link.mlxlink_read_ns
+    if t is None:
+        return None, []
+    if last is not None and t == last.read_ns:
+        return last, []
+    values = {n: v for n, v in link.metrics.items() if n in _MLX_KINDS}
+    return between_reads(t, values, last, _MLX_KINDS, events_per_s)
+
+
+def slow_rates(
+    link: LinkSample,
+    lr: LinkRates,
+    last: tuple[SlowRead | None, SlowRead | None],
+    events_per_s: float,
+    frame_ns: int,
+) -> tuple[SlowRead | None, SlowRead | None]:
+    """Put the rates of ``link``'s slow metrics on ``lr`` in place of per-frame ones: those
+    between its last two fresh reads (fabtop/core/slow_rates.py), the FEC's and mlxlink's
+    each at their own read times (``last``: the last read of each); one that started over
+    is a gap, as a reset of any counter is."""
+    read, bad = link_slow_read(link, last[0], events_per_s, frame_ns)
+    mlx, mbad = mlxlink_read(link, last[1], events_per_s)
+    for rname in (*RATE_NAMES, *MLX_RATE_NAMES) if mlx is not None else RATE_NAMES:
+        lr.rates.pop(rname, None)
+    if read is not None:
+        lr.rates.update(read.rates)
+        if read is not last[0] and read.rates:
+            lr.slow_span_s = read.span_s
+    if mlx is not None:
+        lr.rates.update(mlx.rates)
+        if mlx is not last[1] and mlx.rates:
+            lr.mlxlink_span_s = mlx.span_s
+    for name in (*bad, *mbad):
+        if name not in lr.norm_reset:
+            lr.norm_reset.append(name)
+        lr.gap = True
+    return read, mlx
+
+
+def first_reads(
+    link: LinkSample,
+    lid: str,
+    into: tuple[dict[str, SlowRead], dict[str, SlowRead]],
+    events_per_s: float,
+    frame_ns: int,
+) -> None:
+    """The first reads of ``link``'s slow metrics (the FEC's, mlxlink's) ``into`` the
+    baseline's maps by link id ``lid``."""
+    read = link_slow_read(link, None, events_per_s, frame_ns)[0]
+    if read is not None:
+        into[0][lid] = read
+    mlx = mlxlink_read(link, None, events_per_s)[0]
+    if mlx is not None:
+        into[1][lid] = mlx
 
 
 def cpu_read(

@@ -28,7 +28,7 @@ from collectors.optics import (
     VOLTAGE_V,
 )
 from collectors.samples import LinkSample
-from fabtop.core.ber import FROM_BITS, FROM_BITS_RX, FROM_BLOCKS
+from fabtop.core.ber import FROM_BITS, FROM_BITS_RX, FROM_BLOCKS, FROM_MLXLINK
 from fabtop.core.rules import link_ber
 from fabtop.core.state import FabricState
 from fabtop.run.export_info import add_sample, label
@@ -53,6 +53,7 @@ COUNTED_FROM = {
     FROM_BITS: "corrected_bits",  # over negotiated rate x time up
     FROM_BITS_RX: "corrected_bits_over_rx_bits",  # over the bits the port received
     FROM_BLOCKS: "corrected_blocks",  # x 1 bit over rate x time: a lower bound
+    FROM_MLXLINK: "mlxlink_corrected_bits",  # mlxlink's per-lane raw errors over rate x time
 }
 
 
@@ -121,6 +122,7 @@ class _Cable:
             "fabtop_link_pre_fec_ber",
             "Pre-FEC bit error rate over the last ber_window_s, as the cable rules measure it "
             "(counted_from: corrected_bits over rate x time, corrected_bits_over_rx_bits, "
+            "mlxlink_corrected_bits over rate x time, "
             "or corrected_blocks x 1 bit, a lower bound)",
             "counted_from",
         )  # fmt: skip
