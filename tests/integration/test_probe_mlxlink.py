@@ -20,6 +20,7 @@ import pytest
 
 from collectors.frames import Frame
 from collectors.probe import ProbeArgs
+from collectors.vocabulary import Metric
 from fabtop.core.coverage import host_gaps
 from fabtop.core.pipeline import Pipeline
 from tests.integration.sshd import Sshd
@@ -127,6 +128,12 @@ def test_both_probes_run_mlxlink_beside_the_ticks_end_a_hung_one_and_feed_the_mo
         )
         newest = [s for f in frames for s in f.sections if (s.kind, s.subject) == ("mlxlink", GOOD)]
         assert m.read_ns == newest[-1].read_ns and len(m.lanes) == 4
+        # ... and its corrected bits (the capture's four lanes), the BER's numerator where
+        # ethtool -S counts none (this mlx5 capture has no rx_corrected_bits_phy), at
+        # mlxlink's own read time
+        eth0 = sample.links["eth0"]
+        assert eth0.metrics[Metric.PHY_CORRECTED_BITS] == 3017647 + 15132549 + 7368641 + 9233545
+        assert eth0.mlxlink_read_ns == newest[-1].read_ns
         assert sample.links["eth1"].module is None
         assert [w for w in sample.warnings if "mlxlink" in w] == [
             f"n1: mlxlink {HUNG}: timeout (after 3s)"
