@@ -21,6 +21,7 @@ from dataclasses import replace
 from collectors.frames import Frame, Section, TextRead
 from collectors.layout import Warner
 from collectors.normalize import ETHTOOL_MAP, MLXLINK_MAP, apply_map
+from collectors.numbers import ALL_ONES
 from collectors.parsers.devlink_health import parse_devlink_health
 from collectors.parsers.ethtool_module import parse_ethtool_module
 from collectors.parsers.fec import parse_show_fec
@@ -93,24 +94,35 @@ def read_optics(
         warn.add(sec.kind, sec.subject, mlx.warnings)
         if link.module is None and mlx.module is not None:
             link.module = replace(mlx.module, read_ns=sec.read_ns)
-        _mlxlink_counters(link, mlx.counters, sec.read_ns)
+        said = _mlxlink_counters(link, mlx.counters, sec.read_ns)
+        warn.add(sec.kind, sec.subject, [said] if said else [])
     else:
         _usable(sec, warn)  # a failure without JSON (sudo's refusal, a timeout): one line
 
 
-def _mlxlink_counters(link: LinkSample, counters: dict[str, int], read_ns: int | None) -> None:
+def _mlxlink_counters(link: LinkSample, counters: dict[str, int], read_ns: int | None) -> str:
     """mlxlink's physical counters on ``link`` (raw, carried between its reads), and its
     corrected bits as the link's where ``ethtool -S`` counts none (ethtool's are read every
     frame, mlxlink's once every N optics rounds for N devices), at mlxlink's read time: a
-    section that says none (a frame made by hand) gives no rate, so no corrected bits."""
+    section that says none (a frame made by hand) gives no rate, so no corrected bits.
+    Returns why its corrected bits are left out this read ("": they are not)."""
     if not counters:
-        return
+        return ""
     link.counters[MLXLINK_SOURCE] = dict(counters)
     ethtool = link.counters.get("ethtool", {})
-    if any(n in ethtool for src in ETHTOOL_MAP[Metric.PHY_CORRECTED_BITS] for n in src.names):
-        return
-    if read_ns is not None and apply_map(MLXLINK_MAP, counters):
-        link.mlxlink_read_ns = read_ns
+    if read_ns is None or any(
+        n in ethtool for src in ETHTOOL_MAP[Metric.PHY_CORRECTED_BITS] for n in src.names
+    ):
+        return ""
+    lanes = [v for n, v in counters.items() if n.startswith("raw_physical_errors_lane")]
+    if not lanes:
+        return ""
+    if not ALL_ONES.isdisjoint(lanes):  # a glitched lane: its sum would be a false jump
+        return "raw physical errors: a lane reads all-ones, corrected bits left out"
+    if not apply_map(MLXLINK_MAP, counters):
+        return "raw physical errors: sum beyond 64 bits, corrected bits left out"
+    link.mlxlink_read_ns = read_ns
+    return ""
 
 
 def optics_host_warnings(frame: Frame, read: TextRead, warn: Warner) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from collectors.assemble import assemble
 from collectors.frames import Frame, Section
 from collectors.vocabulary import Metric
 from fabtop.config import HostConfig
@@ -200,3 +201,25 @@ def test_the_exporter_names_mlxlink_and_the_read_back_maps_it_back() -> None:
 def _text(labels: Mapping[str, object], key: str) -> str | None:
     v = labels.get(key)
     return v if isinstance(v, str) else None
+
+
+@pytest.mark.parametrize(
+    ("lanes", "why"),
+    [
+        ([5, 2**32 - 1, 7, 9], "a lane reads all-ones"),
+        ([2**63, 2**63, 2**63, 2**63], "sum beyond 64 bits"),
+    ],
+)
+def test_a_glitched_or_huge_lane_costs_the_corrected_bits_said_on_the_port(
+    lanes: list[int], why: str
+) -> None:
+    sample = assemble("n1", _frame(0, lanes, f"mlx{lanes[1]}", True, ETHTOOL_S))
+    link = sample.links["eth0"]
+    assert Metric.PHY_CORRECTED_BITS not in link.metrics and link.mlxlink_read_ns is None
+    assert link.counters["mlxlink"]["raw_physical_errors_lane0"] == 5 or lanes[0] == 2**63
+    assert [w for w in sample.warnings if "mlxlink" in w] == [
+        f"n1: mlxlink {BUS}: raw physical errors: {why}, corrected bits left out"
+    ]
+    ok = assemble("n1", _frame(0, [5, 6, 7, 8], "mlxok", True, ETHTOOL_S))
+    assert ok.links["eth0"].metrics[Metric.PHY_CORRECTED_BITS] == 26
+    assert not [w for w in ok.warnings if "mlxlink" in w]
