@@ -135,7 +135,7 @@ def slow_rates(
     frame_ns: int,
 ) -> tuple[SlowRead | None, SlowRead | None]:
     """Put the rates of ``link``'s slow metrics on ``lr`` in place of per-frame ones: those
-    between its last two fresh reads (fabtop/core/slow_rates.py), the FEC's and mlxlink's
+    between its last two fresh reads (between_reads), the FEC's and mlxlink's
     each at their own read times (``last``: the last read of each); one that started over
     is a gap, as a reset of any counter is."""
     read, bad = link_slow_read(link, last[0], events_per_s, frame_ns)
