@@ -9,11 +9,13 @@ import dataclasses
 from textual.widgets import Static
 
 from collectors.optics import RX_LOS, RX_POWER_MW, FecState, LaneOptics, Limits, ModuleDiag
+from fabtop.core.ber import FROM_MLXLINK, BerNow
 from fabtop.core.cables import Cable, CableEnd
 from fabtop.core.findings import Finding
 from fabtop.run.demo import demo_state, scenario_fabric
 from tui.app import FabtopApp
 from tui.context import ViewContext
+from tui.rows.cable import cable_panel
 from tui.screens.link_detail import LinkDetailScreen
 
 PORT = "enp65s0f1np1"
@@ -72,3 +74,7 @@ async def test_both_ends_of_a_degrading_cable_side_by_side() -> None:
         await app.push_screen(LinkDetailScreen(app.ctx, "node2", "enp65s0f0np0"))
         await pilot.pause()
         assert "BER" in str(app.screen.query_one("#cable", Static).render())
+    # mlxlink's corrected bits (optics_mlxlink, no rx_corrected_bits_phy): the panel says so
+    state.hosts["node2"].said_ber["enp65s0f0np0"] = BerNow(2e-8, None, None, FROM_MLXLINK)
+    panel = cable_panel(state, "node2", "enp65s0f0np0", ())
+    assert panel is not None and "2.0e-08 ÷ rate x time (mlxlink)" in str(panel)

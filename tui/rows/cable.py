@@ -15,7 +15,7 @@ from rich.text import Text
 from collectors.optics import SIGNAL_TEXT, TEMPERATURE_C
 from collectors.samples import LinkSample
 from collectors.text import clean
-from fabtop.core.ber import BY_RATE_TIME, BY_RX_BITS, FROM_BLOCKS, ber_text
+from fabtop.core.ber import BY_RATE_TIME, BY_RX_BITS, FROM_BLOCKS, FROM_MLXLINK, ber_text
 from fabtop.core.cables import Cable, CableEnd, far_end
 from fabtop.core.findings import port_ref
 from fabtop.core.rules import link_ber
@@ -97,6 +97,8 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
         lower = "≥" if ber.counted_from == FROM_BLOCKS else ""
         t.append(lower + ber_text(ber.ber), "bold")
         t.append(f" ÷ {_PER[ber.denominator]}", "dim")  # what the bits corrected are over
+        if ber.counted_from == FROM_MLXLINK:
+            t.append(" (mlxlink)", "dim")  # the bits corrected as mlxlink counts them
         if ber.decades_per_h is not None:
             per_h = ber.decades_per_h
             t.append(f" {per_h:+.1f} dec/h", "bold red" if per_h >= 1 else "dim")
