@@ -463,6 +463,25 @@ class Series:
             return None
         return _none(self._values[self._last % self._clock.cap])
 
+    def newest(self) -> float | None:
+        """The newest point's time (None for an empty series or one left the ring)."""
+        lo, hi = self._window()
+        return self._clock.times[(hi - 1) % self._clock.cap] if hi > lo else None
+
+    def since(self, t0: float) -> tuple[list[float], list[float | None]]:
+        """The raw points newer than ``t0`` still in the ring, oldest first, found from the
+        newest back: a view that extends its own bins each tick reads one or two points
+        here, not the ring."""
+        lo, hi = self._window()
+        c, values = self._clock, self._values
+        times, cap = c.times, c.cap
+        k = hi
+        while k > lo and times[(k - 1) % cap] > t0:
+            k -= 1
+        return [times[j % cap] for j in range(k, hi)], [
+            _none(values[j % cap]) for j in range(k, hi)
+        ]
+
     def last(self, n: int, span_s: float | None = None) -> list[float | None]:
         """The newest ``n`` raw values, oldest first, without copying the ring.
 
