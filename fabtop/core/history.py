@@ -314,6 +314,11 @@ class History:
         return self._series.keys()
 
     @property
+    def appended(self) -> int:
+        """Slots written in every host's clock: it grows whenever a newer point comes."""
+        return sum(c.n for c in self._clocks.values())
+
+    @property
     def nbytes(self) -> int:
         """Bytes held by all series (their hosts' clocks included) plus the index."""
         distinct = {id(s): s for s in self._series.values()}  # a series two keys name: once

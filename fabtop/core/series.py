@@ -468,6 +468,16 @@ class Series:
         lo, hi = self._window()
         return self._clock.times[(hi - 1) % self._clock.cap] if hi > lo else None
 
+    def oldest(self) -> float | None:
+        """The oldest point's time in any tier (a coarse bucket's start), None when empty."""
+        c = self._clock
+        if self._last < 0:
+            return None
+        if self._first >= c.n - c.cap:  # the ring still holds every point
+            return c.times[self._first % c.cap]
+        held = [t.oldest() for t in self._coarse if t.means]
+        return min(held) if held else c.times[(c.n - c.cap) % c.cap]
+
     def since(self, t0: float) -> tuple[list[float], list[float | None]]:
         """The raw points newer than ``t0`` still in the ring, oldest first, found from the
         newest back: a view that extends its own bins each tick reads one or two points

@@ -74,9 +74,7 @@ class TimelineScreen(DataScreen):
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="timeline")
         self.span = "15m"
-        # Bins kept between ticks: the span's, and a young session's shorter one.
-        self._bins = TrackBins()
-        self._young = TrackBins()
+        self._bins = TrackBins()  # kept between ticks
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
@@ -120,13 +118,13 @@ class TimelineScreen(DataScreen):
         span = SPANS[self.span]
         cols = max(1, (self.size.width or 80) - PLOT_X0)
         hist = ctx.state.history
-        now, series = self._bins.series(hist, span, width_for(span, cols))
-        oldest = self._bins.first()
-        if now is not None and oldest is not None and now - oldest < span - 1:
+        now = self._bins.now(hist)
+        oldest = self._bins.start(hist, now - span + 1) if now is not None else None
+        if now is not None and oldest is not None:
             # Less history than the span: the axis starts where the history does, so a
             # young session is not squeezed into the right edge.
             span = max(10.0, now - oldest + 1)
-            now, series = self._young.series(hist, span, width_for(span, cols), now)
+        now, series = self._bins.series(hist, span, width_for(span, cols), now)
         marked = self.markers(now, span) if now is not None else []
         title = Text(no_wrap=True, overflow="ellipsis")
         title.append(" timeline ", "bold reverse")

@@ -16,6 +16,7 @@ from typing import Literal
 
 from collectors.vocabulary import Derived, InferenceRate, Metric
 from fabtop.core.history import History, SeriesKey
+from fabtop.core.series import Series
 
 Combine = Literal["sum", "max"]
 Stat = Literal["mean", "max"]
@@ -125,13 +126,12 @@ def _join(a: float | None, v: float, how: Combine) -> float:
 class _Host:
     """One host's series of a track: the bins they closed (combined) and each one's open bin."""
 
-    __slots__ = ("closed", "first", "keys", "open", "start", "upto")
+    __slots__ = ("closed", "keys", "open", "start", "upto")
 
     def __init__(self, keys: tuple[SeriesKey, ...], start: int) -> None:
         self.keys = keys
         self.start = start  # the first bin read: older ones were never looked at
         self.upto = -math.inf  # the newest point time read
-        self.first: float | None = None  # the oldest point with a value read
         self.closed: dict[int, float] = {}  # bin -> the host's series combined, oldest first
         self.open: dict[SeriesKey, _Open] = {}
 
@@ -149,59 +149,52 @@ class _Track:
     ) -> None:
         """Fold points (newer than any read before) into the key's open bin; a point in a
         later bin closes it into the host's and the cluster's closed bins."""
-        w, how, stat = self.width, self.how, self.stat
+        w, how = self.width, self.how
         o = h.open.get(key)
         for t, v in zip(times, values, strict=True):
             b = math.floor(t / w)
-            if o is None or b != o.b:
-                if o is not None and (x := o.value(stat)) is not None:
+            if o is None:
+                o = h.open[key] = _Open(b)
+            elif b != o.b:
+                if (x := o.value(self.stat)) is not None:
                     h.closed[o.b] = _join(h.closed.get(o.b), x, how)
                     self.closed[o.b] = _join(self.closed.get(o.b), x, how)
-                o = h.open[key] = _Open(b)
+                o.b, o.total, o.n, o.top = b, 0.0, 0, -math.inf
             if v is None:
                 continue
             o.total += v
             o.n += 1
             if v > o.top:
                 o.top = v
-            if h.first is None or t < h.first:
-                h.first = t
 
-    def update(
-        self, history: History, keys: dict[str, tuple[SeriesKey, ...]], now: float, span_s: float
-    ) -> None:
-        """Bring every host up to its newest points; rebuild a host whose keys changed or
-        whose history went back (a replay seek), and forget hosts gone from the keys."""
-        w = self.width
-        lo = math.floor((now - span_s) / w)
+    def update(self, history: History, keys: dict[str, tuple[SeriesKey, ...]], lo: int) -> None:
+        """Bring every host up to its newest points, from bin ``lo`` on; rebuild a host whose
+        keys changed or whose history went back (a replay seek); forget hosts gone."""
         rebuilt = False
         for host in [h for h in self.hosts if h not in keys]:
             del self.hosts[host]
             rebuilt = True
+        get = history.get
         for host, hkeys in keys.items():
             h = self.hosts.get(host)
-            series = [(k, history.get(k)) for k in hkeys]
-            newest = max(
-                (t for _, s in series if s is not None and (t := s.newest()) is not None),
-                default=-math.inf,
-            )
-            if h is None or h.keys != hkeys or newest < h.upto or lo < h.start:
-                h = self.hosts[host] = _Host(hkeys, lo)
-                since = lo * w - 1e-9  # the whole first bin, as a fresh read would
-                for k, s in series:
-                    if s is not None:
-                        times, values = s.points(now - since, now=now, stat=self.stat)
-                        self._read(h, k, times, values)
-                rebuilt = True
+            if h is not None and h.keys == hkeys and lo >= h.start and self._extend(h, get):
+                pass
             else:
-                for k, s in series:
-                    if s is not None:
-                        times, values = s.since(h.upto)
-                        if times:
-                            self._read(h, k, times, values)
-            h.upto = max(h.upto, newest)
-            while h.closed and next(iter(h.closed)) < lo:
-                del h.closed[next(iter(h.closed))]
+                h = self.hosts[host] = _Host(hkeys, lo)
+                newest = max(
+                    (t for k in hkeys if (s := get(k)) and (t := s.newest()) is not None),
+                    default=-math.inf,
+                )
+                since = lo * self.width - 1e-9  # the whole first bin, as a fresh read would
+                for k in hkeys:
+                    if (s := get(k)) is not None:
+                        times, values = s.points(newest - since, now=newest, stat=self.stat)
+                        self._read(h, k, times, values)
+                h.upto = newest
+                rebuilt = True
+            closed = h.closed
+            while closed and (b := next(iter(closed))) < lo:
+                del closed[b]
         if rebuilt:
             self.closed = {}
             for h in self.hosts.values():
@@ -209,6 +202,26 @@ class _Track:
                     self.closed[b] = _join(self.closed.get(b), v, self.how)
         for b in [b for b in self.closed if b < lo]:
             del self.closed[b]
+
+    def _extend(self, h: _Host, get: Callable[[SeriesKey], Series | None]) -> bool:
+        """Read the points newer than the host's last; False when its history went back."""
+        newest = h.upto
+        for k in h.keys:
+            s = get(k)
+            if s is None:
+                continue
+            times, values = s.since(h.upto)
+            if times:
+                self._read(h, k, times, values)
+                newest = max(newest, times[-1])
+        if newest == h.upto:  # nothing new: a silent host, or one whose history went back
+            last = max(
+                (t for k in h.keys if (s := get(k)) and (t := s.newest()) is not None),
+                default=None,
+            )
+            return last is None or last >= h.upto
+        h.upto = newest
+        return True
 
     def values(self, now: float, span_s: float) -> tuple[list[float], list[float | None]]:
         """(bin middle, combined value) from the span's first bin to the one holding ``now``."""
@@ -233,6 +246,14 @@ class TrackBins:
     def __init__(self) -> None:
         self._tracks: dict[str, _Track] = {}
         self._grouped: tuple[int, dict[str, dict[str, tuple[SeriesKey, ...]]]] = (0, {})
+        self._start: tuple[int, float | None] = (0, None)
+        # What the last call was asked and gave: asked again with nothing appended since
+        # (a second refresh in one tick), it is given again.
+        self._last: tuple[object, ...] = ()
+        self._shown: tuple[float | None, dict[str, tuple[list[float], list[float | None]]]] = (
+            None,
+            {},
+        )
 
     def _keys(self, history: History) -> dict[str, dict[str, tuple[SeriesKey, ...]]]:
         """Per track, per host, the keys it combines (grouped again when keys come or go)."""
@@ -248,10 +269,30 @@ class TrackBins:
             self._grouped = (history.generation, grouped)
         return grouped
 
-    def first(self) -> float | None:
-        """The oldest point with a value read, any track, any host."""
-        firsts = [h.first for t in self._tracks.values() for h in t.hosts.values() if h.first]
-        return min(firsts) if firsts else None
+    def start(self, history: History, before: float) -> float | None:
+        """Where the tracks' history starts when that is after ``before`` (a young
+        session), else None. The oldest point moves only when keys come or go (or after
+        the coarsest tier's day, beyond any span): found once per key set."""
+        gen, oldest = self._start
+        if gen != history.generation:
+            held = [
+                t
+                for hosts in self._keys(history).values()
+                for keys in hosts.values()
+                for k in keys
+                if (s := history.get(k)) is not None and (t := s.oldest()) is not None
+            ]
+            oldest = min(held, default=None)
+            self._start = (history.generation, oldest)
+        return oldest if oldest is not None and oldest > before else None
+
+    def now(self, history: History) -> float | None:
+        """The newest point of the tokens track, else of any track: the timeline's now."""
+        grouped = self._keys(history)
+        tokens = [k for ks in grouped["tokens"].values() for k in ks]
+        return latest_time(history, tokens) or latest_time(
+            history, [k for hs in grouped.values() for ks in hs.values() for k in ks]
+        )
 
     def series(
         self, history: History, span_s: float, width: float, now: float | None = None
@@ -259,21 +300,22 @@ class TrackBins:
         """'now' and every track's (bin middles, values scaled), ``width``-second bins."""
         grouped = self._keys(history)
         if now is None:
-            tokens = [k for ks in grouped["tokens"].values() for k in ks]
-            now = latest_time(history, tokens) or latest_time(
-                history, [k for hs in grouped.values() for ks in hs.values() for k in ks]
-            )
+            now = self.now(history)
         out: dict[str, tuple[list[float], list[float | None]]] = {}
         if now is None:
             return None, out
+        asked = (history.generation, history.appended, span_s, width, now)
+        if asked == self._last:
+            return self._shown
         for tr in TRACKS:
             stat = stat_for(tr.combine, span_s)
             t = self._tracks.get(tr.name)
             if t is None or t.width != width or t.stat != stat:
                 t = self._tracks[tr.name] = _Track(tr.combine, width, stat)
-            t.update(history, grouped[tr.name], now, span_s)
+            t.update(history, grouped[tr.name], math.floor((now - span_s) / width))
             times, values = t.values(now, span_s)
             out[tr.name] = (times, [None if v is None else v * tr.scale for v in values])
+        self._last, self._shown = asked, (now, out)
         return now, out
 
 
@@ -304,7 +346,9 @@ def combine_series(
     for k in keys:
         by_host.setdefault(k[0], []).append(k)
     t = _Track(how, width, stat_for(how, span_s))
-    t.update(history, {h: tuple(ks) for h, ks in by_host.items()}, now, span_s)
+    t.update(
+        history, {h: tuple(ks) for h, ks in by_host.items()}, math.floor((now - span_s) / width)
+    )
     return t.values(now, span_s)
 
 
