@@ -478,16 +478,18 @@ class Series:
         held = [t.oldest() for t in self._coarse if t.means]
         return min(held) if held else c.times[(c.n - c.cap) % c.cap]
 
-    def since(self, t0: float) -> tuple[list[float], list[float | None]]:
-        """The raw points newer than ``t0`` still in the ring, oldest first, found from the
-        newest back: a view that extends its own bins each tick reads one or two points
-        here, not the ring."""
+    def since(self, t0: float) -> tuple[list[float], list[float | None]] | None:
+        """The raw points newer than ``t0``, oldest first, found from the newest back: a
+        view that extends its own bins each tick reads one or two points here, not the
+        ring. None when the ring came round since ``t0`` (some of them are gone)."""
         lo, hi = self._window()
         c, values = self._clock, self._values
         times, cap = c.times, c.cap
         k = hi
         while k > lo and times[(k - 1) % cap] > t0:
             k -= 1
+        if k == lo and self._first < lo:
+            return None
         return [times[j % cap] for j in range(k, hi)], [
             _none(values[j % cap]) for j in range(k, hi)
         ]

@@ -136,3 +136,16 @@ def test_what_is_kept_stays_within_the_span() -> None:
     for track in kept._tracks.values():
         assert len(track.closed) <= shown
         assert all(len(h.closed) <= shown for h in track.hosts.values())
+
+
+def test_since_says_when_the_ring_no_longer_holds_every_point_since() -> None:
+    """A timeline hidden longer than the raw ring holds starts its hosts over when shown."""
+    s = History(tiers=TIERS).series(("n1", "eth0", Metric.RX_DISCARDS.per_s))
+    for i in range(100):
+        s.append(T0 + i, float(i))
+    got = s.since(T0 + 97)
+    assert got == ([T0 + 98, T0 + 99], [98.0, 99.0])
+    for i in range(100, 300):  # 200 s through a ring of 120 slots
+        s.append(T0 + i, float(i))
+    assert s.since(T0 + 99) is None  # 100 .. 179 are gone
+    assert s.since(T0 + 297) == ([T0 + 298, T0 + 299], [298.0, 299.0])

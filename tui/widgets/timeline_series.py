@@ -204,13 +204,17 @@ class _Track:
             del self.closed[b]
 
     def _extend(self, h: _Host, get: Callable[[SeriesKey], Series | None]) -> bool:
-        """Read the points newer than the host's last; False when its history went back."""
+        """Read the points newer than the host's last; False when its history went back,
+        or on so far that the ring no longer holds them all (the screen was hidden)."""
         newest = h.upto
         for k in h.keys:
             s = get(k)
             if s is None:
                 continue
-            times, values = s.since(h.upto)
+            got = s.since(h.upto)
+            if got is None:
+                return False
+            times, values = got
             if times:
                 self._read(h, k, times, values)
                 newest = max(newest, times[-1])
