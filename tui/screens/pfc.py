@@ -78,7 +78,7 @@ class PfcScreen(DataScreen):
         # The tables read only the hosts' samples and rates, which change with a frame
         # used: a second refresh in a tick (the app's timer) finds them as they were.
         stamp = (
-            tuple((name, hs.frames) for name, hs in state.hosts.items()),
+            self.frames_used(),
             width,
             height,
             matrix.mode,
