@@ -354,13 +354,3 @@ def combine_series(
         history, {h: tuple(ks) for h, ks in by_host.items()}, math.floor((now - span_s) / width)
     )
     return t.values(now, span_s)
-
-
-def first_time(series: dict[str, tuple[list[float], list[float | None]]]) -> float | None:
-    """The earliest bin any track has a value in (None when all are empty)."""
-    firsts = [
-        next((t for t, v in zip(ts, vs, strict=False) if v is not None), None)
-        for ts, vs in series.values()
-    ]
-    present = [t for t in firsts if t is not None]
-    return min(present) if present else None
