@@ -12,6 +12,7 @@ tier.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import partial
@@ -36,6 +37,10 @@ FORGET_AFTER_S = 900.0
 PRUNE_EVERY_S = 60.0
 
 SeriesKey = tuple[str, ...]
+
+# Numbers for History.generation, unique across instances: a view that groups the keys
+# keeps its grouping while the number is the same (a replay seek's fresh History differs).
+_GENERATIONS = itertools.count(1)
 
 # The longest span a view charts (the link detail's and the timeline's 6h): coarse
 # maxima are kept only in the tiers that serve spans up to it (the 10-s tier).
@@ -268,7 +273,7 @@ def _number(v: object) -> float | None:
 class History:
     """All series of all hosts, keyed by tuples such as ``("gpu1", "eth2", "rx_bps")``."""
 
-    __slots__ = ("_clocks", "_hosts", "_keep_max", "_series", "_typecode", "tiers")
+    __slots__ = ("_clocks", "_hosts", "_keep_max", "_series", "_typecode", "generation", "tiers")
 
     def __init__(
         self,
@@ -288,6 +293,8 @@ class History:
         # Per host, its subjects' series resolved once: record() is the hot path (about a
         # hundred points per host each second) and looks no key up in the steady state.
         self._hosts: dict[str, _Host] = {}
+        # Changes whenever a key comes or goes (or a key gets a series of its own).
+        self.generation = next(_GENERATIONS)
 
     def series(self, key: SeriesKey) -> Series:
         """The series for ``key``, created on first use."""
@@ -305,6 +312,11 @@ class History:
     def keys(self) -> Iterable[SeriesKey]:
         """Every key recorded so far."""
         return self._series.keys()
+
+    @property
+    def appended(self) -> int:
+        """Slots written in every host's clock: it grows whenever a newer point comes."""
+        return sum(c.n for c in self._clocks.values())
 
     @property
     def nbytes(self) -> int:
@@ -328,15 +340,18 @@ class History:
             s = self._series[key] = Series(self.tiers, keep, self._typecode, clock, CHART_SPAN_S)
             if also is not None:
                 self._series[also] = s
+            self.generation = next(_GENERATIONS)
         return s
 
     def _own(self, key: SeriesKey) -> None:
         """``key`` gets a copy of the series it shares with another key."""
         self._series[key] = self._series[key].copy()
+        self.generation = next(_GENERATIONS)
 
     def _drop(self, keys: Iterable[SeriesKey]) -> None:
         gone = [self._series.pop(key) for key in keys]
         if gone:
+            self.generation = next(_GENERATIONS)
             named = {id(s) for s in self._series.values()}  # one two keys named may stay
             for s in gone:
                 if id(s) not in named:

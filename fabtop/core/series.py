@@ -463,6 +463,37 @@ class Series:
             return None
         return _none(self._values[self._last % self._clock.cap])
 
+    def newest(self) -> float | None:
+        """The newest point's time (None for an empty series or one left the ring)."""
+        lo, hi = self._window()
+        return self._clock.times[(hi - 1) % self._clock.cap] if hi > lo else None
+
+    def oldest(self) -> float | None:
+        """The oldest point's time in any tier (a coarse bucket's start), None when empty."""
+        c = self._clock
+        if self._last < 0:
+            return None
+        if self._first >= c.n - c.cap:  # the ring still holds every point
+            return c.times[self._first % c.cap]
+        held = [t.oldest() for t in self._coarse if t.means]
+        return min(held) if held else c.times[(c.n - c.cap) % c.cap]
+
+    def since(self, t0: float) -> tuple[list[float], list[float | None]] | None:
+        """The raw points newer than ``t0``, oldest first, found from the newest back: a
+        view that extends its own bins each tick reads one or two points here, not the
+        ring. None when the ring came round since ``t0`` (some of them are gone)."""
+        lo, hi = self._window()
+        c, values = self._clock, self._values
+        times, cap = c.times, c.cap
+        k = hi
+        while k > lo and times[(k - 1) % cap] > t0:
+            k -= 1
+        if k == lo and self._first < lo:
+            return None
+        return [times[j % cap] for j in range(k, hi)], [
+            _none(values[j % cap]) for j in range(k, hi)
+        ]
+
     def last(self, n: int, span_s: float | None = None) -> list[float | None]:
         """The newest ``n`` raw values, oldest first, without copying the ring.
 

@@ -135,3 +135,53 @@ async def test_focus_samples_the_selected_port_four_times_a_second() -> None:
         await pilot.pause()
         assert session.focused is None
         assert not app.screen.query_one(FocusPanel).display
+
+
+async def test_a_big_matrix_makes_cells_for_the_rows_on_screen() -> None:
+    """At 64 x 8 the matrix has 1024 rows: a tick makes the cells of the rows on screen,
+    and a row scrolled to shows its reading of now, not of when it was last on screen."""
+    from textual.app import App, ComposeResult
+
+    from fabtop.core.findings import PortRef
+    from fabtop.core.thresholds import DEFAULT_THRESHOLDS as DEFAULTS
+    from tui.rows.pfc import PauseRow
+    from tui.widgets import pfc_matrix
+
+    def rows(pct: float) -> list[PauseRow]:
+        out = []
+        for i in range(512):
+            ref = PortRef(f"node{i // 8}", f"eth{i % 8}", f"eth{i % 8}")
+            ratio = {3: pct / 100}
+            out += [PauseRow(ref, "rx", {3: pct}, ratio), PauseRow(ref, "tx", {3: pct}, ratio)]
+        return out
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield PauseMatrix(id="m")
+
+    made = 0
+    real = pfc_matrix.row_cells
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal made
+        made += 1
+        return real(*args, **kwargs)
+
+    pfc_matrix.row_cells = counting  # type: ignore[assignment]
+    try:
+        app = One()
+        async with app.run_test(size=(80, 24)) as pilot:
+            m = app.query_one(PauseMatrix)
+            m.show(rows(1.0), DEFAULTS)
+            await pilot.pause()
+            assert made == 1024  # the first sight of each row
+            made = 0
+            # every row's reading moves: pause time 1 % -> 2 %
+            m.show(rows(2.0), DEFAULTS)
+            await pilot.pause()
+            assert 0 < made <= 24 + 2 * pfc_matrix.VIEW_MARGIN
+            m.scroll_to(y=800, animate=False)
+            await pilot.pause()
+            assert m.get_cell(SEP.join(("node50", "eth0", "rx")), "p3").plain == "2"
+    finally:
+        pfc_matrix.row_cells = real  # type: ignore[assignment]

@@ -132,3 +132,19 @@ async def test_span_keys_change_the_axis(thermal_state) -> None:  # type: ignore
         assert all(p.span_s == 60.0 for p in panels)
         labels = lines(panels[-1])[-1].text
         assert "-30s" in labels and "now" in labels and "-2m" not in labels
+
+
+async def test_a_refresh_with_nothing_new_renders_no_panel(thermal_state) -> None:  # type: ignore[no-untyped-def]
+    """The app refreshes on its own 1 s timer and on frames: a second refresh in a tick,
+    the history unchanged, must not redraw the charts (at 64 x 8 that was most of a tick)."""
+    state, clock, _ = thermal_state
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        panels = list(app.screen.query(TimelinePanel))
+        before = [p.renders for p in panels]
+        assert all(before)
+        app.refresh_now()
+        await pilot.pause()
+        assert [p.renders for p in panels] == before

@@ -75,6 +75,10 @@ class PauseRow:
         """How hard this priority pauses, 0..1 (frames/s scaled when no duration counter)."""
         return pause_level(self.ratio.get(prio), self.per_s.get(prio))
 
+    def peak(self) -> float:
+        """How hard the hardest priority pauses (a priority with no reading: 0)."""
+        return max((self.level(p) for p in {*self.ratio, *self.per_s}), default=0.0)
+
     def hard(self, prio: int, thresholds: Mapping[str, float]) -> bool:
         """Pausing hard on ``prio``, as the storm rule counts who pauses whom."""
         return hard_pause(self.ratio.get(prio), self.per_s.get(prio), thresholds)
@@ -111,7 +115,7 @@ def pause_rows(state: FabricState) -> list[PauseRow]:
     for r in out:
         h = heat.setdefault(r.port.key, [0.0, 0.0])
         i = 0 if r.direction == "tx" else 1
-        h[i] = max(h[i], *(r.level(p) for p in PRIOS))
+        h[i] = max(h[i], r.peak())
     return sorted(out, key=lambda r: [-round(v, 1) for v in heat[r.port.key]])
 
 

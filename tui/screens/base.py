@@ -118,6 +118,12 @@ class DataScreen(Screen[None]):
         # The footer's keys depend on the width: the screens by name, or as one key.
         self.refresh_bindings()
 
+    def frames_used(self) -> tuple[tuple[str, int], ...]:
+        """Each host's count of frames used: the hosts' samples and rates change with it
+        only, so a screen drawn from them alone skips a refresh that finds it as it was
+        (the app refreshes on frames and on its own 1 s timer)."""
+        return tuple((name, hs.frames) for name, hs in self.ctx.state.hosts.items())
+
     def refresh_view(self) -> None:
         """Redraw from the current state (called at most once per tick by the app)."""
         self.refreshes += 1

@@ -18,6 +18,7 @@ class GpuScreen(DataScreen):
 
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="gpus")
+        self._stamp: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
@@ -34,9 +35,13 @@ class GpuScreen(DataScreen):
         super().refresh_view()
         ctx = self.ctx
         self.query_one(TopBar).show(summary(ctx.state, ctx.now(), ctx.interval), ctx.paused, None)
-        self.query_one(GpuTable).show(ctx.state)
         # The panel's CSS caps it at 40 % of the screen, its top border included.
         width, height = self.size.width or 80, self.size.height or 24
+        stamp = (self.frames_used(), width, height)
+        if stamp == self._stamp:  # 512 GPUs at 64 x 8: no frame since, nothing to sync
+            return
+        self._stamp = stamp
+        self.query_one(GpuTable).show(ctx.state)
         self.query_one(ThermalPanel).show(ctx.state, width - 2, max(2, int(height * 0.4) - 1))
 
     def on_resize(self) -> None:

@@ -10,7 +10,7 @@ from textual.widgets import Footer
 
 from tui.context import ViewContext
 from tui.rows.links import summary
-from tui.rows.pfc import SEP, pause_pairs, pause_rows, pfc_findings, qos_rows
+from tui.rows.pfc import SEP, PauseRow, pause_pairs, pause_rows, pfc_findings, qos_rows
 from tui.screens.base import DataScreen
 from tui.screens.overview import delta_marker
 from tui.widgets.pfc_config import QosTable
@@ -37,6 +37,8 @@ class PfcScreen(DataScreen):
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="pfc")
         self.focus_session: FocusSession | None = None
+        self._stamp: tuple[object, ...] = ()
+        self._rows: list[PauseRow] = []
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="pfc-top")
@@ -66,23 +68,34 @@ class PfcScreen(DataScreen):
         state = ctx.state
         width = self.size.width or 120
         height = self.size.height or 40
-        rows = pause_rows(state)
         findings = pfc_findings(state.findings)
         th = state.thresholds
         small = height < 32
         self.query_one(TopBar).show(
             summary(state, ctx.now(), ctx.interval), ctx.paused, delta_marker(ctx)
         )
-        self.query_one(PauseMatrix).show(rows, th)
-        self.query_one(PairsPanel).show(pause_pairs(rows, findings, th))
-        qos = self.query_one(QosTable)
-        qos.styles.max_height = 5 if small else 10
-        qos.show(qos_rows(state))
+        matrix = self.query_one(PauseMatrix)
+        # The tables read only the hosts' samples and rates, which change with a frame
+        # used: a second refresh in a tick (the app's timer) finds them as they were.
+        stamp = (
+            self.frames_used(),
+            width,
+            height,
+            matrix.mode,
+            tuple(th.items()),
+        )
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self._rows = pause_rows(state)
+            matrix.show(self._rows, th)
+            qos = self.query_one(QosTable)
+            qos.styles.max_height = 5 if small else 10
+            qos.show(qos_rows(state))
+        self.query_one(PairsPanel).show(pause_pairs(self._rows, findings, th))
         panel = self.query_one(PfcFindings)
         panel.limit = 3 if small else 6
         panel.show(findings)
         self.query_one(FocusPanel).show(self.focus_session, width, th)
-        matrix = self.query_one(PauseMatrix)
         self.sub_title = "pause " + ("time %" if matrix.mode == "time" else "frames/s")
 
     def show_flags(self) -> None:

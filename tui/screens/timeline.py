@@ -27,7 +27,7 @@ from tui.widgets.timeline_chart import (
     Marker,
     TimelinePanel,
 )
-from tui.widgets.timeline_series import TRACKS, bin_width, first_time, track_series
+from tui.widgets.timeline_series import TRACKS, TrackBins, width_for
 from tui.widgets.top_bar import TopBar
 
 SPANS = {"1m": 60.0, "15m": 900.0, "6h": 6 * 3600.0}
@@ -41,12 +41,6 @@ LEGEND_MAX = 8
 def _ago(seconds: float) -> str:
     s = max(0.0, seconds)
     return f"{s:.0f}s" if s < 60 else fmt.age(s)
-
-
-def _bins(span_s: float, cols: int) -> int | None:
-    """One bin per plot column, unless a column is shorter than the history's resolution
-    (then the natural bins, which the panels spread over the columns: no false gaps)."""
-    return cols if span_s / cols >= bin_width(span_s) else None
 
 
 def shown_episodes(episodes: list[Episode], now: float, span_s: float) -> list[Episode]:
@@ -80,6 +74,7 @@ class TimelineScreen(DataScreen):
     def __init__(self, ctx: ViewContext) -> None:
         super().__init__(ctx, name="timeline")
         self.span = "15m"
+        self._bins = TrackBins()  # kept between ticks
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="top")
@@ -122,13 +117,14 @@ class TimelineScreen(DataScreen):
         self.query_one(TopBar).show(summary(ctx.state, ctx.now(), ctx.interval), ctx.paused, None)
         span = SPANS[self.span]
         cols = max(1, (self.size.width or 80) - PLOT_X0)
-        now, series = track_series(ctx.state.history, span, bins=_bins(span, cols))
-        oldest = first_time(series)
-        if now is not None and oldest is not None and now - oldest < span - 1:
+        hist = ctx.state.history
+        now = self._bins.now(hist)
+        oldest = self._bins.start(hist, now - span + 1) if now is not None else None
+        if now is not None and oldest is not None:
             # Less history than the span: the axis starts where the history does, so a
             # young session is not squeezed into the right edge.
             span = max(10.0, now - oldest + 1)
-            now, series = track_series(ctx.state.history, span, now, bins=_bins(span, cols))
+        now, series = self._bins.series(hist, span, width_for(span, cols), now)
         marked = self.markers(now, span) if now is not None else []
         title = Text(no_wrap=True, overflow="ellipsis")
         title.append(" timeline ", "bold reverse")

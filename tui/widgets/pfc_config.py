@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.text import Text
-
 from tui.rows.pfc import QOS_COLUMNS, QosRow
-from tui.widgets.keyed_table import Cell, Column, KeyedTable
+from tui.widgets.keyed_table import Column, KeyedTable, Spec
 
 ODD = "bold black on yellow"
 WIDTHS = {"trust": 5, "pfc": 8, "ecn_np": 6, "ecn_rp": 6, "dscp": 9, "mtu": 5, "fw": 10}
@@ -36,14 +34,20 @@ class QosTable(KeyedTable):
     QosTable { height: auto; max-height: 8; }
     """
 
+    _rows: list[QosRow] | None = None
+
     def show(self, rows: Sequence[QosRow]) -> None:
-        """Sync with ``rows``."""
+        """Sync with ``rows``; nothing is done when they are as last shown (the config
+        rarely changes, and at 64 x 8 it is 512 rows)."""
+        if list(rows) == self._rows:
+            return
+        self._rows = list(rows)
         self.set_layout(qos_columns())
-        out: list[tuple[str, dict[str, Cell]]] = []
+        out: list[tuple[str, dict[str, Spec]]] = []
         for r in rows:
-            cells: dict[str, Cell] = {"port": Text(r.label)}
+            cells: dict[str, Spec] = {"port": Spec(r.label)}
             for k, _ in QOS_COLUMNS:
                 text = r.cells[k]
-                cells[k] = Text(text, ODD if k in r.odd else ("dim" if text == "-" else ""))
+                cells[k] = Spec(text, ODD if k in r.odd else ("dim" if text == "-" else ""))
             out.append((r.key, cells))
         self.sync(out)

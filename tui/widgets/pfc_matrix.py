@@ -2,19 +2,22 @@
 
 A cell is red where the pfc_storm rule's pause ratio is reached and yellow from the
 pfc_pressure rule's, at the thresholds the rules run with (the state's).
+
+At 64 x 8 the matrix has 1024 rows and a screen shows a few dozen: cells are made for the
+rows on screen (and a margin) whose reading changed; a row scrolled away keeps its last
+cells until it comes back, as the links table's rows do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from rich.text import Text
-
 from fabtop.core.rules.pauses import PRIOS
 from tui import format as fmt
 from tui.rows.pfc import PauseRow
-from tui.widgets.keyed_table import Cell, Column, KeyedTable
+from tui.widgets.keyed_table import Column, KeyedTable, Spec
 
+VIEW_MARGIN = 8  # rows beyond the visible ones whose cells are kept current
 MODES = ("time", "frames")  # pause time % of the interval, pause frames per second
 STORM_STYLE = "bold white on red"
 PRESSURE_STYLE = "bold yellow"
@@ -34,14 +37,14 @@ def pause_pct(ratio: float | None) -> str:
     return f"{min(p, 100):.0f}"
 
 
-def cell(row: PauseRow, prio: int, mode: str, thresholds: Mapping[str, float]) -> Cell:
+def cell(row: PauseRow, prio: int, mode: str, thresholds: Mapping[str, float]) -> Spec:
     """One priority's cell: text in the mode, colour by how hard it pauses."""
     if mode == "time" and prio in row.ratio:
         text = pause_pct(row.ratio[prio])
     elif prio in row.per_s:
         text = fmt.si(row.per_s[prio])
     else:
-        return Text(fmt.DASH, "dim", justify="right")
+        return Spec(fmt.DASH, "dim", justify="right")
     level = row.level(prio)
     moving = row.per_s.get(prio, 0.0) > 0 or row.ratio.get(prio, 0.0) > 0
     if level >= thresholds["storm_pause_ratio"]:
@@ -54,7 +57,20 @@ def cell(row: PauseRow, prio: int, mode: str, thresholds: Mapping[str, float]) -
         style = "dim"
     else:
         style = ""
-    return Text(text, style, justify="right")
+    return Spec(text, style, justify="right")
+
+
+def row_cells(
+    r: PauseRow, hot: bool, mode: str, thresholds: Mapping[str, float]
+) -> dict[str, Spec]:
+    """The cells of one row; the port name is written on its rx line only."""
+    cells = {
+        "port": Spec(r.label if r.direction == "rx" else "", "bold" if hot else ""),
+        "dir": Spec(r.direction, "dim"),
+    }
+    for p in PRIOS:
+        cells[f"p{p}"] = cell(r, p, mode, thresholds)
+    return cells
 
 
 class PauseMatrix(KeyedTable):
@@ -63,6 +79,10 @@ class PauseMatrix(KeyedTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.mode = MODES[0]
+        # Per row key: what its cells were made from, and the cells.
+        self._made: dict[str, tuple[tuple[object, ...], dict[str, Spec]]] = {}
+        self._shown: tuple[Sequence[PauseRow], Mapping[str, float]] | None = None
+        self._window = (0, 0)
 
     def column_set(self) -> list[Column]:
         """Port, direction and the 8 priorities; the port column takes what is left."""
@@ -74,26 +94,39 @@ class PauseMatrix(KeyedTable):
         ]
 
     def show(self, rows: Sequence[PauseRow], thresholds: Mapping[str, float]) -> None:
-        """Sync with ``rows``; the port name is written on its rx line only."""
+        """Sync with ``rows``: cells made for the rows on screen whose reading changed."""
         self.set_layout(self.column_set())
-        out: list[tuple[str, dict[str, Cell]]] = []
+        self._shown = (rows, thresholds)
+        top = int(self.scroll_y)
+        lo, hi = max(0, top - VIEW_MARGIN), top + max(self.size.height, 1) + VIEW_MARGIN
+        self._window = (lo, hi)
         pressure = thresholds["pressure_pause_ratio"]
-        hot_ports = {
-            (r.host, r.link_id)
-            for r in rows
-            if max((r.level(p) for p in PRIOS), default=0.0) >= pressure
-        }
+        peaks: dict[tuple[str, str], float] = {}
         for r in rows:
-            label = r.label if r.direction == "rx" else ""
-            hot = (r.host, r.link_id) in hot_ports
-            cells: dict[str, Cell] = {
-                "port": Text(label, "bold" if hot else ""),
-                "dir": Text(r.direction, "dim"),
-            }
-            for p in PRIOS:
-                cells[f"p{p}"] = cell(r, p, self.mode, thresholds)
-            out.append((r.key, cells))
+            k = r.port.key
+            peaks[k] = max(peaks.get(k, 0.0), r.peak())
+        th = tuple(thresholds.items())
+        made, kept = self._made, {}
+        out: list[tuple[str, dict[str, Spec]]] = []
+        for i, r in enumerate(rows):
+            key = r.key
+            old = made.get(key)
+            if old is None or lo <= i < hi:
+                hot = peaks[r.port.key] >= pressure
+                src = (r, hot, self.mode, th)
+                if old is None or old[0] != src:
+                    old = (src, row_cells(r, hot, self.mode, thresholds))
+            kept[key] = old
+            out.append((key, old[1]))
+        self._made = kept  # rows gone are forgotten
         self.sync(out)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        lo, hi = self._window
+        top = int(new_value)
+        if self._shown is not None and (top < lo or top + self.size.height > hi):
+            self.show(*self._shown)
 
     def cycle_mode(self) -> str:
         """Switch between pause time % and pause frames/s."""

@@ -143,6 +143,8 @@ class TimelinePanel(Widget):
         self._markers: tuple[Marker, ...] = ()
         self._unit = ""
         self.x_axis = False
+        self._drawn: tuple[object, ...] = ()
+        self.renders = 0  # a test checks a refresh with nothing new renders none
 
     @property
     def plot_cols(self) -> int:
@@ -159,8 +161,14 @@ class TimelinePanel(Widget):
         unit: str = "",
         x_axis: bool = False,
     ) -> int:
-        """Show one series over ``[now - span_s, now]``; return how many points had values."""
-        self._times, self._values = list(times), list(values)
+        """Show one series over ``[now - span_s, now]``; return how many points had values.
+
+        Nothing is painted when all of it is as last drawn (a second refresh in a tick)."""
+        drawn = (list(times), list(values), now, span_s, tuple(markers), unit, x_axis)
+        if drawn == self._drawn:
+            return self.drawn_points
+        self._drawn = drawn
+        self._times, self._values = drawn[0], drawn[1]
         self.now, self.span_s = now, span_s
         self._markers, self._unit, self.x_axis = tuple(markers), unit, x_axis
         present = [v for v in values if v is not None]
@@ -176,6 +184,7 @@ class TimelinePanel(Widget):
 
     def render(self) -> Text:
         """The title line, the chart rows and (last panel) the axis, at the current size."""
+        self.renders += 1
         width, height = self.size.width, self.size.height
         cols = self.plot_cols
         out = Text(no_wrap=True, overflow="ellipsis", end="")
@@ -206,17 +215,26 @@ class TimelinePanel(Widget):
             out.append(f"{label:>{LABEL_W}}", "dim")
             out.append("┤" if label else "│", "dim")
             below = n - 1 - r  # full rows under this one
+            # Cells of one style go out as one run: a span per cell made the paint's
+            # conversion of the text cost more than everything else on this screen.
+            run: list[str] = []
+            run_style = ""
             for c, v in enumerate(vals):
                 bg = f" on {TINT[tint[c]]}" if c in tint and tint[c] in TINT else ""
                 if v is None:
-                    out.append(fmt.GAP_CHAR if r == n - 1 else " ", "dim" + bg)
-                    continue
-                if v <= 0:
-                    out.append(BLOCKS[1] if r == n - 1 else " ", "dim" + bg)
-                    continue
-                eighths = max(2, round(min(1.0, v / top) * n * 8))
-                fill = max(0, min(8, eighths - below * 8))
-                out.append(BLOCKS[fill], color + bg)
+                    ch, style = (fmt.GAP_CHAR if r == n - 1 else " "), "dim" + bg
+                elif v <= 0:
+                    ch, style = (BLOCKS[1] if r == n - 1 else " "), "dim" + bg
+                else:
+                    eighths = max(2, round(min(1.0, v / top) * n * 8))
+                    ch, style = BLOCKS[max(0, min(8, eighths - below * 8))], color + bg
+                if style != run_style and run:
+                    out.append("".join(run), run_style)
+                    run = []
+                run_style = style
+                run.append(ch)
+            if run:
+                out.append("".join(run), run_style)
         if axis_rows and height >= 1 + 1 + axis_rows:
             out.append("\n")
             out.append_text(self._axis_line(cols, now))
