@@ -64,9 +64,33 @@ def _sum_present(values: list[float | None]) -> float | None:
     return sum(present) if present else None
 
 
-def _rate_sum(rates: dict[str, RateValue], metrics: tuple[Metric, ...]) -> float | None:
-    """The rates of ``metrics``, each summed over priorities, then added up."""
-    return _sum_present([total(rates.get(m.per_s)) for m in metrics])
+def _rate_sum(rates: dict[str, RateValue], names: tuple[str, ...]) -> float | None:
+    """The rates ``names``, each summed over priorities, then added up (None: none read).
+
+    Every link's row takes five of these each tick: one loop, no lists (1000 links)."""
+    out: float | None = None
+    for n in names:
+        v = rates.get(n)
+        if v is None:
+            continue
+        if isinstance(v, dict):
+            if not v:
+                continue
+            v = float(sum(v.values()))
+        out = v if out is None else out + v
+    return None if out is None else float(out)
+
+
+def _per_s(metrics: tuple[Metric, ...]) -> tuple[str, ...]:
+    return tuple(m.per_s for m in metrics)
+
+
+# The rate names each column adds up, spelled once.
+LOSS_PER_S = _per_s(LOSS_METRICS)
+PAUSE_RX_PER_S = _per_s(PAUSE_RX_METRICS)
+PAUSE_TX_PER_S = _per_s(PAUSE_TX_METRICS)
+ECN_PER_S = _per_s(ECN_METRICS)
+CNP_PER_S = _per_s(CNP_METRICS)
 
 
 @dataclass(slots=True)
@@ -182,7 +206,7 @@ def link_row(
         line = max(rx_f or 0.0, tx_f or 0.0) / (link.rate_gbps * 1e9)
     share = r.get(Derived.RDMA_SHARE)
     ratios = [peak(r.get(n)) for n in PAUSE_RATIOS]
-    return LinkRow(
+    row = LinkRow(
         host=hs.name,
         lid=link.id,
         kind=link.kind,
@@ -193,21 +217,23 @@ def link_row(
         tx_bps=tx_f,
         line_ratio=line,
         rdma_share=share if isinstance(share, float) else None,
-        loss_per_s=_rate_sum(r, LOSS_METRICS),
-        pause_rx_per_s=_rate_sum(r, PAUSE_RX_METRICS),
-        pause_tx_per_s=_rate_sum(r, PAUSE_TX_METRICS),
+        loss_per_s=_rate_sum(r, LOSS_PER_S),
+        pause_rx_per_s=_rate_sum(r, PAUSE_RX_PER_S),
+        pause_tx_per_s=_rate_sum(r, PAUSE_TX_PER_S),
         pause_time_ratio=max((x for x in ratios if x is not None), default=None),
-        ecn_per_s=_rate_sum(r, ECN_METRICS),
-        cnp_per_s=_rate_sum(r, CNP_METRICS),
+        ecn_per_s=_rate_sum(r, ECN_PER_S),
+        cnp_per_s=_rate_sum(r, CNP_PER_S),
         temperature_c=link.temperature_c,
         gap=bool(lr is not None and lr.gap),
         live=live,
-        d_loss=counts_since(link, base, LOSS_METRICS),
-        d_pause_rx=counts_since(link, base, PAUSE_RX_METRICS),
-        d_pause_tx=counts_since(link, base, PAUSE_TX_METRICS),
-        d_ecn=counts_since(link, base, ECN_METRICS),
-        d_cnp=counts_since(link, base, CNP_METRICS),
     )
+    if base is not None:  # counts since the 'r' baseline (none taken: None)
+        row.d_loss = counts_since(link, base, LOSS_METRICS)
+        row.d_pause_rx = counts_since(link, base, PAUSE_RX_METRICS)
+        row.d_pause_tx = counts_since(link, base, PAUSE_TX_METRICS)
+        row.d_ecn = counts_since(link, base, ECN_METRICS)
+        row.d_cnp = counts_since(link, base, CNP_METRICS)
+    return row
 
 
 Found = dict[tuple[str, str | None], tuple[frozenset[str], str]]

@@ -402,20 +402,22 @@ class OverviewScreen(DataScreen):
         self.link_filter = self.ctx.link_filter = flt
         self.refresh_view()
 
+    def on_virtual_table_row_chosen(self, event: LinkTable.RowChosen) -> None:
+        if isinstance(event.table, LinkTable):
+            self._open(event.key)
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if isinstance(event.data_table, LinkTable) and event.row_key.value is not None:
-            self._open(str(event.row_key.value))
-        elif isinstance(event.data_table, HostTable) and event.row_key.value is not None:
+        if isinstance(event.data_table, HostTable) and event.row_key.value is not None:
             # Enter on a host reads it in full (its error, warnings, what is not
             # monitored); 'l' there narrows these links to it.
             self._open_host(str(event.row_key.value))
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if isinstance(event.data_table, LinkTable):
+    def on_virtual_table_cursor_moved(self, event: LinkTable.CursorMoved) -> None:
+        if isinstance(event.table, LinkTable):
             self._titles()  # a group's row under the cursor: its sentence on the line
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        if isinstance(event.data_table, LinkTable):
-            spec = event.data_table.sort_by_column(str(event.column_key.value))
+    def on_virtual_table_header_clicked(self, event: LinkTable.HeaderClicked) -> None:
+        if isinstance(event.table, LinkTable):
+            spec = event.table.sort_by_column(event.column)
             if spec is not None:
                 self.refresh_view()

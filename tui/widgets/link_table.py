@@ -10,20 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rich.text import Text
-from textual.widgets.data_table import ColumnKey
-
 from collectors.text import natural
 from collectors.vocabulary import Derived
 from fabtop.core.history import History
 from tui import format as fmt
 from tui.rows.groups import RULE
 from tui.rows.links import LinkRow
-from tui.widgets.keyed_table import Column, KeyedTable, Spec
+from tui.widgets.keyed_table import Column, Spec
+from tui.widgets.virtual_table import VirtualTable
 
 DIM = "grey50"
 SPARK_W = 5
-VIEW_MARGIN = 8  # rows beyond the visible ones whose cells are kept current
 HOT_PAUSE_STYLE = "bold white on red"
 BPS = {"rx": Derived.RX_BPS, "tx": Derived.TX_BPS}  # the sparklines' series
 UNKNOWN_SPEED_FLOOR_BPS = 1e9
@@ -208,20 +205,23 @@ def link_cells(
     return cells
 
 
-class LinkTable(KeyedTable):
-    """The links table; ``show`` syncs it with fresh rows in the chosen order."""
+class LinkTable(VirtualTable[LinkRow]):
+    """The links table; ``show`` sets every row in the chosen order, and only the rows on
+    screen are made into cells (tui/widgets/virtual_table.py)."""
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+        super().__init__(self._cells, id=id)
         self.sort_spec: SortSpec = SORTS[0]
         self.reversed = False  # the 'O' key: the sort column's other direction
-        self._labels: dict[str, str] = {}
-        # The arguments of the last ``show``: scrolling re-shows with them, so rows that
-        # come into view get the cells a tick would have given them.
-        self._shown: (
-            tuple[Sequence[LinkRow], int, History | None, float, bool, Mapping[str, float]] | None
-        ) = None
-        self._window = (0, 0)
+        # What the cells of the last ``show`` were made with (a row scrolled into view
+        # gets the cells a tick would have given it).
+        self._spark: Callable[[LinkRow, str], str] | None = None
+        self._delta = False
+        self._thresholds: Mapping[str, float] = {}
+        self._link_w = 13
+
+    def _cells(self, r: LinkRow) -> dict[str, Spec]:
+        return link_cells(r, self._spark, self._delta, self._thresholds, self._link_w)
 
     @property
     def descending(self) -> bool:
@@ -249,24 +249,6 @@ class LinkTable(KeyedTable):
             self.sort_spec = spec
         return spec
 
-    def _show_sort(self, cols: Sequence[Column]) -> None:
-        """Put the arrow on the sorted column's header, in place (rows and cursor stay)."""
-        labels = {
-            c.key: sorted_label(c.label, c.width or len(c.label) + 2, self.descending)
-            if c.key == self.sort_spec.key
-            else c.label
-            for c in cols
-        }
-        if labels == self._labels:
-            return
-        self._labels = labels
-        numeric = {c.key: c.numeric for c in cols}
-        for key, label in labels.items():
-            self.columns[ColumnKey(key)].label = Text(
-                label, justify="right" if numeric[key] else "left"
-            )
-        self.refresh()
-
     def show(
         self,
         rows: Sequence[LinkRow],
@@ -276,13 +258,18 @@ class LinkTable(KeyedTable):
         delta: bool,
         thresholds: Mapping[str, float],
     ) -> None:
-        """Sync the table to ``rows``, coloured at ``thresholds`` (the state's)."""
+        """Show ``rows`` in the chosen order, coloured at ``thresholds`` (the state's)."""
         cols = link_columns(width, delta)
-        before = self.rebuilds
-        self.set_columns(cols)
-        if self.rebuilds != before:
-            self._labels = {}
-        self._show_sort(cols)
+        # The sorted column's header carries the arrow.
+        self.set_columns(
+            cols,
+            [
+                sorted_label(c.label, c.width or len(c.label) + 2, self.descending)
+                if c.key == self.sort_spec.key
+                else c.label
+                for c in cols
+            ],
+        )
         spark = None
         if history is not None and any(c.key == "rx" and (c.width or 0) > 6 for c in cols):
             span = SPARK_W * interval + interval / 2
@@ -296,7 +283,7 @@ class LinkTable(KeyedTable):
                     (
                         v
                         for r in rows
-                        if not r.speed_gbps
+                        if not r.speed_gbps and not r.group
                         for side in BPS
                         if (h := history.get((r.host, r.lid, BPS[side]))) is not None
                         for v in h.last(SPARK_W, span)
@@ -324,32 +311,6 @@ class LinkTable(KeyedTable):
             ordered.sort(key=spec.value, reverse=True)  # type: ignore[arg-type]
         # Groups (tui/rows/groups.py) stay whole and in their order, the sort within each.
         ordered.sort(key=_group_rank)
-        link_w = next((c.width or 13) for c in cols if c.key == "link")
-        self._shown = (rows, width, history, interval, delta, thresholds)
-        # Cells (sparklines above all) cost per row: only rows on screen, or about to be,
-        # are recomputed; a row scrolled away keeps its last cells until it comes back.
-        lo, hi = self._visible_rows()
-        self._window = (lo, hi)
-        known = self._cells
-        out: list[tuple[str, Mapping[str, Spec | object]]] = []
-        for i, r in enumerate(ordered):
-            key = r.key
-            old = known.get(key)
-            if old is None or lo <= i < hi:
-                out.append((key, link_cells(r, spark, delta, thresholds, link_w)))
-            else:
-                out.append((key, old))
-        self.sync(out)  # type: ignore[arg-type]
-
-    def _visible_rows(self) -> tuple[int, int]:
-        """Row positions on screen, with a margin for a keypress or two of scrolling."""
-        top = int(self.scroll_y)
-        height = max(self.size.height, 1)
-        return max(0, top - VIEW_MARGIN), top + height + VIEW_MARGIN
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        lo, hi = self._window
-        top = int(new_value)
-        if self._shown is not None and (top < lo or top + self.size.height > hi):
-            self.show(*self._shown)
+        self._spark, self._delta, self._thresholds = spark, delta, thresholds
+        self._link_w = next((c.width or 13) for c in cols if c.key == "link")
+        self.set_rows([(r.key, r) for r in ordered])
