@@ -16,7 +16,7 @@ from collectors.samples import HostSample
 from fabtop.core.findings import Finding
 from fabtop.core.state import UP
 from fabtop.fabtest.rails import RailConfig, rails
-from tui.rows.links import HostRow, LinkRow
+from tui.rows.links import ALARMS, HostRow, LinkRow
 
 # Worst first: a cell shows the first that holds. A cell whose host does not report is
 # blind whatever its last sample said (DESIGN §10: blind is not healthy, nor is it down).
@@ -73,6 +73,28 @@ RULE_STATES = {
     "optic_rx_low": CABLE,
 }
 LINK_DOWN = ("down", "disabled")  # the links table's DOWN/DISA
+# The links table's cable column (issue 33): a word for what each rule about the cable or
+# its optic says, beside the grid's glyph for the state the rule puts the link in.
+CABLE_WORDS = {
+    "cable_ber": "BER↑",
+    "ber_after_flap": "flap↑",  # BER worse after a flap than before it
+    "fec_uncorrectable": "FEC!",
+    "link_integrity": "errors",
+    "optic_rx_low": "rx low",
+    "module_temp_high": "hot",
+    "module_high_temp": "hot",
+    "nic_health": "NIC!",
+}
+
+
+def cable_word(alarms: frozenset[str], optics: bool) -> tuple[str, str] | None:
+    """The cable column of a link: (state, word) of its worst cable rule; (OK, "ok") where
+    its optics or FEC are read and no such rule holds; None where none are read."""
+    said = [r for r in alarms if r in CABLE_WORDS]
+    if not said:
+        return (OK, "ok") if optics else None
+    worst = min(said, key=lambda r: (RANK[RULE_STATES.get(r, FINDING)], r))
+    return RULE_STATES.get(worst, FINDING), CABLE_WORDS[worst]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +154,7 @@ class Grid:
 
 
 def _rule_state(f: Finding) -> str | None:
-    if f.severity not in ("warning", "critical"):
+    if f.severity not in ALARMS:
         return None
     return RULE_STATES.get(f.rule, FINDING)
 

@@ -38,6 +38,8 @@ CNP_METRICS = (Metric.CNP_SENT,)
 PAUSE_RATIOS = (Derived.RX_PAUSE_TIME_RATIO, Derived.TX_PAUSE_TIME_RATIO)
 TOKENS_RATE = InferenceRate.GENERATED_TOKENS_PER_S
 STATUS_ORDER = {s: i for i, s in enumerate(STATUSES)}  # worst first
+ALARMS = ("warning", "critical")  # severities the grid and the cable column judge by
+NO_ALARMS: frozenset[str] = frozenset()
 GROUP_MARK = "\x1e"  # starts a group row's key (a link's is host \x1f link id)
 
 
@@ -154,6 +156,10 @@ class LinkRow:
     # (the group's place, 0 for its summary row and 1 for its links): the table sorts by
     # this after its sort column, so groups stay whole and in order; (0, 0) ungrouped.
     rank: tuple[int, int] = (0, 0)
+    # The rules of the link's own findings at warning and above (the grid's judgment), and
+    # whether its module diagnostics or FEC are read: the cable column (issue 33).
+    alarms: frozenset[str] = frozenset()
+    optics: bool = False
 
     @property
     def key(self) -> str:
@@ -254,6 +260,15 @@ def finding_index(findings: Sequence[Finding]) -> Found:
     return {k: (frozenset(r), s) for k, (r, s) in out.items()}
 
 
+def alarm_index(findings: Sequence[Finding]) -> dict[tuple[str, str], frozenset[str]]:
+    """(host, link id) -> the rules of that port's findings at warning and above."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for f in findings:
+        if f.port is not None and f.severity in ALARMS:
+            out.setdefault(f.port.key, set()).add(f.rule)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
 def _badness(found: Found, host: str, lid: str, state: str | None, live: bool) -> int:
     worst = 3 if not live else 2 if state in ("down", "disabled") else 0
     for key in ((host, lid), (host, None)):
@@ -270,6 +285,7 @@ def link_rows(
     receptacles only when asked)."""
     rows = []
     found = finding_index(state.findings)
+    alarms = alarm_index(state.findings)
     for hs in state.hosts.values():
         s = hs.sample
         if s is None:
@@ -287,6 +303,8 @@ def link_rows(
             base = base_sample.links.get(lid) if base_sample is not None else None
             row = link_row(hs, link, rates.get(lid), live, base)
             row.badness = _badness(found, hs.name, lid, link.state, live)
+            row.alarms = alarms.get((hs.name, lid), NO_ALARMS)
+            row.optics = link.module is not None or link.fec is not None
             rows.append(row)
     return rows
 

@@ -57,9 +57,15 @@ def state_line(
     group_by: str | None = None,
     hidden: int = 0,
     cursor_group: Group | None = None,
+    new_above: int = 0,
 ) -> Text:
-    """``links: node3 only · filter: enp65 · sort: rx ▼ · Esc shows all``."""
+    """``links: node3 only · filter: enp65 · sort: rx ▼ · Esc shows all``; first, new
+    problems above the view (``▲ 1 new problem above (n)``) until seen."""
     t = Text(" ")
+    if new_above:  # first: at 80 columns the line's end is cut
+        s = "s" if new_above != 1 else ""
+        t.append(f"{UP_ARROW} {new_above} new problem{s} above (n)", "bold yellow")
+        t.append(" · ")
     narrowed = host is not None or bool(needle)
     if host is not None:
         t.append("links: ", "bold")
@@ -215,6 +221,7 @@ class OverviewScreen(DataScreen):
             sum(len(g.links) - len(g.shown()) for g in self._groups.values()),
             # the group under the cursor, while the cursor shows (the links have the keys)
             self._groups.get(lt.cursor_key() or "") if lt.has_focus else None,
+            len(lt.new_above),
         )
         # Each assignment repaints the border: only a changed line is assigned.
         if drawn_as(line) != self._title_drawn:
@@ -415,6 +422,9 @@ class OverviewScreen(DataScreen):
     def on_virtual_table_cursor_moved(self, event: LinkTable.CursorMoved) -> None:
         if isinstance(event.table, LinkTable):
             self._titles()  # a group's row under the cursor: its sentence on the line
+
+    def on_link_table_problems_above(self, event: LinkTable.ProblemsAbove) -> None:
+        self._titles()
 
     def on_virtual_table_header_clicked(self, event: LinkTable.HeaderClicked) -> None:
         if isinstance(event.table, LinkTable):

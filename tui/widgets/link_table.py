@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.message import Message
 
 from collectors.text import natural
 from collectors.vocabulary import Derived
 from fabtop.core.history import History
 from tui import format as fmt
+from tui.rows.grid import GLYPHS, cable_word
 from tui.rows.groups import RULE
 from tui.rows.links import LinkRow
+from tui.widgets.health_grid import STYLES as GRID_STYLES
 from tui.widgets.keyed_table import Column, Spec
 from tui.widgets.virtual_table import VirtualTable
 
@@ -24,6 +30,7 @@ SPARK_W = 5
 HOT_PAUSE_STYLE = "bold white on red"
 BPS = {"rx": Derived.RX_BPS, "tx": Derived.TX_BPS}  # the sparklines' series
 UNKNOWN_SPEED_FLOOR_BPS = 1e9
+CABLE_MIN_WIDTH = 136  # the cable column: room beside every other column
 DOWN_ARROW, UP_ARROW = "▼", "▲"  # the sorted column's header: descending, ascending
 GROUP_OPEN, GROUP_SHUT = "▾", "▸"  # a group's row: all its links below it, or not
 
@@ -105,6 +112,8 @@ def link_columns(width: int, delta: bool) -> list[Column]:
         cols.append(Column("cnp", f"{d}CNP", 5))
     if width >= 128:
         cols.append(Column("temp", "Temp", 4))
+    if width >= CABLE_MIN_WIDTH:  # the cable rules' word on the link (issue 33)
+        cols.append(Column("cable", "Cable", 7, False))
     return cols
 
 
@@ -202,15 +211,42 @@ def link_cells(
         "bold red" if temp and temp >= crit else "yellow" if temp and temp >= warn else ""
     )
     cells["temp"] = Spec(fmt.celsius(temp), tstyle, "right")
+    cells["cable"] = _cable(r, base)
     return cells
+
+
+def _cable(r: LinkRow, base: str) -> Spec:
+    """The grid's glyph and a word for what the cable rules say ("C BER↑", "· ok"); blank
+    where neither optics nor FEC are read and no rule speaks."""
+    said = None if r.group else cable_word(r.alarms, r.optics)
+    if said is None:
+        return Spec("")
+    state, word = said
+    return Spec(f"{GLYPHS[state]} {word}", base or GRID_STYLES[state])  # as its grid cell
 
 
 class LinkTable(VirtualTable[LinkRow]):
     """The links table; ``show`` sets every row in the chosen order, and only the rows on
     screen are made into cells (tui/widgets/virtual_table.py)."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # The state line says "(n)" when a new problem is above the view.
+        Binding("n", "next_problem", "next problem", show=False),
+    ]
+
+    class ProblemsAbove(Message):
+        """How many new problems sit above the view, not yet seen, changed."""
+
+        def __init__(self, count: int) -> None:
+            super().__init__()
+            self.count = count
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(self._cells, id=id)
+        # Rows with something to say at the last show; of them, the ones that became so
+        # since and sit above the view, not yet seen (the state line announces them).
+        self._problems: set[str] = set()
+        self.new_above: set[str] = set()
         self.sort_spec: SortSpec = SORTS[0]
         self.reversed = False  # the 'O' key: the sort column's other direction
         # What the cells of the last ``show`` were made with (a row scrolled into view
@@ -314,3 +350,42 @@ class LinkTable(VirtualTable[LinkRow]):
         self._spark, self._delta, self._thresholds = spark, delta, thresholds
         self._link_w = next((c.width or 13) for c in cols if c.key == "link")
         self.set_rows([(r.key, r) for r in ordered])
+        problems = {r.key for r in ordered if _is_problem(r)}
+        fresh = problems - self._problems
+        self._problems = problems
+        self._note_above(fresh)
+
+    def _note_above(self, fresh: set[str] | frozenset[str] = frozenset()) -> None:
+        """Keep ``new_above`` to the new problems still above the view."""
+        top = int(self.scroll_y)
+        above = set()
+        for key in self.new_above | fresh:
+            i = self.index_of(key)
+            if key in self._problems and i is not None and i < top:
+                above.add(key)
+        if above != self.new_above:
+            self.new_above = above
+            self.post_message(self.ProblemsAbove(len(above)))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._note_above()  # scrolled up to it: seen
+
+    def action_next_problem(self) -> None:
+        """To the nearest new problem above the view; else the next problem row below the
+        cursor, round to the top."""
+        keys = self.row_keys()
+        if self.new_above:
+            self.move_cursor(row=max(self.get_row_index(k) for k in self.new_above))
+            return
+        n = len(keys)
+        for step in range(1, n + 1):
+            i = (self.cursor_row + step) % n
+            if keys[i] in self._problems:
+                self.move_cursor(row=i)
+                return
+
+
+def _is_problem(r: LinkRow) -> bool:
+    """A row with something to say: a link, or a group none of whose links show."""
+    return r.badness > 0 and (not r.group or r.hidden == r.folded)

@@ -194,7 +194,7 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
 
         Only the lines on screen whose cells changed are painted again.
         """
-        before = self.cursor_key()
+        before, was = self.cursor_key(), self.cursor_row
         self._keys = [k for k, _ in rows]
         self._rows = [r for _, r in rows]
         self._index = {k: i for i, k in enumerate(self._keys)}
@@ -202,6 +202,13 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
             self.cursor_row = self._index[before]
         self.cursor_row = max(0, min(self.cursor_row, len(self._keys) - 1))
         self._size_virtual()
+        if before is not None and self.cursor_key() == before and self.cursor_row != was:
+            # Rows came or went above the cursor's: the view moves with it, so the row
+            # under the cursor stays on its line (what was read is not pulled away).
+            top = max(0, int(self.scroll_y) + self.cursor_row - was)
+            top = min(top, max(0, len(self._keys) - self._page))
+            if top != int(self.scroll_y):
+                self.scroll_to(y=top, animate=False, immediate=True, force=True)
         self._mark_changed()
         if self.cursor_key() != before:
             self.post_message(self.CursorMoved(self, self.cursor_key()))  # type: ignore[arg-type]
@@ -221,6 +228,10 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
 
     def get_row_index(self, key: str) -> int:
         return self._index[key]
+
+    def index_of(self, key: str) -> int | None:
+        """Where row ``key`` is (None: not shown)."""
+        return self._index.get(key)
 
     def cursor_key(self) -> str | None:
         """Key of the row under the cursor."""
