@@ -153,6 +153,18 @@ class Grid:
         return out
 
 
+def rail_index(
+    samples: Mapping[str, HostSample], config: RailConfig | None = None
+) -> dict[tuple[str, str], int]:
+    """(host, link id) -> its rail, as ``fabtop test`` numbers rails (the grid's lines and
+    the overview's rail groups)."""
+    return {
+        (p.host, p.link): n
+        for n, ports in rails(samples, dict(config or {})).ports.items()
+        for p in ports
+    }
+
+
 def _rule_state(f: Finding) -> str | None:
     if f.severity not in ALARMS:
         return None
@@ -194,12 +206,8 @@ def grid(
     rail_config: RailConfig | None = None,
 ) -> Grid:
     """The grid of the hosts and links shown (both already narrowed by any filter)."""
-    rail_of: dict[tuple[str, str], int] = {}
     wanted = {r.host for r in links}
-    shown = {h: s for h, s in samples.items() if h in wanted}
-    for n, ports in rails(shown, dict(rail_config or {})).ports.items():
-        for p in ports:
-            rail_of[(p.host, p.link)] = n
+    rail_of = rail_index({h: s for h, s in samples.items() if h in wanted}, rail_config)
     found = _by_place(findings)
     live = {h.name: h.status == UP for h in hosts}
     cells: dict[tuple[str, str], Cell] = {}

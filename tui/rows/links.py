@@ -211,7 +211,11 @@ def link_row(
     if link.rate_gbps and (rx_f is not None or tx_f is not None):
         line = max(rx_f or 0.0, tx_f or 0.0) / (link.rate_gbps * 1e9)
     share = r.get(Derived.RDMA_SHARE)
-    ratios = [peak(r.get(n)) for n in PAUSE_RATIOS]
+    ratio = None  # the worst priority's, either direction
+    for n in PAUSE_RATIOS:
+        v = peak(r.get(n))
+        if v is not None and (ratio is None or v > ratio):
+            ratio = v
     row = LinkRow(
         host=hs.name,
         lid=link.id,
@@ -226,7 +230,7 @@ def link_row(
         loss_per_s=_rate_sum(r, LOSS_PER_S),
         pause_rx_per_s=_rate_sum(r, PAUSE_RX_PER_S),
         pause_tx_per_s=_rate_sum(r, PAUSE_TX_PER_S),
-        pause_time_ratio=max((x for x in ratios if x is not None), default=None),
+        pause_time_ratio=ratio,
         ecn_per_s=_rate_sum(r, ECN_PER_S),
         cnp_per_s=_rate_sum(r, CNP_PER_S),
         temperature_c=link.temperature_c,

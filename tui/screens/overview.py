@@ -16,12 +16,11 @@ from textual.widgets import DataTable, Footer, Input
 
 from fabtop.commands.fabtest import rail_config
 from fabtop.core.coverage import calm_line
-from fabtop.fabtest.rails import rails
 from fabtop.run.link_filter import FilterError, LinkFilter, parse
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.grid import grid
+from tui.rows.grid import grid, rail_index
 from tui.rows.groups import CLOSED, FOLDED, GROUPINGS, HOST, OPEN, RAIL, Group, grouped
 from tui.rows.links import GROUP_MARK, host_rows, link_rows, summary
 from tui.screens.base import DataScreen
@@ -186,10 +185,7 @@ class OverviewScreen(DataScreen):
         by = self._grouping()
         self._groups = {}
         if by:
-            rail_of: dict[tuple[str, str], int] = {}
-            if by == RAIL:
-                for n, ports in rails(samples, dict(rail_cfg or {})).ports.items():
-                    rail_of.update({(p.host, p.link): n for p in ports})
+            rail_of = rail_index(samples, rail_cfg) if by == RAIL else {}
             links, groups = grouped(
                 links, by, state.findings, rail_of, self.views, self._start_view()
             )
