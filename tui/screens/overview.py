@@ -107,6 +107,9 @@ class OverviewScreen(DataScreen):
         Binding("z", "toggle_fold", "fold all"),  # every group: all its links, then none
         Binding("Z", "toggle_fold", "fold all (as z)", key_display="Z", show=False),
         Binding("space", "toggle_group", "fold or unfold the group under the cursor", show=False),
+        # The line above the links says "(n)" when a new problem is above the view (on the
+        # grid, n is the grid's own: its next worst cell).
+        Binding("n", "next_problem", "next link with something to say", show=False),
         Binding("i", "host_detail", "host detail"),
         Binding(
             "enter",
@@ -303,6 +306,12 @@ class OverviewScreen(DataScreen):
         """Sort the links the other way round."""
         self.query_one(LinkTable).reverse_sort()
         self.refresh_view()
+
+    def action_next_problem(self) -> None:
+        """To the new problem above the view, else the next problem row (keys to the links)."""
+        lt = self.query_one(LinkTable)
+        lt.focus()
+        lt.action_next_problem()
 
     def action_host_detail(self) -> None:
         """Open the detail of the host under the cursor (a host, a link's host, a finding's)."""

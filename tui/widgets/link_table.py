@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
-from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from collectors.text import natural
@@ -228,11 +226,6 @@ def _cable(r: LinkRow, base: str) -> Spec:
 class LinkTable(VirtualTable[LinkRow]):
     """The links table; ``show`` sets every row in the chosen order, and only the rows on
     screen are made into cells (tui/widgets/virtual_table.py)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # The state line says "(n)" when a new problem is above the view.
-        Binding("n", "next_problem", "next problem", show=False),
-    ]
 
     class ProblemsAbove(Message):
         """How many new problems sit above the view, not yet seen, changed."""
