@@ -146,8 +146,8 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
         self.cursor_row = 0
         self._lines: dict[int, _Line] = {}  # screen line -> as last drawn
         self._header: Strip | None = None
-        # Rendered cells by (cell, width, cursor, look): a cell that did not change is
-        # not rendered again, whichever row it moved to.
+        # Rendered cells by (cell, width, column, cursor, look): a cell that did not
+        # change is not rendered again, whichever row it moved to.
         self._drawn: LRUCache[tuple[Spec, int, int, bool, _Look], list[Segment]] = LRUCache(4096)
         self._look: _Look | None = None
         self.rebuilds = 0  # column-set changes; a test checks ticks do not rebuild
