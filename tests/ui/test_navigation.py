@@ -9,6 +9,8 @@ opens at its top.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -25,6 +27,7 @@ from tui.widgets.findings_panel import FindingsPanel
 from tui.widgets.host_table import HostTable
 from tui.widgets.keyed_table import KeyedTable
 from tui.widgets.link_table import LinkTable
+from tui.widgets.virtual_table import VirtualTable
 
 LONG_ERROR = (
     "node1 (admin@10.0.0.1): ssh: connect to host 10.0.0.1 port 22: Connection refused; "
@@ -32,7 +35,7 @@ LONG_ERROR = (
 )
 
 
-def cursor_drawn(table: KeyedTable) -> bool:
+def cursor_drawn(table: KeyedTable | VirtualTable[Any]) -> bool:
     """Whether the table paints its cursor row highlighted (what a person sees)."""
     cursor = table.get_component_rich_style("datatable--cursor")
     y = table.header_height + table.cursor_row - table.scroll_offset.y

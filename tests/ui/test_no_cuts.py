@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from rich.text import Text
@@ -31,6 +32,7 @@ from tests.ui.fabric import T0, FakeClock, _roce
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.widgets.keyed_table import KeyedTable
+from tui.widgets.virtual_table import VirtualTable
 
 
 @dataclass(frozen=True)
@@ -170,16 +172,23 @@ def cut_problem(shown: str, full: str) -> str | None:
     return f"{full!r} shows as {shown!r}"
 
 
-def table_problems(table: KeyedTable) -> Iterator[str]:
+def table_problems(table: KeyedTable | VirtualTable[Any]) -> Iterator[str]:
     """Cells and headers cut without "…", and columns beyond the widget's width."""
     where = f"#{table.id or type(table).__name__}"
-    labels = [c.label.plain for c in table.ordered_columns]
+    if isinstance(table, VirtualTable):
+        labels = list(table.labels().values())
+    else:
+        labels = [c.label.plain for c in table.ordered_columns]
     for label, shown in zip(labels, table.drawn_cells(-1), strict=True):
         problem = cut_problem(shown, label)
         if problem:
             yield f"{where} header: {problem}"
     for i in range(table.row_count):
-        cells = [c.plain if c is not None else "" for c in table.get_row_at(i)]
+        if isinstance(table, VirtualTable):
+            key = table.row_keys()[i]
+            cells = [table.get_cell(key, c).plain for c in table.column_keys]
+        else:
+            cells = [c.plain if c is not None else "" for c in table.get_row_at(i)]
         for key, full, shown in zip(table.column_keys, cells, table.drawn_cells(i), strict=True):
             problem = cut_problem(shown, full)
             if problem:
@@ -243,7 +252,7 @@ async def problems_on(visit: Visit, size: tuple[int, int]) -> list[str]:
         await pilot.pause()
         screen = app.screen
         found: list[str] = []
-        for table in screen.query(KeyedTable):
+        for table in [*screen.query(KeyedTable), *screen.query(VirtualTable)]:
             if _shown(table):
                 found += table_problems(table)
         for static in screen.query(Static):

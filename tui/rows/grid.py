@@ -16,7 +16,7 @@ from collectors.samples import HostSample
 from fabtop.core.findings import Finding
 from fabtop.core.state import UP
 from fabtop.fabtest.rails import RailConfig, rails
-from tui.rows.links import HostRow, LinkRow
+from tui.rows.links import ALARMS, HostRow, LinkRow
 
 # Worst first: a cell shows the first that holds. A cell whose host does not report is
 # blind whatever its last sample said (DESIGN §10: blind is not healthy, nor is it down).
@@ -74,6 +74,28 @@ RULE_STATES = {
     "optic_los": CABLE,
 }
 LINK_DOWN = ("down", "disabled")  # the links table's DOWN/DISA
+# The links table's cable column (issue 33): a word for what each rule about the cable or
+# its optic says, beside the grid's glyph for the state the rule puts the link in.
+CABLE_WORDS = {
+    "cable_ber": "BER↑",
+    "ber_after_flap": "flap↑",  # BER worse after a flap than before it
+    "fec_uncorrectable": "FEC!",
+    "link_integrity": "errors",
+    "optic_rx_low": "rx low",
+    "module_temp_high": "hot",
+    "module_high_temp": "hot",
+    "nic_health": "NIC!",
+}
+
+
+def cable_word(alarms: frozenset[str], optics: bool) -> tuple[str, str] | None:
+    """The cable column of a link: (state, word) of its worst cable rule; (OK, "ok") where
+    its optics or FEC are read and no such rule holds; None where none are read."""
+    said = [r for r in alarms if r in CABLE_WORDS]
+    if not said:
+        return (OK, "ok") if optics else None
+    worst = min(said, key=lambda r: (RANK[RULE_STATES.get(r, FINDING)], r))
+    return RULE_STATES.get(worst, FINDING), CABLE_WORDS[worst]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +154,20 @@ class Grid:
         return out
 
 
+def rail_index(
+    samples: Mapping[str, HostSample], config: RailConfig | None = None
+) -> dict[tuple[str, str], int]:
+    """(host, link id) -> its rail, as ``fabtop test`` numbers rails (the grid's lines and
+    the overview's rail groups)."""
+    return {
+        (p.host, p.link): n
+        for n, ports in rails(samples, dict(config or {})).ports.items()
+        for p in ports
+    }
+
+
 def _rule_state(f: Finding) -> str | None:
-    if f.severity not in ("warning", "critical"):
+    if f.severity not in ALARMS:
         return None
     return RULE_STATES.get(f.rule, FINDING)
 
@@ -173,12 +207,8 @@ def grid(
     rail_config: RailConfig | None = None,
 ) -> Grid:
     """The grid of the hosts and links shown (both already narrowed by any filter)."""
-    rail_of: dict[tuple[str, str], int] = {}
     wanted = {r.host for r in links}
-    shown = {h: s for h, s in samples.items() if h in wanted}
-    for n, ports in rails(shown, dict(rail_config or {})).ports.items():
-        for p in ports:
-            rail_of[(p.host, p.link)] = n
+    rail_of = rail_index({h: s for h, s in samples.items() if h in wanted}, rail_config)
     found = _by_place(findings)
     live = {h.name: h.status == UP for h in hosts}
     cells: dict[tuple[str, str], Cell] = {}

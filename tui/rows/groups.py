@@ -11,7 +11,7 @@ count to open), or none (CLOSED). Groups come worst first, then in their natural
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from collectors.text import natural
 from fabtop.core.findings import SEVERITIES, Finding
@@ -125,7 +125,9 @@ def grouped(
     start: str,
 ) -> tuple[list[LinkRow], list[Group]]:
     """The table's rows in groups ``by`` (of GROUPINGS): each group's row, then the links
-    its view shows (``views`` by group key, else ``start``); and the groups, in order."""
+    its view shows (``views`` by group key, else ``start``); and the groups, in order.
+
+    The shown rows get their group's place (``rank``) in place: they are the tick's own."""
     members: dict[str, list[LinkRow]] = {}
     # Each group's place among equally bad ones, as natural() orders names.
     order: dict[str, tuple[tuple[int, int | str], ...]] = {}
@@ -149,7 +151,10 @@ def grouped(
     out: list[LinkRow] = []
     for i, g in enumerate(groups):
         out.append(group_row(g, i))
-        out += [replace(r, rank=(i, 1)) for r in g.shown()]
+        shown = g.shown()
+        for r in shown:  # the rows are this tick's own (link_rows): marked in place
+            r.rank = (i, 1)
+        out += shown
     return out, groups
 
 

@@ -16,12 +16,11 @@ from textual.widgets import DataTable, Footer, Input
 
 from fabtop.commands.fabtest import rail_config
 from fabtop.core.coverage import calm_line
-from fabtop.fabtest.rails import rails
 from fabtop.run.link_filter import FilterError, LinkFilter, parse
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.grid import grid
+from tui.rows.grid import grid, rail_index
 from tui.rows.groups import CLOSED, FOLDED, GROUPINGS, HOST, OPEN, RAIL, Group, grouped
 from tui.rows.links import GROUP_MARK, host_rows, link_rows, summary
 from tui.screens.base import DataScreen
@@ -57,9 +56,15 @@ def state_line(
     group_by: str | None = None,
     hidden: int = 0,
     cursor_group: Group | None = None,
+    new_above: int = 0,
 ) -> Text:
-    """``links: node3 only · filter: enp65 · sort: rx ▼ · Esc shows all``."""
+    """``links: node3 only · filter: enp65 · sort: rx ▼ · Esc shows all``; first, new
+    problems above the view (``▲ 1 new problem above (n)``) until seen."""
     t = Text(" ")
+    if new_above:  # first: at 80 columns the line's end is cut
+        s = "s" if new_above != 1 else ""
+        t.append(f"{UP_ARROW} {new_above} new problem{s} above (n)", "bold yellow")
+        t.append(" · ")
     narrowed = host is not None or bool(needle)
     if host is not None:
         t.append("links: ", "bold")
@@ -102,6 +107,9 @@ class OverviewScreen(DataScreen):
         Binding("z", "toggle_fold", "fold all"),  # every group: all its links, then none
         Binding("Z", "toggle_fold", "fold all (as z)", key_display="Z", show=False),
         Binding("space", "toggle_group", "fold or unfold the group under the cursor", show=False),
+        # The line above the links says "(n)" when a new problem is above the view (on the
+        # grid, n is the grid's own: its next worst cell).
+        Binding("n", "next_problem", "next link with something to say", show=False),
         Binding("i", "host_detail", "host detail"),
         Binding(
             "enter",
@@ -180,10 +188,7 @@ class OverviewScreen(DataScreen):
         by = self._grouping()
         self._groups = {}
         if by:
-            rail_of: dict[tuple[str, str], int] = {}
-            if by == RAIL:
-                for n, ports in rails(samples, dict(rail_cfg or {})).ports.items():
-                    rail_of.update({(p.host, p.link): n for p in ports})
+            rail_of = rail_index(samples, rail_cfg) if by == RAIL else {}
             links, groups = grouped(
                 links, by, state.findings, rail_of, self.views, self._start_view()
             )
@@ -215,6 +220,7 @@ class OverviewScreen(DataScreen):
             sum(len(g.links) - len(g.shown()) for g in self._groups.values()),
             # the group under the cursor, while the cursor shows (the links have the keys)
             self._groups.get(lt.cursor_key() or "") if lt.has_focus else None,
+            len(lt.new_above),
         )
         # Each assignment repaints the border: only a changed line is assigned.
         if drawn_as(line) != self._title_drawn:
@@ -300,6 +306,12 @@ class OverviewScreen(DataScreen):
         """Sort the links the other way round."""
         self.query_one(LinkTable).reverse_sort()
         self.refresh_view()
+
+    def action_next_problem(self) -> None:
+        """To the new problem above the view, else the next problem row (keys to the links)."""
+        lt = self.query_one(LinkTable)
+        lt.focus()
+        lt.action_next_problem()
 
     def action_host_detail(self) -> None:
         """Open the detail of the host under the cursor (a host, a link's host, a finding's)."""
@@ -402,20 +414,25 @@ class OverviewScreen(DataScreen):
         self.link_filter = self.ctx.link_filter = flt
         self.refresh_view()
 
+    def on_virtual_table_row_chosen(self, event: LinkTable.RowChosen) -> None:
+        if isinstance(event.table, LinkTable):
+            self._open(event.key)
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if isinstance(event.data_table, LinkTable) and event.row_key.value is not None:
-            self._open(str(event.row_key.value))
-        elif isinstance(event.data_table, HostTable) and event.row_key.value is not None:
+        if isinstance(event.data_table, HostTable) and event.row_key.value is not None:
             # Enter on a host reads it in full (its error, warnings, what is not
             # monitored); 'l' there narrows these links to it.
             self._open_host(str(event.row_key.value))
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if isinstance(event.data_table, LinkTable):
+    def on_virtual_table_cursor_moved(self, event: LinkTable.CursorMoved) -> None:
+        if isinstance(event.table, LinkTable):
             self._titles()  # a group's row under the cursor: its sentence on the line
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        if isinstance(event.data_table, LinkTable):
-            spec = event.data_table.sort_by_column(str(event.column_key.value))
+    def on_link_table_problems_above(self, event: LinkTable.ProblemsAbove) -> None:
+        self._titles()
+
+    def on_virtual_table_header_clicked(self, event: LinkTable.HeaderClicked) -> None:
+        if isinstance(event.table, LinkTable):
+            spec = event.table.sort_by_column(event.column)
             if spec is not None:
                 self.refresh_view()

@@ -263,8 +263,7 @@ class KeyedTable(DataTable[Cell]):
         # The declared layout (set_layout) and the rows it was last fitted to.
         self._layout: tuple[Column, ...] = ()
         self._last_rows: Sequence[tuple[str, Mapping[str, CellInput]]] = ()
-        # Per row key, the signature of each cell as last shown (LinkTable hands these
-        # back for the rows it does not recompute).
+        # Per row key, the signature of each cell as last shown.
         self._cells: dict[str, dict[str, object]] = {}
         self._order: list[str] = []
         self.rebuilds = 0  # column-set changes; a test checks ticks do not rebuild
@@ -374,8 +373,6 @@ class KeyedTable(DataTable[Cell]):
                 del cache[gone]
             for key, cells in rows:
                 old = cache.get(key)
-                if cells is old:  # handed back as shown (LinkTable's rows off screen)
-                    continue
                 sig = {
                     c: _sig(cells[c]) if c not in middle else (_sig(cells[c]), middle[c])
                     for c in keys

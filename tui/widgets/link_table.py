@@ -10,23 +10,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rich.text import Text
-from textual.widgets.data_table import ColumnKey
+from textual.message import Message
 
 from collectors.text import natural
 from collectors.vocabulary import Derived
 from fabtop.core.history import History
 from tui import format as fmt
+from tui.rows.grid import GLYPHS, cable_word
 from tui.rows.groups import RULE
 from tui.rows.links import LinkRow
-from tui.widgets.keyed_table import Column, KeyedTable, Spec
+from tui.widgets.health_grid import STYLES as GRID_STYLES
+from tui.widgets.keyed_table import Column, Spec
+from tui.widgets.virtual_table import VirtualTable
 
 DIM = "grey50"
 SPARK_W = 5
-VIEW_MARGIN = 8  # rows beyond the visible ones whose cells are kept current
 HOT_PAUSE_STYLE = "bold white on red"
 BPS = {"rx": Derived.RX_BPS, "tx": Derived.TX_BPS}  # the sparklines' series
 UNKNOWN_SPEED_FLOOR_BPS = 1e9
+CABLE_MIN_WIDTH = 136  # the cable column: room beside every other column
 DOWN_ARROW, UP_ARROW = "▼", "▲"  # the sorted column's header: descending, ascending
 GROUP_OPEN, GROUP_SHUT = "▾", "▸"  # a group's row: all its links below it, or not
 
@@ -108,6 +110,8 @@ def link_columns(width: int, delta: bool) -> list[Column]:
         cols.append(Column("cnp", f"{d}CNP", 5))
     if width >= 128:
         cols.append(Column("temp", "Temp", 4))
+    if width >= CABLE_MIN_WIDTH:  # the cable rules' word on the link (issue 33)
+        cols.append(Column("cable", "Cable", 7, False))
     return cols
 
 
@@ -205,23 +209,48 @@ def link_cells(
         "bold red" if temp and temp >= crit else "yellow" if temp and temp >= warn else ""
     )
     cells["temp"] = Spec(fmt.celsius(temp), tstyle, "right")
+    cells["cable"] = _cable(r, base)
     return cells
 
 
-class LinkTable(KeyedTable):
-    """The links table; ``show`` syncs it with fresh rows in the chosen order."""
+def _cable(r: LinkRow, base: str) -> Spec:
+    """The grid's glyph and a word for what the cable rules say ("C BER↑", "· ok"); blank
+    where neither optics nor FEC are read and no rule speaks."""
+    said = None if r.group else cable_word(r.alarms, r.optics)
+    if said is None:
+        return Spec("")
+    state, word = said
+    return Spec(f"{GLYPHS[state]} {word}", base or GRID_STYLES[state])  # as its grid cell
+
+
+class LinkTable(VirtualTable[LinkRow]):
+    """The links table; ``show`` sets every row in the chosen order, and only the rows on
+    screen are made into cells (tui/widgets/virtual_table.py)."""
+
+    class ProblemsAbove(Message):
+        """How many new problems sit above the view, not yet seen, changed."""
+
+        def __init__(self, count: int) -> None:
+            super().__init__()
+            self.count = count
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+        super().__init__(self._cells, id=id)
+        # Rows with something to say at the last show; of them, the ones that became so
+        # since and sit above the view, not yet seen (the state line announces them).
+        self._problems: set[str] = set()
+        self.new_above: set[str] = set()
         self.sort_spec: SortSpec = SORTS[0]
         self.reversed = False  # the 'O' key: the sort column's other direction
-        self._labels: dict[str, str] = {}
-        # The arguments of the last ``show``: scrolling re-shows with them, so rows that
-        # come into view get the cells a tick would have given them.
-        self._shown: (
-            tuple[Sequence[LinkRow], int, History | None, float, bool, Mapping[str, float]] | None
-        ) = None
-        self._window = (0, 0)
+        # What the cells of the last ``show`` were made with (a row scrolled into view
+        # gets the cells a tick would have given it).
+        self._spark: Callable[[LinkRow, str], str] | None = None
+        self._delta = False
+        self._thresholds: Mapping[str, float] = {}
+        self._link_w = 13
+
+    def _cells(self, r: LinkRow) -> dict[str, Spec]:
+        return link_cells(r, self._spark, self._delta, self._thresholds, self._link_w)
 
     @property
     def descending(self) -> bool:
@@ -249,24 +278,6 @@ class LinkTable(KeyedTable):
             self.sort_spec = spec
         return spec
 
-    def _show_sort(self, cols: Sequence[Column]) -> None:
-        """Put the arrow on the sorted column's header, in place (rows and cursor stay)."""
-        labels = {
-            c.key: sorted_label(c.label, c.width or len(c.label) + 2, self.descending)
-            if c.key == self.sort_spec.key
-            else c.label
-            for c in cols
-        }
-        if labels == self._labels:
-            return
-        self._labels = labels
-        numeric = {c.key: c.numeric for c in cols}
-        for key, label in labels.items():
-            self.columns[ColumnKey(key)].label = Text(
-                label, justify="right" if numeric[key] else "left"
-            )
-        self.refresh()
-
     def show(
         self,
         rows: Sequence[LinkRow],
@@ -276,13 +287,18 @@ class LinkTable(KeyedTable):
         delta: bool,
         thresholds: Mapping[str, float],
     ) -> None:
-        """Sync the table to ``rows``, coloured at ``thresholds`` (the state's)."""
+        """Show ``rows`` in the chosen order, coloured at ``thresholds`` (the state's)."""
         cols = link_columns(width, delta)
-        before = self.rebuilds
-        self.set_columns(cols)
-        if self.rebuilds != before:
-            self._labels = {}
-        self._show_sort(cols)
+        # The sorted column's header carries the arrow.
+        self.set_columns(
+            cols,
+            [
+                sorted_label(c.label, c.width or len(c.label) + 2, self.descending)
+                if c.key == self.sort_spec.key
+                else c.label
+                for c in cols
+            ],
+        )
         spark = None
         if history is not None and any(c.key == "rx" and (c.width or 0) > 6 for c in cols):
             span = SPARK_W * interval + interval / 2
@@ -296,7 +312,7 @@ class LinkTable(KeyedTable):
                     (
                         v
                         for r in rows
-                        if not r.speed_gbps
+                        if not r.speed_gbps and not r.group
                         for side in BPS
                         if (h := history.get((r.host, r.lid, BPS[side]))) is not None
                         for v in h.last(SPARK_W, span)
@@ -324,32 +340,45 @@ class LinkTable(KeyedTable):
             ordered.sort(key=spec.value, reverse=True)  # type: ignore[arg-type]
         # Groups (tui/rows/groups.py) stay whole and in their order, the sort within each.
         ordered.sort(key=_group_rank)
-        link_w = next((c.width or 13) for c in cols if c.key == "link")
-        self._shown = (rows, width, history, interval, delta, thresholds)
-        # Cells (sparklines above all) cost per row: only rows on screen, or about to be,
-        # are recomputed; a row scrolled away keeps its last cells until it comes back.
-        lo, hi = self._visible_rows()
-        self._window = (lo, hi)
-        known = self._cells
-        out: list[tuple[str, Mapping[str, Spec | object]]] = []
-        for i, r in enumerate(ordered):
-            key = r.key
-            old = known.get(key)
-            if old is None or lo <= i < hi:
-                out.append((key, link_cells(r, spark, delta, thresholds, link_w)))
-            else:
-                out.append((key, old))
-        self.sync(out)  # type: ignore[arg-type]
+        self._spark, self._delta, self._thresholds = spark, delta, thresholds
+        self._link_w = next((c.width or 13) for c in cols if c.key == "link")
+        self.set_rows([(r.key, r) for r in ordered])
+        problems = {r.key for r in ordered if _is_problem(r)}
+        fresh = problems - self._problems
+        self._problems = problems
+        self._note_above(fresh)
 
-    def _visible_rows(self) -> tuple[int, int]:
-        """Row positions on screen, with a margin for a keypress or two of scrolling."""
+    def _note_above(self, fresh: set[str] | frozenset[str] = frozenset()) -> None:
+        """Keep ``new_above`` to the new problems still above the view."""
         top = int(self.scroll_y)
-        height = max(self.size.height, 1)
-        return max(0, top - VIEW_MARGIN), top + height + VIEW_MARGIN
+        above = set()
+        for key in self.new_above | fresh:
+            i = self.index_of(key)
+            if key in self._problems and i is not None and i < top:
+                above.add(key)
+        if above != self.new_above:
+            self.new_above = above
+            self.post_message(self.ProblemsAbove(len(above)))
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        lo, hi = self._window
-        top = int(new_value)
-        if self._shown is not None and (top < lo or top + self.size.height > hi):
-            self.show(*self._shown)
+        self._note_above()  # scrolled up to it: seen
+
+    def action_next_problem(self) -> None:
+        """To the nearest new problem above the view; else the next problem row below the
+        cursor, round to the top."""
+        keys = self.row_keys()
+        if self.new_above:
+            self.move_cursor(row=max(self.get_row_index(k) for k in self.new_above))
+            return
+        n = len(keys)
+        for step in range(1, n + 1):
+            i = (self.cursor_row + step) % n
+            if keys[i] in self._problems:
+                self.move_cursor(row=i)
+                return
+
+
+def _is_problem(r: LinkRow) -> bool:
+    """A row with something to say: a link, or a group none of whose links show."""
+    return r.badness > 0 and (not r.group or r.hidden == r.folded)
