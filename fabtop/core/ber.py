@@ -209,6 +209,17 @@ def ber_now(track: CableTrack | None, window_s: float) -> BerNow | None:
     return BerNow(now, base[0], per_h, w.counted_from, w.denominator)
 
 
+def rise(b: BerNow) -> tuple[float, float | None] | None:
+    """How far a BER moved from its baseline: (decades, over how many seconds; None when
+    unknown). Said as it happened: a minute's climb extrapolated to an hour ("+82
+    decades/hour") reads as nonsense at 3 a.m."""
+    if b.ber is None or b.before is None or b.ber <= 0 or b.before <= 0:
+        return None
+    dec = math.log10(b.ber / b.before)
+    per_h = b.decades_per_h
+    return dec, (dec / per_h * 3600.0 if per_h else None)
+
+
 def ber_text(ber: float | None) -> str:
     """A BER as people read it: ``2.1e-07``."""
     return "?" if ber is None else f"{ber:.1e}"

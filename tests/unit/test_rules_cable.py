@@ -5,6 +5,7 @@ reporters, optics near the module's own limits; and the links that must stay qui
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,9 @@ def test_a_ber_climbing_in_slow_rounds_is_named() -> None:
     rounds(fab, p, 2e-6, 3)
     found = by_rule(fab.findings, "cable_ber")
     assert len(found) == 1 and float(found[0].evidence["ber_before"]) < 1e-7  # type: ignore[arg-type]
+    # the rise as it happened (decades over minutes), never a minute's climb made per hour
+    assert re.search(r"up from \S+, \+1\.\d decades in \d+(\.\d)? (s|min)\b", found[0].summary)
+    assert "/hour" not in found[0].summary
 
 
 def test_a_first_read_just_before_a_round_does_not_hide_a_rise() -> None:

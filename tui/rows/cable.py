@@ -15,13 +15,13 @@ from rich.text import Text
 from collectors.optics import SIGNAL_TEXT, TEMPERATURE_C
 from collectors.samples import LinkSample
 from collectors.text import clean
-from fabtop.core.ber import BY_RATE_TIME, BY_RX_BITS, FROM_BLOCKS, FROM_MLXLINK, ber_text
+from fabtop.core.ber import BY_RATE_TIME, BY_RX_BITS, FROM_BLOCKS, FROM_MLXLINK, ber_text, rise
 from fabtop.core.cables import Cable, CableEnd, far_end
 from fabtop.core.findings import port_ref
 from fabtop.core.rules import link_ber
 from fabtop.core.rules.cable import cable_events, event_what, rx_margins
 from fabtop.core.state import FabricState
-from fabtop.core.units import age
+from fabtop.core.units import age, duration
 
 # The BER's denominator, short (fabtop.core.ber says each in full)
 _PER = {BY_RX_BITS: "bits rx", BY_RATE_TIME: "rate x time"}
@@ -99,9 +99,10 @@ def _end(state: FabricState, host: str, lid: str, link: LinkSample, which: str) 
         t.append(f" ÷ {_PER[ber.denominator]}", "dim")  # what the bits corrected are over
         if ber.counted_from == FROM_MLXLINK:
             t.append(" (mlxlink)", "dim")  # the bits corrected as mlxlink counts them
-        if ber.decades_per_h is not None:
-            per_h = ber.decades_per_h
-            t.append(f" {per_h:+.1f} dec/h", "bold red" if per_h >= 1 else "dim")
+        moved = rise(ber)
+        if moved is not None:  # from its baseline, as it happened
+            over = "" if moved[1] is None else f" in {duration(moved[1])}"
+            t.append(f" {moved[0]:+.1f} dec{over}", "bold red" if moved[0] >= 1 else "dim")
     if mod is not None and any(ln.rx_power_mw is not None for ln in mod.lanes):
         t.append("\n   rx dBm", "dim")
         kind = " OMA" if mod.rx_power_kind == "oma" else ""

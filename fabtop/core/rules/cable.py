@@ -49,11 +49,13 @@ from fabtop.core.ber import (
     add_reads,
     ber_now,
     ber_text,
+    rise,
 )
 from fabtop.core.finding_log import Episode
 from fabtop.core.findings import Evidence, Finding
 from fabtop.core.rules.context import LinkTick, RuleContext, link_down, r3
 from fabtop.core.rules.kinds import window_rule
+from fabtop.core.units import duration
 
 BER, AFTER_FLAP, UNCORRECTABLE, INTEGRITY = (
     "cable_ber",
@@ -174,7 +176,9 @@ def _ber_finding(ctx: RuleContext, lt: LinkTick, tr: CableTrack) -> Finding | No
         return None
     why = f"over {ber_text(warn)}" if now >= warn else ""
     if rising and before is not None:
-        trend = "" if per_h is None else f", {per_h:+.1f} decades/hour"
+        moved = rise(got)  # as it happened: "1.5 decades in 66 s"
+        over = "" if moved is None or moved[1] is None else f" in {duration(moved[1])}"
+        trend = "" if moved is None else f", {moved[0]:+.1f} decades{over}"
         why = f"up from {ber_text(before)}{trend}" + (f"; {why}" if why else "")
     bound = " (at least: from corrected blocks)" if tr.ber.counted_from == FROM_BLOCKS else ""
     return _finding(
