@@ -14,7 +14,8 @@ from tui.widgets.link_table import LinkTable, link_columns
 
 BAD = "node1\x1fenp65s0f1np1"  # its BER climbed two decades: cable_ber (a warning)
 READ = "node2\x1fenp65s0f0np0"  # FEC read, nothing to say
-UNREAD = "node2\x1fenp65s0f2np2"  # neither optics nor FEC read
+COUNTED = "node2\x1fenp65s0f2np2"  # no module, no FEC: only the corrected bits (a BER)
+UNREAD = "node2\x1feno1"  # nothing of its cable read
 
 
 async def test_cable_column_says_what_the_cable_rules_say_where_the_width_allows() -> None:
@@ -31,6 +32,7 @@ async def test_cable_column_says_what_the_cable_rules_say_where_the_width_allows
         assert "cable" in t.column_keys
         assert t.get_cell(BAD, "cable").plain == "C BER↑"  # the grid's C, and why
         assert t.get_cell(READ, "cable").plain == "· ok"
+        assert t.get_cell(COUNTED, "cable").plain == "· ok"
         assert t.get_cell(UNREAD, "cable").plain == ""
         # as drawn on the screen, the word whole in its column
         row = t.get_row_index(BAD)

@@ -90,7 +90,7 @@ CABLE_WORDS = {
 
 def cable_word(alarms: frozenset[str], optics: bool) -> tuple[str, str] | None:
     """The cable column of a link: (state, word) of its worst cable rule; (OK, "ok") where
-    its optics or FEC are read and no such rule holds; None where none are read."""
+    its optics, FEC or corrected bits are read and no such rule holds; None where none are."""
     said = [r for r in alarms if r in CABLE_WORDS]
     if not said:
         return (OK, "ok") if optics else None

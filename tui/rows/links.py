@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from collectors.samples import LinkSample, MetricValue, RateValue
 from collectors.vocabulary import Derived, InferenceRate, Metric
+from fabtop.core.ber import corrected_count
 from fabtop.core.coverage import Coverage, coverage
 from fabtop.core.deltas import counts_since
 from fabtop.core.findings import SEVERITIES, Finding
@@ -308,7 +309,11 @@ def link_rows(
             row = link_row(hs, link, rates.get(lid), live, base)
             row.badness = _badness(found, hs.name, lid, link.state, live)
             row.alarms = alarms.get((hs.name, lid), NO_ALARMS)
-            row.optics = link.module is not None or link.fec is not None
+            # something of its cable is read: the module, the FEC, or a corrected-bit count
+            # (the BER) a driver gives without either
+            row.optics = (
+                link.module is not None or link.fec is not None or corrected_count(link) is not None
+            )
             rows.append(row)
     return rows
 
