@@ -46,10 +46,12 @@ from fabtop.run.promself_info import bers
 from fabtop.run.promself_series import (
     PRIORITIES,
     OwnAnswer,
+    Series,
     ShardFinding,
     add_known,
     of_host,
     read_own,
+    read_values,
     sample_of,
     shard_of,
     stamp_of,
@@ -146,16 +148,12 @@ def _paused(f: Callable[..., _T], *args: Any) -> _T:
         return f(*args)
 
 
-def _read_step(vector: list[dict[str, object]], t: float) -> OwnAnswer:
+def _read_step(step: list[tuple[Series, object]], t: float) -> OwnAnswer:
     """One step of a range answer as hosts. A range query's samples stand at its steps: the
     step's time is each host's scrape time (what STAMPS_QUERY says live), so no point's
     own time needs reading."""
-    stamps = [
-        {"metric": m, "value": [t, t]}
-        for r in vector
-        if isinstance(m := r.get("metric"), dict) and m.get("__name__") == "fabtop_host_up"
-    ]
-    return _paused(read_own, vector, stamps, t)
+    scraped = {s.host: t for s, _ in step if s.name == "fabtop_host_up" and s.host}
+    return _paused(read_values, step, scraped, t)
 
 
 def fetch_range(
