@@ -46,16 +46,14 @@ from fabtop.run.promself_info import bers
 from fabtop.run.promself_series import (
     PRIORITIES,
     OwnAnswer,
-    Series,
     ShardFinding,
     add_known,
     of_host,
     read_own,
-    read_values,
+    read_range,
     sample_of,
     shard_of,
     stamp_of,
-    steps_of,
 )
 from fabtop.run.promsource import MAX_NAMED_DROPS, _number, display_url
 
@@ -146,14 +144,6 @@ def _paused(f: Callable[..., _T], *args: Any) -> _T:
     (fabtop/core/cpu.py says why)."""
     with gc_paused():
         return f(*args)
-
-
-def _read_step(step: list[tuple[Series, object]], t: float) -> OwnAnswer:
-    """One step of a range answer as hosts. A range query's samples stand at its steps: the
-    step's time is each host's scrape time (what STAMPS_QUERY says live), so no point's
-    own time needs reading."""
-    scraped = {s.host: t for s, _ in step if s.name == "fabtop_host_up" and s.host}
-    return _paused(read_values, step, scraped, t)
 
 
 def fetch_range(
@@ -275,8 +265,7 @@ class OwnSeries:
         )
         self.backfilled = (span, step)
         n = 0
-        for t, vector in await asyncio.to_thread(_paused, steps_of, matrix):
-            answer = await asyncio.to_thread(_read_step, vector, t)
+        for t, answer in await asyncio.to_thread(_paused, read_range, matrix):
             with gc_paused():  # a step's rates and history: as many objects again
                 n += self.apply(answer, (), t, evaluate=False)  # the loop draws between steps
         for sh in self.shards.values():  # the steps are no scrape interval: measured live

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collectors.numbers import U64_MAX
+from collectors.numbers import U64_MAX, parse_float
 from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample, QosConfig
 from collectors.text import clean, has_control
 from collectors.vocabulary import InferenceRate, Metric
@@ -135,6 +135,8 @@ class OwnAnswer:
     # The answer holds the shards' info series (fabtop_shard_info came: an instant query
     # of every series, not the backfill's counters): what they do not say is not there.
     infos: bool = False
+    # The findings' evidence series (name, labels, value), put on them once all are read.
+    evidence: list[tuple[str, Mapping[str, object], float]] = field(default_factory=list)
 
 
 def _label(labels: Mapping[str, object], key: str, most: int = 128) -> str | None:
@@ -189,7 +191,7 @@ class Series:
 
     An instant answer has one value a series; a range answer (the backfill) has hundreds,
     so everything taken from the labels (host, shard, link, priority, field) is taken
-    here, and a value costs only its number's checks (:func:`read_values`).
+    here, and a value costs only its number's checks (:func:`_file`).
     """
 
     name: str
@@ -225,7 +227,9 @@ def series_of(labels: Mapping[str, object]) -> Series | None:
         if name in COUNTERS and (lid := _label(labels, "link")) is not None:
             s.counter, s.scale = COUNTERS[name]
             s.link, s.priority = lid, _prio(labels)
-    if (name, s.about) in (("fabtop_host_up", _HOST), ("fabtop_shard_info", _SHARD)):
+    if (name == "fabtop_host_up" and s.about == _HOST) or (
+        name == "fabtop_shard_info" and s.about == _SHARD
+    ):
         s.shard = _label(labels, "shard")
     return s
 
@@ -252,7 +256,6 @@ def _read_own(results: Sequence[object], stamps: Sequence[object], fallback_t: f
             t = _number(v[1]) if isinstance(v, list) and len(v) == 2 else None
             if host is not None and t is not None and 0 < t < MAX_UNIX_S:
                 scraped[host] = t
-    points: list[tuple[Series, object]] = []
     for r in results:
         if (
             not isinstance(r, dict)
@@ -261,67 +264,104 @@ def _read_own(results: Sequence[object], stamps: Sequence[object], fallback_t: f
         ):
             out.odd += 1
             continue
-        points.append((s, r.get("value")))
-    return read_values(points, scraped, fallback_t, out)
+        _file(out, s, r.get("value"), scraped)
+    return _finish(out, scraped, fallback_t)
 
 
-def read_values(
-    points: Sequence[tuple[Series, object]],
-    scraped: Mapping[str, float],
-    fallback_t: float = 0.0,
-    out: OwnAnswer | None = None,
-) -> OwnAnswer:
-    """Each series' value (a ``[time, "value"]`` pair) filed on its host, into ``out``.
-
-    ``scraped``: each host's scrape time (read_own says what stands in where none is).
-    Every value goes through promsource's checks; one that fails is named on its host.
+def read_range(matrix: Sequence[object]) -> list[tuple[float, OwnAnswer]]:
+    """A range answer as one answer per step, oldest first: each series' labels read once
+    (:func:`series_of`), then its values filed by their time (checked). A step's points
+    all stand at its time, so that is each host's time in it (what STAMPS_QUERY says live).
     """
-    out = OwnAnswer() if out is None else out
-    hosts, shards = out.hosts, out.shards
-    about: list[tuple[str, Mapping[str, object], float]] = []  # the findings' evidence
-    for s, v in points:
-        if not (isinstance(v, list) and len(v) == 2):
+    steps: dict[float, OwnAnswer] = {}
+    for r in matrix:
+        if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
+            continue
+        values = r.get("values")
+        s = series_of(labels)
+        if not isinstance(values, list) or s is None:
+            continue
+        for v in values:
+            t = _number(v[0]) if isinstance(v, list) and len(v) == 2 else None
+            if t is not None and 0 < t < MAX_UNIX_S:
+                out = steps.get(t)
+                if out is None:
+                    out = steps[t] = OwnAnswer()
+                _file(out, s, v, None)
+    return [(t, _finish(steps[t], None, t)) for t in sorted(steps)]
+
+
+def _file(out: OwnAnswer, s: Series, v: object, scraped: Mapping[str, float] | None) -> None:
+    """One value of series ``s`` filed on its host in ``out``. Every value goes through
+    promsource's checks (_number's, called here without the call: three million of them
+    in a fleet's backfill); one that fails is named on its host. ``scraped``: as
+    read_own's; None where every host's time is the answer's (a range step)."""
+    if not (isinstance(v, list) and len(v) == 2):
+        out.odd += 1
+        return
+    if s.target and s.target not in out.shards:
+        out.shards[s.target] = (s.job, s.instance)
+    raw = v[1]
+    value = parse_float(raw) if isinstance(raw, str) else _number(raw)
+    if s.about != _HOST:
+        if s.about == _FINDING:
+            if s.name == "fabtop_finding":
+                f = _finding(s.labels, value, s.target)
+                if f is not None:
+                    out.findings.append(f)
+            elif value is not None:
+                out.evidence.append((s.name, s.labels, value))
+        elif s.about == _NO_HOST:
             out.odd += 1
-            continue
-        if s.target and s.target not in shards:
-            shards[s.target] = (s.job, s.instance)
-        value = _number(v[1])
-        if s.about != _HOST:
-            if s.about == _FINDING:
-                if s.name == "fabtop_finding":
-                    f = _finding(s.labels, value, s.target)
-                    if f is not None:
-                        out.findings.append(f)
-                elif value is not None:
-                    about.append((s.name, s.labels, value))
-            elif s.about == _NO_HOST:
-                out.odd += 1
-            elif s.name == "fabtop_shard_info":
-                out.infos = True
-                if s.shard:
-                    out.names[s.target] = s.shard
-            continue
-        h = hosts.get(s.host)
-        if h is None:
-            h = hosts[s.host] = OwnHost(s.host, s.target)
-        if s.host not in scraped:  # no scrape time: its series' own (evaluation) time
-            ts = _number(v[0])
-            if ts is not None and 0 < ts < MAX_UNIX_S:
-                h.t = max(h.t, ts)
-        if value is None:
-            h.dropped.append(f"{clean(s.name, 100)}: {clean(str(v[1]), 40)} dropped")
-            continue
-        if s.shard:  # fabtop_host_up's
-            out.names[s.target] = s.shard
-        if s.counter is not None:
-            why = _counter_on(h, s, value)
+        elif s.name == "fabtop_shard_info":
+            out.infos = True
+            if s.shard:
+                out.names[s.target] = s.shard
+        return
+    h = out.hosts.get(s.host)
+    if h is None:
+        h = out.hosts[s.host] = OwnHost(s.host, s.target)
+    if scraped is not None and s.host not in scraped:  # its series' own (evaluation) time
+        ts = _number(v[0])
+        if ts is not None and 0 < ts < MAX_UNIX_S:
+            h.t = max(h.t, ts)
+    if value is None:
+        h.dropped.append(f"{clean(s.name, 100)}: {clean(str(raw), 40)} dropped")
+        return
+    if s.shard:  # fabtop_host_up's
+        out.names[s.target] = s.shard
+    if s.counter is None:
+        why = _place(h, s.name, s.labels, value)
+    else:  # most values: what _place_link does with a counter
+        link = h.links.get(s.link)
+        if link is None:
+            link = h.links[s.link] = _new_link(s.link)
+        n = _counter(value, s.scale)
+        if n is None:
+            why = "dropped (not a 64-bit counter)"
+        elif not s.counter.per_priority:
+            why = None
+            link.metrics[s.counter] = n
+        elif s.priority is None:
+            why = "dropped (no priority 0-7)"
         else:
-            why = _place(h, s.name, s.labels, value)
-        if why is not None:
-            h.dropped.append(f"{clean(s.name, 100)}: {why}")
-    for host, h in hosts.items():
-        h.t = scraped.get(host, h.t or fallback_t)
-    _evidence(out.findings, about)
+            why = None
+            per = link.metrics.get(s.counter)
+            if per is None:
+                per = link.metrics[s.counter] = {}
+            if isinstance(per, dict):
+                per[s.priority] = n
+    if why is not None:
+        h.dropped.append(f"{clean(s.name, 100)}: {why}")
+
+
+def _finish(out: OwnAnswer, scraped: Mapping[str, float] | None, fallback_t: float) -> OwnAnswer:
+    """Each host's time (``scraped``'s, else its newest point's, else ``fallback_t``) and
+    the evidence series onto their findings."""
+    for host, h in out.hosts.items():
+        h.t = fallback_t if scraped is None else scraped.get(host, h.t or fallback_t)
+    _evidence(out.findings, out.evidence)
+    out.evidence.clear()
     return out
 
 
@@ -360,26 +400,6 @@ def _evidence(
             text = _label(labels, "value", 300)
             old = f.evidence.get(key)  # ports come one series each
             f.evidence[key] = text if old is None else f"{old}, {text}"
-
-
-def _counter_on(h: OwnHost, s: Series, value: float) -> str | None:
-    """A link counter's value (most of every answer) on its link: what _place_link does
-    with it, from the link, metric and priority its series read once."""
-    link = h.links.get(s.link)
-    if link is None:
-        link = h.links[s.link] = _new_link(s.link)
-    metric = s.counter
-    assert metric is not None
-    n = _counter(value, s.scale)
-    if n is None:
-        return "dropped (not a 64-bit counter)"
-    if not metric.per_priority:
-        link.metrics[metric] = n
-    elif s.priority is None:
-        return "dropped (no priority 0-7)"
-    elif isinstance(per := link.metrics.setdefault(metric, {}), dict):
-        per[s.priority] = n
-    return None
 
 
 def _place(h: OwnHost, name: str, labels: Mapping[str, object], value: float) -> str | None:
