@@ -87,7 +87,7 @@ _BLIND_RULES = frozenset({"host_unreachable", "host_stale", "host_failing"})
 BACKFILL_S = 3600.0
 MAX_BACKFILL_POINTS = 240
 # A fleet gets fewer steps: at most this many host-steps in all (a host-step costs about
-# 6 ms of CPU, JSON included: 256 hosts of 8 rails fill their hour in 16 steps, some 24 s
+# 3 ms of CPU, JSON included: 256 hosts of 8 rails fill their hour in 16 steps, some 13 s
 # (benchmarks/promself_readback.py), between which the dashboard draws; 7 hosts get all 240).
 MAX_BACKFILL_HOST_STEPS = 4096
 MIN_BACKFILL_POINTS = 12
@@ -266,8 +266,9 @@ class OwnSeries:
         self.backfilled = (span, step)
         n = 0
         for t, answer in await asyncio.to_thread(_paused, read_range, matrix):
+            await asyncio.sleep(0)  # the loop draws between steps
             with gc_paused():  # a step's rates and history: as many objects again
-                n += self.apply(answer, (), t, evaluate=False)  # the loop draws between steps
+                n += self.apply(answer, (), t, evaluate=False)
         for sh in self.shards.values():  # the steps are no scrape interval: measured live
             sh.every, sh.scraped = None, 0.0
         if self.src.state is not None:
