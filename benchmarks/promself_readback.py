@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.numbers import json_loads
 from fabtop.config import Config
 from fabtop.run import promself
 from fabtop.run.compose import fabric_state
@@ -45,7 +44,7 @@ from fabtop.run.promself import (
     range_result,
 )
 from fabtop.run.promself_series import read_own
-from fabtop.run.promsource import PrometheusSource
+from fabtop.run.promsource import PrometheusSource, query_result
 from fabtop.sim.fabric import big_fabric
 
 T0 = 1_700_000_000.0
@@ -116,9 +115,7 @@ def start(results: list[dict[str, Any]], stamps: list[dict[str, Any]]) -> tuple[
     def fetch(url: str, query: str, timeout: float, *at: float) -> list[Any]:
         if query == promself.SERIES_QUERY:
             marks["after"] = time.process_time()  # the backfill is done
-        result = json_loads(answers[query].decode())["data"]["result"]
-        assert isinstance(result, list)
-        return result
+        return query_result(answers[query], url)  # fetch_query's parse of the body
 
     def fetch_range(url: str, query: str, *_: float) -> list[Any]:
         marks["range"] = time.process_time()

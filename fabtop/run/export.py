@@ -73,6 +73,11 @@ COUNTER_UNITS: dict[str, tuple[str, float]] = {
 }
 
 
+# The scale of each counter's value to its exported unit, looked up once a sample.
+_COUNTER_SCALE: dict[str, float] = {m: COUNTER_UNITS.get(m, (m, 1.0))[1] for m in LINK_COUNTERS}
+_PRIO_TEXT = {p: str(p) for p in PRIOS}  # a priority label's text
+
+
 def counter_name(m: VocabMetric) -> str:
     """The family a normalized counter is exported as (its samples: ``<name>_total``)."""
     return f"fabtop_link_{COUNTER_UNITS.get(m, (m, 1.0))[0]}"
@@ -193,24 +198,24 @@ class FabricCollector(Collector):
                 continue
             rates = hs.rates.links if hs.rates is not None else {}
             for link_id, link in s.links.items():
-                lid = label(link_id)
-                links_up.add_metric([name, lid], 1.0 if link_up(link.state) else 0.0)
-                _add(speed, [name, lid], link.rate_gbps, 1e9 / 8, priority=False)
-                _add(temp, [name, lid], link.temperature_c, priority=False)
+                lab = [name, label(link_id)]  # every family's sample copies it (add_metric)
+                links_up.add_metric(lab, 1.0 if link_up(link.state) else 0.0)
+                _add(speed, lab, link.rate_gbps, 1e9 / 8, priority=False)
+                _add(temp, lab, link.temperature_c, priority=False)
                 lossless = lossless_prios(link)
                 if lossless is not None:
                     for p in PRIOS:
-                        pfc.add_metric([name, lid, str(p)], 1.0 if p in lossless else 0.0)
+                        pfc.add_metric([*lab, _PRIO_TEXT[p]], 1.0 if p in lossless else 0.0)
                 for n, v in link.metrics.items():
                     cfam = counters.get(n)
                     if cfam is not None:
-                        _add(cfam, [name, lid], v, COUNTER_UNITS.get(n, (n, 1.0))[1])
+                        _add(cfam, lab, v, _COUNTER_SCALE[n])
                 lr = rates.get(link_id)
                 if lr is not None:
                     for r, gfam in gauges.items():
                         rv = lr.rates.get(r)
                         if rv is not None:
-                            _add(gfam, [name, lid], rv)
+                            _add(gfam, lab, rv)
             for g in s.gpus:
                 for f, _, _, scale in GPU_GAUGES:
                     _add(gpus[f], [name, str(g.index)], getattr(g, f), scale, priority=False)

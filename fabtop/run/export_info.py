@@ -15,6 +15,7 @@ those are Prometheus's, for the scrape target, whatever ``honor_labels`` says.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,19 +63,30 @@ def add_sample(
     """Every numeric sample goes through here: only a finite value (after scaling) becomes
     one.
 
-    A per-priority value (a dict) gets one series per priority; a plain one has
-    priority="" (``priority=False``: the family has no priority label).
+    A per-priority value (a dict) gets one series per priority (in the order of the
+    priorities' text); a plain one has priority="" (``priority=False``: the family has no
+    priority label).
     """
     if isinstance(v, dict):
-        for p, x in sorted(v.items(), key=lambda kv: str(kv[0])):
-            add_sample(fam, [*labels, str(p)], x, scale, priority=False)
+        by_text = {str(p): x for p, x in v.items()}
+        for p in sorted(by_text):
+            x = scaled(by_text[p], scale)
+            if x is not None:
+                fam.add_metric([*labels, p], x)
         return
-    x = finite(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-    if x is None:
-        return  # missing or not a number: absent, never NaN in someone's time series
-    x = finite(x * scale)
+    x = scaled(v, scale)
     if x is not None:
         fam.add_metric([*labels, ""] if priority else labels, x)
+
+
+def scaled(v: object, scale: float = 1.0) -> float | None:
+    """``v * scale`` as a float when ``v`` is a number and both it and the product are
+    finite; else None (missing or not a number: absent, never NaN in a time series)."""
+    x = finite(v) if isinstance(v, int | float) else None  # finite() refuses bools
+    if x is None or scale == 1.0:
+        return x
+    x *= scale
+    return x if math.isfinite(x) else None
 
 
 def dscp_text(dscps: list[int]) -> str:
@@ -243,24 +255,59 @@ class _Families:
             "host", "source", "reason", "detail",
         )  # fmt: skip
 
+        # For this scrape only, keyed by value: a driver's version or a DSCP map is the same
+        # text on every link of the fabric, cleaned and written once.
+        self._labels: dict[str, str] = {}
+        self._dscp: dict[tuple[tuple[int, int], ...], list[tuple[str, str, float]]] = {}
+
+    def label(self, v: object) -> str:
+        """:func:`label` of ``v``, once a scrape for each text."""
+        if not isinstance(v, str):
+            return label(v)
+        e = self._labels.get(v)
+        if e is None:
+            e = self._labels[v] = label(v)
+        return e
+
+    def dscp_rows(self, dscp2prio: dict[int, int]) -> list[tuple[str, str, float]]:
+        """(priority, its DSCP values as ranges, how many) of a map, once a scrape for each
+        map. One series per priority with its DSCP set as ranges: at most 8 per link, where
+        one per DSCP value would be 64."""
+        key = tuple(dscp2prio.items())
+        rows = self._dscp.get(key)
+        if rows is None:
+            by_prio: dict[int, list[int]] = {}
+            for d, p in key:
+                by_prio.setdefault(p, []).append(d)
+            rows = self._dscp[key] = [
+                (str(p), dscp_text(ds), float(len(set(ds))))
+                for p, ds in sorted(by_prio.items())
+                if 0 <= p <= 7
+            ]
+        return rows
+
     def all(self) -> list[Metric]:
         return [v for v in vars(self).values() if isinstance(v, Metric)] + [
-            f for v in vars(self).values() if isinstance(v, dict) for f in v.values()
+            f
+            for v in vars(self).values()
+            if isinstance(v, dict)
+            for f in v.values()
+            if isinstance(f, Metric)
         ]
 
 
 def _link(f: _Families, host: str, link: LinkSample) -> None:
-    lab = [host, label(link.id)]
+    lab = [host, f.label(link.id)]
     f.link_info.add_metric(
         [
             *lab,
-            *map(label, (link.netdev, link.rdma_device, link.port, link.kind, link.link_layer)),
-            *map(label, (link.node_type, link.driver, link.driver_version, link.firmware)),
+            *map(f.label, (link.netdev, link.rdma_device, link.port, link.kind, link.link_layer)),
+            *map(f.label, (link.node_type, link.driver, link.driver_version, link.firmware)),
         ],
         1.0,
     )
     f.link_state.add_metric(
-        [*lab, label(link.state), label(link.port_state), label(link.phys_state)], 1.0
+        [*lab, f.label(link.state), f.label(link.port_state), f.label(link.phys_state)], 1.0
     )
     add_sample(f.mtu, lab, link.mtu, priority=False)
     add_sample(f.lanes, lab, link.width, priority=False)
@@ -275,33 +322,27 @@ def _link(f: _Families, host: str, link: LinkSample) -> None:
     q = link.qos
     if q is None:
         return
-    f.qos.add_metric([*lab, label(q.source), label(q.trust)], 1.0)
+    f.qos.add_metric([*lab, f.label(q.source), f.label(q.trust)], 1.0)
     for point, prios in (("np", q.ecn_np_enabled), ("rp", q.ecn_rp_enabled)):
         if prios is not None:
             for p in range(8):
                 f.ecn.add_metric([*lab, str(p), point], 1.0 if p in prios else 0.0)
     if q.dscp2prio:
-        # One series per priority with its DSCP set as ranges: at most 8 per link, where
-        # one per DSCP value would be 64.
-        by_prio: dict[int, list[int]] = {}
-        for d, p in q.dscp2prio.items():
-            by_prio.setdefault(p, []).append(d)
-        for p, ds in sorted(by_prio.items()):
-            if 0 <= p <= 7:
-                f.dscp.add_metric([*lab, str(p), dscp_text(ds)], float(len(set(ds))))
+        for prio, ranges, count in f.dscp_rows(q.dscp2prio):
+            f.dscp.add_metric([*lab, prio, ranges], count)
     for p, buf in sorted((q.prio_buffer or {}).items()):
         if 0 <= p <= 7:
             add_sample(f.prio_buffer, [*lab, str(p)], buf, priority=False)
     for b, size in sorted((q.buffer_size or {}).items())[:16]:
-        add_sample(f.buffer_size, [*lab, label(b)], size, priority=False)
+        add_sample(f.buffer_size, [*lab, f.label(b)], size, priority=False)
 
 
 def _gpus(f: _Families, host: str, s: HostSample) -> None:
     for g in s.gpus:
         lab = [host, str(g.index)]
-        f.gpu_info.add_metric([*lab, *map(label, (g.name, g.uuid, g.bus_id, g.vendor))], 1.0)
+        f.gpu_info.add_metric([*lab, *map(f.label, (g.name, g.uuid, g.bus_id, g.vendor))], 1.0)
         for r in dict.fromkeys(g.throttle_reasons):  # once each, in the tool's order
-            f.gpu_reason.add_metric([*lab, label(r)], 1.0)
+            f.gpu_reason.add_metric([*lab, f.label(r)], 1.0)
         for fld, fam in f.gpu_num.items():
             add_sample(fam, lab, getattr(g, fld), priority=False)
         # nvidia-smi's PCIe throughput is in KB/s.
@@ -312,8 +353,8 @@ def _gpus(f: _Families, host: str, s: HostSample) -> None:
 def _inference(f: _Families, host: str, hs: HostState, s: HostSample) -> None:
     rates = hs.rates.inference if hs.rates is not None else {}
     for inf in s.inference:
-        lab = [host, label(inf.url)]
-        f.inf_info.add_metric([*lab, label(inf.server), label(inf.model)], 1.0)
+        lab = [host, f.label(inf.url)]
+        f.inf_info.add_metric([*lab, f.label(inf.server), f.label(inf.model)], 1.0)
         f.inf_up.add_metric(lab, 0.0 if inf.error else 1.0)
         add_sample(f.inf_prompt_total, lab, inf.prompt_tokens_total, priority=False)
         add_sample(f.inf_preempt, lab, inf.preemptions_total, priority=False)
@@ -332,14 +373,14 @@ def _thunderbolt(f: _Families, host: str, s: HostSample) -> None:
     tb = s.thunderbolt
     if tb is None:
         return
-    f.tb_domain.add_metric([host, label(tb.source), label(tb.self_uid)], 1.0)
+    f.tb_domain.add_metric([host, f.label(tb.source), f.label(tb.self_uid)], 1.0)
     add_sample(f.tb_generation, [host], tb.generation, priority=False)
     for uid in dict.fromkeys(tb.domain_uids[:8]):  # a host has one or two controllers
-        f.tb_uid.add_metric([host, label(uid)], 1.0)
+        f.tb_uid.add_metric([host, f.label(uid)], 1.0)
     for p in tb.peers:
-        lab = [host, label(p.port or p.netdev)]
+        lab = [host, f.label(p.port or p.netdev)]
         f.tb_peer.add_metric(
-            [*lab, *map(label, (p.netdev, p.self_uid, p.peer_uid, p.peer_name))], 1.0
+            [*lab, *map(f.label, (p.netdev, p.self_uid, p.peer_uid, p.peer_name))], 1.0
         )
         for d, speed, lanes in (
             ("rx", p.rx_gbps_per_lane, p.rx_lanes),
@@ -440,7 +481,7 @@ def info_families(st: FabricState) -> Iterator[Metric]:
     f = _Families()
     now = st.now()
     for name, hs in st.hosts.items():
-        host = label(name)
+        host = f.label(name)
         status = effective_status(hs, now, st.interval)
         f.host_state.add_metric([host, status if status in STATUSES else "unknown"], 1.0)
         s = hs.sample
@@ -467,10 +508,11 @@ def _unique(fam: Metric) -> Metric:
     """``fam`` with one sample per label set: two cable ends a node names alike (no port,
     no netdev) are one series, never a duplicate Prometheus rejects the scrape's sample for.
     """
-    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    seen: set[tuple[str, tuple[str, ...]]] = set()
     keep = []
     for s in fam.samples:
-        key = (s.name, tuple(sorted(s.labels.items())))
+        # The values alone: add_metric puts a family's label names in one order.
+        key = (s.name, tuple(s.labels.values()))
         if key not in seen:
             seen.add(key)
             keep.append(s)

@@ -50,10 +50,10 @@ from fabtop.run.promself_series import (
     add_known,
     of_host,
     read_own,
+    read_range,
     sample_of,
     shard_of,
     stamp_of,
-    steps_of,
 )
 from fabtop.run.promsource import MAX_NAMED_DROPS, _number, display_url
 
@@ -87,7 +87,7 @@ _BLIND_RULES = frozenset({"host_unreachable", "host_stale", "host_failing"})
 BACKFILL_S = 3600.0
 MAX_BACKFILL_POINTS = 240
 # A fleet gets fewer steps: at most this many host-steps in all (a host-step costs about
-# 6 ms of CPU, JSON included: 256 hosts of 8 rails fill their hour in 16 steps, some 24 s
+# 3 ms of CPU, JSON included: 256 hosts of 8 rails fill their hour in 16 steps, some 13 s
 # (benchmarks/promself_readback.py), between which the dashboard draws; 7 hosts get all 240).
 MAX_BACKFILL_HOST_STEPS = 4096
 MIN_BACKFILL_POINTS = 12
@@ -144,18 +144,6 @@ def _paused(f: Callable[..., _T], *args: Any) -> _T:
     (fabtop/core/cpu.py says why)."""
     with gc_paused():
         return f(*args)
-
-
-def _read_step(vector: list[dict[str, object]], t: float) -> OwnAnswer:
-    """One step of a range answer as hosts. A range query's samples stand at its steps: the
-    step's time is each host's scrape time (what STAMPS_QUERY says live), so no point's
-    own time needs reading."""
-    stamps = [
-        {"metric": m, "value": [t, t]}
-        for r in vector
-        if isinstance(m := r.get("metric"), dict) and m.get("__name__") == "fabtop_host_up"
-    ]
-    return _paused(read_own, vector, stamps, t)
 
 
 def fetch_range(
@@ -277,10 +265,10 @@ class OwnSeries:
         )
         self.backfilled = (span, step)
         n = 0
-        for t, vector in await asyncio.to_thread(_paused, steps_of, matrix):
-            answer = await asyncio.to_thread(_read_step, vector, t)
+        for t, answer in await asyncio.to_thread(_paused, read_range, matrix):
+            await asyncio.sleep(0)  # the loop draws between steps
             with gc_paused():  # a step's rates and history: as many objects again
-                n += self.apply(answer, (), t, evaluate=False)  # the loop draws between steps
+                n += self.apply(answer, (), t, evaluate=False)
         for sh in self.shards.values():  # the steps are no scrape interval: measured live
             sh.every, sh.scraped = None, 0.0
         if self.src.state is not None:

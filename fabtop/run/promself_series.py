@@ -15,10 +15,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collectors.numbers import U64_MAX
+from collectors.numbers import U64_MAX, parse_float
 from collectors.samples import GpuSample, HostSample, InferenceSample, LinkSample, QosConfig
 from collectors.text import clean, has_control
 from collectors.vocabulary import InferenceRate, Metric
+from fabtop.core.cpu import gc_paused
 from fabtop.core.findings import SEVERITIES
 from fabtop.core.rules.gpu import HW_SLOWDOWN, SW_SLOWDOWN
 from fabtop.run.export import COUNTER_UNITS, GPU_GAUGES, LINK_COUNTERS, counter_name
@@ -134,6 +135,8 @@ class OwnAnswer:
     # The answer holds the shards' info series (fabtop_shard_info came: an instant query
     # of every series, not the backfill's counters): what they do not say is not there.
     infos: bool = False
+    # The findings' evidence series (name, labels, value), put on them once all are read.
+    evidence: list[tuple[str, Mapping[str, object], float]] = field(default_factory=list)
 
 
 def _label(labels: Mapping[str, object], key: str, most: int = 128) -> str | None:
@@ -178,6 +181,59 @@ def _counter(value: float, scale: float) -> int | None:
     return round(raw)
 
 
+# What a series is about, as read_own files it.
+_FINDING, _SHARD, _HOST, _NO_HOST = range(4)
+
+
+@dataclass(slots=True)
+class Series:
+    """One series' labels, read once: what it is about and where each of its values goes.
+
+    An instant answer has one value a series; a range answer (the backfill) has hundreds,
+    so everything taken from the labels (host, shard, link, priority, field) is taken
+    here, and a value costs only its number's checks (:func:`_file`).
+    """
+
+    name: str
+    labels: Mapping[str, object]
+    target: str  # the scrape target that exported it (job/instance)
+    job: str
+    instance: str
+    about: int  # _FINDING, _SHARD (no host label), _HOST or _NO_HOST (unusable host label)
+    host: str = ""
+    shard: str | None = None  # the shard label of fabtop_host_up and fabtop_shard_info
+    # A link counter's (with a usable link label): its metric, scale, link and priority
+    counter: Metric | None = None
+    scale: float = 1.0
+    link: str = ""
+    priority: int | None = None
+
+
+def series_of(labels: Mapping[str, object]) -> Series | None:
+    """The series of a result's ``metric`` labels; None when it has no name."""
+    name = labels.get("__name__")
+    if not isinstance(name, str):
+        return None
+    target, job, instance = shard_of(labels)
+    s = Series(name, labels, target, job, instance, _HOST)
+    if name.startswith("fabtop_finding"):
+        s.about = _FINDING
+    elif "host" not in labels:
+        s.about = _SHARD  # fabtop_source_up, fabtop_shard_info: about the shard, not a host
+    elif (host := _label(labels, "host")) is None:
+        s.about = _NO_HOST
+    else:
+        s.host = host
+        if name in COUNTERS and (lid := _label(labels, "link")) is not None:
+            s.counter, s.scale = COUNTERS[name]
+            s.link, s.priority = lid, _prio(labels)
+    if (name == "fabtop_host_up" and s.about == _HOST) or (
+        name == "fabtop_shard_info" and s.about == _SHARD
+    ):
+        s.shard = _label(labels, "shard")
+    return s
+
+
 def read_own(
     results: Sequence[object], stamps: Sequence[object] = (), fallback_t: float = 0.0
 ) -> OwnAnswer:
@@ -186,6 +242,11 @@ def read_own(
     A host's time is its shard's scrape time from ``stamps``; without one, the newest
     sample time of its own series (an instant query's evaluation time), else ``fallback_t``.
     """
+    with gc_paused():  # a series' few objects, 278 k series for 256 hosts (cpu.py says why)
+        return _read_own(results, stamps, fallback_t)
+
+
+def _read_own(results: Sequence[object], stamps: Sequence[object], fallback_t: float) -> OwnAnswer:
     out = OwnAnswer()
     scraped: dict[str, float] = {}
     for r in stamps:
@@ -195,56 +256,112 @@ def read_own(
             t = _number(v[1]) if isinstance(v, list) and len(v) == 2 else None
             if host is not None and t is not None and 0 < t < MAX_UNIX_S:
                 scraped[host] = t
-    about: list[tuple[str, Mapping[str, object], float]] = []  # the findings' evidence
     for r in results:
+        if (
+            not isinstance(r, dict)
+            or not isinstance(labels := r.get("metric"), dict)
+            or (s := series_of(labels)) is None
+        ):
+            out.odd += 1
+            continue
+        _file(out, s, r.get("value"), scraped)
+    return _finish(out, scraped, fallback_t)
+
+
+def read_range(matrix: Sequence[object]) -> list[tuple[float, OwnAnswer]]:
+    """A range answer as one answer per step, oldest first: each series' labels read once
+    (:func:`series_of`), then its values filed by their time (checked). A step's points
+    all stand at its time, so that is each host's time in it (what STAMPS_QUERY says live).
+    """
+    steps: dict[float, OwnAnswer] = {}
+    for r in matrix:
         if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
-            out.odd += 1
             continue
-        name = labels.get("__name__")
-        v = r.get("value")
-        if not isinstance(name, str) or not (isinstance(v, list) and len(v) == 2):
-            out.odd += 1
+        values = r.get("values")
+        s = series_of(labels)
+        if not isinstance(values, list) or s is None:
             continue
-        target, job, instance = shard_of(labels)
-        if target:
-            out.shards.setdefault(target, (job, instance))
-        value = _number(v[1])
-        if name.startswith("fabtop_finding"):
-            if name == "fabtop_finding":
-                f = _finding(labels, value, target)
+        for v in values:
+            t = _number(v[0]) if isinstance(v, list) and len(v) == 2 else None
+            if t is not None and 0 < t < MAX_UNIX_S:
+                out = steps.get(t)
+                if out is None:
+                    out = steps[t] = OwnAnswer()
+                _file(out, s, v, None)
+    return [(t, _finish(steps[t], None, t)) for t in sorted(steps)]
+
+
+def _file(out: OwnAnswer, s: Series, v: object, scraped: Mapping[str, float] | None) -> None:
+    """One value of series ``s`` filed on its host in ``out``. Every value goes through
+    promsource's checks (_number's, called here without the call: three million of them
+    in a fleet's backfill); one that fails is named on its host. ``scraped``: as
+    read_own's; None where every host's time is the answer's (a range step)."""
+    if not (isinstance(v, list) and len(v) == 2):
+        out.odd += 1
+        return
+    if s.target and s.target not in out.shards:
+        out.shards[s.target] = (s.job, s.instance)
+    raw = v[1]
+    value = parse_float(raw) if isinstance(raw, str) else _number(raw)
+    if s.about != _HOST:
+        if s.about == _FINDING:
+            if s.name == "fabtop_finding":
+                f = _finding(s.labels, value, s.target)
                 if f is not None:
                     out.findings.append(f)
             elif value is not None:
-                about.append((name, labels, value))
-            continue
-        if "host" not in labels:
-            if name == "fabtop_shard_info":
-                out.infos = True
-                if shard := _label(labels, "shard"):
-                    out.names[target] = shard
-            continue  # fabtop_source_up, fabtop_shard_info: about the shard, not a host
-        host = _label(labels, "host")
-        if host is None:
+                out.evidence.append((s.name, s.labels, value))
+        elif s.about == _NO_HOST:
             out.odd += 1
-            continue
-        h = out.hosts.get(host)
-        if h is None:
-            h = out.hosts[host] = OwnHost(host, target)
-        if host not in scraped:  # no scrape time: its series' own (evaluation) time
-            ts = _number(v[0])
-            if ts is not None and 0 < ts < MAX_UNIX_S:
-                h.t = max(h.t, ts)
-        if value is None:
-            h.dropped.append(f"{clean(name, 100)}: {clean(str(v[1]), 40)} dropped")
-            continue
-        if name == "fabtop_host_up" and (shard := _label(labels, "shard")):
-            out.names[target] = shard
-        why = _place(h, name, labels, value)
-        if why is not None:
-            h.dropped.append(f"{clean(name, 100)}: {why}")
+        elif s.name == "fabtop_shard_info":
+            out.infos = True
+            if s.shard:
+                out.names[s.target] = s.shard
+        return
+    h = out.hosts.get(s.host)
+    if h is None:
+        h = out.hosts[s.host] = OwnHost(s.host, s.target)
+    if scraped is not None and s.host not in scraped:  # its series' own (evaluation) time
+        ts = _number(v[0])
+        if ts is not None and 0 < ts < MAX_UNIX_S:
+            h.t = max(h.t, ts)
+    if value is None:
+        h.dropped.append(f"{clean(s.name, 100)}: {clean(str(raw), 40)} dropped")
+        return
+    if s.shard:  # fabtop_host_up's
+        out.names[s.target] = s.shard
+    if s.counter is None:
+        why = _place(h, s.name, s.labels, value)
+    else:  # most values: what _place_link does with a counter
+        link = h.links.get(s.link)
+        if link is None:
+            link = h.links[s.link] = _new_link(s.link)
+        n = _counter(value, s.scale)
+        if n is None:
+            why = "dropped (not a 64-bit counter)"
+        elif not s.counter.per_priority:
+            why = None
+            link.metrics[s.counter] = n
+        elif s.priority is None:
+            why = "dropped (no priority 0-7)"
+        else:
+            why = None
+            per = link.metrics.get(s.counter)
+            if per is None:
+                per = link.metrics[s.counter] = {}
+            if isinstance(per, dict):
+                per[s.priority] = n
+    if why is not None:
+        h.dropped.append(f"{clean(s.name, 100)}: {why}")
+
+
+def _finish(out: OwnAnswer, scraped: Mapping[str, float] | None, fallback_t: float) -> OwnAnswer:
+    """Each host's time (``scraped``'s, else its newest point's, else ``fallback_t``) and
+    the evidence series onto their findings."""
     for host, h in out.hosts.items():
-        h.t = scraped.get(host, h.t or fallback_t)
-    _evidence(out.findings, about)
+        h.t = fallback_t if scraped is None else scraped.get(host, h.t or fallback_t)
+    _evidence(out.findings, out.evidence)
+    out.evidence.clear()
     return out
 
 
@@ -447,19 +564,24 @@ def sample_of(h: OwnHost, seq: int) -> HostSample:
     return s
 
 
-def steps_of(matrix: Sequence[object]) -> list[tuple[float, list[dict[str, object]]]]:
-    """A range answer cut into instant vectors, one per step, oldest first."""
-    by: dict[float, list[dict[str, object]]] = {}
+def steps_of(matrix: Sequence[object]) -> list[tuple[float, list[tuple[Series, object]]]]:
+    """A range answer cut into steps, oldest first: each series' labels read once
+    (:func:`series_of`), its values filed by their time (checked) with it."""
+    by: dict[float, list[tuple[Series, object]]] = {}
     for r in matrix:
         if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
             continue
         values = r.get("values")
-        if not isinstance(values, list):
+        s = series_of(labels)
+        if not isinstance(values, list) or s is None:
             continue
         for v in values:
             t = _number(v[0]) if isinstance(v, list) and len(v) == 2 else None
             if t is not None and 0 < t < MAX_UNIX_S:
-                by.setdefault(t, []).append({"metric": labels, "value": v})
+                step = by.get(t)
+                if step is None:
+                    step = by[t] = []
+                step.append((s, v))
     return sorted(by.items())
 
 

@@ -23,7 +23,7 @@ from fabtop.run.compose import fabric_state
 from fabtop.run.demo import ManualClock, demo_state
 from fabtop.run.export import registry_for
 from fabtop.run.promself import READBACK_RULE
-from fabtop.run.promself_series import read_own, sample_of, steps_of
+from fabtop.run.promself_series import read_own, read_range, sample_of, steps_of
 from fabtop.run.promsource import PrometheusSource
 
 T0 = 1_700_000_000.0
@@ -257,6 +257,45 @@ def test_a_range_answer_becomes_one_instant_vector_per_step() -> None:
     steps = steps_of(matrix)
     assert [t for t, _ in steps] == [T0, T0 + 15]
     assert [len(v) for _, v in steps] == [1, 2]
+
+
+def test_a_range_answer_reads_each_series_labels_once_and_checks_every_value() -> None:
+    def series(name: str, *values: list[Any], **labels: str) -> dict[str, Any]:
+        return {
+            "metric": {"__name__": name, "host": "n1", **labels, **SHARD},
+            "values": list(values),
+        }
+
+    link = {"link": "eth0"}
+    matrix = [
+        series("fabtop_host_up", [T0, "1"], [T0 + 15, "1"]),
+        series("fabtop_link_rx_phy_errors_total", [T0, "10"], [T0 + 15, "NaN"], **link),
+        # a bad label costs every value of its series, each step saying why
+        series(
+            "fabtop_link_rx_discards_prio_total", [T0, "1"], [T0 + 15, "2"], priority="9", **link
+        ),
+        series(
+            "fabtop_link_rx_buf_discard_total", [T0, "3"], [T0 + 15, "1e30"], priority="3", **link
+        ),
+        series("fabtop_link_link_down_events_total", ["x", "5"], [-1, "5"], **link),  # no time
+    ]
+    steps = read_range(matrix)
+    assert [t for t, _ in steps] == [T0, T0 + 15]
+    first, second = (answer.hosts["n1"] for _, answer in steps)
+    assert (first.t, second.t) == (T0, T0 + 15)
+    assert first.links["eth0"].metrics == {
+        Metric.RX_PHY_ERRORS: 10,
+        Metric.RX_BUF_DISCARD: {3: 3},
+    }
+    assert second.links["eth0"].metrics == {}
+    assert first.dropped == [
+        "fabtop_link_rx_discards_prio_total: dropped (no priority 0-7)",
+    ]
+    assert second.dropped == [
+        "fabtop_link_rx_phy_errors_total: NaN dropped",
+        "fabtop_link_rx_discards_prio_total: dropped (no priority 0-7)",
+        "fabtop_link_rx_buf_discard_total: dropped (not a 64-bit counter)",
+    ]
 
 
 def test_backfill_fills_the_history_through_the_rate_engine(demo: FabricState) -> None:
