@@ -564,27 +564,6 @@ def sample_of(h: OwnHost, seq: int) -> HostSample:
     return s
 
 
-def steps_of(matrix: Sequence[object]) -> list[tuple[float, list[tuple[Series, object]]]]:
-    """A range answer cut into steps, oldest first: each series' labels read once
-    (:func:`series_of`), its values filed by their time (checked) with it."""
-    by: dict[float, list[tuple[Series, object]]] = {}
-    for r in matrix:
-        if not isinstance(r, dict) or not isinstance(labels := r.get("metric"), dict):
-            continue
-        values = r.get("values")
-        s = series_of(labels)
-        if not isinstance(values, list) or s is None:
-            continue
-        for v in values:
-            t = _number(v[0]) if isinstance(v, list) and len(v) == 2 else None
-            if t is not None and 0 < t < MAX_UNIX_S:
-                step = by.get(t)
-                if step is None:
-                    step = by[t] = []
-                step.append((s, v))
-    return sorted(by.items())
-
-
 def add_known(answer: OwnAnswer, known: Sequence[object]) -> None:
     """The hosts of KNOWN_QUERY's answer that this answer lacks, with their shards."""
     for r in known:

@@ -23,7 +23,7 @@ from fabtop.run.compose import fabric_state
 from fabtop.run.demo import ManualClock, demo_state
 from fabtop.run.export import registry_for
 from fabtop.run.promself import READBACK_RULE
-from fabtop.run.promself_series import read_own, read_range, sample_of, steps_of
+from fabtop.run.promself_series import read_own, read_range, sample_of
 from fabtop.run.promsource import PrometheusSource
 
 T0 = 1_700_000_000.0
@@ -254,9 +254,9 @@ def test_a_range_answer_becomes_one_instant_vector_per_step() -> None:
         {"metric": {**m, "host": "n2"}, "values": [[T0 + 15, "1"], ["x", "1"]]},
         "odd",
     ]
-    steps = steps_of(matrix)
+    steps = read_range(matrix)
     assert [t for t, _ in steps] == [T0, T0 + 15]
-    assert [len(v) for _, v in steps] == [1, 2]
+    assert [sorted(answer.hosts) for _, answer in steps] == [["n1"], ["n1", "n2"]]
 
 
 def test_a_range_answer_reads_each_series_labels_once_and_checks_every_value() -> None:
