@@ -79,9 +79,12 @@ def quiet_gc() -> None:
     state's history: ~500 k objects at 125 hosts x 8 rails), pausing 0.3-0.8 s every few
     ticks. Frozen, start-up objects are no longer walked; a higher gen-0 threshold makes
     collections rare. Measured on benchmarks/tui_refresh.py's 1000 links, every link a
-    row, 30 ticks: worst tick 430 -> 60 ms, longest GC pause 814 -> 123 ms, collections
-    12607 -> 108 (docs/BENCHMARKS.md).
+    row, 30 ticks: worst tick 430 -> 62 ms, longest GC pause 814 -> 127 ms, collections
+    12607 -> 108 (docs/BENCHMARKS.md). Once a process: a test run starts many apps, and
+    each collect-and-freeze would cost a full collection and keep the tests' garbage.
     """
+    if gc.get_threshold()[0] >= GC_GEN0_THRESHOLD:
+        return
     gc.collect()  # what start-up left as garbage is freed, not frozen for good
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()
