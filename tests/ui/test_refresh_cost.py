@@ -7,9 +7,12 @@ link a row (folding off), sorted by host, so node1 is at the top and node39 far 
 
 from __future__ import annotations
 
+import gc
+
 from tests.ui.fabric import sample
 from tests.ui.test_health_grid import app_over, big_fabric
 from tui import format as fmt
+from tui.app import GC_GEN0_THRESHOLD
 from tui.rows.links import link_rows
 from tui.screens.overview import OverviewScreen
 from tui.widgets.health_grid import HealthGrid
@@ -70,3 +73,20 @@ async def test_a_tick_with_nothing_new_draws_nothing_and_a_row_off_screen_draws_
         )
         rx = links.drawn_cells(row)[links.column_keys.index("rx")]
         assert rx.endswith(fmt.gbps(fresh.rx_bps))
+
+
+async def test_the_app_freezes_its_start_up_heap_and_collects_young_objects_rarely() -> None:
+    # Full collections walked every object alive since start-up: 0.3-0.8 s pauses at 1000
+    # links (docs/BENCHMARKS.md). The app freezes that heap and raises gen 0's threshold.
+    was = gc.get_threshold()
+    gc.set_threshold(700, *was[1:])  # as a fresh process has it (an earlier app raised it)
+    state, clock = big_fabric()
+    app = app_over(state, clock)
+    try:
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.pause()
+            assert gc.get_freeze_count() > 0
+            assert gc.get_threshold()[0] == GC_GEN0_THRESHOLD > 700
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*was)
