@@ -107,10 +107,22 @@ def link_slow_read(
     if not _has_fec(link):
         return None, []
     t = frame_ns if link.slow_read_ns is None else link.slow_read_ns
+    return _read(link, t, last, _KINDS, events_per_s)
+
+
+def _read(
+    link: LinkSample,
+    t: int,
+    last: SlowRead | None,
+    kinds: Mapping[str, tuple[str, int]],
+    events_per_s: float,
+) -> tuple[SlowRead, list[str]]:
+    """The read at ``t`` of ``link``'s metrics named in ``kinds``: ``last`` itself when it is
+    that read (carried: the rate between the last two reads holds), else made now."""
     if last is not None and t == last.read_ns:
-        return last, []  # carried: the rate between the last two reads holds
-    values = {n: v for n, v in link.metrics.items() if n in SLOW_METRICS}
-    return between_reads(t, values, last, _KINDS, events_per_s)
+        return last, []
+    values = {n: v for n, v in link.metrics.items() if n in kinds}
+    return between_reads(t, values, last, kinds, events_per_s)
 
 
 def mlxlink_read(
@@ -121,10 +133,7 @@ def mlxlink_read(
     t = link.mlxlink_read_ns
     if t is None:
         return None, []
-    if last is not None and t == last.read_ns:
-        return last, []
-    values = {n: v for n, v in link.metrics.items() if n in _MLX_KINDS}
-    return between_reads(t, values, last, _MLX_KINDS, events_per_s)
+    return _read(link, t, last, _MLX_KINDS, events_per_s)
 
 
 def slow_rates(
