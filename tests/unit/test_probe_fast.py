@@ -503,8 +503,11 @@ def test_a_read_that_blocks_costs_one_value_and_the_tick_ships_with_its_tools(
     release = threading.Event()
     real = os.pread
 
+    tries: list[int] = []  # reads of the stuck file
+
     def pread(f: int, n: int, off: int) -> bytes:
         if f == fd:
+            tries.append(f)
             release.wait(30)
         return real(f, n, off)
 
@@ -522,7 +525,9 @@ def test_a_read_that_blocks_costs_one_value_and_the_tick_ships_with_its_tools(
                 assert f"sysfs read {want}" in said
             else:  # one value lost from then on
                 assert assemble("n1", frame).links["eth0"].counters["netdev"] == {"tx_bytes": 200}
-        assert took[0] < 3 and max(took[1:]) < took[0]  # bounded; the next ticks do not wait
+        # bounded; the next ticks never wait on it again (asked by what they read, not by
+        # their wall time: on a busy machine a later tick took longer than the timeout)
+        assert took[0] < 3 and tries == [fd]
     finally:
         release.set()
 
