@@ -73,14 +73,22 @@ class _GcPauses:
 
 
 async def _ticks(pilot, app, fab, state, clock, t: float, n: int):  # type: ignore[no-untyped-def]
-    """CPU per tick over ``n`` ticks after two unmeasured ones; returns (cpu list, t)."""
+    """CPU per tick over ``n`` ticks after two unmeasured ones; returns (cpu list, t).
+
+    A tick is the live tick's work: the hosts' liveness, then one refresh. The app's own
+    1 s timer is paused: the harness's ticks take about a second of wall time each, so the
+    timer's refresh (deferred by the refresh gap) would land inside the next measured tick
+    and count two refreshes in every other one (stop 37's figures did)."""
     from fabtop.run.demo import feed_until
 
+    assert app.ticker is not None
+    app.ticker.pause()
     cpu: list[float] = []
     for i in range(n + 2):
         t += 1.0
         feed_until(fab, state, clock, t, t)
         c = time.process_time()
+        state.refresh_liveness(app.ctx.now())
         app.refresh_now()
         await pilot.pause()  # Textual's layout and paint of the change
         if i >= 2:
