@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar, Generic, NamedTuple, TypeVar
 
+from rich.cells import cell_len
 from rich.console import ConsoleOptions
 from rich.padding import Padding
 from rich.segment import Segment
@@ -382,10 +383,12 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
             key = (cell, w, i, on_cursor, look)
             got = self._drawn.get(key)
             if got is None:
-                text = cell.text()
-                if text.overflow is None:
-                    text.overflow = "ellipsis"
-                got = _render(text, w, style, highlight, options, self, i)
+                got = _plain_cell(cell, w, style, highlight, self.app.console.get_style, i)
+                if got is None:
+                    text = cell.text()
+                    if text.overflow is None:
+                        text.overflow = "ellipsis"
+                    got = _render(text, w, style, highlight, options, self, i)
                 self._drawn[key] = got
             segments.extend(got)
         rest = max(0, self.size.width - total)
@@ -461,6 +464,53 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
             self.move_cursor(row=row)
 
 
+def _styles(style: Style, highlight: Style, column: int) -> tuple[Style, Style]:
+    """The styles around a cell's own (DataTable's): the base, the column's meta and the
+    cursor's colours before it; the cursor's foreground after it."""
+    post = Style.from_color(color=highlight.color) if highlight.color is not None else Style()
+    return style + _meta(column) + highlight, post
+
+
+def _plain_cell(
+    cell: Spec,
+    width: int,
+    style: Style,
+    highlight: Style,
+    get_style: Callable[[str], Style],
+    column: int,
+) -> list[Segment] | None:
+    """The segments ``_render`` makes for a cell of plain text (one string, or (text,
+    style) parts: a number beside its sparkline) that fits its column, made directly;
+    None for any other cell.
+
+    Rich's way costs about 80 us a cell through Padding, Styled and a wrap, and a tick at
+    1000 links renders every changed number on screen. A test checks the two agree on
+    every cell the demo draws and on the edges (empty, exact fit, wide characters)."""
+    body = cell.body
+    parts = ((body, ""),) if isinstance(body, str) else body
+    inner = width - 2 * PADDING
+    if cell.justify not in (None, "left", "right") or inner < 0:
+        return None
+    if not all(text.isprintable() for text, _ in parts):
+        return None
+    room = inner - sum(cell_len(text) for text, _ in parts)
+    if room < 0:  # cut with an ellipsis: rich's way
+        return None
+    pre, post = _styles(style, highlight, column)
+    edge = pre + post
+    base = get_style(cell.style)
+    # The cell's own style spans its text and its justified room; each part's is on top.
+    made = [(text, pre + base + get_style(part) + post) for text, part in parts]
+    pad = (" " * PADDING, edge)
+    if cell.justify == "right":
+        out = [pad, (" " * room, pre + base + post), *made, pad]
+    elif cell.justify == "left":
+        out = [pad, *made, (" " * room, pre + base + post), pad]
+    else:  # as it is: the rest of the column in the cell's surroundings, not its style
+        out = [pad, *made, (" " * (room + PADDING), edge)]
+    return list(Segment.simplify(Segment(t, s) for t, s in out if t))
+
+
 def _render(
     text: Text,
     width: int,
@@ -474,8 +524,7 @@ def _render(
     cursor's colour over the cell's own, its background under it (DataTable's
     cursor_foreground_priority "css", cursor_background_priority "renderable"). The
     column's meta keeps a cell's text runs apart from its neighbours', as DataTable's."""
-    post = Style.from_color(color=highlight.color) if highlight.color is not None else Style()
-    pre = style + _meta(column) + highlight
+    pre, post = _styles(style, highlight, column)
     lines = widget.app.console.render_lines(
         Styled(Padding(text, (0, PADDING)), pre_style=pre, post_style=post),
         options.update_dimensions(width, 1),
