@@ -287,14 +287,14 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
 
     def _mark_changed(self) -> None:
         """Repaint the lines on screen whose row, cells or cursor changed."""
-        width = self.size.width
+        dirty: list[int] = []
         for y in range(self.header_height, self.size.height):
             now = self._line_now(y)
             old = self._lines.get(y)
             if now is None:
                 if old is not None:
                     del self._lines[y]
-                    self.refresh(Region(0, y, width, 1))
+                    dirty.append(y)
                 continue
             if (
                 old is None
@@ -303,7 +303,19 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
                 or old.cells != now.cells
             ):
                 self._lines[y] = now
-                self.refresh(Region(0, y, width, 1))
+                dirty.append(y)
+        if dirty:
+            # One call, each run of neighbouring lines one region: every refresh() call
+            # clears the widget's style caches, and at 1 Hz most lines on screen change.
+            width = self.size.width
+            runs: list[Region] = []
+            for y in dirty:
+                last = runs[-1] if runs else None
+                if last is not None and last.bottom == y:
+                    runs[-1] = Region(0, last.y, width, last.height + 1)
+                else:
+                    runs.append(Region(0, y, width, 1))
+            self.refresh(*runs)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
