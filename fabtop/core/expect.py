@@ -141,13 +141,15 @@ def _text(v: Found) -> str:
     return "?" if v is None else str(v)
 
 
+def is_rdma_port(link: LinkSample) -> bool:
+    """An RDMA port (InfiniBand or RoCE): what ``rdma_ports`` counts, and what doctor's
+    "no RDMA device on ..." means."""
+    return bool(link.rdma_device) or link.kind in ("ib", "roce")
+
+
 def rdma_ports(sample: HostSample) -> list[LinkSample]:
-    """The host's RDMA ports (InfiniBand and RoCE), by link id: what ``rdma_ports``
-    counts, and what doctor's "no RDMA device on ..." means."""
-    return sorted(
-        (ln for ln in sample.links.values() if ln.rdma_device or ln.kind in ("ib", "roce")),
-        key=lambda ln: ln.id,
-    )
+    """The host's RDMA ports (:func:`is_rdma_port`), by link id."""
+    return sorted(filter(is_rdma_port, sample.links.values()), key=lambda ln: ln.id)
 
 
 def gpu_count(hs: HostState, sample: HostSample) -> tuple[int | None, str]:

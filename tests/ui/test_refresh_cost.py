@@ -13,10 +13,10 @@ from tests.ui.fabric import sample
 from tests.ui.test_health_grid import app_over, big_fabric
 from tui import format as fmt
 from tui.app import GC_GEN0_THRESHOLD
-from tui.rows.links import link_rows
+from tui.rows.links import host_rows, link_rows
 from tui.screens.overview import OverviewScreen
 from tui.widgets.health_grid import HealthGrid
-from tui.widgets.host_table import HostTable
+from tui.widgets.host_table import HostTable, host_cells, host_sort_key
 from tui.widgets.link_table import SORTS, LinkTable
 from tui.widgets.top_bar import TopBar
 
@@ -90,3 +90,45 @@ async def test_the_app_freezes_its_start_up_heap_and_collects_young_objects_rare
     finally:
         gc.unfreeze()
         gc.set_threshold(*was)
+
+
+async def test_the_hosts_table_on_screen_is_what_its_rows_say_after_churn() -> None:
+    # The hosts table makes the cells of the rows on screen only and keeps each line as
+    # last drawn: after hosts move, go and come, each line on screen must be the cells of
+    # the host now there (a line kept too long shows another host's or an old age).
+    state, clock = big_fabric()
+    app = app_over(state, clock)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        hosts = app.screen.query_one(HostTable)
+        assert hosts.row_count > hosts.size.height  # some hosts are off screen
+
+        def as_computed() -> None:
+            rows = sorted(host_rows(state, clock(), 1.0), key=host_sort_key)
+            assert hosts.row_keys() == [r.name for r in rows]
+            for y in range(1, hosts.size.height):  # the lines on screen, under the header
+                r = rows[y - 1 + int(hosts.scroll_y)]
+                want = {k: s.text().plain for k, s in host_cells(r).items()}
+                assert {c: hosts.get_cell(r.name, c).plain for c in hosts.column_keys} == {
+                    c: want[c] for c in hosts.column_keys
+                }
+
+        as_computed()
+        age = hosts.get_cell("node1", "age").plain
+        clock.t += 1.0  # every age grows, in place: the same hosts on the same lines
+        app.refresh_now()
+        await pilot.pause()
+        assert hosts.get_cell("node1", "age").plain != age
+        as_computed()
+        state.apply_status("node5", "down", "ssh: connection refused")  # to the top;
+        state.remove_host("node2")  # forgotten
+        app.refresh_now()
+        await pilot.pause()
+        as_computed()
+        state.apply_sample("node7", sample("node7", 13))  # a new frame: node7's age 0
+        hosts.focus()
+        hosts.move_cursor(row=hosts.row_count - 1)  # scrolled to the bottom
+        app.refresh_now()
+        await pilot.pause()
+        assert int(hosts.scroll_y) > 0
+        as_computed()

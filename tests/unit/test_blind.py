@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from fabtop.core.coverage import calm_line, coverage, names
+from dataclasses import replace
+
+from collectors.samples import QosConfig
+from fabtop.core.coverage import calm_line, coverage, gaps_of, names
+from fabtop.core.expect import rdma_ports
 from fabtop.core.state import DOWN, STALE, UP, FabricState, effective_status, link_up
 from fabtop.run.demo import demo_state, feed_until
 from fabtop.sim.fabric import DEMO_EPOCH_S, demo_hosts
@@ -189,3 +193,40 @@ def test_a_stale_hosts_finding_keeps_its_silence_current_with_no_frame_at_all() 
     state.refresh_liveness()
     (f,) = [f for f in state.findings if f.rule == "host_stale" and f.host == "node1"]
     assert "no frame for 12 s" in f.summary
+
+
+def test_the_rdma_and_qos_gaps_are_what_the_ports_say() -> None:
+    # coverage() runs every tick for every host: it asks whether a host has an RDMA port
+    # without sorting them, and reads the RoCE ports' QoS in one pass. Its sentences must
+    # stay the ones rdma_ports and "a RoCE port with its QoS read" give, port by port.
+    state, _, _ = demo_state(until_s=2.0)
+    hs = next(
+        h
+        for h in state.hosts.values()
+        if h.sample is not None and any(ln.kind == "roce" for ln in h.sample.links.values())
+    )
+    assert hs.sample is not None
+    base = hs.sample
+    plain = {k: replace(ln, kind="netdev", rdma_device=None) for k, ln in base.links.items()}
+    last = sorted(base.links)[-1]
+    cases = [
+        base.links,
+        plain,  # no RDMA port at all
+        plain | {last: replace(plain[last], rdma_device="mlx5_9")},  # RDMA on a plain netdev
+        plain | {last: replace(plain[last], kind="ib")},
+        {k: replace(ln, kind="roce", qos=None) for k, ln in base.links.items()},  # QoS unread
+        # the last RoCE port's QoS read: the host's config is read
+        {k: replace(ln, kind="roce", qos=None) for k, ln in base.links.items()}
+        | {last: replace(base.links[last], kind="roce", qos=QosConfig(source="mlnx_qos"))},
+        {
+            k: replace(ln, kind="roce", qos=QosConfig(source="sysfs"))
+            for k, ln in base.links.items()
+        },
+    ]
+    for links in cases:
+        hs.sample = replace(base, links=links)
+        sources = {g.source for g in gaps_of(hs)}
+        roce = [ln for ln in links.values() if ln.kind == "roce"]
+        read = any(ln.qos is not None and ln.qos.source in ("mlnx_qos", "dcb") for ln in roce)
+        assert ("rdma" in sources) == (not rdma_ports(hs.sample))
+        assert ("qos" in sources) == (bool(roce) and not read)

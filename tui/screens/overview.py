@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Input
+from textual.widgets import Footer, Input
 
 from fabtop.commands.fabtest import rail_config
 from fabtop.core.coverage import calm_line
@@ -417,12 +417,10 @@ class OverviewScreen(DataScreen):
     def on_virtual_table_row_chosen(self, event: LinkTable.RowChosen) -> None:
         if isinstance(event.table, LinkTable):
             self._open(event.key)
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if isinstance(event.data_table, HostTable) and event.row_key.value is not None:
+        elif isinstance(event.table, HostTable):
             # Enter on a host reads it in full (its error, warnings, what is not
             # monitored); 'l' there narrows these links to it.
-            self._open_host(str(event.row_key.value))
+            self._open_host(event.key)
 
     def on_virtual_table_cursor_moved(self, event: LinkTable.CursorMoved) -> None:
         if isinstance(event.table, LinkTable):
