@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import attrgetter
 
 from collectors.samples import HostSample
@@ -155,12 +156,14 @@ class Grid:
         return out
 
 
-# The rail indexes last made, by everything they are made of: each host's name and the
+# The rail indexes last made, with all they were made of: each host's name and the
 # RAIL_FIELDS of its links in order, and the config. A fabric's ports seldom move, yet two
 # indexes are asked for each tick (the grid's hosts; grouped by rail, every host): a few are
 # kept, the oldest forgotten first, so an index of ports that changed or went away goes.
+# What they were made of is one flat list, compared as it is (no hash): its items are
+# mostly the very names of the tick before, so the comparison reads little memory.
 _INDEXES_KEPT = 4
-_indexes: dict[tuple[object, ...], dict[tuple[str, str], int]] = {}
+_indexes: list[tuple[list[object], dict[tuple[str, str], int]]] = []
 _rail_fields = attrgetter(*RAIL_FIELDS)
 
 
@@ -170,16 +173,16 @@ def rail_index(
     """(host, link id) -> its rail, as ``fabtop test`` numbers rails (the grid's lines and
     the overview's rail groups)."""
     cfg = dict(config or {})
-    key = (
-        tuple(cfg.items()),
-        tuple((h, s.host, tuple(map(_rail_fields, s.links.values()))) for h, s in samples.items()),
-    )
-    index = _indexes.get(key)
-    if index is None:
-        index = {(p.host, p.link): n for n, ps in rails(samples, cfg).ports.items() for p in ps}
-        if len(_indexes) >= _INDEXES_KEPT:
-            del _indexes[next(iter(_indexes))]
-        _indexes[key] = index
+    made_of: list[object] = [len(cfg), *cfg.items()]
+    for h, s in samples.items():
+        made_of += (h, s.host, len(s.links))
+        made_of += chain.from_iterable(map(_rail_fields, s.links.values()))
+    for before, index in _indexes:
+        if before == made_of:
+            return index
+    index = {(p.host, p.link): n for n, ps in rails(samples, cfg).ports.items() for p in ps}
+    _indexes.append((made_of, index))
+    del _indexes[:-_INDEXES_KEPT]
     return index
 
 
