@@ -48,6 +48,10 @@ class Rails:
         return next((p for p in self.ports.get(rail, ()) if p.host == host), None)
 
 
+# Every field of a LinkSample that placing a host's ports reads (host_rails, rails): the
+# rails change only when one of these, a host's links, their order or the config does.
+RAIL_FIELDS = ("id", "netdev", "rdma_device", "port", "link_layer", "state", "kind", "physical")
+
 # The fabrics a rail never crosses, in the order their rails are numbered: a RoCE port
 # cannot reach an InfiniBand one, nor a Mac's Thunderbolt bridge a switch port.
 FABRICS = ("Ethernet", "InfiniBand", "Thunderbolt", "ip")

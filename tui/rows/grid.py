@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 
 from collectors.samples import HostSample
 from fabtop.core.findings import Finding
 from fabtop.core.state import UP
-from fabtop.fabtest.rails import RailConfig, rails
+from fabtop.fabtest.rails import RAIL_FIELDS, RailConfig, rails
 from tui.rows.links import ALARMS, HostRow, LinkRow
 
 # Worst first: a cell shows the first that holds. A cell whose host does not report is
@@ -154,16 +156,34 @@ class Grid:
         return out
 
 
+# The rail indexes last made, with all they were made of: each host's name and the
+# RAIL_FIELDS of its links in order, and the config. A fabric's ports seldom move, yet two
+# indexes are asked for each tick (the grid's hosts; grouped by rail, every host): a few are
+# kept, the oldest forgotten first, so an index of ports that changed or went away goes.
+# What they were made of is one flat list, compared as it is (no hash): its items are
+# mostly the very names of the tick before, so the comparison reads little memory.
+_INDEXES_KEPT = 4
+_indexes: list[tuple[list[object], dict[tuple[str, str], int]]] = []
+_rail_fields = attrgetter(*RAIL_FIELDS)
+
+
 def rail_index(
     samples: Mapping[str, HostSample], config: RailConfig | None = None
-) -> dict[tuple[str, str], int]:
+) -> Mapping[tuple[str, str], int]:
     """(host, link id) -> its rail, as ``fabtop test`` numbers rails (the grid's lines and
     the overview's rail groups)."""
-    return {
-        (p.host, p.link): n
-        for n, ports in rails(samples, dict(config or {})).ports.items()
-        for p in ports
-    }
+    cfg = dict(config or {})
+    made_of: list[object] = [len(cfg), *cfg.items()]
+    for h, s in samples.items():
+        made_of += (h, s.host, len(s.links))
+        made_of += chain.from_iterable(map(_rail_fields, s.links.values()))
+    for before, index in _indexes:
+        if before == made_of:
+            return index
+    index = {(p.host, p.link): n for n, ps in rails(samples, cfg).ports.items() for p in ps}
+    _indexes.append((made_of, index))
+    del _indexes[:-_INDEXES_KEPT]
+    return index
 
 
 def _rule_state(f: Finding) -> str | None:
@@ -181,7 +201,7 @@ def _by_place(findings: Sequence[Finding]) -> dict[tuple[str, str], list[Finding
     return out
 
 
-def _judge(row: LinkRow, host_live: bool, found: list[Finding]) -> tuple[str, str]:
+def _judge(row: LinkRow, host_live: bool, found: Sequence[Finding]) -> tuple[str, str]:
     """The worst state of one link, and why."""
     if not host_live or not row.live:
         return BLIND, "not reporting"
@@ -199,6 +219,12 @@ def _judge(row: LinkRow, host_live: bool, found: list[Finding]) -> tuple[str, st
     return worst, why
 
 
+# The cells of the grid made last, by place. Most cells stay as they were tick after tick:
+# such a cell is the one made before, not a new equal one, so the widget's check for a
+# changed grid (Grid ==) finds it the same at once. Each grid replaces them all.
+_cells_before: Mapping[tuple[str, str], Cell] = {}
+
+
 def grid(
     hosts: Sequence[HostRow],
     links: Sequence[LinkRow],
@@ -207,6 +233,8 @@ def grid(
     rail_config: RailConfig | None = None,
 ) -> Grid:
     """The grid of the hosts and links shown (both already narrowed by any filter)."""
+    global _cells_before
+    before = _cells_before
     wanted = {r.host for r in links}
     rail_of = rail_index({h: s for h, s in samples.items() if h in wanted}, rail_config)
     found = _by_place(findings)
@@ -216,18 +244,22 @@ def grid(
     extra = 0
     others: dict[str, int] = {}
     for r in links:
-        on = rail_of.get((r.host, r.lid))
+        host, lid = r.host, r.lid
+        on = rail_of.get((host, lid))
         if on is not None:
             line = f"r{on}"
             railed.add(on)
         else:
-            others[r.host] = others.get(r.host, 0) + 1
-            extra = max(extra, others[r.host])
-            line = f"+{others[r.host]}"
+            others[host] = n = others.get(host, 0) + 1
+            extra = max(extra, n)
+            line = f"+{n}"
         # Only the port's own findings: a GPU's or a server's (the host's) would paint
         # the whole column as a fabric problem; the findings panel lists those.
-        state, why = _judge(r, live.get(r.host, r.live), found.get((r.host, r.lid), []))
-        cells[(line, r.host)] = Cell(r.host, line, r.lid, state, why)
+        state, why = _judge(r, live.get(host, r.live), found.get((host, lid), ()))
+        cell = before.get((line, host))
+        if cell is None or cell.link != lid or cell.state != state or cell.why != why:
+            cell = Cell(host, line, lid, state, why)
+        cells[(line, host)] = cell
     lines = [f"r{n}" for n in sorted(railed)] + [f"+{k}" for k in range(1, extra + 1)]
     # A host that does not report and has no link to show (down before its first frame)
     # still has its place, blind on every line: Enter reads the host. One that reports but
@@ -241,4 +273,5 @@ def grid(
             cells[(line, h.name)] = Cell(h.name, line, None, BLIND, h.status)
     order = tuple(h.name for h in hosts if h.name in wanted or h.name in bare_names)
     order += tuple(sorted(wanted - set(order)))  # links of a host the rows did not list
+    _cells_before = cells
     return Grid(order, tuple(lines), cells)

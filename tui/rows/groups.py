@@ -116,6 +116,47 @@ def _rule_of(r: LinkRow, rules: RuleIndex) -> tuple[int, str]:
     return 0, HEALTHY
 
 
+Place = tuple[tuple[int, int | str], ...]  # a group's place among equally bad ones
+
+
+def _members(
+    rows: Sequence[LinkRow],
+    by: str,
+    findings: Sequence[Finding],
+    rail_of: Mapping[tuple[str, str], int],
+) -> dict[str, tuple[str, Place, list[LinkRow]]]:
+    """Group key -> its label, its place (as natural() orders names) and its links, the
+    groups in the order their first link comes. A host's or a rail's label and place are
+    made once, not once per link."""
+    out: dict[str, tuple[str, Place, list[LinkRow]]] = {}
+    if by == HOST:
+        hosts: dict[str, list[LinkRow]] = {}
+        for r in rows:
+            hosts.setdefault(r.host, []).append(r)
+        for host, rs in hosts.items():
+            out[f"{HOST}:{host}"] = (host, natural(host), rs)
+    elif by == RAIL:
+        rails: dict[int | None, list[LinkRow]] = {}
+        for r in rows:
+            rails.setdefault(rail_of.get((r.host, r.lid)), []).append(r)
+        for rail, rs in rails.items():
+            if rail is None:
+                out[f"{RAIL}:"] = (NO_RAIL, ((2, ""),), rs)  # no rail: last
+            else:
+                out[f"{RAIL}:{rail}"] = (f"rail {rail}", ((0, rail),), rs)
+    else:
+        rules = rule_index(findings)
+        for r in rows:
+            sev, label = _rule_of(r, rules)
+            key = f"{RULE}:{label}"
+            rs = out[key][2] if key in out else []
+            rs.append(r)
+            # A rule worst on one link at warning and on another at critical: the
+            # group's last link says its severity.
+            out[key] = (label, ((0, -sev), *natural(label)), rs)
+    return out
+
+
 def grouped(
     rows: Sequence[LinkRow],
     by: str,
@@ -128,38 +169,25 @@ def grouped(
     its view shows (``views`` by group key, else ``start``); and the groups, in order.
 
     The shown rows get their group's place (``rank``) in place: they are the tick's own."""
-    members: dict[str, list[LinkRow]] = {}
-    # Each group's place among equally bad ones, as natural() orders names.
-    order: dict[str, tuple[tuple[int, int | str], ...]] = {}
-    labels: dict[str, str] = {}
-    rules = rule_index(findings) if by == RULE else {}
-    for r in rows:
-        if by == HOST:
-            key, label, place = f"{HOST}:{r.host}", r.host, natural(r.host)
-        elif by == RAIL:
-            rail = rail_of.get((r.host, r.lid))
-            label = f"rail {rail}" if rail is not None else NO_RAIL
-            key = f"{RAIL}:{'' if rail is None else rail}"
-            place = ((0, rail),) if rail is not None else ((2, ""),)  # no rail: last
-        else:
-            sev, label = _rule_of(r, rules)
-            key, place = f"{RULE}:{label}", ((0, -sev), *natural(label))
-        members.setdefault(key, []).append(r)
-        labels[key], order[key] = label, place
-    groups = [Group(k, labels[k], tuple(rs), views.get(k, start)) for k, rs in members.items()]
-    groups.sort(key=lambda g: (-g.badness, order[g.key]))
+    places = []
+    for key, (label, place, rs) in _members(rows, by, findings, rail_of).items():
+        g = Group(key, label, tuple(rs), views.get(key, start))
+        places.append((-g.badness, place, g))
+    places.sort(key=lambda t: t[:2])  # worst first, then by place (stable among equals)
+    groups = [g for _, _, g in places]
     out: list[LinkRow] = []
-    for i, g in enumerate(groups):
-        out.append(group_row(g, i))
+    for i, (bad, _, g) in enumerate(places):
         shown = g.shown()
+        out.append(group_row(g, i, -bad, len(shown)))
         for r in shown:  # the rows are this tick's own (link_rows): marked in place
             r.rank = (i, 1)
         out += shown
     return out, groups
 
 
-def group_row(g: Group, i: int) -> LinkRow:
-    """The summary row of group ``g``, the ``i``-th: its links' traffic and counts added up."""
+def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
+    """The summary row of group ``g``, the ``i``-th: its links' traffic and counts added up
+    (``badness``: the group's, ``shown``: how many of its links its view shows)."""
     rs = g.links
     return LinkRow(
         host=g.label,
@@ -168,23 +196,23 @@ def group_row(g: Group, i: int) -> LinkRow:
         link_layer=None,
         state=None,
         speed_gbps=None,
-        rx_bps=_total(r.rx_bps for r in rs),
-        tx_bps=_total(r.tx_bps for r in rs),
+        rx_bps=_total([r.rx_bps for r in rs]),
+        tx_bps=_total([r.tx_bps for r in rs]),
         line_ratio=None,
         rdma_share=None,
-        loss_per_s=_total(r.loss_per_s for r in rs),
-        pause_rx_per_s=_total(r.pause_rx_per_s for r in rs),
-        pause_tx_per_s=_total(r.pause_tx_per_s for r in rs),
+        loss_per_s=_total([r.loss_per_s for r in rs]),
+        pause_rx_per_s=_total([r.pause_rx_per_s for r in rs]),
+        pause_tx_per_s=_total([r.pause_tx_per_s for r in rs]),
         pause_time_ratio=None,
-        ecn_per_s=_total(r.ecn_per_s for r in rs),
-        cnp_per_s=_total(r.cnp_per_s for r in rs),
-        temperature_c=max((r.temperature_c for r in rs if r.temperature_c), default=None),
+        ecn_per_s=_total([r.ecn_per_s for r in rs]),
+        cnp_per_s=_total([r.cnp_per_s for r in rs]),
+        temperature_c=max([r.temperature_c for r in rs if r.temperature_c], default=None),
         gap=False,
-        live=all(r.live for r in rs),
-        badness=g.badness,
+        live=all([r.live for r in rs]),
+        badness=badness,
         folded=len(rs),
         group=g.key,
         bad=g.bad,
-        hidden=len(rs) - len(g.shown()),
+        hidden=len(rs) - shown,
         rank=(i, 0),
     )
