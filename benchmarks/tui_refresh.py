@@ -112,6 +112,12 @@ async def measure() -> dict[str, dict[str, float]]:
     from tui.app import FabtopApp
     from tui.context import ViewContext
 
+    try:  # as the dashboard's own runs do (a base tree may not have it)
+        from tui.app import refreezing
+
+        refreezing()
+    except ImportError:
+        pass
     out: dict[str, dict[str, float]] = {}
     gcp = _GcPauses()
     gc.callbacks.append(gcp)

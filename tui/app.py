@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ def quiet_gc() -> None:
     12607 -> 108 (docs/BENCHMARKS.md). Once a process: a test run starts many apps, and
     each collect-and-freeze would cost a full collection and keep the tests' garbage.
     What grows after start-up (hosts connecting, their history filling) is frozen in
-    turn by ``Refreezer``.
+    turn by ``Refreezer``, which the dashboard's own runs install (``refreezing``).
     """
     if gc.get_threshold()[0] >= GC_GEN0_THRESHOLD:
         return
@@ -92,7 +93,14 @@ def quiet_gc() -> None:
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
-    gc.callbacks.append(Refreezer())
+
+
+def refreezing() -> None:
+    """Install a Refreezer, once a process: in the dashboard's runs (run_dashboard,
+    run_replay) and the benchmark, not in every app a test starts, where freezing the
+    apps of the tests before would keep their dropped widget trees (cycles) for good."""
+    if not any(isinstance(cb, Refreezer) for cb in gc.callbacks):
+        gc.callbacks.append(Refreezer())
 
 
 # Long-lived objects a full collection may find beyond the dashboard's usual ones before
@@ -114,18 +122,23 @@ class Refreezer:
     stops freezing; the number of freezes is its growth over REFREEZE_GROWTH.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        alive: Callable[[], int] = lambda: len(gc.get_objects(generation=2)),
+        freeze: Callable[[], None] = gc.freeze,
+    ) -> None:
+        self.alive, self.freeze = alive, freeze  # a unit test gives its own
         self.usual: int | None = 0  # None: measure it at the next full collection
         self.freezes = 0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase != "stop" or info.get("generation") != 2:
             return
-        alive = len(gc.get_objects(generation=2))
+        alive = self.alive()  # after a full collection every survivor is in generation 2
         if self.usual is None:
             self.usual = alive
         elif alive > self.usual + REFREEZE_GROWTH:
-            gc.freeze()
+            self.freeze()
             self.freezes += 1
             self.usual = None
 
@@ -588,6 +601,7 @@ def run_dashboard(
     except RecordError as e:
         print(f"fabtop: {e}", file=sys.stderr)
         return 1
+    refreezing()
     rc = app.run()
     return rc if isinstance(rc, int) else (app.return_code or 0)
 
@@ -595,5 +609,6 @@ def run_dashboard(
 def run_replay(replay: Replay, speed: float = 1.0) -> int:
     """Replay a recording in the dashboard until the user quits."""
     app = build_replay_app(replay, speed)
+    refreezing()
     rc = app.run()
     return rc if isinstance(rc, int) else (app.return_code or 0)

@@ -12,7 +12,7 @@ import gc
 from tests.ui.fabric import sample
 from tests.ui.test_health_grid import app_over, big_fabric
 from tui import format as fmt
-from tui.app import GC_GEN0_THRESHOLD
+from tui.app import GC_GEN0_THRESHOLD, REFREEZE_GROWTH, Refreezer, refreezing
 from tui.rows.links import host_rows, link_rows
 from tui.screens.overview import OverviewScreen
 from tui.widgets.health_grid import HealthGrid
@@ -132,3 +132,43 @@ async def test_the_hosts_table_on_screen_is_what_its_rows_say_after_churn() -> N
         await pilot.pause()
         assert int(hosts.scroll_y) > 0
         as_computed()
+
+
+def test_a_full_collection_after_growth_freezes_what_survived_and_steady_use_never_does() -> None:
+    # Refreezer, with the population a full collection leaves and the freeze counted:
+    # hosts connect after start-up and their history fills (growth: freeze, then the
+    # population after the freeze is measured as the usual one); a steady fabric's
+    # collections, however many, freeze nothing (a freeze keeps dropped cycles for good).
+    alive = [0]
+    frozen: list[int] = []
+    r = Refreezer(alive=lambda: alive[0], freeze=lambda: frozen.append(alive[0]))
+
+    def full(n: int) -> None:
+        alive[0] = n
+        r("start", {"generation": 2})
+        r("stop", {"generation": 2})
+
+    r("stop", {"generation": 0})  # young collections: nothing read, nothing frozen
+    for n in (20_000, 40_000, REFREEZE_GROWTH - 1):  # start-up's own growth: not yet
+        full(n)
+    assert frozen == []
+    full(300_000)  # the history filled
+    assert frozen == [300_000]
+    full(30_000)  # the first collection after a freeze: the usual population (frames, rows)
+    for _ in range(50):  # a steady fabric
+        full(30_000 + REFREEZE_GROWTH // 2)
+    assert frozen == [300_000]
+    full(30_000 + REFREEZE_GROWTH + 1)  # new hosts: frozen in turn
+    assert frozen == [300_000, 30_000 + REFREEZE_GROWTH + 1] and r.freezes == 2
+
+
+def test_the_dashboard_runs_install_one_refreezer_and_apps_alone_none() -> None:
+    before = list(gc.callbacks)
+    # the apps this file's tests ran installed none
+    assert not any(isinstance(cb, Refreezer) for cb in before)
+    try:
+        refreezing()
+        refreezing()
+        assert sum(isinstance(cb, Refreezer) for cb in gc.callbacks) == 1
+    finally:
+        gc.callbacks[:] = before
