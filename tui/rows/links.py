@@ -218,7 +218,7 @@ def link_row(
         if v is not None and (ratio is None or v > ratio):
             ratio = v
     # Positional (1000 links a tick: keywords cost a sixth of the row); the names are
-    # LinkRow's fields in order, and test_link_rows checks each lands in its own.
+    # LinkRow's fields in order, and test_link_row_fields checks each lands in its own.
     row = LinkRow(
         hs.name,  # host
         link.id,  # lid
