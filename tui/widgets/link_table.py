@@ -333,11 +333,12 @@ class LinkTable(VirtualTable[LinkRow]):
                 return fmt.sparkline(vals, SPARK_W, top or None)
 
         spec, descending = self.sort_spec, self.descending
-        ordered = sorted(rows, key=spec.value, reverse=descending)  # type: ignore[arg-type]
         if descending and spec.key != "host":
             # equal values keep host order, so a quiet fabric does not shuffle
             ordered = sorted(rows, key=_by_host)
             ordered.sort(key=spec.value, reverse=True)  # type: ignore[arg-type]
+        else:
+            ordered = sorted(rows, key=spec.value, reverse=descending)  # type: ignore[arg-type]
         # Groups (tui/rows/groups.py) stay whole and in their order, the sort within each.
         ordered.sort(key=_group_rank)
         self._spark, self._delta, self._thresholds = spark, delta, thresholds
