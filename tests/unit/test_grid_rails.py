@@ -1,8 +1,8 @@
 """The grid's rails and cells are made again only when what they are made of changed.
 
-rail_index keeps the indexes it made, by the value of everything rails() reads; grid()
-keeps the cells it made. Each answer must be the one the plain computation gives, after
-any change to the hosts, their links or the rail config.
+rail_index keeps in a GridMemo the indexes it made, by the value of everything rails()
+reads; grid() keeps there the cells it made. Each answer must be the one the plain
+computation gives, after any change to the hosts, their links or the rail config.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collectors.samples import HostSample, LinkSample
 from fabtop.core.findings import Finding, PortRef
 from fabtop.core.state import UP
 from fabtop.fabtest.rails import RAIL_FIELDS, RailConfig, rails
-from tui.rows.grid import grid, rail_index
+from tui.rows.grid import INDEXES_KEPT, GridMemo, grid, rail_index
 from tui.rows.links import HostRow, LinkRow
 
 
@@ -44,9 +44,10 @@ def test_rail_index_is_what_rails_says_after_every_change() -> None:
     }
     config: dict[tuple[str, str], int] = {}
     said: list[dict[tuple[str, str], int]] = []
+    memo = GridMemo()
 
     def check() -> None:
-        got = dict(rail_index(samples, config))
+        got = dict(rail_index(samples, config, memo))
         assert got == plain(samples, config)
         assert got not in said  # each change below moves some port: a kept index is stale
         said.append(got)
@@ -74,10 +75,11 @@ def test_rail_index_is_what_rails_says_after_every_change() -> None:
 
 
 def test_rail_index_keeps_only_the_last_few() -> None:
-    for i in range(3 * grid_rows._INDEXES_KEPT):
+    memo = GridMemo()
+    for i in range(3 * INDEXES_KEPT):
         samples = {"n1": host("n1", *(rdma(f"mlx5_{k}") for k in range(i + 1)))}
-        assert len(rail_index(samples)) == i + 1
-    assert len(grid_rows._indexes) <= grid_rows._INDEXES_KEPT
+        assert len(rail_index(samples, None, memo)) == i + 1
+    assert len(memo.indexes) <= INDEXES_KEPT
 
 
 def test_rails_reads_no_field_of_a_link_but_rail_fields() -> None:
@@ -127,11 +129,11 @@ def test_grid_cells_are_those_made_afresh_after_every_change() -> None:
     found: list[Finding] = []
     config: dict[tuple[str, str], int] = {}
     seen: list[grid_rows.Grid] = []
+    memo = GridMemo()
 
     def check() -> None:
-        got = grid(hosts, links, samples, found, config)
-        grid_rows._cells_before = {}  # nothing kept: the plain computation
-        assert got == grid(hosts, links, samples, found, config)
+        got = grid(hosts, links, samples, found, config, memo)
+        assert got == grid(hosts, links, samples, found, config)  # no memo: the plain way
         assert got not in seen  # each change below changes some cell
         seen.append(got)
 

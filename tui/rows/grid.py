@@ -156,33 +156,51 @@ class Grid:
         return out
 
 
-# The rail indexes last made, with all they were made of: each host's name and the
-# RAIL_FIELDS of its links in order, and the config. A fabric's ports seldom move, yet two
-# indexes are asked for each tick (the grid's hosts; grouped by rail, every host): a few are
-# kept, the oldest forgotten first, so an index of ports that changed or went away goes.
-# What they were made of is one flat list, compared as it is (no hash): its items are
-# mostly the very names of the tick before, so the comparison reads little memory.
-_INDEXES_KEPT = 4
-_indexes: list[tuple[list[object], dict[tuple[str, str], int]]] = []
+INDEXES_KEPT = 4
 _rail_fields = attrgetter(*RAIL_FIELDS)
 
 
+@dataclass
+class GridMemo:
+    """What the overview keeps between ticks to make its grid (one per screen, so two
+    views never share it; without one, each call is the plain computation).
+
+    ``indexes``: the rail indexes last made, with all they were made of: the config, each
+    host's name and the RAIL_FIELDS of its links in order. A fabric's ports seldom move,
+    yet two indexes are asked for each tick (the grid's hosts; grouped by rail, every
+    host): the last INDEXES_KEPT are kept, the oldest forgotten first, so an index of
+    ports that changed or went away goes. What they were made of is one flat list,
+    compared as it is (no hash): its items are mostly the very names of the tick before.
+
+    ``cells``: the grid's cells made last, by place. Most stay as they were tick after
+    tick: such a cell is the one made before, not a new equal one, so the widget's check
+    for a changed grid (Grid ==) finds it the same at once. Each grid replaces them all.
+    """
+
+    indexes: list[tuple[list[object], dict[tuple[str, str], int]]] = field(default_factory=list)
+    cells: Mapping[tuple[str, str], Cell] = field(default_factory=dict)
+
+
 def rail_index(
-    samples: Mapping[str, HostSample], config: RailConfig | None = None
+    samples: Mapping[str, HostSample],
+    config: RailConfig | None = None,
+    memo: GridMemo | None = None,
 ) -> Mapping[tuple[str, str], int]:
     """(host, link id) -> its rail, as ``fabtop test`` numbers rails (the grid's lines and
-    the overview's rail groups)."""
+    the overview's rail groups); an index ``memo`` kept is given again while its ports
+    are as they were."""
     cfg = dict(config or {})
+    kept = memo.indexes if memo is not None else []
     made_of: list[object] = [len(cfg), *cfg.items()]
     for h, s in samples.items():
         made_of += (h, s.host, len(s.links))
         made_of += chain.from_iterable(map(_rail_fields, s.links.values()))
-    for before, index in _indexes:
+    for before, index in kept:
         if before == made_of:
             return index
     index = {(p.host, p.link): n for n, ps in rails(samples, cfg).ports.items() for p in ps}
-    _indexes.append((made_of, index))
-    del _indexes[:-_INDEXES_KEPT]
+    kept.append((made_of, index))
+    del kept[:-INDEXES_KEPT]
     return index
 
 
@@ -219,24 +237,20 @@ def _judge(row: LinkRow, host_live: bool, found: Sequence[Finding]) -> tuple[str
     return worst, why
 
 
-# The cells of the grid made last, by place. Most cells stay as they were tick after tick:
-# such a cell is the one made before, not a new equal one, so the widget's check for a
-# changed grid (Grid ==) finds it the same at once. Each grid replaces them all.
-_cells_before: Mapping[tuple[str, str], Cell] = {}
-
-
 def grid(
     hosts: Sequence[HostRow],
     links: Sequence[LinkRow],
     samples: Mapping[str, HostSample],
     findings: Sequence[Finding],
     rail_config: RailConfig | None = None,
+    memo: GridMemo | None = None,
 ) -> Grid:
-    """The grid of the hosts and links shown (both already narrowed by any filter)."""
-    global _cells_before
-    before = _cells_before
+    """The grid of the hosts and links shown (both already narrowed by any filter);
+    ``memo``: what the last grid of this view kept (GridMemo)."""
+    memo = memo if memo is not None else GridMemo()
+    before = memo.cells
     wanted = {r.host for r in links}
-    rail_of = rail_index({h: s for h, s in samples.items() if h in wanted}, rail_config)
+    rail_of = rail_index({h: s for h, s in samples.items() if h in wanted}, rail_config, memo)
     found = _by_place(findings)
     live = {h.name: h.status == UP for h in hosts}
     cells: dict[tuple[str, str], Cell] = {}
@@ -273,5 +287,5 @@ def grid(
             cells[(line, h.name)] = Cell(h.name, line, None, BLIND, h.status)
     order = tuple(h.name for h in hosts if h.name in wanted or h.name in bare_names)
     order += tuple(sorted(wanted - set(order)))  # links of a host the rows did not list
-    _cells_before = cells
+    memo.cells = cells
     return Grid(order, tuple(lines), cells)

@@ -20,7 +20,7 @@ from fabtop.run.link_filter import FilterError, LinkFilter, parse
 from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.grid import grid, rail_index
+from tui.rows.grid import GridMemo, grid, rail_index
 from tui.rows.groups import CLOSED, FOLDED, GROUPINGS, HOST, OPEN, RAIL, Group, grouped
 from tui.rows.links import GROUP_MARK, host_rows, link_rows, summary
 from tui.screens.base import DataScreen
@@ -133,6 +133,7 @@ class OverviewScreen(DataScreen):
         self.all_view: str | None = None
         self._groups: dict[str, Group] = {}  # by the row key of their summary row
         self._grid_folded: bool | None = None  # the user's choice by ``g``; None: by size
+        self._grid_memo = GridMemo()  # the grid's rails and cells, kept between ticks
         self._title_drawn: object = None  # the line above the links, as last shown
 
     def compose(self) -> ComposeResult:
@@ -184,11 +185,11 @@ class OverviewScreen(DataScreen):
         # 'l' on a host narrows the links, not the hosts table: the grid follows the links
         # (every one of them: the grid has a cell for each healthy link the table folds).
         shown = [h for h in hosts if ctx.links_host in (None, h.name)]
-        cells.show(grid(shown, links, samples, state.findings, rail_cfg))
+        cells.show(grid(shown, links, samples, state.findings, rail_cfg, self._grid_memo))
         by = self._grouping()
         self._groups = {}
         if by:
-            rail_of = rail_index(samples, rail_cfg) if by == RAIL else {}
+            rail_of = rail_index(samples, rail_cfg, self._grid_memo) if by == RAIL else {}
             links, groups = grouped(
                 links, by, state.findings, rail_of, self.views, self._start_view()
             )
