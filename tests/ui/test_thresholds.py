@@ -180,9 +180,9 @@ async def test_overview_red_follows_pause_hot_ratio() -> None:
 def test_line_share_and_temperature_colours_follow_their_thresholds() -> None:
     def styles(thresholds: Mapping[str, float]) -> tuple[str, str]:
         state, clock = storm_state(thresholds)
-        row = dataclasses.replace(
-            link_rows(state, clock(), 1.0)[0], line_ratio=0.85, temperature_c=100.0
-        )
+        row = link_rows(state, clock(), 1.0)[0]
+        # 85 % of line rate (line_ratio is worked out from the speed and the traffic)
+        row = dataclasses.replace(row, rx_bps=0.85 * row.speed_gbps * 1e9, temperature_c=100.0)
         cells = link_cells(row, None, False, state.thresholds)
         return cells["line"].style, cells["temp"].style
 

@@ -1,11 +1,12 @@
 """link_row builds LinkRow positionally (1000 links a tick): each value must land in its
-own field. Every input here is distinct, so a swap of two arguments shows."""
+own field, and each column worked out when read (a property) from its own counters.
+Every input here is distinct, so a swap of two arguments or two names shows."""
 
 from __future__ import annotations
 
-from collectors.samples import LinkSample
+from collectors.samples import HostSample, LinkSample
 from collectors.vocabulary import Derived, Metric
-from fabtop.core.rates import LinkRates
+from fabtop.core.rates import HostRates, LinkRates
 from fabtop.core.state import HostState
 from tui.rows.links import link_row
 
@@ -40,7 +41,10 @@ def test_each_value_lands_in_its_own_field() -> None:
         },
         gap=True,
     )
-    row = link_row(HostState("n1", "n1"), link, rates, False, base)
+    hs = HostState("n1", "n1")
+    hs.sample = HostSample("n1", 1, 0, 1.0, links={link.id: link})
+    hs.rates = HostRates("n1", 1.0, False, {link.id: rates}, {})
+    row = link_row(hs, link, False, base)
     want = {
         "host": "n1",
         "lid": "mlx5_0/1",

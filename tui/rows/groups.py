@@ -187,7 +187,8 @@ def grouped(
 
 def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
     """The summary row of group ``g``, the ``i``-th: its links' traffic and counts added up
-    (``badness``: the group's, ``shown``: how many of its links its view shows)."""
+    (``badness``: the group's, ``shown``: how many of its links its view shows). Loss,
+    pauses, ECN and CNP are added up when read (LinkRow): most groups are off screen."""
     rs = g.links
     return LinkRow(
         host=g.label,
@@ -198,20 +199,12 @@ def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
         speed_gbps=None,
         rx_bps=_total([r.rx_bps for r in rs]),
         tx_bps=_total([r.tx_bps for r in rs]),
-        line_ratio=None,
-        rdma_share=None,
-        loss_per_s=_total([r.loss_per_s for r in rs]),
-        pause_rx_per_s=_total([r.pause_rx_per_s for r in rs]),
-        pause_tx_per_s=_total([r.pause_tx_per_s for r in rs]),
-        pause_time_ratio=None,
-        ecn_per_s=_total([r.ecn_per_s for r in rs]),
-        cnp_per_s=_total([r.cnp_per_s for r in rs]),
         temperature_c=max([r.temperature_c for r in rs if r.temperature_c], default=None),
         gap=False,
         live=all([r.live for r in rs]),
         badness=badness,
-        folded=len(rs),
         group=g.key,
+        members=rs,
         bad=g.bad,
         hidden=len(rs) - shown,
         rank=(i, 0),

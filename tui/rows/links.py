@@ -8,8 +8,9 @@ named here, once, through :mod:`collectors.vocabulary`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from collectors.samples import LinkSample, MetricValue, RateValue
 from collectors.vocabulary import Derived, InferenceRate, Metric
@@ -17,7 +18,6 @@ from fabtop.core.ber import corrected_count
 from fabtop.core.coverage import Coverage, coverage
 from fabtop.core.deltas import counts_since
 from fabtop.core.findings import SEVERITIES, Finding
-from fabtop.core.rates import LinkRates
 from fabtop.core.state import (
     CONNECTING,
     DOWN,
@@ -41,6 +41,7 @@ TOKENS_RATE = InferenceRate.GENERATED_TOKENS_PER_S
 STATUS_ORDER = {s: i for i, s in enumerate(STATUSES)}  # worst first
 ALARMS = ("warning", "critical")  # severities the grid and the cable column judge by
 NO_ALARMS: frozenset[str] = frozenset()
+NO_RATES: Mapping[str, RateValue] = MappingProxyType({})
 GROUP_MARK = "\x1e"  # starts a group row's key (a link's is host \x1f link id)
 
 
@@ -118,7 +119,22 @@ class HostRow:
 
 @dataclass(slots=True)
 class LinkRow:
-    """One line of the links table."""
+    """One line of the links table.
+
+    A row is made for every link each tick (the order, the groups, the grid and the filter
+    read every one), but only the fifty rows on screen show all their numbers. So what is
+    read straight off the sample is a field, and the columns worked out from the link's
+    rates (loss, pauses, ECN, CNP, shares; the counts since 'r'; whether its cable is
+    read) are properties, worked out when read: at 1000 links, working them out for every
+    row was two thirds of making the rows (issue 32). A group's summary row adds them up
+    over its links (``members``), also when read.
+
+    They are read from the host's state (``source``), not from a reference to this tick's
+    rates: a row kept that long would keep the tick's rates alive into the next refresh,
+    and freeing 1000 links' rates there costs more than working out their numbers did. A
+    row is drawn the tick it is made; one scrolled into view later shows its host's
+    latest rates.
+    """
 
     host: str
     lid: str
@@ -128,39 +144,26 @@ class LinkRow:
     speed_gbps: float | None
     rx_bps: float | None
     tx_bps: float | None
-    line_ratio: float | None
-    rdma_share: float | None
-    loss_per_s: float | None
-    pause_rx_per_s: float | None
-    pause_tx_per_s: float | None
-    pause_time_ratio: float | None  # worst priority, either direction
-    ecn_per_s: float | None
-    cnp_per_s: float | None
     temperature_c: float | None
     gap: bool
     live: bool
-    # counts since the 'r' baseline (None: no baseline, or the counter reset since)
-    d_loss: float | None = None
-    d_pause_rx: float | None = None
-    d_pause_tx: float | None = None
-    d_ecn: float | None = None
-    d_cnp: float | None = None
+    source: HostState | None = None  # the link's host: its rates and sample, when read
+    base: LinkSample | None = None  # its sample at the 'r' baseline (none taken: None)
     # How bad it is, for worst first: 0 healthy; 1..3 its (or its host's) worst finding,
     # info to critical; a link down 2; a host not reporting 3.
     badness: int = 0
     # A group's summary row (tui/rows/groups.py): its key, its links, how many of them
     # have something to say, how many its view hides; host is then the group's label.
     group: str = ""
-    folded: int = 0
+    members: tuple[LinkRow, ...] = ()
     bad: int = 0
     hidden: int = 0
     # (the group's place, 0 for its summary row and 1 for its links): the table sorts by
     # this after its sort column, so groups stay whole and in order; (0, 0) ungrouped.
     rank: tuple[int, int] = (0, 0)
-    # The rules of the link's own findings at warning and above (the grid's judgment), and
-    # whether its module diagnostics or FEC are read: the cable column (issue 33).
+    # The rules of the link's own findings at warning and above (the grid's judgment and
+    # the cable column, issue 33).
     alarms: frozenset[str] = frozenset()
-    optics: bool = False
 
     @property
     def key(self) -> str:
@@ -170,6 +173,108 @@ class LinkRow:
     def text(self) -> str:
         """What the filter matches against."""
         return f"{self.host} {self.lid} {self.kind} {self.link_layer or ''}".lower()
+
+    @property
+    def folded(self) -> int:
+        """A group's row: how many links it holds."""
+        return len(self.members)
+
+    @property
+    def line_ratio(self) -> float | None:
+        """The busier direction's share of line rate."""
+        rx, tx = self.rx_bps, self.tx_bps
+        if self.group or not self.speed_gbps or (rx is None and tx is None):
+            return None
+        return max(rx or 0.0, tx or 0.0) / (self.speed_gbps * 1e9)
+
+    @property
+    def rates(self) -> Mapping[str, RateValue]:
+        """The link's rates, as its host has them now (none read: empty)."""
+        hr = self.source.rates if self.source is not None else None
+        lr = hr.links.get(self.lid) if hr is not None else None
+        return lr.rates if lr is not None else NO_RATES
+
+    @property
+    def sample(self) -> LinkSample | None:
+        """The link's sample, as its host has it now."""
+        s = self.source.sample if self.source is not None else None
+        return s.links.get(self.lid) if s is not None else None
+
+    @property
+    def rdma_share(self) -> float | None:
+        share = self.rates.get(Derived.RDMA_SHARE)
+        return share if isinstance(share, float) else None
+
+    def _per_s(self, names: tuple[str, ...]) -> float | None:
+        if self.group:
+            return _sum_present([_rate_sum(r.rates, names) for r in self.members])
+        return _rate_sum(self.rates, names)
+
+    @property
+    def loss_per_s(self) -> float | None:
+        return self._per_s(LOSS_PER_S)
+
+    @property
+    def pause_rx_per_s(self) -> float | None:
+        return self._per_s(PAUSE_RX_PER_S)
+
+    @property
+    def pause_tx_per_s(self) -> float | None:
+        return self._per_s(PAUSE_TX_PER_S)
+
+    @property
+    def ecn_per_s(self) -> float | None:
+        return self._per_s(ECN_PER_S)
+
+    @property
+    def cnp_per_s(self) -> float | None:
+        return self._per_s(CNP_PER_S)
+
+    @property
+    def pause_time_ratio(self) -> float | None:
+        """The worst priority's share of time paused, either direction."""
+        ratio = None
+        for n in PAUSE_RATIOS:
+            v = peak(self.rates.get(n))
+            if v is not None and (ratio is None or v > ratio):
+                ratio = v
+        return ratio
+
+    def _since(self, metrics: tuple[Metric, ...]) -> float | None:
+        """Counts since the 'r' baseline (none taken, or the counter reset since: None)."""
+        link = self.sample
+        if link is None or self.base is None:
+            return None
+        return counts_since(link, self.base, metrics)
+
+    @property
+    def d_loss(self) -> float | None:
+        return self._since(LOSS_METRICS)
+
+    @property
+    def d_pause_rx(self) -> float | None:
+        return self._since(PAUSE_RX_METRICS)
+
+    @property
+    def d_pause_tx(self) -> float | None:
+        return self._since(PAUSE_TX_METRICS)
+
+    @property
+    def d_ecn(self) -> float | None:
+        return self._since(ECN_METRICS)
+
+    @property
+    def d_cnp(self) -> float | None:
+        return self._since(CNP_METRICS)
+
+    @property
+    def optics(self) -> bool:
+        """Something of its cable is read: the module, the FEC, or a corrected-bit count
+        (the BER) a driver gives without either."""
+        link = self.sample
+        if link is None:
+            return False
+        return link.module is not None or link.fec is not None or corrected_count(link) is not None
 
 
 def host_tokens(hs: HostState) -> float | None:
@@ -200,53 +305,28 @@ def host_rows(state: FabricState, now: float, interval: float) -> list[HostRow]:
     return rows
 
 
-def link_row(
-    hs: HostState, link: LinkSample, lr: LinkRates | None, live: bool, base: LinkSample | None
-) -> LinkRow:
-    """The row of one link from its sample, its rates and the baseline sample."""
-    r: dict[str, RateValue] = lr.rates if lr is not None else {}
+def link_row(hs: HostState, link: LinkSample, live: bool, base: LinkSample | None) -> LinkRow:
+    """The row of one link of ``hs`` from its sample, its rates and the baseline sample."""
+    lr = hs.rates.links.get(link.id) if hs.rates is not None else None
+    r = lr.rates if lr is not None else NO_RATES
     rx, tx = r.get(Derived.RX_BPS), r.get(Derived.TX_BPS)
-    rx_f = rx if isinstance(rx, float) else None
-    tx_f = tx if isinstance(tx, float) else None
-    line = None
-    if link.rate_gbps and (rx_f is not None or tx_f is not None):
-        line = max(rx_f or 0.0, tx_f or 0.0) / (link.rate_gbps * 1e9)
-    share = r.get(Derived.RDMA_SHARE)
-    ratio = None  # the worst priority's, either direction
-    for n in PAUSE_RATIOS:
-        v = peak(r.get(n))
-        if v is not None and (ratio is None or v > ratio):
-            ratio = v
     # Positional (1000 links a tick: keywords cost a sixth of the row); the names are
     # LinkRow's fields in order, and test_link_row_fields checks each lands in its own.
-    row = LinkRow(
+    return LinkRow(
         hs.name,  # host
         link.id,  # lid
         link.kind,
         link.link_layer,
         link.state,
         link.rate_gbps,  # speed_gbps
-        rx_f,  # rx_bps
-        tx_f,  # tx_bps
-        line,  # line_ratio
-        share if isinstance(share, float) else None,  # rdma_share
-        _rate_sum(r, LOSS_PER_S),
-        _rate_sum(r, PAUSE_RX_PER_S),
-        _rate_sum(r, PAUSE_TX_PER_S),
-        ratio,  # pause_time_ratio
-        _rate_sum(r, ECN_PER_S),
-        _rate_sum(r, CNP_PER_S),
+        rx if isinstance(rx, float) else None,  # rx_bps
+        tx if isinstance(tx, float) else None,  # tx_bps
         link.temperature_c,
         lr is not None and lr.gap,  # gap
         live,
+        hs,  # source
+        base,
     )
-    if base is not None:  # counts since the 'r' baseline (none taken: None)
-        row.d_loss = counts_since(link, base, LOSS_METRICS)
-        row.d_pause_rx = counts_since(link, base, PAUSE_RX_METRICS)
-        row.d_pause_tx = counts_since(link, base, PAUSE_TX_METRICS)
-        row.d_ecn = counts_since(link, base, ECN_METRICS)
-        row.d_cnp = counts_since(link, base, CNP_METRICS)
-    return row
 
 
 Found = dict[tuple[str, str | None], tuple[frozenset[str], str]]
@@ -299,7 +379,6 @@ def link_rows(
             continue
         live = effective_status(hs, now, state.interval) == UP
         base_sample = state.baseline.get(hs.name)
-        rates = hs.rates.links if hs.rates is not None else {}
         for lid, link in s.links.items():
             # Virtual netdevs and empty receptacles (no cable: nothing to watch) only when
             # asked for.
@@ -308,14 +387,9 @@ def link_rows(
             ):
                 continue
             base = base_sample.links.get(lid) if base_sample is not None else None
-            row = link_row(hs, link, rates.get(lid), live, base)
+            row = link_row(hs, link, live, base)
             row.badness = _badness(found, hs.name, lid, link.state, live)
             row.alarms = alarms.get((hs.name, lid), NO_ALARMS)
-            # something of its cable is read: the module, the FEC, or a corrected-bit count
-            # (the BER) a driver gives without either
-            row.optics = (
-                link.module is not None or link.fec is not None or corrected_count(link) is not None
-            )
             rows.append(row)
     return rows
 
