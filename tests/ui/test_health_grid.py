@@ -7,6 +7,7 @@ never heard from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from textual.geometry import Size
@@ -20,7 +21,19 @@ from tests.ui.fabric import FakeClock, sample
 from tui.app import FabtopApp
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
-from tui.rows.grid import BLIND, CABLE, DOWN, GLYPHS, OK, STATES, STORM, Cell, Grid, grid
+from tui.rows.grid import (
+    BLIND,
+    CABLE,
+    DOWN,
+    GLYPHS,
+    OK,
+    STATES,
+    STORM,
+    Cell,
+    Grid,
+    grid,
+    rail_index,
+)
 from tui.rows.links import host_rows, link_rows
 from tui.screens.host_detail import HostDetailScreen
 from tui.screens.link_detail import LinkDetailScreen
@@ -52,10 +65,15 @@ def big_fabric(ticks: int = 12) -> tuple[FabricState, FakeClock]:
 def cells_of(state: FabricState, clock: FakeClock, flt: str = "") -> Grid:
     now = clock()
     hosts, links = host_rows(state, now, 1.0), link_rows(state, now, 1.0)
+    rail_of = rails_of(state)
     if flt:
-        hosts, links = narrowed(parse(flt), state, hosts, links, now)
-    samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
-    return grid(hosts, links, samples, state.findings)
+        hosts, links = narrowed(parse(flt), state, hosts, links, now, rail_of)
+    return grid(hosts, links, rail_of, state.findings)
+
+
+def rails_of(state: FabricState) -> Mapping[tuple[str, str], int]:
+    """Each port's rail, over every host (as the overview numbers them)."""
+    return rail_index({n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None})
 
 
 def state_of(g: Grid, line: str, host: str) -> str | None:
@@ -91,8 +109,7 @@ def test_a_hosts_own_finding_does_not_paint_its_links() -> None:
     state, clock = big_fabric()
     now = clock()
     hot_gpu = Finding("gpu_hot", "critical", "node1/gpu0", "node1/gpu0: 92 C", host="node1")
-    samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
-    g = grid(host_rows(state, now, 1.0), link_rows(state, now, 1.0), samples, [hot_gpu])
+    g = grid(host_rows(state, now, 1.0), link_rows(state, now, 1.0), rails_of(state), [hot_gpu])
     assert {state_of(g, line, "node1") for line in g.lines} == {OK}
 
 
@@ -102,8 +119,7 @@ def test_a_reporting_host_whose_links_are_hidden_has_no_column() -> None:
     state, clock = big_fabric()
     now = clock()
     links = [r for r in link_rows(state, now, 1.0) if r.host == "node2"]
-    samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
-    g = grid(host_rows(state, now, 1.0)[:2], links, samples, [])
+    g = grid(host_rows(state, now, 1.0)[:2], links, rails_of(state), [])
     assert g.hosts == ("node2",)
 
 
@@ -279,3 +295,41 @@ def test_a_failing_cable_is_its_own_state_and_named_in_the_legend_only_then() ->
     shown = HealthGrid()
     shown.show(g)
     assert "C cable failing 1" in shown.legend().plain
+
+
+async def test_a_filter_does_not_renumber_the_rails() -> None:
+    # Two RoCE rails (r0, r1) and one InfiniBand port: rails are numbered by fabric, so the
+    # IB port is r2 whatever the filter shows. The grid numbered the rails of the hosts
+    # shown: with only the IB port shown it said r0 while its rail group said rail 2.
+    clock = FakeClock()
+    state = FabricState(
+        [HostConfig(name=n) for n in ("node1", "node2", "ib1")], rules=make_evaluator(), clock=clock
+    )
+    for tick in range(1, 4):
+        clock.t += 1.0
+        for n in ("node1", "node2"):
+            state.apply_sample(n, sample(n, tick))
+        s = sample("ib1", tick)
+        port = s.links["enp65s0f0np0"]
+        ib = replace(
+            port,
+            id="mlx5_0/1",
+            netdev=None,
+            rdma_device="mlx5_0",
+            link_layer="InfiniBand",
+            kind="ib",
+        )
+        state.apply_sample("ib1", replace(s, links={ib.id: ib}))
+    app = app_over(state, clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        cells = app.screen.query_one(HealthGrid)
+        assert cells.grid.lines == ("r0", "r1", "r2")
+        await pilot.press("slash", *"kind:ib", "enter")
+        await pilot.pause()
+        assert cells.grid.lines == ("r2",)
+        assert cells.grid.cell("r2", "ib1") is not None
+        await pilot.press("b", "b")  # by host, then by rail
+        await pilot.pause()
+        links = app.screen.query_one(LinkTable)
+        assert links.drawn_cells(0)[0].endswith("rail 2")  # the one group: the IB rail

@@ -135,8 +135,9 @@ def test_grid_cells_are_those_made_afresh_after_every_change() -> None:
     memo = GridMemo()
 
     def check() -> None:
-        got = grid(hosts, links, samples, found, config, memo)
-        assert got == grid(hosts, links, samples, found, config)  # no memo: the plain way
+        rail_of = rail_index(samples, config, memo)
+        got = grid(hosts, links, rail_of, found, memo)
+        assert got == grid(hosts, links, rail_index(samples, config), found)  # the plain way
         assert got not in seen  # each change below changes some cell
         seen.append(got)
 

@@ -7,11 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from fabtop.core.findings import SEVERITIES
 from fabtop.core.state import FabricState, effective_status
-from fabtop.fabtest.rails import rails
 from fabtop.run.link_filter import LinkFacts, LinkFilter
 from tui.rows.links import HostRow, LinkRow, finding_index
-
-RailConfig = Mapping[tuple[str, str], int]
 
 
 def narrowed(
@@ -20,19 +17,14 @@ def narrowed(
     hosts: Sequence[HostRow],
     links: Sequence[LinkRow],
     now: float,
-    rail_config: RailConfig | None = None,
+    rail_of: Mapping[tuple[str, str], int],
 ) -> tuple[list[HostRow], list[LinkRow]]:
     """The hosts and links ``flt`` shows: a link when the filter holds for it; a host when
-    it holds for one of its links, or for the host itself (a host down has no link rows)."""
+    it holds for one of its links, or for the host itself (a host down has no link rows).
+    ``rail_of``: each port's rail (tui.rows.grid.rail_index), what ``rail:`` reads."""
     if not flt:
         return list(hosts), list(links)
     found = finding_index(state.findings) if flt.needs_findings() else {}
-    rail_of: dict[tuple[str, str], int] = {}
-    if flt.needs_rails():
-        samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
-        for rail, ports in rails(samples, dict(rail_config or {})).ports.items():
-            for p in ports:
-                rail_of[(p.host, p.link)] = rail
     status = {n: effective_status(hs, now, state.interval) for n, hs in state.hosts.items()}
 
     def facts(host: str, link: str, row: LinkRow | None) -> LinkFacts:

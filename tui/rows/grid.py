@@ -240,29 +240,26 @@ def _judge(row: LinkRow, host_live: bool, found: Sequence[Finding]) -> tuple[str
 def grid(
     hosts: Sequence[HostRow],
     links: Sequence[LinkRow],
-    samples: Mapping[str, HostSample],
+    rail_of: Mapping[tuple[str, str], int],
     findings: Sequence[Finding],
-    rail_config: RailConfig | None = None,
     memo: GridMemo | None = None,
 ) -> Grid:
-    """The grid of the hosts and links shown (both already narrowed by any filter);
-    ``memo``: what the last grid of this view kept (GridMemo)."""
-    memo = memo if memo is not None else GridMemo()
-    before = memo.cells
-    wanted = {r.host for r in links}
-    rail_of = rail_index({h: s for h, s in samples.items() if h in wanted}, rail_config, memo)
+    """The grid of the hosts and links shown (both already narrowed by any filter), on the
+    rails of ``rail_of`` (rail_index of every host, so a filter never renumbers them: the
+    grid's r3 is the rail groups' and ``rail:3``'s); ``memo``: what the last grid of this
+    view kept (GridMemo)."""
+    before = memo.cells if memo is not None else {}
     found = _by_place(findings)
     live = {h.name: h.status == UP for h in hosts}
     cells: dict[tuple[str, str], Cell] = {}
-    railed: set[int] = set()
+    names: dict[int, str] = {}  # rail -> its line's name, made once
     extra = 0
     others: dict[str, int] = {}
     for r in links:
         host, lid = r.host, r.lid
         on = rail_of.get((host, lid))
         if on is not None:
-            line = f"r{on}"
-            railed.add(on)
+            line = names.get(on) or names.setdefault(on, f"r{on}")
         else:
             others[host] = n = others.get(host, 0) + 1
             extra = max(extra, n)
@@ -274,10 +271,11 @@ def grid(
         if cell is None or cell.link != lid or cell.state != state or cell.why != why:
             cell = Cell(host, line, lid, state, why)
         cells[(line, host)] = cell
-    lines = [f"r{n}" for n in sorted(railed)] + [f"+{k}" for k in range(1, extra + 1)]
+    lines = [names[n] for n in sorted(names)] + [f"+{k}" for k in range(1, extra + 1)]
     # A host that does not report and has no link to show (down before its first frame)
     # still has its place, blind on every line: Enter reads the host. One that reports but
     # whose links the filter hid has nothing to show.
+    wanted = {r.host for r in links}
     bare = [h for h in hosts if h.name not in wanted and h.status != UP]
     bare_names = {h.name for h in bare}
     if bare and not lines:
@@ -287,5 +285,6 @@ def grid(
             cells[(line, h.name)] = Cell(h.name, line, None, BLIND, h.status)
     order = tuple(h.name for h in hosts if h.name in wanted or h.name in bare_names)
     order += tuple(sorted(wanted - set(order)))  # links of a host the rows did not list
-    memo.cells = cells
+    if memo is not None:
+        memo.cells = cells
     return Grid(order, tuple(lines), cells)

@@ -21,7 +21,7 @@ from tui import format as fmt
 from tui.context import ViewContext
 from tui.rows.filtering import narrowed
 from tui.rows.grid import GridMemo, grid, rail_index
-from tui.rows.groups import CLOSED, FOLDED, GROUPINGS, HOST, OPEN, RAIL, Group, grouped
+from tui.rows.groups import CLOSED, FOLDED, GROUPINGS, HOST, OPEN, Group, grouped
 from tui.rows.links import GROUP_MARK, host_rows, link_rows, summary
 from tui.screens.base import DataScreen
 from tui.widgets.findings_panel import FindingsPanel
@@ -167,8 +167,12 @@ class OverviewScreen(DataScreen):
         links = link_rows(state, now, ival, ctx.show_virtual)
         self._links_total = len(links)
         rail_cfg = rail_config(ctx.bench.config) if ctx.bench is not None else None
+        samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
+        # Rails of every host, whatever is shown: the grid, the rail groups and 'rail:'
+        # number them alike.
+        rail_of = rail_index(samples, rail_cfg, self._grid_memo)
         if self.link_filter:
-            hosts, links = narrowed(self.link_filter, state, hosts, links, now, rail_cfg)
+            hosts, links = narrowed(self.link_filter, state, hosts, links, now, rail_of)
         if ctx.links_host is not None:
             links = [r for r in links if r.host == ctx.links_host]
         s = summary(state, now, ival)
@@ -181,15 +185,13 @@ class OverviewScreen(DataScreen):
         if grid_folded is None:
             grid_folded = self.size.height < GRID_FOLD_BELOW_ROWS
         cells.fold(grid_folded)
-        samples = {n: hs.sample for n, hs in state.hosts.items() if hs.sample is not None}
         # 'l' on a host narrows the links, not the hosts table: the grid follows the links
         # (every one of them: the grid has a cell for each healthy link the table folds).
         shown = [h for h in hosts if ctx.links_host in (None, h.name)]
-        cells.show(grid(shown, links, samples, state.findings, rail_cfg, self._grid_memo))
+        cells.show(grid(shown, links, rail_of, state.findings, self._grid_memo))
         by = self._grouping()
         self._groups = {}
         if by:
-            rail_of = rail_index(samples, rail_cfg, self._grid_memo) if by == RAIL else {}
             links, groups = grouped(
                 links, by, state.findings, rail_of, self.views, self._start_view()
             )
