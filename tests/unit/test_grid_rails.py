@@ -11,10 +11,8 @@ from typing import Any
 
 import tui.rows.grid as grid_rows
 from collectors.samples import HostSample, LinkSample
-from collectors.vocabulary import Metric
 from fabtop.core.findings import Finding, PortRef
-from fabtop.core.rates import HostRates, LinkRates
-from fabtop.core.state import UP, HostState
+from fabtop.core.state import UP
 from fabtop.fabtest.rails import RAIL_FIELDS, RailConfig, rails
 from tui.rows.grid import INDEXES_KEPT, GridMemo, grid, rail_index
 from tui.rows.links import HostRow, LinkRow
@@ -112,9 +110,6 @@ def test_rails_reads_no_field_of_a_link_but_rail_fields() -> None:
     assert read and read <= set(RAIL_FIELDS)
 
 
-LOSS = Metric.RX_DISCARDS.per_s
-
-
 def row(h: str, lid: str, **kw: Any) -> LinkRow:
     base: dict[str, Any] = dict.fromkeys(
         ("link_layer", "speed_gbps", "rx_bps", "tx_bps", "temperature_c")
@@ -144,9 +139,7 @@ def test_grid_cells_are_those_made_afresh_after_every_change() -> None:
     check()
     links[1].state = "down"
     check()
-    lossy = HostState(links[2].host, links[2].host)  # the host the row reads its rates from
-    lossy.rates = HostRates(lossy.name, 1.0, False, {links[2].lid: LinkRates({LOSS: 5.0})}, {})
-    links[2].source = lossy
+    links[2].loss_per_s = 5.0
     check()
     storm = Finding("pfc_storm", "critical", "n2/ens0np0", "storm", host="n2",
                     port=PortRef("n2", "ens0np0", "ens0np0"))  # fmt: skip

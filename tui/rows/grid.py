@@ -18,7 +18,7 @@ from collectors.samples import HostSample
 from fabtop.core.findings import Finding
 from fabtop.core.state import UP
 from fabtop.fabtest.rails import RAIL_FIELDS, RailConfig, rails
-from tui.rows.links import ALARMS, HostRow, LinkRow
+from tui.rows.links import ALARMS, LINK_DOWN, HostRow, LinkRow
 
 # Worst first: a cell shows the first that holds. A cell whose host does not report is
 # blind whatever its last sample said (DESIGN §10: blind is not healthy, nor is it down).
@@ -75,7 +75,6 @@ RULE_STATES = {
     "optic_rx_low": CABLE,
     "optic_los": CABLE,
 }
-LINK_DOWN = ("down", "disabled")  # the links table's DOWN/DISA
 # The links table's cable column (issue 33): a word for what each rule about the cable or
 # its optic says, beside the grid's glyph for the state the rule puts the link in.
 CABLE_WORDS = {
@@ -250,6 +249,7 @@ def grid(
     view kept (GridMemo)."""
     before = memo.cells if memo is not None else {}
     found = _by_place(findings)
+    said = {host for host, _ in found}  # most hosts have no finding: no lookup
     live = {h.name: h.status == UP for h in hosts}
     cells: dict[tuple[str, str], Cell] = {}
     names: dict[int, str] = {}  # rail -> its line's name, made once
@@ -266,7 +266,8 @@ def grid(
             line = f"+{n}"
         # Only the port's own findings: a GPU's or a server's (the host's) would paint
         # the whole column as a fabric problem; the findings panel lists those.
-        state, why = _judge(r, live.get(host, r.live), found.get((host, lid), ()))
+        here = found.get((host, lid), ()) if host in said else ()
+        state, why = _judge(r, live.get(host, r.live), here)
         cell = before.get((line, host))
         if cell is None or cell.link != lid or cell.state != state or cell.why != why:
             cell = Cell(host, line, lid, state, why)

@@ -202,6 +202,7 @@ def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
         temperature_c=max([r.temperature_c for r in rs if r.temperature_c], default=None),
         gap=False,
         live=all([r.live for r in rs]),
+        loss_per_s=_total([r.loss_per_s for r in rs]),
         badness=badness,
         group=g.key,
         members=rs,

@@ -41,6 +41,7 @@ TOKENS_RATE = InferenceRate.GENERATED_TOKENS_PER_S
 STATUS_ORDER = {s: i for i, s in enumerate(STATUSES)}  # worst first
 ALARMS = ("warning", "critical")  # severities the grid and the cable column judge by
 NO_ALARMS: frozenset[str] = frozenset()
+LINK_DOWN = ("down", "disabled")  # the links table's DOWN/DISA
 NO_RATES: Mapping[str, RateValue] = MappingProxyType({})
 GROUP_MARK = "\x1e"  # starts a group row's key (a link's is host \x1f link id)
 
@@ -147,6 +148,8 @@ class LinkRow:
     temperature_c: float | None
     gap: bool
     live: bool
+    # Loss is worked out for every row: the grid judges every link by it.
+    loss_per_s: float | None = None
     source: HostState | None = None  # the link's host: its rates and sample, when read
     base: LinkSample | None = None  # its sample at the 'r' baseline (none taken: None)
     # How bad it is, for worst first: 0 healthy; 1..3 its (or its host's) worst finding,
@@ -209,10 +212,6 @@ class LinkRow:
         if self.group:
             return _sum_present([_rate_sum(r.rates, names) for r in self.members])
         return _rate_sum(self.rates, names)
-
-    @property
-    def loss_per_s(self) -> float | None:
-        return self._per_s(LOSS_PER_S)
 
     @property
     def pause_rx_per_s(self) -> float | None:
@@ -324,6 +323,7 @@ def link_row(hs: HostState, link: LinkSample, live: bool, base: LinkSample | Non
         link.temperature_c,
         lr is not None and lr.gap,  # gap
         live,
+        _rate_sum(r, LOSS_PER_S),  # loss_per_s
         hs,  # source
         base,
     )
@@ -357,7 +357,7 @@ def alarm_index(findings: Sequence[Finding]) -> dict[tuple[str, str], frozenset[
 
 
 def _badness(found: Found, host: str, lid: str, state: str | None, live: bool) -> int:
-    worst = 3 if not live else 2 if state in ("down", "disabled") else 0
+    worst = 3 if not live else 2 if state in LINK_DOWN else 0
     for key in ((host, lid), (host, None)):
         got = found.get(key)
         if got is not None:
@@ -373,12 +373,15 @@ def link_rows(
     rows = []
     found = finding_index(state.findings)
     alarms = alarm_index(state.findings)
+    # Most hosts have no finding: their links skip the lookups.
+    said = {host for host, _ in found}
     for hs in state.hosts.values():
         s = hs.sample
         if s is None:
             continue
         live = effective_status(hs, now, state.interval) == UP
         base_sample = state.baseline.get(hs.name)
+        judged = hs.name in said
         for lid, link in s.links.items():
             # Virtual netdevs and empty receptacles (no cable: nothing to watch) only when
             # asked for.
@@ -388,8 +391,11 @@ def link_rows(
                 continue
             base = base_sample.links.get(lid) if base_sample is not None else None
             row = link_row(hs, link, live, base)
-            row.badness = _badness(found, hs.name, lid, link.state, live)
-            row.alarms = alarms.get((hs.name, lid), NO_ALARMS)
+            if judged:
+                row.badness = _badness(found, hs.name, lid, link.state, live)
+                row.alarms = alarms.get((hs.name, lid), NO_ALARMS)
+            elif not live or link.state in LINK_DOWN:
+                row.badness = 3 if not live else 2
             rows.append(row)
     return rows
 
