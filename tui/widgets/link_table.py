@@ -55,6 +55,10 @@ def _by_host(r: LinkRow) -> tuple[tuple[tuple[int, int | str], ...], int, str]:
     return natural(r.host), KIND_RANK.get(r.kind, 5), r.lid
 
 
+def _worst(r: LinkRow) -> tuple[int, tuple[tuple[int, int | str], ...], int, str]:
+    return -r.badness, natural(r.host), KIND_RANK.get(r.kind, 5), r.lid
+
+
 def _group_rank(r: LinkRow) -> tuple[int, int]:
     return r.rank
 
@@ -62,7 +66,7 @@ def _group_rank(r: LinkRow) -> tuple[int, int]:
 SORTS: tuple[SortSpec, ...] = (
     # The default: links with a finding, down or on a host not reporting on top, worst
     # first; the rest as the host order has them (a quiet fabric reads as before).
-    SortSpec("worst", "worst first", lambda r: (-r.badness, *_by_host(r)), False),
+    SortSpec("worst", "worst first", _worst, False),
     SortSpec("host", "host", _by_host, False),
     SortSpec("rx", "rx", lambda r: _num(r.rx_bps)),
     SortSpec("tx", "tx", lambda r: _num(r.tx_bps)),
@@ -343,8 +347,9 @@ class LinkTable(VirtualTable[LinkRow]):
         ordered.sort(key=_group_rank)
         self._spark, self._delta, self._thresholds = spark, delta, thresholds
         self._link_w = next((c.width or 13) for c in cols if c.key == "link")
-        self.set_rows([(r.key, r) for r in ordered])
-        problems = {r.key for r in ordered if _is_problem(r)}
+        keyed = [(r.key, r) for r in ordered]
+        self.set_rows(keyed)
+        problems = {k for k, r in keyed if _is_problem(r)}
         fresh = problems - self._problems
         self._problems = problems
         self._note_above(fresh)

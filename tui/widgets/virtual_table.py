@@ -196,9 +196,11 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
         Only the lines on screen whose cells changed are painted again.
         """
         before, was = self.cursor_key(), self.cursor_row
-        self._keys = [k for k, _ in rows]
+        keys = [k for k, _ in rows]
         self._rows = [r for _, r in rows]
-        self._index = {k: i for i, k in enumerate(self._keys)}
+        if keys != self._keys:  # most ticks keep the order: the index stays
+            self._keys = keys
+            self._index = {k: i for i, k in enumerate(keys)}
         if before is not None and before in self._index:
             self.cursor_row = self._index[before]
         self.cursor_row = max(0, min(self.cursor_row, len(self._keys) - 1))
