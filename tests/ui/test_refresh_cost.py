@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gc
 
+from rich.text import Text
+
 from tests.ui.fabric import sample
 from tests.ui.test_health_grid import app_over, big_fabric
 from tui import format as fmt
@@ -172,3 +174,26 @@ def test_the_dashboard_runs_install_one_refreezer_and_apps_alone_none() -> None:
         assert sum(isinstance(cb, Refreezer) for cb in gc.callbacks) == 1
     finally:
         gc.callbacks[:] = before
+
+
+async def test_new_traffic_under_a_group_row_does_not_repaint_the_hosts_table() -> None:
+    # The line above the links (the hosts table's border) names the group under the
+    # cursor. It said the group's rx too, so every tick changed the border and repainted
+    # every line of the hosts table (at 1000 links, a tenth of a tick's paint).
+    state, clock = big_fabric()
+    app = app_over(state, clock)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        links, hosts = screen.query_one(LinkTable), screen.query_one(HostTable)
+        assert links.has_focus and links.cursor_key() == "\x1ehost:node3"  # the storm's group row
+        line = str(hosts.border_subtitle)
+        assert Text.from_markup(line).plain.startswith(" node3: 2 links, 1 with findings · ")
+        before = hosts.lines_drawn
+        for tick in (13, 14):  # new traffic on the group's links, nothing else new
+            state.apply_sample("node3", sample("node3", tick))
+            app.refresh_now()
+            await pilot.pause()
+        assert str(hosts.border_subtitle) == line
+        assert hosts.lines_drawn - before <= 2  # node3's own row (its Age), not the table

@@ -62,8 +62,8 @@ class Group:
         """Every link of it is on screen (Enter then closes it, else opens it)."""
         return len(self.shown()) == len(self.links)
 
-    def sentence(self) -> str:
-        """What a person needs of it, in one line."""
+    def sentence(self, traffic: bool = True) -> str:
+        """What a person needs of it, in one line (``traffic``: with its rx added up)."""
         n = len(self.links)
         links = f"{n} link{'s' if n != 1 else ''}"
         if self.key.startswith(f"{RULE}:") and self.label != HEALTHY:
@@ -75,7 +75,7 @@ class Group:
             out += f" on {len(self.hosts)} host{'s' if len(self.hosts) != 1 else ''}"
         elif self.bad:
             out += f", {self.bad} with findings"
-        rx = _total(r.rx_bps for r in self.links)
+        rx = _total(r.rx_bps for r in self.links) if traffic else None
         return out + (f", rx {fmt.si(rx)}b/s" if rx is not None else "")
 
 

@@ -76,7 +76,9 @@ def state_line(
         t.append(needle, "bold")
         t.append(" · ")
     if cursor_group is not None:  # first: at 80 columns the line's end is cut
-        t.append(cursor_group.sentence(), "bold")
+        # Without its traffic: that is on the group's row under the cursor, and a number
+        # here would change every second, repainting the hosts table whose border this is.
+        t.append(cursor_group.sentence(traffic=False), "bold")
         t.append(" · ")
     t.append(f"sort: {sort} {DOWN_ARROW if descending else UP_ARROW}")
     t.append(" (o next, O reverse)" if not narrowed else "")
