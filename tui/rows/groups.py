@@ -187,8 +187,8 @@ def grouped(
 
 def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
     """The summary row of group ``g``, the ``i``-th: its links' traffic and counts added up
-    (``badness``: the group's, ``shown``: how many of its links its view shows). Loss,
-    pauses, ECN and CNP are added up when read (LinkRow): most groups are off screen."""
+    (``badness``: the group's, ``shown``: how many of its links its view shows). Pauses,
+    ECN and CNP are added up when read (LinkRow): most groups are off screen."""
     rs = g.links
     return LinkRow(
         host=g.label,

@@ -124,11 +124,12 @@ class LinkRow:
 
     A row is made for every link each tick (the order, the groups, the grid and the filter
     read every one), but only the fifty rows on screen show all their numbers. So what is
-    read straight off the sample is a field, and the columns worked out from the link's
-    rates (loss, pauses, ECN, CNP, shares; the counts since 'r'; whether its cable is
-    read) are properties, worked out when read: at 1000 links, working them out for every
-    row was two thirds of making the rows (issue 32). A group's summary row adds them up
-    over its links (``members``), also when read.
+    read straight off the sample is a field (and loss, which the grid judges every link
+    by), and the other columns worked out from the link's rates (pauses, ECN, CNP,
+    shares; the counts since 'r'; whether its cable is read) are properties, worked out
+    when read: at 1000 links, working them out for every row was two thirds of making the
+    rows (issue 32). A group's summary row adds them up over its links (``members``),
+    also when read.
 
     They are read from the host's state (``source``), not from a reference to this tick's
     rates: a row kept that long would keep the tick's rates alive into the next refresh,
