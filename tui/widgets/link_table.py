@@ -55,10 +55,6 @@ def _by_host(r: LinkRow) -> tuple[tuple[tuple[int, int | str], ...], int, str]:
     return natural(r.host), KIND_RANK.get(r.kind, 5), r.lid
 
 
-def _worst(r: LinkRow) -> tuple[int, tuple[tuple[int, int | str], ...], int, str]:
-    return -r.badness, natural(r.host), KIND_RANK.get(r.kind, 5), r.lid
-
-
 def _group_rank(r: LinkRow) -> tuple[int, int]:
     return r.rank
 
@@ -66,7 +62,7 @@ def _group_rank(r: LinkRow) -> tuple[int, int]:
 SORTS: tuple[SortSpec, ...] = (
     # The default: links with a finding, down or on a host not reporting on top, worst
     # first; the rest as the host order has them (a quiet fabric reads as before).
-    SortSpec("worst", "worst first", _worst, False),
+    SortSpec("worst", "worst first", lambda r: (-r.badness, *_by_host(r)), False),
     SortSpec("host", "host", _by_host, False),
     SortSpec("rx", "rx", lambda r: _num(r.rx_bps)),
     SortSpec("tx", "tx", lambda r: _num(r.tx_bps)),
