@@ -42,6 +42,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from tui import format as fmt
+from tui.widgets.cell_paint import plain_segments
 
 
 @dataclass(slots=True, frozen=True)
@@ -526,7 +527,9 @@ class KeyedTable(DataTable[Cell]):
         on_hover: bool,
         paint: _Paint,
     ) -> list[list[Segment]]:
-        """One cell's lines, as DataTable renders it."""
+        """One cell's lines, as DataTable renders it: a row's cell of plain text made
+        directly (cell_paint.py: at 64 hosts a tick repaints hundreds of cells), any other
+        through rich."""
         look = paint.look
         header = row == -1
         highlight = _highlight(look, header, on_hover, on_cursor)
@@ -535,13 +538,30 @@ class KeyedTable(DataTable[Cell]):
             post += Style.from_color(color=highlight.color)
         if look.css_background:
             post += Style.from_color(bgcolor=highlight.bgcolor)
-        height = look.header_height if header else 1
+        pre = (look.header if header else look.base) + Style.from_meta({"row": row, "column": col})
+        console = self.app.console
+        if not header and "\n" not in cell.plain:
+            # Text.render leaves the text's own style to the caller where it has no spans
+            own = console.get_style(cell.style)
+            parts = [(s.text, own + s.style) for s in cell.render(console, end="")]
+            plain = plain_segments(
+                parts, own, cell.justify, width, look.padding, pre + highlight, post
+            )
+            if plain is not None:
+                return [plain]
+        return self._rich_cell(
+            cell, width, look.header_height if header else 1, pre + highlight, post, paint
+        )
+
+    def _rich_cell(
+        self, cell: Text, width: int, height: int, pre: Style, post: Style, paint: _Paint
+    ) -> list[list[Segment]]:
+        """One cell's lines through rich's Padding and Styled (DataTable's way)."""
         options = paint.options.update_dimensions(width, height)
         if height == 1:
             options = options.update(no_wrap=True)
-        pre = (look.header if header else look.base) + Style.from_meta({"row": row, "column": col})
         return self.app.console.render_lines(
-            Styled(Padding(cell, (0, look.padding)), pre_style=pre + highlight, post_style=post),
+            Styled(Padding(cell, (0, paint.look.padding)), pre_style=pre, post_style=post),
             options,
         )
 
