@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import gc
 
+import pytest
 from rich.text import Text
+from textual.screen import Screen
 
+from fabtop.run.demo import demo_state
 from tests.ui.fabric import sample
 from tests.ui.test_health_grid import app_over, big_fabric
 from tui import format as fmt
-from tui.app import GC_GEN0_THRESHOLD, REFREEZE_GROWTH, Refreezer, refreezing
+from tui.app import GC_GEN0_THRESHOLD, REFREEZE_GROWTH, FabtopApp, Refreezer, refreezing
+from tui.context import ViewContext
 from tui.rows.links import host_rows, link_rows
 from tui.screens.overview import OverviewScreen
+from tui.widgets.gpu_thermal import ThermalPanel
 from tui.widgets.health_grid import HealthGrid
 from tui.widgets.host_table import HostTable, host_cells, host_sort_key
 from tui.widgets.link_table import SORTS, LinkTable
@@ -197,3 +202,37 @@ async def test_new_traffic_under_a_group_row_does_not_repaint_the_hosts_table() 
             await pilot.pause()
         assert str(hosts.border_subtitle) == line
         assert hosts.lines_drawn - before <= 2  # node3's own row (its Age), not the table
+
+
+async def test_new_words_in_as_many_lines_repaint_a_panel_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The GPUs' thermal panel (one line a host) has new words every tick. Each update
+    # laid the screen out again: Textual then composes every widget of the screen anew
+    # (at 64 x 8, a tenth of the GPU screen's tick).
+    state, clock, _ = demo_state(10.0, history_s=10.0)
+    app = FabtopApp(ViewContext(state, interval=1.0, clock=clock))
+    layouts = 0
+    laid_out = Screen._refresh_layout
+
+    def counted(self: Screen[object], *args: object, **kwargs: object) -> None:
+        nonlocal layouts
+        layouts += 1
+        laid_out(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        monkeypatch.setattr(Screen, "_refresh_layout", counted)
+        panel = app.screen.query_one(ThermalPanel)
+        lines = str(panel.render()).count("\n") + 1
+        height = panel.size.height
+        panel.update(Text("\n".join(f"new words {i}" for i in range(lines)), no_wrap=True))
+        await pilot.pause()
+        assert "new words 0" in str(panel.render())
+        assert layouts == 0  # the panel alone is painted
+        # a line more: the panel grows (laid out), the table above it gives up a line
+        panel.update(Text("\n".join(f"more {i}" for i in range(lines + 1)), no_wrap=True))
+        await pilot.pause()
+        assert layouts >= 1
+        assert panel.size.height == height + 1
