@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from collectors.samples import QosConfig
 from fabtop.config import Config, HostConfig
 from fabtop.core.state import FabricState
 from fabtop.run.demo import demo_state
@@ -13,7 +14,7 @@ from fabtop.sim import Fabric, demo_hosts
 from fabtop.sim.transport import sim_transports
 from tui.app import FabtopApp
 from tui.context import ViewContext
-from tui.rows.pfc import SEP, pfc_findings
+from tui.rows.pfc import SEP, _dscp, pfc_findings
 from tui.screens.pfc import PfcScreen
 from tui.screenshots import make_app
 from tui.widgets.pfc_config import ODD, QosTable
@@ -185,3 +186,16 @@ async def test_a_big_matrix_makes_cells_for_the_rows_on_screen() -> None:
             assert m.get_cell(SEP.join(("node50", "eth0", "rx")), "p3").plain == "2"
     finally:
         pfc_matrix.row_cells = real  # type: ignore[assignment]
+
+
+def test_the_dscp_column_names_the_default_map_and_spells_out_any_other() -> None:
+    default = {d: d >> 3 for d in range(64)}
+    assert _dscp(QosConfig(dscp2prio=default)) == "dscp/8"
+    assert _dscp(QosConfig(dscp2prio={d: 3 for d in range(24, 32)})) == "dscp/8"
+    assert _dscp(QosConfig(dscp2prio={d: 3 for d in range(24, 31)})) == "3:24-30"  # one short
+    moved = default | {26: 5}  # one code on another priority: every priority spelled out
+    assert _dscp(QosConfig(dscp2prio=moved)) == (
+        "0:0-7;1:8-15;2:16-23;3:24-31;4:32-39;5:26-47;6:48-55;7:56-63"
+    )
+    assert _dscp(QosConfig(dscp2prio={46: 3})) == "3:46"
+    assert _dscp(QosConfig()) == "-"

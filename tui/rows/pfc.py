@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from collectors.samples import QosConfig, RateValue
-from collectors.vocabulary import Derived
+from collectors.vocabulary import Derived, Metric
 from fabtop.core.findings import PAUSED_PEERS, STUCK_RECEIVER, Finding, PortRef, port_ref
 from fabtop.core.rules.pauses import PAUSE_PER_S, PAUSE_RATIO, PRIOS, SIDES, hard_pause, pause_level
 from fabtop.core.state import FabricState
@@ -84,6 +84,10 @@ class PauseRow:
         return hard_pause(self.ratio.get(prio), self.per_s.get(prio), thresholds)
 
 
+# The pause counters read per priority: a port with none has no row in the matrix.
+PRIO_PAUSES = tuple(m for m in Metric if m.per_priority and m.category == "pauses")
+
+
 def pause_rows(state: FabricState) -> list[PauseRow]:
     """Every port that reports per-priority pause counters, rx then tx, in host order."""
     out: list[PauseRow] = []
@@ -94,8 +98,7 @@ def pause_rows(state: FabricState) -> list[PauseRow]:
             lr = hs.rates.links.get(lid) if hs.rates is not None else None
             fresh = lr is not None and not lr.gap
             rates = lr.rates if lr is not None and fresh else {}
-            has_prio = any(isinstance(v, dict) for k, v in link.metrics.items() if "pause" in k)
-            if not has_prio:
+            if not any(isinstance(link.metrics.get(m), dict) for m in PRIO_PAUSES):
                 continue
             ref = port_ref(host, link)
             for d in SIDES:
@@ -189,11 +192,13 @@ def _dscp(q: QosConfig | None) -> str:
     # per priority compactly: "26→3" style would not fit, so the priorities that own codes.
     if q is None or not q.dscp2prio:
         return "-"
+    codes = q.dscp2prio
+    # The default: DSCP d goes to priority d >> 3, every priority named with its eight.
+    if all(p == d >> 3 for d, p in codes.items()) and len(codes) == 8 * len({*codes.values()}):
+        return "dscp/8"
     by_prio: dict[int, list[int]] = {}
-    for d, p in q.dscp2prio.items():
+    for d, p in codes.items():
         by_prio.setdefault(p, []).append(d)
-    if all(sorted(ds) == list(range(p * 8, p * 8 + 8)) for p, ds in by_prio.items()):
-        return "dscp/8"  # the default: DSCP d goes to priority d >> 3
     return ";".join(
         f"{p}:{min(ds)}-{max(ds)}" if len(ds) > 1 else f"{p}:{ds[0]}"
         for p, ds in sorted(by_prio.items())
