@@ -85,4 +85,5 @@ class HostTable(VirtualTable[HostRow]):
     def show(self, rows: Sequence[HostRow], width: int) -> None:
         """Show ``rows``, worst first; the cursor stays on its host."""
         self.set_columns(host_columns(width))
-        self.set_rows([(r.name, r) for r in sorted(rows, key=host_sort_key)])
+        ordered = sorted(rows, key=host_sort_key)
+        self.set_rows([r.name for r in ordered], ordered)

@@ -190,14 +190,16 @@ class VirtualTable(ScrollView, Generic[R], can_focus=True):
         self._size_virtual()
         self.refresh()
 
-    def set_rows(self, rows: Sequence[tuple[str, R]]) -> None:
-        """Show exactly ``rows`` (key, model), in that order; the cursor stays on its key.
+    def set_rows(self, keys: Sequence[str], rows: Sequence[R]) -> None:
+        """Show exactly ``rows``, keyed by ``keys``, in that order; the cursor stays on its
+        key.
 
         Only the lines on screen whose cells changed are painted again.
         """
         before, was = self.cursor_key(), self.cursor_row
-        keys = [k for k, _ in rows]
-        self._rows = [r for _, r in rows]
+        keys, self._rows = list(keys), list(rows)
+        if len(keys) != len(self._rows):
+            raise ValueError(f"{len(keys)} keys for {len(self._rows)} rows")
         if keys != self._keys:  # most ticks keep the order: the index stays
             self._keys = keys
             self._index = {k: i for i, k in enumerate(keys)}
