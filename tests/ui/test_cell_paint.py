@@ -40,6 +40,7 @@ EDGES = [
     Spec("ab ", "", "right"),
     Spec((("ab", ""), ("  ", "red")), "", "right"),
     Spec("ab ", "", "left"),  # kept when left-justified
+    Spec("two\nlines"),  # more than a line: rich's way
     Spec((("n1", ""), ("\x1b[2J", "")), "", "right"),  # a control character: rich's way
 ]
 
@@ -76,7 +77,7 @@ async def test_a_plain_cell_is_drawn_as_rich_draws_it() -> None:
                     assert got == want, (spec, width, highlight)
         # most cells take the direct way; the edges that must not, do not
         assert fast > len(specs)
-        for spec in [*EDGES[9:12], EDGES[-1]]:
+        for spec in [*EDGES[9:12], *EDGES[-2:]]:
             assert _plain_cell(spec, 10, look.base, Style(), app.console.get_style, 0) is None
 
 

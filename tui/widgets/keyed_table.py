@@ -540,7 +540,7 @@ class KeyedTable(DataTable[Cell]):
             post += Style.from_color(bgcolor=highlight.bgcolor)
         pre = (look.header if header else look.base) + Style.from_meta({"row": row, "column": col})
         console = self.app.console
-        if not header and "\n" not in cell.plain:
+        if not header:
             # Text.render leaves the text's own style to the caller where it has no spans
             own = console.get_style(cell.style)
             parts = [(s.text, own + s.style) for s in cell.render(console, end="")]
