@@ -6,6 +6,7 @@ Rates are computed only by :mod:`fabtop.core.rates`. Missing is ``None``, never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -396,3 +397,19 @@ class HostSample:
     # The packet filter's ruleset, or why it was not read (issue 15; slow cadence): None
     # when the frame has no firewall section (older probes, recordings, Prometheus).
     firewall: FirewallState | None = None
+
+    def share_names(self, one: Callable[[str], str]) -> None:
+        """Put ``one(name)`` for each name of its links: their keys, ids, netdevs, RDMA
+        devices, link layers and states (fabtop.core.pipeline.Names: the one object of
+        that text, tick after tick)."""
+        for link in self.links.values():
+            link.id = one(link.id)
+            if link.netdev is not None:
+                link.netdev = one(link.netdev)
+            if link.rdma_device is not None:
+                link.rdma_device = one(link.rdma_device)
+            if link.link_layer is not None:
+                link.link_layer = one(link.link_layer)
+            if link.state is not None:
+                link.state = one(link.state)
+        self.links = {one(k): v for k, v in self.links.items()}

@@ -49,6 +49,42 @@ SLOW_KINDS = frozenset(
 SLOW_KINDS = SLOW_KINDS | DARWIN_SLOW_KINDS
 
 
+class Names:
+    """Each name the samples bring (a link's id, netdev, state...) as one object of its
+    text, tick after tick and across hosts, forgotten once no sample brought it for a
+    whole round of the hosts.
+
+    The views and the rates look every link up by host and id each tick, and compare its
+    names. A frame laid out anew (the sh probe's, a recording's) brought new strings of
+    the same text every tick, and each lookup hashed and compared them again, each string
+    its own memory: a quarter of a 1000-link refresh (issue 32). Not ``sys.intern``: an
+    interned string lives for good on 3.12 before cpython#123065 and on free-threaded
+    builds, and a week of pod veths (or a hostile node) would pile up there; here at most
+    two rounds' names are held.
+    """
+
+    def __init__(self) -> None:
+        self._now: dict[str, str] = {}  # brought in this round
+        self._before: dict[str, str] = {}  # in the round before
+        self._samples = 0  # samples in this round
+
+    def one(self, name: str) -> str:
+        """The object of ``name``'s text (``name`` itself the first time)."""
+        got = self._now.get(name)
+        if got is None:
+            got = self._now[name] = self._before.get(name, name)
+        return got
+
+    def sample_done(self, hosts: int) -> None:
+        """One more sample of a fabric of ``hosts``: after as many, a round is over."""
+        self._samples += 1
+        if self._samples >= hosts:
+            self._before, self._now, self._samples = self._now, {}, 0
+
+    def __len__(self) -> int:
+        return len(self._now.keys() | self._before.keys())
+
+
 class Pipeline:
     """Frames of many hosts in, typed samples with their rates out, history kept."""
 
@@ -63,6 +99,7 @@ class Pipeline:
         # again (Frame.carried).
         self._tails: dict[str, tuple[Section, ...]] = {}
         self._latest: dict[str, HostSample] = {}
+        self.names = Names()
         self._shapes: Shapes = {}  # what assemble keeps of each host of this stream
 
     def apply_frame(
@@ -83,7 +120,9 @@ class Pipeline:
     def apply_sample(self, sample: HostSample, arrived_unix: float | None = None) -> HostRates:
         """Rates and history for an already assembled sample (test fabrics start here)."""
         host = sample.host
+        sample.share_names(self.names.one)  # before the rates: their keys are the ids
         self._latest[host] = sample
+        self.names.sample_done(len(self._latest))
         rates = self.engine.update(sample)
         t = self.clocks.place(
             host,
