@@ -188,8 +188,25 @@ def grouped(
 def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
     """The summary row of group ``g``, the ``i``-th: its links' traffic and counts added up
     (``badness``: the group's, ``shown``: how many of its links its view shows). Pauses,
-    ECN and CNP are added up when read (LinkRow): most groups are off screen."""
-    rs = g.links
+    ECN and CNP are added up when read (LinkRow): most groups are off screen.
+
+    One pass over the links for all the rest: 1000 links a tick."""
+    rx: float | None = None
+    tx: float | None = None
+    loss: float | None = None
+    temp: float | None = None
+    live, bad = True, 0
+    for r in g.links:
+        if r.rx_bps is not None:
+            rx = r.rx_bps if rx is None else rx + r.rx_bps
+        if r.tx_bps is not None:
+            tx = r.tx_bps if tx is None else tx + r.tx_bps
+        if r.loss_per_s is not None:
+            loss = r.loss_per_s if loss is None else loss + r.loss_per_s
+        if r.temperature_c and (temp is None or r.temperature_c > temp):
+            temp = r.temperature_c
+        live = live and r.live
+        bad += r.badness > 0
     return LinkRow(
         host=g.label,
         lid="",
@@ -197,16 +214,16 @@ def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
         link_layer=None,
         state=None,
         speed_gbps=None,
-        rx_bps=_total([r.rx_bps for r in rs]),
-        tx_bps=_total([r.tx_bps for r in rs]),
-        temperature_c=max([r.temperature_c for r in rs if r.temperature_c], default=None),
+        rx_bps=rx,
+        tx_bps=tx,
+        temperature_c=temp,
         gap=False,
-        live=all([r.live for r in rs]),
-        loss_per_s=_total([r.loss_per_s for r in rs]),
+        live=live,
+        loss_per_s=loss,
         badness=badness,
         group=g.key,
-        members=rs,
-        bad=g.bad,
-        hidden=len(rs) - shown,
+        members=g.links,
+        bad=bad,
+        hidden=len(g.links) - shown,
         rank=(i, 0),
     )
