@@ -1,9 +1,10 @@
 """A link's names are one object tick after tick, whichever way its samples came.
 
 The views look every link up by its host and id on every refresh (rows, rates, history,
-rails, grid): names of the same text but new objects each tick (a frame laid out anew, a
-Prometheus answer decoded anew) made each of those lookups hash and compare the text
-again. At 1000 links that was a quarter of a refresh (issue 32).
+rails, grid): names of the same text but new objects each tick (a frame laid out anew)
+made each of those lookups hash and compare the text again. At 1000 links that was a
+quarter of a refresh (issue 32). A Prometheus answer decoded anew kept its names already
+(the read-back's label cache); its test holds that, whichever way it is done.
 """
 
 from __future__ import annotations

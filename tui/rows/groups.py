@@ -195,7 +195,7 @@ def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
     tx: float | None = None
     loss: float | None = None
     temp: float | None = None
-    live, bad = True, 0
+    live = True
     for r in g.links:
         if r.rx_bps is not None:
             rx = r.rx_bps if rx is None else rx + r.rx_bps
@@ -206,7 +206,6 @@ def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
         if r.temperature_c and (temp is None or r.temperature_c > temp):
             temp = r.temperature_c
         live = live and r.live
-        bad += r.badness > 0
     return LinkRow(
         host=g.label,
         lid="",
@@ -223,7 +222,7 @@ def group_row(g: Group, i: int, badness: int, shown: int) -> LinkRow:
         badness=badness,
         group=g.key,
         members=g.links,
-        bad=bad,
+        bad=g.bad,
         hidden=len(g.links) - shown,
         rank=(i, 0),
     )
